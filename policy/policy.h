@@ -1,0 +1,275 @@
+/* policy/policy.h - what sluice allows: settings, rules, decisions, the address guard.
+ *
+ * Pure code: no sockets, no event loop. The only I/O is reading settings and
+ * list files. Errors are 0 / negative errno (R3); verdicts are enums.
+ */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------ */
+/* Hosts and addresses                                                       */
+
+#define POLICY_HOST_MAX 253 /* longest canonical host, without NUL */
+
+enum policy_host_kind {
+    POLICY_HOST_NAME = 0, /* a DNS name, lower-case A-labels, no trailing dot */
+    POLICY_HOST_IPV4,     /* canonical dotted quad */
+    POLICY_HOST_IPV6,     /* canonical RFC 5952 text, no brackets */
+};
+
+/* An IP address: family is 4 or 6; a v4 address lives in bytes[0..3]. */
+struct policy_addr {
+    uint8_t family;
+    uint8_t bytes[16];
+};
+
+/* A request host after normalisation (design.md "Policy semantics"). */
+struct policy_host {
+    enum policy_host_kind kind;
+    struct policy_addr addr; /* set for IPV4 / IPV6 */
+    size_t len;
+    char name[POLICY_HOST_MAX + 1]; /* canonical text for every kind */
+};
+
+/* Normalises a raw host (as a client sent it; not NUL-terminated, may hold
+ * any bytes). IPv6 may be bracketed or bare. Numeric IPv4 spellings become
+ * the canonical address; IPv4-mapped IPv6 becomes IPv4. Returns 0, or
+ * -EINVAL with *why set to a static description. */
+int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, const char **why);
+
+/* Parses a check/CLI target: host, host:port, IPv4, [v6], [v6]:port. A bare
+ * IPv6 address without brackets is accepted only when it has no port.
+ * Returns 0 or -EINVAL with *why set. */
+int policy_target_parse(const char *s, uint16_t default_port, struct policy_host *host,
+                        uint16_t *port, const char **why);
+
+/* Text of an address ("1.2.3.4" or "2001:db8::1"); buf needs 46 bytes. */
+const char *policy_addr_str(const struct policy_addr *a, char *buf, size_t len);
+
+/* Parses an IP address text (no brackets, no zone) into *a. 0 or -EINVAL. */
+int policy_addr_parse(const char *s, struct policy_addr *a);
+
+/* ------------------------------------------------------------------------ */
+/* Settings (policy/settings.c)                                              */
+
+/* One string from a settings file or list file, with where it came from. */
+struct settings_item {
+    char *value;
+    const char *file; /* interned in struct settings; "<default>" for built-ins */
+    unsigned line, col;
+    const char *list; /* "network.allowedDomains", "network.allowedDomainsFiles", ... */
+    size_t index;     /* index in that list (0-based); line number for list files */
+};
+
+struct settings_list {
+    struct settings_item *items;
+    size_t n, cap;
+};
+
+/* A key -> value string pair (deniedDomainReasons) or key -> list (ignoreViolations). */
+struct settings_pair {
+    char *key;
+    char *value;              /* deniedDomainReasons */
+    struct settings_list list; /* ignoreViolations */
+};
+
+struct settings_map {
+    struct settings_pair *pairs;
+    size_t n, cap;
+};
+
+enum settings_mode { SETTINGS_MODE_ENFORCE = 0, SETTINGS_MODE_REPORT };
+
+/* A tri-state boolean: unset means "use the mode's default". */
+enum settings_bool { SETTINGS_UNSET = -1, SETTINGS_FALSE = 0, SETTINGS_TRUE = 1 };
+
+struct settings {
+    struct {
+        struct settings_list allowed_domains;  /* allow rules (inline + list files) */
+        struct settings_list denied_domains;   /* deny rules (inline + list files) */
+        struct settings_map denied_domain_reasons;
+        int strict_allowlist;
+        int allow_all_domains;
+        struct settings_list denied_resolved_addresses; /* IPs and CIDRs */
+        struct settings_list allow_unix_sockets;        /* macOS only in srt; kept */
+        int allow_all_unix_sockets;
+        int allow_local_binding;
+        unsigned http_proxy_port;  /* 0 = unset */
+        unsigned socks_proxy_port; /* 0 = unset */
+        enum settings_bool deny_private_addresses;
+        struct settings_list dns_servers; /* "IP" or "IP:PORT" / "[v6]:PORT" */
+        enum settings_mode mode;
+        struct settings_list allowed_domains_files;
+        struct settings_list denied_domains_files;
+    } network;
+    struct {
+        struct settings_list deny_read, allow_read, allow_write, deny_write;
+        int allow_git_config;
+        int disabled;
+    } filesystem;
+    struct settings_map ignore_violations;
+    int enable_weaker_nested_sandbox;
+    unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
+    char *bwrap_path;
+    struct settings_list git_safe_directories;
+
+    /* Keys accepted but not applicable on Linux: one message each, for the
+     * caller to print as a warning ("FILE:LINE:COL: key: not applicable ..."). */
+    struct settings_list notices;
+
+    /* internal: interned file names */
+    char **files;
+    size_t nfiles;
+};
+
+/* Error detail: "FILE:LINE:COLUMN: key.path: what is wrong". */
+struct settings_error {
+    char msg[1024];
+};
+
+/* Built-in defaults: no network rules, mode enforce, depth 3. */
+void settings_init(struct settings *s);
+void settings_free(struct settings *s);
+
+/* Applies one JSON settings file on top of *s (layering: scalars and allow
+ * lists replace, deny lists are united). Reads list files named by
+ * network.*DomainsFiles. Returns 0, -ENOENT when the file does not exist
+ * (err untouched), or -EINVAL / another -errno with err filled. */
+int settings_apply_file(struct settings *s, const char *path, struct settings_error *err);
+
+/* Same, from a buffer already in memory; name is used in messages. */
+int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
+                          struct settings_error *err);
+
+/* The full layering of design.md "Settings": defaults, the user file
+ * ($XDG_CONFIG_HOME/sluice/settings.json, else ~/.srt-settings.json),
+ * explicit (--settings FILE or $SLUICE_SETTINGS when explicit is NULL),
+ * then managed (/etc/sluice/managed.json, or $SLUICE_MANAGED_SETTINGS for
+ * tests). A missing explicit file is an error; missing others are skipped. */
+int settings_load(struct settings *s, const char *explicit_path, struct settings_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Rules and decisions (policy/match.c, policy/decide.c)                      */
+
+enum policy_verdict { POLICY_DENY = 0, POLICY_ALLOW = 1, POLICY_ASK = 2 };
+
+enum policy_rule_kind {
+    POLICY_RULE_NAME = 0, /* example.com */
+    POLICY_RULE_WILDCARD, /* *.example.com */
+    POLICY_RULE_ANY,      /* *  (deniedDomains only) */
+    POLICY_RULE_CIDR,     /* 203.0.113.7, [2001:db8::1], 10.0.0.0/8, [fc00::]/7 */
+};
+
+enum policy_list_id {
+    POLICY_LIST_DENIED = 0,      /* network.deniedDomains (+ deniedDomainsFiles) */
+    POLICY_LIST_ALLOWED,         /* network.allowedDomains (+ allowedDomainsFiles) */
+    POLICY_LIST_RESOLVED_DENIED, /* network.deniedResolvedAddresses */
+};
+
+struct policy_rule {
+    enum policy_rule_kind kind;
+    enum policy_list_id list_id;
+    const char *list;    /* key name, e.g. "network.allowedDomains" */
+    size_t index;        /* index in that key, or line in a list file */
+    const char *pattern; /* as written */
+    const char *file;    /* source file */
+    unsigned line, col;
+    uint16_t port;       /* 0 = every port */
+    const char *reason;  /* deniedDomainReasons entry, or NULL */
+    /* compiled form */
+    struct policy_addr addr; /* CIDR network */
+    unsigned prefix;         /* CIDR prefix length */
+};
+
+struct policy; /* opaque compiled policy */
+
+/* Compiles settings into a policy. Every pattern is checked; the first bad
+ * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
+int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
+void policy_free(struct policy *p);
+
+/* Parses one pattern the way policy_compile does (for tests and tools).
+ * in_denied: '*' is accepted. On success fills kind/port/addr/prefix and
+ * writes the canonical name part to name (size POLICY_HOST_MAX+1). */
+int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
+                         const char **why);
+
+/* Where a decision came from. */
+enum policy_origin {
+    POLICY_BY_RULE = 0,     /* a deny or allow rule; rule != NULL */
+    POLICY_BY_CLASS,        /* IP literal in a denied address class */
+    POLICY_BY_ALLOW_ALL,    /* network.allowAllDomains */
+    POLICY_BY_STRICT,       /* no rule, strictAllowlist */
+    POLICY_BY_NO_RULE,      /* no rule decides: ask (or deny without a handler) */
+    POLICY_BY_GUARD,        /* every resolved address was refused by the guard */
+};
+
+struct policy_decision {
+    enum policy_verdict verdict;
+    enum policy_origin origin;
+    const struct policy_rule *rule; /* NULL unless origin == POLICY_BY_RULE */
+    char reason[256];               /* one line, printable ASCII */
+};
+
+/* Decides a normalised request. ASK means no rule decided and the caller may
+ * ask a handler; without one the caller must treat it as DENY. */
+void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
+                   struct policy_decision *d);
+
+/* Formats "FILE:LINE" of a rule into buf. */
+const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* The resolved-address guard (policy/guard.c)                               */
+
+enum policy_addr_class {
+    POLICY_CLASS_PUBLIC = 0,
+    POLICY_CLASS_PRIVATE,      /* RFC 1918, ULA fc00::/7, CGNAT 100.64/10 */
+    POLICY_CLASS_LOOPBACK,     /* 127/8, ::1 */
+    POLICY_CLASS_UNSPECIFIED,  /* 0.0.0.0/8, :: */
+    POLICY_CLASS_LINK_LOCAL,   /* 169.254/16, fe80::/10 */
+    POLICY_CLASS_MULTICAST,    /* 224/4, ff00::/8 */
+    POLICY_CLASS_BROADCAST,    /* 255.255.255.255 */
+    POLICY_CLASS_RESERVED,     /* 240/4, documentation and benchmark ranges, 64:ff9b:1::/48 ... */
+    POLICY_CLASS_METADATA,     /* cloud metadata endpoints */
+    POLICY_CLASS_THIS_HOST,    /* one of this host's addresses (policy_set_local) */
+    POLICY_CLASS_PROXY,        /* one of the proxy's own listeners */
+    POLICY_CLASS_EMBEDDED,     /* IPv6 embedding a denied IPv4 (mapped, compat, NAT64, 6to4, Teredo) */
+};
+
+const char *policy_class_name(enum policy_addr_class c);
+
+/* Classifies an address on its own (no settings). For EMBEDDED, *inner (if
+ * not NULL) receives the class of the embedded IPv4. */
+enum policy_addr_class policy_addr_classify(const struct policy_addr *a,
+                                            enum policy_addr_class *inner);
+
+struct policy_guard_verdict {
+    struct policy_addr addr;
+    enum policy_addr_class cls;
+    int allowed;                    /* 1: may be dialed */
+    const struct policy_rule *rule; /* deciding IP rule, if any */
+    char why[160];
+};
+
+/* The guard: for a request (already allowed by policy_decide, by rule or by
+ * an ask) and its resolved addresses, fills out[i] for each addrs[i] and
+ * returns how many may be dialed. Pure: no I/O. */
+size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out);
+
+/* This host's own addresses and the proxy's own listeners (address + port,
+ * port 0 = any), judged by the guard. Copies the arrays. 0 or -ENOMEM. */
+int policy_set_local(struct policy *p, const struct policy_addr *self, size_t nself,
+                     const struct policy_addr *listeners, const uint16_t *listener_ports,
+                     size_t nlisteners);
+
+/* Settings the policy was compiled from that its callers need. */
+int policy_mode_report(const struct policy *p);
+int policy_deny_private(const struct policy *p);
+size_t policy_rule_count(const struct policy *p);
+
+#endif

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install what sluice needs to build and test, from Debian 12 packages only.
+# As root: runs apt-get. Otherwise: prints the exact apt-get line and stops.
+set -euo pipefail
+
+pkgs=(
+    build-essential cmake pkg-config
+    libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
+    libidn2-dev libpsl-dev libcmocka-dev
+    bubblewrap curl dnsmasq-base
+)
+# The ASan+UBSan build uses clang when it is there, gcc otherwise; both
+# runtimes ship with the compilers above.
+
+missing=()
+for p in "${pkgs[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "sluice: missing packages: ${missing[*]}" >&2
+    echo "sluice: run as root:  $line" >&2
+    exit 1
+fi
+
+echo "sluice: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
