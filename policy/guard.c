@@ -1,1 +1,329 @@
-/* placeholder */
+/* policy/guard.c - address classes and the resolved-address guard.
+ *
+ * An allowed name is resolved once; every answer is judged here and only
+ * the ones that pass may be dialed (design.md "Resolved-address guard").
+ */
+#include "policy/policy.h"
+#include "policy/policy-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *policy_class_name(enum policy_addr_class c)
+{
+    switch (c) {
+    case POLICY_CLASS_PUBLIC:
+        return "public";
+    case POLICY_CLASS_PRIVATE:
+        return "private";
+    case POLICY_CLASS_LOOPBACK:
+        return "loopback";
+    case POLICY_CLASS_UNSPECIFIED:
+        return "unspecified";
+    case POLICY_CLASS_LINK_LOCAL:
+        return "link-local";
+    case POLICY_CLASS_MULTICAST:
+        return "multicast";
+    case POLICY_CLASS_BROADCAST:
+        return "broadcast";
+    case POLICY_CLASS_RESERVED:
+        return "reserved";
+    case POLICY_CLASS_METADATA:
+        return "metadata";
+    case POLICY_CLASS_THIS_HOST:
+        return "this-host";
+    case POLICY_CLASS_PROXY:
+        return "proxy-listener";
+    case POLICY_CLASS_EMBEDDED:
+        return "embedded-ipv4";
+    case POLICY_CLASS_LISTED:
+        return "listed";
+    }
+    return "unknown";
+}
+
+struct v4range {
+    uint32_t net;
+    unsigned prefix;
+    enum policy_addr_class cls;
+};
+
+#define V4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (d))
+
+/* Most specific first. */
+static const struct v4range v4ranges[] = {
+    {V4(169, 254, 169, 254), 32, POLICY_CLASS_METADATA}, /* AWS, GCP, Azure, OpenStack ... */
+    {V4(169, 254, 170, 2), 32, POLICY_CLASS_METADATA},   /* AWS ECS task metadata */
+    {V4(169, 254, 170, 23), 32, POLICY_CLASS_METADATA},  /* AWS EKS pod identity */
+    {V4(100, 100, 100, 200), 32, POLICY_CLASS_METADATA}, /* Alibaba Cloud */
+    {V4(192, 0, 0, 192), 32, POLICY_CLASS_METADATA},     /* Oracle Cloud */
+    {V4(255, 255, 255, 255), 32, POLICY_CLASS_BROADCAST},
+    {V4(0, 0, 0, 0), 8, POLICY_CLASS_UNSPECIFIED},
+    {V4(10, 0, 0, 0), 8, POLICY_CLASS_PRIVATE},
+    {V4(100, 64, 0, 0), 10, POLICY_CLASS_PRIVATE}, /* CGNAT */
+    {V4(127, 0, 0, 0), 8, POLICY_CLASS_LOOPBACK},
+    {V4(169, 254, 0, 0), 16, POLICY_CLASS_LINK_LOCAL},
+    {V4(172, 16, 0, 0), 12, POLICY_CLASS_PRIVATE},
+    {V4(192, 0, 0, 0), 24, POLICY_CLASS_RESERVED},    /* IETF protocol assignments */
+    {V4(192, 0, 2, 0), 24, POLICY_CLASS_RESERVED},    /* TEST-NET-1 */
+    {V4(192, 88, 99, 0), 24, POLICY_CLASS_RESERVED},  /* 6to4 relay anycast */
+    {V4(192, 168, 0, 0), 16, POLICY_CLASS_PRIVATE},
+    {V4(198, 18, 0, 0), 15, POLICY_CLASS_PRIVATE},    /* benchmarking; fake-IP resolvers */
+    {V4(198, 51, 100, 0), 24, POLICY_CLASS_RESERVED}, /* TEST-NET-2 */
+    {V4(203, 0, 113, 0), 24, POLICY_CLASS_RESERVED},  /* TEST-NET-3 */
+    {V4(224, 0, 0, 0), 4, POLICY_CLASS_MULTICAST},
+    {V4(240, 0, 0, 0), 4, POLICY_CLASS_RESERVED},
+};
+
+static enum policy_addr_class classify_v4(const uint8_t *b)
+{
+    uint32_t v = V4(b[0], b[1], b[2], b[3]);
+    size_t i;
+
+    for (i = 0; i < sizeof(v4ranges) / sizeof(v4ranges[0]); i++) {
+        const struct v4range *r = &v4ranges[i];
+        uint32_t mask = r->prefix == 0 ? 0 : 0xffffffffu << (32 - r->prefix);
+        if ((v & mask) == r->net)
+            return r->cls;
+    }
+    return POLICY_CLASS_PUBLIC;
+}
+
+static int prefix_eq(const uint8_t *b, const uint8_t *p, unsigned bits)
+{
+    unsigned full = bits / 8, rest = bits % 8;
+
+    if (memcmp(b, p, full) != 0)
+        return 0;
+    if (rest == 0)
+        return 1;
+    return ((b[full] ^ p[full]) & (0xffu << (8 - rest))) == 0;
+}
+
+/* Classifies an embedded IPv4: a denied inner class makes the whole
+ * address EMBEDDED; otherwise the v6 address takes the inner class. */
+static enum policy_addr_class embedded(const uint8_t *v4, enum policy_addr_class *inner)
+{
+    enum policy_addr_class c = classify_v4(v4);
+
+    if (inner != NULL)
+        *inner = c;
+    if (c == POLICY_CLASS_PUBLIC || c == POLICY_CLASS_PRIVATE)
+        return c;
+    return POLICY_CLASS_EMBEDDED;
+}
+
+static enum policy_addr_class classify_v6(const uint8_t *b, enum policy_addr_class *inner)
+{
+    static const uint8_t zero[16];
+    static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
+    static const uint8_t nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
+    static const uint8_t teredo[4] = {0x20, 0x01, 0x00, 0x00};
+    static const uint8_t sixtofour[2] = {0x20, 0x02};
+    static const uint8_t doc[4] = {0x20, 0x01, 0x0d, 0xb8};
+    static const uint8_t doc2[3] = {0x3f, 0xff, 0x00};
+    static const uint8_t discard[8] = {0x01, 0x00};
+    static const uint8_t orchid[4] = {0x20, 0x01, 0x00, 0x10};
+    static const uint8_t md_aws[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
+    static const uint8_t md_aws2[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x23};
+
+    if (memcmp(b, zero, 16) == 0)
+        return POLICY_CLASS_UNSPECIFIED;
+    if (memcmp(b, zero, 15) == 0 && b[15] == 1)
+        return POLICY_CLASS_LOOPBACK;
+    if (memcmp(b, md_aws, 16) == 0 || memcmp(b, md_aws2, 16) == 0)
+        return POLICY_CLASS_METADATA;
+    if (policy__v6_is_mapped(b))
+        return embedded(b + 12, inner);
+    if (memcmp(b, zero, 12) == 0) /* IPv4-compatible ::a.b.c.d (deprecated) */
+        return embedded(b + 12, inner);
+    if (prefix_eq(b, nat64, 96) || prefix_eq(b, nat64_local, 48))
+        return embedded(b + 12, inner);
+    if (prefix_eq(b, sixtofour, 16))
+        return embedded(b + 2, inner);
+    if (prefix_eq(b, teredo, 32)) {
+        uint8_t client[4];
+        int i;
+        for (i = 0; i < 4; i++)
+            client[i] = (uint8_t)(b[12 + i] ^ 0xff);
+        return embedded(client, inner);
+    }
+    if ((b[0] & 0xfe) == 0xfc)
+        return POLICY_CLASS_PRIVATE; /* ULA fc00::/7 */
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+        return POLICY_CLASS_LINK_LOCAL; /* fe80::/10 */
+    if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)
+        return POLICY_CLASS_PRIVATE; /* fec0::/10 site-local, deprecated */
+    if (b[0] == 0xff)
+        return POLICY_CLASS_MULTICAST;
+    if (prefix_eq(b, doc, 32) || prefix_eq(b, doc2, 20) || prefix_eq(b, discard, 64) ||
+        prefix_eq(b, orchid, 28))
+        return POLICY_CLASS_RESERVED;
+    return POLICY_CLASS_PUBLIC;
+}
+
+enum policy_addr_class policy_addr_classify(const struct policy_addr *a,
+                                            enum policy_addr_class *inner)
+{
+    if (inner != NULL)
+        *inner = POLICY_CLASS_PUBLIC;
+    if (a->family == 4)
+        return classify_v4(a->bytes);
+    return classify_v6(a->bytes, inner);
+}
+
+int policy__addr_denied_class(enum policy_addr_class c, int deny_private)
+{
+    if (c == POLICY_CLASS_PUBLIC)
+        return 0;
+    if (c == POLICY_CLASS_PRIVATE)
+        return deny_private;
+    return 1;
+}
+
+static int addr_eq(const struct policy_addr *a, const struct policy_addr *b)
+{
+    return a->family == b->family && memcmp(a->bytes, b->bytes, a->family == 4 ? 4 : 16) == 0;
+}
+
+/* The class of an address, taking this host's and the proxy's own addresses
+ * into account. */
+enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
+                                           uint16_t port)
+{
+    size_t i;
+
+    for (i = 0; i < p->nlisteners; i++) {
+        if (addr_eq(&p->listeners[i], a) &&
+            (p->listener_ports[i] == 0 || p->listener_ports[i] == port))
+            return POLICY_CLASS_PROXY;
+    }
+    for (i = 0; i < p->nself; i++) {
+        if (addr_eq(&p->self[i], a))
+            return POLICY_CLASS_THIS_HOST;
+    }
+    return policy_addr_classify(a, NULL);
+}
+
+int policy_set_local(struct policy *p, const struct policy_addr *self, size_t nself,
+                     const struct policy_addr *listeners, const uint16_t *listener_ports,
+                     size_t nlisteners)
+{
+    struct policy_addr *s = NULL, *l = NULL;
+    uint16_t *lp = NULL;
+
+    if (nself > 0) {
+        s = malloc(nself * sizeof(*s));
+        if (s == NULL)
+            goto fail;
+        memcpy(s, self, nself * sizeof(*s));
+    }
+    if (nlisteners > 0) {
+        l = malloc(nlisteners * sizeof(*l));
+        lp = malloc(nlisteners * sizeof(*lp));
+        if (l == NULL || lp == NULL)
+            goto fail;
+        memcpy(l, listeners, nlisteners * sizeof(*l));
+        memcpy(lp, listener_ports, nlisteners * sizeof(*lp));
+    }
+    free(p->self);
+    free(p->listeners);
+    free(p->listener_ports);
+    p->self = s;
+    p->nself = nself;
+    p->listeners = l;
+    p->listener_ports = lp;
+    p->nlisteners = nlisteners;
+    return 0;
+fail:
+    free(s);
+    free(l);
+    free(lp);
+    return -ENOMEM;
+}
+
+static int is_localhost_name(const struct policy_host *h)
+{
+    static const char suffix[] = ".localhost";
+    size_t slen = sizeof(suffix) - 1;
+
+    if (h->kind != POLICY_HOST_NAME)
+        return 0;
+    if (strcmp(h->name, "localhost") == 0)
+        return 1;
+    return h->len > slen && memcmp(h->name + h->len - slen, suffix, slen) == 0;
+}
+
+static void judge(const struct policy *p, const struct policy_host *h, uint16_t port,
+                  const struct policy_addr *in, struct policy_guard_verdict *v)
+{
+    struct policy_addr a = *in;
+    char ip[64];
+    uint32_t rule;
+    int f;
+
+    /* An IPv4-mapped answer is dialed as IPv4: judge it as IPv4. */
+    if (a.family == 6 && policy__v6_is_mapped(a.bytes)) {
+        memmove(a.bytes, a.bytes + 12, 4);
+        memset(a.bytes + 4, 0, 12);
+        a.family = 4;
+    }
+    f = a.family == 4 ? 0 : 1;
+    v->addr = *in;
+    v->rule = NULL;
+    v->allowed = 0;
+    v->cls = policy__local_class(p, &a, port);
+    policy_addr_str(in, ip, sizeof(ip));
+
+    rule = policy__cidr_match(p, &p->deny_cidr[f], &a, port);
+    if (rule == POLICY_NO_RULE)
+        rule = policy__cidr_match(p, &p->rdeny_cidr[f], &a, port);
+    if (rule != POLICY_NO_RULE) {
+        v->rule = &p->rules[rule];
+        v->cls = POLICY_CLASS_LISTED;
+        snprintf(v->why, sizeof(v->why), "%s is denied by %s rule '%s'", ip, v->rule->list,
+                 v->rule->pattern);
+        return;
+    }
+    if (v->cls == POLICY_CLASS_PROXY) {
+        snprintf(v->why, sizeof(v->why), "%s is one of this proxy's own listeners", ip);
+        return;
+    }
+    rule = policy__cidr_match(p, &p->allow_cidr[f], &a, port);
+    if (rule != POLICY_NO_RULE) {
+        v->rule = &p->rules[rule];
+        v->allowed = 1;
+        snprintf(v->why, sizeof(v->why), "%s is allowed by rule '%s'", ip, v->rule->pattern);
+        return;
+    }
+    if (is_localhost_name(h)) {
+        if (v->cls == POLICY_CLASS_LOOPBACK) {
+            v->allowed = 1;
+            snprintf(v->why, sizeof(v->why), "%s is loopback, as %s must be", ip, h->name);
+        } else {
+            snprintf(v->why, sizeof(v->why), "%s may resolve only to loopback, not %s", h->name,
+                     ip);
+        }
+        return;
+    }
+    if (policy__addr_denied_class(v->cls, p->deny_private)) {
+        snprintf(v->why, sizeof(v->why), "%s is a %s address", ip, policy_class_name(v->cls));
+        return;
+    }
+    v->allowed = 1;
+    snprintf(v->why, sizeof(v->why), "%s is a %s address", ip, policy_class_name(v->cls));
+}
+
+size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out)
+{
+    size_t i, ok = 0;
+
+    for (i = 0; i < n; i++) {
+        judge(p, h, port, &addrs[i], &out[i]);
+        ok += out[i].allowed != 0;
+    }
+    return ok;
+}

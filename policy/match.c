@@ -1,1 +1,540 @@
-/* placeholder */
+/* policy/match.c - the compiled matcher and the deny-first decision.
+ *
+ * Exact names live in a hash table; wildcard rules in a second table keyed by
+ * the name under the '*.', probed with each proper suffix of the request;
+ * IP rules in per-prefix-length hash tables. A decision costs O(labels) hash
+ * probes (plus one per distinct prefix length for IPs), independent of the
+ * number of rules.
+ */
+#include "policy/policy.h"
+#include "policy/policy-int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena for strings and keys owned by the policy ---- */
+
+struct pchunk {
+    struct pchunk *next;
+    size_t used, cap;
+    uint8_t data[];
+};
+
+static void *arena_alloc(struct policy *p, size_t n)
+{
+    struct pchunk *c = p->arena;
+    void *out;
+
+    n = (n + 7) & ~(size_t)7;
+    if (c == NULL || c->cap - c->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        c = malloc(sizeof(*c) + cap);
+        if (c == NULL)
+            return NULL;
+        c->next = p->arena;
+        c->used = 0;
+        c->cap = cap;
+        p->arena = c;
+    }
+    out = c->data + c->used;
+    c->used += n;
+    return out;
+}
+
+static const char *arena_strdup(struct policy *p, const char *s)
+{
+    size_t n;
+    char *d;
+
+    if (s == NULL)
+        return NULL;
+    n = strlen(s) + 1;
+    d = arena_alloc(p, n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* ---- hash table ---- */
+
+uint64_t policy__hash(const uint8_t *key, size_t len)
+{
+    /* FNV-1a, 64-bit. Keys come from trusted settings and canonical hosts. */
+    uint64_t h = 0xcbf29ce484222325u;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= key[i];
+        h *= 0x100000001b3u;
+    }
+    return h;
+}
+
+uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len, uint64_t h)
+{
+    size_t mask, i;
+
+    if (t->cap == 0)
+        return POLICY_NO_RULE;
+    mask = t->cap - 1;
+    for (i = (size_t)h & mask;; i = (i + 1) & mask) {
+        const struct ptab_slot *s = &t->slots[i];
+        if (s->key == NULL)
+            return POLICY_NO_RULE;
+        if (s->hash == h && s->keylen == len && memcmp(s->key, key, len) == 0)
+            return s->head;
+    }
+}
+
+static int ptab_grow(struct ptab *t)
+{
+    size_t ncap = t->cap ? t->cap * 2 : 16;
+    struct ptab_slot *ns = calloc(ncap, sizeof(*ns));
+    size_t i;
+
+    if (ns == NULL)
+        return -ENOMEM;
+    for (i = 0; i < t->cap; i++) {
+        struct ptab_slot *s = &t->slots[i];
+        size_t j;
+        if (s->key == NULL)
+            continue;
+        for (j = (size_t)s->hash & (ncap - 1); ns[j].key != NULL; j = (j + 1) & (ncap - 1))
+            ;
+        ns[j] = *s;
+    }
+    free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    return 0;
+}
+
+/* Adds rule index idx under key, appending to the key's chain. */
+static int ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t len, uint32_t idx)
+{
+    uint64_t h = policy__hash(key, len);
+    size_t mask, i;
+    uint8_t *k;
+
+    if ((t->n + 1) * 4 > t->cap * 3 && ptab_grow(t) < 0)
+        return -ENOMEM;
+    mask = t->cap - 1;
+    for (i = (size_t)h & mask; t->slots[i].key != NULL; i = (i + 1) & mask) {
+        struct ptab_slot *s = &t->slots[i];
+        if (s->hash == h && s->keylen == len && memcmp(s->key, key, len) == 0) {
+            p->chain[s->tail] = idx;
+            s->tail = idx;
+            return 0;
+        }
+    }
+    k = arena_alloc(p, len ? len : 1);
+    if (k == NULL)
+        return -ENOMEM;
+    memcpy(k, key, len);
+    t->slots[i].key = k;
+    t->slots[i].keylen = (uint32_t)len;
+    t->slots[i].hash = h;
+    t->slots[i].head = idx;
+    t->slots[i].tail = idx;
+    t->n++;
+    return 0;
+}
+
+static void ptab_free(struct ptab *t)
+{
+    free(t->slots);
+    t->slots = NULL;
+    t->cap = t->n = 0;
+}
+
+/* First rule in a chain (lowest index) whose port matches. */
+uint32_t policy__chain_first(const struct policy *p, uint32_t head, uint16_t port)
+{
+    uint32_t i;
+
+    for (i = head; i != POLICY_NO_RULE; i = p->chain[i]) {
+        if (p->rules[i].port == 0 || p->rules[i].port == port)
+            return i;
+    }
+    return POLICY_NO_RULE;
+}
+
+static uint32_t min_rule(uint32_t a, uint32_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- CIDR tables ---- */
+
+static void mask_addr(const struct policy_addr *a, unsigned prefix, uint8_t *out)
+{
+    unsigned nbytes = a->family == 4 ? 4 : 16;
+    unsigned i;
+
+    for (i = 0; i < nbytes; i++) {
+        unsigned bit0 = i * 8;
+        if (bit0 + 8 <= prefix)
+            out[i] = a->bytes[i];
+        else if (bit0 >= prefix)
+            out[i] = 0;
+        else
+            out[i] = (uint8_t)(a->bytes[i] & (0xffu << (8 - (prefix - bit0))));
+    }
+}
+
+static int cidr_add(struct policy *p, struct pcidr *c, const struct policy_rule *r, uint32_t idx)
+{
+    uint8_t key[16];
+    size_t i;
+
+    mask_addr(&r->addr, r->prefix, key);
+    if (c->bylen[r->prefix].cap == 0) {
+        /* keep lens sorted, longest first */
+        for (i = c->nlens; i > 0 && c->lens[i - 1] < r->prefix; i--)
+            c->lens[i] = c->lens[i - 1];
+        c->lens[i] = (uint8_t)r->prefix;
+        c->nlens++;
+    }
+    return ptab_add(p, &c->bylen[r->prefix], key, r->addr.family == 4 ? 4 : 16, idx);
+}
+
+uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
+                            const struct policy_addr *a, uint16_t port)
+{
+    uint32_t best = POLICY_NO_RULE;
+    size_t klen = a->family == 4 ? 4 : 16;
+    uint8_t key[16];
+    size_t i;
+
+    for (i = 0; i < c->nlens; i++) {
+        unsigned len = c->lens[i];
+        uint32_t head;
+        mask_addr(a, len, key);
+        head = policy__ptab_find(&c->bylen[len], key, klen, policy__hash(key, klen));
+        if (head != POLICY_NO_RULE)
+            best = min_rule(best, policy__chain_first(p, head, port));
+    }
+    return best;
+}
+
+static void cidr_free(struct pcidr *c)
+{
+    size_t i;
+
+    for (i = 0; i < 129; i++)
+        ptab_free(&c->bylen[i]);
+    c->nlens = 0;
+}
+
+/* ---- compile ---- */
+
+static void set_error(struct settings_error *err, const struct settings_item *it,
+                      const char *what)
+{
+    if (err == NULL)
+        return;
+    if (it->list != NULL && strstr(it->list, "Files") != NULL)
+        snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s: '%s': %s", it->file, it->line, it->col,
+                 it->list, it->value, what);
+    else
+        snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: '%s': %s", it->file, it->line,
+                 it->col, it->list ? it->list : "?", it->index, it->value, what);
+}
+
+static const char *find_reason(const struct settings *s, const char *pattern)
+{
+    size_t i;
+
+    for (i = 0; i < s->network.denied_domain_reasons.n; i++) {
+        const struct settings_pair *pr = &s->network.denied_domain_reasons.pairs[i];
+        if (strcmp(pr->key, pattern) == 0)
+            return pr->value;
+    }
+    return NULL;
+}
+
+static int add_rule(struct policy *p, const struct settings *s, const struct settings_item *it,
+                    enum policy_list_id list_id, struct settings_error *err)
+{
+    struct policy_rule r;
+    char name[POLICY_HOST_MAX + 1];
+    const char *why = NULL;
+    uint32_t idx;
+    int rc;
+
+    memset(&r, 0, sizeof(r));
+    if (list_id == POLICY_LIST_RESOLVED_DENIED) {
+        rc = policy_pattern_parse(it->value, 0, &r, name, &why);
+        if (rc == 0 && (r.kind != POLICY_RULE_CIDR || r.port != 0)) {
+            why = "must be an IP address or CIDR without a port";
+            rc = -EINVAL;
+        }
+    } else {
+        rc = policy_pattern_parse(it->value, list_id == POLICY_LIST_DENIED, &r, name, &why);
+    }
+    if (rc < 0) {
+        set_error(err, it, why ? why : "invalid pattern");
+        return -EINVAL;
+    }
+    if (p->nrules == p->caprules) {
+        size_t ncap = p->caprules ? p->caprules * 2 : 64;
+        struct policy_rule *nr = realloc(p->rules, ncap * sizeof(*nr));
+        uint32_t *nc;
+        if (nr == NULL)
+            return -ENOMEM;
+        p->rules = nr;
+        nc = realloc(p->chain, ncap * sizeof(*nc));
+        if (nc == NULL)
+            return -ENOMEM;
+        p->chain = nc;
+        p->caprules = ncap;
+    }
+    if (p->nrules >= POLICY_NO_RULE - 1)
+        return -ENOMEM;
+    idx = (uint32_t)p->nrules;
+    r.list_id = list_id;
+    r.list = arena_strdup(p, it->list ? it->list : "?");
+    r.index = it->index;
+    r.pattern = arena_strdup(p, it->value);
+    r.file = arena_strdup(p, it->file ? it->file : "?");
+    r.line = it->line;
+    r.col = it->col;
+    r.reason = list_id == POLICY_LIST_DENIED ? arena_strdup(p, find_reason(s, it->value)) : NULL;
+    if (r.list == NULL || r.pattern == NULL || r.file == NULL)
+        return -ENOMEM;
+    p->rules[idx] = r;
+    p->chain[idx] = POLICY_NO_RULE;
+    p->nrules++;
+
+    switch (r.kind) {
+    case POLICY_RULE_NAME:
+        return ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_exact : &p->allow_exact,
+                        (const uint8_t *)name, strlen(name), idx);
+    case POLICY_RULE_WILDCARD:
+        return ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_wild : &p->allow_wild,
+                        (const uint8_t *)name, strlen(name), idx);
+    case POLICY_RULE_ANY:
+        if (p->deny_any == POLICY_NO_RULE)
+            p->deny_any = idx;
+        else
+            p->chain[p->deny_any_tail] = idx;
+        p->deny_any_tail = idx;
+        return 0;
+    case POLICY_RULE_CIDR: {
+        struct pcidr *c = list_id == POLICY_LIST_DENIED  ? p->deny_cidr
+                          : list_id == POLICY_LIST_ALLOWED ? p->allow_cidr
+                                                           : p->rdeny_cidr;
+        return cidr_add(p, &c[r.addr.family == 4 ? 0 : 1], &r, idx);
+    }
+    }
+    return -EINVAL;
+}
+
+int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err)
+{
+    struct policy *p = calloc(1, sizeof(*p));
+    size_t i;
+    int rc = 0;
+
+    if (p == NULL)
+        return -ENOMEM;
+    p->deny_any = POLICY_NO_RULE;
+    p->deny_any_tail = POLICY_NO_RULE;
+    p->allow_all = s->network.allow_all_domains;
+    p->strict = s->network.strict_allowlist;
+    p->deny_private = s->network.deny_private_addresses == SETTINGS_TRUE;
+    p->report = s->network.mode == SETTINGS_MODE_REPORT;
+
+    for (i = 0; rc == 0 && i < s->network.denied_domains.n; i++)
+        rc = add_rule(p, s, &s->network.denied_domains.items[i], POLICY_LIST_DENIED, err);
+    for (i = 0; rc == 0 && i < s->network.allowed_domains.n; i++)
+        rc = add_rule(p, s, &s->network.allowed_domains.items[i], POLICY_LIST_ALLOWED, err);
+    for (i = 0; rc == 0 && i < s->network.denied_resolved_addresses.n; i++)
+        rc = add_rule(p, s, &s->network.denied_resolved_addresses.items[i],
+                      POLICY_LIST_RESOLVED_DENIED, err);
+    if (rc < 0) {
+        if (rc == -ENOMEM && err != NULL)
+            snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
+        policy_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void policy_free(struct policy *p)
+{
+    int f;
+
+    if (p == NULL)
+        return;
+    ptab_free(&p->deny_exact);
+    ptab_free(&p->deny_wild);
+    ptab_free(&p->allow_exact);
+    ptab_free(&p->allow_wild);
+    for (f = 0; f < 2; f++) {
+        cidr_free(&p->deny_cidr[f]);
+        cidr_free(&p->allow_cidr[f]);
+        cidr_free(&p->rdeny_cidr[f]);
+    }
+    while (p->arena != NULL) {
+        struct pchunk *c = p->arena;
+        p->arena = c->next;
+        free(c);
+    }
+    free(p->rules);
+    free(p->chain);
+    free(p->self);
+    free(p->listeners);
+    free(p->listener_ports);
+    free(p);
+}
+
+int policy_mode_report(const struct policy *p)
+{
+    return p->report;
+}
+
+int policy_deny_private(const struct policy *p)
+{
+    return p->deny_private;
+}
+
+size_t policy_rule_count(const struct policy *p)
+{
+    return p->nrules;
+}
+
+const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s:%u", r->file, r->line);
+    return buf;
+}
+
+/* ---- decide ---- */
+
+/* Lowest-index rule of a name table matching the host exactly or, for the
+ * wildcard table, matching one of its proper suffixes. */
+static uint32_t match_name(const struct policy *p, const struct ptab *exact,
+                           const struct ptab *wild, const struct policy_host *h, uint16_t port)
+{
+    uint32_t best = POLICY_NO_RULE;
+    const uint8_t *name = (const uint8_t *)h->name;
+    size_t i;
+
+    if (exact->n > 0) {
+        uint32_t head = policy__ptab_find(exact, name, h->len, policy__hash(name, h->len));
+        if (head != POLICY_NO_RULE)
+            best = policy__chain_first(p, head, port);
+    }
+    if (wild->n > 0) {
+        for (i = 0; i < h->len; i++) {
+            if (name[i] == '.') {
+                const uint8_t *suf = name + i + 1;
+                size_t slen = h->len - i - 1;
+                uint32_t head = policy__ptab_find(wild, suf, slen, policy__hash(suf, slen));
+                if (head != POLICY_NO_RULE)
+                    best = min_rule(best, policy__chain_first(p, head, port));
+            }
+        }
+    }
+    return best;
+}
+
+static void sanitize(char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c >= 0x7f)
+            *s = '?';
+    }
+}
+
+static void decide_rule(const struct policy *p, uint32_t idx, enum policy_verdict v,
+                        struct policy_decision *d)
+{
+    const struct policy_rule *r = &p->rules[idx];
+
+    d->verdict = v;
+    d->origin = POLICY_BY_RULE;
+    d->rule = r;
+    if (v == POLICY_DENY && r->reason != NULL) {
+        snprintf(d->reason, sizeof(d->reason), "%s", r->reason);
+        sanitize(d->reason);
+    } else {
+        snprintf(d->reason, sizeof(d->reason), "%s by rule '%s'",
+                 v == POLICY_DENY ? "denied" : "allowed", r->pattern);
+    }
+}
+
+static void decide_unmatched(const struct policy *p, struct policy_decision *d)
+{
+    d->rule = NULL;
+    if (p->allow_all) {
+        d->verdict = POLICY_ALLOW;
+        d->origin = POLICY_BY_ALLOW_ALL;
+        snprintf(d->reason, sizeof(d->reason), "no rule matches; network.allowAllDomains is set");
+    } else if (p->strict) {
+        d->verdict = POLICY_DENY;
+        d->origin = POLICY_BY_STRICT;
+        snprintf(d->reason, sizeof(d->reason),
+                 "no rule allows this host and network.strictAllowlist is set");
+    } else {
+        d->verdict = POLICY_ASK;
+        d->origin = POLICY_BY_NO_RULE;
+        snprintf(d->reason, sizeof(d->reason),
+                 "no rule matches; asks the handler (denied when none is configured)");
+    }
+}
+
+void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
+                   struct policy_decision *d)
+{
+    uint32_t deny, allow;
+
+    deny = policy__chain_first(p, p->deny_any, port);
+    if (h->kind == POLICY_HOST_NAME) {
+        deny = min_rule(deny, match_name(p, &p->deny_exact, &p->deny_wild, h, port));
+        if (deny != POLICY_NO_RULE) {
+            decide_rule(p, deny, POLICY_DENY, d);
+            return;
+        }
+        allow = match_name(p, &p->allow_exact, &p->allow_wild, h, port);
+        if (allow != POLICY_NO_RULE) {
+            decide_rule(p, allow, POLICY_ALLOW, d);
+            return;
+        }
+        decide_unmatched(p, d);
+        return;
+    }
+
+    /* IP literal: judged by the IP rules only, then by its address class. */
+    {
+        int f = h->addr.family == 4 ? 0 : 1;
+        enum policy_addr_class cls;
+        char ip[64];
+
+        deny = min_rule(deny, policy__cidr_match(p, &p->deny_cidr[f], &h->addr, port));
+        if (deny != POLICY_NO_RULE) {
+            decide_rule(p, deny, POLICY_DENY, d);
+            return;
+        }
+        allow = policy__cidr_match(p, &p->allow_cidr[f], &h->addr, port);
+        if (allow != POLICY_NO_RULE) {
+            decide_rule(p, allow, POLICY_ALLOW, d);
+            return;
+        }
+        cls = policy__local_class(p, &h->addr, port);
+        if (policy__addr_denied_class(cls, p->deny_private)) {
+            d->verdict = POLICY_DENY;
+            d->origin = POLICY_BY_CLASS;
+            d->rule = NULL;
+            snprintf(d->reason, sizeof(d->reason), "%s is a %s address and no rule allows it",
+                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy_class_name(cls));
+            return;
+        }
+        decide_unmatched(p, d);
+    }
+}

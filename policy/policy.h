@@ -238,6 +238,7 @@ enum policy_addr_class {
     POLICY_CLASS_THIS_HOST,    /* one of this host's addresses (policy_set_local) */
     POLICY_CLASS_PROXY,        /* one of the proxy's own listeners */
     POLICY_CLASS_EMBEDDED,     /* IPv6 embedding a denied IPv4 (mapped, compat, NAT64, 6to4, Teredo) */
+    POLICY_CLASS_LISTED,       /* an IP rule in deniedDomains or deniedResolvedAddresses */
 };
 
 const char *policy_class_name(enum policy_addr_class c);
@@ -252,7 +253,7 @@ struct policy_guard_verdict {
     enum policy_addr_class cls;
     int allowed;                    /* 1: may be dialed */
     const struct policy_rule *rule; /* deciding IP rule, if any */
-    char why[160];
+    char why[400];
 };
 
 /* The guard: for a request (already allowed by policy_decide, by rule or by

@@ -1,0 +1,17 @@
+/* cli/cli.h - subcommands of the sluice binary. Each returns the exit status. */
+#ifndef SLUICE_CLI_H
+#define SLUICE_CLI_H
+
+#include <stdio.h>
+
+struct settings;
+
+int cli_check(int argc, char **argv);
+void cli_check_usage(FILE *f);
+
+/* Loads the layered settings (user file, --settings / $SLUICE_SETTINGS,
+ * managed file last) and prints notices to stderr. On error prints the
+ * located message and returns -1 (the caller exits 2). */
+int cli_load_settings(struct settings *s, const char *explicit_path);
+
+#endif

@@ -1,0 +1,71 @@
+/* policy/policy-int.h - internals shared by the policy module's files. */
+#ifndef SLUICE_POLICY_INT_H
+#define SLUICE_POLICY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+#define POLICY_NO_RULE UINT32_MAX
+
+/* Open-addressing hash table from a byte key to the head of a chain of rule
+ * indices (rules sharing the key, in index order, linked via policy.chain). */
+struct ptab_slot {
+    uint64_t hash;
+    const uint8_t *key; /* NULL: empty slot */
+    uint32_t keylen;
+    uint32_t head;
+    uint32_t tail;
+};
+
+struct ptab {
+    struct ptab_slot *slots;
+    size_t cap; /* power of two, 0 when empty */
+    size_t n;
+};
+
+/* CIDR rules of one family: one hash table per prefix length present, looked
+ * up from the longest length down; cost is bounded by the number of distinct
+ * lengths (at most 33 or 129), independent of the number of rules. */
+struct pcidr {
+    struct ptab bylen[129];
+    uint8_t lens[129]; /* prefix lengths present, longest first */
+    size_t nlens;
+};
+
+struct pchunk;
+
+struct policy {
+    struct policy_rule *rules;
+    uint32_t *chain; /* next rule index with the same key, or POLICY_NO_RULE */
+    size_t nrules, caprules;
+
+    struct ptab deny_exact, deny_wild, allow_exact, allow_wild;
+    uint32_t deny_any; /* chain of '*' rules */
+    uint32_t deny_any_tail;
+    struct pcidr deny_cidr[2], allow_cidr[2], rdeny_cidr[2]; /* [0] v4, [1] v6 */
+
+    int allow_all, strict, deny_private, report;
+
+    struct policy_addr *self;
+    size_t nself;
+    struct policy_addr *listeners;
+    uint16_t *listener_ports;
+    size_t nlisteners;
+
+    struct pchunk *arena;
+};
+
+int policy__parse_port(const char *s, size_t len, uint16_t *port);
+int policy__v6_is_mapped(const uint8_t *b);
+uint64_t policy__hash(const uint8_t *key, size_t len);
+uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len, uint64_t h);
+uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
+                            const struct policy_addr *a, uint16_t port);
+uint32_t policy__chain_first(const struct policy *p, uint32_t head, uint16_t port);
+int policy__addr_denied_class(enum policy_addr_class c, int deny_private);
+enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
+                                           uint16_t port);
+
+#endif
