@@ -43,6 +43,20 @@ static int hex_value(unsigned char c)
 
 const char *policy_addr_str(const struct policy_addr *a, char *buf, size_t len)
 {
+    if (a->family == 4 && len >= 16) {
+        size_t n = 0;
+        int k;
+        for (k = 0; k < 4; k++) {
+            unsigned v = a->bytes[k];
+            if (v >= 100)
+                buf[n++] = (char)('0' + v / 100);
+            if (v >= 10)
+                buf[n++] = (char)('0' + v / 10 % 10);
+            buf[n++] = (char)('0' + v % 10);
+            buf[n++] = k < 3 ? '.' : '\0';
+        }
+        return buf;
+    }
     if (inet_ntop(a->family == 4 ? AF_INET : AF_INET6, a->bytes, buf, (socklen_t)len) == NULL) {
         if (len > 0)
             buf[0] = '\0';
@@ -256,10 +270,35 @@ static int has_alabel(const char *s, size_t len)
     return 0;
 }
 
+/* Validates A-labels ("xn--") with libidn2; the name is otherwise ASCII. */
+static int check_alabels(char *buf, size_t *len, const char **why)
+{
+    char *ace = NULL;
+    size_t n;
+    int rc = idn2_lookup_u8((const uint8_t *)buf, (uint8_t **)&ace,
+                            IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
+
+    if (rc != IDN2_OK) {
+        *why = "invalid internationalised host name (IDNA)";
+        return -EINVAL;
+    }
+    n = strlen(ace);
+    if (n > RAW_HOST_MAX) {
+        idn2_free(ace);
+        *why = "host name longer than 253 bytes";
+        return -EINVAL;
+    }
+    memcpy(buf, ace, n + 1);
+    idn2_free(ace);
+    *len = n;
+    return 0;
+}
+
 int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, const char **why)
 {
     char buf[RAW_HOST_MAX + 1];
     int nonascii = 0;
+    size_t colons = 0;
     size_t i;
 
     *why = NULL;
@@ -278,35 +317,30 @@ int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, 
         }
         return host_from_v6(raw + 1, len - 2, out, why);
     }
+    /* One pass: refuse bytes no host may hold, copy and lower-case ASCII. */
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char)raw[i];
-        if (c == '\0') {
-            *why = "NUL byte in host";
+        if (c <= ' ' || c == 0x7f || c == '%') {
+            *why = c == '\0'  ? "NUL byte in host"
+                   : c == ' ' ? "whitespace in host"
+                   : c == '%' ? "'%' is not allowed in a host (zone ids and escapes are refused)"
+                              : "control character in host";
             return -EINVAL;
         }
-        if (c < 0x20 || c == 0x7f) {
-            *why = "control character in host";
-            return -EINVAL;
-        }
-        if (c == ' ') {
-            *why = "whitespace in host";
-            return -EINVAL;
-        }
-        if (c == '%') {
-            *why = "'%' is not allowed in a host (zone ids and escapes are refused)";
-            return -EINVAL;
-        }
-        if (c >= 0x80)
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        else if (c == ':')
+            colons++;
+        else if (c >= 0x80)
             nonascii = 1;
+        buf[i] = (char)c;
     }
-    if (count_char(raw, len, ':') > 0) {
-        if (count_char(raw, len, ':') > 1)
-            return host_from_v6(raw, len, out, why);
+    if (colons > 1)
+        return host_from_v6(raw, len, out, why);
+    if (colons == 1) {
         *why = "':' is not allowed in a host name";
         return -EINVAL;
     }
-
-    memcpy(buf, raw, len);
     buf[len] = '\0';
     if (buf[len - 1] == '.')
         buf[--len] = '\0';
@@ -316,29 +350,16 @@ int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, 
     }
 
     if (nonascii || has_alabel(buf, len)) {
-        char *ace = NULL;
-        int rc = idn2_lookup_u8((const uint8_t *)buf, (uint8_t **)&ace,
-                                IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
-        if (rc != IDN2_OK) {
-            *why = "invalid internationalised host name (IDNA)";
+        if (check_alabels(buf, &len, why) < 0)
             return -EINVAL;
+        for (i = 0; i < len; i++) {
+            if (buf[i] >= 'A' && buf[i] <= 'Z')
+                buf[i] = (char)(buf[i] - 'A' + 'a');
         }
-        len = strlen(ace);
-        if (len > RAW_HOST_MAX) {
-            idn2_free(ace);
-            *why = "host name longer than 253 bytes";
-            return -EINVAL;
-        }
-        memcpy(buf, ace, len + 1);
-        idn2_free(ace);
         if (len > 0 && buf[len - 1] == '.') {
             *why = "empty label in host name";
             return -EINVAL;
         }
-    }
-    for (i = 0; i < len; i++) {
-        if (buf[i] >= 'A' && buf[i] <= 'Z')
-            buf[i] = (char)(buf[i] - 'A' + 'a');
     }
     if (check_name(buf, len, why) < 0)
         return -EINVAL;

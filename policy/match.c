@@ -61,12 +61,14 @@ static const char *arena_strdup(struct policy *p, const char *s)
 
 uint64_t policy__hash(const uint8_t *key, size_t len)
 {
-    /* FNV-1a, 64-bit. Keys come from trusted settings and canonical hosts. */
+    /* FNV-1a, 64-bit, over the bytes from last to first: the hashes of every
+     * suffix of a name then come out of one backward pass (see
+     * suffix_hashes). Keys come from trusted settings and canonical hosts. */
     uint64_t h = 0xcbf29ce484222325u;
     size_t i;
 
-    for (i = 0; i < len; i++) {
-        h ^= key[i];
+    for (i = len; i > 0; i--) {
+        h ^= key[i - 1];
         h *= 0x100000001b3u;
     }
     return h;
@@ -415,32 +417,75 @@ const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t le
 
 /* ---- decide ---- */
 
+/* The hashes of the whole name (slot 0) and of every proper suffix that
+ * starts after a '.', with their offsets, in one backward pass. */
+struct suffixes {
+    size_t n;
+    uint32_t off[POLICY_HOST_MAX / 2 + 2];
+    uint64_t hash[POLICY_HOST_MAX / 2 + 2];
+};
+
+static void suffix_hashes(const struct policy_host *h, struct suffixes *sx)
+{
+    const uint8_t *name = (const uint8_t *)h->name;
+    uint64_t hv = 0xcbf29ce484222325u;
+    size_t i, n = 1;
+
+    for (i = h->len; i > 0; i--) {
+        if (name[i - 1] == '.') {
+            sx->off[n] = (uint32_t)i;
+            sx->hash[n] = hv;
+            n++;
+        }
+        hv ^= name[i - 1];
+        hv *= 0x100000001b3u;
+    }
+    sx->off[0] = 0;
+    sx->hash[0] = hv;
+    sx->n = n;
+}
+
 /* Lowest-index rule of a name table matching the host exactly or, for the
  * wildcard table, matching one of its proper suffixes. */
 static uint32_t match_name(const struct policy *p, const struct ptab *exact,
-                           const struct ptab *wild, const struct policy_host *h, uint16_t port)
+                           const struct ptab *wild, const struct policy_host *h,
+                           const struct suffixes *sx, uint16_t port)
 {
     uint32_t best = POLICY_NO_RULE;
     const uint8_t *name = (const uint8_t *)h->name;
     size_t i;
 
     if (exact->n > 0) {
-        uint32_t head = policy__ptab_find(exact, name, h->len, policy__hash(name, h->len));
+        uint32_t head = policy__ptab_find(exact, name, h->len, sx->hash[0]);
         if (head != POLICY_NO_RULE)
             best = policy__chain_first(p, head, port);
     }
     if (wild->n > 0) {
-        for (i = 0; i < h->len; i++) {
-            if (name[i] == '.') {
-                const uint8_t *suf = name + i + 1;
-                size_t slen = h->len - i - 1;
-                uint32_t head = policy__ptab_find(wild, suf, slen, policy__hash(suf, slen));
-                if (head != POLICY_NO_RULE)
-                    best = min_rule(best, policy__chain_first(p, head, port));
-            }
+        for (i = 1; i < sx->n; i++) {
+            uint32_t head = policy__ptab_find(wild, name + sx->off[i], h->len - sx->off[i],
+                                              sx->hash[i]);
+            if (head != POLICY_NO_RULE)
+                best = min_rule(best, policy__chain_first(p, head, port));
         }
     }
     return best;
+}
+
+/* Joins up to three strings into dst (truncating), without printf. */
+static void join3(char *dst, size_t cap, const char *a, const char *b, const char *c)
+{
+    const char *parts[3] = {a, b, c};
+    size_t used = 0;
+    int k;
+
+    for (k = 0; k < 3; k++) {
+        size_t n = parts[k] ? strlen(parts[k]) : 0;
+        if (n > cap - 1 - used)
+            n = cap - 1 - used;
+        memcpy(dst + used, parts[k], n);
+        used += n;
+    }
+    dst[used] = '\0';
 }
 
 static void sanitize(char *s)
@@ -461,11 +506,11 @@ static void decide_rule(const struct policy *p, uint32_t idx, enum policy_verdic
     d->origin = POLICY_BY_RULE;
     d->rule = r;
     if (v == POLICY_DENY && r->reason != NULL) {
-        snprintf(d->reason, sizeof(d->reason), "%s", r->reason);
+        join3(d->reason, sizeof(d->reason), r->reason, NULL, NULL);
         sanitize(d->reason);
     } else {
-        snprintf(d->reason, sizeof(d->reason), "%s by rule '%s'",
-                 v == POLICY_DENY ? "denied" : "allowed", r->pattern);
+        join3(d->reason, sizeof(d->reason), v == POLICY_DENY ? "denied by rule '" : "allowed by rule '",
+              r->pattern, "'");
     }
 }
 
@@ -475,17 +520,18 @@ static void decide_unmatched(const struct policy *p, struct policy_decision *d)
     if (p->allow_all) {
         d->verdict = POLICY_ALLOW;
         d->origin = POLICY_BY_ALLOW_ALL;
-        snprintf(d->reason, sizeof(d->reason), "no rule matches; network.allowAllDomains is set");
+        join3(d->reason, sizeof(d->reason), "no rule matches; network.allowAllDomains is set", NULL,
+              NULL);
     } else if (p->strict) {
         d->verdict = POLICY_DENY;
         d->origin = POLICY_BY_STRICT;
-        snprintf(d->reason, sizeof(d->reason),
-                 "no rule allows this host and network.strictAllowlist is set");
+        join3(d->reason, sizeof(d->reason),
+              "no rule allows this host and network.strictAllowlist is set", NULL, NULL);
     } else {
         d->verdict = POLICY_ASK;
         d->origin = POLICY_BY_NO_RULE;
-        snprintf(d->reason, sizeof(d->reason),
-                 "no rule matches; asks the handler (denied when none is configured)");
+        join3(d->reason, sizeof(d->reason),
+              "no rule matches; asks the handler (denied when none is configured)", NULL, NULL);
     }
 }
 
@@ -496,12 +542,14 @@ void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t
 
     deny = policy__chain_first(p, p->deny_any, port);
     if (h->kind == POLICY_HOST_NAME) {
-        deny = min_rule(deny, match_name(p, &p->deny_exact, &p->deny_wild, h, port));
+        struct suffixes sx;
+        suffix_hashes(h, &sx);
+        deny = min_rule(deny, match_name(p, &p->deny_exact, &p->deny_wild, h, &sx, port));
         if (deny != POLICY_NO_RULE) {
             decide_rule(p, deny, POLICY_DENY, d);
             return;
         }
-        allow = match_name(p, &p->allow_exact, &p->allow_wild, h, port);
+        allow = match_name(p, &p->allow_exact, &p->allow_wild, h, &sx, port);
         if (allow != POLICY_NO_RULE) {
             decide_rule(p, allow, POLICY_ALLOW, d);
             return;

@@ -1,2 +1,177 @@
-#!/bin/sh
-exit 0
+#!/usr/bin/env bash
+# End-to-end tests of `sluice check`: the real binary, real settings files,
+# real DNS answers from a dnsmasq started here on 127.0.0.1 (never any other
+# address: the records below are only answers, no traffic goes to them).
+set -uo pipefail
+SLUICE=${1:?usage: check.sh PATH/TO/sluice}
+T=$(mktemp -d /tmp/sluice-e2e-check.XXXXXX)
+DNSMASQ_PID=
+cleanup() {
+    [ -n "$DNSMASQ_PID" ] && kill "$DNSMASQ_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
+unset SLUICE_SETTINGS
+mkdir -p "$HOME"
+
+pass=0 fail=0
+ok()   { pass=$((pass + 1)); echo "ok - $1"; }
+bad()  { fail=$((fail + 1)); echo "not ok - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+
+# expect_run NAME WANT_STATUS WANT_REGEX CMD... : runs CMD, checks status and
+# that stdout+stderr match the (grep -E) regex.
+expect_run() {
+    local name=$1 want=$2 re=$3; shift 3
+    local out st
+    out=$("$@" 2>&1); st=$?
+    if [ "$st" -ne "$want" ]; then bad "$name (exit $st, want $want)" "$out"; return; fi
+    if ! printf '%s\n' "$out" | grep -qE -- "$re"; then bad "$name (output)" "$out"; return; fi
+    ok "$name"
+}
+
+cat > "$T/s.json" <<'JSON'
+{
+  "network": {
+    "allowedDomains": ["github.com", "*.npmjs.org", "api.example.com:8443", "203.0.113.0/24",
+                       "[2001:db8::]/32", "127.0.0.1:3000", "localhost"],
+    "deniedDomains": ["evil.npmjs.org", "*:22", "198.51.100.7"],
+    "deniedDomainReasons": {"*:22": "SSH is blocked"}
+  }
+}
+JSON
+S=(--settings "$T/s.json")
+
+expect_run "allow exact, json"  0 '^\{"target":"github.com","host":"github.com","port":443,"decision":"allow","rule":"github.com","source":"[^"]*s.json:3"' "$SLUICE" check "${S[@]}" --json github.com
+expect_run "apex not covered by wildcard" 0 '"decision":"ask"' "$SLUICE" check "${S[@]}" --json npmjs.org
+expect_run "wildcard subdomain" 0 '"decision":"allow","rule":"\*.npmjs.org"' "$SLUICE" check "${S[@]}" --json a.b.npmjs.org
+expect_run "deny beats allow" 0 '"decision":"deny","rule":"evil.npmjs.org"' "$SLUICE" check "${S[@]}" --json evil.npmjs.org
+expect_run "port-limited deny with reason" 0 '"decision":"deny","rule":"\*:22".*"reason":"SSH is blocked"' "$SLUICE" check "${S[@]}" --json github.com:22
+expect_run "port-limited allow other port" 0 '"decision":"ask"' "$SLUICE" check "${S[@]}" --json api.example.com:443
+expect_run "port-limited allow" 0 '"decision":"allow"' "$SLUICE" check "${S[@]}" --json api.example.com:8443
+expect_run "label boundary" 0 '"decision":"ask"' "$SLUICE" check "${S[@]}" --json badgithub.com github.com.evil.net
+expect_run "decimal IPv4 spelling is loopback" 0 '"host":"127.0.0.1","port":443,"decision":"deny"' "$SLUICE" check "${S[@]}" --json 2130706433
+expect_run "hex/short IPv4 spellings" 0 '"target":"0x7f.1","host":"127.0.0.1"' "$SLUICE" check "${S[@]}" --json 0x7f.1
+expect_run "allowed loopback port" 0 '"host":"127.0.0.1","port":3000,"decision":"allow"' "$SLUICE" check "${S[@]}" --json 127.1:3000
+expect_run "metadata denied without asking" 0 '"decision":"deny".*metadata' "$SLUICE" check "${S[@]}" --json 169.254.169.254:80
+expect_run "mapped v6 judged as v4" 0 '"host":"169.254.169.254".*"decision":"deny"' "$SLUICE" check "${S[@]}" --json '[::ffff:169.254.169.254]:80'
+expect_run "v6 CIDR allow" 0 '"host":"2001:db8::1","port":443,"decision":"allow"' "$SLUICE" check "${S[@]}" --json '[2001:DB8:0::1]'
+expect_run "IP deny rule" 0 '"decision":"deny","rule":"198.51.100.7"' "$SLUICE" check "${S[@]}" --json 198.51.100.7
+expect_run "IDNA canonical" 0 '"host":"xn--bcher-kva.example"' "$SLUICE" check "${S[@]}" --json 'BÜCHER.example.'
+expect_run "text output names rule and source" 0 '^allow github.com:443  rule .github.com. \(network.allowedDomains\[0\], .*s.json:3\)' "$SLUICE" check "${S[@]}" github.com
+expect_run "bad target exits 2" 2 "invalid target 'a..b'" "$SLUICE" check "${S[@]}" a..b
+expect_run "bad port exits 2" 2 "invalid port" "$SLUICE" check "${S[@]}" github.com:0
+expect_run "NUL-free control chars refused" 2 "control character" "$SLUICE" check "${S[@]}" "$(printf 'a\tb.com')"
+expect_run "zone id refused" 2 "zone" "$SLUICE" check "${S[@]}" '[fe80::1%25eth0]'
+
+# Settings errors: FILE:LINE:COLUMN: key.path: message, exit 2.
+cat > "$T/typo.json" <<'JSON'
+{
+  "network": {
+    "allowedDomain": ["github.com"]
+  }
+}
+JSON
+expect_run "misspelled key located" 2 "typo.json:3:5: network.allowedDomain: unknown key" "$SLUICE" check --settings "$T/typo.json" github.com
+printf '{"network": {"allowedDomains": ["ok.com", "*.com"]}}' > "$T/psl.json"
+expect_run "public-suffix wildcard refused" 2 'psl.json:1:44: network.allowedDomains\[1\]' "$SLUICE" check --settings "$T/psl.json" github.com
+printf '{"network": {"allowedDomains": "github.com"}}' > "$T/type.json"
+expect_run "wrong type refused" 2 'type.json:1:[0-9]+: network.allowedDomains' "$SLUICE" check --settings "$T/type.json" github.com
+printf '{"network": {"tlsTerminate": {}}}' > "$T/mitm.json"
+expect_run "unimplemented key refused" 2 'network.tlsTerminate' "$SLUICE" check --settings "$T/mitm.json" github.com
+expect_run "missing settings file" 2 'nope.json' "$SLUICE" check --settings "$T/nope.json" github.com
+SLUICE_SETTINGS="$T/s.json" expect_run "SLUICE_SETTINGS honoured" 0 '"decision":"allow"' "$SLUICE" check --json github.com
+
+# The reference runtime's settings file, used unchanged.
+cat > "$T/srt.json" <<'JSON'
+{
+  "network": {
+    "allowedDomains": ["github.com", "*.github.com", "lfs.github.com", "api.github.com", "npmjs.org", "*.npmjs.org"],
+    "deniedDomains": ["malicious.com"],
+    "allowUnixSockets": ["/var/run/docker.sock"],
+    "allowLocalBinding": false
+  },
+  "filesystem": {
+    "denyRead": ["~/.ssh"],
+    "allowWrite": [".", "src/", "test/", "/tmp"],
+    "denyWrite": [".env", "config/production.json"]
+  },
+  "ignoreViolations": {"*": ["/usr/bin", "/System"], "git push": ["/usr/bin/nc"]},
+  "enableWeakerNestedSandbox": false
+}
+JSON
+expect_run "srt settings file unchanged" 0 '"decision":"deny","rule":"malicious.com"' "$SLUICE" check --settings "$T/srt.json" --json malicious.com
+expect_run "strictAllowlist denies unmatched" 0 '"decision":"deny"' \
+    "$SLUICE" check --settings <(printf '{"network":{"allowedDomains":["a.com"],"strictAllowlist":true}}') --json b.com
+
+# --expect
+cat > "$T/expect.txt" <<'EOF2'
+# expectations
+allow github.com
+allow a.npmjs.org:443
+deny  evil.npmjs.org
+deny  github.com:22      # ssh
+ask   example.org
+deny  [::1]:8080
+allow 127.0.0.1:3000
+EOF2
+expect_run "expect all pass" 0 '^7 passed, 0 failed$' "$SLUICE" check "${S[@]}" --expect "$T/expect.txt"
+printf 'allow example.org\ndeny github.com\nallow github.com\n' > "$T/expect2.txt"
+expect_run "expect mismatches" 1 'expect2.txt:1: expected allow example.org:443, got ask' "$SLUICE" check "${S[@]}" --expect "$T/expect2.txt"
+expect_run "expect summary" 1 '^1 passed, 2 failed$' "$SLUICE" check "${S[@]}" --expect "$T/expect2.txt"
+printf 'maybe github.com\n' > "$T/expect3.txt"
+expect_run "malformed expectation" 2 'expect3.txt:1: expected' "$SLUICE" check "${S[@]}" --expect "$T/expect3.txt"
+
+# --resolve against a local dnsmasq.
+if ! command -v dnsmasq >/dev/null 2>&1 && [ ! -x /usr/sbin/dnsmasq ]; then
+    bad "dnsmasq is not installed (scripts/deps.sh installs dnsmasq-base)"
+else
+    DNSMASQ=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
+    for try in 1 2 3 4 5 6 7 8; do
+        PORT=$((20000 + RANDOM % 40000))
+        "$DNSMASQ" --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 \
+            --port="$PORT" --log-queries --log-facility="$T/dnsmasq.log" \
+            --host-record=pub.npmjs.org,93.184.216.34 \
+            --host-record=meta.npmjs.org,169.254.169.254 \
+            --host-record=mixed.npmjs.org,10.0.0.1,93.184.216.35 \
+            --host-record=loop.npmjs.org,127.0.0.1 \
+            --host-record=v6.npmjs.org,2001:db8::10 \
+            --host-record=mapped.npmjs.org,::ffff:127.0.0.1 \
+            --host-record=localhost,127.0.0.1 \
+            --host-record=ask.example.org,93.184.216.36 2>"$T/dnsmasq.err" &
+        DNSMASQ_PID=$!
+        sleep 0.3
+        if kill -0 "$DNSMASQ_PID" 2>/dev/null; then break; fi
+        DNSMASQ_PID=
+    done
+    if [ -z "$DNSMASQ_PID" ]; then
+        bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
+    else
+        cat > "$T/r.json" <<JSON
+{"network": {"allowedDomains": ["*.npmjs.org", "localhost"], "deniedDomains": ["bad.npmjs.org"],
+             "dnsServers": ["127.0.0.1:$PORT"], "denyPrivateAddresses": true}}
+JSON
+        R=(--settings "$T/r.json" --resolve --json)
+        expect_run "resolve public allowed" 0 '"decision":"allow".*"addresses":\[\{"address":"93.184.216.34","class":"public","allowed":true' "$SLUICE" check "${R[@]}" pub.npmjs.org
+        expect_run "resolve metadata refused by guard" 0 '"decision":"deny".*"class":"metadata","allowed":false' "$SLUICE" check "${R[@]}" meta.npmjs.org
+        expect_run "resolve loopback refused" 0 '"decision":"deny".*"class":"loopback"' "$SLUICE" check "${R[@]}" loop.npmjs.org
+        expect_run "resolve mixed keeps public only" 0 '"decision":"allow".*"10.0.0.1","class":"private","allowed":false.*"93.184.216.35","class":"public","allowed":true' "$SLUICE" check "${R[@]}" mixed.npmjs.org
+        expect_run "resolve v6 documentation refused" 0 '"decision":"deny".*"2001:db8::10","class":"reserved"' "$SLUICE" check "${R[@]}" v6.npmjs.org
+        expect_run "resolve NXDOMAIN denies" 0 '"decision":"deny".*NXDOMAIN' "$SLUICE" check "${R[@]}" nx.npmjs.org
+        expect_run "resolve localhost to loopback allowed" 0 '"decision":"allow".*"127.0.0.1","class":"loopback","allowed":true' "$SLUICE" check "${R[@]}" localhost
+        expect_run "denied name never resolved" 0 '"decision":"deny","rule":"bad.npmjs.org"' "$SLUICE" check "${R[@]}" bad.npmjs.org
+        expect_run "resolve text output" 0 '93.184.216.34 +public +allowed' "$SLUICE" check --settings "$T/r.json" --resolve pub.npmjs.org
+        printf 'allow pub.npmjs.org\ndeny meta.npmjs.org\ndeny nx.npmjs.org\n' > "$T/expect4.txt"
+        expect_run "expect with resolve" 0 '^3 passed, 0 failed$' "$SLUICE" check --settings "$T/r.json" --resolve --expect "$T/expect4.txt"
+        if ! grep -q 'query\[A\] pub.npmjs.org' "$T/dnsmasq.log" 2>/dev/null; then
+            bad "dnsmasq query log missing (cannot prove the next check)" "$(cat "$T/dnsmasq.log" 2>/dev/null)"
+        elif grep -q 'bad.npmjs.org' "$T/dnsmasq.log"; then
+            bad "a denied name was sent to DNS"
+        else
+            ok "a denied name was never sent to DNS"
+        fi
+    fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
