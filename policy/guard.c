@@ -193,6 +193,7 @@ static int addr_eq(const struct policy_addr *a, const struct policy_addr *b)
 enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
                                            uint16_t port)
 {
+    enum policy_addr_class natural = policy_addr_classify(a, NULL);
     size_t i;
 
     for (i = 0; i < p->nlisteners; i++) {
@@ -200,11 +201,14 @@ enum policy_addr_class policy__local_class(const struct policy *p, const struct 
             (p->listener_ports[i] == 0 || p->listener_ports[i] == port))
             return POLICY_CLASS_PROXY;
     }
+    /* Loopback, link-local and the like keep their own (denied) class. */
+    if (natural != POLICY_CLASS_PUBLIC && natural != POLICY_CLASS_PRIVATE)
+        return natural;
     for (i = 0; i < p->nself; i++) {
         if (addr_eq(&p->self[i], a))
             return POLICY_CLASS_THIS_HOST;
     }
-    return policy_addr_classify(a, NULL);
+    return natural;
 }
 
 int policy_set_local(struct policy *p, const struct policy_addr *self, size_t nself,

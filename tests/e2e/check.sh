@@ -74,7 +74,7 @@ cat > "$T/typo.json" <<'JSON'
 JSON
 expect_run "misspelled key located" 2 "typo.json:3:5: network.allowedDomain: unknown key" "$SLUICE" check --settings "$T/typo.json" github.com
 printf '{"network": {"allowedDomains": ["ok.com", "*.com"]}}' > "$T/psl.json"
-expect_run "public-suffix wildcard refused" 2 'psl.json:1:44: network.allowedDomains\[1\]' "$SLUICE" check --settings "$T/psl.json" github.com
+expect_run "public-suffix wildcard refused" 2 'psl.json:1:43: network.allowedDomains\[1\]' "$SLUICE" check --settings "$T/psl.json" github.com
 printf '{"network": {"allowedDomains": "github.com"}}' > "$T/type.json"
 expect_run "wrong type refused" 2 'type.json:1:[0-9]+: network.allowedDomains' "$SLUICE" check --settings "$T/type.json" github.com
 printf '{"network": {"tlsTerminate": {}}}' > "$T/mitm.json"
@@ -133,7 +133,8 @@ else
             --port="$PORT" --log-queries --log-facility="$T/dnsmasq.log" \
             --host-record=pub.npmjs.org,93.184.216.34 \
             --host-record=meta.npmjs.org,169.254.169.254 \
-            --host-record=mixed.npmjs.org,10.0.0.1,93.184.216.35 \
+            --host-record=mixed.npmjs.org,10.0.0.1 --host-record=mixed.npmjs.org,93.184.216.35 \
+            --local=/npmjs.org/ \
             --host-record=loop.npmjs.org,127.0.0.1 \
             --host-record=v6.npmjs.org,2001:db8::10 \
             --host-record=mapped.npmjs.org,::ffff:127.0.0.1 \
