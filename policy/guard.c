@@ -115,19 +115,48 @@ static enum policy_addr_class embedded(const uint8_t *v4, enum policy_addr_class
     return POLICY_CLASS_EMBEDDED;
 }
 
-static enum policy_addr_class classify_v6(const uint8_t *b, enum policy_addr_class *inner)
+/* Finds an IPv4 address embedded in an IPv6 one: mapped ::ffff:a.b.c.d,
+ * compatible ::a.b.c.d, NAT64 64:ff9b::/96 and the local-use 64:ff9b:1::/48
+ * (last 32 bits), 6to4 2002:AABB:CCDD::/16, and Teredo 2001:0::/32 (client
+ * address, inverted, in the last 32 bits). Returns 1 and fills v4, or 0. */
+int policy__embedded_v4(const uint8_t *b, uint8_t v4[4])
 {
-    static const uint8_t zero[16];
+    static const uint8_t zero[12];
     static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
     static const uint8_t nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
     static const uint8_t teredo[4] = {0x20, 0x01, 0x00, 0x00};
     static const uint8_t sixtofour[2] = {0x20, 0x02};
+    int i;
+
+    if (policy__v6_is_mapped(b) || prefix_eq(b, nat64, 96) || prefix_eq(b, nat64_local, 48) ||
+        (memcmp(b, zero, 12) == 0 && !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1))) {
+        memcpy(v4, b + 12, 4);
+        return 1;
+    }
+    if (prefix_eq(b, sixtofour, 16)) {
+        memcpy(v4, b + 2, 4);
+        return 1;
+    }
+    if (prefix_eq(b, teredo, 32)) {
+        for (i = 0; i < 4; i++)
+            v4[i] = (uint8_t)(b[12 + i] ^ 0xff);
+        return 1;
+    }
+    return 0;
+}
+
+static enum policy_addr_class classify_v6(const uint8_t *b, enum policy_addr_class *inner)
+{
+    static const uint8_t zero[16];
+    static const uint8_t nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
     static const uint8_t doc[4] = {0x20, 0x01, 0x0d, 0xb8};
     static const uint8_t doc2[3] = {0x3f, 0xff, 0x00};
+    static const uint8_t bench[6] = {0x20, 0x01, 0x00, 0x02, 0x00, 0x00};
     static const uint8_t discard[8] = {0x01, 0x00};
     static const uint8_t orchid[4] = {0x20, 0x01, 0x00, 0x10};
     static const uint8_t md_aws[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
     static const uint8_t md_aws2[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x23};
+    uint8_t v4[4];
 
     if (memcmp(b, zero, 16) == 0)
         return POLICY_CLASS_UNSPECIFIED;
@@ -135,20 +164,12 @@ static enum policy_addr_class classify_v6(const uint8_t *b, enum policy_addr_cla
         return POLICY_CLASS_LOOPBACK;
     if (memcmp(b, md_aws, 16) == 0 || memcmp(b, md_aws2, 16) == 0)
         return POLICY_CLASS_METADATA;
-    if (policy__v6_is_mapped(b))
-        return embedded(b + 12, inner);
-    if (memcmp(b, zero, 12) == 0) /* IPv4-compatible ::a.b.c.d (deprecated) */
-        return embedded(b + 12, inner);
-    if (prefix_eq(b, nat64, 96) || prefix_eq(b, nat64_local, 48))
-        return embedded(b + 12, inner);
-    if (prefix_eq(b, sixtofour, 16))
-        return embedded(b + 2, inner);
-    if (prefix_eq(b, teredo, 32)) {
-        uint8_t client[4];
-        int i;
-        for (i = 0; i < 4; i++)
-            client[i] = (uint8_t)(b[12 + i] ^ 0xff);
-        return embedded(client, inner);
+    if (policy__embedded_v4(b, v4)) {
+        enum policy_addr_class c = embedded(v4, inner);
+        /* the local-use NAT64 prefix is a site's own network */
+        if (c == POLICY_CLASS_PUBLIC && prefix_eq(b, nat64_local, 48))
+            return POLICY_CLASS_PRIVATE;
+        return c;
     }
     if ((b[0] & 0xfe) == 0xfc)
         return POLICY_CLASS_PRIVATE; /* ULA fc00::/7 */
@@ -159,9 +180,31 @@ static enum policy_addr_class classify_v6(const uint8_t *b, enum policy_addr_cla
     if (b[0] == 0xff)
         return POLICY_CLASS_MULTICAST;
     if (prefix_eq(b, doc, 32) || prefix_eq(b, doc2, 20) || prefix_eq(b, discard, 64) ||
-        prefix_eq(b, orchid, 28))
+        prefix_eq(b, orchid, 28) || prefix_eq(b, bench, 48))
         return POLICY_CLASS_RESERVED;
     return POLICY_CLASS_PUBLIC;
+}
+
+/* The lowest-index deny IP rule (deniedDomains, then
+ * deniedResolvedAddresses) matching an address or the IPv4 it embeds. */
+uint32_t policy__ip_denied(const struct policy *p, const struct policy_addr *a, uint16_t port)
+{
+    int f = a->family == 4 ? 0 : 1;
+    uint32_t r = policy__cidr_match(p, &p->deny_cidr[f], a, port);
+
+    if (r == POLICY_NO_RULE)
+        r = policy__cidr_match(p, &p->rdeny_cidr[f], a, port);
+    if (r == POLICY_NO_RULE && a->family == 6) {
+        struct policy_addr v4;
+        memset(&v4, 0, sizeof(v4));
+        if (policy__embedded_v4(a->bytes, v4.bytes)) {
+            v4.family = 4;
+            r = policy__cidr_match(p, &p->deny_cidr[0], &v4, port);
+            if (r == POLICY_NO_RULE)
+                r = policy__cidr_match(p, &p->rdeny_cidr[0], &v4, port);
+        }
+    }
+    return r;
 }
 
 enum policy_addr_class policy_addr_classify(const struct policy_addr *a,
@@ -281,9 +324,7 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
     v->cls = policy__local_class(p, &a, port);
     policy_addr_str(in, ip, sizeof(ip));
 
-    rule = policy__cidr_match(p, &p->deny_cidr[f], &a, port);
-    if (rule == POLICY_NO_RULE)
-        rule = policy__cidr_match(p, &p->rdeny_cidr[f], &a, port);
+    rule = policy__ip_denied(p, &a, port);
     if (rule != POLICY_NO_RULE) {
         v->rule = &p->rules[rule];
         v->cls = POLICY_CLASS_LISTED;
@@ -295,13 +336,6 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
         snprintf(v->why, sizeof(v->why), "%s is one of this proxy's own listeners", ip);
         return;
     }
-    rule = policy__cidr_match(p, &p->allow_cidr[f], &a, port);
-    if (rule != POLICY_NO_RULE) {
-        v->rule = &p->rules[rule];
-        v->allowed = 1;
-        snprintf(v->why, sizeof(v->why), "%s is allowed by rule '%s'", ip, v->rule->pattern);
-        return;
-    }
     if (is_localhost_name(h)) {
         if (v->cls == POLICY_CLASS_LOOPBACK) {
             v->allowed = 1;
@@ -310,6 +344,13 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
             snprintf(v->why, sizeof(v->why), "%s may resolve only to loopback, not %s", h->name,
                      ip);
         }
+        return;
+    }
+    rule = policy__cidr_match(p, &p->allow_cidr[f], &a, port);
+    if (rule != POLICY_NO_RULE) {
+        v->rule = &p->rules[rule];
+        v->allowed = 1;
+        snprintf(v->why, sizeof(v->why), "%s is allowed by rule '%s'", ip, v->rule->pattern);
         return;
     }
     if (policy__addr_denied_class(v->cls, p->deny_private)) {

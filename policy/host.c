@@ -315,6 +315,13 @@ int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, 
             *why = "unterminated '[' in IPv6 address";
             return -EINVAL;
         }
+        for (i = 1; i + 1 < len; i++) {
+            unsigned char c = (unsigned char)raw[i];
+            if (c <= ' ' || c >= 0x7f) {
+                *why = c == '\0' ? "NUL byte in host" : "invalid byte in IPv6 address";
+                return -EINVAL;
+            }
+        }
         return host_from_v6(raw + 1, len - 2, out, why);
     }
     /* One pass: refuse bytes no host may hold, copy and lower-case ASCII. */

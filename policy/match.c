@@ -479,7 +479,10 @@ static void join3(char *dst, size_t cap, const char *a, const char *b, const cha
     int k;
 
     for (k = 0; k < 3; k++) {
-        size_t n = parts[k] ? strlen(parts[k]) : 0;
+        size_t n;
+        if (parts[k] == NULL)
+            continue;
+        n = strlen(parts[k]);
         if (n > cap - 1 - used)
             n = cap - 1 - used;
         memcpy(dst + used, parts[k], n);
@@ -511,6 +514,7 @@ static void decide_rule(const struct policy *p, uint32_t idx, enum policy_verdic
     } else {
         join3(d->reason, sizeof(d->reason), v == POLICY_DENY ? "denied by rule '" : "allowed by rule '",
               r->pattern, "'");
+        sanitize(d->reason);
     }
 }
 
@@ -564,7 +568,7 @@ void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t
         enum policy_addr_class cls;
         char ip[64];
 
-        deny = min_rule(deny, policy__cidr_match(p, &p->deny_cidr[f], &h->addr, port));
+        deny = min_rule(deny, policy__ip_denied(p, &h->addr, port));
         if (deny != POLICY_NO_RULE) {
             decide_rule(p, deny, POLICY_DENY, d);
             return;

@@ -64,6 +64,8 @@ uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len,
 uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
                             const struct policy_addr *a, uint16_t port);
 uint32_t policy__chain_first(const struct policy *p, uint32_t head, uint16_t port);
+int policy__embedded_v4(const uint8_t *b, uint8_t v4[4]);
+uint32_t policy__ip_denied(const struct policy *p, const struct policy_addr *a, uint16_t port);
 int policy__addr_denied_class(enum policy_addr_class c, int deny_private);
 enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
                                            uint16_t port);

@@ -144,12 +144,21 @@ int settings_apply_file(struct settings *s, const char *path, struct settings_er
 int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
                           struct settings_error *err);
 
-/* The full layering of design.md "Settings": defaults, the user file
- * ($XDG_CONFIG_HOME/sluice/settings.json, else ~/.srt-settings.json),
- * explicit (--settings FILE or $SLUICE_SETTINGS when explicit is NULL),
- * then managed (/etc/sluice/managed.json, or $SLUICE_MANAGED_SETTINGS for
- * tests). A missing explicit file is an error; missing others are skipped. */
+/* The file layers of design.md "Settings", on top of *s (normally fresh
+ * from settings_init): the user file ($XDG_CONFIG_HOME/sluice/settings.json,
+ * XDG default ~/.config; else ~/.srt-settings.json), then the explicit file
+ * (explicit_path, or $SLUICE_SETTINGS when explicit_path is NULL). A missing
+ * user file is skipped; a missing explicit file is an error ("FILE: cannot
+ * open: ..."). Each file is all-or-nothing, but when the explicit file fails
+ * the user file has already been applied: the caller must then discard *s.
+ * The managed file is not applied here: see settings_apply_managed. */
 int settings_load(struct settings *s, const char *explicit_path, struct settings_error *err);
+
+/* Applies the managed file (path, or /etc/sluice/managed.json when NULL)
+ * as the last layer, after command-line flags, so its keys win. A missing
+ * managed file is skipped (returns 0). Deliberately no environment override:
+ * a user must not be able to point sluice at another managed file. */
+int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Rules and decisions (policy/match.c, policy/decide.c)                      */
@@ -227,13 +236,14 @@ const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t le
 
 enum policy_addr_class {
     POLICY_CLASS_PUBLIC = 0,
-    POLICY_CLASS_PRIVATE,      /* RFC 1918, ULA fc00::/7, CGNAT 100.64/10 */
+    POLICY_CLASS_PRIVATE,      /* RFC 1918, ULA fc00::/7, CGNAT 100.64/10, 198.18/15 (fake-IP
+                                  resolvers use it), local-use NAT64 64:ff9b:1::/48 */
     POLICY_CLASS_LOOPBACK,     /* 127/8, ::1 */
     POLICY_CLASS_UNSPECIFIED,  /* 0.0.0.0/8, :: */
     POLICY_CLASS_LINK_LOCAL,   /* 169.254/16, fe80::/10 */
     POLICY_CLASS_MULTICAST,    /* 224/4, ff00::/8 */
     POLICY_CLASS_BROADCAST,    /* 255.255.255.255 */
-    POLICY_CLASS_RESERVED,     /* 240/4, documentation and benchmark ranges, 64:ff9b:1::/48 ... */
+    POLICY_CLASS_RESERVED,     /* 240/4, documentation ranges, 2001:2::/48, 100::/64 ... */
     POLICY_CLASS_METADATA,     /* cloud metadata endpoints */
     POLICY_CLASS_THIS_HOST,    /* one of this host's addresses (policy_set_local) */
     POLICY_CLASS_PROXY,        /* one of the proxy's own listeners */
