@@ -54,7 +54,7 @@ static int host_bits_set(const struct policy_addr *a, unsigned prefix)
         uint8_t mask;
         if (bit0 + 8 <= prefix)
             continue;
-        mask = bit0 >= prefix ? 0xff : (uint8_t)(0xffu >> (prefix - bit0));
+        mask = (uint8_t)(bit0 >= prefix ? 0xffu : 0xffu >> (prefix - bit0));
         if (a->bytes[i] & mask)
             return 1;
     }

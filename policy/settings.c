@@ -1,1 +1,1461 @@
-/* placeholder */
+/* policy/settings.c - the settings loader (design.md "Settings").
+ *
+ * One JSON file is one layer. A layer is parsed and checked into a scratch
+ * struct settings; only when the whole file (and every list file it names)
+ * is good is it merged into the caller's settings, by moves that cannot
+ * fail. A bad file therefore never leaves settings half-applied.
+ *
+ * Every error reads "FILE:LINE:COLUMN: key.path: what is wrong". jansson
+ * gives positions only for syntax errors; jsonpos.c finds the rest.
+ */
+#include "policy/policy.h"
+#include "policy/jsonpos.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SETTINGS_MANAGED_PATH "/etc/sluice/managed.json"
+#define PATH_DEPTH_MAX 8
+
+/* Which replace-type keys a layer sets. Deny-type lists have no flag: they
+ * are united whether or not a layer names them. */
+enum layer_flag {
+    LF_ALLOWED_DOMAINS = 1u << 0, /* allowedDomains or allowedDomainsFiles */
+    LF_STRICT = 1u << 1,
+    LF_ALLOW_ALL = 1u << 2,
+    LF_UNIX_SOCKETS = 1u << 3,
+    LF_ALL_UNIX = 1u << 4,
+    LF_LOCAL_BINDING = 1u << 5,
+    LF_HTTP_PORT = 1u << 6,
+    LF_SOCKS_PORT = 1u << 7,
+    LF_DENY_PRIVATE = 1u << 8,
+    LF_DNS = 1u << 9,
+    LF_MODE = 1u << 10,
+    LF_ALLOW_READ = 1u << 11,
+    LF_ALLOW_WRITE = 1u << 12,
+    LF_GIT_CONFIG = 1u << 13,
+    LF_FS_DISABLED = 1u << 14,
+    LF_IGNORE = 1u << 15,
+    LF_NESTED = 1u << 16,
+    LF_DEPTH = 1u << 17,
+    LF_BWRAP = 1u << 18,
+    LF_SAFE_DIRS = 1u << 19,
+};
+
+/* Parsing state for one layer. */
+struct ctx {
+    const char *name; /* settings file, interned in v */
+    const char *dir;  /* its directory, for relative list files; NULL = cwd */
+    const char *text; /* JSON text (after any BOM) */
+    size_t len;
+    struct settings *v; /* the scratch layer */
+    unsigned set;       /* enum layer_flag bits */
+    struct jsonpos_step path[PATH_DEPTH_MAX];
+    size_t depth;
+    struct settings_error *err;
+};
+
+struct key_def;
+typedef int (*key_fn)(struct ctx *c, json_t *v, const struct key_def *d);
+
+enum key_kind {
+    KD_BOOL = 0,     /* int field */
+    KD_UINT,         /* unsigned field, min..max */
+    KD_STRLIST,      /* settings_list field */
+    KD_OBJECT,       /* nested object with its own keys (sub) */
+    KD_CUSTOM,       /* fn */
+    KD_REFUSED,      /* not implemented: error */
+    KD_CHECK_BOOL,   /* accepted, checked, not stored */
+    KD_CHECK_STRING,
+    KD_CHECK_STRLIST,
+    KD_CHECK_OBJECT, /* any content */
+};
+
+enum note_when { NOTE_NEVER = 0, NOTE_ALWAYS, NOTE_IF_SET /* true, or a non-empty array */ };
+
+struct key_def {
+    const char *name;
+    enum key_kind kind;
+    size_t off;       /* field in struct settings */
+    unsigned flag;    /* enum layer_flag set when present */
+    const char *list; /* settings_item.list for KD_STRLIST */
+    int nonempty;     /* KD_STRLIST: strings must not be empty */
+    unsigned min, max;
+    key_fn fn;
+    const struct key_def *sub;
+    size_t nsub;
+    enum note_when note_when;
+    const char *note;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Lists, maps, files                                                        */
+
+static int list_reserve(struct settings_list *l, size_t want)
+{
+    struct settings_item *p;
+    size_t cap;
+
+    if (want <= l->cap)
+        return 0;
+    cap = l->cap ? l->cap : 8;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2 / sizeof(*p))
+            return -ENOMEM;
+        cap *= 2;
+    }
+    p = realloc(l->items, cap * sizeof(*p));
+    if (p == NULL)
+        return -ENOMEM;
+    l->items = p;
+    l->cap = cap;
+    return 0;
+}
+
+/* Appends an item taking ownership of value (freed on failure). */
+static int list_push(struct settings_list *l, char *value, const char *file, unsigned line,
+                     unsigned col, const char *list, size_t index)
+{
+    struct settings_item *it;
+
+    if (l->n == SIZE_MAX || list_reserve(l, l->n + 1) < 0) {
+        free(value);
+        return -ENOMEM;
+    }
+    it = &l->items[l->n++];
+    it->value = value;
+    it->file = file;
+    it->line = line;
+    it->col = col;
+    it->list = list;
+    it->index = index;
+    return 0;
+}
+
+static void list_free(struct settings_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i].value);
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+static int map_reserve(struct settings_map *m, size_t want)
+{
+    struct settings_pair *p;
+    size_t cap;
+
+    if (want <= m->cap)
+        return 0;
+    cap = m->cap ? m->cap : 8;
+    while (cap < want) {
+        if (cap > SIZE_MAX / 2 / sizeof(*p))
+            return -ENOMEM;
+        cap *= 2;
+    }
+    p = realloc(m->pairs, cap * sizeof(*p));
+    if (p == NULL)
+        return -ENOMEM;
+    m->pairs = p;
+    m->cap = cap;
+    return 0;
+}
+
+static void pair_free(struct settings_pair *p)
+{
+    free(p->key);
+    free(p->value);
+    list_free(&p->list);
+}
+
+static void map_free(struct settings_map *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        pair_free(&m->pairs[i]);
+    free(m->pairs);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Returns the interned copy of name in s->files. */
+static const char *intern(struct settings *s, const char *name)
+{
+    char **files;
+    char *copy;
+
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (strcmp(s->files[i], name) == 0)
+            return s->files[i];
+    copy = strdup(name);
+    if (copy == NULL)
+        return NULL;
+    files = realloc(s->files, (s->nfiles + 1) * sizeof(*files));
+    if (files == NULL) {
+        free(copy);
+        return NULL;
+    }
+    s->files = files;
+    s->files[s->nfiles++] = copy;
+    return copy;
+}
+
+void settings_init(struct settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->network.mode = SETTINGS_MODE_ENFORCE;
+    s->network.deny_private_addresses = SETTINGS_UNSET;
+    s->mandatory_deny_search_depth = 3;
+}
+
+void settings_free(struct settings *s)
+{
+    if (s == NULL)
+        return;
+    list_free(&s->network.allowed_domains);
+    list_free(&s->network.denied_domains);
+    map_free(&s->network.denied_domain_reasons);
+    list_free(&s->network.denied_resolved_addresses);
+    list_free(&s->network.allow_unix_sockets);
+    list_free(&s->network.dns_servers);
+    list_free(&s->network.allowed_domains_files);
+    list_free(&s->network.denied_domains_files);
+    list_free(&s->filesystem.deny_read);
+    list_free(&s->filesystem.allow_read);
+    list_free(&s->filesystem.allow_write);
+    list_free(&s->filesystem.deny_write);
+    map_free(&s->ignore_violations);
+    free(s->bwrap_path);
+    list_free(&s->git_safe_directories);
+    list_free(&s->notices);
+    for (size_t i = 0; i < s->nfiles; i++)
+        free(s->files[i]);
+    free(s->files);
+    settings_init(s);
+}
+
+/* Reads a whole file. Returns 0 or -errno. */
+static int read_all(const char *path, char **out, size_t *outlen)
+{
+    struct stat st;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd, rc = 0;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = -EISDIR;
+        goto out;
+    }
+    cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+    for (;;) {
+        ssize_t n;
+        if (len == cap) {
+            char *nb;
+            if (cap > SIZE_MAX / 2) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            nb = realloc(buf, cap * 2);
+            if (nb == NULL) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            buf = nb;
+            cap *= 2;
+        } else if (buf == NULL) {
+            buf = malloc(cap);
+            if (buf == NULL) {
+                rc = -ENOMEM;
+                goto out;
+            }
+        }
+        n = read(fd, buf + len, cap - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = -errno;
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    if (buf == NULL) {
+        buf = malloc(1);
+        if (buf == NULL) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    *out = buf;
+    *outlen = len;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                  */
+
+/* Writes s for a one-line message: printable ASCII and UTF-8 kept, control
+ * bytes escaped, long strings cut. */
+static void quote(char *buf, size_t size, const char *s)
+{
+    size_t o = 0;
+    const size_t limit = 80;
+
+    for (size_t i = 0; s[i] != '\0' && o + 5 < size; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (i == limit) {
+            snprintf(buf + o, size - o, "...");
+            return;
+        }
+        if (b < 0x20 || b == 0x7f) {
+            snprintf(buf + o, size - o, "\\x%02x", b);
+            o += 4;
+        } else {
+            buf[o++] = (char)b;
+        }
+    }
+    buf[o] = '\0';
+}
+
+static int is_ident(const char *k)
+{
+    if (*k == '\0')
+        return 0;
+    for (; *k; k++) {
+        char ch = *k;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '*' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* "network.allowedDomains[2]", "ignoreViolations[\"npm test\"][0]". */
+static void format_path(const struct ctx *c, char *buf, size_t size)
+{
+    size_t o = 0;
+
+    buf[0] = '\0';
+    if (c->depth == 0) {
+        snprintf(buf, size, "(top level)");
+        return;
+    }
+    for (size_t d = 0; d < c->depth && o < size; d++) {
+        const struct jsonpos_step *st = &c->path[d];
+        int n;
+        if (st->key == NULL) {
+            n = snprintf(buf + o, size - o, "[%zu]", st->index);
+        } else if (is_ident(st->key) && !(d > 0 && strcmp(st->key, "*") == 0)) {
+            n = snprintf(buf + o, size - o, "%s%s", d ? "." : "", st->key);
+        } else {
+            char q[128];
+            quote(q, sizeof(q), st->key);
+            n = snprintf(buf + o, size - o, "[\"%s\"]", q);
+        }
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+}
+
+static void locate(const struct ctx *c, int at_key, struct jsonpos *pos)
+{
+    if (jsonpos_find(c->text, c->len, c->path, c->depth, at_key, pos) < 0) {
+        pos->line = 1;
+        pos->col = 1;
+    }
+}
+
+/* Formats "FILE:LINE:COL: path: message" into out. */
+static void vformat_at(const struct ctx *c, const struct jsonpos *pos, char *out, size_t size,
+                       const char *fmt, va_list ap)
+{
+    char path[512];
+    int n;
+
+    format_path(c, path, sizeof(path));
+    n = snprintf(out, size, "%s:%u:%u: %s: ", c->name, pos->line, pos->col, path);
+    if (n >= 0 && (size_t)n < size)
+        vsnprintf(out + n, size - (size_t)n, fmt, ap);
+}
+
+/* Fails with a message located at the current path (its key if at_key). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int fail(struct ctx *c, int at_key, const char *fmt, ...)
+{
+    struct jsonpos pos;
+    va_list ap;
+
+    locate(c, at_key, &pos);
+    va_start(ap, fmt);
+    vformat_at(c, &pos, c->err->msg, sizeof(c->err->msg), fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int fail_nomem(struct ctx *c)
+{
+    snprintf(c->err->msg, sizeof(c->err->msg), "%s: out of memory", c->name);
+    return -ENOMEM;
+}
+
+/* Adds "FILE:LINE:COL: key: note" (located at the key) to the notices. */
+static int notice(struct ctx *c, const char *note)
+{
+    struct jsonpos pos;
+    char path[512], *msg;
+    size_t size;
+
+    locate(c, 1, &pos);
+    format_path(c, path, sizeof(path));
+    size = strlen(c->name) + strlen(path) + strlen(note) + 32;
+    msg = malloc(size);
+    if (msg == NULL)
+        return fail_nomem(c);
+    snprintf(msg, size, "%s:%u:%u: %s: %s", c->name, pos.line, pos.col, path, note);
+    if (list_push(&c->v->notices, msg, c->name, pos.line, pos.col, "notices", c->v->notices.n) < 0)
+        return fail_nomem(c);
+    return 0;
+}
+
+static const char *type_name(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown type";
+}
+
+/* The key tables nest at most 4 deep (ignoreViolations["cmd"][i]). */
+static void push_key(struct ctx *c, const char *key)
+{
+    assert(c->depth < PATH_DEPTH_MAX);
+    c->path[c->depth].key = key;
+    c->path[c->depth].keylen = strlen(key);
+    c->path[c->depth].index = 0;
+    c->depth++;
+}
+
+static void push_index(struct ctx *c, size_t index)
+{
+    assert(c->depth < PATH_DEPTH_MAX);
+    c->path[c->depth].key = NULL;
+    c->path[c->depth].keylen = 0;
+    c->path[c->depth].index = index;
+    c->depth++;
+}
+
+static void pop(struct ctx *c)
+{
+    c->depth--;
+}
+
+/* Levenshtein distance, case-insensitive, for keys up to 64 bytes. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            char ca = a[i - 1], cb = b[j - 1];
+            size_t up = row[j], best;
+            if (ca >= 'A' && ca <= 'Z')
+                ca = (char)(ca - 'A' + 'a');
+            if (cb >= 'A' && cb <= 'Z')
+                cb = (char)(cb - 'A' + 'a');
+            best = diag + (ca == cb ? 0 : 1);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Values                                                                    */
+
+static int want_bool(struct ctx *c, json_t *v, int *out)
+{
+    if (!json_is_boolean(v))
+        return fail(c, 0, "expected a boolean, got %s", type_name(v));
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int want_string(struct ctx *c, json_t *v)
+{
+    if (!json_is_string(v))
+        return fail(c, 0, "expected a string, got %s", type_name(v));
+    return 0;
+}
+
+static int want_uint(struct ctx *c, json_t *v, unsigned min, unsigned max, unsigned *out)
+{
+    json_int_t n;
+
+    if (json_is_real(v))
+        return fail(c, 0, "expected an integer in %u..%u, got %g", min, max, json_real_value(v));
+    if (!json_is_integer(v))
+        return fail(c, 0, "expected an integer in %u..%u, got %s", min, max, type_name(v));
+    n = json_integer_value(v);
+    if (n < (json_int_t)min || n > (json_int_t)max)
+        return fail(c, 0, "must be in %u..%u, got %" JSON_INTEGER_FORMAT, min, max, n);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* Checks that v is an array of strings (non-empty ones if asked). */
+static int check_strlist(struct ctx *c, json_t *v, int nonempty)
+{
+    size_t i;
+    json_t *e;
+
+    if (!json_is_array(v))
+        return fail(c, 0, "expected an array of strings, got %s", type_name(v));
+    json_array_foreach(v, i, e) {
+        int rc = 0;
+        push_index(c, i);
+        if (!json_is_string(e))
+            rc = fail(c, 0, "expected a string, got %s", type_name(e));
+        else if (nonempty && json_string_length(e) == 0)
+            rc = fail(c, 0, "must not be an empty string");
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Checks and appends an array of strings to out, each item located at its
+ * opening quote; the positions of all elements come from one scan. */
+static int take_strlist(struct ctx *c, json_t *v, struct settings_list *out, const char *list,
+                        int nonempty)
+{
+    struct jsonpos *pos = NULL;
+    size_t n, found = 0;
+    int rc;
+
+    rc = check_strlist(c, v, nonempty);
+    if (rc < 0)
+        return rc;
+    n = json_array_size(v);
+    if (n == 0)
+        return 0;
+    pos = calloc(n, sizeof(*pos));
+    if (pos == NULL || list_reserve(out, out->n + n) < 0) {
+        rc = fail_nomem(c);
+        goto out;
+    }
+    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
+        found = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        char *val = strdup(json_string_value(e));
+        if (i >= found) { /* cannot happen for text jansson accepted */
+            pos[i].line = 1;
+            pos[i].col = 1;
+        }
+        if (val == NULL) {
+            rc = fail_nomem(c);
+            goto out;
+        }
+        rc = list_push(out, val, c->name, pos[i].line, pos[i].col, list, i);
+        if (rc < 0) {
+            rc = fail_nomem(c);
+            goto out;
+        }
+    }
+out:
+    free(pos);
+    return rc;
+}
+
+static void *field(struct ctx *c, const struct key_def *d)
+{
+    return (char *)c->v + d->off;
+}
+
+static int apply_object(struct ctx *c, json_t *obj, const struct key_def *defs, size_t ndefs);
+
+static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int rc = 0, b = 0, set = 0;
+
+    switch (d->kind) {
+    case KD_BOOL:
+        rc = want_bool(c, v, &b);
+        if (rc == 0)
+            *(int *)field(c, d) = b;
+        set = b;
+        break;
+    case KD_UINT:
+        rc = want_uint(c, v, d->min, d->max, (unsigned *)field(c, d));
+        break;
+    case KD_STRLIST:
+        rc = take_strlist(c, v, (struct settings_list *)field(c, d), d->list, d->nonempty);
+        set = json_array_size(v) > 0;
+        break;
+    case KD_OBJECT:
+        if (!json_is_object(v))
+            return fail(c, 0, "expected an object, got %s", type_name(v));
+        rc = apply_object(c, v, d->sub, d->nsub);
+        break;
+    case KD_CUSTOM:
+        rc = d->fn(c, v, d);
+        break;
+    case KD_REFUSED: {
+        char path[512];
+        format_path(c, path, sizeof(path));
+        return fail(c, 1,
+                    "'%s' is not implemented by sluice yet; remove it (sluice refuses rather "
+                    "than silently drop a rule)",
+                    path);
+    }
+    case KD_CHECK_BOOL:
+        rc = want_bool(c, v, &set);
+        break;
+    case KD_CHECK_STRING:
+        rc = want_string(c, v);
+        break;
+    case KD_CHECK_STRLIST:
+        rc = check_strlist(c, v, 0);
+        set = json_array_size(v) > 0;
+        break;
+    case KD_CHECK_OBJECT:
+        if (!json_is_object(v))
+            return fail(c, 0, "expected an object, got %s", type_name(v));
+        break;
+    }
+    if (rc < 0)
+        return rc;
+    c->set |= d->flag;
+    if (d->note_when == NOTE_ALWAYS || (d->note_when == NOTE_IF_SET && set))
+        rc = notice(c, d->note);
+    return rc;
+}
+
+static int apply_object(struct ctx *c, json_t *obj, const struct key_def *defs, size_t ndefs)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach(obj, key, v) {
+        const struct key_def *d = NULL;
+        int rc;
+
+        for (size_t i = 0; i < ndefs; i++) {
+            if (strcmp(defs[i].name, key) == 0) {
+                d = &defs[i];
+                break;
+            }
+        }
+        push_key(c, key);
+        if (d == NULL) {
+            const char *best = NULL;
+            size_t bestd = SIZE_MAX;
+            char q[128];
+
+            for (size_t i = 0; i < ndefs; i++) {
+                size_t dist = edit_distance(key, defs[i].name);
+                if (dist < bestd) {
+                    bestd = dist;
+                    best = defs[i].name;
+                }
+            }
+            quote(q, sizeof(q), key);
+            /* close enough to be a typo: 1-2 edits, 3 for long keys */
+            if (best != NULL && bestd <= (strlen(best) >= 12 ? 3u : 2u) &&
+                bestd * 3 <= strlen(best))
+                rc = fail(c, 1, "unknown key '%s' (did you mean '%s'?)", q, best);
+            else
+                rc = fail(c, 1, "unknown key '%s'", q);
+        } else {
+            rc = apply_key(c, v, d);
+        }
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keys with their own rules                                                 */
+
+static int fn_reasons(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_map *m = &c->v->network.denied_domain_reasons;
+    const char *key;
+    json_t *e;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object of domain: reason strings, got %s", type_name(v));
+    json_object_foreach(v, key, e) {
+        struct settings_pair *p;
+        int rc = 0;
+
+        push_key(c, key);
+        if (!json_is_string(e))
+            rc = fail(c, 0, "expected a string, got %s", type_name(e));
+        else if (json_string_length(e) == 0)
+            rc = fail(c, 0, "must not be an empty string");
+        else if (map_reserve(m, m->n + 1) < 0)
+            rc = fail_nomem(c);
+        pop(c);
+        if (rc < 0)
+            return rc;
+        p = &m->pairs[m->n];
+        memset(p, 0, sizeof(*p));
+        p->key = strdup(key);
+        p->value = strdup(json_string_value(e));
+        if (p->key == NULL || p->value == NULL) {
+            pair_free(p);
+            return fail_nomem(c);
+        }
+        m->n++;
+    }
+    return 0;
+}
+
+static int fn_deny_private(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int b = 0, rc;
+
+    (void)d;
+    rc = want_bool(c, v, &b);
+    if (rc == 0)
+        c->v->network.deny_private_addresses = b ? SETTINGS_TRUE : SETTINGS_FALSE;
+    return rc;
+}
+
+static int fn_mode(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+    char q[128];
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected \"enforce\" or \"report\", got %s", type_name(v));
+    m = json_string_value(v);
+    if (strcmp(m, "enforce") == 0) {
+        c->v->network.mode = SETTINGS_MODE_ENFORCE;
+        return 0;
+    }
+    if (strcmp(m, "report") == 0) {
+        c->v->network.mode = SETTINGS_MODE_REPORT;
+        return 0;
+    }
+    quote(q, sizeof(q), m);
+    return fail(c, 0, "expected \"enforce\" or \"report\", got \"%s\"", q);
+}
+
+static int fn_bwrap(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *p;
+    char q[128];
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected a string, got %s", type_name(v));
+    p = json_string_value(v);
+    if (p[0] != '/') {
+        quote(q, sizeof(q), p);
+        return fail(c, 0, "must be an absolute path, got \"%s\"", q);
+    }
+    free(c->v->bwrap_path);
+    c->v->bwrap_path = strdup(p);
+    if (c->v->bwrap_path == NULL)
+        return fail_nomem(c);
+    return 0;
+}
+
+/* "1..65535", digits only, no leading zero. */
+static int parse_port(const char *s, size_t len)
+{
+    unsigned long v = 0;
+
+    if (len == 0 || len > 5 || s[0] == '0')
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* IP, IP:PORT, [v6]:PORT, [v6] or bare v6. Returns 1 if valid. */
+static int dns_server_ok(const char *s)
+{
+    struct policy_addr a;
+    char host[64];
+    const char *colon, *port = NULL;
+    size_t hlen, ncolon = 0;
+    int want_family;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL)
+            return 0;
+        hlen = (size_t)(close - s - 1);
+        if (hlen >= sizeof(host))
+            return 0;
+        memcpy(host, s + 1, hlen);
+        host[hlen] = '\0';
+        if (close[1] == ':')
+            port = close + 2;
+        else if (close[1] != '\0')
+            return 0;
+        want_family = 6;
+    } else {
+        for (const char *p = s; *p; p++)
+            ncolon += *p == ':';
+        colon = strchr(s, ':');
+        if (ncolon == 1) {
+            hlen = (size_t)(colon - s);
+            port = colon + 1;
+            want_family = 4;
+        } else {
+            hlen = strlen(s);
+            want_family = ncolon == 0 ? 4 : 6;
+        }
+        if (hlen >= sizeof(host))
+            return 0;
+        memcpy(host, s, hlen);
+        host[hlen] = '\0';
+    }
+    if (port != NULL && !parse_port(port, strlen(port)))
+        return 0;
+    if (policy_addr_parse(host, &a) < 0 || a.family != want_family)
+        return 0;
+    return 1;
+}
+
+static int fn_dns(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 0);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        if (!dns_server_ok(json_string_value(e))) {
+            char q[128];
+            quote(q, sizeof(q), json_string_value(e));
+            push_index(c, i);
+            rc = fail(c, 0,
+                      "invalid DNS server \"%s\" (expected IP, IP:PORT, [IPv6]:PORT or IPv6, "
+                      "port 1..65535)",
+                      q);
+            pop(c);
+            return rc;
+        }
+    }
+    return take_strlist(c, v, &c->v->network.dns_servers, d->list, 0);
+}
+
+/* Reads one list file into rules; c's path is at the JSON string naming it. */
+static int read_list_file(struct ctx *c, const char *written, struct settings_list *rules,
+                          const char *list)
+{
+    char *path = NULL, *buf = NULL;
+    const char *fname;
+    size_t len = 0, i = 0;
+    unsigned line = 0;
+    int rc;
+
+    if (written[0] != '/' && c->dir != NULL) {
+        size_t n = strlen(c->dir) + strlen(written) + 2;
+        path = malloc(n);
+        if (path == NULL)
+            return fail_nomem(c);
+        snprintf(path, n, "%s/%s", c->dir, written);
+    } else {
+        path = strdup(written);
+        if (path == NULL)
+            return fail_nomem(c);
+    }
+    rc = read_all(path, &buf, &len);
+    if (rc < 0) {
+        char q[256];
+        quote(q, sizeof(q), path);
+        rc = fail(c, 0, "cannot read list file '%s': %s", q, strerror(-rc));
+        goto out;
+    }
+    fname = intern(c->v, path);
+    if (fname == NULL) {
+        rc = fail_nomem(c);
+        goto out;
+    }
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        i = 3;
+    while (i < len) {
+        const char *ln = buf + i, *nl, *end, *start;
+        size_t llen;
+        unsigned col = 1;
+        char *val;
+
+        nl = memchr(ln, '\n', len - i);
+        llen = nl ? (size_t)(nl - ln) : len - i;
+        i += llen + 1;
+        line++;
+        end = memchr(ln, '#', llen);
+        if (end == NULL)
+            end = ln + llen;
+        start = ln;
+        while (start < end && (*start == ' ' || *start == '\t' || *start == '\r' ||
+                               *start == '\v' || *start == '\f'))
+            start++;
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' ||
+                               end[-1] == '\v' || end[-1] == '\f'))
+            end--;
+        if (start == end)
+            continue;
+        for (const char *p = ln; p < start; p++)
+            col += ((unsigned char)*p & 0xC0) != 0x80;
+        if (memchr(start, '\0', (size_t)(end - start)) != NULL) {
+            char where[512];
+            format_path(c, where, sizeof(where));
+            snprintf(c->err->msg, sizeof(c->err->msg), "%s:%u:%u: %s: NUL byte in pattern",
+                     fname, line, col, where);
+            rc = -EINVAL;
+            goto out;
+        }
+        val = strndup(start, (size_t)(end - start));
+        if (val == NULL || list_push(rules, val, fname, line, col, list, line) < 0) {
+            rc = fail_nomem(c);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(buf);
+    free(path);
+    return rc;
+}
+
+static int domain_files(struct ctx *c, json_t *v, const struct key_def *d,
+                        struct settings_list *files, struct settings_list *rules,
+                        const char *rules_list)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = take_strlist(c, v, files, d->list, 1);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        push_index(c, i);
+        rc = read_list_file(c, json_string_value(e), rules, rules_list);
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int fn_allowed_files(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return domain_files(c, v, d, &c->v->network.allowed_domains_files,
+                        &c->v->network.allowed_domains, "network.allowedDomainsFiles");
+}
+
+static int fn_denied_files(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return domain_files(c, v, d, &c->v->network.denied_domains_files,
+                        &c->v->network.denied_domains, "network.deniedDomainsFiles");
+}
+
+static int fn_ignore(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_map *m = &c->v->ignore_violations;
+    const char *key;
+    json_t *e;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object of command: [patterns], got %s", type_name(v));
+    json_object_foreach(v, key, e) {
+        struct settings_pair *p;
+        int rc;
+
+        if (map_reserve(m, m->n + 1) < 0)
+            return fail_nomem(c);
+        p = &m->pairs[m->n];
+        memset(p, 0, sizeof(*p));
+        p->key = strdup(key);
+        if (p->key == NULL)
+            return fail_nomem(c);
+        m->n++; /* owned by the map from here on */
+        push_key(c, key);
+        rc = take_strlist(c, e, &p->list, "ignoreViolations", 0);
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The key tables                                                            */
+
+#define OFF(f) offsetof(struct settings, f)
+#define NOTE_LINUX "not applicable on Linux, ignored"
+#define REFUSED(n) {.name = n, .kind = KD_REFUSED}
+#define STRLIST(n, f, fl, l, ne) \
+    {.name = n, .kind = KD_STRLIST, .off = OFF(f), .flag = fl, .list = l, .nonempty = ne}
+#define BOOL(n, f, fl) {.name = n, .kind = KD_BOOL, .off = OFF(f), .flag = fl}
+#define UINT(n, f, fl, lo, hi) {.name = n, .kind = KD_UINT, .off = OFF(f), .flag = fl, .min = lo, .max = hi}
+#define CUSTOM(n, f, fl, l) {.name = n, .kind = KD_CUSTOM, .fn = f, .flag = fl, .list = l}
+#define OBJECT(n, t) {.name = n, .kind = KD_OBJECT, .sub = t, .nsub = sizeof(t) / sizeof(t[0])}
+#define COUNT(t) (sizeof(t) / sizeof(t[0]))
+
+static const struct key_def network_keys[] = {
+    STRLIST("allowedDomains", network.allowed_domains, LF_ALLOWED_DOMAINS,
+            "network.allowedDomains", 0),
+    STRLIST("deniedDomains", network.denied_domains, 0, "network.deniedDomains", 0),
+    CUSTOM("deniedDomainReasons", fn_reasons, 0, NULL),
+    BOOL("strictAllowlist", network.strict_allowlist, LF_STRICT),
+    BOOL("allowAllDomains", network.allow_all_domains, LF_ALLOW_ALL),
+    STRLIST("deniedResolvedAddresses", network.denied_resolved_addresses, 0,
+            "network.deniedResolvedAddresses", 0),
+    {.name = "allowUnixSockets", .kind = KD_STRLIST, .off = OFF(network.allow_unix_sockets),
+     .flag = LF_UNIX_SOCKETS, .list = "network.allowUnixSockets", .note_when = NOTE_IF_SET,
+     .note = "macOS only in srt; on Linux sluice blocks Unix sockets with seccomp unless "
+             "allowAllUnixSockets"},
+    BOOL("allowAllUnixSockets", network.allow_all_unix_sockets, LF_ALL_UNIX),
+    BOOL("allowLocalBinding", network.allow_local_binding, LF_LOCAL_BINDING),
+    UINT("httpProxyPort", network.http_proxy_port, LF_HTTP_PORT, 1, 65535),
+    UINT("socksProxyPort", network.socks_proxy_port, LF_SOCKS_PORT, 1, 65535),
+    {.name = "allowMachLookup", .kind = KD_CHECK_STRLIST, .note_when = NOTE_IF_SET,
+     .note = NOTE_LINUX},
+    CUSTOM("denyPrivateAddresses", fn_deny_private, LF_DENY_PRIVATE, NULL),
+    CUSTOM("dnsServers", fn_dns, LF_DNS, "network.dnsServers"),
+    CUSTOM("mode", fn_mode, LF_MODE, NULL),
+    CUSTOM("allowedDomainsFiles", fn_allowed_files, LF_ALLOWED_DOMAINS,
+           "network.allowedDomainsFiles"),
+    CUSTOM("deniedDomainsFiles", fn_denied_files, 0, "network.deniedDomainsFiles"),
+    REFUSED("mitmProxy"),
+    REFUSED("tlsTerminate"),
+    REFUSED("parentProxy"),
+    REFUSED("filterRequest"),
+};
+
+static const struct key_def filesystem_keys[] = {
+    STRLIST("denyRead", filesystem.deny_read, 0, "filesystem.denyRead", 1),
+    STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 1),
+    STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 1),
+    STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 1),
+    BOOL("allowGitConfig", filesystem.allow_git_config, LF_GIT_CONFIG),
+    BOOL("disabled", filesystem.disabled, LF_FS_DISABLED),
+    {.name = "autoAllowSystemPaths", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,
+     .note = "ignored, sluice's allowRead re-allows inside denyRead"},
+};
+
+static const struct key_def git_keys[] = {
+    STRLIST("safeDirectories", git_safe_directories, LF_SAFE_DIRS, "git.safeDirectories", 0),
+};
+
+static const struct key_def ripgrep_keys[] = {
+    {.name = "command", .kind = KD_CHECK_STRING},
+    {.name = "args", .kind = KD_CHECK_STRLIST},
+    {.name = "argv0", .kind = KD_CHECK_STRING},
+};
+
+static const struct key_def seccomp_keys[] = {
+    {.name = "applyPath", .kind = KD_CHECK_STRING},
+    {.name = "argv0", .kind = KD_CHECK_STRING},
+};
+
+static const struct key_def top_keys[] = {
+    OBJECT("network", network_keys),
+    OBJECT("filesystem", filesystem_keys),
+    CUSTOM("ignoreViolations", fn_ignore, LF_IGNORE, NULL),
+    BOOL("enableWeakerNestedSandbox", enable_weaker_nested_sandbox, LF_NESTED),
+    UINT("mandatoryDenySearchDepth", mandatory_deny_search_depth, LF_DEPTH, 1, 10),
+    CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
+    OBJECT("git", git_keys),
+    {.name = "ripgrep", .kind = KD_OBJECT, .sub = ripgrep_keys, .nsub = COUNT(ripgrep_keys),
+     .note_when = NOTE_ALWAYS,
+     .note = "not used by sluice, ignored (sluice walks directories natively)"},
+    {.name = "seccomp", .kind = KD_OBJECT, .sub = seccomp_keys, .nsub = COUNT(seccomp_keys),
+     .note_when = NOTE_ALWAYS,
+     .note = "not used by sluice, ignored (sluice applies its own seccomp filter)"},
+    {.name = "socatPath", .kind = KD_CHECK_STRING, .note_when = NOTE_ALWAYS,
+     .note = "not used by sluice, ignored (sluice does not use socat)"},
+    {.name = "enableWeakerNetworkIsolation", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,
+     .note = NOTE_LINUX},
+    {.name = "allowAppleEvents", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,
+     .note = NOTE_LINUX},
+    {.name = "allowPty", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET, .note = NOTE_LINUX},
+    {.name = "windows", .kind = KD_CHECK_OBJECT, .note_when = NOTE_ALWAYS, .note = NOTE_LINUX},
+    REFUSED("credentials"),
+};
+
+/* ------------------------------------------------------------------------ */
+/* Merging a layer                                                           */
+
+static int reserve_union(struct settings_list *dst, const struct settings_list *src)
+{
+    return list_reserve(dst, dst->n + src->n);
+}
+
+/* Moves src's items to the end of dst (capacity already reserved). */
+static void move_union(struct settings_list *dst, struct settings_list *src)
+{
+    if (src->n > 0)
+        memcpy(dst->items + dst->n, src->items, src->n * sizeof(*src->items));
+    dst->n += src->n;
+    src->n = 0;
+}
+
+static void move_replace(struct settings_list *dst, struct settings_list *src)
+{
+    list_free(dst);
+    *dst = *src;
+    memset(src, 0, sizeof(*src));
+}
+
+static size_t hash_str(const char *s)
+{
+    size_t h = 1469598103934665603u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* Merges the layer L into s. Every allocation happens before the first
+ * change to s, so a failure leaves s as it was. */
+static int merge(struct settings *s, struct settings *L, unsigned set)
+{
+    struct settings_map *sr = &s->network.denied_domain_reasons;
+    struct settings_map *lr = &L->network.denied_domain_reasons;
+    size_t *table = NULL, tsize = 0;
+    char **files;
+
+    if (reserve_union(&s->network.denied_domains, &L->network.denied_domains) < 0 ||
+        reserve_union(&s->network.denied_domains_files, &L->network.denied_domains_files) < 0 ||
+        reserve_union(&s->network.denied_resolved_addresses,
+                      &L->network.denied_resolved_addresses) < 0 ||
+        reserve_union(&s->filesystem.deny_read, &L->filesystem.deny_read) < 0 ||
+        reserve_union(&s->filesystem.deny_write, &L->filesystem.deny_write) < 0 ||
+        reserve_union(&s->notices, &L->notices) < 0 || map_reserve(sr, sr->n + lr->n) < 0)
+        return -ENOMEM;
+    if (lr->n > 0) {
+        tsize = 16;
+        while (tsize < 2 * (sr->n + lr->n))
+            tsize *= 2;
+        table = calloc(tsize, sizeof(*table));
+        if (table == NULL)
+            return -ENOMEM;
+    }
+    files = realloc(s->files, (s->nfiles + L->nfiles) * sizeof(*files) + 1);
+    if (files == NULL) {
+        free(table);
+        return -ENOMEM;
+    }
+    s->files = files;
+
+    /* From here on nothing fails. */
+    if (set & LF_ALLOWED_DOMAINS) {
+        move_replace(&s->network.allowed_domains, &L->network.allowed_domains);
+        move_replace(&s->network.allowed_domains_files, &L->network.allowed_domains_files);
+    }
+    move_union(&s->network.denied_domains, &L->network.denied_domains);
+    move_union(&s->network.denied_domains_files, &L->network.denied_domains_files);
+    move_union(&s->network.denied_resolved_addresses, &L->network.denied_resolved_addresses);
+    move_union(&s->filesystem.deny_read, &L->filesystem.deny_read);
+    move_union(&s->filesystem.deny_write, &L->filesystem.deny_write);
+    move_union(&s->notices, &L->notices);
+    if (set & LF_STRICT)
+        s->network.strict_allowlist = L->network.strict_allowlist;
+    if (set & LF_ALLOW_ALL)
+        s->network.allow_all_domains = L->network.allow_all_domains;
+    if (set & LF_UNIX_SOCKETS)
+        move_replace(&s->network.allow_unix_sockets, &L->network.allow_unix_sockets);
+    if (set & LF_ALL_UNIX)
+        s->network.allow_all_unix_sockets = L->network.allow_all_unix_sockets;
+    if (set & LF_LOCAL_BINDING)
+        s->network.allow_local_binding = L->network.allow_local_binding;
+    if (set & LF_HTTP_PORT)
+        s->network.http_proxy_port = L->network.http_proxy_port;
+    if (set & LF_SOCKS_PORT)
+        s->network.socks_proxy_port = L->network.socks_proxy_port;
+    if (set & LF_DENY_PRIVATE)
+        s->network.deny_private_addresses = L->network.deny_private_addresses;
+    if (set & LF_DNS)
+        move_replace(&s->network.dns_servers, &L->network.dns_servers);
+    if (set & LF_MODE)
+        s->network.mode = L->network.mode;
+    if (set & LF_ALLOW_READ)
+        move_replace(&s->filesystem.allow_read, &L->filesystem.allow_read);
+    if (set & LF_ALLOW_WRITE)
+        move_replace(&s->filesystem.allow_write, &L->filesystem.allow_write);
+    if (set & LF_GIT_CONFIG)
+        s->filesystem.allow_git_config = L->filesystem.allow_git_config;
+    if (set & LF_FS_DISABLED)
+        s->filesystem.disabled = L->filesystem.disabled;
+    if (set & LF_IGNORE) {
+        map_free(&s->ignore_violations);
+        s->ignore_violations = L->ignore_violations;
+        memset(&L->ignore_violations, 0, sizeof(L->ignore_violations));
+    }
+    if (set & LF_NESTED)
+        s->enable_weaker_nested_sandbox = L->enable_weaker_nested_sandbox;
+    if (set & LF_DEPTH)
+        s->mandatory_deny_search_depth = L->mandatory_deny_search_depth;
+    if (set & LF_BWRAP) {
+        free(s->bwrap_path);
+        s->bwrap_path = L->bwrap_path;
+        L->bwrap_path = NULL;
+    }
+    if (set & LF_SAFE_DIRS)
+        move_replace(&s->git_safe_directories, &L->git_safe_directories);
+
+    /* deniedDomainReasons: united, the later layer wins per domain. */
+    if (table != NULL) {
+        size_t mask = tsize - 1;
+        for (size_t i = 0; i < sr->n; i++) {
+            size_t h = hash_str(sr->pairs[i].key) & mask;
+            while (table[h] != 0)
+                h = (h + 1) & mask;
+            table[h] = i + 1;
+        }
+        for (size_t i = 0; i < lr->n; i++) {
+            struct settings_pair *p = &lr->pairs[i];
+            size_t h = hash_str(p->key) & mask;
+            while (table[h] != 0 && strcmp(sr->pairs[table[h] - 1].key, p->key) != 0)
+                h = (h + 1) & mask;
+            if (table[h] != 0) {
+                struct settings_pair *q = &sr->pairs[table[h] - 1];
+                free(q->value);
+                q->value = p->value;
+                free(p->key);
+            } else {
+                sr->pairs[sr->n] = *p;
+                table[h] = ++sr->n;
+            }
+            memset(p, 0, sizeof(*p));
+        }
+        lr->n = 0;
+        free(table);
+    }
+
+    /* The layer's file names now belong to s. */
+    memcpy(s->files + s->nfiles, L->files, L->nfiles * sizeof(*files));
+    s->nfiles += L->nfiles;
+    L->nfiles = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                              */
+
+/* Column of jansson's error at the start of the token it names ("... near
+ * 'TOKEN'"): jansson reports the column of the token's last character. */
+static unsigned parse_error_col(const json_error_t *je)
+{
+    const char *near = strstr(je->text, " near '");
+    size_t tl, chars = 0;
+    int col = je->column;
+
+    if (near != NULL) {
+        near += 7;
+        tl = strlen(near);
+        if (tl >= 2 && near[tl - 1] == '\'') {
+            for (size_t i = 0; i + 1 < tl; i++)
+                chars += ((unsigned char)near[i] & 0xC0) != 0x80;
+            if (chars > 0 && (size_t)col >= chars)
+                col = col - (int)chars + 1;
+        }
+    }
+    return col < 1 ? 1u : (unsigned)col;
+}
+
+int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
+                          struct settings_error *err)
+{
+    struct settings_error dummy;
+    struct settings L;
+    struct ctx c;
+    json_error_t je;
+    json_t *root = NULL;
+    char *dir = NULL;
+    const char *slash;
+    int rc;
+
+    if (err == NULL)
+        err = &dummy;
+    memset(&L, 0, sizeof(L));
+    memset(&c, 0, sizeof(c));
+    c.err = err;
+    c.v = &L;
+    c.name = intern(&L, name);
+    if (c.name == NULL) {
+        snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
+        rc = -ENOMEM;
+        goto out;
+    }
+    slash = strrchr(name, '/');
+    if (slash != NULL) {
+        dir = strndup(name, slash == name ? 1 : (size_t)(slash - name));
+        if (dir == NULL) {
+            rc = fail_nomem(&c);
+            goto out;
+        }
+    }
+    c.dir = dir;
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
+    c.text = text;
+    c.len = len;
+
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (root == NULL) {
+        snprintf(err->msg, sizeof(err->msg), "%s:%d:%u: %s", name, je.line < 1 ? 1 : je.line,
+                 parse_error_col(&je), je.text);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!json_is_object(root)) {
+        rc = fail(&c, 0, "expected an object, got %s", type_name(root));
+        goto out;
+    }
+    rc = apply_object(&c, root, top_keys, COUNT(top_keys));
+    if (rc < 0)
+        goto out;
+    rc = merge(s, &L, c.set);
+    if (rc < 0)
+        snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
+out:
+    json_decref(root);
+    free(dir);
+    settings_free(&L);
+    return rc;
+}
+
+int settings_apply_file(struct settings *s, const char *path, struct settings_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    rc = read_all(path, &buf, &len);
+    if (rc == -ENOENT)
+        return rc;
+    if (rc < 0) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", path, strerror(-rc));
+        return rc;
+    }
+    rc = settings_apply_buffer(s, path, buf, len, err);
+    free(buf);
+    return rc;
+}
+
+int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err)
+{
+    int rc = settings_apply_file(s, path != NULL ? path : SETTINGS_MANAGED_PATH, err);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%s%s", a, b);
+    return p;
+}
+
+int settings_load(struct settings *s, const char *explicit_path, struct settings_error *err)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    char *user = NULL, *srt = NULL;
+    int rc = -ENOENT;
+
+    /* XDG: a relative $XDG_CONFIG_HOME is ignored. */
+    if (xdg == NULL || xdg[0] != '/')
+        xdg = NULL;
+    if (home != NULL && home[0] == '\0')
+        home = NULL;
+    if (xdg != NULL)
+        user = join(xdg, "/sluice/settings.json");
+    else if (home != NULL)
+        user = join(home, "/.config/sluice/settings.json");
+    if (home != NULL)
+        srt = join(home, "/.srt-settings.json");
+    if ((user == NULL && (xdg != NULL || home != NULL)) || (srt == NULL && home != NULL)) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof(err->msg), "settings: out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (user != NULL)
+        rc = settings_apply_file(s, user, err);
+    if (rc == -ENOENT && srt != NULL)
+        rc = settings_apply_file(s, srt, err);
+    if (rc == -ENOENT)
+        rc = 0;
+    if (rc < 0)
+        goto out;
+
+    if (explicit_path == NULL) {
+        const char *env = getenv("SLUICE_SETTINGS");
+        if (env != NULL && env[0] != '\0')
+            explicit_path = env;
+    }
+    if (explicit_path != NULL) {
+        rc = settings_apply_file(s, explicit_path, err);
+        if (rc == -ENOENT && err != NULL)
+            snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", explicit_path,
+                     strerror(ENOENT));
+    }
+out:
+    free(user);
+    free(srt);
+    return rc;
+}

@@ -1,1 +1,1098 @@
-int main(void) { return 0; }
+/* tests/policy/test_settings.c - the settings loader and the JSON locator. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "policy/jsonpos.h"
+#include "policy/policy.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static char data_dir[1024]; /* tests/data/settings */
+static char tmp_dir[256];   /* a private scratch directory */
+
+static void path_in(char *buf, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    assert_true(n > 0 && (size_t)n < size);
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void write_str(const char *path, const char *text)
+{
+    write_file(path, text, strlen(text));
+}
+
+static void write_tmp(const char *name, const char *text)
+{
+    char p[512];
+    path_in(p, sizeof(p), tmp_dir, name);
+    write_file(p, text, strlen(text));
+}
+
+static int apply(struct settings *s, const char *json, struct settings_error *err)
+{
+    memset(err->msg, 0, sizeof(err->msg));
+    return settings_apply_buffer(s, "t.json", json, strlen(json), err);
+}
+
+/* Growable text for snapshots. */
+struct buf {
+    char *p;
+    size_t n, cap;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void buf_add(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        size_t room = b->cap - b->n;
+        va_start(ap, fmt);
+        n = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0);
+        if ((size_t)n < room) {
+            b->n += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        assert_non_null(b->p);
+    }
+}
+
+static void dump_list(struct buf *b, const char *name, const struct settings_list *l)
+{
+    buf_add(b, "%s(%zu):", name, l->n);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct settings_item *it = &l->items[i];
+        buf_add(b, " [%s @%s:%u:%u %s #%zu]", it->value, it->file, it->line, it->col, it->list,
+                it->index);
+    }
+    buf_add(b, "\n");
+}
+
+static void dump_map(struct buf *b, const char *name, const struct settings_map *m)
+{
+    buf_add(b, "%s(%zu):", name, m->n);
+    for (size_t i = 0; i < m->n; i++) {
+        buf_add(b, " {%s=%s}", m->pairs[i].key, m->pairs[i].value ? m->pairs[i].value : "-");
+        dump_list(b, "  list", &m->pairs[i].list);
+    }
+    buf_add(b, "\n");
+}
+
+/* Everything in a settings struct, as text (caller frees). */
+static char *dump(const struct settings *s)
+{
+    struct buf b = {0};
+
+    dump_list(&b, "allowed", &s->network.allowed_domains);
+    dump_list(&b, "denied", &s->network.denied_domains);
+    dump_map(&b, "reasons", &s->network.denied_domain_reasons);
+    dump_list(&b, "resolved", &s->network.denied_resolved_addresses);
+    dump_list(&b, "unix", &s->network.allow_unix_sockets);
+    dump_list(&b, "dns", &s->network.dns_servers);
+    dump_list(&b, "afiles", &s->network.allowed_domains_files);
+    dump_list(&b, "dfiles", &s->network.denied_domains_files);
+    dump_list(&b, "denyRead", &s->filesystem.deny_read);
+    dump_list(&b, "allowRead", &s->filesystem.allow_read);
+    dump_list(&b, "allowWrite", &s->filesystem.allow_write);
+    dump_list(&b, "denyWrite", &s->filesystem.deny_write);
+    dump_map(&b, "ignore", &s->ignore_violations);
+    dump_list(&b, "safe", &s->git_safe_directories);
+    dump_list(&b, "notices", &s->notices);
+    buf_add(&b, "strict=%d all=%d allunix=%d local=%d http=%u socks=%u private=%d mode=%d\n",
+            s->network.strict_allowlist, s->network.allow_all_domains,
+            s->network.allow_all_unix_sockets, s->network.allow_local_binding,
+            s->network.http_proxy_port, s->network.socks_proxy_port,
+            (int)s->network.deny_private_addresses, (int)s->network.mode);
+    buf_add(&b, "gitcfg=%d fsoff=%d nested=%d depth=%u bwrap=%s\n",
+            s->filesystem.allow_git_config, s->filesystem.disabled,
+            s->enable_weaker_nested_sandbox, s->mandatory_deny_search_depth,
+            s->bwrap_path ? s->bwrap_path : "-");
+    return b.p;
+}
+
+static void assert_item(const struct settings_item *it, const char *value, const char *file_suffix,
+                        unsigned line, unsigned col, const char *list, size_t index)
+{
+    size_t fl = strlen(it->file), sl = strlen(file_suffix);
+
+    assert_string_equal(it->value, value);
+    assert_true(fl >= sl);
+    assert_string_equal(it->file + fl - sl, file_suffix);
+    assert_int_equal(it->line, line);
+    assert_int_equal(it->col, col);
+    assert_string_equal(it->list, list);
+    assert_int_equal(it->index, index);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Load times are printed for information only: timings are never asserted
+ * in unit tests (shared, noisy machines); tests/bench/ measures speed. */
+
+/* ------------------------------------------------------------------------ */
+/* Defaults and the reference file                                           */
+
+static void test_defaults(void **state)
+{
+    struct settings s;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.network.mode, SETTINGS_MODE_ENFORCE);
+    assert_int_equal(s.mandatory_deny_search_depth, 3);
+    assert_int_equal(s.network.deny_private_addresses, SETTINGS_UNSET);
+    assert_int_equal(s.network.allowed_domains.n, 0);
+    assert_null(s.bwrap_path);
+    settings_free(&s);
+}
+
+static void test_reference_file(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    char p[1200];
+    const struct settings_map *iv;
+
+    (void)state;
+    path_in(p, sizeof(p), data_dir, "srt-reference.json");
+    settings_init(&s);
+    assert_int_equal(settings_apply_file(&s, p, &err), 0);
+
+    assert_int_equal(s.network.allowed_domains.n, 2);
+    assert_item(&s.network.allowed_domains.items[0], "github.com", "srt-reference.json", 3, 24,
+                "network.allowedDomains", 0);
+    assert_item(&s.network.allowed_domains.items[1], "*.npmjs.org", "srt-reference.json", 3, 38,
+                "network.allowedDomains", 1);
+    assert_string_equal(s.network.allowed_domains.items[0].file, p);
+    assert_int_equal(s.network.denied_domains.n, 1);
+    assert_item(&s.network.denied_domains.items[0], "evil.com", "srt-reference.json", 4, 23,
+                "network.deniedDomains", 0);
+    assert_int_equal(s.network.allow_unix_sockets.n, 0);
+    assert_int_equal(s.network.allow_local_binding, 0);
+    assert_int_equal(s.filesystem.deny_read.n, 1);
+    assert_item(&s.filesystem.deny_read.items[0], "~/.ssh", "srt-reference.json", 9, 18,
+                "filesystem.denyRead", 0);
+    assert_int_equal(s.filesystem.allow_write.n, 1);
+    assert_string_equal(s.filesystem.allow_write.items[0].value, ".");
+    assert_int_equal(s.filesystem.deny_write.n, 1);
+    assert_string_equal(s.filesystem.deny_write.items[0].value, ".env");
+    iv = &s.ignore_violations;
+    assert_int_equal(iv->n, 1);
+    assert_string_equal(iv->pairs[0].key, "*");
+    assert_int_equal(iv->pairs[0].list.n, 1);
+    assert_item(&iv->pairs[0].list.items[0], "/tmp", "srt-reference.json", 14, 11,
+                "ignoreViolations", 0);
+    assert_int_equal(s.enable_weaker_nested_sandbox, 0);
+    assert_int_equal(s.mandatory_deny_search_depth, 3);
+    assert_int_equal(s.notices.n, 0); /* an empty allowUnixSockets asks for nothing */
+    assert_int_equal(s.nfiles, 1);
+    settings_free(&s);
+}
+
+static void test_bom_and_all_keys(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    const char *json =
+        "\xEF\xBB\xBF{\"network\":{\"strictAllowlist\":true,\"allowAllDomains\":true,"
+        "\"allowAllUnixSockets\":true,\"allowLocalBinding\":true,\"httpProxyPort\":3128,"
+        "\"socksProxyPort\":1080,\"denyPrivateAddresses\":false,\"mode\":\"report\","
+        "\"deniedResolvedAddresses\":[\"10.0.0.0/8\"],\"dnsServers\":[\"1.1.1.1\"],"
+        "\"deniedDomainReasons\":{\"evil.com\":\"phishing\"}},"
+        "\"filesystem\":{\"allowRead\":[\"~/.ssh/known_hosts\"],\"allowGitConfig\":true,"
+        "\"disabled\":true},"
+        "\"git\":{\"safeDirectories\":[\"/src\"]},\"bwrapPath\":\"/usr/bin/bwrap\","
+        "\"enableWeakerNestedSandbox\":true,\"mandatoryDenySearchDepth\":10}";
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(apply(&s, json, &err), 0);
+    assert_true(s.network.strict_allowlist);
+    assert_true(s.network.allow_all_domains);
+    assert_true(s.network.allow_all_unix_sockets);
+    assert_true(s.network.allow_local_binding);
+    assert_int_equal(s.network.http_proxy_port, 3128);
+    assert_int_equal(s.network.socks_proxy_port, 1080);
+    assert_int_equal(s.network.deny_private_addresses, SETTINGS_FALSE);
+    assert_int_equal(s.network.mode, SETTINGS_MODE_REPORT);
+    assert_int_equal(s.network.denied_resolved_addresses.n, 1);
+    assert_int_equal(s.network.dns_servers.n, 1);
+    assert_int_equal(s.network.denied_domain_reasons.n, 1);
+    assert_string_equal(s.network.denied_domain_reasons.pairs[0].key, "evil.com");
+    assert_string_equal(s.network.denied_domain_reasons.pairs[0].value, "phishing");
+    assert_int_equal(s.filesystem.allow_read.n, 1);
+    assert_true(s.filesystem.allow_git_config);
+    assert_true(s.filesystem.disabled);
+    assert_int_equal(s.git_safe_directories.n, 1);
+    assert_string_equal(s.bwrap_path, "/usr/bin/bwrap");
+    assert_true(s.enable_weaker_nested_sandbox);
+    assert_int_equal(s.mandatory_deny_search_depth, 10);
+    /* the BOM is not a column: the first key sits at line 1, column 2 */
+    assert_int_equal(s.network.denied_resolved_addresses.items[0].line, 1);
+    settings_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors: exact messages                                                    */
+
+static void test_misspelled_key_file(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    char p[1200], want[1400];
+
+    (void)state;
+    path_in(p, sizeof(p), data_dir, "misspelled.json");
+    settings_init(&s);
+    assert_int_equal(settings_apply_file(&s, p, &err), -EINVAL);
+    snprintf(want, sizeof(want),
+             "%s:4:5: network.allowedDomain: unknown key 'allowedDomain' (did you mean "
+             "'allowedDomains'?)",
+             p);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(s.network.allowed_domains.n, 0); /* nothing half-applied */
+    settings_free(&s);
+}
+
+struct error_case {
+    const char *json;
+    const char *msg;
+};
+
+static const struct error_case error_cases[] = {
+    /* syntax, reported where jansson stopped, at the start of the token */
+    {"{\"network\": {\"mode\": \"enforce\",}}", "t.json:1:32: string or '}' expected near '}'"},
+    {"{\n  \"a\": tru\n}", "t.json:2:8: invalid token near 'tru'"},
+    {"", "t.json:1:1: unexpected token near end of file"},
+    {"{\"network\": {}} x", "t.json:1:17: end of file expected near 'x'"},
+    /* duplicate keys could hide a rule */
+    {"{\"network\": {\"deniedDomains\": [\"a.com\"], \"deniedDomains\": []}}",
+     "t.json:1:42: duplicate object key near '\"deniedDomains\"'"},
+    /* top level */
+    {"[\"github.com\"]", "t.json:1:1: (top level): expected an object, got an array"},
+    {"  42", "t.json:1:3: (top level): expected an object, got an integer"},
+    /* unknown keys, with and without a suggestion */
+    {"{\"netwrok\": {}}",
+     "t.json:1:2: netwrok: unknown key 'netwrok' (did you mean 'network'?)"},
+    {"{\"frobnicate\": 1}", "t.json:1:2: frobnicate: unknown key 'frobnicate'"},
+    {"{\"network\": {\"AllowedDomains\": []}}",
+     "t.json:1:14: network.AllowedDomains: unknown key 'AllowedDomains' (did you mean "
+     "'allowedDomains'?)"},
+    {"{\"filesystem\": {\"denyReads\": []}}",
+     "t.json:1:17: filesystem.denyReads: unknown key 'denyReads' (did you mean 'denyRead'?)"},
+    {"{\"git\": {\"safeDirectory\": []}}",
+     "t.json:1:10: git.safeDirectory: unknown key 'safeDirectory' (did you mean "
+     "'safeDirectories'?)"},
+    {"{\"ripgrep\": {\"cmd\": \"rg\"}}", "t.json:1:14: ripgrep.cmd: unknown key 'cmd'"},
+    {"{\"seccomp\": {\"bpfPath\": \"x\"}}", "t.json:1:14: seccomp.bpfPath: unknown key 'bpfPath'"},
+    {"{\"a\\u0000b\": 1}", "t.json:1:2: NUL byte in object key not supported near "
+                             "'\"a\\u0000b\"'"},
+    {"{\"a\\u0001b\": 1}", "t.json:1:2: [\"a\\x01b\"]: unknown key 'a\\x01b'"},
+    /* wrong types name both */
+    {"{\"network\": {\"allowedDomains\": \"github.com\"}}",
+     "t.json:1:32: network.allowedDomains: expected an array of strings, got a string"},
+    {"{\"network\": {\"allowedDomains\": [\"a.com\", 7, \"b.com\"]}}",
+     "t.json:1:42: network.allowedDomains[1]: expected a string, got an integer"},
+    {"{\"network\": {\"allowLocalBinding\": \"yes\"}}",
+     "t.json:1:35: network.allowLocalBinding: expected a boolean, got a string"},
+    {"{\"network\": {\"strictAllowlist\": null}}",
+     "t.json:1:33: network.strictAllowlist: expected a boolean, got null"},
+    {"{\"network\": 1}", "t.json:1:13: network: expected an object, got an integer"},
+    {"{\"filesystem\": []}", "t.json:1:16: filesystem: expected an object, got an array"},
+    {"{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"\"]}}",
+     "t.json:1:40: filesystem.denyRead[1]: must not be an empty string"},
+    {"{\"filesystem\": {\"allowWrite\": [[\".\"]]}}",
+     "t.json:1:32: filesystem.allowWrite[0]: expected a string, got an array"},
+    {"{\"ignoreViolations\": {\"npm test\": \"/tmp\"}}",
+     "t.json:1:35: ignoreViolations[\"npm test\"]: expected an array of strings, got a string"},
+    {"{\"ignoreViolations\": {\"*\": [1]}}",
+     "t.json:1:29: ignoreViolations[\"*\"][0]: expected a string, got an integer"},
+    {"{\"ignoreViolations\": []}",
+     "t.json:1:22: ignoreViolations: expected an object of command: [patterns], got an array"},
+    {"{\"network\": {\"deniedDomainReasons\": {\"evil.com\": \"\"}}}",
+     "t.json:1:50: network.deniedDomainReasons[\"evil.com\"]: must not be an empty string"},
+    {"{\"network\": {\"deniedDomainReasons\": {\"evil.com\": true}}}",
+     "t.json:1:50: network.deniedDomainReasons[\"evil.com\"]: expected a string, got a boolean"},
+    {"{\"network\": {\"mode\": \"audit\"}}",
+     "t.json:1:22: network.mode: expected \"enforce\" or \"report\", got \"audit\""},
+    {"{\"network\": {\"mode\": 1}}",
+     "t.json:1:22: network.mode: expected \"enforce\" or \"report\", got an integer"},
+    {"{\"bwrapPath\": \"bwrap\"}", "t.json:1:15: bwrapPath: must be an absolute path, got \"bwrap\""},
+    {"{\"windows\": true}", "t.json:1:13: windows: expected an object, got a boolean"},
+    {"{\"socatPath\": 1}", "t.json:1:15: socatPath: expected a string, got an integer"},
+    {"{\"ripgrep\": {\"args\": [\"-n\", false]}}",
+     "t.json:1:29: ripgrep.args[1]: expected a string, got a boolean"},
+    {"{\"allowPty\": \"true\"}", "t.json:1:14: allowPty: expected a boolean, got a string"},
+    /* integers: type and range, the range in the message */
+    {"{\"network\": {\"httpProxyPort\": 0}}",
+     "t.json:1:31: network.httpProxyPort: must be in 1..65535, got 0"},
+    {"{\"network\": {\"socksProxyPort\": 65536}}",
+     "t.json:1:32: network.socksProxyPort: must be in 1..65535, got 65536"},
+    {"{\"network\": {\"httpProxyPort\": -1}}",
+     "t.json:1:31: network.httpProxyPort: must be in 1..65535, got -1"},
+    {"{\"network\": {\"httpProxyPort\": \"3128\"}}",
+     "t.json:1:31: network.httpProxyPort: expected an integer in 1..65535, got a string"},
+    {"{\"network\": {\"httpProxyPort\": 3128.5}}",
+     "t.json:1:31: network.httpProxyPort: expected an integer in 1..65535, got 3128.5"},
+    {"{\"mandatoryDenySearchDepth\": 11}",
+     "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 11"},
+    {"{\"mandatoryDenySearchDepth\": 0}",
+     "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 0"},
+    {"{\"mandatoryDenySearchDepth\": 3.0}",
+     "t.json:1:30: mandatoryDenySearchDepth: expected an integer in 1..10, got 3"},
+    {"{\"mandatoryDenySearchDepth\": 99999999999}",
+     "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 99999999999"},
+    /* refused rather than silently dropped */
+    {"{\"network\": {\"tlsTerminate\": {}}}",
+     "t.json:1:14: network.tlsTerminate: 'network.tlsTerminate' is not implemented by sluice "
+     "yet; remove it (sluice refuses rather than silently drop a rule)"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\"}}}",
+     "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not implemented by sluice yet; "
+     "remove it (sluice refuses rather than silently drop a rule)"},
+    {"{\"network\": {\"parentProxy\": \"http://p:3128\"}}",
+     "t.json:1:14: network.parentProxy: 'network.parentProxy' is not implemented by sluice "
+     "yet; remove it (sluice refuses rather than silently drop a rule)"},
+    {"{\"network\": {\"filterRequest\": true}}",
+     "t.json:1:14: network.filterRequest: 'network.filterRequest' is not implemented by "
+     "sluice yet; remove it (sluice refuses rather than silently drop a rule)"},
+    {"{\"credentials\": {}}",
+     "t.json:1:2: credentials: 'credentials' is not implemented by sluice yet; remove it "
+     "(sluice refuses rather than silently drop a rule)"},
+    /* dnsServers */
+    {"{\"network\": {\"dnsServers\": [\"1.1.1.1\", \"1.1.1\"]}}",
+     "t.json:1:40: network.dnsServers[1]: invalid DNS server \"1.1.1\" (expected IP, IP:PORT, "
+     "[IPv6]:PORT or IPv6, port 1..65535)"},
+    {"{\"network\": {\"dnsServers\": [\"1.1.1.1:0\"]}}",
+     "t.json:1:29: network.dnsServers[0]: invalid DNS server \"1.1.1.1:0\" (expected IP, "
+     "IP:PORT, [IPv6]:PORT or IPv6, port 1..65535)"},
+    {"{\"network\": {\"dnsServers\": [\"dns.google\"]}}",
+     "t.json:1:29: network.dnsServers[0]: invalid DNS server \"dns.google\" (expected IP, "
+     "IP:PORT, [IPv6]:PORT or IPv6, port 1..65535)"},
+    /* multi-line, multi-byte, tabs: columns count characters, a tab is one */
+    {"{\n\t\"network\": {\n\t\t\"mode\": 3\n\t}\n}",
+     "t.json:3:11: network.mode: expected \"enforce\" or \"report\", got an integer"},
+    {"{\n  \"network\": {\n    \"deniedDomains\": [\"\xC3\xA9x.com\", \"b.com\"],\n"
+     "    \"allowedDomains\": [\n      \"ok.com\",\n      {}\n    ]\n  }\n}\n",
+     "t.json:6:7: network.allowedDomains[1]: expected a string, got an object"},
+    {"{\"network\": {\"deniedDomainReasons\": {\"\xC3\xA9.com\": \"x\", \"b\\u00e9.com\": 0}}}",
+     "t.json:1:67: network.deniedDomainReasons[\"b\xC3\xA9.com\"]: expected a string, got an "
+     "integer"},
+};
+
+static void test_errors(void **state)
+{
+    size_t bad = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(error_cases) / sizeof(error_cases[0]); i++) {
+        struct settings s;
+        struct settings_error err;
+        int rc;
+
+        settings_init(&s);
+        rc = apply(&s, error_cases[i].json, &err);
+        if (rc != -EINVAL || strcmp(err.msg, error_cases[i].msg) != 0) {
+            print_error("case %zu: rc %d\n  got:  %s\n  want: %s\n", i, rc, err.msg,
+                        error_cases[i].msg);
+            bad++;
+        }
+        settings_free(&s);
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Notices                                                                   */
+
+struct notice_case {
+    const char *json;
+    const char *notice; /* NULL: none */
+};
+
+static const struct notice_case notice_cases[] = {
+    {"{\"network\": {\"allowUnixSockets\": [\"/run/docker.sock\"]}}",
+     "t.json:1:14: network.allowUnixSockets: macOS only in srt; on Linux sluice blocks Unix "
+     "sockets with seccomp unless allowAllUnixSockets"},
+    {"{\"network\": {\"allowUnixSockets\": []}}", NULL},
+    {"{\"network\": {\"allowMachLookup\": [\"com.apple.x\"]}}",
+     "t.json:1:14: network.allowMachLookup: not applicable on Linux, ignored"},
+    {"{\"enableWeakerNetworkIsolation\": true}",
+     "t.json:1:2: enableWeakerNetworkIsolation: not applicable on Linux, ignored"},
+    {"{\"enableWeakerNetworkIsolation\": false}", NULL},
+    {"{\"allowAppleEvents\": true}", "t.json:1:2: allowAppleEvents: not applicable on Linux, ignored"},
+    {"{\"allowPty\": true}", "t.json:1:2: allowPty: not applicable on Linux, ignored"},
+    {"{\"windows\": {\"anything\": [1, {\"goes\": null}]}}",
+     "t.json:1:2: windows: not applicable on Linux, ignored"},
+    {"{\"ripgrep\": {\"command\": \"rg\", \"args\": [\"--hidden\"], \"argv0\": \"rg\"}}",
+     "t.json:1:2: ripgrep: not used by sluice, ignored (sluice walks directories natively)"},
+    {"{\"seccomp\": {\"applyPath\": \"/x/apply-seccomp\", \"argv0\": \"a\"}}",
+     "t.json:1:2: seccomp: not used by sluice, ignored (sluice applies its own seccomp filter)"},
+    {"{\"socatPath\": \"/usr/bin/socat\"}",
+     "t.json:1:2: socatPath: not used by sluice, ignored (sluice does not use socat)"},
+    {"{\"filesystem\": {\"autoAllowSystemPaths\": true}}",
+     "t.json:1:17: filesystem.autoAllowSystemPaths: ignored, sluice's allowRead re-allows "
+     "inside denyRead"},
+};
+
+static void test_notices(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(notice_cases) / sizeof(notice_cases[0]); i++) {
+        struct settings s;
+        struct settings_error err;
+
+        settings_init(&s);
+        assert_int_equal(apply(&s, notice_cases[i].json, &err), 0);
+        if (notice_cases[i].notice == NULL) {
+            assert_int_equal(s.notices.n, 0);
+        } else {
+            if (s.notices.n != 1 || strcmp(s.notices.items[0].value, notice_cases[i].notice))
+                print_error("case %zu: got %zu notices, first '%s'\n", i, s.notices.n,
+                            s.notices.n ? s.notices.items[0].value : "");
+            assert_int_equal(s.notices.n, 1);
+            assert_string_equal(s.notices.items[0].value, notice_cases[i].notice);
+        }
+        settings_free(&s);
+    }
+}
+
+static void test_unix_sockets_kept(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(apply(&s, "{\"network\":{\"allowUnixSockets\":[\"/a.sock\",\"/b.sock\"]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.network.allow_unix_sockets.n, 2);
+    assert_string_equal(s.network.allow_unix_sockets.items[1].value, "/b.sock");
+    settings_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* dnsServers                                                                */
+
+static void test_dns_servers_valid(void **state)
+{
+    static const char *const ok[] = {"1.1.1.1",  "9.9.9.9:53",     "[2001:db8::1]:5353",
+                                     "2001:db8::1", "[::1]",       "127.0.0.1:65535"};
+    static const char *const bad[] = {"1.1.1.1:",  "1.1.1.1:65536", "1.1.1.1:053", "[::1",
+                                      "[::1]x",    "[1.2.3.4]:53",  "::1:53x",     "",
+                                      "1.2.3.4:5:6", "localhost"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        struct settings s;
+        struct settings_error err;
+        char json[256];
+
+        snprintf(json, sizeof(json), "{\"network\":{\"dnsServers\":[\"%s\"]}}", ok[i]);
+        settings_init(&s);
+        if (apply(&s, json, &err) != 0)
+            print_error("%s: %s\n", ok[i], err.msg);
+        assert_int_equal(apply(&s, json, &err), 0);
+        assert_string_equal(s.network.dns_servers.items[0].value, ok[i]);
+        settings_free(&s);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct settings s;
+        struct settings_error err;
+        char json[256];
+
+        snprintf(json, sizeof(json), "{\"network\":{\"dnsServers\":[\"%s\"]}}", bad[i]);
+        settings_init(&s);
+        if (apply(&s, json, &err) != -EINVAL)
+            print_error("accepted '%s'\n", bad[i]);
+        assert_int_equal(apply(&s, json, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "invalid DNS server"));
+        settings_free(&s);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* List files                                                                */
+
+static void test_list_files(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    char p[1200];
+    const struct settings_list *a, *d;
+    int rc;
+
+    (void)state;
+    path_in(p, sizeof(p), data_dir, "with-lists.json");
+    settings_init(&s);
+    rc = settings_apply_file(&s, p, &err);
+    if (rc != 0)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    a = &s.network.allowed_domains;
+    assert_int_equal(a->n, 4);
+    assert_item(&a->items[0], "github.com", "with-lists.json", 3, 24, "network.allowedDomains", 0);
+    assert_item(&a->items[1], "registry.npmjs.org", "settings/lists/allow.txt", 3, 1,
+                "network.allowedDomainsFiles", 3);
+    assert_item(&a->items[2], "*.pypi.org", "settings/lists/allow.txt", 4, 3,
+                "network.allowedDomainsFiles", 4);
+    assert_item(&a->items[3], "crates.io", "settings/lists/allow.txt", 6, 1,
+                "network.allowedDomainsFiles", 6);
+    d = &s.network.denied_domains;
+    assert_int_equal(d->n, 1);
+    assert_item(&d->items[0], "evil.example", "settings/lists/deny.txt", 1, 1,
+                "network.deniedDomainsFiles", 1);
+    /* the list files themselves are recorded where the JSON names them */
+    assert_int_equal(s.network.allowed_domains_files.n, 1);
+    assert_item(&s.network.allowed_domains_files.items[0], "lists/allow.txt", "with-lists.json",
+                4, 29, "network.allowedDomainsFiles", 0);
+    assert_int_equal(s.network.denied_domains_files.n, 1);
+    /* interned: the items share one copy of each file name */
+    assert_ptr_equal(a->items[1].file, a->items[3].file);
+    assert_int_equal(s.nfiles, 3);
+    settings_free(&s);
+}
+
+static void test_list_file_missing(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    char p[1200], want[4000];
+
+    (void)state;
+    path_in(p, sizeof(p), data_dir, "missing-list.json");
+    settings_init(&s);
+    assert_int_equal(settings_apply_file(&s, p, &err), -EINVAL);
+    snprintf(want, sizeof(want),
+             "%s:5:7: network.deniedDomainsFiles[1]: cannot read list file "
+             "'%s/lists/nope.txt': No such file or directory",
+             p, data_dir);
+    assert_string_equal(err.msg, want);
+    /* the first list file was read fine, but nothing of the layer landed */
+    assert_int_equal(s.network.denied_domains.n, 0);
+    assert_int_equal(s.network.denied_domains_files.n, 0);
+    assert_int_equal(s.nfiles, 0);
+    settings_free(&s);
+}
+
+static void test_list_file_nul(void **state)
+{
+    struct settings s;
+    struct settings_error err = {{0}};
+    char lp[512], want[1200];
+
+    (void)state;
+    path_in(lp, sizeof(lp), tmp_dir, "nul.txt");
+    write_file(lp, "ok.com\n  a.com\0.evil.com\n", 25);
+    write_tmp("nul.json", "{\"network\":{\"allowedDomainsFiles\":[\"nul.txt\"]}}");
+    path_in(want, sizeof(want), tmp_dir, "nul.json");
+    settings_init(&s);
+    assert_int_equal(settings_apply_file(&s, want, &err), -EINVAL);
+    snprintf(want, sizeof(want), "%s:2:3: network.allowedDomainsFiles[0]: NUL byte in pattern",
+             lp);
+    assert_string_equal(err.msg, want);
+    settings_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Layering                                                                  */
+
+static void test_layering(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    const char *user =
+        "{\"network\":{\"allowedDomains\":[\"user.com\"],\"deniedDomains\":[\"bad1.com\"],"
+        "\"deniedDomainReasons\":{\"bad1.com\":\"r1\",\"shared.com\":\"old\"},"
+        "\"deniedResolvedAddresses\":[\"10.0.0.1\"],\"httpProxyPort\":1111,"
+        "\"dnsServers\":[\"1.1.1.1\"]},"
+        "\"filesystem\":{\"denyRead\":[\"~/.ssh\"],\"allowWrite\":[\".\"],"
+        "\"denyWrite\":[\".env\"]},\"ignoreViolations\":{\"*\":[\"/a\"]},"
+        "\"mandatoryDenySearchDepth\":5}";
+    const char *project =
+        "{\"network\":{\"allowedDomains\":[\"proj.com\",\"proj2.com\"],"
+        "\"deniedDomains\":[\"bad2.com\"],\"deniedDomainReasons\":{\"shared.com\":\"new\"},"
+        "\"deniedResolvedAddresses\":[\"10.0.0.2\"]},"
+        "\"filesystem\":{\"denyRead\":[\"~/.aws\"],\"denyWrite\":[\".git\"]},"
+        "\"ignoreViolations\":{\"npm\":[\"/b\"]}}";
+    const char *managed = "{\"network\":{\"allowedDomains\":[],\"deniedDomains\":[\"bad3.com\"],"
+                          "\"mode\":\"enforce\",\"httpProxyPort\":2222},"
+                          "\"mandatoryDenySearchDepth\":2}";
+    const struct settings_map *r;
+    char mp[512];
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(settings_apply_buffer(&s, "user.json", user, strlen(user), &err), 0);
+    assert_int_equal(settings_apply_buffer(&s, "proj.json", project, strlen(project), &err), 0);
+
+    /* allow lists: replaced by the later layer */
+    assert_int_equal(s.network.allowed_domains.n, 2);
+    assert_string_equal(s.network.allowed_domains.items[0].value, "proj.com");
+    assert_string_equal(s.network.allowed_domains.items[0].file, "proj.json");
+    /* ... but kept when the later layer does not set them */
+    assert_int_equal(s.filesystem.allow_write.n, 1);
+    assert_int_equal(s.network.dns_servers.n, 1);
+    assert_int_equal(s.network.http_proxy_port, 1111);
+    assert_int_equal(s.mandatory_deny_search_depth, 5);
+    /* ignoreViolations is replaced as a whole */
+    assert_int_equal(s.ignore_violations.n, 1);
+    assert_string_equal(s.ignore_violations.pairs[0].key, "npm");
+    /* deny lists: united, each item keeping its origin */
+    assert_int_equal(s.network.denied_domains.n, 2);
+    assert_string_equal(s.network.denied_domains.items[0].value, "bad1.com");
+    assert_string_equal(s.network.denied_domains.items[0].file, "user.json");
+    assert_string_equal(s.network.denied_domains.items[1].value, "bad2.com");
+    assert_string_equal(s.network.denied_domains.items[1].file, "proj.json");
+    assert_int_equal(s.network.denied_resolved_addresses.n, 2);
+    assert_int_equal(s.filesystem.deny_read.n, 2);
+    assert_int_equal(s.filesystem.deny_write.n, 2);
+    /* reasons: merged, the later layer wins per key */
+    r = &s.network.denied_domain_reasons;
+    assert_int_equal(r->n, 2);
+    for (size_t i = 0; i < r->n; i++) {
+        if (strcmp(r->pairs[i].key, "shared.com") == 0)
+            assert_string_equal(r->pairs[i].value, "new");
+        else
+            assert_string_equal(r->pairs[i].value, "r1");
+    }
+
+    /* command-line flags would go here; the managed file comes last and wins */
+    path_in(mp, sizeof(mp), tmp_dir, "managed.json");
+    write_file(mp, managed, strlen(managed));
+    s.network.mode = SETTINGS_MODE_REPORT; /* as if set by a flag */
+    assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
+    assert_int_equal(s.network.mode, SETTINGS_MODE_ENFORCE);
+    assert_int_equal(s.network.http_proxy_port, 2222);
+    assert_int_equal(s.mandatory_deny_search_depth, 2);
+    assert_int_equal(s.network.allowed_domains.n, 0); /* managed emptied the allow list */
+    assert_int_equal(s.network.denied_domains.n, 3);  /* deny still united */
+    assert_string_equal(s.network.denied_domains.items[2].value, "bad3.com");
+    /* a missing managed file is skipped */
+    path_in(mp, sizeof(mp), tmp_dir, "no-managed.json");
+    assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 3);
+    settings_free(&s);
+}
+
+static void test_layering_files_replace_inline(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    char p[512];
+
+    (void)state;
+    write_tmp("allow-only.txt", "listed.com\n");
+    settings_init(&s);
+    assert_int_equal(apply(&s, "{\"network\":{\"allowedDomains\":[\"inline.com\"]}}", &err), 0);
+    write_tmp("files.json", "{\"network\":{\"allowedDomainsFiles\":[\"allow-only.txt\"]}}");
+    path_in(p, sizeof(p), tmp_dir, "files.json");
+    assert_int_equal(settings_apply_file(&s, p, &err), 0);
+    /* a layer with only allowedDomainsFiles replaces earlier inline allow rules */
+    assert_int_equal(s.network.allowed_domains.n, 1);
+    assert_string_equal(s.network.allowed_domains.items[0].value, "listed.com");
+    /* and a later inline-only layer drops the earlier list files */
+    assert_int_equal(apply(&s, "{\"network\":{\"allowedDomains\":[\"x.com\"]}}", &err), 0);
+    assert_int_equal(s.network.allowed_domains.n, 1);
+    assert_int_equal(s.network.allowed_domains_files.n, 0);
+    settings_free(&s);
+}
+
+static void test_error_leaves_settings_unchanged(void **state)
+{
+    static const char *const bad[] = {
+        /* fails late, after several lists, reasons and notices were taken */
+        "{\"network\":{\"allowedDomains\":[\"z.com\"],\"deniedDomains\":[\"y.com\"],"
+        "\"deniedDomainReasons\":{\"a.com\":\"zzz\"},\"allowMachLookup\":[\"x\"],"
+        "\"httpProxyPort\":9},\"filesystem\":{\"denyRead\":[\"/q\"]},"
+        "\"ignoreViolations\":{\"q\":[\"/q\"]},\"bwrapPath\":\"/q\","
+        "\"mandatoryDenySearchDepth\":12}",
+        "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomainsFiles\":[\"nope.txt\"]}}",
+        "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{}}",
+        "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomains\":[]}}",
+    };
+    struct settings s;
+    struct settings_error err;
+    char *before;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(apply(&s,
+                           "{\"network\":{\"allowedDomains\":[\"a.com\"],\"deniedDomains\":"
+                           "[\"b.com\"],\"deniedDomainReasons\":{\"a.com\":\"r\"},"
+                           "\"allowMachLookup\":[\"m\"]},\"ignoreViolations\":{\"*\":[\"/t\"]},"
+                           "\"bwrapPath\":\"/usr/bin/bwrap\"}",
+                           &err),
+                     0);
+    before = dump(&s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *after;
+        assert_int_equal(apply(&s, bad[i], &err), -EINVAL);
+        after = dump(&s);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    free(before);
+    settings_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* settings_load                                                             */
+
+static void test_load(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    char xdg[512], home[512], p[700], want[1200];
+
+    (void)state;
+    path_in(xdg, sizeof(xdg), tmp_dir, "xdg");
+    path_in(home, sizeof(home), tmp_dir, "home");
+    path_in(p, sizeof(p), xdg, "");
+    assert_int_equal(mkdir(xdg, 0700), 0);
+    assert_int_equal(mkdir(home, 0700), 0);
+    path_in(p, sizeof(p), xdg, "sluice");
+    assert_int_equal(mkdir(p, 0700), 0);
+    setenv("HOME", home, 1);
+    unsetenv("SLUICE_SETTINGS");
+
+    /* nothing at all: defaults */
+    unsetenv("XDG_CONFIG_HOME");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, NULL, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 0);
+    settings_free(&s);
+
+    /* only ~/.srt-settings.json */
+    path_in(p, sizeof(p), home, ".srt-settings.json");
+    write_str(p, "{\"network\":{\"deniedDomains\":[\"srt.com\"]}}");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, NULL, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 1);
+    assert_string_equal(s.network.denied_domains.items[0].file, p);
+    settings_free(&s);
+
+    /* the XDG file, when present, is the user file (srt's is then ignored) */
+    setenv("XDG_CONFIG_HOME", xdg, 1);
+    path_in(p, sizeof(p), xdg, "sluice/settings.json");
+    write_str(p, "{\"network\":{\"deniedDomains\":[\"xdg.com\"]}}");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, NULL, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 1);
+    assert_string_equal(s.network.denied_domains.items[0].value, "xdg.com");
+    settings_free(&s);
+
+    /* $SLUICE_SETTINGS, then an explicit path that wins over it */
+    write_tmp("env.json", "{\"network\":{\"deniedDomains\":[\"env.com\"]}}");
+    write_tmp("cli.json", "{\"network\":{\"deniedDomains\":[\"cli.com\"]}}");
+    path_in(p, sizeof(p), tmp_dir, "env.json");
+    setenv("SLUICE_SETTINGS", p, 1);
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, NULL, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 2);
+    assert_string_equal(s.network.denied_domains.items[1].value, "env.com");
+    settings_free(&s);
+    path_in(p, sizeof(p), tmp_dir, "cli.json");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, p, &err), 0);
+    assert_int_equal(s.network.denied_domains.n, 2);
+    assert_string_equal(s.network.denied_domains.items[1].value, "cli.com");
+    settings_free(&s);
+
+    /* a missing explicit file is an error */
+    path_in(p, sizeof(p), tmp_dir, "absent.json");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, p, &err), -ENOENT);
+    snprintf(want, sizeof(want), "%s: cannot open: No such file or directory", p);
+    assert_string_equal(err.msg, want);
+    settings_free(&s);
+
+    /* a broken user file fails the load */
+    path_in(p, sizeof(p), xdg, "sluice/settings.json");
+    write_str(p, "{\"network\":{\"deniedDomain\":[]}}");
+    unsetenv("SLUICE_SETTINGS");
+    settings_init(&s);
+    assert_int_equal(settings_load(&s, NULL, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "did you mean 'deniedDomains'?"));
+    settings_free(&s);
+    unsetenv("XDG_CONFIG_HOME");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scale                                                                     */
+
+#define BIG_N 100000
+
+static void test_big_json_array(void **state)
+{
+    struct buf b = {0};
+    struct settings s;
+    struct settings_error err;
+    char p[512];
+    double ms = 0;
+
+    (void)state;
+    buf_add(&b, "{\n  \"network\": {\n    \"deniedDomains\": [\"first.com\"],\n"
+                "    \"allowedDomains\": [");
+    for (unsigned i = 0; i < BIG_N; i++)
+        buf_add(&b, "%s\"host%u.example.com\"", i ? ", " : "", i);
+    buf_add(&b, "],\n    \"deniedResolvedAddresses\": [\"10.0.0.1\"]\n  }\n}\n");
+    path_in(p, sizeof(p), tmp_dir, "big.json");
+    write_file(p, b.p, b.n);
+    free(b.p);
+
+    /* best of three, so a busy machine does not fail the test */
+    for (int run = 0; run < 3; run++) {
+        double t0;
+        if (run > 0)
+            settings_free(&s);
+        settings_init(&s);
+        t0 = now_ms();
+        assert_int_equal(settings_apply_file(&s, p, &err), 0);
+        if (run == 0 || now_ms() - t0 < ms)
+            ms = now_ms() - t0;
+    }
+    print_message("    100k-element JSON array: %.1f ms\n", ms);
+    print_message("loaded in %.1f ms (informational)\n", ms);
+    assert_int_equal(s.network.allowed_domains.n, BIG_N);
+    /* positions from the single scan: line 4, after '    "allowedDomains": [' */
+    assert_item(&s.network.allowed_domains.items[0], "host0.example.com", "big.json", 4, 24,
+                "network.allowedDomains", 0);
+    assert_item(&s.network.allowed_domains.items[1], "host1.example.com", "big.json", 4, 45,
+                "network.allowedDomains", 1);
+    assert_string_equal(s.network.allowed_domains.items[BIG_N - 1].value,
+                        "host99999.example.com");
+    assert_int_equal(s.network.denied_resolved_addresses.items[0].line, 5);
+    settings_free(&s);
+}
+
+static void test_big_list_file(void **state)
+{
+    struct buf b = {0};
+    struct settings s;
+    struct settings_error err;
+    char p[512];
+    double ms = 0;
+
+    (void)state;
+    buf_add(&b, "# big list\n");
+    for (unsigned i = 0; i < BIG_N; i++)
+        buf_add(&b, "  deny%u.example.net  # %u\n", i, i);
+    path_in(p, sizeof(p), tmp_dir, "big.txt");
+    write_file(p, b.p, b.n);
+    free(b.p);
+    write_tmp("big-list.json", "{\"network\":{\"deniedDomainsFiles\":[\"big.txt\"]}}");
+    path_in(p, sizeof(p), tmp_dir, "big-list.json");
+
+    /* best of three, so a busy machine does not fail the test */
+    for (int run = 0; run < 3; run++) {
+        double t0;
+        if (run > 0)
+            settings_free(&s);
+        settings_init(&s);
+        t0 = now_ms();
+        assert_int_equal(settings_apply_file(&s, p, &err), 0);
+        if (run == 0 || now_ms() - t0 < ms)
+            ms = now_ms() - t0;
+    }
+    print_message("    100k-line list file: %.1f ms\n", ms);
+    print_message("loaded in %.1f ms (informational)\n", ms);
+    assert_int_equal(s.network.denied_domains.n, BIG_N);
+    assert_item(&s.network.denied_domains.items[BIG_N - 1], "deny99999.example.net", "big.txt",
+                BIG_N + 1, 3, "network.deniedDomainsFiles", BIG_N + 1);
+    settings_free(&s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The locator on its own                                                    */
+
+static void test_jsonpos(void **state)
+{
+    /* keys with escapes, values after multi-byte characters, nesting */
+    const char *t = "{\"x\": [1, {\"a\": \"}\"}], \"caf\\u00e9\": {\"\\ud83d\\ude00\": 1,\n"
+                    "  \"\xC3\xA9\\\"q\": [ true , \"s\\\"]\", [ ] ]}}";
+    struct jsonpos_step cafe[] = {{"caf\xC3\xA9", 5, 0}, {"\xF0\x9F\x98\x80", 4, 0}};
+    struct jsonpos_step q[] = {{"caf\xC3\xA9", 5, 0}, {"\xC3\xA9\"q", 4, 0}, {NULL, 0, 2}};
+    struct jsonpos_step qa[] = {{"caf\xC3\xA9", 5, 0}, {"\xC3\xA9\"q", 4, 0}};
+    struct jsonpos_step x1a[] = {{"x", 1, 0}, {NULL, 0, 1}, {"a", 1, 0}};
+    struct jsonpos_step none[] = {{"caf", 3, 0}};
+    struct jsonpos_step past[] = {{"x", 1, 0}, {NULL, 0, 2}};
+    struct jsonpos pos, arr[4] = {{0, 0}, {0, 0}, {0, 0}, {99, 99}};
+    size_t found = 0, len = strlen(t);
+
+    (void)state;
+    assert_int_equal(jsonpos_find(t, len, NULL, 0, 0, &pos), 0);
+    assert_int_equal(pos.line, 1);
+    assert_int_equal(pos.col, 1);
+    assert_int_equal(jsonpos_find(t, len, cafe, 2, 0, &pos), 0);
+    assert_int_equal(pos.line, 1);
+    assert_int_equal(pos.col, 54);
+    assert_int_equal(jsonpos_find(t, len, cafe, 2, 1, &pos), 0);
+    assert_int_equal(pos.col, 38);
+    assert_int_equal(jsonpos_find(t, len, x1a, 3, 0, &pos), 0);
+    assert_int_equal(pos.col, 17);
+    assert_int_equal(jsonpos_find(t, len, q, 3, 0, &pos), 0);
+    assert_int_equal(pos.line, 2);
+    assert_int_equal(pos.col, 28);
+    assert_int_equal(jsonpos_find(t, len, none, 1, 0, &pos), -ENOENT);
+    assert_int_equal(jsonpos_find(t, len, past, 2, 0, &pos), -ENOENT);
+    assert_int_equal(jsonpos_array(t, len, qa, 2, arr, 4, &found), 0);
+    assert_int_equal(found, 3);
+    assert_int_equal(arr[0].col, 13);
+    assert_int_equal(arr[1].col, 20);
+    assert_int_equal(arr[2].col, 28);
+    assert_int_equal(arr[3].line, 99); /* untouched */
+    assert_int_equal(jsonpos_array(t, len, cafe, 2, arr, 4, &found), -ENOENT);
+    /* truncated text never reads past the end */
+    for (size_t cut = 0; cut < len; cut++) {
+        (void)jsonpos_find(t, cut, q, 3, 0, &pos);
+        (void)jsonpos_array(t, cut, qa, 2, arr, 3, &found);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The shipped JSON Schema names exactly keys the loader knows               */
+
+static void check_schema_keys(json_t *props, const char *parent, size_t *count)
+{
+    const char *key;
+    json_t *def;
+
+    json_object_foreach(props, key, def) {
+        struct settings s;
+        struct settings_error err;
+        json_t *sub = json_object_get(def, "properties");
+        char json[512];
+        int rc;
+
+        if (parent != NULL)
+            snprintf(json, sizeof(json), "{\"%s\": {\"%s\": null}}", parent, key);
+        else
+            snprintf(json, sizeof(json), "{\"%s\": null}", key);
+        settings_init(&s);
+        rc = apply(&s, json, &err);
+        /* null is the wrong type for every key: an error, but never "unknown" */
+        if (rc != -EINVAL || strstr(err.msg, "unknown key") != NULL)
+            print_error("schema key %s: rc %d: %s\n", json, rc, err.msg);
+        assert_int_equal(rc, -EINVAL);
+        assert_null(strstr(err.msg, "unknown key"));
+        settings_free(&s);
+        (*count)++;
+        if (sub != NULL && parent == NULL)
+            check_schema_keys(sub, key, count);
+    }
+}
+
+static void test_schema_matches_loader(void **state)
+{
+    json_error_t je;
+    json_t *schema;
+    char p[1200];
+    size_t count = 0;
+
+    (void)state;
+    path_in(p, sizeof(p), data_dir, "../../../conf/settings.schema.json");
+    schema = json_load_file(p, 0, &je);
+    if (schema == NULL)
+        print_error("%s:%d: %s\n", p, je.line, je.text);
+    assert_non_null(schema);
+    assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
+                        "https://json-schema.org/draft/2020-12/schema");
+    check_schema_keys(json_object_get(schema, "properties"), NULL, &count);
+    assert_int_equal(count, 49); /* 15 top-level keys, 34 nested */
+    json_decref(schema);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void rm_tree(const char *dir)
+{
+    static const char *const names[] = {
+        "nul.txt", "nul.json", "managed.json", "allow-only.txt", "files.json", "env.json",
+        "cli.json", "big.json", "big.txt", "big-list.json", "xdg/sluice/settings.json",
+        "home/.srt-settings.json", "xdg/sluice", "xdg", "home"};
+    char p[700];
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        path_in(p, sizeof(p), dir, names[i]);
+        if (unlink(p) < 0)
+            (void)rmdir(p);
+    }
+    (void)rmdir(dir);
+}
+
+int main(void)
+{
+    const char *data = getenv("SLUICE_TEST_DATA");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_reference_file),
+        cmocka_unit_test(test_bom_and_all_keys),
+        cmocka_unit_test(test_misspelled_key_file),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_notices),
+        cmocka_unit_test(test_unix_sockets_kept),
+        cmocka_unit_test(test_dns_servers_valid),
+        cmocka_unit_test(test_list_files),
+        cmocka_unit_test(test_list_file_missing),
+        cmocka_unit_test(test_list_file_nul),
+        cmocka_unit_test(test_layering),
+        cmocka_unit_test(test_layering_files_replace_inline),
+        cmocka_unit_test(test_error_leaves_settings_unchanged),
+        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_big_json_array),
+        cmocka_unit_test(test_big_list_file),
+        cmocka_unit_test(test_jsonpos),
+        cmocka_unit_test(test_schema_matches_loader),
+    };
+    int rc;
+
+    if (data != NULL) {
+        snprintf(data_dir, sizeof(data_dir), "%s/settings", data);
+    } else { /* run by hand: tests/data next to this source file */
+        const char *f = __FILE__, *cut = strstr(f, "/policy/test_settings.c");
+        int n = cut ? (int)(cut - f) : 1;
+        snprintf(data_dir, sizeof(data_dir), "%.*s/data/settings", n, cut ? f : ".");
+    }
+    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/sluice-test-settings-XXXXXX");
+    if (mkdtemp(tmp_dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rm_tree(tmp_dir);
+    return rc;
+}
