@@ -385,7 +385,7 @@ static void locate(const struct ctx *c, int at_key, struct jsonpos *pos)
 }
 
 /* Formats "FILE:LINE:COL: path: message" into out. */
-static void vformat_at(const struct ctx *c, const struct jsonpos *pos, char *out, size_t size,
+__attribute__((format(printf, 5, 0))) static void vformat_at(const struct ctx *c, const struct jsonpos *pos, char *out, size_t size,
                        const char *fmt, va_list ap)
 {
     char path[512];
