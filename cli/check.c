@@ -93,6 +93,28 @@ static const char *resolver_status_name(enum resolver_status st)
     return "DNS failure";
 }
 
+/* Prints a user-supplied string with control and non-ASCII bytes escaped,
+ * so a hostile target cannot inject lines into logs or terminals. */
+static const char *escaped(const char *in, char *buf, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+
+    for (; *in != '\0' && o + 5 < len; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c < 0x20 || c >= 0x7f || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 static void host_port(const struct check_item *it, char *buf, size_t len)
 {
     if (it->host.kind == POLICY_HOST_IPV6)
@@ -499,11 +521,13 @@ int cli_check(int argc, char **argv)
     for (i = 0; i < n; i++) {
         struct check_item *it = &items[i];
         if (policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0) {
+            char esc[1024];
+            escaped(it->target, esc, sizeof(esc));
             if (it->file != NULL)
-                fprintf(stderr, "%s:%u: invalid target '%s': %s\n", it->file, it->line,
-                        it->target, it->why);
+                fprintf(stderr, "%s:%u: invalid target '%s': %s\n", it->file, it->line, esc,
+                        it->why);
             else
-                fprintf(stderr, "sluice: check: invalid target '%s': %s\n", it->target, it->why);
+                fprintf(stderr, "sluice: check: invalid target '%s': %s\n", esc, it->why);
             bad_target = 1;
             continue;
         }

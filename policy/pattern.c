@@ -73,7 +73,8 @@ static int parse_ip_rule(const char *s, size_t len, struct policy_rule *r, const
     memset(&a, 0, sizeof(a));
     if (s[0] == '[') {
         if (alen < 2 || s[alen - 1] != ']') {
-            *why = "unterminated '[' in IPv6 address";
+            *why = memchr(s, ']', alen) != NULL ? "unexpected text after ']'"
+                                                : "unterminated '[' in IPv6 address";
             return -EINVAL;
         }
         if (memchr(s, '%', alen) != NULL) {
