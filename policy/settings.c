@@ -961,7 +961,12 @@ static int read_list_file(struct ctx *c, const char *written, struct settings_li
             rc = -EINVAL;
             goto out;
         }
-        val = strndup(start, (size_t)(end - start));
+        /* not strndup: buf is not NUL-terminated */
+        val = malloc((size_t)(end - start) + 1);
+        if (val != NULL) {
+            memcpy(val, start, (size_t)(end - start));
+            val[end - start] = '\0';
+        }
         if (val == NULL || list_push(rules, val, fname, line, col, list, line) < 0) {
             rc = fail_nomem(c);
             goto out;
