@@ -30,7 +30,7 @@ static size_t count_char(const char *s, size_t len, char c)
     return n;
 }
 
-static int hex_value(unsigned char c)
+int policy__hex_value(unsigned char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -109,7 +109,7 @@ static int parse_v4_part(const char *s, size_t len, uint64_t *out)
         int d;
         unsigned char c = (unsigned char)s[i];
         if (base == 16)
-            d = hex_value(c);
+            d = policy__hex_value(c);
         else if (is_digit(c))
             d = c - '0';
         else
@@ -136,7 +136,7 @@ static int last_label_numeric(const char *s, size_t len)
         return 0;
     if (len - start >= 2 && s[start] == '0' && (s[start + 1] == 'x' || s[start + 1] == 'X')) {
         for (i = start + 2; i < len; i++)
-            if (hex_value((unsigned char)s[i]) < 0)
+            if (policy__hex_value((unsigned char)s[i]) < 0)
                 return 0;
         return 1;
     }

@@ -1,5 +1,6 @@
 /* policy/jsonpos.c - locate values in JSON text that jansson accepted. */
 #include "policy/jsonpos.h"
+#include "policy/policy-int.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -104,13 +105,7 @@ static void skip_value(struct scan *s)
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return policy__hex_value((unsigned char)c);
 }
 
 /* Reads the 4 hex digits after "\u"; -1 if malformed. */

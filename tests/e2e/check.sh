@@ -4,20 +4,13 @@
 # address: the records below are only answers, no traffic goes to them).
 set -uo pipefail
 SLUICE=${1:?usage: check.sh PATH/TO/sluice}
-T=$(mktemp -d /tmp/sluice-e2e-check.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DNSMASQ_PID=
 cleanup() {
     [ -n "$DNSMASQ_PID" ] && kill "$DNSMASQ_PID" 2>/dev/null
     rm -rf "$T"
 }
 trap cleanup EXIT
-export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
-unset SLUICE_SETTINGS
-mkdir -p "$HOME"
-
-pass=0 fail=0
-ok()   { pass=$((pass + 1)); echo "ok - $1"; }
-bad()  { fail=$((fail + 1)); echo "not ok - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
 
 # expect_run NAME WANT_STATUS WANT_REGEX CMD... : runs CMD, checks status and
 # that stdout+stderr match the (grep -E) regex.
@@ -174,5 +167,4 @@ JSON
     fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_finish

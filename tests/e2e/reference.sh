@@ -13,16 +13,8 @@ set -uo pipefail
 SLUICE=${1:?usage: reference.sh PATH/TO/sluice}
 case $SLUICE in /*) ;; *) SLUICE=$PWD/$SLUICE ;; esac
 DATA=$(cd "$(dirname "${BASH_SOURCE[0]}")/../data/reference" && pwd) || exit 2
-T=$(mktemp -d /tmp/sluice-e2e-reference.XXXXXX) || exit 2
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 trap 'rm -rf "$T"' EXIT
-# Keep user settings out of the way.
-export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
-unset SLUICE_SETTINGS
-mkdir -p "$HOME"
-
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
 
 json_escape() {
     local s=$1
@@ -112,5 +104,4 @@ while IFS= read -r line || [ -n "$line" ]; do
     fi
 done < "$DATA/invalid-targets.tsv"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+e2e_finish
