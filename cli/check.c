@@ -450,22 +450,32 @@ int cli_check(int argc, char **argv)
     int bad_target = 0;
     int rc = 2;
     int a;
+    const char **targets = NULL;
+    size_t ntargets = 0;
 
+    /* Options may come before or after targets; "--" ends them. */
+    targets = calloc((size_t)argc, sizeof(*targets));
+    if (targets == NULL) {
+        fprintf(stderr, "sluice: check: out of memory\n");
+        return 2;
+    }
     for (a = 1; a < argc; a++) {
         const char *o = argv[a];
         if (strcmp(o, "--") == 0) {
-            a++;
+            for (a++; a < argc; a++)
+                targets[ntargets++] = argv[a];
             break;
         }
-        if (o[0] != '-' || o[1] == '\0')
-            break;
-        if (strcmp(o, "--json") == 0) {
+        if (o[0] != '-' || o[1] == '\0') {
+            targets[ntargets++] = o;
+        } else if (strcmp(o, "--json") == 0) {
             json = 1;
         } else if (strcmp(o, "--resolve") == 0) {
             resolve = 1;
         } else if (strcmp(o, "--settings") == 0 || strcmp(o, "--expect") == 0) {
             if (a + 1 >= argc) {
                 fprintf(stderr, "sluice: check: %s needs a FILE argument\n", o);
+                free(targets);
                 return 2;
             }
             if (o[2] == 's')
@@ -478,25 +488,31 @@ int cli_check(int argc, char **argv)
             expect_path = o + 9;
         } else if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
             cli_check_usage(stdout);
+            free(targets);
             return 0;
         } else {
             fprintf(stderr, "sluice: check: unknown option '%s'\n", o);
             cli_check_usage(stderr);
+            free(targets);
             return 2;
         }
     }
-    if (expect_path != NULL && a < argc) {
+    if (expect_path != NULL && ntargets > 0) {
         fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
+        free(targets);
         return 2;
     }
-    if (expect_path == NULL && a >= argc) {
+    if (expect_path == NULL && ntargets == 0) {
         fprintf(stderr, "sluice: check: no targets given\n");
         cli_check_usage(stderr);
+        free(targets);
         return 2;
     }
 
-    if (cli_load_settings(&s, settings_path) < 0)
+    if (cli_load_settings(&s, settings_path) < 0) {
+        free(targets);
         return 2;
+    }
     if (policy_compile(&s, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         goto out;
@@ -508,14 +524,14 @@ int cli_check(int argc, char **argv)
             goto out;
         n = (size_t)got;
     } else {
-        n = (size_t)(argc - a);
+        n = ntargets;
         items = calloc(n, sizeof(*items));
         if (items == NULL) {
             fprintf(stderr, "sluice: check: out of memory\n");
             goto out;
         }
         for (i = 0; i < n; i++)
-            items[i].target = argv[a + (int)i];
+            items[i].target = targets[i];
     }
 
     for (i = 0; i < n; i++) {
@@ -573,6 +589,7 @@ int cli_check(int argc, char **argv)
     }
 out:
     fflush(stdout);
+    free(targets);
     free(items);
     free(expect_buf);
     policy_free(p);

@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *policy__article(enum policy_addr_class c)
+{
+    return c == POLICY_CLASS_UNSPECIFIED || c == POLICY_CLASS_EMBEDDED ? "an" : "a";
+}
+
 const char *policy_class_name(enum policy_addr_class c)
 {
     switch (c) {
@@ -354,11 +359,13 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
         return;
     }
     if (policy__addr_denied_class(v->cls, p->deny_private)) {
-        snprintf(v->why, sizeof(v->why), "%s is a %s address", ip, policy_class_name(v->cls));
+        snprintf(v->why, sizeof(v->why), "%s is %s %s address", ip, policy__article(v->cls),
+                 policy_class_name(v->cls));
         return;
     }
     v->allowed = 1;
-    snprintf(v->why, sizeof(v->why), "%s is a %s address", ip, policy_class_name(v->cls));
+    snprintf(v->why, sizeof(v->why), "%s is %s %s address", ip, policy__article(v->cls),
+                 policy_class_name(v->cls));
 }
 
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,

@@ -240,8 +240,16 @@ static int check_name(const char *s, size_t len, const char **why)
                 *why = "empty label in host name";
                 return -EINVAL;
             }
+            if (s[i - 1] == '-') {
+                *why = "host name label ends with '-'";
+                return -EINVAL;
+            }
             label = 0;
             continue;
+        }
+        if (c == '-' && label == 0) {
+            *why = "host name label starts with '-'";
+            return -EINVAL;
         }
         if (!((c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_')) {
             *why = c == '*' ? "'*' is not allowed in a host" : "invalid character in host name";
@@ -254,6 +262,10 @@ static int check_name(const char *s, size_t len, const char **why)
     }
     if (label == 0) {
         *why = "empty label in host name";
+        return -EINVAL;
+    }
+    if (s[len - 1] == '-') {
+        *why = "host name label ends with '-'";
         return -EINVAL;
     }
     return 0;

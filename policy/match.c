@@ -583,8 +583,9 @@ void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t
             d->verdict = POLICY_DENY;
             d->origin = POLICY_BY_CLASS;
             d->rule = NULL;
-            snprintf(d->reason, sizeof(d->reason), "%s is a %s address and no rule allows it",
-                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy_class_name(cls));
+            snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
+                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
+                     policy_class_name(cls));
             return;
         }
         decide_unmatched(p, d);

@@ -56,6 +56,10 @@ expect_run "bad target exits 2" 2 "invalid target 'a..b'" "$SLUICE" check "${S[@
 expect_run "bad port exits 2" 2 "invalid port" "$SLUICE" check "${S[@]}" github.com:0
 expect_run "NUL-free control chars refused" 2 "control character" "$SLUICE" check "${S[@]}" "$(printf 'a\tb.com')"
 expect_run "zone id refused" 2 "zone" "$SLUICE" check "${S[@]}" '[fe80::1%25eth0]'
+expect_run "options after targets" 0 '^allow github.com:443' "$SLUICE" check github.com "${S[@]}"
+expect_run "label starting with '-' refused" 2 "starts with '-'" "$SLUICE" check "${S[@]}" -- -x.com
+expect_run "unknown option refused" 2 "unknown option '--jsn'" "$SLUICE" check "${S[@]}" --jsn github.com
+expect_run "no targets" 2 "no targets given" "$SLUICE" check "${S[@]}"
 
 # Settings errors: FILE:LINE:COLUMN: key.path: message, exit 2.
 cat > "$T/typo.json" <<'JSON'
