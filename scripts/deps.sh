@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
     build-essential cmake pkg-config
     libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
-    libidn2-dev libpsl-dev libcmocka-dev
+    libidn2-dev libpsl-dev publicsuffix libcmocka-dev
     bubblewrap curl dnsmasq-base
 )
 # The ASan+UBSan build uses clang when it is there, gcc otherwise; both
