@@ -271,16 +271,6 @@ static int check_name(const char *s, size_t len, const char **why)
     return 0;
 }
 
-static int has_alabel(const char *s, size_t len)
-{
-    size_t i;
-
-    for (i = 0; i + 4 <= len; i++) {
-        if ((i == 0 || s[i - 1] == '.') && memcmp(s + i, "xn--", 4) == 0)
-            return 1;
-    }
-    return 0;
-}
 
 /* Validates A-labels ("xn--") with libidn2; the name is otherwise ASCII. */
 static int check_alabels(char *buf, size_t *len, const char **why)
@@ -309,7 +299,7 @@ static int check_alabels(char *buf, size_t *len, const char **why)
 int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, const char **why)
 {
     char buf[RAW_HOST_MAX + 1];
-    int nonascii = 0;
+    int nonascii = 0, alabel = 0;
     size_t colons = 0;
     size_t i;
 
@@ -352,6 +342,9 @@ int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, 
             colons++;
         else if (c >= 0x80)
             nonascii = 1;
+        else if (c == '-' && i >= 3 && buf[i - 1] == '-' && buf[i - 2] == 'n' &&
+                 buf[i - 3] == 'x' && (i == 3 || buf[i - 4] == '.'))
+            alabel = 1; /* "xn--" starts a label: validate it with IDNA */
         buf[i] = (char)c;
     }
     if (colons > 1)
@@ -368,7 +361,7 @@ int policy_host_normalize(const char *raw, size_t len, struct policy_host *out, 
         return -EINVAL;
     }
 
-    if (nonascii || has_alabel(buf, len)) {
+    if (nonascii || alabel) {
         if (check_alabels(buf, &len, why) < 0)
             return -EINVAL;
         for (i = 0; i < len; i++) {

@@ -74,7 +74,11 @@ uint64_t policy__hash(const uint8_t *key, size_t len)
     return h;
 }
 
-uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len, uint64_t h)
+/* The lowest-index rule stored under key whose port matches, or
+ * POLICY_NO_RULE. The common case (one rule, or an any-port head) is decided
+ * from the slot alone, without touching the rule array. */
+uint32_t policy__ptab_first(const struct policy *p, const struct ptab *t, const uint8_t *key,
+                            size_t len, uint64_t h, uint16_t port)
 {
     size_t mask, i;
 
@@ -85,8 +89,13 @@ uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len,
         const struct ptab_slot *s = &t->slots[i];
         if (s->key == NULL)
             return POLICY_NO_RULE;
-        if (s->hash == h && s->keylen == len && memcmp(s->key, key, len) == 0)
-            return s->head;
+        if (s->hash == h && s->keylen == len && memcmp(s->key, key, len) == 0) {
+            if (s->head_port == 0 || s->head_port == port)
+                return s->head;
+            if (s->single)
+                return POLICY_NO_RULE;
+            return policy__chain_first(p, p->chain[s->head], port);
+        }
     }
 }
 
@@ -128,6 +137,7 @@ static int ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t
         if (s->hash == h && s->keylen == len && memcmp(s->key, key, len) == 0) {
             p->chain[s->tail] = idx;
             s->tail = idx;
+            s->single = 0;
             return 0;
         }
     }
@@ -140,6 +150,8 @@ static int ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t
     t->slots[i].hash = h;
     t->slots[i].head = idx;
     t->slots[i].tail = idx;
+    t->slots[i].head_port = p->rules[idx].port;
+    t->slots[i].single = 1;
     t->n++;
     return 0;
 }
@@ -214,9 +226,8 @@ uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
         unsigned len = c->lens[i];
         uint32_t head;
         mask_addr(a, len, key);
-        head = policy__ptab_find(&c->bylen[len], key, klen, policy__hash(key, klen));
-        if (head != POLICY_NO_RULE)
-            best = min_rule(best, policy__chain_first(p, head, port));
+        head = policy__ptab_first(p, &c->bylen[len], key, klen, policy__hash(key, klen), port);
+        best = min_rule(best, head);
     }
     return best;
 }
@@ -314,9 +325,14 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     case POLICY_RULE_NAME:
         return ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_exact : &p->allow_exact,
                         (const uint8_t *)name, strlen(name), idx);
-    case POLICY_RULE_WILDCARD:
-        return ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_wild : &p->allow_wild,
-                        (const uint8_t *)name, strlen(name), idx);
+    case POLICY_RULE_WILDCARD: {
+        struct ptab *t = list_id == POLICY_LIST_DENIED ? &p->deny_wild : &p->allow_wild;
+        size_t labels = 1, k;
+        for (k = 0; name[k] != '\0'; k++)
+            labels += name[k] == '.';
+        t->label_mask |= UINT64_C(1) << (labels < 63 ? labels : 63);
+        return ptab_add(p, t, (const uint8_t *)name, strlen(name), idx);
+    }
     case POLICY_RULE_ANY:
         if (p->deny_any == POLICY_NO_RULE)
             p->deny_any = idx;
@@ -455,17 +471,15 @@ static uint32_t match_name(const struct policy *p, const struct ptab *exact,
     const uint8_t *name = (const uint8_t *)h->name;
     size_t i;
 
-    if (exact->n > 0) {
-        uint32_t head = policy__ptab_find(exact, name, h->len, sx->hash[0]);
-        if (head != POLICY_NO_RULE)
-            best = policy__chain_first(p, head, port);
-    }
+    if (exact->n > 0)
+        best = policy__ptab_first(p, exact, name, h->len, sx->hash[0], port);
     if (wild->n > 0) {
+        /* suffix i has i labels; probe only label counts some key has */
         for (i = 1; i < sx->n; i++) {
-            uint32_t head = policy__ptab_find(wild, name + sx->off[i], h->len - sx->off[i],
-                                              sx->hash[i]);
-            if (head != POLICY_NO_RULE)
-                best = min_rule(best, policy__chain_first(p, head, port));
+            if (!(wild->label_mask & (UINT64_C(1) << (i < 63 ? i : 63))))
+                continue;
+            best = min_rule(best, policy__ptab_first(p, wild, name + sx->off[i],
+                                                     h->len - sx->off[i], sx->hash[i], port));
         }
     }
     return best;

@@ -17,12 +17,15 @@ struct ptab_slot {
     uint32_t keylen;
     uint32_t head;
     uint32_t tail;
+    uint16_t head_port; /* port of the head rule (0 = every port) */
+    uint8_t single;     /* the chain holds one rule */
 };
 
 struct ptab {
     struct ptab_slot *slots;
     size_t cap; /* power of two, 0 when empty */
     size_t n;
+    uint64_t label_mask; /* bit k: a key with k labels (63: 63 or more) */
 };
 
 /* CIDR rules of one family: one hash table per prefix length present, looked
@@ -62,7 +65,8 @@ int policy__hex_value(unsigned char c);
 int policy__parse_port(const char *s, size_t len, uint16_t *port);
 int policy__v6_is_mapped(const uint8_t *b);
 uint64_t policy__hash(const uint8_t *key, size_t len);
-uint32_t policy__ptab_find(const struct ptab *t, const uint8_t *key, size_t len, uint64_t h);
+uint32_t policy__ptab_first(const struct policy *p, const struct ptab *t, const uint8_t *key,
+                            size_t len, uint64_t h, uint16_t port);
 uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
                             const struct policy_addr *a, uint16_t port);
 uint32_t policy__chain_first(const struct policy *p, uint32_t head, uint16_t port);
