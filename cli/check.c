@@ -277,13 +277,11 @@ static void print_text(const struct check_item *it, int resolve)
 
 static void print_json(const struct check_item *it, int resolve)
 {
-    char hp[POLICY_HOST_MAX + 16];
     char src[512];
     json_t *o = json_object();
     char *s;
     size_t i;
 
-    (void)hp;
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
