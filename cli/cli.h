@@ -9,6 +9,12 @@ struct settings;
 int cli_check(int argc, char **argv);
 void cli_check_usage(FILE *f);
 
+int cli_bridge(int argc, char **argv);
+void cli_bridge_usage(FILE *f);
+
+int cli_proxy(int argc, char **argv);
+void cli_proxy_usage(FILE *f);
+
 /* Loads the layered settings (user file, --settings / $SLUICE_SETTINGS,
  * managed file last) and prints notices to stderr. On error prints the
  * located message and returns -1 (the caller exits 2). */

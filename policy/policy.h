@@ -283,4 +283,92 @@ int policy_mode_report(const struct policy *p);
 int policy_deny_private(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
 
+/* ------------------------------------------------------------------------ */
+/* The ask broker (policy/ask.c)                                             */
+/*                                                                           */
+/* When no rule decides (POLICY_ASK) and a handler is configured, the        */
+/* connection waits while the broker asks the handler. Questions for the     */
+/* same host:port are coalesced: asked once, every waiter gets the answer.   */
+/* Session answers are cached for that exact host:port. A question not       */
+/* answered within timeout_ms is denied; at most max_pending questions are   */
+/* outstanding (further distinct questions are denied at once). Runs on one  */
+/* libuv loop (for its timer); not thread-safe.                              */
+
+struct uv_loop_s;
+struct ask_broker;
+struct ask_wait;
+
+enum ask_decision {
+    ASK_DENY = 0,
+    ASK_ALLOW,
+    ASK_DENY_SESSION,
+    ASK_ALLOW_SESSION,
+};
+
+#define ASK_REASON_MAX 200 /* a reason is one line of printable ASCII, truncated */
+
+/* What the handler is asked. Strings are valid during the handler call only. */
+struct ask_question {
+    uint64_t id;          /* unique per question, > 0 */
+    const char *host;     /* canonical host (policy_host.name) */
+    uint16_t port;
+    const char *protocol; /* "http", "connect", "socks5" */
+    const char *client;   /* the first waiter's client ("127.0.0.1:40000", "unix", ...) */
+};
+
+/* The handler side. ask is called once per question; the handler answers
+ * with ask_broker_answer(), from inside the call or later from the loop.
+ * withdraw (may be NULL) tells it a question ended without its answer
+ * (timeout, broker closing) so it can drop a prompt. */
+struct ask_handler_ops {
+    void (*ask)(void *ctx, const struct ask_question *q);
+    void (*withdraw)(void *ctx, uint64_t id);
+};
+
+/* allow: 1 or 0. reason: NULL or a sanitised one-line reason (the
+ * handler's, or the broker's own: "ask timed out", "too many pending
+ * asks", ...), valid during the call. */
+typedef void (*ask_cb)(void *arg, int allow, const char *reason);
+
+/* 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
+int ask_broker_new(struct ask_broker **out, struct uv_loop_s *loop, unsigned timeout_ms,
+                   size_t max_pending);
+
+/* Installs the handler (before the first ask). */
+void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *ops, void *ctx);
+
+/* Asks about host:port for one waiting connection.
+ * Returns 0 when cb will be called exactly once: possibly before this returns
+ * (a session-cache hit, or a handler that answers inside its call) so *w is
+ * written first and the caller must set its own state before calling and
+ * clear its copy of *w in cb. Returns UV_EBUSY when max_pending distinct
+ * questions are already outstanding, UV_ENOENT when no handler is set,
+ * UV_ENOMEM; then cb is never called (the caller denies). */
+int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const char *protocol,
+                   const char *client, ask_cb cb, void *arg, struct ask_wait **w);
+
+/* Detaches a waiter whose cb has not run (its connection closed): cb is never
+ * called. The question stays asked for the other waiters (and for the session
+ * cache). NULL is a no-op. */
+void ask_wait_cancel(struct ask_wait *w);
+
+/* The handler's answer to question id. reason may be NULL; it is sanitised
+ * (control bytes and non-ASCII replaced, first line only, truncated to
+ * ASK_REASON_MAX). Returns 0, or UV_ENOENT when no such question is pending
+ * (already answered, timed out). */
+int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, const char *reason);
+
+/* Questions outstanding (distinct host:port). */
+size_t ask_broker_pending(const struct ask_broker *b);
+
+/* Parses an answer word: "allow", "deny", "allow-session", "deny-session"
+ * (exact, lower-case). 0 or UV_EINVAL. */
+int ask_decision_parse(const char *s, size_t len, enum ask_decision *d);
+
+/* Closes the broker: every waiter gets a deny ("sluice is shutting down")
+ * from inside this call, the handler's withdraw is called for each
+ * question, and done(arg) runs from the timer's close callback; b is then
+ * freed. Idempotent. */
+void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
+
 #endif

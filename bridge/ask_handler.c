@@ -1,0 +1,2 @@
+/* bridge/ask_handler.c - placeholder, being written */
+typedef int sluice_placeholder_t;

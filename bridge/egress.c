@@ -1,0 +1,2 @@
+/* bridge/egress.c - placeholder, being written */
+typedef int sluice_placeholder_t;

@@ -1,0 +1,2 @@
+/* bridge/listener.c - placeholder, being written */
+typedef int sluice_placeholder_t;

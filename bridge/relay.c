@@ -1,0 +1,2 @@
+/* bridge/relay.c - placeholder, being written */
+typedef int sluice_placeholder_t;

@@ -1,0 +1,2 @@
+/* policy/ask.c - placeholder, being written */
+typedef int sluice_placeholder_t;

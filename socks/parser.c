@@ -1,0 +1,2 @@
+/* socks/parser.c - placeholder, being written */
+typedef int sluice_placeholder_t;
