@@ -116,6 +116,22 @@ struct settings {
     char *bwrap_path;
     struct settings_list git_safe_directories;
 
+    /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
+    struct {
+        char *auth_username; /* NULL: no proxy authentication */
+        char *auth_password;
+        unsigned head_timeout_ms;      /* HTTP request head; default 10 s */
+        unsigned handshake_timeout_ms; /* SOCKS5 greeting..request; default 10 s */
+        unsigned ask_timeout_ms;       /* ask handler answer; default 30 s */
+        unsigned dns_timeout_ms;       /* one lookup, retries included; default 5 s */
+        unsigned dial_timeout_ms;      /* each connect attempt; default 10 s */
+        unsigned idle_timeout_ms;      /* tunnel without traffic; 0 = none; default 15 min */
+        unsigned drain_timeout_ms;     /* SIGTERM drain; default 10 s */
+        unsigned max_connections;      /* default 1024 */
+        unsigned max_pending_asks;     /* default 256 */
+        unsigned max_head_bytes;       /* default 8192 */
+    } proxy;
+
     /* Keys accepted but not applicable on Linux: one message each, for the
      * caller to print as a warning ("FILE:LINE:COL: key: not applicable ..."). */
     struct settings_list notices;

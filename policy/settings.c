@@ -50,6 +50,21 @@ enum layer_flag {
     LF_SAFE_DIRS = 1u << 19,
 };
 
+/* Which "proxy" keys a layer sets (struct ctx.pset). */
+enum proxy_flag {
+    PF_AUTH = 1u << 0,
+    PF_HEAD = 1u << 1,
+    PF_HANDSHAKE = 1u << 2,
+    PF_ASK = 1u << 3,
+    PF_DNS = 1u << 4,
+    PF_DIAL = 1u << 5,
+    PF_IDLE = 1u << 6,
+    PF_DRAIN = 1u << 7,
+    PF_MAX_CONNS = 1u << 8,
+    PF_MAX_ASKS = 1u << 9,
+    PF_MAX_HEAD = 1u << 10,
+};
+
 /* Parsing state for one layer. */
 struct ctx {
     const char *name; /* settings file, interned in v */
@@ -58,6 +73,7 @@ struct ctx {
     size_t len;
     struct settings *v; /* the scratch layer */
     unsigned set;       /* enum layer_flag bits */
+    unsigned pset;      /* enum proxy_flag bits */
     struct jsonpos_step path[PATH_DEPTH_MAX];
     size_t depth;
     struct settings_error *err;
@@ -77,6 +93,7 @@ enum key_kind {
     KD_CHECK_STRING,
     KD_CHECK_STRLIST,
     KD_CHECK_OBJECT, /* any content */
+    KD_SECONDS,      /* number of seconds (fractions allowed) -> unsigned ms, min..max ms */
 };
 
 enum note_when { NOTE_NEVER = 0, NOTE_ALWAYS, NOTE_IF_SET /* true, or a non-empty array */ };
@@ -86,6 +103,7 @@ struct key_def {
     enum key_kind kind;
     size_t off;       /* field in struct settings */
     unsigned flag;    /* enum layer_flag set when present */
+    unsigned pflag;   /* enum proxy_flag set when present */
     const char *list; /* settings_item.list for KD_STRLIST */
     int nonempty;     /* KD_STRLIST: strings must not be empty */
     unsigned min, max;
@@ -212,6 +230,16 @@ void settings_init(struct settings *s)
     s->network.mode = SETTINGS_MODE_ENFORCE;
     s->network.deny_private_addresses = SETTINGS_UNSET;
     s->mandatory_deny_search_depth = 3;
+    s->proxy.head_timeout_ms = 10000;
+    s->proxy.handshake_timeout_ms = 10000;
+    s->proxy.ask_timeout_ms = 30000;
+    s->proxy.dns_timeout_ms = 5000;
+    s->proxy.dial_timeout_ms = 10000;
+    s->proxy.idle_timeout_ms = 15 * 60 * 1000;
+    s->proxy.drain_timeout_ms = 10000;
+    s->proxy.max_connections = 1024;
+    s->proxy.max_pending_asks = 256;
+    s->proxy.max_head_bytes = 8192;
 }
 
 void settings_free(struct settings *s)
@@ -234,6 +262,8 @@ void settings_free(struct settings *s)
     free(s->bwrap_path);
     list_free(&s->git_safe_directories);
     list_free(&s->notices);
+    free(s->proxy.auth_username);
+    free(s->proxy.auth_password);
     for (size_t i = 0; i < s->nfiles; i++)
         free(s->files[i]);
     free(s->files);
@@ -541,6 +571,25 @@ static int want_uint(struct ctx *c, json_t *v, unsigned min, unsigned max, unsig
     return 0;
 }
 
+/* A duration in seconds (integer or fraction) stored as milliseconds in
+ * min..max ms. */
+static int want_seconds(struct ctx *c, json_t *v, unsigned min, unsigned max, unsigned *out)
+{
+    double sec, ms;
+
+    if (!json_is_number(v))
+        return fail(c, 0, "expected a number of seconds, got %s", type_name(v));
+    sec = json_number_value(v);
+    ms = sec * 1000.0;
+    if (!(ms >= (double)min && ms <= (double)max)) {
+        if (min == 0)
+            return fail(c, 0, "must be 0 (off) to %g seconds, got %g", max / 1000.0, sec);
+        return fail(c, 0, "must be %g to %g seconds, got %g", min / 1000.0, max / 1000.0, sec);
+    }
+    *out = (unsigned)(ms + 0.5);
+    return 0;
+}
+
 /* Checks that v is an array of strings (non-empty ones if asked). */
 static int check_strlist(struct ctx *c, json_t *v, int nonempty)
 {
@@ -662,10 +711,14 @@ static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
         if (!json_is_object(v))
             return fail(c, 0, "expected an object, got %s", type_name(v));
         break;
+    case KD_SECONDS:
+        rc = want_seconds(c, v, d->min, d->max, (unsigned *)field(c, d));
+        break;
     }
     if (rc < 0)
         return rc;
     c->set |= d->flag;
+    c->pset |= d->pflag;
     if (d->note_when == NOTE_ALWAYS || (d->note_when == NOTE_IF_SET && set))
         rc = notice(c, d->note);
     return rc;
@@ -1042,6 +1095,77 @@ static int fn_ignore(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* proxy.auth: {"username": "...", "password": "..."}, both non-empty, at
+ * most 255 bytes (RFC 1929), no control bytes; ':' not in the username
+ * (HTTP Basic). */
+static int auth_string(struct ctx *c, json_t *obj, const char *key, char **out)
+{
+    json_t *v = json_object_get(obj, key);
+    const char *str;
+    size_t len;
+    int rc = 0;
+
+    push_key(c, key);
+    if (v == NULL) {
+        pop(c);
+        return fail(c, 0, "'%s' is required", key);
+    }
+    if (!json_is_string(v)) {
+        rc = fail(c, 0, "expected a string, got %s", type_name(v));
+        goto out;
+    }
+    str = json_string_value(v);
+    len = json_string_length(v);
+    if (len == 0 || len > 255) {
+        rc = fail(c, 0, "must be 1 to 255 bytes long");
+        goto out;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)str[i];
+        if (ch < 0x20 || ch == 0x7f) {
+            rc = fail(c, 0, "must not contain control characters");
+            goto out;
+        }
+        if (ch == ':' && strcmp(key, "username") == 0) {
+            rc = fail(c, 0, "must not contain ':' (HTTP Basic credentials)");
+            goto out;
+        }
+    }
+    free(*out);
+    *out = strdup(str);
+    if (*out == NULL)
+        rc = fail_nomem(c);
+out:
+    pop(c);
+    return rc;
+}
+
+static int fn_auth(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *key;
+    json_t *e;
+    int rc;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object {\"username\": ..., \"password\": ...}, got %s",
+                    type_name(v));
+    json_object_foreach(v, key, e) {
+        if (strcmp(key, "username") != 0 && strcmp(key, "password") != 0) {
+            char q[128];
+            quote(q, sizeof(q), key);
+            push_key(c, key);
+            rc = fail(c, 1, "unknown key '%s' (expected 'username' and 'password')", q);
+            pop(c);
+            return rc;
+        }
+    }
+    rc = auth_string(c, v, "username", &c->v->proxy.auth_username);
+    if (rc == 0)
+        rc = auth_string(c, v, "password", &c->v->proxy.auth_password);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The key tables                                                            */
 
@@ -1113,6 +1237,33 @@ static const struct key_def seccomp_keys[] = {
     {.name = "argv0", .kind = KD_CHECK_STRING},
 };
 
+#define SECONDS(n, f, pf, lo, hi) \
+    {.name = n, .kind = KD_SECONDS, .off = OFF(f), .pflag = pf, .min = lo, .max = hi}
+#define PUINT(n, f, pf, lo, hi) {.name = n, .kind = KD_UINT, .off = OFF(f), .pflag = pf, .min = lo, .max = hi}
+#define DAY_MS (24u * 3600u * 1000u)
+
+static const struct key_def proxy_timeout_keys[] = {
+    SECONDS("head", proxy.head_timeout_ms, PF_HEAD, 1, DAY_MS),
+    SECONDS("handshake", proxy.handshake_timeout_ms, PF_HANDSHAKE, 1, DAY_MS),
+    SECONDS("ask", proxy.ask_timeout_ms, PF_ASK, 1, DAY_MS),
+    SECONDS("dns", proxy.dns_timeout_ms, PF_DNS, 1, DAY_MS),
+    SECONDS("dial", proxy.dial_timeout_ms, PF_DIAL, 1, DAY_MS),
+    SECONDS("idle", proxy.idle_timeout_ms, PF_IDLE, 0, DAY_MS),
+    SECONDS("drain", proxy.drain_timeout_ms, PF_DRAIN, 0, DAY_MS),
+};
+
+static const struct key_def proxy_limit_keys[] = {
+    PUINT("maxConnections", proxy.max_connections, PF_MAX_CONNS, 1, 1000000),
+    PUINT("maxPendingAsks", proxy.max_pending_asks, PF_MAX_ASKS, 1, 100000),
+    PUINT("maxHeadBytes", proxy.max_head_bytes, PF_MAX_HEAD, 1024, 1048576),
+};
+
+static const struct key_def proxy_keys[] = {
+    {.name = "auth", .kind = KD_CUSTOM, .fn = fn_auth, .pflag = PF_AUTH},
+    OBJECT("timeouts", proxy_timeout_keys),
+    OBJECT("limits", proxy_limit_keys),
+};
+
 static const struct key_def top_keys[] = {
     OBJECT("network", network_keys),
     OBJECT("filesystem", filesystem_keys),
@@ -1121,6 +1272,7 @@ static const struct key_def top_keys[] = {
     UINT("mandatoryDenySearchDepth", mandatory_deny_search_depth, LF_DEPTH, 1, 10),
     CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
     OBJECT("git", git_keys),
+    OBJECT("proxy", proxy_keys),
     {.name = "ripgrep", .kind = KD_OBJECT, .sub = ripgrep_keys, .nsub = COUNT(ripgrep_keys),
      .note_when = NOTE_ALWAYS,
      .note = "not used by sluice, ignored (sluice walks directories natively)"},
@@ -1172,7 +1324,7 @@ static size_t hash_str(const char *s)
 
 /* Merges the layer L into s. Every allocation happens before the first
  * change to s, so a failure leaves s as it was. */
-static int merge(struct settings *s, struct settings *L, unsigned set)
+static int merge(struct settings *s, struct settings *L, unsigned set, unsigned pset)
 {
     struct settings_map *sr = &s->network.denied_domain_reasons;
     struct settings_map *lr = &L->network.denied_domain_reasons;
@@ -1257,6 +1409,27 @@ static int merge(struct settings *s, struct settings *L, unsigned set)
     }
     if (set & LF_SAFE_DIRS)
         move_replace(&s->git_safe_directories, &L->git_safe_directories);
+    if (pset & PF_AUTH) {
+        free(s->proxy.auth_username);
+        free(s->proxy.auth_password);
+        s->proxy.auth_username = L->proxy.auth_username;
+        s->proxy.auth_password = L->proxy.auth_password;
+        L->proxy.auth_username = L->proxy.auth_password = NULL;
+    }
+#define TAKE(flag, f) \
+    if (pset & (flag)) \
+        s->proxy.f = L->proxy.f
+    TAKE(PF_HEAD, head_timeout_ms);
+    TAKE(PF_HANDSHAKE, handshake_timeout_ms);
+    TAKE(PF_ASK, ask_timeout_ms);
+    TAKE(PF_DNS, dns_timeout_ms);
+    TAKE(PF_DIAL, dial_timeout_ms);
+    TAKE(PF_IDLE, idle_timeout_ms);
+    TAKE(PF_DRAIN, drain_timeout_ms);
+    TAKE(PF_MAX_CONNS, max_connections);
+    TAKE(PF_MAX_ASKS, max_pending_asks);
+    TAKE(PF_MAX_HEAD, max_head_bytes);
+#undef TAKE
 
     /* deniedDomainReasons: united, the later layer wins per domain. */
     if (table != NULL) {
@@ -1372,7 +1545,7 @@ int settings_apply_buffer(struct settings *s, const char *name, const char *text
     rc = apply_object(&c, root, top_keys, COUNT(top_keys));
     if (rc < 0)
         goto out;
-    rc = merge(s, &L, c.set);
+    rc = merge(s, &L, c.set, c.pset);
     if (rc < 0)
         snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
 out:

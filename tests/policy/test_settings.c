@@ -984,9 +984,80 @@ static void test_jsonpos(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* proxy: auth, timeouts, limits                                             */
+
+static void test_proxy_keys(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"{\"proxy\": {\"auth\": {\"username\": \"u\"}}}",
+         "t.json:1:20: proxy.auth: 'password' is required"},
+        {"{\"proxy\": {\"auth\": {\"username\": \"a:b\", \"password\": \"p\"}}}",
+         "t.json:1:33: proxy.auth.username: must not contain ':' (HTTP Basic credentials)"},
+        {"{\"proxy\": {\"auth\": {\"username\": \"u\", \"password\": \"\"}}}",
+         "t.json:1:50: proxy.auth.password: must be 1 to 255 bytes long"},
+        {"{\"proxy\": {\"auth\": {\"user\": \"u\", \"password\": \"p\"}}}",
+         "t.json:1:21: proxy.auth.user: unknown key 'user' (expected 'username' and 'password')"},
+        {"{\"proxy\": {\"timeouts\": {\"dns\": 0}}}",
+         "t.json:1:32: proxy.timeouts.dns: must be 0.001 to 86400 seconds, got 0"},
+        {"{\"proxy\": {\"timeouts\": {\"idle\": -1}}}",
+         "t.json:1:33: proxy.timeouts.idle: must be 0 (off) to 86400 seconds, got -1"},
+        {"{\"proxy\": {\"timeouts\": {\"ask\": \"30s\"}}}",
+         "t.json:1:32: proxy.timeouts.ask: expected a number of seconds, got a string"},
+        {"{\"proxy\": {\"limits\": {\"maxHeadBytes\": 100}}}",
+         "t.json:1:39: proxy.limits.maxHeadBytes: must be in 1024..1048576, got 100"},
+        {"{\"proxy\": {\"timeout\": {}}}",
+         "t.json:1:12: proxy.timeout: unknown key 'timeout' (did you mean 'timeouts'?)"},
+    };
+    size_t nbad = 0;
+
+    (void)state;
+    settings_init(&s);
+    assert_null(s.proxy.auth_username);
+    assert_int_equal(s.proxy.ask_timeout_ms, 30000);
+    assert_int_equal(s.proxy.idle_timeout_ms, 900000);
+    assert_int_equal(s.proxy.max_head_bytes, 8192);
+    assert_int_equal(apply(&s,
+                           "{\"proxy\": {\"auth\": {\"username\": \"u\", \"password\": \"p w\"},"
+                           " \"timeouts\": {\"dns\": 1.5, \"idle\": 0},"
+                           " \"limits\": {\"maxConnections\": 7}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.proxy.auth_username, "u");
+    assert_string_equal(s.proxy.auth_password, "p w");
+    assert_int_equal(s.proxy.dns_timeout_ms, 1500);
+    assert_int_equal(s.proxy.idle_timeout_ms, 0);
+    assert_int_equal(s.proxy.max_connections, 7);
+    /* a later layer replaces only the keys it names */
+    assert_int_equal(apply(&s, "{\"proxy\": {\"timeouts\": {\"ask\": 2}}}", &err), 0);
+    assert_int_equal(s.proxy.ask_timeout_ms, 2000);
+    assert_int_equal(s.proxy.dns_timeout_ms, 1500);
+    assert_int_equal(s.proxy.max_connections, 7);
+    assert_string_equal(s.proxy.auth_username, "u");
+    settings_free(&s);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc;
+        settings_init(&s);
+        rc = apply(&s, bad[i].json, &err);
+        if (rc != -EINVAL || strcmp(err.msg, bad[i].msg) != 0) {
+            print_error("case %zu: rc %d\n  got:  %s\n  want: %s\n", i, rc, err.msg, bad[i].msg);
+            nbad++;
+        }
+        assert_null(s.proxy.auth_username);
+        settings_free(&s);
+    }
+    assert_int_equal(nbad, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The shipped JSON Schema names exactly keys the loader knows               */
 
-static void check_schema_keys(json_t *props, const char *parent, size_t *count)
+static void check_schema_keys(json_t *props, const char *parent, const char *grand,
+                              size_t *count)
 {
     const char *key;
     json_t *def;
@@ -998,7 +1069,10 @@ static void check_schema_keys(json_t *props, const char *parent, size_t *count)
         char json[512];
         int rc;
 
-        if (parent != NULL)
+        if (grand != NULL)
+            snprintf(json, sizeof(json), "{\"%s\": {\"%s\": {\"%s\": null}}}", grand, parent,
+                     key);
+        else if (parent != NULL)
             snprintf(json, sizeof(json), "{\"%s\": {\"%s\": null}}", parent, key);
         else
             snprintf(json, sizeof(json), "{\"%s\": null}", key);
@@ -1012,7 +1086,9 @@ static void check_schema_keys(json_t *props, const char *parent, size_t *count)
         settings_free(&s);
         (*count)++;
         if (sub != NULL && parent == NULL)
-            check_schema_keys(sub, key, count);
+            check_schema_keys(sub, key, NULL, count);
+        else if (sub != NULL && grand == NULL)
+            check_schema_keys(sub, key, parent, count);
     }
 }
 
@@ -1031,8 +1107,8 @@ static void test_schema_matches_loader(void **state)
     assert_non_null(schema);
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
-    check_schema_keys(json_object_get(schema, "properties"), NULL, &count);
-    assert_int_equal(count, 49); /* 15 top-level keys, 34 nested */
+    check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
+    assert_int_equal(count, 65); /* 16 top-level keys, 37 nested, 12 at the third level */
     json_decref(schema);
 }
 
@@ -1076,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_big_json_array),
         cmocka_unit_test(test_big_list_file),
         cmocka_unit_test(test_jsonpos),
+        cmocka_unit_test(test_proxy_keys),
         cmocka_unit_test(test_schema_matches_loader),
     };
     int rc;
