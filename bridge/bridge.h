@@ -113,10 +113,17 @@ void resolver_close(struct resolver *r, void (*done)(void *arg), void *arg);
 /*   fd:NAME         systemd socket activation: the LISTEN_FDS socket whose  */
 /*                   LISTEN_FDNAMES entry is NAME; "fd:" + a number >= 3 that */
 /*                   is within LISTEN_FDS is the same as fd:N                */
+/*                                                                           */
+/* IPv4 is a strict dotted quad (no 127.1, 0x7f.0.0.1, 010.0.0.1); IPv6 is    */
+/* bracketed, without a zone id; names are refused (nothing here resolves).  */
+/* The port is decimal without sign or leading zeros. fd:NAME requires        */
+/* LISTEN_PID == getpid() and a unique NAME among the first LISTEN_FDS        */
+/* entries of LISTEN_FDNAMES (fds start at 3); the environment is only read. */
 
 enum endpoint_kind { ENDPOINT_TCP = 0, ENDPOINT_UNIX, ENDPOINT_FD };
 
 #define ENDPOINT_PATH_MAX 108 /* sizeof(sun_path), NUL included */
+#define ENDPOINT_STR_MAX 120  /* endpoint_str() of any endpoint fits */
 
 struct endpoint {
     enum endpoint_kind kind;
@@ -127,11 +134,17 @@ struct endpoint {
 };
 
 /* Parses an endpoint string. for_listen: port 0 is accepted (tcp), fd: is
- * accepted (it never is for connecting). Returns 0, or UV_EINVAL with *why a
- * static message naming what was wrong. */
+ * accepted (it never is for connecting). Returns 0, or UV_EINVAL with *why
+ * (may be NULL) a message naming what was wrong ("missing port", "port out of
+ * range 1-65535", "hostnames are not accepted, use an IP address", "unknown
+ * scheme 'udp' (expected tcp:, unix: or fd:)", ...): static text, except the
+ * unknown-scheme message, which lives in per-thread storage until the next
+ * call. *ep is written only on success. */
 int endpoint_parse(const char *s, int for_listen, struct endpoint *ep, const char **why);
 
-/* Canonical text: "tcp:127.0.0.1:80", "tcp:[::1]:80", "unix:/p", "fd:3". */
+/* Canonical text: "tcp:127.0.0.1:80", "tcp:[::1]:80", "unix:/p", "fd:3" (an
+ * fd:NAME prints as its number). Truncated to fit len (ENDPOINT_STR_MAX
+ * always fits); returns buf. */
 const char *endpoint_str(const struct endpoint *ep, char *buf, size_t len);
 
 /* Fills a sockaddr for a TCP endpoint (or a policy_addr + port). */
@@ -144,19 +157,29 @@ void endpoint_sockaddr(const struct policy_addr *a, uint16_t port, struct sockad
 struct listener;
 
 /* Called for each pending connection: accept it with listener_accept() into
- * a stream initialised for listener_kind(). */
+ * a stream initialised for listener_kind(). A connection the callback leaves
+ * unaccepted (or one that arrives while paused) is held by libuv, and nothing
+ * more is accepted until listener_accept() takes it or listener_resume()
+ * offers it to the callback again. */
 typedef void (*listener_cb)(struct listener *l, void *arg);
 
 /* Opens a listening socket on ep and starts watching it.
- * TCP: SO_REUSEADDR, IPV6_V6ONLY for [::], backlog 511.
- * UNIX: the socket file is created with mode 0600 (umask while binding);
- * its directory must exist and be owned by us (or root) and not be writable
- * by others unless sticky; an existing path is replaced only when it is a
- * socket (lstat: a symlink is never followed nor removed) and nobody
- * listens on it. The file is removed by listener_close().
- * FD: the socket must be a listening stream socket (SO_ACCEPTCONN).
+ * TCP: SO_REUSEADDR, IPV6_V6ONLY for IPv6, backlog 511.
+ * UNIX: the socket file is created with mode 0600 (umask 0177 while binding,
+ * checked after); its directory must exist and be owned by us (or root) and
+ * not be writable by group or others unless sticky; an existing path is
+ * replaced only when it is a socket owned by us (lstat: a symlink is never
+ * followed nor removed) and nobody listens on it (UV_EADDRINUSE if someone
+ * does, UV_EEXIST for anything else at the path). listener_close() removes
+ * the file if it is still the one created here (same device and inode).
+ * umask() is process-wide: open unix listeners from one thread at a time.
+ * FD: the socket must be a listening stream socket (SO_ACCEPTCONN) of family
+ * AF_INET, AF_INET6 (RELAY_TCP) or AF_UNIX (RELAY_PIPE); it gets FD_CLOEXEC,
+ * and the listener owns it from then on (listener_close() closes it).
  * Returns 0, or a negative UV_E* with *why (may be NULL) set to a static
- * message. */
+ * message; nothing is left to close, except when libuv itself refuses the
+ * socket (does not happen for a fresh socket): then memory is released by a
+ * close callback, so run the loop before uv_loop_close(). */
 int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint *ep,
                   listener_cb cb, void *arg, const char **why);
 
@@ -164,18 +187,22 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
 int listener_kind(const struct listener *l);
 
 /* Accepts one pending connection into client (initialised, not yet used).
- * 0 or UV_E*. */
+ * 0 or UV_E* (UV_EAGAIN: none pending, UV_ECANCELED: closing). */
 int listener_accept(struct listener *l, uv_stream_t *client);
 
-/* Stops (pause) / restarts (resume) accepting, for connection limits. */
+/* Stops (pause) / restarts (resume) accepting, for connection limits. While
+ * paused, at most one connection is taken from the kernel and held; the rest
+ * wait in the backlog. listener_resume() may call the callback before it
+ * returns, for the held connection. */
 void listener_pause(struct listener *l);
 void listener_resume(struct listener *l);
 
 /* The bound address (tcp; port resolved for port 0). 0 or UV_EINVAL. */
 int listener_address(const struct listener *l, struct policy_addr *a, uint16_t *port);
 
-/* Closes the listener (removes a unix socket file it created); done(arg) is
- * called from the close callback. Idempotent. */
+/* Closes the listener (removes a unix socket file it created, first, and
+ * closes a held connection); done(arg), which may be NULL, is called from the
+ * close callback. Idempotent: later calls do nothing; NULL is a no-op. */
 void listener_close(struct listener *l, void (*done)(void *arg), void *arg);
 
 /* ------------------------------------------------------------------------ */
@@ -195,19 +222,27 @@ struct dialer_target {
     const char *path;        /* unix; must outlive the dial */
 };
 
-/* status 0: fd is connected and the caller owns it; index is the target that
- * connected. status < 0: every target failed; the error is the most telling
- * one seen (UV_ETIMEDOUT if any attempt timed out and none was refused, else
- * the last error: UV_ECONNREFUSED, UV_ENETUNREACH, UV_EHOSTUNREACH, ...);
- * fd is -1. Called exactly once unless dialer_cancel() ran first; never from
- * inside dialer_start(). */
+/* status 0: fd is connected (non-blocking, close-on-exec, TCP_NODELAY for
+ * TCP), no longer watched by the loop, and the caller owns it; index is the
+ * target that connected. status < 0: every target failed; the error is the
+ * most telling one seen (UV_ETIMEDOUT if any attempt timed out and none was
+ * refused, else the last error other than a timeout: UV_ECONNREFUSED,
+ * UV_ENOENT, UV_EAGAIN (unix listener backlog full), UV_ENETUNREACH, ...);
+ * fd is -1 and index is n. Called exactly once unless dialer_cancel() ran
+ * first; never from inside dialer_start(). After it returns the dialer
+ * handle is invalid (it frees itself). */
 typedef void (*dialer_cb)(void *arg, int status, int fd, size_t index);
 
+/* Starts dialing targets[0..n) in order, each attempt bounded by timeout_ms
+ * (> 0). The targets array is copied. 0 and *out set, or UV_EINVAL (n == 0,
+ * timeout_ms == 0, a target with port 0, an address family other than 4/6,
+ * or an empty or too long unix path), UV_ENOMEM; cb is not called then. */
 int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
                  size_t n, unsigned timeout_ms, dialer_cb cb, void *arg);
 
 /* Cancels a dial whose callback has not run: the callback will not run, any
- * socket is closed, memory is freed from a close callback. NULL is a no-op. */
+ * socket is closed, memory is freed from a close callback (the loop must run
+ * once more). NULL is a no-op. Must not be called after the callback ran. */
 void dialer_cancel(struct dialer *d);
 
 /* ------------------------------------------------------------------------ */
@@ -229,6 +264,8 @@ void dialer_cancel(struct dialer *d);
 /* relay_close() is the only way a relay ends (the relay calls it itself when */
 /* done): idempotent, closes the three handles, and on_closed(r) runs from    */
 /* the last close callback, where the owner logs and frees.                  */
+/* The owner never uv_close()s a, b or the timer itself, and leaves the       */
+/* handles' data fields free for its own use (the relay uses container_of).  */
 
 enum relay_kind { RELAY_TCP = 0, RELAY_PIPE = 1 };
 
@@ -288,21 +325,184 @@ void relay_init(uv_loop_t *loop, struct relay *r, enum relay_kind a, enum relay_
                 relay_closed_cb on_closed, void *data);
 
 /* Adopts a connected socket fd as b (uv_tcp_open / uv_pipe_open). On error the
- * fd is closed. 0 or UV_E*. */
+ * fd is closed. 0 or UV_E* (UV_EINVAL if b is already open or the relay is
+ * closing; UV_EEXIST if the loop still watches fd). */
 int relay_open_b(struct relay *r, int fd);
 
 /* Starts splicing; the owner must have stopped its own reads on a and its own
- * use of the timer. Writes the owner queued before still go first (libuv
- * keeps write order). idle_ms 0 = no idle timeout. 0 or UV_E* (then the
+ * use of the timer (the relay takes the timer over). Writes the owner queued
+ * before still go first (libuv keeps write order). TCP sides get
+ * TCP_NODELAY. idle_ms 0 = no idle timeout. 0 or UV_E* (UV_EALREADY if
+ * started before, UV_EINVAL if closing, or uv_read_start's error; then the
  * owner calls relay_close). */
 int relay_start(struct relay *r, unsigned idle_ms);
 
-/* Ends the relay (idempotent). status 0 or UV_E*; when called by the owner
- * the end is RELAY_END_OWNER unless the relay already recorded one. */
+/* Ends the relay (idempotent: only the first call counts, on_closed runs
+ * once). status 0 or UV_E*; when called by the owner the end is
+ * RELAY_END_OWNER unless the relay already recorded one, or RELAY_END_NONE
+ * if relay_start() was never called. Callable before relay_start() (b never
+ * opened is fine) and from any callback; on_closed never runs inside it.
+ * Pending writes and shutdowns are cancelled. */
 void relay_close(struct relay *r, int status);
 
-/* "done", "idle timeout", "client error", "upstream error", "closed". */
+/* "done", "idle timeout", "client error", "upstream error", "closed", and
+ * "none" for RELAY_END_NONE. */
 const char *relay_end_str(enum relay_end e);
+
+/* ------------------------------------------------------------------------ */
+/* egress (bridge/egress.c)                                                  */
+/*                                                                           */
+/* The path every front end (HTTP CONNECT, absolute-form HTTP, SOCKS5) takes */
+/* from a requested, normalised host:port to a connected upstream socket:    */
+/*   1. policy_decide on the canonical host (never the raw bytes);           */
+/*   2. no rule decides: the ask broker (if any), else deny;                 */
+/*   3. a name: one DNS lookup; an IP literal: no lookup;                    */
+/*   4. the guard on every answer; only approved addresses are kept;         */
+/*   5. the dialer over those, in order, each with the dial timeout.         */
+/* Nothing is resolved or dialed for a denied target. In report mode         */
+/* (network.mode "report") what would be denied is allowed and flagged       */
+/* would_deny; the guard still never dials the proxy's own listeners, this   */
+/* host's addresses or the unspecified address.                              */
+
+struct egress_env;
+struct egress_req;
+
+enum egress_result {
+    EGRESS_CONNECTED = 0, /* fd is connected; the caller owns it */
+    EGRESS_DENIED,        /* policy, ask or guard (403, SOCKS 0x02) */
+    EGRESS_DNS_FAILED,    /* NXDOMAIN, no address, server failure (502, SOCKS 0x04) */
+    EGRESS_DNS_TIMEOUT,   /* (504, SOCKS 0x06) */
+    EGRESS_REFUSED,       /* every address refused the connection (502, SOCKS 0x05) */
+    EGRESS_UNREACHABLE,   /* network/host unreachable, reset (502, SOCKS 0x04) */
+    EGRESS_DIAL_TIMEOUT,  /* (504, SOCKS 0x06) */
+    EGRESS_ERROR,         /* out of memory or another local failure (502, SOCKS 0x01) */
+};
+
+/* Which step decided a denial. */
+enum egress_stage {
+    EGRESS_BY_POLICY = 0, /* a rule, an address class, strictAllowlist, no rule and no handler */
+    EGRESS_BY_ASK,        /* the ask handler's answer, its timeout or the pending-asks limit */
+    EGRESS_BY_GUARD,      /* every resolved address was refused */
+};
+
+struct egress_outcome {
+    enum egress_result result;
+    enum egress_stage stage;  /* meaningful for EGRESS_DENIED; how far it got otherwise */
+    int status;               /* UV_E* behind DNS/dial failures, else 0 */
+    int asked;                /* the ask handler was consulted (or its cache) */
+    int would_deny;           /* report mode: allowed, but enforce mode would deny */
+    const char *verdict;      /* "allow", "deny", "would_deny" */
+    char rule[512];           /* "" or: 'PATTERN' LIST[INDEX] FILE:LINE:COL */
+    char reason[400];         /* one line, printable ASCII: why denied / what failed */
+    size_t naddrs;            /* addresses the name resolved to */
+    struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
+    int have_addr;
+    int fd;                   /* EGRESS_CONNECTED only, else -1 */
+};
+
+/* Called exactly once per started request that was not cancelled, possibly
+ * before egress_start() returns (denied by a rule, an IP literal refused,
+ * ...): the caller sets its state first and forgets *req in the callback.
+ * The outcome is valid during the call only. */
+typedef void (*egress_cb)(void *arg, const struct egress_outcome *o);
+
+/* The shared context of a server. policy: the compiled policy (the env takes
+ * ownership). resolver and ask (may be NULL) stay the caller's. */
+int egress_env_new(struct egress_env **out, uv_loop_t *loop, struct policy *policy,
+                   struct resolver *resolver, struct ask_broker *ask, unsigned dial_timeout_ms);
+
+/* Replaces the policy (SIGHUP reload) for requests started from now on;
+ * requests in flight keep the one they started with, freed when the last of
+ * them ends. Takes ownership of policy. */
+void egress_env_set_policy(struct egress_env *e, struct policy *policy);
+const struct policy *egress_env_policy(const struct egress_env *e);
+
+/* Frees the env; requests must have ended or been cancelled. */
+void egress_env_free(struct egress_env *e);
+
+/* Starts a request for host:port on behalf of client ("127.0.0.1:4242",
+ * "unix", ...). protocol: "connect", "http" or "socks5". 0 when cb will be
+ * called, or UV_ENOMEM (cb not called). */
+int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                 const char *protocol, const char *client, egress_cb cb, void *arg,
+                 struct egress_req **req);
+
+/* The caller is closing: cb will not be called; a pending lookup or ask is
+ * detached, a dial in progress is cancelled (its socket closed). NULL is a
+ * no-op. */
+void egress_cancel(struct egress_req *req);
+
+/* Requests started and not yet ended (for drain and metrics). */
+size_t egress_inflight(const struct egress_env *e);
+
+/* "connected", "denied", "dns failed", ... */
+const char *egress_result_str(enum egress_result r);
+
+/* ------------------------------------------------------------------------ */
+/* front ends (bridge/frontend.c): what the SOCKS5 and HTTP proxies share    */
+/*                                                                           */
+/* A struct frontend is one proxy service's configuration plus its live      */
+/* connections (for limits, drain and shutdown). Each connection embeds a    */
+/* struct frontend_conn, registered while it lives. Connections report to   */
+/* the frontend's log callback: one DECISION record per request (when the   */
+/* egress outcome is known) and one CLOSE record per connection.            */
+
+enum connlog_event { CONNLOG_DECISION = 0, CONNLOG_CLOSE };
+
+struct connlog {
+    enum connlog_event event;
+    uint64_t id;
+    const char *client;   /* "127.0.0.1:40000", "[::1]:40000", "unix" */
+    const char *protocol; /* "socks5", "connect", "http" */
+    const char *host;     /* canonical host, or NULL when none was parsed */
+    uint16_t port;
+    const char *verdict;  /* "allow", "deny", "would_deny", or NULL */
+    const char *rule;     /* "" or the deciding rule */
+    const char *reason;   /* "" or one line */
+    const char *addr;     /* "" or the address dialed */
+    int code;             /* HTTP status / SOCKS reply code sent, -1 none */
+    uint64_t bytes_up;    /* client -> upstream (CLOSE) */
+    uint64_t bytes_down;  /* upstream -> client (CLOSE) */
+    uint64_t duration_ms; /* since accept (CLOSE) */
+    const char *end;      /* how it ended (CLOSE) */
+};
+
+typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
+
+struct frontend_conn {
+    struct frontend_conn *prev, *next;
+    void (*force_close)(struct frontend_conn *c); /* drain timeout / shutdown */
+};
+
+struct frontend {
+    uv_loop_t *loop;
+    struct egress_env *egress;
+    const char *auth_user; /* NULL: no proxy authentication */
+    const char *auth_pass;
+    unsigned handshake_timeout_ms;
+    unsigned head_timeout_ms;
+    unsigned idle_timeout_ms; /* 0 = none */
+    unsigned max_head_bytes;
+    size_t max_conns;         /* beyond it new connections are refused quickly */
+    connlog_fn log;
+    void *log_ctx;
+    void (*conn_ended)(struct frontend *f); /* after a connection is freed, may be NULL */
+    void *data;                             /* the owner's */
+    struct frontend_conn conns;             /* circular list head */
+    size_t nconns;
+    uint64_t *next_id; /* shared id counter (several front ends, one log) */
+};
+
+void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);
+void frontend_add(struct frontend *f, struct frontend_conn *c);
+void frontend_remove(struct frontend *f, struct frontend_conn *c);
+/* Calls force_close on every live connection (they end asynchronously). */
+void frontend_close_all(struct frontend *f);
+/* Text of a connected stream's peer: "ip:port", "[v6]:port" or "unix". */
+const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len);
+/* 1 when the credentials match the configured ones (constant time). */
+int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
+                     const uint8_t *pass, size_t plen);
 
 /* ------------------------------------------------------------------------ */
 /* ask handlers (bridge/ask_handler.c)                                       */

@@ -1,2 +1,499 @@
-/* bridge/egress.c - placeholder, being written */
-typedef int sluice_placeholder_t;
+/* bridge/egress.c - from a requested host:port to a connected upstream socket.
+ *
+ * One request walks: decide -> (ask) -> (resolve) -> guard -> dial -> done.
+ * Each asynchronous step is detachable (R10): the request records what it
+ * waits on (aw, q, dialer) before it starts the step, because the step may
+ * complete inside the call (a session-cache hit, a localhost lookup); the
+ * step's callback clears it. egress_cancel() detaches or cancels whatever is
+ * pending and frees the request; a request that finishes calls its callback
+ * and frees itself. Nothing else frees a request.
+ *
+ * Policies are reference counted so that a SIGHUP reload can swap the
+ * current one while requests still use the old one.
+ */
+#include "bridge/bridge.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct egress_pol {
+    struct policy *p;
+    size_t refs; /* requests using it, + 1 while it is the env's current one */
+};
+
+struct egress_env {
+    uv_loop_t *loop;
+    struct egress_pol *cur;
+    struct resolver *resolver;
+    struct ask_broker *ask;
+    unsigned dial_timeout_ms;
+    size_t inflight;
+};
+
+enum req_state {
+    REQ_DECIDE = 0, /* synchronous steps; owns nothing asynchronous */
+    REQ_ASK,        /* owns aw (detachable ask) */
+    REQ_RESOLVE,    /* owns q (detachable lookup) */
+    REQ_DIAL,       /* owns dialer (cancellable) */
+};
+
+struct egress_req {
+    struct egress_env *env;
+    struct egress_pol *pol;
+    enum req_state state;
+    egress_cb cb;
+    void *arg;
+    struct policy_host host;
+    uint16_t port;
+    int report; /* network.mode report */
+    char protocol[16];
+    char client[64];
+    struct ask_wait *aw;
+    struct resolver_query *q;
+    struct dialer *dialer;
+    struct egress_outcome o;
+    size_t ntargets;
+    struct dialer_target targets[RESOLVER_MAX_ADDRS];
+    struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS];
+};
+
+static void pol_unref(struct egress_env *e, struct egress_pol *pol)
+{
+    if (--pol->refs > 0)
+        return;
+    (void)e;
+    policy_free(pol->p);
+    free(pol);
+}
+
+static struct egress_pol *pol_new(struct policy *p)
+{
+    struct egress_pol *pol = calloc(1, sizeof(*pol));
+
+    if (pol == NULL)
+        return NULL;
+    pol->p = p;
+    pol->refs = 1;
+    return pol;
+}
+
+int egress_env_new(struct egress_env **out, uv_loop_t *loop, struct policy *policy,
+                   struct resolver *resolver, struct ask_broker *ask, unsigned dial_timeout_ms)
+{
+    struct egress_env *e = calloc(1, sizeof(*e));
+
+    if (e == NULL)
+        return UV_ENOMEM;
+    e->cur = pol_new(policy);
+    if (e->cur == NULL) {
+        free(e);
+        return UV_ENOMEM;
+    }
+    e->loop = loop;
+    e->resolver = resolver;
+    e->ask = ask;
+    e->dial_timeout_ms = dial_timeout_ms > 0 ? dial_timeout_ms : 10000;
+    *out = e;
+    return 0;
+}
+
+void egress_env_set_policy(struct egress_env *e, struct policy *policy)
+{
+    struct egress_pol *pol = pol_new(policy);
+
+    if (pol == NULL) { /* keep the old policy rather than run without one */
+        policy_free(policy);
+        return;
+    }
+    pol_unref(e, e->cur);
+    e->cur = pol;
+}
+
+const struct policy *egress_env_policy(const struct egress_env *e)
+{
+    return e->cur->p;
+}
+
+void egress_env_free(struct egress_env *e)
+{
+    if (e == NULL)
+        return;
+    pol_unref(e, e->cur);
+    free(e);
+}
+
+size_t egress_inflight(const struct egress_env *e)
+{
+    return e->inflight;
+}
+
+const char *egress_result_str(enum egress_result r)
+{
+    switch (r) {
+    case EGRESS_CONNECTED:
+        return "connected";
+    case EGRESS_DENIED:
+        return "denied";
+    case EGRESS_DNS_FAILED:
+        return "dns failed";
+    case EGRESS_DNS_TIMEOUT:
+        return "dns timeout";
+    case EGRESS_REFUSED:
+        return "refused";
+    case EGRESS_UNREACHABLE:
+        return "unreachable";
+    case EGRESS_DIAL_TIMEOUT:
+        return "dial timeout";
+    case EGRESS_ERROR:
+        return "error";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void req_free(struct egress_req *r)
+{
+    r->env->inflight--;
+    pol_unref(r->env, r->pol);
+    free(r);
+}
+
+/* Ends the request: the callback, then the only free. */
+static void finish(struct egress_req *r, enum egress_result res, int status)
+{
+    r->o.result = res;
+    r->o.status = status;
+    if (res == EGRESS_CONNECTED)
+        r->o.verdict = r->o.would_deny ? "would_deny" : "allow";
+    else if (res == EGRESS_DENIED)
+        r->o.verdict = "deny";
+    else
+        r->o.verdict = r->o.would_deny ? "would_deny" : "allow";
+    r->cb(r->arg, &r->o);
+    req_free(r);
+}
+
+static void deny(struct egress_req *r, enum egress_stage stage, const char *reason)
+{
+    r->o.stage = stage;
+    if (reason != NULL)
+        snprintf(r->o.reason, sizeof(r->o.reason), "%s", reason);
+    finish(r, EGRESS_DENIED, 0);
+}
+
+static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
+{
+    char src[300];
+
+    policy_rule_source(rule, src, sizeof(src));
+    if (strstr(rule->list, "Files") != NULL)
+        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
+    else
+        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
+}
+
+static const char *host_port(const struct egress_req *r, char *buf, size_t len)
+{
+    if (r->host.kind == POLICY_HOST_IPV6)
+        snprintf(buf, len, "[%s]:%u", r->host.name, (unsigned)r->port);
+    else
+        snprintf(buf, len, "%s:%u", r->host.name, (unsigned)r->port);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* dial                                                                      */
+
+static void on_dialed(void *arg, int status, int fd, size_t index)
+{
+    struct egress_req *r = arg;
+    char a[64];
+
+    r->dialer = NULL;
+    if (status == 0) {
+        r->o.addr = r->targets[index].addr;
+        r->o.have_addr = 1;
+        r->o.fd = fd;
+        finish(r, EGRESS_CONNECTED, 0);
+        return;
+    }
+    r->o.stage = EGRESS_BY_GUARD;
+    r->o.addr = r->targets[r->ntargets - 1].addr;
+    r->o.have_addr = 1;
+    policy_addr_str(&r->o.addr, a, sizeof(a));
+    switch (status) {
+    case UV_ETIMEDOUT:
+        snprintf(r->o.reason, sizeof(r->o.reason), "connect to %s port %u timed out", a,
+                 (unsigned)r->port);
+        finish(r, EGRESS_DIAL_TIMEOUT, status);
+        return;
+    case UV_ECONNREFUSED:
+        snprintf(r->o.reason, sizeof(r->o.reason), "connection to %s port %u refused", a,
+                 (unsigned)r->port);
+        finish(r, EGRESS_REFUSED, status);
+        return;
+    case UV_ENOMEM:
+    case UV_EMFILE:
+    case UV_ENFILE:
+    case UV_ENOBUFS:
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot connect to %s port %u: %s", a,
+                 (unsigned)r->port, uv_strerror(status));
+        finish(r, EGRESS_ERROR, status);
+        return;
+    default:
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot reach %s port %u: %s", a,
+                 (unsigned)r->port, uv_strerror(status));
+        finish(r, EGRESS_UNREACHABLE, status);
+        return;
+    }
+}
+
+static void dial(struct egress_req *r)
+{
+    int rc;
+
+    r->state = REQ_DIAL;
+    rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
+                      on_dialed, r);
+    if (rc < 0) {
+        r->dialer = NULL;
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot start a connection: %s",
+                 uv_strerror(rc));
+        finish(r, EGRESS_ERROR, rc);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* guard                                                                     */
+
+/* In report mode a guard denial is reported, not enforced, except for the
+ * addresses that would make the proxy connect to itself. */
+static int report_may_dial(enum policy_addr_class c)
+{
+    return c != POLICY_CLASS_PROXY && c != POLICY_CLASS_THIS_HOST &&
+           c != POLICY_CLASS_UNSPECIFIED;
+}
+
+static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
+{
+    size_t ok;
+
+    if (n > RESOLVER_MAX_ADDRS)
+        n = RESOLVER_MAX_ADDRS;
+    r->o.naddrs = n;
+    ok = policy_guard(r->pol->p, &r->host, r->port, addrs, n, r->gv);
+    r->ntargets = 0;
+    for (size_t i = 0; i < n; i++) {
+        int take = r->gv[i].allowed;
+        if (!take && ok == 0 && r->report && report_may_dial(r->gv[i].cls))
+            take = 1;
+        if (!take)
+            continue;
+        memset(&r->targets[r->ntargets], 0, sizeof(r->targets[0]));
+        r->targets[r->ntargets].addr = addrs[i];
+        r->targets[r->ntargets].port = r->port;
+        r->ntargets++;
+    }
+    if (ok == 0) {
+        /* the first refusal explains it; its rule, if an IP rule decided */
+        if (r->gv[0].rule != NULL)
+            format_rule(r->gv[0].rule, r->o.rule, sizeof(r->o.rule));
+        if (r->ntargets > 0) {
+            r->o.would_deny = 1;
+            snprintf(r->o.reason, sizeof(r->o.reason), "%s", r->gv[0].why);
+        } else {
+            r->o.addr = addrs[0];
+            r->o.have_addr = 1;
+            deny(r, EGRESS_BY_GUARD, r->gv[0].why);
+            return;
+        }
+    }
+    dial(r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* resolve                                                                   */
+
+static void on_resolved(void *arg, enum resolver_status st, const struct policy_addr *addrs,
+                        size_t n)
+{
+    struct egress_req *r = arg;
+
+    r->q = NULL;
+    switch (st) {
+    case RESOLVER_OK:
+        guard(r, addrs, n);
+        return;
+    case RESOLVER_NXDOMAIN:
+        snprintf(r->o.reason, sizeof(r->o.reason), "name '%s' does not exist (NXDOMAIN)",
+                 r->host.name);
+        finish(r, EGRESS_DNS_FAILED, UV_EAI_NONAME);
+        return;
+    case RESOLVER_NODATA:
+        snprintf(r->o.reason, sizeof(r->o.reason), "name '%s' has no address", r->host.name);
+        finish(r, EGRESS_DNS_FAILED, UV_EAI_NODATA);
+        return;
+    case RESOLVER_TIMEOUT:
+        snprintf(r->o.reason, sizeof(r->o.reason), "no DNS answer for '%s' in time",
+                 r->host.name);
+        finish(r, EGRESS_DNS_TIMEOUT, UV_ETIMEDOUT);
+        return;
+    case RESOLVER_FAIL:
+        snprintf(r->o.reason, sizeof(r->o.reason), "DNS lookup of '%s' failed", r->host.name);
+        finish(r, EGRESS_DNS_FAILED, UV_EAI_FAIL);
+        return;
+    case RESOLVER_CANCELLED:
+        snprintf(r->o.reason, sizeof(r->o.reason), "DNS lookup of '%s' cancelled (shutting down)",
+                 r->host.name);
+        finish(r, EGRESS_ERROR, UV_ECANCELED);
+        return;
+    }
+}
+
+/* The destination is allowed (by a rule, an answer, or report mode). */
+static void proceed(struct egress_req *r)
+{
+    int rc;
+
+    if (r->host.kind != POLICY_HOST_NAME) {
+        guard(r, &r->host.addr, 1);
+        return;
+    }
+    if (r->env->resolver == NULL) {
+        snprintf(r->o.reason, sizeof(r->o.reason), "no resolver");
+        finish(r, EGRESS_ERROR, UV_EINVAL);
+        return;
+    }
+    r->state = REQ_RESOLVE;
+    rc = resolver_query(r->env->resolver, r->host.name, on_resolved, r, &r->q);
+    if (rc < 0) {
+        r->q = NULL;
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot look up '%s': %s", r->host.name,
+                 uv_strerror(rc));
+        finish(r, EGRESS_ERROR, rc);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* ask                                                                       */
+
+static void on_answer(void *arg, int allow, const char *reason)
+{
+    struct egress_req *r = arg;
+    char hp[300];
+
+    r->aw = NULL;
+    r->o.stage = EGRESS_BY_ASK;
+    if (allow) {
+        r->o.reason[0] = '\0';
+        if (reason != NULL && reason[0] != '\0')
+            snprintf(r->o.reason, sizeof(r->o.reason), "allowed by the ask handler: %s", reason);
+        proceed(r);
+        return;
+    }
+    if (reason != NULL && reason[0] != '\0') {
+        deny(r, EGRESS_BY_ASK, reason);
+        return;
+    }
+    snprintf(r->o.reason, sizeof(r->o.reason), "the ask handler denied %s",
+             host_port(r, hp, sizeof(hp)));
+    deny(r, EGRESS_BY_ASK, NULL);
+}
+
+static void ask(struct egress_req *r)
+{
+    char hp[300];
+    int rc;
+
+    r->state = REQ_ASK;
+    r->o.asked = 1;
+    rc = ask_broker_ask(r->env->ask, r->host.name, r->port, r->protocol, r->client, on_answer, r,
+                        &r->aw);
+    if (rc == 0)
+        return;
+    r->aw = NULL;
+    if (rc == UV_EBUSY)
+        snprintf(r->o.reason, sizeof(r->o.reason),
+                 "too many questions pending for the ask handler; %s denied",
+                 host_port(r, hp, sizeof(hp)));
+    else
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot ask about %s: %s",
+                 host_port(r, hp, sizeof(hp)), uv_strerror(rc));
+    deny(r, EGRESS_BY_ASK, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+
+int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                 const char *protocol, const char *client, egress_cb cb, void *arg,
+                 struct egress_req **req)
+{
+    struct policy_decision d;
+    struct egress_req *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return UV_ENOMEM;
+    r->env = e;
+    r->pol = e->cur;
+    r->pol->refs++;
+    e->inflight++;
+    r->cb = cb;
+    r->arg = arg;
+    r->host = *host;
+    r->port = port;
+    r->report = policy_mode_report(r->pol->p);
+    snprintf(r->protocol, sizeof(r->protocol), "%s", protocol);
+    snprintf(r->client, sizeof(r->client), "%s", client != NULL ? client : "-");
+    r->o.fd = -1;
+    r->o.verdict = "deny";
+    *req = r;
+
+    policy_decide(r->pol->p, host, port, &d);
+    if (d.rule != NULL)
+        format_rule(d.rule, r->o.rule, sizeof(r->o.rule));
+    r->o.stage = EGRESS_BY_POLICY;
+    switch (d.verdict) {
+    case POLICY_ALLOW:
+        proceed(r);
+        break;
+    case POLICY_ASK:
+    case POLICY_DENY:
+    default:
+        if (d.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
+            ask(r);
+            break;
+        }
+        /* denied, or no rule decides and nobody to ask */
+        snprintf(r->o.reason, sizeof(r->o.reason), "%s", d.reason);
+        if (r->report) {
+            r->o.would_deny = 1;
+            proceed(r);
+        } else {
+            deny(r, EGRESS_BY_POLICY, NULL);
+        }
+        break;
+    }
+    return 0;
+}
+
+void egress_cancel(struct egress_req *r)
+{
+    if (r == NULL)
+        return;
+    switch (r->state) {
+    case REQ_ASK:
+        ask_wait_cancel(r->aw);
+        break;
+    case REQ_RESOLVE:
+        resolver_query_detach(r->q);
+        break;
+    case REQ_DIAL:
+        dialer_cancel(r->dialer);
+        break;
+    case REQ_DECIDE:
+        break;
+    }
+    req_free(r);
+}

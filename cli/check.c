@@ -144,36 +144,6 @@ static void on_resolver_closed(void *arg)
     (void)arg;
 }
 
-/* This host's own addresses, so the guard can refuse them. */
-static void set_local_addrs(struct policy *p)
-{
-    struct ifaddrs *ifa = NULL, *i;
-    struct policy_addr self[64];
-    size_t n = 0;
-
-    if (getifaddrs(&ifa) < 0)
-        return;
-    for (i = ifa; i != NULL && n < 64; i = i->ifa_next) {
-        if (i->ifa_addr == NULL)
-            continue;
-        memset(&self[n], 0, sizeof(self[n]));
-        if (i->ifa_addr->sa_family == AF_INET) {
-            const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
-            self[n].family = 4;
-            memcpy(self[n].bytes, &sin->sin_addr, 4);
-            n++;
-        } else if (i->ifa_addr->sa_family == AF_INET6) {
-            const struct sockaddr_in6 *s6 =
-                (const struct sockaddr_in6 *)(const void *)i->ifa_addr;
-            self[n].family = 6;
-            memcpy(self[n].bytes, &s6->sin6_addr, 16);
-            n++;
-        }
-    }
-    freeifaddrs(ifa);
-    (void)policy_set_local(p, self, n, NULL, NULL, 0);
-}
-
 static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
 {
     uv_loop_t loop;
@@ -552,7 +522,7 @@ int cli_check(int argc, char **argv)
         goto out;
 
     if (resolve) {
-        set_local_addrs(p);
+        cli_set_local(p, NULL, NULL, 0);
         if (resolve_all(&s, items, n) < 0)
             goto out;
         for (i = 0; i < n; i++)

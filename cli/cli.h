@@ -2,9 +2,13 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct settings;
+struct policy;
+struct policy_addr;
 
 int cli_check(int argc, char **argv);
 void cli_check_usage(FILE *f);
@@ -19,5 +23,10 @@ void cli_proxy_usage(FILE *f);
  * managed file last) and prints notices to stderr. On error prints the
  * located message and returns -1 (the caller exits 2). */
 int cli_load_settings(struct settings *s, const char *explicit_path);
+
+/* Tells the guard this host's own addresses (getifaddrs) and the proxy's own
+ * listeners (port 0 = any port). */
+void cli_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
+                   size_t nlisteners);
 
 #endif

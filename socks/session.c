@@ -1,2 +1,519 @@
-/* socks/session.c - placeholder, being written */
-typedef int sluice_placeholder_t;
+/* socks/session.c - one SOCKS5 client connection, from accept to close.
+ *
+ * States (R7); each says what it owns besides the relay's three handles:
+ *   HANDSHAKE  client reads (into rbuf), the handshake timer
+ *   EGRESS     req (decision, ask, DNS, dial in progress); client reads stopped
+ *   REPLY      a failure reply being written; close after it is flushed
+ *   RELAY      the relay owns the bytes
+ *   CLOSING    relay_close() issued; on_relay_closed() logs and frees
+ *
+ * The connection struct is freed in exactly one place: on_relay_closed(),
+ * the relay's last close callback. Every late callback (writes, shutdown,
+ * egress) first checks CLOSING.
+ */
+#include "socks/socks.h"
+
+#include "bridge/bridge.h"
+#include "policy/policy.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+#define SOCKS_READ_SIZE 1024
+#define SOCKS_LINGER_MS 1000       /* reading after a refusal before closing */
+
+enum socks_state {
+    SOCKS_ST_HANDSHAKE = 0,
+    SOCKS_ST_EGRESS,
+    SOCKS_ST_REPLY,
+    SOCKS_ST_RELAY,
+    SOCKS_ST_CLOSING,
+};
+
+struct socks_conn {
+    struct relay relay; /* a = client, b = upstream, timer = handshake timer */
+    struct frontend_conn fc;
+    struct frontend *f;
+    enum socks_state state;
+    uint64_t id;
+    int overloaded;
+    struct socks5_parser parser;
+    struct egress_req *req;
+    char client[64];
+    struct policy_host host;
+    int have_host;
+    uint16_t port;
+    int code; /* reply code sent, -1 none */
+    char verdict[16];
+    char rule[512];
+    char reason[400];
+    char addr[64];
+    const char *end; /* how it ended, static text */
+    char end_buf[160];
+    uint8_t rbuf[SOCKS_READ_SIZE];
+    uint8_t method_out[2], auth_out[2], reply_out[SOCKS5_REPLY_LEN];
+    uv_write_t method_req, auth_req, reply_req, early_req;
+    uv_shutdown_t shutdown_req;
+    uint8_t *early; /* bytes after the request, forwarded after the dial */
+    size_t early_len;
+};
+
+static void conn_close(struct socks_conn *c, const char *end);
+
+static void set_state(struct socks_conn *c, enum socks_state s)
+{
+    c->state = s;
+}
+
+static void emit(struct socks_conn *c, enum connlog_event ev)
+{
+    struct connlog rec;
+    uint64_t now = uv_now(c->f->loop);
+
+    if (c->f->log == NULL)
+        return;
+    memset(&rec, 0, sizeof(rec));
+    rec.event = ev;
+    rec.id = c->id;
+    rec.client = c->client;
+    rec.protocol = "socks5";
+    rec.host = c->have_host ? c->host.name : NULL;
+    rec.port = c->port;
+    rec.verdict = c->verdict[0] != '\0' ? c->verdict : NULL;
+    rec.rule = c->rule;
+    rec.reason = c->reason;
+    rec.addr = c->addr;
+    rec.code = c->code;
+    rec.bytes_up = c->relay.a.nread;
+    rec.bytes_down = c->relay.b.nread;
+    rec.duration_ms = now >= c->relay.started_ms ? now - c->relay.started_ms : 0;
+    rec.end = c->end != NULL ? c->end : "closed";
+    c->f->log(c->f->log_ctx, &rec);
+}
+
+static void on_relay_closed(struct relay *r)
+{
+    struct socks_conn *c = container_of(r, struct socks_conn, relay);
+    struct frontend *f = c->f;
+
+    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER) {
+        if (r->status != 0)
+            snprintf(c->end_buf, sizeof(c->end_buf), "%s: %s", relay_end_str(r->end),
+                     uv_err_name(r->status));
+        else
+            snprintf(c->end_buf, sizeof(c->end_buf), "%s", relay_end_str(r->end));
+        c->end = c->end_buf;
+    }
+    emit(c, CONNLOG_CLOSE);
+    frontend_remove(f, &c->fc);
+    free(c->early);
+    free(c);
+    if (f->conn_ended != NULL)
+        f->conn_ended(f);
+}
+
+/* The one way a connection ends (idempotent). */
+static void conn_close(struct socks_conn *c, const char *end)
+{
+    if (c->state == SOCKS_ST_CLOSING)
+        return;
+    if (c->end == NULL)
+        c->end = end;
+    set_state(c, SOCKS_ST_CLOSING);
+    egress_cancel(c->req);
+    c->req = NULL;
+    relay_close(&c->relay, 0);
+}
+
+static void force_close(struct frontend_conn *fc)
+{
+    struct socks_conn *c = container_of(fc, struct socks_conn, fc);
+    conn_close(c, "closed by shutdown");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing to the client                                                     */
+
+static void on_handshake_write(uv_write_t *w, int status)
+{
+    struct socks_conn *c = w->data;
+
+    if (c->state == SOCKS_ST_CLOSING)
+        return;
+    if (status < 0)
+        conn_close(c, "client write failed");
+}
+
+static int client_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size_t len,
+                        uv_write_cb cb)
+{
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+
+    w->data = c;
+    return uv_write(w, &c->relay.a.u.s, &b, 1, cb);
+}
+
+/* Lingering close: after the reply and our FIN, read and drop what the
+ * client still sends (a SOCKS4 request's tail, early data) until its EOF or
+ * SOCKS_LINGER_MS, so close() does not turn unread bytes into a reset that
+ * could destroy the reply before the client reads it. */
+static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct socks_conn *c = container_of(s, struct socks_conn, relay.a.u.s);
+
+    (void)buf;
+    if (nread < 0)
+        conn_close(c, NULL);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+    struct socks_conn *c = container_of(t, struct socks_conn, relay.timer);
+    conn_close(c, NULL);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+static void on_final_shutdown(uv_shutdown_t *sr, int status)
+{
+    struct socks_conn *c = sr->data;
+
+    if (c->state == SOCKS_ST_CLOSING)
+        return;
+    if (status < 0 || uv_read_start(&c->relay.a.u.s, on_alloc, on_linger_read) < 0) {
+        conn_close(c, NULL);
+        return;
+    }
+    uv_timer_start(&c->relay.timer, on_linger_timeout, SOCKS_LINGER_MS, 0);
+}
+
+/* A failure reply (or method/auth refusal) is queued: close once it is
+ * flushed, with a shutdown first so the client reads it before the FIN. */
+static void close_after_writes(struct socks_conn *c, const char *end)
+{
+    if (c->state == SOCKS_ST_CLOSING)
+        return;
+    c->end = end;
+    set_state(c, SOCKS_ST_REPLY);
+    uv_read_stop(&c->relay.a.u.s);
+    c->shutdown_req.data = c;
+    if (uv_shutdown(&c->shutdown_req, &c->relay.a.u.s, on_final_shutdown) < 0)
+        conn_close(c, NULL);
+}
+
+static void reply_fail(struct socks_conn *c, uint8_t code, const char *end)
+{
+    socks5_reply(c->reply_out, (enum socks5_reply_code)code);
+    c->code = code;
+    if (client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_handshake_write) < 0) {
+        conn_close(c, end);
+        return;
+    }
+    close_after_writes(c, end);
+}
+
+/* ------------------------------------------------------------------------ */
+/* After the dial                                                            */
+
+static void on_early_written(uv_write_t *w, int status)
+{
+    struct socks_conn *c = w->data;
+
+    (void)status; /* a failure shows up in the relay as well */
+    if (c->state == SOCKS_ST_CLOSING)
+        return;
+}
+
+static void connected(struct socks_conn *c, int fd)
+{
+    int rc;
+
+    rc = relay_open_b(&c->relay, fd);
+    if (rc < 0) {
+        snprintf(c->reason, sizeof(c->reason), "cannot adopt the upstream socket: %s",
+                 uv_strerror(rc));
+        reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
+        return;
+    }
+    socks5_reply(c->reply_out, SOCKS5_REP_SUCCEEDED);
+    c->code = SOCKS5_REP_SUCCEEDED;
+    rc = client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_handshake_write);
+    if (rc == 0 && c->early_len > 0) {
+        uv_buf_t b = uv_buf_init((char *)c->early, (unsigned)c->early_len);
+        c->early_req.data = c;
+        rc = uv_write(&c->early_req, &c->relay.b.u.s, &b, 1, on_early_written);
+        if (rc == 0)
+            c->relay.a.nread += c->early_len; /* counted as client -> upstream */
+    }
+    if (rc == 0)
+        rc = relay_start(&c->relay, c->f->idle_timeout_ms);
+    if (rc < 0) {
+        conn_close(c, "relay failed to start");
+        return;
+    }
+    set_state(c, SOCKS_ST_RELAY);
+}
+
+static uint8_t reply_code(const struct egress_outcome *o)
+{
+    switch (o->result) {
+    case EGRESS_CONNECTED:
+        return SOCKS5_REP_SUCCEEDED;
+    case EGRESS_DENIED:
+        return SOCKS5_REP_NOT_ALLOWED;
+    case EGRESS_DNS_FAILED:
+        return SOCKS5_REP_HOST_UNREACH;
+    case EGRESS_DNS_TIMEOUT:
+    case EGRESS_DIAL_TIMEOUT:
+        return SOCKS5_REP_TTL_EXPIRED;
+    case EGRESS_REFUSED:
+        return SOCKS5_REP_REFUSED;
+    case EGRESS_UNREACHABLE:
+        return o->status == UV_ENETUNREACH ? SOCKS5_REP_NET_UNREACH : SOCKS5_REP_HOST_UNREACH;
+    case EGRESS_ERROR:
+        break;
+    }
+    return SOCKS5_REP_GENERAL;
+}
+
+static void on_egress(void *arg, const struct egress_outcome *o)
+{
+    struct socks_conn *c = arg;
+    uint8_t code;
+
+    c->req = NULL;
+    snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
+    snprintf(c->rule, sizeof(c->rule), "%s", o->rule);
+    snprintf(c->reason, sizeof(c->reason), "%s", o->reason);
+    if (o->have_addr)
+        policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
+    code = reply_code(o);
+    c->code = code;
+    emit(c, CONNLOG_DECISION);
+    if (o->result == EGRESS_CONNECTED) {
+        connected(c, o->fd);
+        return;
+    }
+    snprintf(c->end_buf, sizeof(c->end_buf), "%s", egress_result_str(o->result));
+    reply_fail(c, code, c->end_buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The request                                                               */
+
+static int request_host(struct socks_conn *c, const struct socks5_request *q, const char **why)
+{
+    char text[INET6_ADDRSTRLEN];
+
+    switch (q->atyp) {
+    case SOCKS5_ATYP_IPV4:
+        inet_ntop(AF_INET, q->addr, text, sizeof(text));
+        return policy_host_normalize(text, strlen(text), &c->host, why);
+    case SOCKS5_ATYP_IPV6:
+        inet_ntop(AF_INET6, q->addr, text, sizeof(text));
+        return policy_host_normalize(text, strlen(text), &c->host, why);
+    default:
+        return policy_host_normalize((const char *)q->addr, q->addr_len, &c->host, why);
+    }
+}
+
+static void request(struct socks_conn *c)
+{
+    const struct socks5_request *q = &c->parser.req;
+    const char *why = NULL;
+    int rc;
+
+    uv_timer_stop(&c->relay.timer);
+    if (c->overloaded) {
+        snprintf(c->reason, sizeof(c->reason), "too many connections");
+        reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
+        return;
+    }
+    if (request_host(c, q, &why) < 0) {
+        snprintf(c->reason, sizeof(c->reason), "bad destination host: %s", why);
+        reply_fail(c, SOCKS5_REP_GENERAL, "bad destination host");
+        return;
+    }
+    c->have_host = 1;
+    c->port = q->port;
+    if (q->port == 0) {
+        snprintf(c->reason, sizeof(c->reason), "destination port 0");
+        reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
+        return;
+    }
+    set_state(c, SOCKS_ST_EGRESS);
+    rc = egress_start(c->f->egress, &c->host, c->port, "socks5", c->client, on_egress, c, &c->req);
+    if (rc < 0) {
+        c->req = NULL;
+        snprintf(c->reason, sizeof(c->reason), "%s", uv_strerror(rc));
+        reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The handshake                                                             */
+
+static void handshake_error(struct socks_conn *c, enum socks5_result res)
+{
+    uint8_t out[SOCKS5_REPLY_LEN];
+    size_t n = socks5_error_reply(res, out);
+
+    snprintf(c->reason, sizeof(c->reason), "%s", socks5_result_str(res));
+    if (res == SOCKS5_ERR_CMD) { /* the request is well-formed: name its target in the log */
+        const char *why;
+        if (request_host(c, &c->parser.req, &why) == 0) {
+            c->have_host = 1;
+            c->port = c->parser.req.port;
+        }
+    }
+    if (n == 0) {
+        conn_close(c, "not a socks5 client");
+        return;
+    }
+    memcpy(c->reply_out, out, n);
+    if (n == SOCKS5_REPLY_LEN)
+        c->code = out[1];
+    if (client_write(c, &c->reply_req, c->reply_out, n, on_handshake_write) < 0) {
+        conn_close(c, "client write failed");
+        return;
+    }
+    close_after_writes(c, res == SOCKS5_ERR_SOCKS4 ? "socks4 client refused" : "bad request");
+}
+
+/* Feeds what was read; returns when it needs more, or the state changed. */
+static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
+{
+    while (c->state == SOCKS_ST_HANDSHAKE) {
+        size_t used = 0;
+        enum socks5_result res = socks5_feed(&c->parser, data, len, &used);
+
+        data += used;
+        len -= used;
+        switch (res) {
+        case SOCKS5_NEED_MORE:
+            return;
+        case SOCKS5_GREETING_DONE:
+            socks5_method_reply(c->method_out, c->parser.method);
+            if (client_write(c, &c->method_req, c->method_out, 2, on_handshake_write) < 0) {
+                conn_close(c, "client write failed");
+                return;
+            }
+            if (c->parser.method == SOCKS5_METHOD_NONE) {
+                snprintf(c->reason, sizeof(c->reason),
+                         c->f->auth_user != NULL ? "client offers no username/password auth"
+                                                 : "client offers no acceptable method");
+                close_after_writes(c, "no acceptable auth method");
+                return;
+            }
+            break;
+        case SOCKS5_AUTH_DONE: {
+            int ok = frontend_auth_ok(c->f, c->parser.user, c->parser.user_len, c->parser.pass,
+                                      c->parser.pass_len);
+            socks5_auth_result(&c->parser, ok);
+            socks5_auth_reply(c->auth_out, ok);
+            if (client_write(c, &c->auth_req, c->auth_out, 2, on_handshake_write) < 0) {
+                conn_close(c, "client write failed");
+                return;
+            }
+            if (!ok) {
+                snprintf(c->reason, sizeof(c->reason), "wrong username or password");
+                close_after_writes(c, "authentication failed");
+                return;
+            }
+            break;
+        }
+        case SOCKS5_REQUEST_DONE:
+            uv_read_stop(&c->relay.a.u.s);
+            if (len > 0) {
+                c->early = malloc(len);
+                if (c->early == NULL) {
+                    conn_close(c, "out of memory");
+                    return;
+                }
+                memcpy(c->early, data, len);
+                c->early_len = len;
+            }
+            request(c);
+            return;
+        default:
+            handshake_error(c, res);
+            return;
+        }
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct socks_conn *c = container_of(h, struct socks_conn, relay.a.u.h);
+
+    (void)suggested;
+    *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct socks_conn *c = container_of(s, struct socks_conn, relay.a.u.s);
+
+    (void)buf;
+    if (c->state != SOCKS_ST_HANDSHAKE)
+        return;
+    if (nread == 0)
+        return;
+    if (nread < 0) {
+        snprintf(c->reason, sizeof(c->reason), "client went away during the handshake");
+        conn_close(c, nread == UV_EOF ? "client closed during handshake" : "client error");
+        return;
+    }
+    feed(c, c->rbuf, (size_t)nread);
+}
+
+static void on_handshake_timeout(uv_timer_t *t)
+{
+    struct socks_conn *c = container_of(t, struct socks_conn, relay.timer);
+
+    if (c->state != SOCKS_ST_HANDSHAKE)
+        return;
+    snprintf(c->reason, sizeof(c->reason), "no complete request within %u ms",
+             c->f->handshake_timeout_ms);
+    conn_close(c, "handshake timeout");
+}
+
+int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
+{
+    struct socks_conn *c = calloc(1, sizeof(*c));
+    int kind = listener_kind(l);
+    int rc;
+
+    if (c == NULL) {
+        /* accept and drop, or the listener would spin on the pending socket */
+        uv_tcp_t tmp;
+        return UV_ENOMEM + 0 * (int)sizeof(tmp);
+    }
+    c->f = f;
+    c->code = -1;
+    c->overloaded = overloaded;
+    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    c->fc.force_close = force_close;
+    frontend_add(f, &c->fc);
+    c->id = ++*f->next_id;
+    set_state(c, SOCKS_ST_HANDSHAKE);
+    rc = listener_accept(l, &c->relay.a.u.s);
+    if (rc < 0) {
+        snprintf(c->client, sizeof(c->client), "-");
+        conn_close(c, "accept failed");
+        return rc;
+    }
+    frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    socks5_parser_init(&c->parser, f->auth_user != NULL);
+    rc = uv_read_start(&c->relay.a.u.s, on_alloc, on_read);
+    if (rc < 0) {
+        conn_close(c, "client read failed");
+        return 0;
+    }
+    uv_timer_start(&c->relay.timer, on_handshake_timeout, f->handshake_timeout_ms, 0);
+    return 0;
+}

@@ -1,0 +1,105 @@
+/* bridge/frontend.c - what the SOCKS5 and HTTP front ends share: the list of
+ * live connections, peer names, and the credential check. */
+#include "bridge/bridge.h"
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id)
+{
+    memset(f, 0, sizeof(*f));
+    f->loop = loop;
+    f->conns.prev = f->conns.next = &f->conns;
+    f->next_id = next_id;
+    f->handshake_timeout_ms = 10000;
+    f->head_timeout_ms = 10000;
+    f->max_head_bytes = 8192;
+    f->max_conns = 1024;
+}
+
+void frontend_add(struct frontend *f, struct frontend_conn *c)
+{
+    c->next = &f->conns;
+    c->prev = f->conns.prev;
+    f->conns.prev->next = c;
+    f->conns.prev = c;
+    f->nconns++;
+}
+
+void frontend_remove(struct frontend *f, struct frontend_conn *c)
+{
+    if (c->next == NULL)
+        return;
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    f->nconns--;
+}
+
+void frontend_close_all(struct frontend *f)
+{
+    struct frontend_conn *c = f->conns.next;
+
+    /* force_close never frees synchronously (libuv close callbacks run
+     * later), so the list stays valid while we walk it */
+    while (c != &f->conns) {
+        struct frontend_conn *next = c->next;
+        c->force_close(c);
+        c = next;
+    }
+}
+
+const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    int sl = (int)sizeof(ss);
+    char a[64];
+
+    if (is_pipe) {
+        snprintf(buf, len, "unix");
+        return buf;
+    }
+    if (uv_tcp_getpeername((uv_tcp_t *)s, (struct sockaddr *)&ss, &sl) != 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
+        uv_ip6_name(s6, a, sizeof(a));
+        snprintf(buf, len, "[%s]:%u", a, (unsigned)ntohs(s6->sin6_port));
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
+        uv_ip4_name(s4, a, sizeof(a));
+        snprintf(buf, len, "%s:%u", a, (unsigned)ntohs(s4->sin_port));
+    }
+    return buf;
+}
+
+/* 1 when a[0..alen) == b[0..blen). The time depends on blen (the configured
+ * secret's length) only: every byte of b is compared, the length check is
+ * folded in at the end. */
+static int secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    volatile uint8_t diff = 0;
+
+    for (size_t i = 0; i < blen; i++) {
+        uint8_t x = i < alen ? a[i] : (uint8_t)~b[i];
+        diff |= (uint8_t)(x ^ b[i]);
+    }
+    return (diff == 0) & (alen == blen);
+}
+
+int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
+                     const uint8_t *pass, size_t plen)
+{
+    int u, p;
+
+    if (f->auth_user == NULL || f->auth_pass == NULL)
+        return 0;
+    /* both compared, always: no early exit on a wrong user name */
+    u = secret_equal(user, ulen, (const uint8_t *)f->auth_user, strlen(f->auth_user));
+    p = secret_equal(pass, plen, (const uint8_t *)f->auth_pass, strlen(f->auth_pass));
+    return u & p;
+}
