@@ -335,43 +335,59 @@ struct ask_question {
 /* The handler side. ask is called once per question; the handler answers
  * with ask_broker_answer(), from inside the call or later from the loop.
  * withdraw (may be NULL) tells it a question ended without its answer
- * (timeout, broker closing) so it can drop a prompt. */
+ * (timeout, broker closing) so it can drop a prompt; the question is already
+ * gone (answering it returns UV_ENOENT). ask_broker_set_handler copies the
+ * struct. Answering runs waiter callbacks, which may re-enter the handler
+ * (ask, withdraw) before ask_broker_answer returns: a handler must have its
+ * own state consistent before it answers. */
 struct ask_handler_ops {
     void (*ask)(void *ctx, const struct ask_question *q);
     void (*withdraw)(void *ctx, uint64_t id);
 };
 
 /* allow: 1 or 0. reason: NULL or a sanitised one-line reason (the
- * handler's, or the broker's own: "ask timed out", "too many pending
- * asks", ...), valid during the call. */
+ * handler's, or the broker's own: "no answer within 30 s", "sluice is
+ * shutting down"), valid during the call. A cache hit gives the reason the
+ * session answer came with. */
 typedef void (*ask_cb)(void *arg, int allow, const char *reason);
 
 /* 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
 int ask_broker_new(struct ask_broker **out, struct uv_loop_s *loop, unsigned timeout_ms,
                    size_t max_pending);
 
-/* Installs the handler (before the first ask). */
+/* Installs the handler (before the first ask); ops NULL removes it. */
 void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *ops, void *ctx);
 
-/* Asks about host:port for one waiting connection.
+/* Asks about host:port (exact: no other port, no other name shares the
+ * answer) for one waiting connection. protocol and client may be NULL ("").
  * Returns 0 when cb will be called exactly once: possibly before this returns
  * (a session-cache hit, or a handler that answers inside its call) so *w is
  * written first and the caller must set its own state before calling and
- * clear its copy of *w in cb. Returns UV_EBUSY when max_pending distinct
- * questions are already outstanding, UV_ENOENT when no handler is set,
- * UV_ENOMEM; then cb is never called (the caller denies). */
+ * clear its copy of *w in cb. On a cache hit *w is NULL. Returns UV_EBUSY
+ * when max_pending distinct questions are already outstanding (joining an
+ * outstanding question is always possible), UV_ENOENT when no handler is
+ * set, UV_ECANCELED when the broker is closing, UV_EINVAL (host empty or
+ * longer than POLICY_HOST_MAX), UV_ENOMEM; then cb is never called (the
+ * caller denies).
+ * cb may do anything to the broker: ask (even the same host:port), cancel
+ * other waiters, answer, close. It must not use its waiter after returning. */
 int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const char *protocol,
                    const char *client, ask_cb cb, void *arg, struct ask_wait **w);
 
 /* Detaches a waiter whose cb has not run (its connection closed): cb is never
  * called. The question stays asked for the other waiters (and for the session
- * cache). NULL is a no-op. */
+ * cache), even when none is left. NULL, or a waiter whose cb is running, is a
+ * no-op. */
 void ask_wait_cancel(struct ask_wait *w);
 
-/* The handler's answer to question id. reason may be NULL; it is sanitised
- * (control bytes and non-ASCII replaced, first line only, truncated to
- * ASK_REASON_MAX). Returns 0, or UV_ENOENT when no such question is pending
- * (already answered, timed out). */
+/* The handler's answer to question id. reason may be NULL; it is sanitised:
+ * first line only (up to CR or LF), tab -> space, other control bytes and
+ * non-ASCII bytes -> '?', spaces trimmed, truncated to ASK_REASON_MAX bytes;
+ * nothing left -> NULL. Session answers are remembered (with their reason)
+ * for the broker's lifetime, up to 65536 host:port keys (beyond that they
+ * apply to the waiters present only). Returns 0, UV_ENOENT when no such
+ * question is pending (already answered, timed out, withdrawn), UV_EINVAL
+ * for a bad decision. */
 int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, const char *reason);
 
 /* Questions outstanding (distinct host:port). */
@@ -381,10 +397,10 @@ size_t ask_broker_pending(const struct ask_broker *b);
  * (exact, lower-case). 0 or UV_EINVAL. */
 int ask_decision_parse(const char *s, size_t len, enum ask_decision *d);
 
-/* Closes the broker: every waiter gets a deny ("sluice is shutting down")
- * from inside this call, the handler's withdraw is called for each
- * question, and done(arg) runs from the timer's close callback; b is then
- * freed. Idempotent. */
+/* Closes the broker: the handler's withdraw is called for each question and
+ * every waiter gets a deny ("sluice is shutting down") from inside this
+ * call; done(arg) runs from the timer's close callback; b is then freed.
+ * Idempotent. May be called from any waiter callback or handler call. */
 void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
 
 #endif
