@@ -14,7 +14,7 @@ PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
     wait 2>/dev/null
-    rm -rf "$T"
+    [ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
