@@ -507,31 +507,65 @@ int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
 /* ------------------------------------------------------------------------ */
 /* ask handlers (bridge/ask_handler.c)                                       */
 /*                                                                           */
-/* The three built-in handlers behind the broker's C API (policy.h):         */
-/*   tty           prompt on /dev/tty, one question at a time (others queue); */
-/*                 no tty: every question is denied with a message           */
-/*   exec:PROGRAM  run PROGRAM (no shell) per question, JSON object on stdin: */
-/*                 {"id":N,"host":..,"port":..,"protocol":..,"client":..};   */
-/*                 the first line of its stdout is the answer: a decision     */
-/*                 word optionally followed by a space and a reason, or a     */
-/*                 JSON object {"decision":..,"reason":..}; a non-zero exit,  */
-/*                 a signal, no line or anything else denies                 */
-/*   socket:PATH   JSON lines on a Unix stream socket to a supervising        */
-/*                 program: sends {"id":N,"host":..,"port":..,"protocol":..,  */
-/*                 "client":..}\n, reads {"id":N,"decision":..,"reason":..}\n;  */
-/*                 a malformed line or a lost connection denies what is      */
-/*                 pending (the connection is re-established for later asks) */
+/* The three built-in handlers behind the broker's C API (policy.h). The     */
+/* question is always the JSON object                                        */
+/*   {"id":N,"host":"example.com","port":443,"protocol":"connect",           */
+/*    "client":"127.0.0.1:40000"}                                            */
+/* (compact, ASCII, keys in this order). An answer line is a decision word:  */
+/* allow, deny, allow-session, deny-session (exact, lower-case), optionally  */
+/* followed by one space and a reason; or a JSON object                      */
+/* {"decision":..,"reason":..} ("reason" optional string or null; "id"       */
+/* optional for exec, where it must then be the question's id, and required  */
+/* for socket). A trailing CR is ignored.                                    */
+/*                                                                           */
+/*   tty           prompt on /dev/tty, one question at a time (others queue):*/
+/*                 "sluice: allow a connection to HOST:PORT from CLIENT      */
+/*                 (PROTOCOL)? [y]es once, [n]o, [a]lways, [N]ever: ";       */
+/*                 y/Y/yes allow, n/no deny, a/A/always allow-session,       */
+/*                 N/never deny-session; anything else asks again (3 tries,  */
+/*                 then deny; an empty line is not counted); ^D denies.      */
+/*                 Input typed before a prompt is discarded. The terminal is */
+/*                 read only while a prompt is up. A question that times out */
+/*                 prints "timed out, denied". No tty: one warning on stderr */
+/*                 at open, every question denied ("no terminal to ask on    */
+/*                 (--ask tty)").                                            */
+/*   exec:PROGRAM  run PROGRAM (argv {PROGRAM}, no shell; a name without '/' */
+/*                 is looked up in PATH) per question, at most 16 at once    */
+/*                 (others queue); the question line on stdin, then EOF;     */
+/*                 stderr is sluice's. The answer is the first line of       */
+/*                 stdout (newline or EOF ends it, at most 4096 bytes; later */
+/*                 output is ignored), taken when the program has exited     */
+/*                 with status 0. A non-zero status or a signal denies       */
+/*                 whatever it printed; no line, a malformed or an overlong  */
+/*                 one denies. A question that times out SIGKILLs the program*/
+/*                 (not its children: wrapper scripts should exec) and reaps */
+/*                 it.                                                       */
+/*   socket:PATH   JSON lines on a Unix stream socket to a supervising       */
+/*                 program: sends the question + "\n", reads answer objects  */
+/*                 with "id", one per line (at most 64 KiB; blank lines are  */
+/*                 ignored); an unknown id is ignored (it may have timed     */
+/*                 out). Connected on the first question; a refused or lost  */
+/*                 connection, a malformed line, or a write error denies     */
+/*                 everything pending on it, and the next question connects  */
+/*                 again.                                                    */
+/*                                                                           */
+/* The process must ignore SIGPIPE (a program that exits without reading, a  */
+/* peer that hangs up).                                                      */
 
 struct ask_handler;
 
-/* Parses spec and installs the handler on broker b. 0, or UV_EINVAL with
- * *why set (bad spec), or another UV_E*. */
+/* Parses spec ("tty", "exec:PROGRAM", "socket:PATH") and installs the
+ * handler on broker b. 0, or UV_EINVAL with *why set (bad spec, socket path
+ * over 107 bytes), UV_ENOENT (exec: PROGRAM not found or not executable),
+ * UV_ENOMEM. why may be NULL. */
 int ask_handler_open(struct ask_handler **out, uv_loop_t *loop, const char *spec,
                      struct ask_broker *b, const char **why);
 
-/* Closes the handler (kills running exec children, closes the socket and
- * tty); done(arg) from the last close callback. Idempotent. Close the broker
- * first. */
+/* Closes the handler (kills and reaps running exec children, closes the
+ * socket and tty); done(arg) from the last close callback, never from inside
+ * this call. Idempotent. Close the broker first (its close withdraws every
+ * question, so the handler never answers a freed broker); the handler never
+ * calls the broker from here on. */
 void ask_handler_close(struct ask_handler *h, void (*done)(void *arg), void *arg);
 
 #endif /* SLUICE_BRIDGE_H */
