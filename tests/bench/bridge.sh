@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# tests/bench/bridge.sh - relay benchmark: sluice bridge against a direct
+# connection (the limit) and against socat doing the same job, on loopback.
+#
+#   bash tests/bench/bridge.sh [BUILD_DIR]      (default: build)
+#   BULK_SECONDS=3 RATE_SECONDS=4 bash tests/bench/bridge.sh build
+#
+# Needs BUILD_DIR/sluice and BUILD_DIR/tests/bench/loadgen (cmake --build
+# BUILD_DIR --target sluice loadgen) and socat (scripts/deps.sh). Run by hand,
+# not by ctest; a default run takes about a minute. Rows:
+#   direct            loadgen -> origin over tcp
+#   sluice unix->tcp  loadgen -> unix socket -> sluice bridge -> tcp origin
+#   sluice tcp->tcp   loadgen -> tcp -> sluice bridge -> tcp origin
+#   socat unix->tcp   loadgen -> unix socket -> socat UNIX-LISTEN:..,fork TCP:.. -> origin
+# Columns: bulk throughput (one connection sending to a sink, until the sink
+# has read every byte), and connections/s with 1 and 64 concurrent clients
+# (each: connect, write 100 bytes, read the 100-byte echo, close), each with
+# its ratio to direct. sluice runs with --quiet (socat logs nothing either).
+# Timings are reported, never asserted. Only 127.0.0.1 and unix sockets.
+set -uo pipefail
+B=${1:-build}
+SLUICE=$B/sluice
+LOADGEN=$B/tests/bench/loadgen
+BULK_SECONDS=${BULK_SECONDS:-3}
+RATE_SECONDS=${RATE_SECONDS:-4}
+for f in "$SLUICE" "$LOADGEN"; do
+    [ -x "$f" ] || { echo "bridge.sh: $f missing (cmake --build $B --target sluice loadgen)" >&2; exit 2; }
+done
+HAVE_SOCAT=1
+command -v socat >/dev/null || { HAVE_SOCAT=0; echo "bridge.sh: socat not installed, its row is skipped (scripts/deps.sh)" >&2; }
+
+T=$(mktemp -d /tmp/sluice-bench.XXXXXX) || exit 2
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+# serve KIND VAR: starts a loadgen origin on a free loopback port; sets VAR
+# to its endpoint (not in a subshell, so the pid lands in PIDS).
+serve() {
+    "$LOADGEN" "serve-$1" tcp:127.0.0.1:0 > "$T/$2.out" 2>&1 & PIDS+=($!)
+    local i
+    for i in $(seq 1 100); do
+        if [ -s "$T/$2.out" ]; then printf -v "$2" '%s' "$(awk '{print $2}' "$T/$2.out")"; return 0; fi
+        sleep 0.05
+    done
+    echo "bridge.sh: origin $2 did not start" >&2; exit 1
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_ready ENDPOINT: the unix socket exists / the tcp port accepts.
+wait_ready() {
+    local i
+    for i in $(seq 1 100); do
+        case $1 in
+            unix:*) [ -S "${1#unix:}" ] && return 0 ;;
+            tcp:*) (exec 3<>"/dev/tcp/127.0.0.1/${1##*:}") 2>/dev/null && return 0 ;;
+        esac
+        sleep 0.05
+    done
+    echo "bridge.sh: $1 did not come up" >&2; exit 1
+}
+
+# relay TOOL LISTEN ORIGIN: starts sluice or socat from LISTEN to ORIGIN.
+relay() {
+    case $1 in
+        sluice) "$SLUICE" bridge --quiet "$2" "$3" & PIDS+=($!) ;;
+        socat)
+            local l=$2 o=${3#tcp:}
+            case $l in
+                unix:*) l="UNIX-LISTEN:${l#unix:},fork" ;;
+                tcp:*) l="TCP-LISTEN:${l##*:},bind=127.0.0.1,reuseaddr,fork" ;;
+            esac
+            socat "$l" "TCP:$o" 2>/dev/null & PIDS+=($!) ;; # EPIPE noise when clients close
+    esac
+    wait_ready "$2"
+}
+
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
+
+serve sink SINK
+serve echo ECHO
+
+# measure NAME SINK_EP ECHO_EP: one row.
+declare -A MIB C1 C64
+ROWS=()
+measure() {
+    local name=$1 sink=$2 echo=$3 out
+    ROWS+=("$name")
+    out=$("$LOADGEN" bulk "$sink" --seconds "$BULK_SECONDS")
+    MIB[$name]=$(printf '%s\n' "$out" | field mib_s)
+    out=$("$LOADGEN" rate "$echo" --clients 1 --seconds "$RATE_SECONDS")
+    C1[$name]=$(printf '%s\n' "$out" | field conn_s)
+    [ "$(printf '%s\n' "$out" | field errors)" = 0 ] || echo "bridge.sh: $name c=1: $out" >&2
+    out=$("$LOADGEN" rate "$echo" --clients 64 --seconds "$RATE_SECONDS")
+    C64[$name]=$(printf '%s\n' "$out" | field conn_s)
+    [ "$(printf '%s\n' "$out" | field errors)" = 0 ] || echo "bridge.sh: $name c=64: $out" >&2
+    echo "bridge.sh: $name done" >&2
+}
+
+measure "direct" "$SINK" "$ECHO"
+
+relay sluice "unix:$T/s-sink.sock" "$SINK"
+relay sluice "unix:$T/s-echo.sock" "$ECHO"
+measure "sluice unix->tcp" "unix:$T/s-sink.sock" "unix:$T/s-echo.sock"
+
+P1=$(free_port); P2=$(free_port)
+relay sluice "tcp:127.0.0.1:$P1" "$SINK"
+relay sluice "tcp:127.0.0.1:$P2" "$ECHO"
+measure "sluice tcp->tcp" "tcp:127.0.0.1:$P1" "tcp:127.0.0.1:$P2"
+
+if [ "$HAVE_SOCAT" = 1 ]; then
+    relay socat "unix:$T/x-sink.sock" "$SINK"
+    relay socat "unix:$T/x-echo.sock" "$ECHO"
+    measure "socat unix->tcp" "unix:$T/x-sink.sock" "unix:$T/x-echo.sock"
+fi
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+echo
+echo "relay benchmark: $(nproc) CPUs, $(uname -r), bulk ${BULK_SECONDS}s, rate ${RATE_SECONDS}s per column"
+printf '%-18s %10s %7s %12s %7s %12s %7s\n' path "MiB/s" ratio "conn/s c=1" ratio "conn/s c=64" ratio
+for r in "${ROWS[@]}"; do
+    printf '%-18s %10.1f %7s %12.0f %7s %12.0f %7s\n' "$r" "${MIB[$r]}" "$(ratio "${MIB[$r]}" "${MIB[direct]}")" \
+        "${C1[$r]}" "$(ratio "${C1[$r]}" "${C1[direct]}")" "${C64[$r]}" "$(ratio "${C64[$r]}" "${C64[direct]}")"
+done
+echo "targets: sluice >= 0.80x direct throughput, >= 0.60x direct conn/s"
