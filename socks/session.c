@@ -17,13 +17,14 @@
 #include "policy/policy.h"
 
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-#define SOCKS_READ_SIZE 1024
+#define SOCKS_READ_SIZE 512 /* greeting <= 257, auth <= 513 comes in pieces, request <= 262 */
 #define SOCKS_LINGER_MS 1000       /* reading after a refusal before closing */
 
 enum socks_state {
@@ -34,29 +35,38 @@ enum socks_state {
     SOCKS_ST_CLOSING,
 };
 
+/* What only the handshake needs; freed once the success reply is written
+ * (or with the connection), so an idle tunnel keeps little besides the
+ * relay. */
+struct socks_hs {
+    struct socks5_parser parser;
+    struct policy_host host; /* the request's normalised host */
+    uint8_t rbuf[SOCKS_READ_SIZE];
+    uint8_t method_out[2], auth_out[2];
+    uv_write_t method_req, auth_req;
+};
+
 struct socks_conn {
     struct relay relay; /* a = client, b = upstream, timer = handshake timer */
     struct frontend_conn fc;
     struct frontend *f;
-    enum socks_state state;
-    uint64_t id;
-    int overloaded;
-    struct socks5_parser parser;
+    struct socks_hs *hs; /* NULL once the tunnel is up */
     struct egress_req *req;
-    char client[64];
-    struct policy_host host;
-    int have_host;
-    uint16_t port;
+    enum socks_state state;
+    int overloaded;
     int code; /* reply code sent, -1 none */
-    char verdict[16];
-    char rule[512];
-    char reason[400];
-    char addr[64];
-    const char *end; /* how it ended, static text */
-    char end_buf[160];
-    uint8_t rbuf[SOCKS_READ_SIZE];
-    uint8_t method_out[2], auth_out[2], reply_out[SOCKS5_REPLY_LEN];
-    uv_write_t method_req, auth_req, reply_req, early_req;
+    uint16_t port;
+    uint64_t id;
+    char *host;          /* canonical, for the log; NULL until parsed */
+    char *rule;          /* deciding rule text, NULL if none */
+    char *reason;        /* NULL if none */
+    const char *verdict; /* static text from the egress outcome, or NULL */
+    const char *end;     /* how it ended: static text or end_buf */
+    char end_buf[48];
+    char client[48];
+    char addr[48]; /* address dialed */
+    uint8_t reply_out[SOCKS5_REPLY_LEN];
+    uv_write_t reply_req, early_req;
     uv_shutdown_t shutdown_req;
     uint8_t *early; /* bytes after the request, forwarded after the dial */
     size_t early_len;
@@ -67,6 +77,19 @@ static void conn_close(struct socks_conn *c, const char *end);
 static void set_state(struct socks_conn *c, enum socks_state s)
 {
     c->state = s;
+}
+
+/* Replaces *dst with a heap copy of the formatted text (NULL on no memory). */
+static void set_text(char **dst, const char *fmt, ...)
+{
+    va_list ap;
+    char tmp[512];
+
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    free(*dst);
+    *dst = strdup(tmp);
 }
 
 static void emit(struct socks_conn *c, enum connlog_event ev)
@@ -81,11 +104,11 @@ static void emit(struct socks_conn *c, enum connlog_event ev)
     rec.id = c->id;
     rec.client = c->client;
     rec.protocol = "socks5";
-    rec.host = c->have_host ? c->host.name : NULL;
+    rec.host = c->host;
     rec.port = c->port;
-    rec.verdict = c->verdict[0] != '\0' ? c->verdict : NULL;
-    rec.rule = c->rule;
-    rec.reason = c->reason;
+    rec.verdict = c->verdict;
+    rec.rule = c->rule != NULL ? c->rule : "";
+    rec.reason = c->reason != NULL ? c->reason : "";
     rec.addr = c->addr;
     rec.code = c->code;
     rec.bytes_up = c->relay.a.nread;
@@ -111,6 +134,10 @@ static void on_relay_closed(struct relay *r)
     emit(c, CONNLOG_CLOSE);
     frontend_remove(f, &c->fc);
     free(c->early);
+    free(c->hs);
+    free(c->host);
+    free(c->rule);
+    free(c->reason);
     free(c);
     if (f->conn_ended != NULL)
         f->conn_ended(f);
@@ -224,8 +251,23 @@ static void on_early_written(uv_write_t *w, int status)
     struct socks_conn *c = w->data;
 
     (void)status; /* a failure shows up in the relay as well */
+    free(c->early);
+    c->early = NULL;
+    c->early_len = 0;
+}
+
+/* The success reply is written: every handshake write before it is too
+ * (libuv completes writes in order), so the handshake state can go. */
+static void on_success_written(uv_write_t *w, int status)
+{
+    struct socks_conn *c = w->data;
+
+    free(c->hs);
+    c->hs = NULL;
     if (c->state == SOCKS_ST_CLOSING)
         return;
+    if (status < 0)
+        conn_close(c, "client write failed");
 }
 
 static void connected(struct socks_conn *c, int fd)
@@ -234,14 +276,14 @@ static void connected(struct socks_conn *c, int fd)
 
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
-        snprintf(c->reason, sizeof(c->reason), "cannot adopt the upstream socket: %s",
+        set_text(&c->reason, "cannot adopt the upstream socket: %s",
                  uv_strerror(rc));
         reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
         return;
     }
     socks5_reply(c->reply_out, SOCKS5_REP_SUCCEEDED);
     c->code = SOCKS5_REP_SUCCEEDED;
-    rc = client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_handshake_write);
+    rc = client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_success_written);
     if (rc == 0 && c->early_len > 0) {
         uv_buf_t b = uv_buf_init((char *)c->early, (unsigned)c->early_len);
         c->early_req.data = c;
@@ -286,9 +328,11 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     uint8_t code;
 
     c->req = NULL;
-    snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
-    snprintf(c->rule, sizeof(c->rule), "%s", o->rule);
-    snprintf(c->reason, sizeof(c->reason), "%s", o->reason);
+    c->verdict = o->verdict;
+    if (o->rule[0] != '\0')
+        set_text(&c->rule, "%s", o->rule);
+    if (o->reason[0] != '\0')
+        set_text(&c->reason, "%s", o->reason);
     if (o->have_addr)
         policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
     code = reply_code(o);
@@ -312,44 +356,44 @@ static int request_host(struct socks_conn *c, const struct socks5_request *q, co
     switch (q->atyp) {
     case SOCKS5_ATYP_IPV4:
         inet_ntop(AF_INET, q->addr, text, sizeof(text));
-        return policy_host_normalize(text, strlen(text), &c->host, why);
+        return policy_host_normalize(text, strlen(text), &c->hs->host, why);
     case SOCKS5_ATYP_IPV6:
         inet_ntop(AF_INET6, q->addr, text, sizeof(text));
-        return policy_host_normalize(text, strlen(text), &c->host, why);
+        return policy_host_normalize(text, strlen(text), &c->hs->host, why);
     default:
-        return policy_host_normalize((const char *)q->addr, q->addr_len, &c->host, why);
+        return policy_host_normalize((const char *)q->addr, q->addr_len, &c->hs->host, why);
     }
 }
 
 static void request(struct socks_conn *c)
 {
-    const struct socks5_request *q = &c->parser.req;
+    const struct socks5_request *q = &c->hs->parser.req;
     const char *why = NULL;
     int rc;
 
     uv_timer_stop(&c->relay.timer);
     if (c->overloaded) {
-        snprintf(c->reason, sizeof(c->reason), "too many connections");
+        set_text(&c->reason, "too many connections");
         reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
         return;
     }
     if (request_host(c, q, &why) < 0) {
-        snprintf(c->reason, sizeof(c->reason), "bad destination host: %s", why);
+        set_text(&c->reason, "bad destination host: %s", why);
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination host");
         return;
     }
-    c->have_host = 1;
+    c->host = strdup(c->hs->host.name);
     c->port = q->port;
     if (q->port == 0) {
-        snprintf(c->reason, sizeof(c->reason), "destination port 0");
+        set_text(&c->reason, "destination port 0");
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
     set_state(c, SOCKS_ST_EGRESS);
-    rc = egress_start(c->f->egress, &c->host, c->port, "socks5", c->client, on_egress, c, &c->req);
+    rc = egress_start(c->f->egress, &c->hs->host, c->port, "socks5", c->client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
-        snprintf(c->reason, sizeof(c->reason), "%s", uv_strerror(rc));
+        set_text(&c->reason, "%s", uv_strerror(rc));
         reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
     }
 }
@@ -362,12 +406,12 @@ static void handshake_error(struct socks_conn *c, enum socks5_result res)
     uint8_t out[SOCKS5_REPLY_LEN];
     size_t n = socks5_error_reply(res, out);
 
-    snprintf(c->reason, sizeof(c->reason), "%s", socks5_result_str(res));
+    set_text(&c->reason, "%s", socks5_result_str(res));
     if (res == SOCKS5_ERR_CMD) { /* the request is well-formed: name its target in the log */
         const char *why;
-        if (request_host(c, &c->parser.req, &why) == 0) {
-            c->have_host = 1;
-            c->port = c->parser.req.port;
+        if (request_host(c, &c->hs->parser.req, &why) == 0) {
+            c->host = strdup(c->hs->host.name);
+            c->port = c->hs->parser.req.port;
         }
     }
     if (n == 0) {
@@ -389,7 +433,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
 {
     while (c->state == SOCKS_ST_HANDSHAKE) {
         size_t used = 0;
-        enum socks5_result res = socks5_feed(&c->parser, data, len, &used);
+        enum socks5_result res = socks5_feed(&c->hs->parser, data, len, &used);
 
         data += used;
         len -= used;
@@ -397,13 +441,13 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
         case SOCKS5_NEED_MORE:
             return;
         case SOCKS5_GREETING_DONE:
-            socks5_method_reply(c->method_out, c->parser.method);
-            if (client_write(c, &c->method_req, c->method_out, 2, on_handshake_write) < 0) {
+            socks5_method_reply(c->hs->method_out, c->hs->parser.method);
+            if (client_write(c, &c->hs->method_req, c->hs->method_out, 2, on_handshake_write) < 0) {
                 conn_close(c, "client write failed");
                 return;
             }
-            if (c->parser.method == SOCKS5_METHOD_NONE) {
-                snprintf(c->reason, sizeof(c->reason),
+            if (c->hs->parser.method == SOCKS5_METHOD_NONE) {
+                set_text(&c->reason,
                          c->f->auth_user != NULL ? "client offers no username/password auth"
                                                  : "client offers no acceptable method");
                 close_after_writes(c, "no acceptable auth method");
@@ -411,16 +455,16 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
             }
             break;
         case SOCKS5_AUTH_DONE: {
-            int ok = frontend_auth_ok(c->f, c->parser.user, c->parser.user_len, c->parser.pass,
-                                      c->parser.pass_len);
-            socks5_auth_result(&c->parser, ok);
-            socks5_auth_reply(c->auth_out, ok);
-            if (client_write(c, &c->auth_req, c->auth_out, 2, on_handshake_write) < 0) {
+            int ok = frontend_auth_ok(c->f, c->hs->parser.user, c->hs->parser.user_len, c->hs->parser.pass,
+                                      c->hs->parser.pass_len);
+            socks5_auth_result(&c->hs->parser, ok);
+            socks5_auth_reply(c->hs->auth_out, ok);
+            if (client_write(c, &c->hs->auth_req, c->hs->auth_out, 2, on_handshake_write) < 0) {
                 conn_close(c, "client write failed");
                 return;
             }
             if (!ok) {
-                snprintf(c->reason, sizeof(c->reason), "wrong username or password");
+                set_text(&c->reason, "wrong username or password");
                 close_after_writes(c, "authentication failed");
                 return;
             }
@@ -451,7 +495,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct socks_conn *c = container_of(h, struct socks_conn, relay.a.u.h);
 
     (void)suggested;
-    *buf = uv_buf_init((char *)c->rbuf, sizeof(c->rbuf));
+    if (c->hs == NULL) { /* lingering after the tunnel was up: never happens, be safe */
+        *buf = uv_buf_init(NULL, 0);
+        return;
+    }
+    *buf = uv_buf_init((char *)c->hs->rbuf, sizeof(c->hs->rbuf));
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -464,11 +512,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     if (nread < 0) {
-        snprintf(c->reason, sizeof(c->reason), "client went away during the handshake");
+        set_text(&c->reason, "client went away during the handshake");
         conn_close(c, nread == UV_EOF ? "client closed during handshake" : "client error");
         return;
     }
-    feed(c, c->rbuf, (size_t)nread);
+    feed(c, c->hs->rbuf, (size_t)nread);
 }
 
 static void on_handshake_timeout(uv_timer_t *t)
@@ -477,7 +525,7 @@ static void on_handshake_timeout(uv_timer_t *t)
 
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
-    snprintf(c->reason, sizeof(c->reason), "no complete request within %u ms",
+    set_text(&c->reason, "no complete request within %u ms",
              c->f->handshake_timeout_ms);
     conn_close(c, "handshake timeout");
 }
@@ -488,10 +536,12 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
     int kind = listener_kind(l);
     int rc;
 
-    if (c == NULL) {
-        /* accept and drop, or the listener would spin on the pending socket */
-        uv_tcp_t tmp;
-        return UV_ENOMEM + 0 * (int)sizeof(tmp);
+    if (c == NULL)
+        return UV_ENOMEM; /* the caller pauses accepting */
+    c->hs = calloc(1, sizeof(*c->hs));
+    if (c->hs == NULL) {
+        free(c);
+        return UV_ENOMEM;
     }
     c->f = f;
     c->code = -1;
@@ -508,7 +558,7 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         return rc;
     }
     frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
-    socks5_parser_init(&c->parser, f->auth_user != NULL);
+    socks5_parser_init(&c->hs->parser, f->auth_user != NULL);
     rc = uv_read_start(&c->relay.a.u.s, on_alloc, on_read);
     if (rc < 0) {
         conn_close(c, "client read failed");

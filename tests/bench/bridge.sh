@@ -17,6 +17,11 @@
 # (each: connect, write 100 bytes, read the 100-byte echo, close), each with
 # its ratio to direct. sluice runs with --quiet (socat logs nothing either).
 # Timings are reported, never asserted. Only 127.0.0.1 and unix sockets.
+#
+# CPU placement (as for the proxy benchmark): the relay under test runs on
+# CPU 0 and the load generator and origins on CPU 1 (taskset), so on a
+# 2-CPU machine the relay does not steal cycles from the endpoints it is
+# compared against; NOPIN=1 runs everything unpinned.
 set -uo pipefail
 B=${1:-build}
 SLUICE=$B/sluice
@@ -26,6 +31,10 @@ RATE_SECONDS=${RATE_SECONDS:-4}
 for f in "$SLUICE" "$LOADGEN"; do
     [ -x "$f" ] || { echo "bridge.sh: $f missing (cmake --build $B --target sluice loadgen)" >&2; exit 2; }
 done
+RELAY_CPU=() LOAD_CPU=()
+if [ -z "${NOPIN:-}" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    RELAY_CPU=(taskset -c 0) LOAD_CPU=(taskset -c 1)
+fi
 HAVE_SOCAT=1
 command -v socat >/dev/null || { HAVE_SOCAT=0; echo "bridge.sh: socat not installed, its row is skipped (scripts/deps.sh)" >&2; }
 
@@ -42,7 +51,7 @@ trap cleanup EXIT
 # serve KIND VAR: starts a loadgen origin on a free loopback port; sets VAR
 # to its endpoint (not in a subshell, so the pid lands in PIDS).
 serve() {
-    "$LOADGEN" "serve-$1" tcp:127.0.0.1:0 > "$T/$2.out" 2>&1 & PIDS+=($!)
+    "${LOAD_CPU[@]}" "$LOADGEN" "serve-$1" tcp:127.0.0.1:0 > "$T/$2.out" 2>&1 & PIDS+=($!)
     local i
     for i in $(seq 1 100); do
         if [ -s "$T/$2.out" ]; then printf -v "$2" '%s' "$(awk '{print $2}' "$T/$2.out")"; return 0; fi
@@ -71,14 +80,14 @@ wait_ready() {
 # relay TOOL LISTEN ORIGIN: starts sluice or socat from LISTEN to ORIGIN.
 relay() {
     case $1 in
-        sluice) "$SLUICE" bridge --quiet "$2" "$3" & PIDS+=($!) ;;
+        sluice) "${RELAY_CPU[@]}" "$SLUICE" bridge --quiet "$2" "$3" & PIDS+=($!) ;;
         socat)
             local l=$2 o=${3#tcp:}
             case $l in
                 unix:*) l="UNIX-LISTEN:${l#unix:},fork" ;;
                 tcp:*) l="TCP-LISTEN:${l##*:},bind=127.0.0.1,reuseaddr,fork" ;;
             esac
-            socat "$l" "TCP:$o" 2>/dev/null & PIDS+=($!) ;; # EPIPE noise when clients close
+            "${RELAY_CPU[@]}" socat "$l" "TCP:$o" 2>/dev/null & PIDS+=($!) ;; # EPIPE noise when clients close
     esac
     wait_ready "$2"
 }
@@ -94,12 +103,12 @@ ROWS=()
 measure() {
     local name=$1 sink=$2 echo=$3 out
     ROWS+=("$name")
-    out=$("$LOADGEN" bulk "$sink" --seconds "$BULK_SECONDS")
+    out=$("${LOAD_CPU[@]}" "$LOADGEN" bulk "$sink" --seconds "$BULK_SECONDS")
     MIB[$name]=$(printf '%s\n' "$out" | field mib_s)
-    out=$("$LOADGEN" rate "$echo" --clients 1 --seconds "$RATE_SECONDS")
+    out=$("${LOAD_CPU[@]}" "$LOADGEN" rate "$echo" --clients 1 --seconds "$RATE_SECONDS")
     C1[$name]=$(printf '%s\n' "$out" | field conn_s)
     [ "$(printf '%s\n' "$out" | field errors)" = 0 ] || echo "bridge.sh: $name c=1: $out" >&2
-    out=$("$LOADGEN" rate "$echo" --clients 64 --seconds "$RATE_SECONDS")
+    out=$("${LOAD_CPU[@]}" "$LOADGEN" rate "$echo" --clients 64 --seconds "$RATE_SECONDS")
     C64[$name]=$(printf '%s\n' "$out" | field conn_s)
     [ "$(printf '%s\n' "$out" | field errors)" = 0 ] || echo "bridge.sh: $name c=64: $out" >&2
     echo "bridge.sh: $name done" >&2
@@ -125,7 +134,7 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 echo
-echo "relay benchmark: $(nproc) CPUs, $(uname -r), bulk ${BULK_SECONDS}s, rate ${RATE_SECONDS}s per column"
+echo "relay benchmark: $(nproc) CPUs, $(uname -r), bulk ${BULK_SECONDS}s, rate ${RATE_SECONDS}s per column, ${RELAY_CPU[*]:-unpinned} relay / ${LOAD_CPU[*]:-unpinned} load"
 printf '%-18s %10s %7s %12s %7s %12s %7s\n' path "MiB/s" ratio "conn/s c=1" ratio "conn/s c=64" ratio
 for r in "${ROWS[@]}"; do
     printf '%-18s %10.1f %7s %12.0f %7s %12.0f %7s\n' "$r" "${MIB[$r]}" "$(ratio "${MIB[$r]}" "${MIB[direct]}")" \
