@@ -9,14 +9,6 @@ SLUICE=${1:?usage: ask.sh PATH/TO/sluice}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 RAW="python3 $HERE/rawsock.py"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    [ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 mkdir -p "$T/www"
 echo "hello from the origin" > "$T/www/index.html"
@@ -24,20 +16,11 @@ OPORT=$(free_port)
 (cd "$T/www" && exec python3 -m http.server "$OPORT" --bind 127.0.0.1) 2>"$T/origin.log" &
 PIDS+=($!)
 
-DNSMASQ=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
-DPORT=
 names=""
 for n in allow1 deny session exit3 sleep ok1 ok2 no1 tty1 kill9; do names="$names --host-record=$n.example,127.0.0.1"; done
-for try in 1 2 3 4 5 6 7 8; do
-    p=$((20000 + RANDOM % 40000))
-    # shellcheck disable=SC2086
-    "$DNSMASQ" --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 \
-        --port="$p" --log-queries --log-facility="$T/dnsmasq.log" --local=/example/ $names 2>"$T/dnsmasq.err" &
-    pid=$!
-    sleep 0.3
-    if kill -0 "$pid" 2>/dev/null; then DPORT=$p; PIDS+=($pid); break; fi
-done
-[ -n "$DPORT" ] || { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
+# shellcheck disable=SC2086
+start_dnsmasq --local=/example/ $names ||
+    { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
 for i in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$OPORT/" && break; sleep 0.1; done
 
 cat > "$T/s.json" <<JSON
@@ -46,22 +29,6 @@ cat > "$T/s.json" <<JSON
  "proxy": {"timeouts": {"ask": 1}}}
 JSON
 
-start_proxy() { # NAME ASK-SPEC [env...]
-    local name=$1 spec=$2
-    "$SLUICE" proxy --settings "$T/s.json" --http off --socks tcp:127.0.0.1:0 --ask "$spec" \
-        --log "$T/$name.log" 2>"$T/$name.err" &
-    PROXY_PID=$!
-    PIDS+=($PROXY_PID)
-    PORT=
-    for i in $(seq 100); do
-        PORT=$(sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/$name.log" 2>/dev/null | head -1)
-        [ -n "$PORT" ] && break
-        sleep 0.05
-    done
-    [ -n "$PORT" ] || bad "$name: proxy did not start" "$(cat "$T/$name.err" "$T/$name.log" 2>/dev/null)"
-}
-hexname() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
-connect_req() { local h; h=$(hexname "$1"); printf '05010003%02x%s%04x' $(( ${#h} / 2 )) "$h" "$2"; }
 reply_of() { $RAW "$PORT" s:050100 r:2 s:"$(connect_req "$1" "$OPORT")" r:10 2>/dev/null | sed -n 2p | cut -c3-4; }
 expect_reply() { # NAME HOST WANT_CODE
     local got; got=$(reply_of "$2")
@@ -70,7 +37,7 @@ expect_reply() { # NAME HOST WANT_CODE
 
 # --- exec ---------------------------------------------------------------------------
 export ASK_HELPER_COUNT="$T/count" ASK_HELPER_LOG="$T/questions"
-start_proxy exec "exec:$HERE/ask-helpers/answer.sh"
+start_proxy exec "$T/s.json" --http off --socks tcp:127.0.0.1:0 --ask "exec:$HERE/ask-helpers/answer.sh"
 out=$(curl -s --max-time 10 --socks5-hostname "127.0.0.1:$PORT" "http://allow1.example:$OPORT/index.html")
 [ "$out" = "hello from the origin" ] && ok "exec: 'allow' lets an unmatched name through" || bad "exec allow" "$out"
 grep -q '"host":"allow1.example","port":'"$OPORT"',"protocol":"socks5","client":"127.0.0.1:' "$T/questions" \
@@ -112,7 +79,7 @@ PY
 python3 "$T/supervisor.py" "$T/ask.sock" &
 PIDS+=($!)
 for i in $(seq 50); do [ -S "$T/ask.sock" ] && break; sleep 0.05; done
-start_proxy sock "socket:$T/ask.sock"
+start_proxy sock "$T/s.json" --http off --socks tcp:127.0.0.1:0 --ask "socket:$T/ask.sock"
 expect_reply "socket: supervisor allows" ok1.example 00
 expect_reply "socket: supervisor denies" tty1.example 02
 grep -q 'host=tty1.example .*reason="supervisor says deny"' "$T/sock.log" && ok "socket: reason logged" || bad "socket reason" "$(grep tty1 "$T/sock.log")"

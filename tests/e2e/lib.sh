@@ -15,3 +15,73 @@ e2e_finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]
 }
+
+# Background processes the script started; killed at exit with the temporary
+# directory removed (KEEP=1 keeps it for a post-mortem). A script that sets
+# its own EXIT trap replaces this one.
+PIDS=()
+e2e_cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    [ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap e2e_cleanup EXIT
+
+# A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_dnsmasq ARGS...: dnsmasq on 127.0.0.1 at a free port, no upstream,
+# queries logged to $T/dnsmasq.log; ARGS are its records. Sets DPORT (empty
+# when it could not start, with the reason in $T/dnsmasq.err).
+start_dnsmasq() {
+    local dnsmasq p pid try
+    dnsmasq=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
+    DPORT=
+    for try in 1 2 3 4 5 6 7 8; do
+        p=$((20000 + RANDOM % 40000))
+        "$dnsmasq" --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 \
+            --port="$p" --log-queries --log-facility="$T/dnsmasq.log" "$@" 2>"$T/dnsmasq.err" &
+        pid=$!
+        sleep 0.3
+        if kill -0 "$pid" 2>/dev/null; then
+            DPORT=$p
+            PIDS+=($pid)
+            return 0
+        fi
+    done
+    return 1
+}
+
+# start_proxy NAME SETTINGS [ARGS...]: `$SLUICE proxy` logging to $T/NAME.log
+# (stderr in $T/NAME.err), waits for its start line. Sets PROXY_PID, HPORT
+# and SPORT (the bound HTTP and SOCKS5 ports of tcp:127.0.0.1:0 listeners;
+# empty when off) and PORT=$SPORT.
+start_proxy() {
+    local name=$1 settings=$2 i line
+    shift 2
+    "$SLUICE" proxy --settings "$settings" --log "$T/$name.log" "$@" 2>"$T/$name.err" &
+    PROXY_PID=$!
+    PIDS+=($PROXY_PID)
+    line=
+    for i in $(seq 200); do
+        line=$(grep -m1 'event=start' "$T/$name.log" 2>/dev/null)
+        [ -n "$line" ] && break
+        kill -0 "$PROXY_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    HPORT=$(printf '%s' "$line" | sed -n 's/.*http tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p')
+    SPORT=$(printf '%s' "$line" | sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p')
+    PORT=$SPORT
+    [ -n "$line" ] || bad "$name: proxy did not start" "$(cat "$T/$name.err" "$T/$name.log" 2>/dev/null)"
+}
+
+# SOCKS5 helpers: the hex of a string, and of a domain CONNECT request.
+hexname() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+connect_req() { # HOST PORT
+    local h
+    h=$(hexname "$1")
+    printf '05010003%02x%s%04x' $((${#h} / 2)) "$h" "$2"
+}

@@ -10,15 +10,6 @@ SLUICE=${1:?usage: socks.sh PATH/TO/sluice}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 RAW="python3 $HERE/rawsock.py"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    [ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # --- origin: python http.server on 127.0.0.1 ---------------------------------
 mkdir -p "$T/www"
@@ -35,24 +26,14 @@ python3 -c "import socket,time; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM
 PIDS+=($!)
 
 # --- dnsmasq ------------------------------------------------------------------
-DNSMASQ=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
-DPORT=
-for try in 1 2 3 4 5 6 7 8; do
-    p=$((20000 + RANDOM % 40000))
-    "$DNSMASQ" --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 \
-        --port="$p" --log-queries --log-facility="$T/dnsmasq.log" \
-        --local=/test/ \
-        --server=/slow.example/127.0.0.1#$HOLE \
-        --host-record=origin.test,127.0.0.1 \
-        --host-record=also.test,127.0.0.1 \
-        --host-record=meta.test,169.254.169.254 \
-        --host-record=rebind.test,10.1.2.3 \
-        --host-record=denied.test,127.0.0.1 2>"$T/dnsmasq.err" &
-    pid=$!
-    sleep 0.3
-    if kill -0 "$pid" 2>/dev/null; then DPORT=$p; PIDS+=($pid); break; fi
-done
-[ -n "$DPORT" ] || { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
+start_dnsmasq --local=/test/ \
+    --server=/slow.example/127.0.0.1#$HOLE \
+    --host-record=origin.test,127.0.0.1 \
+    --host-record=also.test,127.0.0.1 \
+    --host-record=meta.test,169.254.169.254 \
+    --host-record=rebind.test,10.1.2.3 \
+    --host-record=denied.test,127.0.0.1 ||
+    { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
 
 for i in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$OPORT/" && break; sleep 0.1; done
 
@@ -66,22 +47,6 @@ write_settings() { # FILE EXTRA_JSON
 JSON
 }
 
-# start_proxy NAME SETTINGS [ARGS...]: sets PORT and PROXY_PID
-start_proxy() {
-    local name=$1 settings=$2
-    shift 2
-    "$SLUICE" proxy --settings "$settings" --http off --socks tcp:127.0.0.1:0 \
-        --log "$T/$name.log" "$@" 2>"$T/$name.err" &
-    PROXY_PID=$!
-    PIDS+=($PROXY_PID)
-    PORT=
-    for i in $(seq 100); do
-        PORT=$(sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/$name.log" 2>/dev/null | head -1)
-        [ -n "$PORT" ] && break
-        sleep 0.05
-    done
-    [ -n "$PORT" ] || bad "$name: proxy did not start" "$(cat "$T/$name.err" "$T/$name.log" 2>/dev/null)"
-}
 
 # raw NAME WANT STEPS...: runs rawsock and compares its whole output
 raw() {
@@ -92,12 +57,9 @@ raw() {
 got:  $got"; fi
 }
 
-hexname() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
-# connect_req HOST PORT -> hex of a domain CONNECT request
-connect_req() { local h; h=$(hexname "$1"); printf '05010003%02x%s%04x' $(( ${#h} / 2 )) "$h" "$2"; }
 
 write_settings "$T/s.json" ""
-start_proxy main "$T/s.json"
+start_proxy main "$T/s.json" --http off --socks tcp:127.0.0.1:0
 
 GREET=050100
 R_OK=05000001000000000000
@@ -210,7 +172,7 @@ wait "$PROXY_PID"; rc=$?
 
 # --- authentication ------------------------------------------------------------------------
 write_settings "$T/a.json" ', "auth": {"username": "alice", "password": "s3cret pw"}'
-start_proxy auth "$T/a.json"
+start_proxy auth "$T/a.json" --http off --socks tcp:127.0.0.1:0
 raw "auth configured: no-auth only is refused" "05ff" s:$GREET r:2
 raw "auth: wrong password refused" "0502
 0101" s:050102 r:2 s:0105$(hexname alice)09$(hexname "s3cret px") r:2
