@@ -55,7 +55,6 @@ struct egress_req {
     struct egress_outcome o;
     size_t ntargets;
     struct dialer_target targets[RESOLVER_MAX_ADDRS];
-    struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS];
 };
 
 static void pol_unref(struct egress_env *e, struct egress_pol *pol)
@@ -278,16 +277,17 @@ static int report_may_dial(enum policy_addr_class c)
 
 static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
 {
+    struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS]; /* on the stack: ~14 KB, transient */
     size_t ok;
 
     if (n > RESOLVER_MAX_ADDRS)
         n = RESOLVER_MAX_ADDRS;
     r->o.naddrs = n;
-    ok = policy_guard(r->pol->p, &r->host, r->port, addrs, n, r->gv);
+    ok = policy_guard(r->pol->p, &r->host, r->port, addrs, n, gv);
     r->ntargets = 0;
     for (size_t i = 0; i < n; i++) {
-        int take = r->gv[i].allowed;
-        if (!take && ok == 0 && r->report && report_may_dial(r->gv[i].cls))
+        int take = gv[i].allowed;
+        if (!take && ok == 0 && r->report && report_may_dial(gv[i].cls))
             take = 1;
         if (!take)
             continue;
@@ -298,15 +298,15 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
     }
     if (ok == 0) {
         /* the first refusal explains it; its rule, if an IP rule decided */
-        if (r->gv[0].rule != NULL)
-            format_rule(r->gv[0].rule, r->o.rule, sizeof(r->o.rule));
+        if (gv[0].rule != NULL)
+            format_rule(gv[0].rule, r->o.rule, sizeof(r->o.rule));
         if (r->ntargets > 0) {
             r->o.would_deny = 1;
-            snprintf(r->o.reason, sizeof(r->o.reason), "%s", r->gv[0].why);
+            snprintf(r->o.reason, sizeof(r->o.reason), "%s", gv[0].why);
         } else {
             r->o.addr = addrs[0];
             r->o.have_addr = 1;
-            deny(r, EGRESS_BY_GUARD, r->gv[0].why);
+            deny(r, EGRESS_BY_GUARD, gv[0].why);
             return;
         }
     }

@@ -10,6 +10,7 @@
 
 #include "bridge/bridge.h"
 #include "policy/policy.h"
+#include "proxy/proxy.h"
 #include "socks/socks.h"
 
 #include <errno.h>
@@ -495,15 +496,6 @@ static void init_service(struct proxy_srv *srv, struct service *svc, const char 
     svc->fe.conn_ended = on_conn_ended;
 }
 
-/* The HTTP front end lands with proxy/; until then --http is refused. */
-static int http_session_accept_stub(struct frontend *f, struct listener *l, int overloaded)
-{
-    (void)f;
-    (void)l;
-    (void)overloaded;
-    return UV_ENOSYS;
-}
-
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
@@ -543,7 +535,7 @@ int cli_proxy(int argc, char **argv)
     loop_ok = 1;
     settings_init(&srv->settings);
     srv->log = stderr;
-    init_service(srv, &srv->http, "http", "tcp:127.0.0.1:3128", http_session_accept_stub);
+    init_service(srv, &srv->http, "http", "tcp:127.0.0.1:3128", http_session_accept);
     init_service(srv, &srv->socks, "socks5", "tcp:127.0.0.1:1080", socks_session_accept);
 
     for (int i = 1; i < argc; i++) {
@@ -594,11 +586,6 @@ int cli_proxy(int argc, char **argv)
             code = 2;
             goto out;
         }
-    }
-    if (srv->http.on && srv->http.accept == http_session_accept_stub) {
-        fprintf(stderr, "sluice: proxy: warning: the HTTP front end is not built yet; serving "
-                        "SOCKS5 only\n");
-        srv->http.on = 0;
     }
     if (!srv->http.on && !srv->socks.on) {
         fprintf(stderr, "sluice: proxy: both --http and --socks are off: nothing to serve\n");

@@ -80,6 +80,7 @@ static void set_state(struct socks_conn *c, enum socks_state s)
 }
 
 /* Replaces *dst with a heap copy of the formatted text (NULL on no memory). */
+static void set_text(char **dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_text(char **dst, const char *fmt, ...)
 {
     va_list ap;
