@@ -222,8 +222,9 @@ struct dialer_target {
     const char *path;        /* unix; must outlive the dial */
 };
 
-/* status 0: fd is connected (non-blocking, close-on-exec, TCP_NODELAY for
- * TCP), no longer watched by the loop, and the caller owns it; index is the
+/* status 0: fd is connected (non-blocking, close-on-exec; TCP_NODELAY is left
+ * to the consumer: relay_start() sets it), no longer watched by the loop, and
+ * the caller owns it; index is the
  * target that connected. status < 0: every target failed; the error is the
  * most telling one seen (UV_ETIMEDOUT if any attempt timed out and none was
  * refused, else the last error other than a timeout: UV_ECONNREFUSED,
@@ -262,16 +263,40 @@ void dialer_cancel(struct dialer *d);
 /*     when both directions have ended;                                       */
 /*   - any read/write error, or no byte either way for idle_ms, ends it.       */
 /* relay_close() is the only way a relay ends (the relay calls it itself when */
-/* done): idempotent, closes the three handles, and on_closed(r) runs from    */
-/* the last close callback, where the owner logs and frees.                  */
+/* done): idempotent, closes the three handles (and the splice path's two     */
+/* poll handles, if it got that far), and on_closed(r) runs from the last     */
+/* close callback, where the owner logs and frees.                            */
 /* The owner never uv_close()s a, b or the timer itself, and leaves the       */
 /* handles' data fields free for its own use (the relay uses container_of).  */
+/*                                                                           */
+/* Zero copy. Between two stream sockets on Linux the relay can move bytes    */
+/* with splice(2), socket -> pipe -> socket, instead of reading them into a   */
+/* buffer and writing them out (two copies per byte). r->splice says when:    */
+/* RELAY_SPLICE_AUTO (the default) starts every relay on the copy path and    */
+/* switches once the traffic looks like a bulk transfer (a read fills the     */
+/* whole buffer, or RELAY_SPLICE_AFTER bytes went one way), so short          */
+/* exchanges never pay for the pipes; RELAY_SPLICE_ALWAYS switches at         */
+/* relay_start (tests, benchmarks); RELAY_SPLICE_OFF never. The switch waits  */
+/* until nothing the owner or the copy path queued is still unwritten. The    */
+/* environment variable SLUICE_SPLICE=off|auto|always sets the default that   */
+/* relay_init() puts in r->splice (read once per thread). The same water      */
+/* marks, half-close and error ends apply on both paths; a splice(2) that     */
+/* fails with EINVAL, ENOSYS or EPERM (unsupported socket type, seccomp)      */
+/* moves the relay back to the copy path without losing a byte.             */
 
 enum relay_kind { RELAY_TCP = 0, RELAY_PIPE = 1 };
 
 #define RELAY_READ_SIZE (64 * 1024)
 #define RELAY_HIGH_WATER (256 * 1024)
 #define RELAY_LOW_WATER (64 * 1024)
+#define RELAY_SPLICE_AFTER (512 * 1024) /* AUTO: bytes one way before splicing */
+
+/* How a relay moves bytes (see "Zero copy" above). */
+enum relay_splice_mode {
+    RELAY_SPLICE_OFF = 0, /* always read into a buffer and write it out */
+    RELAY_SPLICE_AUTO,    /* copy; splice(2) once the traffic is a bulk transfer */
+    RELAY_SPLICE_ALWAYS,  /* splice(2) as soon as nothing queued is in the way */
+};
 
 /* How a relay ended, for logs. */
 enum relay_end {
@@ -303,6 +328,8 @@ struct relay_side {
     unsigned reading : 1;
 };
 
+struct relay_splice; /* the splice path's state, private to relay.c */
+
 struct relay {
     struct relay_side a, b;
     uv_timer_t timer;       /* idle timer once started; the owner's before */
@@ -311,6 +338,10 @@ struct relay {
     uint64_t started_ms;    /* uv_now() at relay_init */
     uint64_t last_io_ms;
     uint64_t npauses;       /* times a side was paused by backpressure */
+    uint64_t nspliced;      /* bytes read with splice(2) (included in a/b.nread) */
+    enum relay_splice_mode splice; /* from relay_init; the owner may change it
+                                      before relay_start */
+    struct relay_splice *sp; /* NULL until the relay tries the splice path */
     unsigned idle_ms;
     int status;             /* 0 or the UV_E* that ended it */
     enum relay_end end;
@@ -318,9 +349,11 @@ struct relay {
     unsigned closing : 1;
     unsigned started : 1;
     unsigned b_open : 1;
+    unsigned want_splice : 1; /* switch to splicing at the next chance */
 };
 
-/* Initialises the three handles (a and b of the given kinds, the timer). */
+/* Initialises the three handles (a and b of the given kinds, the timer), and
+ * r->splice to the default (SLUICE_SPLICE, else RELAY_SPLICE_AUTO). */
 void relay_init(uv_loop_t *loop, struct relay *r, enum relay_kind a, enum relay_kind b,
                 relay_closed_cb on_closed, void *data);
 
@@ -331,10 +364,13 @@ int relay_open_b(struct relay *r, int fd);
 
 /* Starts splicing; the owner must have stopped its own reads on a and its own
  * use of the timer (the relay takes the timer over). Writes the owner queued
- * before still go first (libuv keeps write order). TCP sides get
- * TCP_NODELAY. idle_ms 0 = no idle timeout. 0 or UV_E* (UV_EALREADY if
- * started before, UV_EINVAL if closing, or uv_read_start's error; then the
- * owner calls relay_close). */
+ * before still go first (libuv keeps write order; the splice path starts only
+ * once they are written). From then on the owner does not read, write or shut
+ * down a or b itself (on the splice path libuv's own I/O on them stays off);
+ * asking for their fd or peer name is fine. TCP sides get TCP_NODELAY (set
+ * here only). idle_ms 0 = no idle timeout. 0 or UV_E* (UV_EALREADY if started
+ * before, UV_EINVAL if closing, or uv_read_start's error; then the owner
+ * calls relay_close). */
 int relay_start(struct relay *r, unsigned idle_ms);
 
 /* Ends the relay (idempotent: only the first call counts, on_closed runs
@@ -348,6 +384,17 @@ void relay_close(struct relay *r, int status);
 /* "done", "idle timeout", "client error", "upstream error", "closed", and
  * "none" for RELAY_END_NONE. */
 const char *relay_end_str(enum relay_end e);
+
+/* Relays keep a few 64 KiB buffers and empty pipes per thread for the next
+ * connections. This frees the calling thread's (call it at exit, after the
+ * loop closed, so leak checkers see nothing); later relays refill them. */
+void relay_release_caches(void);
+
+/* Testing only: the nth splice(2) the calling thread makes from now on (1 =
+ * the next one) fails with errno err, as an unsupporting kernel or a seccomp
+ * filter would make it. Also forgets an earlier "splice does not work here"
+ * verdict of this thread. relay_test_fail_splice(0, 0) injects nothing. */
+void relay_test_fail_splice(unsigned nth, int err);
 
 /* ------------------------------------------------------------------------ */
 /* egress (bridge/egress.c)                                                  */

@@ -6,16 +6,25 @@
  * as a TCP one; a libuv stream would have to be closed (asynchronously) after
  * every failed attempt. So each attempt is a plain non-blocking socket():
  *   - connect() == 0 (usual for unix sockets): connected;
- *   - EINPROGRESS (usual for TCP): a uv_poll_t watches for UV_WRITABLE, and
- *     the timer bounds the attempt; SO_ERROR then says how it went. The poll
- *     status is not the error: libuv reports POLLERR (a refused connect) as
- *     UV_EBADF, so SO_ERROR is read whatever the status;
+ *   - EINPROGRESS (usual for TCP): one poll() with a zero timeout first. On
+ *     loopback the handshake has completed inside connect() (the SYN, the
+ *     SYN-ACK and the ACK are processed before it returns), so the answer is
+ *     usually already there, and the attempt ends without any libuv watcher
+ *     (a uv_poll_t costs five epoll_ctl/ioctl calls to set up and tear down).
+ *     Otherwise a uv_poll_t watches for UV_WRITABLE, and the timer bounds the
+ *     attempt; SO_ERROR then says how it went. The poll status is not the
+ *     error: libuv reports POLLERR (a refused connect) as UV_EBADF, so
+ *     SO_ERROR is read whatever the status;
  *   - anything else (ECONNREFUSED, ENOENT, and EAGAIN from a unix listener
  *     whose backlog is full) fails the attempt and the next target is tried.
+ * TCP_NODELAY is not set here: the relay sets it in relay_start(), and once
+ * is enough.
  *
  * Reporting. The callback never runs inside dialer_start(): a result known
  * there (immediate success, or every target failed at once) is reported from
- * the timer at 0 ms, i.e. from a later loop iteration.
+ * the timer at 0 ms. That costs no system call and no extra poll: the timer
+ * runs at the start of the next loop iteration, before it polls, so a relay
+ * started from the callback is watched by that same poll.
  *
  * fd handoff. Before the callback gets the fd, the attempt's poll is closed.
  * uv_close() on a poll stops the watcher synchronously (loop->watchers[fd] is
@@ -32,7 +41,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -187,8 +196,37 @@ static int target_sockaddr(const struct dialer_target *t, struct sockaddr_storag
     return UV_EINVAL;
 }
 
+/* 0 if the socket is connected, else why not. */
+static int connect_result(int fd, int status)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(int);
+    int soerr = 0;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+        return uv_translate_sys_error(errno);
+    if (soerr != 0)
+        return uv_translate_sys_error(soerr);
+    if (status == 0)
+        return 0;
+    /* An error event without a pending socket error: ask the socket. */
+    len = sizeof(ss);
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+        return 0;
+    return uv_translate_sys_error(errno);
+}
+
 static void on_poll(uv_poll_t *h, int status, int events);
 static void on_timer(uv_timer_t *t);
+
+/* fd connected inside attempt_start(): reported from the loop, never from
+ * here. */
+static void report_connected(struct dialer *d, int fd)
+{
+    d->fd = fd;
+    d->state = DIALER_ST_REPORT;
+    DIALER_CHECK(uv_timer_start(&d->timer, on_timer, 0, 0) == 0);
+}
 
 /* Starts connecting to targets[d->idx]. 0: CONNECTING or REPORT was entered;
  * < 0: this attempt failed, nothing is left open. */
@@ -197,8 +235,9 @@ static int attempt_start(struct dialer *d)
     const struct dialer_target *t = &d->targets[d->idx];
     struct sockaddr_storage ss;
     socklen_t sslen = 0;
+    struct pollfd pfd;
     uv_poll_t *p;
-    int fd, rc, one = 1;
+    int fd, rc;
 
     rc = target_sockaddr(t, &ss, &sslen);
     if (rc < 0)
@@ -206,19 +245,28 @@ static int attempt_start(struct dialer *d)
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return uv_translate_sys_error(errno);
-    if (!t->is_unix && setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
-        rc = uv_translate_sys_error(errno);
-        goto fail;
-    }
     if (connect(fd, (struct sockaddr *)&ss, sslen) == 0) {
-        d->fd = fd;
-        d->state = DIALER_ST_REPORT;
-        DIALER_CHECK(uv_timer_start(&d->timer, on_timer, 0, 0) == 0);
+        report_connected(d, fd);
         return 0;
     }
     if (errno != EINPROGRESS && errno != EINTR) { /* EINTR: the connect goes on */
         rc = uv_translate_sys_error(errno);
         goto fail;
+    }
+
+    /* Finished already (loopback)? Then no watcher is needed. POLLOUT alone
+     * means connected (a failed connect shows POLLERR or POLLHUP). */
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 0) == 1) {
+        if (pfd.revents != POLLOUT) {
+            rc = connect_result(fd, UV_EBADF);
+            if (rc < 0)
+                goto fail;
+        }
+        report_connected(d, fd);
+        return 0;
     }
 
     p = malloc(sizeof(*p));
@@ -274,26 +322,6 @@ static void attempt_failed(struct dialer *d, int err)
     note_error(d, err);
     d->idx++;
     try_next(d);
-}
-
-/* 0 if the socket is connected, else why not. */
-static int connect_result(int fd, int status)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(int);
-    int soerr = 0;
-
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
-        return uv_translate_sys_error(errno);
-    if (soerr != 0)
-        return uv_translate_sys_error(soerr);
-    if (status == 0)
-        return 0;
-    /* An error event without a pending socket error: ask the socket. */
-    len = sizeof(ss);
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-        return 0;
-    return uv_translate_sys_error(errno);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events)

@@ -353,7 +353,8 @@ static void on_accept(struct listener *l, void *arg)
         relay_close(&c->relay, rc);
         return;
     }
-    peer_name(c);
+    if (!br->quiet)
+        peer_name(c); /* only the log line needs it: a getpeername() saved */
     rc = dialer_start(&c->dialer, &br->loop, &br->target, 1, br->connect_ms, on_dialed, c);
     if (rc < 0) {
         c->dialer = NULL;
@@ -667,6 +668,7 @@ int cli_bridge(int argc, char **argv)
         uv_loop_close(&br->loop);
         status = 1;
     }
+    relay_release_caches(); /* the buffers and pipes kept for the next connection */
     free(br);
     return status;
 }

@@ -7,7 +7,7 @@ pkgs=(
     build-essential cmake pkg-config
     libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
     libidn2-dev libpsl-dev publicsuffix libcmocka-dev
-    bubblewrap curl dnsmasq-base socat python3 openssl
+    bubblewrap curl dnsmasq-base socat python3 openssl tinyproxy microsocks
 )
 # The ASan+UBSan build uses clang when it is there, gcc otherwise; both
 # runtimes ship with the compilers above.

@@ -15,6 +15,13 @@
  * Callbacks never use cmocka asserts (a longjmp out of uv_run leaves libuv
  * mid-iteration): they record the first unexpected event in sc->err, and the
  * test body asserts after uv_run() returned.
+ *
+ * The whole suite runs three times, once per way the relay moves bytes: the
+ * copy path (RELAY_SPLICE_OFF), splice(2) from relay_start on
+ * (RELAY_SPLICE_ALWAYS) and the default (RELAY_SPLICE_AUTO); sc_check()
+ * asserts which path carried the bytes. SLUICE_TEST_RELAY_MODE=copy|splice|
+ * auto runs one group only. Teardown also checks that the test left no file
+ * descriptor open (dup()s and pipes of the splice path included).
  */
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
@@ -24,6 +31,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -50,7 +58,28 @@
 struct params {
     enum relay_kind ka, kb; /* client side, upstream side */
     int use_dialer;         /* b comes from dialer_start() instead of connect() */
+    unsigned fail_nth;      /* splice fallback tests: the splice(2) call that fails */
+    int fail_err;           /* ... and its errno */
 };
+
+/* How the relays of the running group move bytes (main() sets it). */
+static enum relay_splice_mode test_mode = RELAY_SPLICE_OFF;
+
+/* Open file descriptors of this process. */
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
 
 struct sc;
 
@@ -62,6 +91,7 @@ struct fx {
     unsigned npaths;
     unsigned nopen; /* teardown: handles the test left open */
     uv_timer_t aux; /* a timer for the dialer tests */
+    int nfds;       /* open fds before the test */
     const struct params *p;
     struct sc *sc;                /* freed in teardown, after the loop closed */
     int extra_fds[MAX_EXTRA_FDS]; /* raw sockets, closed in teardown */
@@ -84,6 +114,7 @@ static int setup(void **state)
     if (f == NULL)
         return -1;
     f->p = *state; /* prestate: the test's parameters, or NULL */
+    f->nfds = count_fds();
     snprintf(f->dir, sizeof(f->dir), "%s/sluice-test-relay-XXXXXX",
              tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 60 ? tmp : "/tmp");
     if (mkdtemp(f->dir) == NULL) {
@@ -126,7 +157,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
     unsigned i;
-    int leaked, rc;
+    int leaked, rc, nfds, nfds_before;
     size_t k;
 
     /* Handles the test left open (a failed test, or a leak). */
@@ -149,9 +180,16 @@ static int teardown(void **state)
     }
     rmdir(f->dir);
     sc_free(f->sc);
+    relay_release_caches();       /* pooled pipes are fds too */
+    relay_test_fail_splice(0, 0); /* no injected failure, splice allowed again */
+    nfds = count_fds();
+    nfds_before = f->nfds;
     free(f);
     assert_false(leaked); /* the test left handles open */
     assert_int_equal(rc, 0);
+    /* every fd closed (exactly once: a second close() would have failed or
+     * hit another test's descriptor, and shown up somewhere here) */
+    assert_int_equal(nfds, nfds_before);
     return 0;
 }
 
@@ -230,13 +268,15 @@ struct tlisten {
 struct owner {
     struct relay r;
     struct sc *sc;
-    uv_write_t wreq; /* owner's own handshake reply (close-before-start test) */
+    uv_write_t wreq;   /* owner's own handshake reply (close-before-start test) */
+    uv_write_t wreq_b; /* owner's early bytes upstream (owner-writes-first test) */
     char rbuf[256];
 };
 
 struct sc {
     struct fx *f;
     enum relay_kind ka, kb;
+    enum relay_splice_mode mode; /* the relay's r->splice (test_mode unless a test says) */
     unsigned idle_ms;
     int use_dialer, small_bufs, no_upstream;
     int expect_errors; /* peers may see resets */
@@ -252,7 +292,7 @@ struct sc {
     int nclosed;
     enum relay_end end;
     int status;
-    uint64_t a_nread, b_nread, npauses;
+    uint64_t a_nread, b_nread, npauses, nspliced;
 
     /* dialer outcome */
     int ndial, dial_status;
@@ -261,6 +301,8 @@ struct sc {
     /* payloads: req goes client -> upstream, resp upstream -> client */
     unsigned char *req, *resp;
     size_t req_len, resp_len;
+    unsigned char *early; /* owner-writes-first test: queued on b before relay_start */
+    size_t early_len;
 
     /* a helper timer for scripted peers */
     uv_timer_t timer;
@@ -282,6 +324,7 @@ static void sc_free(struct sc *sc)
         return;
     free(sc->req);
     free(sc->resp);
+    free(sc->early);
     free(sc->client.in);
     free(sc->upstream.in);
     free(sc);
@@ -584,6 +627,7 @@ static void owner_closed(struct relay *r)
     sc->a_nread = r->a.nread;
     sc->b_nread = r->b.nread;
     sc->npauses = r->npauses;
+    sc->nspliced = r->nspliced;
     sc->owner = NULL;
     free(o);
 }
@@ -678,6 +722,7 @@ static void front_conn(struct tlisten *l)
     o->sc = sc;
     sc->owner = o;
     relay_init(&sc->f->loop, &o->r, sc->ka, sc->kb, owner_closed, sc);
+    o->r.splice = sc->mode;
     if (uv_handle_get_type(&o->r.a.u.h) != (sc->ka == RELAY_PIPE ? UV_NAMED_PIPE : UV_TCP) ||
         uv_handle_get_type(&o->r.b.u.h) != (sc->kb == RELAY_PIPE ? UV_NAMED_PIPE : UV_TCP))
         sc_err(sc, "relay_init: handle types do not match the kinds", 0);
@@ -735,6 +780,7 @@ static struct sc *sc_new(struct fx *f, enum relay_kind ka, enum relay_kind kb)
     sc->f = f;
     sc->ka = ka;
     sc->kb = kb;
+    sc->mode = test_mode;
     sc->owner_accepted = owner_default;
     assert_int_equal(uv_timer_init(&f->loop, &sc->timer), 0);
     sc->timer_inited = 1;
@@ -760,7 +806,10 @@ static void sc_start(struct sc *sc)
     }
 }
 
-/* The common end-of-test checks: one on_closed, no stray events. */
+/* The common end-of-test checks: one on_closed, no stray events, and the
+ * path the bytes took: the copy path never splices; ALWAYS splices every
+ * byte the relay read (the tests queue nothing before relay_start, so it
+ * switches at once). */
 static void sc_check(struct sc *sc)
 {
     assert_string_equal(sc->err, "");
@@ -769,6 +818,12 @@ static void sc_check(struct sc *sc)
     assert_true(sc->client.closed);
     if (sc->upstream.inited)
         assert_true(sc->upstream.closed);
+    if (sc->mode == RELAY_SPLICE_OFF)
+        assert_int_equal(sc->nspliced, 0);
+    else if (sc->mode == RELAY_SPLICE_ALWAYS)
+        assert_int_equal(sc->nspliced, sc->a_nread + sc->b_nread);
+    else
+        assert_true(sc->nspliced <= sc->a_nread + sc->b_nread);
 }
 
 static void assert_bytes(const unsigned char *got, size_t got_len, const unsigned char *want,
@@ -1411,6 +1466,215 @@ static void test_end_str(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* 8. the splice path: fallback, AUTO, the owner's writes first              */
+
+/* splice(2) fails as unsupported (EINVAL, ENOSYS, EPERM) at its nth call,
+ * while 8 MiB go to a slow reader (so for most nth bytes sit in a pipe when
+ * it happens) and a response comes back after EOF: the relay goes back to
+ * the copy path without losing, reordering or repeating a byte, and still
+ * ends with a clean double half-close. */
+static void test_splice_fallback(void **state)
+{
+    struct fx *f = *state;
+    const struct params *p = f->p;
+    struct sc *sc = sc_new(f, p->ka, p->kb);
+
+    sc->mode = RELAY_SPLICE_ALWAYS;
+    relay_test_fail_splice(p->fail_nth, p->fail_err); /* teardown resets it */
+    sc->small_bufs = 1;
+    sc->req_len = BP_LEN;
+    sc->req = random_bytes(11, sc->req_len);
+    sc->resp_len = 300 * 1024 + 7;
+    sc->resp = random_bytes(12, sc->resp_len);
+    sc->next_pause = BP_PAUSE_EVERY;
+    sc->client_ready = client_send_req_shut;
+    sc->upstream.on_data = slow_data;
+    sc->upstream.on_eof = resp_on_eof;
+    sc_start(sc);
+    run(f);
+
+    sc->mode = RELAY_SPLICE_AUTO; /* sc_check: some bytes spliced, not all */
+    sc_check(sc);
+    assert_int_equal(sc->end, RELAY_END_DONE);
+    assert_int_equal(sc->status, 0);
+    assert_bytes(sc->upstream.in, sc->upstream.in_len, sc->req, sc->req_len);
+    assert_bytes(sc->client.in, sc->client.in_len, sc->resp, sc->resp_len);
+    assert_int_equal(sc->a_nread, sc->req_len);
+    assert_int_equal(sc->b_nread, sc->resp_len);
+    assert_true(sc->nspliced < sc->req_len); /* it did fall back */
+    if (p->fail_nth == 1)
+        assert_int_equal(sc->nspliced, 0);
+}
+
+/* AUTO: a short exchange stays on the copy path; a bulk transfer switches to
+ * splicing after its first full buffer, byte-exact across the switch. */
+static void auto_echo(struct fx *f, size_t len, uint64_t seed)
+{
+    const struct params *p = f->p;
+    struct sc *sc = sc_new(f, p->ka, p->kb);
+
+    sc->mode = RELAY_SPLICE_AUTO;
+    sc->req_len = len;
+    sc->req = random_bytes(seed, sc->req_len);
+    sc->client_ready = client_send_req_shut;
+    sc->upstream.on_data = echo_data;
+    sc->upstream.on_eof = shut_on_eof;
+    sc_start(sc);
+    run(f);
+
+    sc_check(sc);
+    assert_int_equal(sc->end, RELAY_END_DONE);
+    assert_int_equal(sc->status, 0);
+    assert_bytes(sc->upstream.in, sc->upstream.in_len, sc->req, sc->req_len);
+    assert_bytes(sc->client.in, sc->client.in_len, sc->req, sc->req_len);
+}
+
+static void test_splice_auto_short(void **state)
+{
+    struct fx *f = *state;
+
+    auto_echo(f, 2000, 13);
+    assert_int_equal(f->sc->nspliced, 0);
+}
+
+static void test_splice_auto_bulk(void **state)
+{
+    struct fx *f = *state;
+
+    auto_echo(f, (size_t)4 * 1024 * 1024 + 5, 14);
+    assert_true(f->sc->nspliced > 0);
+    assert_true(f->sc->nspliced < f->sc->a_nread + f->sc->b_nread); /* copy first */
+}
+
+/* The owner queues bytes on both sides before relay_start (a reply to the
+ * client, early data upstream; the upstream one too big to be written at
+ * once): with RELAY_SPLICE_ALWAYS the relay must not splice anything until
+ * they are out, so both peers see the owner's bytes first. */
+static void owner_queue_then_start(struct sc *sc, struct owner *o)
+{
+    static char hello[] = "HELLO from the owner\n";
+    uv_buf_t ha = uv_buf_init(hello, sizeof(hello) - 1);
+    uv_buf_t eb = uv_buf_init((char *)sc->early, (unsigned int)sc->early_len);
+    int fd = connect_upstream(sc), rc;
+
+    if (fd < 0) {
+        sc_err(sc, "connect upstream", uv_translate_sys_error(errno));
+        relay_close(&o->r, UV_ECONNREFUSED);
+        return;
+    }
+    rc = relay_open_b(&o->r, fd);
+    if (rc == 0)
+        rc = uv_write(&o->wreq, &o->r.a.u.s, &ha, 1, NULL);
+    if (rc == 0)
+        rc = uv_write(&o->wreq_b, &o->r.b.u.s, &eb, 1, NULL);
+    if (rc == 0 && uv_stream_get_write_queue_size(&o->r.b.u.s) == 0)
+        sc_err(sc, "the owner's upstream write went out at once; the test needs it queued", 0);
+    if (rc == 0)
+        rc = relay_start(&o->r, 0);
+    if (rc < 0) {
+        sc_err(sc, "owner start", rc);
+        relay_close(&o->r, rc);
+    }
+}
+
+static void test_splice_after_owner_writes(void **state)
+{
+    struct fx *f = *state;
+    const struct params *p = f->p;
+    struct sc *sc = sc_new(f, p->ka, RELAY_TCP);
+    static const char hello[] = "HELLO from the owner\n";
+    unsigned char *want;
+
+    sc->mode = RELAY_SPLICE_ALWAYS;
+    sc->small_bufs = 1;
+    sc->early_len = (size_t)2 * 1024 * 1024 + 1;
+    sc->early = random_bytes(15, sc->early_len);
+    sc->req_len = 1024 * 1024 + 3;
+    sc->req = random_bytes(16, sc->req_len);
+    sc->resp_len = 1024 * 1024 + 4;
+    sc->resp = random_bytes(17, sc->resp_len);
+    sc->owner_accepted = owner_queue_then_start;
+    sc->client_ready = client_send_req_shut;
+    sc->upstream.on_eof = resp_on_eof;
+    sc_start(sc);
+    run(f);
+
+    sc->mode = RELAY_SPLICE_AUTO; /* sc_check: spliced once the queue drained */
+    sc_check(sc);
+    assert_int_equal(sc->end, RELAY_END_DONE);
+    assert_int_equal(sc->status, 0);
+    assert_int_equal(sc->a_nread, sc->req_len); /* the owner's bytes are not counted */
+    assert_int_equal(sc->b_nread, sc->resp_len);
+    assert_true(sc->nspliced > 0);
+
+    want = malloc(sc->early_len + sc->req_len);
+    assert_non_null(want);
+    memcpy(want, sc->early, sc->early_len);
+    memcpy(want + sc->early_len, sc->req, sc->req_len);
+    assert_bytes(sc->upstream.in, sc->upstream.in_len, want, sc->early_len + sc->req_len);
+    free(want);
+    assert_true(sc->client.in_len == sizeof(hello) - 1 + sc->resp_len);
+    assert_memory_equal(sc->client.in, hello, sizeof(hello) - 1);
+    assert_memory_equal(sc->client.in + sizeof(hello) - 1, sc->resp, sc->resp_len);
+}
+
+/* Many tiny segments (one write each, from a unix socket: one pipe slot
+ * each) while the upstream reads nothing: the pipe runs out of slots long
+ * before RELAY_PIPE_SIZE bytes, and splice() then says EAGAIN although the
+ * client has sent more. The relay must pause on that (64 KiB in all, so a
+ * pause can only come from the full pipe), not spin on a readable socket,
+ * and pass every byte in order once the upstream reads. */
+#define TINY_MSGS 4000
+#define TINY_LEN 16
+
+static void client_send_tiny(struct sc *sc)
+{
+    size_t i;
+
+    for (i = 0; i < TINY_MSGS; i++)
+        peer_send(&sc->client, sc->req + i * TINY_LEN, TINY_LEN);
+    peer_shutdown(&sc->client);
+}
+
+static void upstream_read_later(uv_timer_t *t)
+{
+    struct sc *sc = container_of(t, struct sc, timer);
+
+    if (!sc->upstream.closing)
+        peer_read_start(&sc->upstream);
+}
+
+static void upstream_stall_200ms(struct sc *sc)
+{
+    uv_read_stop(&sc->upstream.u.s);
+    uv_timer_start(&sc->timer, upstream_read_later, 200, 0);
+}
+
+static void test_splice_small_segments(void **state)
+{
+    struct fx *f = *state;
+    struct sc *sc = sc_new(f, RELAY_PIPE, RELAY_TCP);
+
+    sc->mode = RELAY_SPLICE_ALWAYS;
+    sc->small_bufs = 1;
+    sc->req_len = (size_t)TINY_MSGS * TINY_LEN;
+    sc->req = random_bytes(18, sc->req_len);
+    sc->client_ready = client_send_tiny;
+    sc->upstream_ready = upstream_stall_200ms;
+    sc->upstream.on_eof = shut_on_eof;
+    sc_start(sc);
+    run(f);
+
+    sc_check(sc);
+    assert_int_equal(sc->end, RELAY_END_DONE);
+    assert_int_equal(sc->status, 0);
+    assert_true(sc->req_len < (size_t)RELAY_LOW_WATER);
+    assert_true(sc->npauses > 0);
+    assert_int_equal(sc->a_nread, sc->req_len);
+    assert_bytes(sc->upstream.in, sc->upstream.in_len, sc->req, sc->req_len);
+}
+
+/* ------------------------------------------------------------------------ */
 /* 7. dialer                                                                 */
 
 struct dial_res {
@@ -1815,12 +2079,19 @@ static void test_dial_ipv6(void **state)
 
 /* ------------------------------------------------------------------------ */
 
-static const struct params P_TT = {RELAY_TCP, RELAY_TCP, 0};
-static const struct params P_TP = {RELAY_TCP, RELAY_PIPE, 0};
-static const struct params P_PT = {RELAY_PIPE, RELAY_TCP, 0};
-static const struct params P_PP = {RELAY_PIPE, RELAY_PIPE, 0};
-static const struct params P_TT_DIAL = {RELAY_TCP, RELAY_TCP, 1};
-static const struct params P_PP_DIAL = {RELAY_PIPE, RELAY_PIPE, 1};
+static const struct params P_TT = {RELAY_TCP, RELAY_TCP, 0, 0, 0};
+static const struct params P_TP = {RELAY_TCP, RELAY_PIPE, 0, 0, 0};
+static const struct params P_PT = {RELAY_PIPE, RELAY_TCP, 0, 0, 0};
+static const struct params P_PP = {RELAY_PIPE, RELAY_PIPE, 0, 0, 0};
+static const struct params P_TT_DIAL = {RELAY_TCP, RELAY_TCP, 1, 0, 0};
+static const struct params P_PP_DIAL = {RELAY_PIPE, RELAY_PIPE, 1, 0, 0};
+/* splice fallback: which splice(2) call fails, and how */
+static const struct params P_FB_1 = {RELAY_TCP, RELAY_TCP, 0, 1, EINVAL};
+static const struct params P_FB_2 = {RELAY_TCP, RELAY_TCP, 0, 2, ENOSYS};
+static const struct params P_FB_3 = {RELAY_TCP, RELAY_TCP, 0, 3, EPERM};
+static const struct params P_FB_40 = {RELAY_TCP, RELAY_TCP, 0, 40, EINVAL};
+static const struct params P_FB_PT = {RELAY_PIPE, RELAY_TCP, 0, 5, EINVAL};
+static const struct params P_FB_PP = {RELAY_PIPE, RELAY_PIPE, 0, 9, ENOSYS};
 
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, NULL)
 #define TP(fn, p, tag)                                                                             \
@@ -1828,8 +2099,30 @@ static const struct params P_PP_DIAL = {RELAY_PIPE, RELAY_PIPE, 1};
 #fn " " tag, fn, setup, teardown, (void *)&(p)                                             \
     }
 
+static int group_copy(void **state)
+{
+    (void)state;
+    test_mode = RELAY_SPLICE_OFF;
+    return 0;
+}
+
+static int group_splice(void **state)
+{
+    (void)state;
+    test_mode = RELAY_SPLICE_ALWAYS;
+    return 0;
+}
+
+static int group_auto(void **state)
+{
+    (void)state;
+    test_mode = RELAY_SPLICE_AUTO;
+    return 0;
+}
+
 int main(void)
 {
+    /* The 31 relay and dialer tests, run once per group (path). */
     const struct CMUnitTest tests[] = {
         T(test_backpressure),
         TP(test_echo, P_TT, "tcp/tcp"),
@@ -1863,7 +2156,40 @@ int main(void)
         T(test_dial_args),
         T(test_dial_ipv6),
     };
+    /* Tests that choose their path themselves: run once. */
+    const struct CMUnitTest splice_tests[] = {
+        TP(test_splice_fallback, P_FB_1, "tcp/tcp 1st EINVAL"),
+        TP(test_splice_fallback, P_FB_2, "tcp/tcp 2nd ENOSYS"),
+        TP(test_splice_fallback, P_FB_3, "tcp/tcp 3rd EPERM"),
+        TP(test_splice_fallback, P_FB_40, "tcp/tcp 40th EINVAL"),
+        TP(test_splice_fallback, P_FB_PT, "pipe/tcp 5th EINVAL"),
+        TP(test_splice_fallback, P_FB_PP, "pipe/pipe 9th ENOSYS"),
+        TP(test_splice_auto_short, P_TT, "tcp/tcp"),
+        TP(test_splice_auto_short, P_PT, "pipe/tcp"),
+        TP(test_splice_auto_bulk, P_TT, "tcp/tcp"),
+        TP(test_splice_auto_bulk, P_PT, "pipe/tcp"),
+        TP(test_splice_auto_bulk, P_TP, "tcp/pipe"),
+        TP(test_splice_auto_bulk, P_PP, "pipe/pipe"),
+        TP(test_splice_after_owner_writes, P_TT, "tcp"),
+        TP(test_splice_after_owner_writes, P_PT, "pipe"),
+        T(test_splice_small_segments),
+    };
+    const char *only = getenv("SLUICE_TEST_RELAY_MODE");
+    uv_loop_t warm;
+    int failed = 0;
 
     signal(SIGPIPE, SIG_IGN);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* libuv opens process-wide descriptors with the first loop; open them
+     * before the per-test fd accounting starts. */
+    if (uv_loop_init(&warm) != 0 || uv_loop_close(&warm) != 0)
+        return 1;
+    if (only == NULL || strcmp(only, "copy") == 0)
+        failed += cmocka_run_group_tests_name("relay: copy path", tests, group_copy, NULL);
+    if (only == NULL || strcmp(only, "splice") == 0)
+        failed += cmocka_run_group_tests_name("relay: splice path", tests, group_splice, NULL);
+    if (only == NULL || strcmp(only, "auto") == 0)
+        failed += cmocka_run_group_tests_name("relay: auto (default)", tests, group_auto, NULL);
+    if (only == NULL || strcmp(only, "splice") == 0)
+        failed += cmocka_run_group_tests_name("relay: splice specifics", splice_tests, NULL, NULL);
+    return failed;
 }
