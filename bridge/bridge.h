@@ -385,6 +385,10 @@ void relay_close(struct relay *r, int status);
  * "none" for RELAY_END_NONE. */
 const char *relay_end_str(enum relay_end e);
 
+/* How the relay ended, for a log line: relay_end_str(), followed by ": " and
+ * the error name when an error ended it ("client error: ECONNRESET"). */
+const char *relay_end_text(const struct relay *r, char *buf, size_t len);
+
 /* Relays keep a few 64 KiB buffers and empty pipes per thread for the next
  * connections. This frees the calling thread's (call it at exit, after the
  * loop closed, so leak checkers see nothing); later relays refill them. */
@@ -547,6 +551,12 @@ void frontend_remove(struct frontend *f, struct frontend_conn *c);
 void frontend_close_all(struct frontend *f);
 /* Text of a connected stream's peer: "ip:port", "[v6]:port" or "unix". */
 const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len);
+/* Constant-time comparison of a secret: 1 when equal (same length, same
+ * bytes), else 0. The time depends only on max(alen, blen), never on where
+ * the bytes differ nor on whether the lengths differ. NULL is fine with
+ * length 0. */
+int frontend_secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
 /* 1 when the credentials match the configured ones (constant time). */
 int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
                      const uint8_t *pass, size_t plen);

@@ -77,18 +77,23 @@ const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len)
     return buf;
 }
 
-/* 1 when a[0..alen) == b[0..blen). The time depends on blen (the configured
- * secret's length) only: every byte of b is compared, the length check is
- * folded in at the end. */
-static int secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+int frontend_secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-    volatile uint8_t diff = 0;
+    const volatile uint8_t *va = a, *vb = b;
+    size_t n = alen > blen ? alen : blen;
+    unsigned diff = 0;
 
-    for (size_t i = 0; i < blen; i++) {
-        uint8_t x = i < alen ? a[i] : (uint8_t)~b[i];
-        diff |= (uint8_t)(x ^ b[i]);
+    /* Over the longer length, the shorter side padded with zeros: the loop
+     * runs the same number of times whether or where the contents differ.
+     * The branches depend on lengths only. */
+    for (size_t i = 0; i < n; i++) {
+        unsigned x = i < alen ? va[i] : 0u;
+        unsigned y = i < blen ? vb[i] : 0u;
+        diff |= x ^ y;
     }
-    return (diff == 0) & (alen == blen);
+    /* The length check last, folded in without a branch of its own. */
+    diff |= (unsigned)(alen != blen);
+    return diff == 0;
 }
 
 int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
@@ -99,7 +104,7 @@ int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
     if (f->auth_user == NULL || f->auth_pass == NULL)
         return 0;
     /* both compared, always: no early exit on a wrong user name */
-    u = secret_equal(user, ulen, (const uint8_t *)f->auth_user, strlen(f->auth_user));
-    p = secret_equal(pass, plen, (const uint8_t *)f->auth_pass, strlen(f->auth_pass));
+    u = frontend_secret_equal(user, ulen, (const uint8_t *)f->auth_user, strlen(f->auth_user));
+    p = frontend_secret_equal(pass, plen, (const uint8_t *)f->auth_pass, strlen(f->auth_pass));
     return u & p;
 }

@@ -111,6 +111,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -1114,6 +1115,15 @@ const char *relay_end_str(enum relay_end e)
         return "closed";
     }
     return "unknown";
+}
+
+const char *relay_end_text(const struct relay *r, char *buf, size_t len)
+{
+    if (r->status < 0 && r->end != RELAY_END_IDLE)
+        snprintf(buf, len, "%s: %s", relay_end_str(r->end), uv_err_name(r->status));
+    else
+        snprintf(buf, len, "%s", relay_end_str(r->end));
+    return buf;
 }
 
 void relay_release_caches(void)

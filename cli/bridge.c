@@ -176,10 +176,8 @@ static void log_conn(const struct bridge_conn *c)
         snprintf(how, sizeof(how), "closed at shutdown");
     else if (c->stopped)
         snprintf(how, sizeof(how), "closed at shutdown before connecting");
-    else if (r->status < 0 && r->end != RELAY_END_IDLE)
-        snprintf(how, sizeof(how), "%s: %s", relay_end_str(r->end), uv_err_name(r->status));
     else
-        snprintf(how, sizeof(how), "%s", relay_end_str(r->end));
+        relay_end_text(r, how, sizeof(how));
     timestamp(when, sizeof(when));
     fprintf(stderr, "%s conn %llu from %s: %llu bytes up, %llu bytes down, %llu ms, %s\n", when,
             (unsigned long long)c->id, c->peer, (unsigned long long)r->a.nread,

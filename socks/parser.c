@@ -257,25 +257,6 @@ void socks5_auth_result(struct socks5_parser *p, int ok)
         p->state = SOCKS5_ST_FAILED;
 }
 
-int socks5_auth_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-    const volatile uint8_t *va = a, *vb = b;
-    size_t n = alen > blen ? alen : blen;
-    unsigned diff = 0;
-
-    /* Over the longer length, the shorter side padded with zeros: the loop
-     * runs the same number of times whether or where the contents differ.
-     * The branches depend on lengths only. */
-    for (size_t i = 0; i < n; i++) {
-        unsigned x = i < alen ? va[i] : 0u;
-        unsigned y = i < blen ? vb[i] : 0u;
-        diff |= x ^ y;
-    }
-    /* The length check last, folded in without a branch of its own. */
-    diff |= (unsigned)(alen != blen);
-    return diff == 0;
-}
-
 size_t socks5_method_reply(uint8_t out[2], uint8_t method)
 {
     out[0] = 0x05;

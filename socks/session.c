@@ -124,14 +124,8 @@ static void on_relay_closed(struct relay *r)
     struct socks_conn *c = container_of(r, struct socks_conn, relay);
     struct frontend *f = c->f;
 
-    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER) {
-        if (r->status != 0)
-            snprintf(c->end_buf, sizeof(c->end_buf), "%s: %s", relay_end_str(r->end),
-                     uv_err_name(r->status));
-        else
-            snprintf(c->end_buf, sizeof(c->end_buf), "%s", relay_end_str(r->end));
-        c->end = c->end_buf;
-    }
+    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER)
+        c->end = relay_end_text(r, c->end_buf, sizeof(c->end_buf));
     emit(c, CONNLOG_CLOSE);
     frontend_remove(f, &c->fc);
     free(c->early);

@@ -25,7 +25,7 @@
 /*   GREETING_DONE  write socks5_method_reply(p->method). If the method is   */
 /*                  SOCKS5_METHOD_NONE close after the write; otherwise keep */
 /*                  feeding (the parser is already in the next stage).       */
-/*   AUTH_DONE      verify p->user / p->pass (socks5_auth_equal), then call  */
+/*   AUTH_DONE      verify p->user / p->pass (frontend_auth_ok), then call   */
 /*                  socks5_auth_result(p, ok) and write socks5_auth_reply(). */
 /*                  Until socks5_auth_result() is called, socks5_feed()      */
 /*                  consumes nothing and returns SOCKS5_ERR_STATE, so a      */
@@ -180,12 +180,6 @@ enum socks5_result socks5_feed(struct socks5_parser *p, const uint8_t *data, siz
  * p->user and p->pass. Called in any other state, it fails the parser, so
  * the next socks5_feed() returns SOCKS5_ERR_STATE. */
 void socks5_auth_result(struct socks5_parser *p, int ok);
-
-/* Constant-time comparison of a secret: 1 when equal (same length, same
- * bytes), else 0. The time depends only on max(alen, blen), never on where
- * the bytes differ nor on whether the lengths differ. NULL is fine with
- * length 0. */
-int socks5_auth_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
 /* Replies. Each builds the bytes to write and returns how many. */
 

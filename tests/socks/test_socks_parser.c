@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "bridge/bridge.h"
 #include "socks/socks.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -783,8 +784,8 @@ static void test_auth_flow(void **state)
     assert_memory_equal(p.user, "alice", 5);
     assert_int_equal(p.pass_len, 6);
     assert_memory_equal(p.pass, "s3cret", 6);
-    assert_true(socks5_auth_equal(p.user, p.user_len, (const uint8_t *)"alice", 5));
-    assert_false(socks5_auth_equal(p.pass, p.pass_len, (const uint8_t *)"s3cre", 5));
+    assert_true(frontend_secret_equal(p.user, p.user_len, (const uint8_t *)"alice", 5));
+    assert_false(frontend_secret_equal(p.pass, p.pass_len, (const uint8_t *)"s3cre", 5));
     for (int i = 0; i < 3; i++) {
         used = 42;
         assert_int_equal(socks5_feed(&p, stream + off, sizeof stream - 1 - off, &used),
@@ -902,7 +903,7 @@ static void test_replies(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
-/* socks5_auth_equal                                                         */
+/* frontend_secret_equal                                                         */
 
 static void test_auth_equal(void **state)
 {
@@ -942,8 +943,8 @@ static void test_auth_equal(void **state)
     big2[254] ^= 0x80;
 
     for (size_t i = 0; i < NELEM(table); i++) {
-        int got = socks5_auth_equal(table[i].a, table[i].alen, table[i].b, table[i].blen);
-        int rev = socks5_auth_equal(table[i].b, table[i].blen, table[i].a, table[i].alen);
+        int got = frontend_secret_equal(table[i].a, table[i].alen, table[i].b, table[i].blen);
+        int rev = frontend_secret_equal(table[i].b, table[i].blen, table[i].a, table[i].alen);
         if (got != table[i].want || rev != table[i].want) {
             row_fail("auth_equal", "'%s': got %d / %d reversed, want %d", table[i].note, got, rev,
                      table[i].want);
