@@ -116,6 +116,20 @@ struct settings {
     char *bwrap_path;
     struct settings_list git_safe_directories;
 
+    /* "sandbox" object (permission layers, reference 001 §1-6). */
+    struct {
+        enum settings_bool enabled;                    /* unset = true */
+        enum settings_bool allow_unsandboxed_commands; /* unset = true */
+        struct settings_list excluded_commands; /* "cmd", "prefix ", "prefix:*" */
+    } sandbox;
+
+    /* "environment" object: what of the host environment reaches the command. */
+    struct {
+        struct settings_list allow; /* names or NAME_* globs passed even if secret */
+        struct settings_list deny;  /* names or globs removed in addition */
+        int inherit;                /* default 1; 0: pass only the allow list */
+    } environment;
+
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
     struct {
         char *auth_username; /* NULL: no proxy authentication */

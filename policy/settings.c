@@ -230,6 +230,9 @@ void settings_init(struct settings *s)
     s->network.mode = SETTINGS_MODE_ENFORCE;
     s->network.deny_private_addresses = SETTINGS_UNSET;
     s->mandatory_deny_search_depth = 3;
+    s->sandbox.enabled = SETTINGS_UNSET;
+    s->sandbox.allow_unsandboxed_commands = SETTINGS_UNSET;
+    s->environment.inherit = 1;
     s->proxy.head_timeout_ms = 10000;
     s->proxy.handshake_timeout_ms = 10000;
     s->proxy.ask_timeout_ms = 30000;

@@ -1,0 +1,162 @@
+/* sandbox/sandbox.h - enforcement around a command run by `sluice run`.
+ *
+ * The parts, one file each:
+ *   strv.c     growable NULL-terminated string vectors (argv, envp)
+ *   env.c      the command's environment: host env minus secrets, plus the
+ *              proxy variables for every common tool
+ *   protect.c  the protected-file scan (.bashrc, .git/hooks, ...) below the
+ *              writable roots
+ *   bwrap.c    the bwrap argument builder: a pure function of the settings,
+ *              the options below and the filesystem as it is now
+ *   seccomp.c  the syscall filter loaded by `inner` just before exec
+ *   inner.c    `sluice inner`: runs as the sandbox's first program, makes the
+ *              proxy listeners in the sandbox's network namespace, hands
+ *              them to the host over a socketpair (SCM_RIGHTS), seals itself
+ *              with no_new_privs + seccomp and execs the command
+ *
+ * Errors are returned as -errno (or -1) with a one-line message in err that
+ * names what was wrong and where; every failure is fatal to the run (fail
+ * closed: the command never runs unsandboxed). */
+#ifndef SLUICE_SANDBOX_H
+#define SLUICE_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+/* ------------------------------------------------------------------------ */
+/* string vectors (sandbox/strv.c)                                           */
+
+struct sb_strv {
+    char **v; /* v[n] == NULL whenever v != NULL */
+    size_t n, cap;
+};
+
+int sb_strv_push(struct sb_strv *a, const char *s);
+int sb_strv_pushf(struct sb_strv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void sb_strv_free(struct sb_strv *a);
+
+/* ------------------------------------------------------------------------ */
+/* environment (sandbox/env.c)                                               */
+
+struct sb_env_opts {
+    const struct settings *s;
+    char *const *host_env;  /* normally environ */
+    unsigned http_port;     /* inside the sandbox, on 127.0.0.1: 3128 */
+    unsigned socks_port;    /* 1080 */
+    const char *tmpdir;     /* TMPDIR as seen inside */
+    const char *self_exe;   /* sluice's path (same inside: / is bound read-only) */
+};
+
+/* The command's environment (and bwrap's: PID 1 inside is bwrap, its environ
+ * is readable there, so nothing secret may be in it). */
+int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, size_t errlen);
+
+/* 1 when NAME (without "=VALUE") is on the built-in secret list. */
+int sb_env_is_secret(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* protected files (sandbox/protect.c)                                       */
+
+enum sb_prot_kind {
+    SB_PROT_FILE = 0, /* existing file: bound read-only over itself */
+    SB_PROT_DIR,      /* existing directory: bound read-only over itself */
+    SB_PROT_ABSENT,   /* first missing component of a protected path:
+                         /dev/null (read-only) is bound there, so it cannot
+                         be created; bwrap makes the mount point on the host,
+                         which sluice removes after the run */
+    SB_PROT_PIN,      /* existing directory holding protected paths (.git):
+                         bound read-write over itself, so it is a mount point
+                         that cannot be renamed away and recreated */
+};
+
+struct sb_prot {
+    char *path; /* absolute */
+    enum sb_prot_kind kind;
+};
+
+struct sb_prot_list {
+    struct sb_prot *v;
+    size_t n, cap;
+};
+
+/* Walks ROOT to DEPTH levels (skipping node_modules, never following
+ * symlinks) and appends what must be protected inside it. */
+int sb_protect_scan(const char *root, unsigned depth, int allow_git_config,
+                    struct sb_prot_list *out, char *err, size_t errlen);
+void sb_prot_list_free(struct sb_prot_list *l);
+
+/* ------------------------------------------------------------------------ */
+/* bwrap argument builder (sandbox/bwrap.c)                                  */
+
+struct sb_bwrap_opts {
+    const struct settings *s;
+    const char *bwrap;       /* bwrap's path */
+    int bwrap_setuid;        /* 1: no --unshare-user */
+    int stdin_tty;           /* 0: --new-session */
+    int restrict_network;    /* 1: --unshare-net */
+    const char *cwd;         /* absolute, resolved */
+    const char *home;        /* $HOME, for ~ in path lists; may be NULL */
+    const char *host_tmpdir; /* private writable dir on the host (in the run
+                                directory), bound at /tmp inside */
+    const char *self_exe;    /* sluice's path */
+    int inner_fd;            /* the socketpair end `inner` inherits */
+    int allow_unix_sockets;  /* passed to inner (seccomp) */
+    char *const *cmd;        /* the command's argv, NULL-terminated */
+};
+
+struct sb_plan {
+    struct sb_strv argv;    /* bwrap ... -- SELF inner --fd N [...] -- CMD... */
+    struct sb_strv created; /* host paths bwrap will create as mount points,
+                               deepest last: removed after the run */
+};
+
+int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *p, char *err, size_t errlen);
+/* Removes the mount points listed in p->created that are still what bwrap
+ * made (an empty regular file or an empty directory), deepest first. */
+void sb_plan_cleanup(const struct sb_plan *p);
+void sb_plan_free(struct sb_plan *p);
+
+/* ------------------------------------------------------------------------ */
+/* seccomp (sandbox/seccomp.c)                                               */
+
+struct sb_seccomp_opts {
+    int allow_unix_sockets; /* network.allowAllUnixSockets */
+};
+
+/* Builds and loads the filter into the calling thread (no_new_privs must be
+ * set already). After it: socket(AF_UNIX) -> EPERM (unless allowed; the
+ * domain compared masked to 32 bits), io_uring_* -> EPERM, unshare/clone
+ * with CLONE_NEWUSER -> EPERM, clone3 -> ENOSYS, ioctl TIOCSTI/TIOCLINUX ->
+ * EPERM, on every ABI the kernel runs (x86-64: native, x32, i386 including
+ * socketcall); other architectures killed. */
+int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
+
+/* One line per rule, for `sluice explain` and the README. */
+const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
+
+/* ------------------------------------------------------------------------ */
+/* inner (sandbox/inner.c) and the host's end of the handoff                 */
+
+/* `sluice inner --fd N [--allow-unix-sockets] [--http-port P] [--socks-port P]
+ * -- CMD ARGS...`: never returns on success (execs CMD); 125 on error with a
+ * message on stderr, 127/126 when CMD cannot be executed. */
+int sb_inner_main(int argc, char **argv);
+
+enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1 };
+
+struct sb_handoff {
+    int fds[4];                    /* listening sockets, -1 when absent */
+    enum sb_listener_kind kind[4];
+    size_t n;
+    int cmd_pid;                   /* the command's pid in the host's pid
+                                      namespace (SCM_CREDENTIALS), 0 if unknown */
+};
+
+/* Host side: receives inner's one message on SOCK (blocking, with a timeout
+ * in ms). Every fd is CLOEXEC. */
+int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen);
+
+#endif
