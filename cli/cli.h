@@ -19,6 +19,15 @@ void cli_bridge_usage(FILE *f);
 int cli_proxy(int argc, char **argv);
 void cli_proxy_usage(FILE *f);
 
+int cli_run(int argc, char **argv);
+void cli_run_usage(FILE *f);
+
+int cli_explain(int argc, char **argv);
+void cli_explain_usage(FILE *f);
+
+int cli_connect(int argc, char **argv);
+void cli_connect_usage(FILE *f);
+
 /* Loads the layered settings (user file, --settings / $SLUICE_SETTINGS,
  * managed file last) and prints notices to stderr. On error prints the
  * located message and returns -1 (the caller exits 2). */

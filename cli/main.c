@@ -1,5 +1,8 @@
 /* cli/main.c - the sluice binary: one executable, one subcommand per job. */
 #include "cli/cli.h"
+#ifdef SLUICE_WITH_RUN
+#include "sandbox/sandbox.h"
+#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -8,14 +11,40 @@
 #define SLUICE_VERSION "0.1.0"
 #endif
 
+struct subcommand {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    void (*usage)(FILE *f);
+};
+
+static const struct subcommand commands[] = {
+#ifdef SLUICE_WITH_RUN
+    {"run", cli_run, cli_run_usage},
+#endif
+    {"proxy", cli_proxy, cli_proxy_usage},
+    {"check", cli_check, cli_check_usage},
+#ifdef SLUICE_WITH_RUN
+    {"explain", cli_explain, cli_explain_usage},
+#endif
+    {"bridge", cli_bridge, cli_bridge_usage},
+#ifdef SLUICE_WITH_RUN
+    {"connect", cli_connect, cli_connect_usage},
+    /* the in-sandbox helper of `sluice run`; not for direct use */
+    {"inner", sb_inner_main, NULL},
+#endif
+};
+
 static void usage(FILE *f)
 {
     fputs("usage: sluice COMMAND [OPTIONS] [ARGS]\n"
           "\n"
           "commands:\n"
+          "  run       run a command in the sandbox: network only through sluice's proxies\n"
           "  proxy     run the egress proxy (HTTP and SOCKS5) on the settings' policy\n"
           "  check     explain policy decisions for targets, or run a file of expectations\n"
+          "  explain   describe the restrictions `sluice run` applies with these settings\n"
           "  bridge    relay connections between Unix sockets and TCP (replaces socat)\n"
+          "  connect   tunnel stdin/stdout through an HTTP proxy (ssh ProxyCommand)\n"
           "  help      show this help, or 'sluice help COMMAND'\n"
           "  version   print the version\n"
           "\n"
@@ -23,8 +52,17 @@ static void usage(FILE *f)
           f);
 }
 
+static const struct subcommand *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    const struct subcommand *c;
     const char *cmd;
 
     if (argc < 2) {
@@ -32,32 +70,21 @@ int main(int argc, char **argv)
         return 2;
     }
     cmd = argv[1];
-    if (strcmp(cmd, "check") == 0)
-        return cli_check(argc - 1, argv + 1);
-    if (strcmp(cmd, "bridge") == 0)
-        return cli_bridge(argc - 1, argv + 1);
-    if (strcmp(cmd, "proxy") == 0)
-        return cli_proxy(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("sluice %s\n", SLUICE_VERSION);
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && strcmp(argv[2], "check") == 0) {
-            cli_check_usage(stdout);
-            return 0;
-        }
-        if (argc > 2 && strcmp(argv[2], "bridge") == 0) {
-            cli_bridge_usage(stdout);
-            return 0;
-        }
-        if (argc > 2 && strcmp(argv[2], "proxy") == 0) {
-            cli_proxy_usage(stdout);
-            return 0;
-        }
-        usage(stdout);
+        c = argc > 2 ? find(argv[2]) : NULL;
+        if (c != NULL && c->usage != NULL)
+            c->usage(stdout);
+        else
+            usage(stdout);
         return 0;
     }
+    c = find(cmd);
+    if (c != NULL)
+        return c->main(argc - 1, argv + 1);
     fprintf(stderr, "sluice: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

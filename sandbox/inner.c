@@ -1,0 +1,609 @@
+/* sandbox/inner.c - `sluice inner`, the first program inside the sandbox,
+ * and the host's end of its handoff (design.md "The sandbox").
+ *
+ *   sluice inner --fd N [--allow-unix-sockets] [--http-port P]
+ *                [--socks-port P] -- CMD ARGS...
+ *
+ * inner runs in the sandbox's network namespace, where the only route out
+ * is the proxy. In order it:
+ *   1. parses its arguments (strict: any error exits 125);
+ *   2. makes the proxy listeners there: 127.0.0.1:HTTP, 127.0.0.1:SOCKS,
+ *      [::1]:HTTP, [::1]:SOCKS (defaults 3128 and 1080; port 0 = any, for
+ *      tests). A v6 listener whose address or family is missing
+ *      (EADDRNOTAVAIL, EAFNOSUPPORT) is skipped; any other failure is fatal;
+ *   3. hands them to the host over fd N (its end of a socketpair) in one
+ *      message, below, and closes its own copies;
+ *   4. waits for the host's go byte; EOF or any other byte exits 125
+ *      without running the command (fail closed: no command runs before
+ *      the host serves its proxy);
+ *   5. closes fd N and every other inherited fd >= 3 (stdin, stdout and
+ *      stderr are the command's and stay as they are);
+ *   6. sets no_new_privs and loads the seccomp filter (seccomp.c), last;
+ *   7. execs CMD (PATH search): 127 if it is not found, 126 if it cannot be
+ *      executed, with "sluice inner: CMD: reason" on stderr.
+ * Its pid becomes the command's pid.
+ *
+ * Wire format on the socketpair (version 1; both ends are this file):
+ *   inner -> host, one sendmsg:
+ *     payload  n bytes (2 <= n <= 4), one per listener, in order: 'H' for the
+ *              HTTP proxy listener, 'S' for the SOCKS5 listener. At least
+ *              one of each. inner sends H(v4) S(v4) [H(v6)] [S(v6)].
+ *     control  one SCM_RIGHTS message carrying the n listening sockets in
+ *              the payload's order. The host sets SO_PASSCRED on its end
+ *              before starting bwrap, so the kernel also attaches
+ *              SCM_CREDENTIALS with inner's pid translated into the host's
+ *              pid namespace; inner sends no credentials itself.
+ *   host -> inner, one byte:
+ *     'G'      "go": the host is serving the listeners; inner execs CMD.
+ *              Anything else, or EOF, makes inner exit 125.
+ * A socketpair of type SOCK_STREAM or SOCK_SEQPACKET works: the message is
+ * a single small write either way. */
+/* SCM_CREDENTIALS, struct ucred, MSG_CMSG_CLOEXEC and syscall() are Linux
+ * or BSD extensions: the project builds with _POSIX_C_SOURCE=200809L only.
+ * Before any include. */
+#define _GNU_SOURCE
+#include "sandbox/sandbox.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INNER_FAIL 125
+#define INNER_BACKLOG 511
+#define INNER_MAX_L 4 /* listeners in one handoff: 2 ports x 2 families */
+#define HANDOFF_GO 'G'
+#define KIND_HTTP 'H'
+#define KIND_SOCKS 'S'
+
+static void inner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void inner_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("sluice inner: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------------------ */
+/* inner                                                                     */
+
+struct inner_args {
+    int fd;
+    int allow_unix_sockets;
+    unsigned http_port, socks_port;
+    char **cmd;
+};
+
+/* A decimal number in [0, max]: digits only, no sign, no spaces. */
+static int parse_num(const char *s, unsigned long max, unsigned long *out)
+{
+    unsigned long v = 0;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    for (; *s != '\0'; s++) {
+        unsigned d;
+        if (*s < '0' || *s > '9')
+            return -1;
+        d = (unsigned)(*s - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct inner_args *a)
+{
+    int have_fd = 0, have_http = 0, have_socks = 0, dashdash = 0;
+    int i;
+
+    a->fd = -1;
+    a->allow_unix_sockets = 0;
+    a->http_port = 3128;
+    a->socks_port = 1080;
+    a->cmd = NULL;
+
+    /* argv[0] is the subcommand's name ("inner"). */
+    for (i = 1; i < argc; i++) {
+        const char *opt = argv[i];
+        unsigned long v;
+
+        if (strcmp(opt, "--") == 0) {
+            dashdash = 1;
+            i++;
+            break;
+        }
+        if (strcmp(opt, "--allow-unix-sockets") == 0) {
+            a->allow_unix_sockets = 1;
+            continue;
+        }
+        if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
+            strcmp(opt, "--socks-port") != 0) {
+            if (strncmp(opt, "--", 2) != 0)
+                inner_err("expected '--' before the command '%s'", opt);
+            else
+                inner_err("unknown option '%s'", opt);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            inner_err("option '%s' needs a value", opt);
+            return -1;
+        }
+        i++;
+        if (strcmp(opt, "--fd") == 0) {
+            if (have_fd++) {
+                inner_err("option '--fd' given twice");
+                return -1;
+            }
+            if (parse_num(argv[i], INT_MAX, &v) < 0 || v < 3) {
+                inner_err("--fd '%s' is not a descriptor number >= 3", argv[i]);
+                return -1;
+            }
+            a->fd = (int)v;
+        } else {
+            int *seen = strcmp(opt, "--http-port") == 0 ? &have_http : &have_socks;
+            if ((*seen)++) {
+                inner_err("option '%s' given twice", opt);
+                return -1;
+            }
+            if (parse_num(argv[i], 65535, &v) < 0) {
+                inner_err("%s '%s' is not a port number (0-65535)", opt, argv[i]);
+                return -1;
+            }
+            if (seen == &have_http)
+                a->http_port = (unsigned)v;
+            else
+                a->socks_port = (unsigned)v;
+        }
+    }
+    if (!have_fd) {
+        inner_err("--fd is required");
+        return -1;
+    }
+    if (!dashdash) {
+        inner_err("expected '--' before the command");
+        return -1;
+    }
+    if (i >= argc || argv[i][0] == '\0') {
+        inner_err("no command after '--'");
+        return -1;
+    }
+    if (fcntl(a->fd, F_GETFD) < 0) {
+        inner_err("--fd %d: %s", a->fd, strerror(errno));
+        return -1;
+    }
+    a->cmd = argv + i;
+    return 0;
+}
+
+/* A listening TCP socket on the loopback address of FAMILY; -errno on
+ * failure with *what naming the step. */
+static int make_listener(int family, unsigned port, const char **what)
+{
+    const int one = 1;
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } addr;
+    socklen_t alen;
+    int fd, e;
+
+    memset(&addr, 0, sizeof addr);
+    if (family == AF_INET) {
+        addr.in4.sin_family = AF_INET;
+        addr.in4.sin_port = htons((uint16_t)port);
+        addr.in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        alen = sizeof addr.in4;
+    } else {
+        addr.in6.sin6_family = AF_INET6;
+        addr.in6.sin6_port = htons((uint16_t)port);
+        addr.in6.sin6_addr = in6addr_loopback;
+        alen = sizeof addr.in6;
+    }
+
+    *what = "socket";
+    fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    *what = "setsockopt(SO_REUSEADDR)";
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+        goto fail;
+    if (family == AF_INET6) {
+        *what = "setsockopt(IPV6_V6ONLY)";
+        if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+            goto fail;
+    }
+    *what = "bind";
+    if (bind(fd, &addr.sa, alen) < 0)
+        goto fail;
+    *what = "listen";
+    if (listen(fd, INNER_BACKLOG) < 0)
+        goto fail;
+    return fd;
+fail:
+    e = errno;
+    close(fd);
+    return -e;
+}
+
+/* Closes every descriptor >= 3. */
+static void close_from_3(void)
+{
+    struct rlimit rl;
+    unsigned long max;
+    DIR *d;
+
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+#endif
+    /* Before Linux 5.9. */
+    d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        int dfd = dirfd(d);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            unsigned long v;
+            if (parse_num(e->d_name, INT_MAX, &v) == 0 && v >= 3 && (int)v != dfd)
+                close((int)v);
+        }
+        closedir(d);
+        return;
+    }
+    /* No /proc either: every possible number. */
+    max = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        max = rl.rlim_cur < (1UL << 20) ? (unsigned long)rl.rlim_cur : (1UL << 20);
+    for (unsigned long fd = 3; fd < max; fd++)
+        close((int)fd);
+}
+
+static int send_listeners(int sock, const int *fds, const char *kinds, size_t n)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * INNER_MAX_L)];
+    } ctl;
+    struct iovec iov;
+    struct msghdr msg;
+    struct cmsghdr *c;
+    ssize_t r;
+
+    memset(&ctl, 0, sizeof ctl);
+    memset(&msg, 0, sizeof msg);
+    iov.iov_base = (void *)kinds;
+    iov.iov_len = n;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+
+    do
+        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    if ((size_t)r != n)
+        return -EIO;
+    return 0;
+}
+
+/* 0 on 'G'; -1 (message printed) otherwise. */
+static int wait_for_go(int sock)
+{
+    unsigned char c;
+    ssize_t r;
+
+    do
+        r = read(sock, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        inner_err("waiting for the host on fd %d: %s", sock, strerror(errno));
+        return -1;
+    }
+    if (r == 0) {
+        inner_err("the host closed fd %d before starting the command", sock);
+        return -1;
+    }
+    if (c != HANDOFF_GO) {
+        inner_err("unexpected byte 0x%02x from the host on fd %d", (unsigned)c, sock);
+        return -1;
+    }
+    return 0;
+}
+
+int sb_inner_main(int argc, char **argv)
+{
+    static const struct {
+        int family;
+        char kind;
+    } plan[INNER_MAX_L] = {
+        {AF_INET, KIND_HTTP},
+        {AF_INET, KIND_SOCKS},
+        {AF_INET6, KIND_HTTP},
+        {AF_INET6, KIND_SOCKS},
+    };
+    struct inner_args a;
+    struct sb_seccomp_opts so;
+    int fds[INNER_MAX_L];
+    char kinds[INNER_MAX_L];
+    size_t n = 0;
+    char err[256];
+    int rc, e;
+
+    if (parse_args(argc, argv, &a) < 0)
+        return INNER_FAIL;
+
+    for (size_t i = 0; i < INNER_MAX_L; i++) {
+        unsigned port = plan[i].kind == KIND_HTTP ? a.http_port : a.socks_port;
+        const char *what = "";
+        int fd = make_listener(plan[i].family, port, &what);
+        if (fd < 0) {
+            if (plan[i].family == AF_INET6 && (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT))
+                continue; /* no IPv6 loopback in this namespace */
+            inner_err("%s listener on %s:%u: %s: %s", plan[i].kind == KIND_HTTP ? "http" : "socks",
+                      plan[i].family == AF_INET ? "127.0.0.1" : "[::1]", port, what, strerror(-fd));
+            for (size_t j = 0; j < n; j++)
+                close(fds[j]);
+            return INNER_FAIL;
+        }
+        fds[n] = fd;
+        kinds[n] = plan[i].kind;
+        n++;
+    }
+
+    rc = send_listeners(a.fd, fds, kinds, n);
+    for (size_t j = 0; j < n; j++)
+        close(fds[j]);
+    if (rc < 0) {
+        inner_err("sending the listeners on fd %d: %s", a.fd, strerror(-rc));
+        return INNER_FAIL;
+    }
+
+    if (wait_for_go(a.fd) < 0)
+        return INNER_FAIL;
+    close(a.fd);
+    close_from_3();
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0) {
+        inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return INNER_FAIL;
+    }
+    so.allow_unix_sockets = a.allow_unix_sockets;
+    rc = sb_seccomp_load(&so, err, sizeof err);
+    if (rc < 0) {
+        inner_err("%s", err);
+        return INNER_FAIL;
+    }
+
+    execvp(a.cmd[0], a.cmd);
+    e = errno;
+    inner_err("%s: %s", a.cmd[0], strerror(e));
+    return (e == ENOENT || e == ENOTDIR) ? 127 : 126;
+}
+
+/* ------------------------------------------------------------------------ */
+/* host side                                                                 */
+
+#define RX_MAX_FDS 16 /* room to see (and close) more than a valid message has */
+
+static int handoff_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int handoff_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+
+    if (err != NULL && errlen > 0) {
+        k = snprintf(err, errlen, "handoff from sluice inner: ");
+        if (k >= 0 && (size_t)k < errlen) {
+            va_start(ap, fmt);
+            vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return rc;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until SOCK is readable; 0, -ETIMEDOUT or -errno. */
+static int wait_readable(int sock, unsigned timeout_ms)
+{
+    const int64_t deadline = now_ms() + (int64_t)timeout_ms;
+
+    for (;;) {
+        struct pollfd p = {.fd = sock, .events = POLLIN};
+        int64_t left = deadline - now_ms();
+        int r;
+
+        if (left < 0)
+            left = 0;
+        r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0)
+            return 0; /* readable, EOF or error: recvmsg tells which */
+        if (r == 0) {
+            if (left == 0)
+                return -ETIMEDOUT;
+            continue;
+        }
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+/* 0 when FD is a listening TCP (v4 or v6) socket; else a reason. */
+static const char *listener_problem(int fd)
+{
+    int v = 0;
+    socklen_t len = sizeof v;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0)
+        return errno == ENOTSOCK ? "not a socket" : "SO_TYPE failed";
+    if (v != SOCK_STREAM)
+        return "not a stream socket";
+    len = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0)
+        return "SO_DOMAIN failed";
+    if (v != AF_INET && v != AF_INET6)
+        return "not an IPv4 or IPv6 socket";
+    len = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) < 0)
+        return "SO_ACCEPTCONN failed";
+    if (v != 1)
+        return "not listening";
+    return NULL;
+}
+
+int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * RX_MAX_FDS)];
+    } ctl;
+    unsigned char payload[16];
+    int fds[RX_MAX_FDS];
+    size_t nfds = 0, extra = 0, nh = 0, ns = 0;
+    struct ucred cred;
+    int have_cred = 0;
+    struct iovec iov;
+    struct msghdr msg;
+    struct cmsghdr *c;
+    ssize_t r;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    rc = wait_readable(sock, timeout_ms);
+    if (rc == -ETIMEDOUT)
+        return handoff_fail(err, errlen, rc, "no listeners within %u ms", timeout_ms);
+    if (rc < 0)
+        return handoff_fail(err, errlen, rc, "poll: %s", strerror(-rc));
+
+    memset(&ctl, 0, sizeof ctl);
+    memset(&msg, 0, sizeof msg);
+    iov.iov_base = payload;
+    iov.iov_len = sizeof payload;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        rc = -errno;
+        return handoff_fail(err, errlen, rc, "recvmsg: %s", strerror(-rc));
+    }
+
+    /* Take ownership of every descriptor that arrived before judging. */
+    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET)
+            continue;
+        if (c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (nfds < RX_MAX_FDS) {
+                    fds[nfds++] = fd;
+                } else {
+                    close(fd);
+                    extra++;
+                }
+            }
+        } else if (c->cmsg_type == SCM_CREDENTIALS &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            memcpy(&cred, CMSG_DATA(c), sizeof cred);
+            have_cred = 1;
+        }
+    }
+
+    if (msg.msg_flags & MSG_CTRUNC) {
+        rc = handoff_fail(err, errlen, -EPROTO, "control data truncated");
+        goto bad;
+    }
+    if (msg.msg_flags & MSG_TRUNC) {
+        rc = handoff_fail(err, errlen, -EPROTO, "message longer than %zu bytes", sizeof payload);
+        goto bad;
+    }
+    if (r == 0 && nfds == 0) {
+        rc = handoff_fail(err, errlen, -EPIPE, "inner exited before sending its listeners");
+        goto bad;
+    }
+    if (extra > 0 || nfds != (size_t)r) {
+        rc = handoff_fail(err, errlen, -EPROTO, "%zu descriptors for %zd kinds", nfds + extra, r);
+        goto bad;
+    }
+    if (nfds < 2 || nfds > INNER_MAX_L) {
+        rc = handoff_fail(err, errlen, -EPROTO, "%zu listeners (expected 2 to %d)", nfds,
+                          INNER_MAX_L);
+        goto bad;
+    }
+    for (size_t i = 0; i < nfds; i++) {
+        const char *why;
+        if (payload[i] == KIND_HTTP) {
+            nh++;
+        } else if (payload[i] == KIND_SOCKS) {
+            ns++;
+        } else {
+            rc = handoff_fail(err, errlen, -EPROTO, "unknown listener kind 0x%02x",
+                              (unsigned)payload[i]);
+            goto bad;
+        }
+        why = listener_problem(fds[i]);
+        if (why != NULL) {
+            rc = handoff_fail(err, errlen, -EPROTO, "descriptor %zu (%c): %s", i, (char)payload[i],
+                              why);
+            goto bad;
+        }
+    }
+    if (nh == 0 || ns == 0) {
+        rc = handoff_fail(err, errlen, -EPROTO, "no %s listener", nh == 0 ? "http" : "socks");
+        goto bad;
+    }
+
+    for (size_t i = 0; i < INNER_MAX_L; i++) {
+        h->fds[i] = i < nfds ? fds[i] : -1;
+        h->kind[i] = (i < nfds && payload[i] == KIND_SOCKS) ? SB_L_SOCKS : SB_L_HTTP;
+    }
+    h->n = nfds;
+    h->cmd_pid = (have_cred && cred.pid > 0) ? (int)cred.pid : 0;
+    return 0;
+
+bad:
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    return rc;
+}

@@ -1,0 +1,250 @@
+/* sandbox/seccomp.c - the syscall filter `sluice inner` loads just before it
+ * execs the command (design.md "The sandbox").
+ *
+ * Built with libseccomp. The default action is ALLOW: the filter is a short
+ * deny list aimed at the holes a network namespace and a read-only bind do
+ * not close, not a general-purpose syscall allow list.
+ *
+ *   socket(AF_UNIX, ...)    EPERM, unless network.allowAllUnixSockets. A
+ *                           Unix socket reaches services outside the
+ *                           sandbox (the host's D-Bus, docker.sock, an
+ *                           ssh-agent) that the network namespace does not
+ *                           cut off. The domain is compared masked to its
+ *                           low 32 bits: the kernel's socket() takes an int,
+ *                           so socket(0x100000001, ...) is socket(AF_UNIX,
+ *                           ...) and must be refused too. socketpair() is
+ *                           not filtered: it makes an anonymous connected
+ *                           pair that can reach nothing outside.
+ *   io_uring_setup/_enter/_register
+ *                           EPERM. io_uring performs socket(), connect(),
+ *                           ... from kernel context, out of this filter's
+ *                           sight.
+ *   unshare(CLONE_NEWUSER), clone(CLONE_NEWUSER, ...)
+ *                           EPERM. A new user namespace gives the command
+ *                           every capability inside it and with them new
+ *                           mount and network namespaces of its own. The
+ *                           flags are arg 0 of clone on x86-64, x32, i386,
+ *                           aarch64 and arm (only s390 and cris swap the
+ *                           first two arguments: not built here).
+ *   clone3()                ENOSYS. Its flags are in a struct behind a
+ *                           pointer that seccomp cannot read; ENOSYS makes
+ *                           libc (glibc >= 2.34, musl) fall back to clone(),
+ *                           whose flags the rule above inspects.
+ *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
+ *                           EPERM. Both push keystrokes into a terminal the
+ *                           command shares with the user's shell (the
+ *                           classic sandbox escape, CVE-2017-5226 for
+ *                           bwrap). The request is an unsigned int in the
+ *                           kernel, so it is compared masked to 32 bits.
+ *
+ * Every ABI the kernel runs on this architecture gets the same rules; any
+ * other audit architecture kills the process (SCMP_FLTATR_ACT_BADARCH).
+ *   x86-64: native, x32 (syscall numbers with __X32_SYSCALL_BIT; the rules
+ *           apply even when the kernel has x32 disabled) and i386 (int $0x80
+ *           from any process, or a 32-bit program). On i386 socket() can
+ *           also be reached through socketcall(2), whose arguments sit
+ *           behind a pointer that seccomp cannot read: when Unix sockets are
+ *           refused, socketcall(SYS_SOCKET, ...) is refused whatever the
+ *           domain, so i386 programs must use the direct socket syscall
+ *           (i386 nr 359, Linux >= 4.3; glibc >= 2.23 tries it first). The
+ *           other socketcall operations stay allowed.
+ *   aarch64: native and arm (AArch32). Not tested in CI.
+ * libseccomp's seccomp_rule_add() (not _exact) rewrites the socket rule for
+ * i386 into both the direct syscall and socketcall, and resolves each
+ * syscall per ABI; the explicit socketcall rule below keeps the i386
+ * behaviour from depending on that rewrite.
+ *
+ * The filter is loaded by the calling thread only (inner is single-threaded
+ * when it loads it) and is inherited by everything the command starts. */
+#include "sandbox/sandbox.h"
+
+#include <errno.h>
+#include <linux/net.h> /* SYS_SOCKET, socketcall's call numbers */
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#ifndef CLONE_NEWUSER
+#define CLONE_NEWUSER 0x10000000
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+#define MASK32 ((scmp_datum_t)0xffffffffU)
+
+/* The ABIs besides the native one that the kernel may run here. */
+static const uint32_t extra_arches[] = {
+#if defined(__x86_64__)
+    SCMP_ARCH_X86_64,
+    SCMP_ARCH_X32,
+    SCMP_ARCH_X86,
+#elif defined(__aarch64__)
+    SCMP_ARCH_AARCH64,
+    SCMP_ARCH_ARM,
+#else
+#error "sluice's seccomp filter knows x86-64 and aarch64 only"
+#endif
+};
+
+static int fail(char *err, size_t errlen, const char *what, int rc)
+{
+    if (err != NULL && errlen > 0)
+        snprintf(err, errlen, "seccomp: %s failed: rc %d (%s)", what, rc,
+                 rc < 0 ? strerror(-rc) : "unknown error");
+    return rc < 0 ? rc : -1;
+}
+
+/* One rule with at most one argument comparison (ncmp 0 or 1). */
+static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, const char *name, unsigned ncmp,
+                    struct scmp_arg_cmp cmp, char *err, size_t errlen)
+{
+    char what[64];
+    int rc;
+
+    if (ncmp == 0)
+        rc = seccomp_rule_add(ctx, action, nr, 0);
+    else
+        rc = seccomp_rule_add_array(ctx, action, nr, 1, &cmp);
+    if (rc < 0) {
+        snprintf(what, sizeof what, "seccomp_rule_add(%s)", name);
+        return fail(err, errlen, what, rc);
+    }
+    return 0;
+}
+
+static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err, size_t errlen)
+{
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+    const struct scmp_arg_cmp none = {0, SCMP_CMP_EQ, 0, 0};
+    int rc = 0;
+
+    if (!o->allow_unix_sockets) {
+        rc = add_rule(ctx, eperm, SCMP_SYS(socket), "socket", 1,
+                      SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)AF_UNIX), err, errlen);
+        if (rc < 0)
+            return rc;
+        /* Only i386 has socketcall here; on the other ABIs libseccomp
+         * resolves the name to nothing and adds no rule. */
+        rc = add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall", 1,
+                      SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_SOCKET, 0), err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+
+    rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_setup), "io_uring_setup", 0, none, err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_enter), "io_uring_enter", 0, none, err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_register), "io_uring_register", 0, none, err,
+                      errlen);
+    if (rc < 0)
+        return rc;
+
+    rc = add_rule(
+        ctx, eperm, SCMP_SYS(unshare), "unshare", 1,
+        SCMP_A0_64(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_NEWUSER, (scmp_datum_t)CLONE_NEWUSER),
+        err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(clone), "clone", 1,
+                      SCMP_A0_64(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_NEWUSER,
+                                 (scmp_datum_t)CLONE_NEWUSER),
+                      err, errlen);
+    if (rc == 0)
+        rc =
+            add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), "clone3", 0, none, err, errlen);
+    if (rc < 0)
+        return rc;
+
+    rc = add_rule(ctx, eperm, SCMP_SYS(ioctl), "ioctl(TIOCSTI)", 1,
+                  SCMP_A1_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)TIOCSTI), err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(ioctl), "ioctl(TIOCLINUX)", 1,
+                      SCMP_A1_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)TIOCLINUX), err, errlen);
+    return rc;
+}
+
+int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
+{
+    scmp_filter_ctx ctx;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == NULL)
+        return fail(err, errlen, "seccomp_init", -ENOMEM);
+
+    /* Report the kernel's errno from seccomp_load rather than libseccomp's
+     * generic -ECANCELED. Optional (libseccomp >= 2.5): ignore a refusal. */
+    (void)seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
+
+    rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    if (rc < 0) {
+        rc = fail(err, errlen, "seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH)", rc);
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof extra_arches / sizeof extra_arches[0]; i++) {
+        rc = seccomp_arch_add(ctx, extra_arches[i]);
+        if (rc == -EEXIST) /* the native one, added by seccomp_init */
+            rc = 0;
+        if (rc < 0) {
+            char what[64];
+            snprintf(what, sizeof what, "seccomp_arch_add(0x%x)", (unsigned)extra_arches[i]);
+            rc = fail(err, errlen, what, rc);
+            goto out;
+        }
+    }
+
+    rc = add_rules(ctx, o, err, errlen);
+    if (rc < 0)
+        goto out;
+
+    rc = seccomp_load(ctx);
+    if (rc < 0)
+        rc = fail(err, errlen, "seccomp_load", rc);
+out:
+    seccomp_release(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* The two lists differ in their first lines only. */
+static const char *const describe_refused[] = {
+    "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is false; the domain "
+    "is compared on its low 32 bits)",
+    "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain (its arguments are "
+    "behind a pointer): 32-bit programs must use the direct socket syscall",
+    "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)",
+    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM",
+    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)",
+    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
+    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
+    "terminal)",
+    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
+    "native and arm); a syscall from any other architecture kills the process",
+    "no_new_privs is set before the filter is loaded",
+    NULL,
+};
+
+static const char *const describe_allowed[] = {
+    "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)",
+    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM",
+    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)",
+    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
+    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
+    "terminal)",
+    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
+    "native and arm); a syscall from any other architecture kills the process",
+    "no_new_privs is set before the filter is loaded",
+    NULL,
+};
+
+const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
+{
+    return (o != NULL && o->allow_unix_sockets) ? describe_allowed : describe_refused;
+}

@@ -1,0 +1,1484 @@
+/* tests/sandbox/test_seccomp.c - the seccomp filter (sandbox/seccomp.c) and
+ * `sluice inner` with the host's end of its handoff (sandbox/inner.c).
+ *
+ * Filter tests. A filter cannot be unloaded, so every operation runs in a
+ * forked child that sets no_new_privs, loads the filter and reports the
+ * operation's errno (0 for success) to the parent through a pipe; the
+ * parent asserts, and also that the child exited normally (a process killed
+ * by the filter's bad-architecture action would not). Most operations also
+ * run once without the filter (the "control"), to show that the refusal
+ * comes from the filter and not from the kernel or the machine: where the
+ * control already fails the same way the test says so and cannot tell.
+ *
+ * The i386 cases issue `int $0x80` from this 64-bit process, which enters
+ * the kernel through the i386 ABI (seccomp sees AUDIT_ARCH_I386) with i386
+ * syscall numbers and 32-bit arguments; pointers must be below 4 GiB
+ * (MAP_32BIT). They skip when the kernel has no IA32 emulation (probed once
+ * without the filter). The x32 cases set __X32_SYSCALL_BIT on a native
+ * syscall: with the filter they must never succeed; EPERM (the filter) and
+ * ENOSYS (x32 disabled in the kernel) are both accepted.
+ *
+ * Handoff tests fork a child that runs sb_inner_main() with ports 0 on one
+ * end of a socketpair; the test plays the host with sb_handoff_recv() on the
+ * other end. Parent-side tests send hand-made messages to sb_handoff_recv()
+ * and check that every received descriptor is closed on failure (the count
+ * of open descriptors is unchanged).
+ *
+ * Children reset the signals cmocka catches (a longjmp back into cmocka from
+ * a child would run the rest of the suite twice) and arm alarm() so that a
+ * hang fails the test instead of blocking the suite. No timing is asserted.
+ */
+#define _GNU_SOURCE /* MAP_32BIT, SO_PASSCRED, struct ucred, syscall() */
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+
+#ifndef __X32_SYSCALL_BIT
+#define __X32_SYSCALL_BIT 0x40000000L
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+#define CHILD_ALARM_S 30
+#define RECV_TIMEOUT_MS 20000u
+
+/* i386 syscall numbers */
+#define I386_GETPID 20
+#define I386_IOCTL 54
+#define I386_SOCKETCALL 102
+#define I386_UNSHARE 310
+#define I386_SOCKET 359
+#define I386_CLONE3 435
+/* x32 syscall numbers (without the bit) */
+#define X32_SOCKET 41
+#define X32_IOCTL 514
+
+enum filter_mode { NO_FILTER = -1, REFUSE_UNIX = 0, ALLOW_UNIX = 1 };
+
+/* ------------------------------------------------------------------------ */
+/* Child plumbing                                                            */
+
+static void child_init(void)
+{
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGABRT, SIGPIPE};
+
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL);
+    alarm(CHILD_ALARM_S);
+}
+
+#define LOAD_FAILED (-1000)
+
+/* Runs OP in a child, under the filter unless mode is NO_FILTER. Returns the
+ * op's result: 0 for success, else the errno. */
+static int run_op(enum filter_mode mode, int (*op)(void))
+{
+    int p[2], status = 0, res = LOAD_FAILED;
+    pid_t pid;
+    ssize_t r;
+
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int out = LOAD_FAILED;
+        close(p[0]);
+        child_init();
+        if (mode != NO_FILTER) {
+            struct sb_seccomp_opts o = {.allow_unix_sockets = mode == ALLOW_UNIX};
+            char err[256];
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0 ||
+                sb_seccomp_load(&o, err, sizeof err) < 0) {
+                (void)!write(p[1], &out, sizeof out);
+                _exit(0);
+            }
+        }
+        out = op();
+        (void)!write(p[1], &out, sizeof out);
+        _exit(0);
+    }
+    close(p[1]);
+    r = read(p[0], &res, sizeof res);
+    close(p[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status))
+        fail_msg("child killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(r, (ssize_t)sizeof res);
+    if (res == LOAD_FAILED)
+        fail_msg("the child could not load the filter");
+    return res;
+}
+
+/* The op's result under the filter must be WANT. The control (no filter)
+ * is run too; when it gives WANT as well, a note says that this machine
+ * cannot tell the filter's refusal from the kernel's. */
+static void expect(enum filter_mode mode, int (*op)(void), int want, const char *what)
+{
+    int got = run_op(mode, op);
+    int control = run_op(NO_FILTER, op);
+
+    if (got != want)
+        fail_msg("%s: got %d (%s), want %d (%s)", what, got, strerror(got), want, strerror(want));
+    if (control == want)
+        print_message("note: %s: fails with %s even without the filter here\n", what,
+                      strerror(control));
+}
+
+static int errno_of(long r)
+{
+    return r < 0 ? errno : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Native operations                                                         */
+
+static int op_socket_unix(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close(fd);
+    return e;
+}
+
+static int op_socket_unix_dgram(void)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close(fd);
+    return e;
+}
+
+static int op_socket_inet(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close(fd);
+    return e;
+}
+
+static int op_socket_inet6(void)
+{
+    int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close(fd);
+    /* no IPv6 in this kernel: not the filter's business */
+    return e == EAFNOSUPPORT ? 0 : e;
+}
+
+/* The kernel takes the domain as an int: 0x100000001 is AF_UNIX. */
+static int op_socket_unix_hibits(void)
+{
+    long fd = syscall(SYS_socket, 0x100000001L, (long)SOCK_STREAM, 0L);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close((int)fd);
+    return e;
+}
+
+static int op_socketpair(void)
+{
+    int sv[2];
+    int r = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    int e = errno_of(r);
+    if (r == 0) {
+        close(sv[0]);
+        close(sv[1]);
+    }
+    return e;
+}
+
+static int op_io_uring_setup(void)
+{
+    unsigned char params[512]; /* struct io_uring_params, zeroed */
+    long fd;
+    int e;
+
+    memset(params, 0, sizeof params);
+    fd = syscall(SYS_io_uring_setup, 1L, params);
+    e = errno_of(fd);
+    if (fd >= 0)
+        close((int)fd);
+    return e;
+}
+
+static int op_io_uring_enter(void)
+{
+    return errno_of(syscall(SYS_io_uring_enter, -1L, 0L, 0L, 0L, NULL, 0L)); /* else EBADF */
+}
+
+static int op_io_uring_register(void)
+{
+    return errno_of(syscall(SYS_io_uring_register, -1L, 0L, NULL, 0L)); /* else EBADF */
+}
+
+static int op_unshare_user(void)
+{
+    return errno_of(unshare(CLONE_NEWUSER));
+}
+
+static int op_unshare_user_mnt(void)
+{
+    return errno_of(unshare(CLONE_NEWUSER | CLONE_NEWNS));
+}
+
+static int op_unshare_mnt(void)
+{
+    return errno_of(unshare(CLONE_NEWNS));
+}
+
+/* clone(2) as fork (no new stack); a child that appears exits at once. */
+static int raw_clone(unsigned long flags)
+{
+    long r = syscall(SYS_clone, flags, 0L, 0L, 0L, 0L);
+    int e = errno_of(r);
+
+    if (r == 0)
+        _exit(0);
+    if (r > 0)
+        waitpid((pid_t)r, NULL, 0);
+    return e;
+}
+
+static int op_clone_user(void)
+{
+    return raw_clone((unsigned long)CLONE_NEWUSER | (unsigned long)SIGCHLD);
+}
+
+/* The kernel uses the low 32 bits of clone's flags. */
+static int op_clone_user_hibits(void)
+{
+    return raw_clone(0xffffffff00000000UL | (unsigned long)CLONE_NEWUSER | (unsigned long)SIGCHLD);
+}
+
+static int op_clone_plain(void)
+{
+    return raw_clone((unsigned long)SIGCHLD);
+}
+
+static int op_fork(void)
+{
+    pid_t pid = fork();
+    int st = 0;
+
+    if (pid == 0)
+        _exit(3);
+    if (pid < 0)
+        return errno;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+        return ECHILD;
+    return 0;
+}
+
+/* Size 0 is invalid: without the filter the kernel says EINVAL and never
+ * creates a process. */
+static int op_clone3(void)
+{
+    uint64_t args[11];
+
+    memset(args, 0, sizeof args);
+    return errno_of(syscall(SYS_clone3, args, 0L));
+}
+
+/* /dev/null, never a terminal: without the filter TIOCSTI is ENOTTY, and a
+ * broken filter cannot inject anything into the user's terminal. */
+static int ioctl_on_null(unsigned long req)
+{
+    char c = 'x';
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int e;
+
+    if (fd < 0)
+        return errno;
+    e = errno_of(syscall(SYS_ioctl, (long)fd, req, &c));
+    close(fd);
+    return e;
+}
+
+static int op_tiocsti(void)
+{
+    return ioctl_on_null(TIOCSTI);
+}
+
+static int op_tiocsti_hibits(void)
+{
+    return ioctl_on_null(0xffffffff00000000UL | TIOCSTI);
+}
+
+static int op_tioclinux(void)
+{
+    return ioctl_on_null(TIOCLINUX);
+}
+
+static int op_fionread(void)
+{
+    int p[2], n = -1, e;
+
+    if (pipe(p) < 0)
+        return errno;
+    e = errno_of(ioctl(p[0], FIONREAD, &n));
+    close(p[0]);
+    close(p[1]);
+    return e == 0 && n != 0 ? EINVAL : e;
+}
+
+/* ------------------------------------------------------------------------ */
+/* x32 operations                                                            */
+
+static int op_x32_socket_unix(void)
+{
+    long fd = syscall(__X32_SYSCALL_BIT | X32_SOCKET, (long)AF_UNIX, (long)SOCK_STREAM, 0L);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close((int)fd);
+    return e;
+}
+
+static int op_x32_tiocsti(void)
+{
+    char c = 'x';
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int e;
+
+    if (fd < 0)
+        return errno;
+    e = errno_of(syscall(__X32_SYSCALL_BIT | X32_IOCTL, (long)fd, (long)TIOCSTI, &c));
+    close(fd);
+    return e;
+}
+
+/* ------------------------------------------------------------------------ */
+/* i386 operations (int $0x80)                                               */
+
+#if defined(__x86_64__)
+#define HAVE_I386 1
+
+static long i386_call(long nr, long a, long b, long c)
+{
+    long ret = nr;
+
+    /* The i386 entry takes ebx, ecx, edx and returns in eax; in a 64-bit
+     * process it may clobber r8-r11. */
+    __asm__ volatile("int $0x80"
+                     : "+a"(ret)
+                     : "b"(a), "c"(b), "d"(c)
+                     : "memory", "r8", "r9", "r10", "r11");
+    return (long)(int)ret;
+}
+
+/* 0 or the errno from an i386 syscall's return value. */
+static int i386_errno(long r)
+{
+    return (r < 0 && r > -4096) ? (int)-r : 0;
+}
+
+/* A page below 4 GiB for the arguments i386 syscalls read through pointers. */
+static uint32_t *low_page(void)
+{
+    void *p =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    if (p == MAP_FAILED || (uintptr_t)p > 0xffffffffu - 4096)
+        return NULL;
+    return p;
+}
+
+static int op_i386_getpid(void)
+{
+    long r = i386_call(I386_GETPID, 0, 0, 0);
+    if (r < 0)
+        return i386_errno(r);
+    return r == (long)getpid() ? 0 : EINVAL;
+}
+
+static int i386_socketcall_socket(int domain)
+{
+    uint32_t *args = low_page();
+    long r;
+    int e;
+
+    if (args == NULL)
+        return ENOMEM;
+    args[0] = (uint32_t)domain;
+    args[1] = (uint32_t)SOCK_STREAM;
+    args[2] = 0;
+    r = i386_call(I386_SOCKETCALL, 1 /* SYS_SOCKET */, (long)(uintptr_t)args, 0);
+    e = i386_errno(r);
+    if (e == 0)
+        close((int)r);
+    munmap(args, 4096);
+    return e;
+}
+
+static int op_i386_socketcall_unix(void)
+{
+    return i386_socketcall_socket(AF_UNIX);
+}
+
+static int op_i386_socketcall_inet(void)
+{
+    return i386_socketcall_socket(AF_INET);
+}
+
+static int i386_socket(int domain)
+{
+    long r = i386_call(I386_SOCKET, domain, SOCK_STREAM, 0);
+    int e = i386_errno(r);
+    if (e == 0)
+        close((int)r);
+    return e;
+}
+
+static int op_i386_socket_unix(void)
+{
+    return i386_socket(AF_UNIX);
+}
+
+static int op_i386_socket_inet(void)
+{
+    return i386_socket(AF_INET);
+}
+
+static int op_i386_tiocsti(void)
+{
+    uint32_t *c = low_page();
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int e;
+
+    if (c == NULL || fd < 0)
+        return ENOMEM;
+    c[0] = 'x';
+    e = i386_errno(i386_call(I386_IOCTL, fd, TIOCSTI, (long)(uintptr_t)c));
+    close(fd);
+    munmap(c, 4096);
+    return e;
+}
+
+static int op_i386_unshare_user(void)
+{
+    return i386_errno(i386_call(I386_UNSHARE, CLONE_NEWUSER, 0, 0));
+}
+
+static int op_i386_clone3(void)
+{
+    uint32_t *args = low_page();
+    int e;
+
+    if (args == NULL)
+        return ENOMEM;
+    e = i386_errno(i386_call(I386_CLONE3, (long)(uintptr_t)args, 0 /* size: EINVAL */, 0));
+    munmap(args, 4096);
+    return e;
+}
+
+/* 1 when int $0x80 works here (kernel with IA32 emulation), probed once in
+ * a child without the filter. */
+static int have_ia32(void)
+{
+    static int known = -1;
+
+    if (known < 0) {
+        int r = run_op(NO_FILTER, op_i386_getpid);
+        known = r == 0;
+        if (!known)
+            print_message("note: no IA32 emulation here (i386 getpid: %d)\n", r);
+    }
+    return known;
+}
+#else
+#define HAVE_I386 0
+#endif
+
+#define SKIP_WITHOUT_IA32()                                                                        \
+    do {                                                                                           \
+        if (!HAVE_I386 || !have_ia32()) {                                                          \
+            print_message("skipped: the kernel runs no i386 programs\n");                          \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Filter tests                                                              */
+
+static void test_socket_unix_refused(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_socket_unix, EPERM, "socket(AF_UNIX, SOCK_STREAM)");
+    expect(REFUSE_UNIX, op_socket_unix_dgram, EPERM, "socket(AF_UNIX, SOCK_DGRAM|SOCK_CLOEXEC)");
+}
+
+static void test_socket_inet_allowed(void **state)
+{
+    (void)state;
+    assert_int_equal(run_op(REFUSE_UNIX, op_socket_inet), 0);
+    assert_int_equal(run_op(REFUSE_UNIX, op_socket_inet6), 0);
+}
+
+static void test_socket_unix_hibits_refused(void **state)
+{
+    (void)state;
+    /* The control shows that the kernel does make an AF_UNIX socket. */
+    assert_int_equal(run_op(NO_FILTER, op_socket_unix_hibits), 0);
+    expect(REFUSE_UNIX, op_socket_unix_hibits, EPERM, "socket(0x100000001)");
+}
+
+static void test_socket_unix_allowed(void **state)
+{
+    (void)state;
+    assert_int_equal(run_op(ALLOW_UNIX, op_socket_unix), 0);
+    assert_int_equal(run_op(ALLOW_UNIX, op_socket_unix_hibits), 0);
+    assert_int_equal(run_op(ALLOW_UNIX, op_socket_inet), 0);
+}
+
+/* socketpair() is left alone on purpose: an anonymous connected pair
+ * reaches nothing outside the sandbox, and shells, make and many runtimes
+ * need it. */
+static void test_socketpair_not_affected(void **state)
+{
+    (void)state;
+    assert_int_equal(run_op(REFUSE_UNIX, op_socketpair), 0);
+}
+
+static void test_io_uring_refused(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_io_uring_setup, EPERM, "io_uring_setup");
+    expect(REFUSE_UNIX, op_io_uring_enter, EPERM, "io_uring_enter");
+    expect(REFUSE_UNIX, op_io_uring_register, EPERM, "io_uring_register");
+    expect(ALLOW_UNIX, op_io_uring_setup, EPERM, "io_uring_setup (unix allowed)");
+}
+
+static void test_unshare_user_refused(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_unshare_user, EPERM, "unshare(CLONE_NEWUSER)");
+    expect(REFUSE_UNIX, op_unshare_user_mnt, EPERM, "unshare(CLONE_NEWUSER|CLONE_NEWNS)");
+}
+
+static void test_unshare_mnt_not_refused(void **state)
+{
+    int control, got;
+
+    (void)state;
+    control = run_op(NO_FILTER, op_unshare_mnt);
+    got = run_op(REFUSE_UNIX, op_unshare_mnt);
+    if (geteuid() != 0 || control != 0) {
+        print_message("skipped: unshare(CLONE_NEWNS) fails here without the filter (%s)\n",
+                      strerror(control));
+        skip();
+    }
+    assert_int_equal(got, 0);
+}
+
+static void test_clone_user_refused(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_clone_user, EPERM, "clone(CLONE_NEWUSER)");
+    expect(REFUSE_UNIX, op_clone_user_hibits, EPERM, "clone(0xffffffff00000000|CLONE_NEWUSER)");
+    /* plain process creation still works, through clone and through libc */
+    assert_int_equal(run_op(REFUSE_UNIX, op_clone_plain), 0);
+    assert_int_equal(run_op(REFUSE_UNIX, op_fork), 0);
+}
+
+static void test_clone3_enosys(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_clone3, ENOSYS, "clone3");
+}
+
+static void test_ioctl_tty_injection_refused(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_tiocsti, EPERM, "ioctl(TIOCSTI)");
+    expect(REFUSE_UNIX, op_tiocsti_hibits, EPERM, "ioctl(0xffffffff00000000|TIOCSTI)");
+    expect(REFUSE_UNIX, op_tioclinux, EPERM, "ioctl(TIOCLINUX)");
+    expect(ALLOW_UNIX, op_tiocsti, EPERM, "ioctl(TIOCSTI) (unix allowed)");
+    /* other ioctls are untouched */
+    assert_int_equal(run_op(REFUSE_UNIX, op_fionread), 0);
+}
+
+static void test_x32(void **state)
+{
+    int control, got;
+
+    (void)state;
+    control = run_op(NO_FILTER, op_x32_socket_unix);
+    print_message("note: x32 socket() without the filter: %s\n",
+                  control == 0 ? "works (x32 enabled)" : strerror(control));
+    got = run_op(REFUSE_UNIX, op_x32_socket_unix);
+    if (got != EPERM && got != ENOSYS)
+        fail_msg("x32 socket(AF_UNIX): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
+    got = run_op(REFUSE_UNIX, op_x32_tiocsti);
+    if (got != EPERM && got != ENOSYS)
+        fail_msg("x32 ioctl(TIOCSTI): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
+}
+
+#if HAVE_I386
+static void test_i386_getpid_works(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_IA32();
+    /* The i386 ABI is known to the filter: not killed, not refused. */
+    assert_int_equal(run_op(REFUSE_UNIX, op_i386_getpid), 0);
+}
+
+static void test_i386_socketcall_refused(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_IA32();
+    assert_int_equal(run_op(NO_FILTER, op_i386_socketcall_unix), 0);
+    expect(REFUSE_UNIX, op_i386_socketcall_unix, EPERM, "i386 socketcall(SYS_SOCKET, AF_UNIX)");
+    /* documented: its arguments are unreadable, so any domain is refused */
+    expect(REFUSE_UNIX, op_i386_socketcall_inet, EPERM, "i386 socketcall(SYS_SOCKET, AF_INET)");
+    assert_int_equal(run_op(ALLOW_UNIX, op_i386_socketcall_unix), 0);
+}
+
+static void test_i386_socket_refused(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_IA32();
+    assert_int_equal(run_op(NO_FILTER, op_i386_socket_unix), 0);
+    expect(REFUSE_UNIX, op_i386_socket_unix, EPERM, "i386 socket(AF_UNIX)");
+    assert_int_equal(run_op(REFUSE_UNIX, op_i386_socket_inet), 0);
+    assert_int_equal(run_op(ALLOW_UNIX, op_i386_socket_unix), 0);
+}
+
+static void test_i386_other_rules(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_IA32();
+    expect(REFUSE_UNIX, op_i386_tiocsti, EPERM, "i386 ioctl(TIOCSTI)");
+    expect(REFUSE_UNIX, op_i386_unshare_user, EPERM, "i386 unshare(CLONE_NEWUSER)");
+    expect(REFUSE_UNIX, op_i386_clone3, ENOSYS, "i386 clone3");
+}
+#endif
+
+static void test_describe(void **state)
+{
+    const struct sb_seccomp_opts refuse = {.allow_unix_sockets = 0};
+    const struct sb_seccomp_opts allow = {.allow_unix_sockets = 1};
+    const char *const *r = sb_seccomp_describe(&refuse);
+    const char *const *a = sb_seccomp_describe(&allow);
+    int r_unix = 0, a_unix = 0, r_uring = 0, a_uring = 0;
+    size_t i;
+
+    (void)state;
+    assert_non_null(r);
+    assert_non_null(a);
+    for (i = 0; r[i] != NULL; i++) {
+        assert_true(i < 32);
+        if (strstr(r[i], "socket(AF_UNIX") == r[i] && strstr(r[i], "EPERM") != NULL)
+            r_unix = 1;
+        if (strstr(r[i], "io_uring_setup") != NULL)
+            r_uring = 1;
+    }
+    for (i = 0; a[i] != NULL; i++) {
+        assert_true(i < 32);
+        if (strstr(a[i], "socket(AF_UNIX") == a[i] && strstr(a[i], "allowed") != NULL)
+            a_unix = 1;
+        if (strstr(a[i], "EPERM") != NULL && strstr(a[i], "AF_UNIX") != NULL)
+            fail_msg("allowed list refuses unix sockets: '%s'", a[i]);
+        if (strstr(a[i], "io_uring_setup") != NULL)
+            a_uring = 1;
+    }
+    assert_true(r_unix && a_unix && r_uring && a_uring);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handoff: sluice inner in a child                                          */
+
+struct inner_child {
+    pid_t pid;
+    int host; /* the test's end of the socketpair */
+    char dir[64];
+    char marker[96];
+};
+
+#define EXTRA_FD 50 /* inherited by inner without CLOEXEC: must be closed */
+
+/* Forks `sluice inner --fd N --http-port 0 --socks-port 0 [EXTRA] -- CMD...`,
+ * after PREP (if any) ran in the child: a PREP that cannot do its job exits
+ * the child with PREP_UNSUPPORTED. */
+#define PREP_UNSUPPORTED 77
+static void inner_start_prep(struct inner_child *ic, const char *http_port, const char *extra,
+                             char *const *cmd, void (*prep)(void))
+{
+    int sv[2];
+    const int one = 1;
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one), 0);
+    ic->host = sv[0];
+    ic->pid = fork();
+    assert_true(ic->pid >= 0);
+    if (ic->pid == 0) {
+        char fdstr[16];
+        char *argv[32];
+        int argc = 0;
+
+        close(sv[0]);
+        child_init();
+        if (dup2(STDERR_FILENO, EXTRA_FD) < 0) /* dup2 leaves it inheritable */
+            _exit(99);
+        if (prep != NULL)
+            prep();
+        snprintf(fdstr, sizeof fdstr, "%d", sv[1]);
+        argv[argc++] = (char *)"inner";
+        argv[argc++] = (char *)"--fd";
+        argv[argc++] = fdstr;
+        argv[argc++] = (char *)"--http-port";
+        argv[argc++] = (char *)(http_port != NULL ? http_port : "0");
+        argv[argc++] = (char *)"--socks-port";
+        argv[argc++] = (char *)"0";
+        if (extra != NULL)
+            argv[argc++] = (char *)extra;
+        argv[argc++] = (char *)"--";
+        for (size_t i = 0; cmd[i] != NULL && argc < 31; i++)
+            argv[argc++] = cmd[i];
+        argv[argc] = NULL;
+        _exit(sb_inner_main(argc, argv));
+    }
+    close(sv[1]);
+}
+
+static void inner_start(struct inner_child *ic, const char *extra, char *const *cmd)
+{
+    inner_start_prep(ic, NULL, extra, cmd, NULL);
+}
+
+/* The child's exit code; fails the test when it was killed. */
+static int inner_wait(struct inner_child *ic)
+{
+    int st = 0;
+
+    assert_int_equal(waitpid(ic->pid, &st, 0), ic->pid);
+    if (!WIFEXITED(st))
+        fail_msg("inner killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+    return WEXITSTATUS(st);
+}
+
+static void make_dir(struct inner_child *ic)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(ic->dir, sizeof ic->dir, "%s/sluice-seccomp-XXXXXX",
+             tmp != NULL && strlen(tmp) < 32 ? tmp : "/tmp");
+    assert_non_null(mkdtemp(ic->dir));
+    snprintf(ic->marker, sizeof ic->marker, "%s/ran", ic->dir);
+}
+
+static void remove_dir(struct inner_child *ic)
+{
+    char p[128];
+
+    unlink(ic->marker);
+    snprintf(p, sizeof p, "%s/noexec", ic->dir);
+    unlink(p);
+    rmdir(ic->dir);
+}
+
+static int tcp_listener(void);
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Connects to listener FD over loopback and accepts the connection. */
+static void check_accepts(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int c, a;
+
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+    assert_true(ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        assert_int_equal(ntohl(in->sin_addr.s_addr), INADDR_LOOPBACK);
+    } else {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+        assert_memory_equal(&in6->sin6_addr, &in6addr_loopback, sizeof in6addr_loopback);
+    }
+    c = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(c >= 0);
+    assert_int_equal(connect(c, (struct sockaddr *)&ss, len), 0);
+    a = accept(fd, NULL, NULL);
+    assert_true(a >= 0);
+    assert_int_equal(write(c, "x", 1), 1);
+    {
+        char b = 0;
+        assert_int_equal(read(a, &b, 1), 1);
+        assert_int_equal(b, 'x');
+    }
+    close(a);
+    close(c);
+}
+
+static void handoff_close(struct sb_handoff *h)
+{
+    for (size_t i = 0; i < 4; i++)
+        if (h->fds[i] >= 0)
+            close(h->fds[i]);
+}
+
+static void test_inner_handoff_and_go(void **state)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    char script[512], err[256];
+    size_t nh = 0, ns = 0;
+    char *cmd[4];
+
+    (void)state;
+    make_dir(&ic);
+    /* In the command: the extra fd and inner's socket are closed,
+     * no_new_privs and a seccomp filter are on; then it leaves a marker. */
+    snprintf(script, sizeof script,
+             "if [ -e /proc/self/fd/%d ]; then exit 1; fi; "
+             "grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || exit 2; "
+             "grep -q '^Seccomp:[[:space:]]*2$' /proc/self/status || exit 3; "
+             "touch '%s' || exit 4; exit 7",
+             EXTRA_FD, ic.marker);
+    cmd[0] = (char *)"/bin/sh";
+    cmd[1] = (char *)"-c";
+    cmd[2] = script;
+    cmd[3] = NULL;
+    inner_start(&ic, NULL, cmd);
+
+    memset(&h, 0xff, sizeof h);
+    if (sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    assert_true(h.n >= 2 && h.n <= 4);
+    assert_int_equal(h.kind[0], SB_L_HTTP);
+    assert_int_equal(h.kind[1], SB_L_SOCKS);
+    for (size_t i = 0; i < 4; i++) {
+        if (i >= h.n) {
+            assert_int_equal(h.fds[i], -1);
+            continue;
+        }
+        assert_true(h.fds[i] >= 0);
+        assert_true(fcntl(h.fds[i], F_GETFD) & FD_CLOEXEC);
+        if (h.kind[i] == SB_L_HTTP)
+            nh++;
+        else if (h.kind[i] == SB_L_SOCKS)
+            ns++;
+        else
+            fail_msg("kind %d", (int)h.kind[i]);
+        check_accepts(h.fds[i]);
+    }
+    assert_true(nh >= 1 && ns >= 1);
+    assert_int_equal(h.cmd_pid, ic.pid);
+    assert_false(exists(ic.marker)); /* nothing ran before 'G' */
+
+    assert_int_equal(write(ic.host, "G", 1), 1);
+    assert_int_equal(inner_wait(&ic), 7);
+    assert_true(exists(ic.marker));
+    handoff_close(&h);
+    close(ic.host);
+    remove_dir(&ic);
+}
+
+/* No socket above stderr reaches the command: inner's socketpair end and
+ * its copies of the listeners are closed. $$ is the shell itself, also in
+ * the command substitution that runs readlink. */
+static void test_inner_closes_its_sockets(void **state)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    char err[256];
+    char *cmd[] = {(char *)"/bin/sh", (char *)"-c",
+                   (char *)"for f in /proc/$$/fd/*; do n=${f##*/}; [ \"$n\" -gt 2 ] || continue; "
+                           "case \"$(readlink \"$f\")\" in socket:*) exit 1;; esac; done; exit 7",
+                   NULL};
+
+    (void)state;
+    inner_start(&ic, "--allow-unix-sockets", cmd);
+    if (sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    assert_int_equal(write(ic.host, "G", 1), 1);
+    assert_int_equal(inner_wait(&ic), 7);
+    handoff_close(&h);
+    close(ic.host);
+}
+
+static void no_go(int send_byte)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    char script[256], err[256];
+    char *cmd[4];
+
+    make_dir(&ic);
+    snprintf(script, sizeof script, "touch '%s'; exit 0", ic.marker);
+    cmd[0] = (char *)"/bin/sh";
+    cmd[1] = (char *)"-c";
+    cmd[2] = script;
+    cmd[3] = NULL;
+    inner_start(&ic, NULL, cmd);
+    if (sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    handoff_close(&h);
+    if (send_byte)
+        assert_int_equal(write(ic.host, "X", 1), 1);
+    close(ic.host);
+    assert_int_equal(inner_wait(&ic), 125);
+    assert_false(exists(ic.marker));
+    remove_dir(&ic);
+}
+
+static void test_inner_no_go_eof(void **state)
+{
+    (void)state;
+    no_go(0);
+}
+
+static void test_inner_no_go_wrong_byte(void **state)
+{
+    (void)state;
+    no_go(1);
+}
+
+static int run_inner_to_exec_opt(const char *extra, char *const *cmd)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    char err[256];
+
+    inner_start(&ic, extra, cmd);
+    if (sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    handoff_close(&h);
+    assert_int_equal(write(ic.host, "G", 1), 1);
+    close(ic.host);
+    return inner_wait(&ic);
+}
+
+static int run_inner_to_exec(char *const *cmd)
+{
+    return run_inner_to_exec_opt(NULL, cmd);
+}
+
+static void test_inner_exec_failures(void **state)
+{
+    struct inner_child ic;
+    char path[128];
+    char *missing[] = {(char *)"/nonexistent-sluice-test/cmd", NULL};
+    char *unknown[] = {(char *)"sluice-test-no-such-command", NULL};
+    char *noexec[] = {path, NULL};
+    int fd;
+
+    (void)state;
+    assert_int_equal(run_inner_to_exec(missing), 127);
+    assert_int_equal(run_inner_to_exec(unknown), 127);
+
+    make_dir(&ic);
+    snprintf(path, sizeof path, "%s/noexec", ic.dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "#!/bin/sh\nexit 0\n", 17), 17);
+    close(fd);
+    assert_int_equal(run_inner_to_exec(noexec), 126);
+    remove_dir(&ic);
+}
+
+/* The command runs under the filter inner loaded, with or without
+ * --allow-unix-sockets: the command is this test program in its probe mode
+ * (main(), PROBE_UNIX). */
+#define PROBE_UNIX "--probe-unix-socket"
+static char self_exe[4096];
+
+static int probe_unix_main(void)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0)
+        return 0;
+    return errno == EPERM ? 1 : 2;
+}
+
+static void test_inner_filter_reaches_command(void **state)
+{
+    char *cmd[] = {self_exe, (char *)PROBE_UNIX, NULL};
+
+    (void)state;
+    assert_true(self_exe[0] == '/');
+    assert_int_equal(run_inner_to_exec_opt(NULL, cmd), 1);                   /* EPERM */
+    assert_int_equal(run_inner_to_exec_opt("--allow-unix-sockets", cmd), 0); /* made */
+}
+
+/* In a network namespace of its own (root only; skipped otherwise) with
+ * IPv6 disabled, inner hands over the two IPv4 listeners only. */
+static int lo_up(void)
+{
+    struct ifreq ifr;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int r = -1;
+
+    if (fd < 0)
+        return -1;
+    memset(&ifr, 0, sizeof ifr);
+    memcpy(ifr.ifr_name, "lo", 3);
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags = (short)(ifr.ifr_flags | IFF_UP);
+        r = ioctl(fd, SIOCSIFFLAGS, &ifr);
+    }
+    close(fd);
+    return r;
+}
+
+static void write_sysctl(const char *path, const char *v)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, v, strlen(v)) != (ssize_t)strlen(v))
+        _exit(PREP_UNSUPPORTED);
+    close(fd);
+}
+
+static void prep_netns_no_v6(void)
+{
+    if (unshare(CLONE_NEWNET) < 0)
+        _exit(PREP_UNSUPPORTED);
+    if (access("/proc/sys/net/ipv6/conf/lo/disable_ipv6", F_OK) == 0) {
+        write_sysctl("/proc/sys/net/ipv6/conf/all/disable_ipv6", "1");
+        write_sysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1");
+        write_sysctl("/proc/sys/net/ipv6/conf/lo/disable_ipv6", "1");
+    }
+    if (lo_up() < 0)
+        _exit(PREP_UNSUPPORTED);
+}
+
+static void test_inner_without_ipv6(void **state)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    char err[256];
+    char *cmd[] = {(char *)"/bin/sh", (char *)"-c", (char *)"exit 7", NULL};
+    int rc;
+
+    (void)state;
+    inner_start_prep(&ic, NULL, NULL, cmd, prep_netns_no_v6);
+    rc = sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err);
+    if (rc != 0) {
+        int st = inner_wait(&ic);
+        close(ic.host);
+        if (st == PREP_UNSUPPORTED) {
+            print_message("skipped: no network namespace of its own here\n");
+            skip();
+        }
+        fail_msg("sb_handoff_recv: %s (inner exited %d)", err, st);
+    }
+    assert_int_equal(h.n, 2);
+    assert_int_equal(h.kind[0], SB_L_HTTP);
+    assert_int_equal(h.kind[1], SB_L_SOCKS);
+    for (size_t i = 0; i < 2; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        assert_int_equal(getsockname(h.fds[i], (struct sockaddr *)&ss, &len), 0);
+        assert_int_equal(ss.ss_family, AF_INET);
+    }
+    assert_int_equal(write(ic.host, "G", 1), 1);
+    assert_int_equal(inner_wait(&ic), 7);
+    handoff_close(&h);
+    close(ic.host);
+}
+
+/* A v4 listener that cannot be made is fatal: the HTTP port is taken. */
+static void test_inner_port_in_use(void **state)
+{
+    struct inner_child ic;
+    struct sb_handoff h;
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    char err[256], port[16];
+    char *cmd[] = {(char *)"/bin/sh", (char *)"-c", (char *)"exit 7", NULL};
+    int busy = tcp_listener();
+
+    (void)state;
+    assert_int_equal(getsockname(busy, (struct sockaddr *)&a, &len), 0);
+    snprintf(port, sizeof port, "%u", (unsigned)ntohs(a.sin_port));
+    inner_start_prep(&ic, port, NULL, cmd, NULL);
+    assert_int_not_equal(sb_handoff_recv(ic.host, RECV_TIMEOUT_MS, &h, err, sizeof err), 0);
+    assert_int_equal(inner_wait(&ic), 125);
+    close(ic.host);
+    close(busy);
+}
+
+/* Bad arguments: 125 with a message saying what was wrong, before anything
+ * else happens. Each case runs in a child with stderr on a pipe. */
+static void bad_args_case(const char *const *args, const char *want)
+{
+    int p[2], st = 0;
+    char out[1024];
+    size_t got = 0;
+    pid_t pid;
+
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[16];
+        char fdstr[16];
+        int argc = 0, fd;
+        int sv[2];
+
+        child_init();
+        dup2(p[1], STDERR_FILENO);
+        /* a real socketpair end with its peer kept open: a wrongly accepted
+         * argument list would hand off and then wait for 'G' (alarm) */
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+            _exit(98);
+        fd = sv[1];
+        snprintf(fdstr, sizeof fdstr, "%d", fd);
+        for (size_t i = 0; args[i] != NULL && argc < 15; i++)
+            argv[argc++] = strcmp(args[i], "FD") == 0 ? fdstr : (char *)args[i];
+        argv[argc] = NULL;
+        _exit(sb_inner_main(argc, argv));
+    }
+    close(p[1]);
+    for (;;) {
+        ssize_t r = read(p[0], out + got, sizeof out - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    out[got] = '\0';
+    close(p[0]);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 125) {
+        for (size_t i = 0; args[i] != NULL; i++)
+            print_message("arg %zu: '%s'\n", i, args[i]);
+        fail_msg("status 0x%x, stderr '%s'", (unsigned)st, out);
+    }
+    if (strstr(out, "sluice inner: ") != out || strstr(out, want) == NULL)
+        fail_msg("stderr '%s' lacks '%s'", out, want);
+}
+
+static void test_inner_bad_args(void **state)
+{
+    static const char *const c0[] = {"inner", NULL};
+    static const char *const c1[] = {"inner", "--fd", NULL};
+    static const char *const c2[] = {"inner", "--fd", "abc", "--", "/bin/true", NULL};
+    static const char *const c3[] = {"inner", "--fd", "2", "--", "/bin/true", NULL};
+    static const char *const c4[] = {"inner", "--fd", "-5", "--", "/bin/true", NULL};
+    static const char *const c5[] = {"inner", "--fd", "999", "--", "/bin/true", NULL};
+    static const char *const c6[] = {"inner", "--fd", "FD", "/bin/true", NULL};
+    static const char *const c7[] = {"inner", "--fd", "FD", "--", NULL};
+    static const char *const c8[] = {"inner", "--fd", "FD",        "--http-port",
+                                     "65536", "--",   "/bin/true", NULL};
+    static const char *const c9[] = {"inner", "--fd", "FD",        "--socks-port",
+                                     "",      "--",   "/bin/true", NULL};
+    static const char *const c10[] = {"inner", "--fd", "FD",        "--http-port",
+                                      "12x",   "--",   "/bin/true", NULL};
+    static const char *const c11[] = {"inner", "--fd", "FD", "--bogus", "--", "/bin/true", NULL};
+    static const char *const c12[] = {"inner", "--fd", "FD", "--fd", "FD", "--", "/bin/true", NULL};
+    static const char *const c13[] = {"inner", "--http-port", "0", "--", "/bin/true", NULL};
+    static const char *const c14[] = {"inner", "--fd", "FD", "--socks-port", NULL};
+    static const char *const c15[] = {"inner", "--fd", "99999999999", "--", "/bin/true", NULL};
+    static const char *const c16[] = {"inner", "--fd", "FD", "--", "", NULL};
+
+    (void)state;
+    bad_args_case(c0, "--fd is required");
+    bad_args_case(c1, "needs a value");
+    bad_args_case(c2, "not a descriptor number");
+    bad_args_case(c3, "not a descriptor number");
+    bad_args_case(c4, "not a descriptor number");
+    bad_args_case(c5, "--fd 999");
+    bad_args_case(c6, "expected '--'");
+    bad_args_case(c7, "no command");
+    bad_args_case(c8, "not a port number");
+    bad_args_case(c9, "not a port number");
+    bad_args_case(c10, "not a port number");
+    bad_args_case(c11, "unknown option '--bogus'");
+    bad_args_case(c12, "given twice");
+    bad_args_case(c13, "--fd is required");
+    bad_args_case(c14, "needs a value");
+    bad_args_case(c15, "not a descriptor number");
+    bad_args_case(c16, "no command");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handoff: hand-made messages to sb_handoff_recv                            */
+
+static size_t count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    size_t n = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int tcp_listener(void)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    assert_true(fd >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 4), 0);
+    return fd;
+}
+
+/* Sends PAYLOAD with FDS (closed here afterwards) on a fresh socketpair;
+ * returns the receiving end. */
+static int send_msg(const char *payload, size_t plen, int *fds, size_t nfds, int passcred)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 64)];
+    } ctl;
+    struct msghdr msg;
+    struct iovec iov;
+    int sv[2];
+    const int one = 1;
+
+    assert_true(nfds <= 64);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    if (passcred)
+        assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one), 0);
+    memset(&ctl, 0, sizeof ctl);
+    memset(&msg, 0, sizeof msg);
+    iov.iov_base = (void *)payload;
+    iov.iov_len = plen;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (nfds > 0) {
+        struct cmsghdr *c;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    if (plen > 0 || nfds > 0)
+        assert_int_equal(sendmsg(sv[1], &msg, 0), (ssize_t)plen);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    close(sv[1]);
+    return sv[0];
+}
+
+/* sb_handoff_recv must fail and leave no received descriptor open. */
+static void expect_rejected(int sock, const char *why, const char *want)
+{
+    struct sb_handoff h;
+    char err[256] = "";
+    size_t before = count_fds();
+
+    memset(&h, 0x5a, sizeof h);
+    if (sb_handoff_recv(sock, 1000, &h, err, sizeof err) == 0)
+        fail_msg("%s: accepted", why);
+    if (strstr(err, want) == NULL)
+        fail_msg("%s: error '%s' lacks '%s'", why, err, want);
+    assert_int_equal(count_fds(), before);
+    assert_int_equal(h.n, (size_t)0x5a5a5a5a5a5a5a5aULL); /* untouched on failure */
+    close(sock);
+}
+
+static void test_handoff_valid_message(void **state)
+{
+    struct sb_handoff h;
+    char err[256];
+    int fds[2];
+    int sock;
+
+    (void)state;
+    fds[0] = tcp_listener();
+    fds[1] = tcp_listener();
+    sock = send_msg("SH", 2, fds, 2, 1);
+    if (sb_handoff_recv(sock, 1000, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    assert_int_equal(h.n, 2);
+    assert_int_equal(h.kind[0], SB_L_SOCKS);
+    assert_int_equal(h.kind[1], SB_L_HTTP);
+    assert_int_equal(h.fds[2], -1);
+    assert_int_equal(h.fds[3], -1);
+    assert_int_equal(h.cmd_pid, getpid());
+    check_accepts(h.fds[0]);
+    check_accepts(h.fds[1]);
+    handoff_close(&h);
+    close(sock);
+
+    /* without SO_PASSCRED the pid is unknown */
+    fds[0] = tcp_listener();
+    fds[1] = tcp_listener();
+    sock = send_msg("HS", 2, fds, 2, 0);
+    if (sb_handoff_recv(sock, 1000, &h, err, sizeof err) != 0)
+        fail_msg("sb_handoff_recv: %s", err);
+    assert_int_equal(h.cmd_pid, 0);
+    handoff_close(&h);
+    close(sock);
+}
+
+static void test_handoff_bogus_messages(void **state)
+{
+    int fds[40];
+    int sv[2];
+
+    (void)state;
+    /* a plain file where a listener belongs */
+    fds[0] = tcp_listener();
+    fds[1] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fds[1] >= 0);
+    expect_rejected(send_msg("HS", 2, fds, 2, 1), "plain fd", "not a socket");
+
+    /* a TCP socket that is not listening */
+    fds[0] = tcp_listener();
+    fds[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    expect_rejected(send_msg("HS", 2, fds, 2, 1), "not listening", "not listening");
+
+    /* a listening unix socket */
+    {
+        struct sockaddr_un ua;
+        fds[0] = tcp_listener();
+        fds[1] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        memset(&ua, 0, sizeof ua);
+        ua.sun_family = AF_UNIX; /* autobind to an abstract name */
+        assert_int_equal(bind(fds[1], (struct sockaddr *)&ua, sizeof(sa_family_t)), 0);
+        assert_int_equal(listen(fds[1], 1), 0);
+        expect_rejected(send_msg("HS", 2, fds, 2, 1), "unix listener",
+                        "not an IPv4 or IPv6 socket");
+    }
+
+    /* a UDP socket */
+    fds[0] = tcp_listener();
+    fds[1] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    expect_rejected(send_msg("HS", 2, fds, 2, 1), "udp socket", "not a stream socket");
+
+    /* count and payload disagree */
+    fds[0] = tcp_listener();
+    expect_rejected(send_msg("HS", 2, fds, 1, 1), "one fd for two kinds",
+                    "1 descriptors for 2 kinds");
+    fds[0] = tcp_listener();
+    fds[1] = tcp_listener();
+    fds[2] = tcp_listener();
+    expect_rejected(send_msg("HS", 2, fds, 3, 1), "three fds for two kinds",
+                    "3 descriptors for 2 kinds");
+
+    /* unknown kind, missing kind, too few, too many */
+    fds[0] = tcp_listener();
+    fds[1] = tcp_listener();
+    expect_rejected(send_msg("HX", 2, fds, 2, 1), "unknown kind", "unknown listener kind 0x58");
+    fds[0] = tcp_listener();
+    fds[1] = tcp_listener();
+    expect_rejected(send_msg("HH", 2, fds, 2, 1), "no socks listener", "no socks listener");
+    fds[0] = tcp_listener();
+    expect_rejected(send_msg("H", 1, fds, 1, 1), "one listener", "1 listeners");
+    for (size_t i = 0; i < 5; i++)
+        fds[i] = tcp_listener();
+    expect_rejected(send_msg("HSHSH", 5, fds, 5, 1), "five listeners", "5 listeners");
+
+    /* more descriptors than the control buffer holds: MSG_CTRUNC */
+    {
+        char many[40];
+        for (size_t i = 0; i < 40; i++) {
+            fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            many[i] = 'H';
+        }
+        expect_rejected(send_msg(many, 40, fds, 40, 1), "truncated control data",
+                        "control data truncated");
+    }
+
+    /* bytes without descriptors; nothing at all (EOF) */
+    expect_rejected(send_msg("HS", 2, NULL, 0, 1), "no descriptors", "0 descriptors for 2 kinds");
+    expect_rejected(send_msg("", 0, NULL, 0, 1), "eof", "before sending its listeners");
+
+    /* nothing arrives in time */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    {
+        struct sb_handoff h;
+        char err[256];
+        assert_int_equal(sb_handoff_recv(sv[0], 50, &h, err, sizeof err), -ETIMEDOUT);
+    }
+    close(sv[0]);
+    close(sv[1]);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_socket_unix_refused),
+        cmocka_unit_test(test_socket_inet_allowed),
+        cmocka_unit_test(test_socket_unix_hibits_refused),
+        cmocka_unit_test(test_socket_unix_allowed),
+        cmocka_unit_test(test_socketpair_not_affected),
+        cmocka_unit_test(test_io_uring_refused),
+        cmocka_unit_test(test_unshare_user_refused),
+        cmocka_unit_test(test_unshare_mnt_not_refused),
+        cmocka_unit_test(test_clone_user_refused),
+        cmocka_unit_test(test_clone3_enosys),
+        cmocka_unit_test(test_ioctl_tty_injection_refused),
+        cmocka_unit_test(test_x32),
+#if HAVE_I386
+        cmocka_unit_test(test_i386_getpid_works),
+        cmocka_unit_test(test_i386_socketcall_refused),
+        cmocka_unit_test(test_i386_socket_refused),
+        cmocka_unit_test(test_i386_other_rules),
+#endif
+        cmocka_unit_test(test_describe),
+        cmocka_unit_test(test_inner_handoff_and_go),
+        cmocka_unit_test(test_inner_closes_its_sockets),
+        cmocka_unit_test(test_inner_no_go_eof),
+        cmocka_unit_test(test_inner_no_go_wrong_byte),
+        cmocka_unit_test(test_inner_exec_failures),
+        cmocka_unit_test(test_inner_filter_reaches_command),
+        cmocka_unit_test(test_inner_without_ipv6),
+        cmocka_unit_test(test_inner_port_in_use),
+        cmocka_unit_test(test_inner_bad_args),
+        cmocka_unit_test(test_handoff_valid_message),
+        cmocka_unit_test(test_handoff_bogus_messages),
+    };
+
+    ssize_t n;
+
+    if (argc == 2 && strcmp(argv[1], PROBE_UNIX) == 0)
+        return probe_unix_main();
+    n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n > 0)
+        self_exe[n] = '\0';
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
