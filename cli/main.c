@@ -1,8 +1,6 @@
 /* cli/main.c - the sluice binary: one executable, one subcommand per job. */
 #include "cli/cli.h"
-#ifdef SLUICE_WITH_RUN
 #include "sandbox/sandbox.h"
-#endif
 
 #include <stdio.h>
 #include <string.h>
@@ -18,20 +16,14 @@ struct subcommand {
 };
 
 static const struct subcommand commands[] = {
-#ifdef SLUICE_WITH_RUN
     {"run", cli_run, cli_run_usage},
-#endif
     {"proxy", cli_proxy, cli_proxy_usage},
     {"check", cli_check, cli_check_usage},
-#ifdef SLUICE_WITH_RUN
     {"explain", cli_explain, cli_explain_usage},
-#endif
     {"bridge", cli_bridge, cli_bridge_usage},
-#ifdef SLUICE_WITH_RUN
     {"connect", cli_connect, cli_connect_usage},
     /* the in-sandbox helper of `sluice run`; not for direct use */
     {"inner", sb_inner_main, NULL},
-#endif
 };
 
 static void usage(FILE *f)

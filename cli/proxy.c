@@ -3,8 +3,15 @@
  * One libuv loop serves the SOCKS5 and HTTP front ends over one policy, one
  * resolver and one ask broker. SIGHUP re-reads the settings and swaps the
  * policy for new requests (a bad file keeps the old one); SIGTERM/SIGINT
- * stop accepting, let open connections finish for proxy.timeouts.drain,
- * close the rest and exit 0.
+ * stop accepting, close kept-alive HTTP connections that wait between
+ * requests, let the rest finish for proxy.timeouts.drain, close what is
+ * left and exit 0.
+ *
+ * The admin listener (--admin, off by default) is a minimal HTTP/1.1 server
+ * on llhttp for operators: GET /healthz, /readyz and /metrics (Prometheus
+ * text format 0.0.4). It never proxies. Its counters come from the
+ * connection log records and the accept path; everything runs on the one
+ * loop, so nothing is locked.
  */
 #include "cli/cli.h"
 
@@ -15,6 +22,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <llhttp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +33,11 @@
 #include <uv.h>
 
 #define PROXY_OVERLOAD_SLACK 64 /* connections refused quickly before accept pauses */
+#define PROXY_LOG_BUF (64 * 1024) /* the log is flushed once per loop iteration */
+#define ADMIN_MAX_CONNS 64         /* admin connections at once; more are closed */
+#define ADMIN_MAX_REQUEST (16 * 1024) /* bytes of one admin request */
+#define ADMIN_TIMEOUT_MS 10000     /* per admin request, and idle kept admin connections */
+#define HEALTH_PATH_MAX 200
 
 struct proxy_srv;
 
@@ -37,6 +50,43 @@ struct service {
     struct frontend fe;
     int paused;
     int (*accept)(struct frontend *f, struct listener *l, int overloaded);
+    uint64_t accepted;   /* connections served (metrics) */
+    uint64_t overloaded; /* of them, refused over the connection limit */
+};
+
+/* Decision counters by the log record's protocol and verdict. */
+enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_N };
+enum { MDEC_ALLOW = 0, MDEC_DENY, MDEC_WOULD_DENY, MDEC_OTHER, MDEC_N };
+static const char *const mproto_names[MPROTO_N] = {"http", "connect", "socks5"};
+static const char *const mdec_names[MDEC_N] = {"allow", "deny", "would_deny", "other"};
+
+struct admin_conn {
+    union {
+        uv_handle_t h;
+        uv_stream_t s;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } u;
+    uv_timer_t timer;
+    uv_shutdown_t shutdown_req;
+    llhttp_t parser;
+    struct proxy_srv *srv;
+    struct admin_conn *prev, *next;
+    size_t req_bytes; /* of the request being read */
+    char url[256];
+    size_t url_len;
+    int nclose;             /* handles still closing */
+    unsigned url_long : 1;  /* the target did not fit url */
+    unsigned done : 1;      /* the last answer is queued: nothing more is read */
+    unsigned closing : 1;
+};
+
+struct admin {
+    struct endpoint ep;
+    int on;
+    struct listener *l;
+    struct admin_conn *conns;
+    size_t nconns;
 };
 
 struct proxy_srv {
@@ -49,16 +99,25 @@ struct proxy_srv {
     struct ask_handler *handler;
     struct egress_env *egress;
     struct service socks, http;
+    struct admin admin;
+    const char *health_path;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
+    uv_prepare_t log_flush;
     FILE *log;
+    int log_dirty; /* written since the last flush */
     int json;
     uint64_t next_id;
     int stopping;
     int exit_code;
-    struct policy_addr laddr[2];
-    uint16_t lport[2];
+    struct policy_addr laddr[3];
+    uint16_t lport[3];
     size_t nlisten;
+    /* metrics */
+    double start_time;
+    uint64_t decisions[MPROTO_N][MDEC_N];
+    uint64_t bytes_up, bytes_down;
+    uint64_t reloads_ok, reloads_failed;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -138,7 +197,7 @@ static void log_text(struct proxy_srv *srv, const struct connlog *r)
         kv(f, "end", r->end);
     }
     fputc('\n', f);
-    fflush(f);
+    srv->log_dirty = 1;
 }
 
 static void log_json(struct proxy_srv *srv, const struct connlog *r)
@@ -178,16 +237,33 @@ static void log_json(struct proxy_srv *srv, const struct connlog *r)
     text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
     if (text != NULL) {
         fprintf(srv->log, "%s\n", text);
-        fflush(srv->log);
+        srv->log_dirty = 1;
         free(text);
     }
     json_decref(o);
+}
+
+static int metric_index(const char *s, const char *const *names, int n, int other)
+{
+    for (int i = 0; s != NULL && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return other;
 }
 
 static void on_connlog(void *ctx, const struct connlog *r)
 {
     struct proxy_srv *srv = ctx;
 
+    if (r->event == CONNLOG_DECISION) {
+        int p = metric_index(r->protocol, mproto_names, MPROTO_N, -1);
+        int d = metric_index(r->verdict, mdec_names, MDEC_OTHER, MDEC_OTHER);
+        if (p >= 0)
+            srv->decisions[p][d]++;
+    } else {
+        srv->bytes_up += r->bytes_up;
+        srv->bytes_down += r->bytes_down;
+    }
     if (srv->json)
         log_json(srv, r);
     else
@@ -212,7 +288,29 @@ static void log_event(struct proxy_srv *srv, const char *event, const char *msg)
         kv(srv->log, "message", msg);
         fputc('\n', srv->log);
     }
-    fflush(srv->log);
+    srv->log_dirty = 1;
+}
+
+/* Before the loop waits: what was logged during this iteration goes out in
+ * one write (a file or a pipe is fully buffered; a terminal line-buffered). */
+static void on_log_flush(uv_prepare_t *h)
+{
+    struct proxy_srv *srv = h->data;
+
+    if (srv->log_dirty) {
+        srv->log_dirty = 0;
+        fflush(srv->log);
+    }
+}
+
+static void log_buffering(FILE *f)
+{
+    static char buf[PROXY_LOG_BUF];
+
+    if (isatty(fileno(f)))
+        (void)setvbuf(f, NULL, _IOLBF, BUFSIZ);
+    else
+        (void)setvbuf(f, buf, _IOFBF, sizeof(buf));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -255,11 +353,13 @@ static void reload(struct proxy_srv *srv)
     char msg[1200];
 
     if (load_policy(srv, &s, &p, &err) < 0) {
+        srv->reloads_failed++;
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         log_event(srv, "reload_failed", msg);
         settings_free(&s);
         return;
     }
+    srv->reloads_ok++;
     egress_env_set_policy(srv->egress, p);
     settings_free(&srv->settings);
     srv->settings = s;
@@ -267,6 +367,393 @@ static void reload(struct proxy_srv *srv)
     apply_frontend_settings(srv, &srv->http.fe);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
     log_event(srv, "reload", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Admin listener: /healthz, /readyz, /metrics                               */
+
+static void admin_closed(uv_handle_t *h)
+{
+    struct admin_conn *a = h->data;
+
+    if (--a->nclose == 0)
+        free(a);
+}
+
+static void admin_close(struct admin_conn *a)
+{
+    struct admin *ad = &a->srv->admin;
+
+    if (a->closing)
+        return;
+    a->closing = 1;
+    a->done = 1;
+    if (a->prev != NULL)
+        a->prev->next = a->next;
+    else
+        ad->conns = a->next;
+    if (a->next != NULL)
+        a->next->prev = a->prev;
+    ad->nconns--;
+    a->nclose = 2;
+    uv_close(&a->u.h, admin_closed);
+    uv_close((uv_handle_t *)&a->timer, admin_closed);
+}
+
+static void admin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void admin_timeout(uv_timer_t *t);
+
+static void admin_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (nread < 0)
+        admin_close(s->data);
+}
+
+/* Our FIN is out after the last answer: read and drop what the client still
+ * sends until its EOF or a second, so unread bytes do not turn the close
+ * into a reset that destroys the answer before the client reads it. */
+static void admin_shut(uv_shutdown_t *req, int status)
+{
+    struct admin_conn *a = req->data;
+
+    if (a->closing)
+        return;
+    if (status < 0 || uv_read_start(&a->u.s, admin_alloc, admin_linger_read) < 0) {
+        admin_close(a);
+        return;
+    }
+    uv_timer_start(&a->timer, admin_timeout, 1000, 0);
+}
+
+/* The answer just queued is the last: our FIN goes after it, then close. */
+static void admin_end(struct admin_conn *a)
+{
+    if (a->closing)
+        return;
+    a->done = 1;
+    (void)uv_read_stop(&a->u.s);
+    a->shutdown_req.data = a;
+    if (uv_shutdown(&a->shutdown_req, &a->u.s, admin_shut) < 0)
+        admin_close(a);
+}
+
+struct admin_wr {
+    uv_write_t req;
+    struct admin_conn *a;
+    char data[];
+};
+
+static void admin_written(uv_write_t *req, int status)
+{
+    struct admin_wr *wr = (struct admin_wr *)(void *)req;
+    struct admin_conn *a = wr->a;
+
+    free(wr);
+    if (status < 0)
+        admin_close(a);
+}
+
+static void admin_respond(struct admin_conn *a, int status, const char *phrase, const char *ctype,
+                          const char *body, size_t blen, const char *extra, int keep)
+{
+    char head[512];
+    struct admin_wr *wr;
+    uv_buf_t b;
+    int hl;
+
+    if (a->closing)
+        return;
+    hl = snprintf(head, sizeof(head),
+                  "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                  "Cache-Control: no-store\r\n%sConnection: %s\r\n\r\n",
+                  status, phrase, ctype, blen, extra != NULL ? extra : "",
+                  keep ? "keep-alive" : "close");
+    if (hl < 0 || (size_t)hl >= sizeof(head)) {
+        admin_close(a);
+        return;
+    }
+    wr = malloc(sizeof(*wr) + (size_t)hl + blen);
+    if (wr == NULL) {
+        admin_close(a);
+        return;
+    }
+    wr->a = a;
+    memcpy(wr->data, head, (size_t)hl);
+    if (blen > 0)
+        memcpy(wr->data + hl, body, blen);
+    b = uv_buf_init(wr->data, (unsigned)((size_t)hl + blen));
+    if (uv_write(&wr->req, &a->u.s, &b, 1, admin_written) < 0) {
+        free(wr);
+        admin_close(a);
+        return;
+    }
+    if (!keep)
+        admin_end(a);
+}
+
+static void admin_text(struct admin_conn *a, int status, const char *phrase, const char *text,
+                       const char *extra, int keep)
+{
+    admin_respond(a, status, phrase, "text/plain; charset=utf-8", text, strlen(text), extra, keep);
+}
+
+/* NULL when ready: serving (listeners open, not paused for overload) with a
+ * policy loaded, and not draining. A failed reload keeps the old policy and
+ * does not change readiness (it is counted in sluice_reloads_total). */
+static const char *not_ready(const struct proxy_srv *srv)
+{
+    if (srv->stopping)
+        return "draining";
+    if (srv->egress == NULL || egress_env_policy(srv->egress) == NULL)
+        return "no policy loaded";
+    if ((srv->http.on && srv->http.paused) || (srv->socks.on && srv->socks.paused))
+        return "over the connection limit: not accepting";
+    return NULL;
+}
+
+static void metric_head(FILE *m, const char *name, const char *type, const char *help)
+{
+    fprintf(m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Prometheus text exposition format 0.0.4. */
+static char *metrics_text(const struct proxy_srv *srv, size_t *len)
+{
+    const struct service *svcs[2] = {&srv->http, &srv->socks};
+    char *text = NULL;
+    FILE *m = open_memstream(&text, len);
+
+    if (m == NULL)
+        return NULL;
+    metric_head(m, "sluice_build_info", "gauge", "Build information; the value is always 1.");
+    fprintf(m, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION);
+    metric_head(m, "process_start_time_seconds", "gauge",
+                "Start time of the process since the Unix epoch in seconds.");
+    fprintf(m, "process_start_time_seconds %.3f\n", srv->start_time);
+
+    metric_head(m, "sluice_connections_total", "counter",
+                "Client connections accepted, by front end.");
+    for (int i = 0; i < 2; i++)
+        fprintf(m, "sluice_connections_total{protocol=\"%s\"} %llu\n", svcs[i]->name,
+                (unsigned long long)svcs[i]->accepted);
+    metric_head(m, "sluice_connections_active", "gauge", "Client connections open now.");
+    for (int i = 0; i < 2; i++)
+        fprintf(m, "sluice_connections_active{protocol=\"%s\"} %zu\n", svcs[i]->name,
+                svcs[i]->fe.nconns);
+    metric_head(m, "sluice_overloaded_total", "counter",
+                "Connections refused over proxy.limits.maxConnections (HTTP 503, SOCKS 0x01).");
+    fprintf(m, "sluice_overloaded_total %llu\n",
+            (unsigned long long)(srv->http.overloaded + srv->socks.overloaded));
+
+    metric_head(m, "sluice_decisions_total", "counter",
+                "Egress decisions (one per request), by protocol and decision.");
+    for (int p = 0; p < MPROTO_N; p++)
+        for (int d = 0; d < MDEC_N; d++)
+            if (d != MDEC_OTHER || srv->decisions[p][d] > 0)
+                fprintf(m, "sluice_decisions_total{protocol=\"%s\",decision=\"%s\"} %llu\n",
+                        mproto_names[p], mdec_names[d],
+                        (unsigned long long)srv->decisions[p][d]);
+    metric_head(m, "sluice_bytes_total", "counter",
+                "Bytes relayed by connections that have closed: up is client to upstream.");
+    fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)srv->bytes_up);
+    fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n",
+            (unsigned long long)srv->bytes_down);
+
+    metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
+    fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);
+    fprintf(m, "sluice_reloads_total{result=\"error\"} %llu\n",
+            (unsigned long long)srv->reloads_failed);
+    metric_head(m, "sluice_policy_rules", "gauge", "Rules in the policy in use.");
+    fprintf(m, "sluice_policy_rules %zu\n",
+            srv->egress != NULL ? policy_rule_count(egress_env_policy(srv->egress)) : 0);
+    metric_head(m, "sluice_asks_pending", "gauge", "Questions waiting for the ask handler.");
+    fprintf(m, "sluice_asks_pending %zu\n",
+            srv->broker != NULL ? ask_broker_pending(srv->broker) : 0);
+    metric_head(m, "sluice_egress_inflight", "gauge",
+                "Requests deciding, resolving or dialing now.");
+    fprintf(m, "sluice_egress_inflight %zu\n",
+            srv->egress != NULL ? egress_inflight(srv->egress) : 0);
+    metric_head(m, "sluice_dns_outstanding", "gauge", "DNS lookups in progress.");
+    fprintf(m, "sluice_dns_outstanding %zu\n",
+            srv->resolver != NULL ? resolver_outstanding(srv->resolver) : 0);
+    metric_head(m, "sluice_draining", "gauge", "1 while draining after SIGTERM/SIGINT.");
+    fprintf(m, "sluice_draining %d\n", srv->stopping ? 1 : 0);
+    if (fclose(m) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static void admin_route(struct admin_conn *a, int keep)
+{
+    struct proxy_srv *srv = a->srv;
+    size_t n = a->url_len;
+    const char *q = memchr(a->url, '?', a->url_len);
+    const char *why;
+
+    if (q != NULL)
+        n = (size_t)(q - a->url);
+    if (llhttp_get_method(&a->parser) != HTTP_GET) {
+        admin_text(a, 405, "Method Not Allowed", "method not allowed\n", "Allow: GET\r\n", keep);
+        return;
+    }
+    if (!a->url_long && n == 8 && memcmp(a->url, "/healthz", 8) == 0) {
+        admin_text(a, 200, "OK", "ok\n", NULL, keep);
+    } else if (!a->url_long && n == 7 && memcmp(a->url, "/readyz", 7) == 0) {
+        why = not_ready(srv);
+        if (why == NULL) {
+            admin_text(a, 200, "OK", "ready\n", NULL, keep);
+        } else {
+            char body[120];
+            snprintf(body, sizeof(body), "not ready: %s\n", why);
+            admin_text(a, 503, "Service Unavailable", body, NULL, keep);
+        }
+    } else if (!a->url_long && n == 8 && memcmp(a->url, "/metrics", 8) == 0) {
+        size_t len = 0;
+        char *text = metrics_text(srv, &len);
+        if (text == NULL) {
+            admin_text(a, 500, "Internal Server Error", "out of memory\n", NULL, 0);
+            return;
+        }
+        admin_respond(a, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", text, len, NULL,
+                      keep);
+        free(text);
+    } else {
+        admin_text(a, 404, "Not Found", "not found\n", NULL, keep);
+    }
+}
+
+static int admin_on_message_begin(llhttp_t *p)
+{
+    struct admin_conn *a = p->data;
+
+    a->url_len = 0;
+    a->url_long = 0;
+    return 0;
+}
+
+static int admin_on_url(llhttp_t *p, const char *at, size_t len)
+{
+    struct admin_conn *a = p->data;
+
+    if (len > sizeof(a->url) - a->url_len) {
+        a->url_long = 1;
+        return 0;
+    }
+    memcpy(a->url + a->url_len, at, len);
+    a->url_len += len;
+    return 0;
+}
+
+static void admin_timeout(uv_timer_t *t)
+{
+    admin_close(t->data);
+}
+
+static int admin_on_message_complete(llhttp_t *p)
+{
+    struct admin_conn *a = p->data;
+    /* never an upgrade or a tunnel here: CONNECT and Upgrade end it */
+    int keep = llhttp_should_keep_alive(p) && !p->upgrade && p->method != HTTP_CONNECT;
+
+    admin_route(a, keep);
+    if (!keep || a->done)
+        return HPE_PAUSED;
+    a->req_bytes = 0;
+    uv_timer_start(&a->timer, admin_timeout, ADMIN_TIMEOUT_MS, 0);
+    return 0;
+}
+
+static const llhttp_settings_t admin_settings = {
+    .on_message_begin = admin_on_message_begin,
+    .on_url = admin_on_url,
+    .on_message_complete = admin_on_message_complete,
+};
+
+static void admin_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static char in[4096]; /* parsed at once in admin_read */
+
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(in, sizeof(in));
+}
+
+static void admin_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct admin_conn *a = s->data;
+    llhttp_errno_t e;
+
+    if (a->closing || a->done || nread == 0)
+        return;
+    if (nread < 0) {
+        /* EOF: answers still queued go out before our FIN */
+        if (nread == UV_EOF)
+            admin_end(a);
+        else
+            admin_close(a);
+        return;
+    }
+    a->req_bytes += (size_t)nread;
+    if (a->req_bytes > ADMIN_MAX_REQUEST) {
+        admin_text(a, 431, "Request Header Fields Too Large", "request too large\n", NULL, 0);
+        return;
+    }
+    e = llhttp_execute(&a->parser, buf->base, (size_t)nread);
+    if (e == HPE_OK || a->done)
+        return;
+    admin_text(a, 400, "Bad Request", "bad request\n", NULL, 0);
+}
+
+static void on_admin_accept(struct listener *l, void *arg)
+{
+    struct proxy_srv *srv = arg;
+    struct admin *ad = &srv->admin;
+    struct admin_conn *a = calloc(1, sizeof(*a));
+    int rc;
+
+    if (a == NULL)
+        return; /* held by the listener until the next connection */
+    if (listener_kind(l) == RELAY_PIPE)
+        rc = uv_pipe_init(&srv->loop, &a->u.pipe, 0);
+    else
+        rc = uv_tcp_init(&srv->loop, &a->u.tcp);
+    if (rc < 0) {
+        free(a);
+        return;
+    }
+    uv_timer_init(&srv->loop, &a->timer);
+    a->srv = srv;
+    a->u.h.data = a;
+    a->timer.data = a;
+    a->next = ad->conns;
+    if (ad->conns != NULL)
+        ad->conns->prev = a;
+    ad->conns = a;
+    ad->nconns++;
+    rc = listener_accept(l, &a->u.s);
+    if (rc < 0 || ad->nconns > ADMIN_MAX_CONNS) {
+        admin_close(a);
+        return;
+    }
+    if (listener_kind(l) == RELAY_TCP)
+        (void)uv_tcp_nodelay(&a->u.tcp, 1);
+    llhttp_init(&a->parser, HTTP_REQUEST, &admin_settings);
+    a->parser.data = a;
+    uv_timer_start(&a->timer, admin_timeout, ADMIN_TIMEOUT_MS, 0);
+    if (uv_read_start(&a->u.s, admin_alloc, admin_read) < 0)
+        admin_close(a);
+}
+
+static void admin_shutdown(struct proxy_srv *srv)
+{
+    if (srv->admin.l != NULL)
+        listener_close(srv->admin.l, NULL, NULL);
+    srv->admin.l = NULL;
+    while (srv->admin.conns != NULL)
+        admin_close(srv->admin.conns);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -303,6 +790,8 @@ static void finish(struct proxy_srv *srv)
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->log_flush, on_handle_closed);
+    admin_shutdown(srv);
 }
 
 static void on_conn_ended(struct frontend *f)
@@ -344,6 +833,11 @@ static void on_accept(struct listener *l, void *arg)
         return;
     }
     rc = svc->accept(&svc->fe, l, live >= max);
+    if (rc == 0) {
+        svc->accepted++;
+        if (live >= max)
+            svc->overloaded++;
+    }
     if (rc == UV_ENOMEM || rc == UV_EMFILE || rc == UV_ENFILE) {
         /* no memory or descriptors: stop accepting until a connection ends */
         svc->paused = 1;
@@ -377,6 +871,10 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     if (srv->http.l != NULL)
         listener_close(srv->http.l, NULL, NULL);
     srv->socks.l = srv->http.l = NULL;
+    /* kept-alive HTTP connections waiting between requests close now, the
+     * others after their current answer; tunnels run on until the timer */
+    srv->socks.fe.draining = 1;
+    http_frontend_drain(&srv->http.fe);
     if (live_conns(srv) == 0) {
         finish(srv);
         return;
@@ -417,6 +915,10 @@ void cli_proxy_usage(FILE *f)
           "  --socks ENDPOINT      SOCKS5 listener, or 'off' (default tcp:127.0.0.1:1080)\n"
           "  --ask HANDLER         ask about unmatched destinations: tty, exec:PROGRAM,\n"
           "                        socket:PATH\n"
+          "  --admin ENDPOINT      admin listener: GET /healthz, /readyz, /metrics\n"
+          "                        (Prometheus), or 'off' (the default)\n"
+          "  --health-path PATH    answer 'GET PATH' (origin form) on the HTTP proxy port\n"
+          "                        with 200 ok, e.g. /healthz (default: none, 400)\n"
           "  --log FILE            append the connection log to FILE (default stderr)\n"
           "  --log-format FORMAT   text (default) or json\n"
           "  -h, --help            show this help\n"
@@ -443,6 +945,50 @@ static int parse_endpoint_opt(struct service *svc, const char *opt, const char *
     return 0;
 }
 
+/* A health path: '/' then visible ASCII, no '?' or '#'. NULL or why. */
+static const char *health_path_error(const char *p)
+{
+    size_t n = strlen(p);
+
+    if (p[0] != '/')
+        return "must start with '/'";
+    if (n > HEALTH_PATH_MAX)
+        return "too long";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch <= 0x20 || ch >= 0x7f || ch == '?' || ch == '#')
+            return "only visible ASCII without '?' and '#'";
+    }
+    return NULL;
+}
+
+/* The listener's address for the guard (the proxy never dials itself). */
+static void note_listener(struct proxy_srv *srv, struct listener *l)
+{
+    if (srv->nlisten < 3 &&
+        listener_address(l, &srv->laddr[srv->nlisten], &srv->lport[srv->nlisten]) == 0)
+        srv->nlisten++;
+}
+
+static int open_admin(struct proxy_srv *srv)
+{
+    const char *why = NULL;
+    char ep[ENDPOINT_STR_MAX];
+    int rc;
+
+    if (!srv->admin.on)
+        return 0;
+    rc = listener_open(&srv->admin.l, &srv->loop, &srv->admin.ep, on_admin_accept, srv, &why);
+    if (rc < 0) {
+        srv->admin.l = NULL;
+        fprintf(stderr, "sluice: proxy: cannot listen on %s (admin): %s\n",
+                endpoint_str(&srv->admin.ep, ep, sizeof(ep)), why != NULL ? why : uv_strerror(rc));
+        return -1;
+    }
+    note_listener(srv, srv->admin.l);
+    return 0;
+}
+
 static int open_service(struct proxy_srv *srv, struct service *svc)
 {
     const char *why = NULL;
@@ -457,26 +1003,30 @@ static int open_service(struct proxy_srv *srv, struct service *svc)
                 endpoint_str(&svc->ep, ep, sizeof(ep)), svc->name, why != NULL ? why : uv_strerror(rc));
         return -1;
     }
-    if (srv->nlisten < 2 &&
-        listener_address(svc->l, &srv->laddr[srv->nlisten], &srv->lport[srv->nlisten]) == 0)
-        srv->nlisten++;
+    note_listener(srv, svc->l);
     return 0;
 }
 
 /* The endpoint as bound (tcp port 0 resolved). */
-static const char *service_str(const struct service *svc, char *buf, size_t len)
+static const char *listen_str(int on, const struct endpoint *bound, const struct listener *l,
+                              char *buf, size_t len)
 {
-    struct endpoint ep = svc->ep;
+    struct endpoint ep = *bound;
     struct policy_addr a;
     uint16_t port;
 
-    if (!svc->on)
+    if (!on)
         return "off";
-    if (ep.kind == ENDPOINT_TCP && svc->l != NULL && listener_address(svc->l, &a, &port) == 0) {
+    if (ep.kind == ENDPOINT_TCP && l != NULL && listener_address(l, &a, &port) == 0) {
         ep.addr = a;
         ep.port = port;
     }
     return endpoint_str(&ep, buf, len);
+}
+
+static const char *service_str(const struct service *svc, char *buf, size_t len)
+{
+    return listen_str(svc->on, &svc->ep, svc->l, buf, len);
 }
 
 static void init_service(struct proxy_srv *srv, struct service *svc, const char *name,
@@ -521,7 +1071,8 @@ int cli_proxy(int argc, char **argv)
     const char *log_path = NULL;
     const char **servers = NULL;
     int rc, code = 1, loop_ok = 0;
-    char msg[600], e1[200], e2[200];
+    char msg[800], e1[200], e2[200], e3[200];
+    struct timespec ts;
 
     if (srv == NULL) {
         fprintf(stderr, "sluice: proxy: out of memory\n");
@@ -535,6 +1086,8 @@ int cli_proxy(int argc, char **argv)
     loop_ok = 1;
     settings_init(&srv->settings);
     srv->log = stderr;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    srv->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     init_service(srv, &srv->http, "http", "tcp:127.0.0.1:3128", http_session_accept);
     init_service(srv, &srv->socks, "socks5", "tcp:127.0.0.1:1080", socks_session_accept);
 
@@ -549,7 +1102,8 @@ int cli_proxy(int argc, char **argv)
         }
         if (strcmp(o, "--settings") != 0 && strcmp(o, "--http") != 0 &&
             strcmp(o, "--socks") != 0 && strcmp(o, "--ask") != 0 && strcmp(o, "--log") != 0 &&
-            strcmp(o, "--log-format") != 0) {
+            strcmp(o, "--log-format") != 0 && strcmp(o, "--admin") != 0 &&
+            strcmp(o, "--health-path") != 0) {
             fprintf(stderr, "sluice: proxy: unknown option '%s'\n", o);
             cli_proxy_usage(stderr);
             code = 2;
@@ -575,6 +1129,25 @@ int cli_proxy(int argc, char **argv)
             }
         } else if (strcmp(o, "--ask") == 0) {
             srv->ask_spec = v;
+        } else if (strcmp(o, "--admin") == 0) {
+            const char *why = NULL;
+            if (strcmp(v, "off") == 0) {
+                srv->admin.on = 0;
+            } else if (endpoint_parse(v, 1, &srv->admin.ep, &why) < 0) {
+                fprintf(stderr, "sluice: proxy: --admin '%s': %s\n", v, why);
+                code = 2;
+                goto out;
+            } else {
+                srv->admin.on = 1;
+            }
+        } else if (strcmp(o, "--health-path") == 0) {
+            const char *why = health_path_error(v);
+            if (why != NULL) {
+                fprintf(stderr, "sluice: proxy: --health-path '%s': %s\n", v, why);
+                code = 2;
+                goto out;
+            }
+            srv->health_path = v;
         } else if (strcmp(o, "--log") == 0) {
             log_path = v;
         } else if (strcmp(v, "json") == 0) {
@@ -601,11 +1174,14 @@ int cli_proxy(int argc, char **argv)
             goto out;
         }
     }
+    log_buffering(srv->log);
+    srv->http.fe.health_path = srv->health_path;
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
 
     /* Listeners first, so the guard knows their addresses. */
-    if (open_service(srv, &srv->http) < 0 || open_service(srv, &srv->socks) < 0)
+    if (open_service(srv, &srv->http) < 0 || open_service(srv, &srv->socks) < 0 ||
+        open_admin(srv) < 0)
         goto out;
     if (load_policy(srv, &srv->settings, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
@@ -657,15 +1233,21 @@ int cli_proxy(int argc, char **argv)
     uv_signal_init(&srv->loop, &srv->sig_term);
     uv_signal_init(&srv->loop, &srv->sig_int);
     uv_timer_init(&srv->loop, &srv->drain_timer);
+    uv_prepare_init(&srv->loop, &srv->log_flush);
     srv->sig_hup.data = srv->sig_term.data = srv->sig_int.data = srv;
     srv->drain_timer.data = srv;
+    srv->log_flush.data = srv;
+    uv_prepare_start(&srv->log_flush, on_log_flush);
+    uv_unref((uv_handle_t *)&srv->log_flush);
     uv_signal_start(&srv->sig_hup, on_signal, SIGHUP);
     uv_signal_start(&srv->sig_term, on_signal, SIGTERM);
     uv_signal_start(&srv->sig_int, on_signal, SIGINT);
 
-    snprintf(msg, sizeof(msg), "sluice %s listening: http %s, socks5 %s; %zu rules%s%s",
+    snprintf(msg, sizeof(msg), "sluice %s listening: http %s, socks5 %s%s%s; %zu rules%s%s",
              SLUICE_VERSION,
              service_str(&srv->http, e1, sizeof(e1)), service_str(&srv->socks, e2, sizeof(e2)),
+             srv->admin.on ? ", admin " : "",
+             srv->admin.on ? listen_str(1, &srv->admin.ep, srv->admin.l, e3, sizeof(e3)) : "",
              policy_rule_count(egress_env_policy(srv->egress)),
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
              srv->ask_spec != NULL ? "; asking unmatched" : "");
@@ -681,6 +1263,7 @@ out:
             listener_close(srv->socks.l, NULL, NULL);
         if (srv->http.l != NULL)
             listener_close(srv->http.l, NULL, NULL);
+        admin_shutdown(srv);
         if (srv->handler != NULL)
             ask_handler_close(srv->handler, NULL, NULL);
         if (srv->broker != NULL)
@@ -699,6 +1282,8 @@ out:
     settings_free(&srv->settings);
     if (srv->log != stderr)
         fclose(srv->log);
+    else
+        fflush(stderr);
     free(srv);
     return code;
 }

@@ -48,6 +48,11 @@ enum layer_flag {
     LF_DEPTH = 1u << 17,
     LF_BWRAP = 1u << 18,
     LF_SAFE_DIRS = 1u << 19,
+    LF_SANDBOX_ENABLED = 1u << 20,
+    LF_UNSANDBOXED = 1u << 21,
+    LF_EXCLUDED = 1u << 22,
+    LF_ENV_ALLOW = 1u << 23,
+    LF_ENV_INHERIT = 1u << 24,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -264,6 +269,9 @@ void settings_free(struct settings *s)
     map_free(&s->ignore_violations);
     free(s->bwrap_path);
     list_free(&s->git_safe_directories);
+    list_free(&s->sandbox.excluded_commands);
+    list_free(&s->environment.allow);
+    list_free(&s->environment.deny);
     list_free(&s->notices);
     free(s->proxy.auth_username);
     free(s->proxy.auth_password);
@@ -822,6 +830,59 @@ static int fn_deny_private(struct ctx *c, json_t *v, const struct key_def *d)
     return rc;
 }
 
+/* A tri-state boolean (enum settings_bool) at d->off. */
+static int fn_tribool(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int b = 0, rc;
+
+    rc = want_bool(c, v, &b);
+    if (rc == 0)
+        *(enum settings_bool *)field(c, d) = b ? SETTINGS_TRUE : SETTINGS_FALSE;
+    return rc;
+}
+
+/* An environment variable name, or a glob of one with '*': letters, digits,
+ * '_' and '*', not starting with a digit. */
+static int env_name_ok(const char *s)
+{
+    if (s[0] == '\0' || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (; *s; s++) {
+        char ch = *s;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '*'))
+            return 0;
+    }
+    return 1;
+}
+
+/* environment.allow / environment.deny: names or NAME_* globs. */
+static int fn_env_names(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 0);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        if (!env_name_ok(json_string_value(e))) {
+            char q[128];
+            quote(q, sizeof(q), json_string_value(e));
+            push_index(c, i);
+            rc = fail(c, 0,
+                      "invalid environment variable name \"%s\" (expected a name like HOME "
+                      "or a glob like AWS_*: letters, digits, '_' and '*', not starting with a "
+                      "digit)",
+                      q);
+            pop(c);
+            return rc;
+        }
+    }
+    return take_strlist(c, v, (struct settings_list *)field(c, d), d->list, 0);
+}
+
 static int fn_mode(struct ctx *c, json_t *v, const struct key_def *d)
 {
     const char *m;
@@ -1229,6 +1290,27 @@ static const struct key_def git_keys[] = {
     STRLIST("safeDirectories", git_safe_directories, LF_SAFE_DIRS, "git.safeDirectories", 0),
 };
 
+/* "sandbox": the permission layers of reference 001 (used by sluice run). */
+static const struct key_def sandbox_keys[] = {
+    {.name = "enabled", .kind = KD_CUSTOM, .fn = fn_tribool, .off = OFF(sandbox.enabled),
+     .flag = LF_SANDBOX_ENABLED},
+    {.name = "allowUnsandboxedCommands", .kind = KD_CUSTOM, .fn = fn_tribool,
+     .off = OFF(sandbox.allow_unsandboxed_commands), .flag = LF_UNSANDBOXED},
+    STRLIST("excludedCommands", sandbox.excluded_commands, LF_EXCLUDED,
+            "sandbox.excludedCommands", 1),
+};
+
+/* "environment": what of the host environment reaches a sandboxed command.
+ * allow is an allow list (replaced by a later layer), deny a deny list
+ * (united across layers). */
+static const struct key_def environment_keys[] = {
+    {.name = "allow", .kind = KD_CUSTOM, .fn = fn_env_names, .off = OFF(environment.allow),
+     .flag = LF_ENV_ALLOW, .list = "environment.allow"},
+    {.name = "deny", .kind = KD_CUSTOM, .fn = fn_env_names, .off = OFF(environment.deny),
+     .list = "environment.deny"},
+    BOOL("inherit", environment.inherit, LF_ENV_INHERIT),
+};
+
 static const struct key_def ripgrep_keys[] = {
     {.name = "command", .kind = KD_CHECK_STRING},
     {.name = "args", .kind = KD_CHECK_STRLIST},
@@ -1276,6 +1358,8 @@ static const struct key_def top_keys[] = {
     CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
     OBJECT("git", git_keys),
     OBJECT("proxy", proxy_keys),
+    OBJECT("sandbox", sandbox_keys),
+    OBJECT("environment", environment_keys),
     {.name = "ripgrep", .kind = KD_OBJECT, .sub = ripgrep_keys, .nsub = COUNT(ripgrep_keys),
      .note_when = NOTE_ALWAYS,
      .note = "not used by sluice, ignored (sluice walks directories natively)"},
@@ -1340,6 +1424,7 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
                       &L->network.denied_resolved_addresses) < 0 ||
         reserve_union(&s->filesystem.deny_read, &L->filesystem.deny_read) < 0 ||
         reserve_union(&s->filesystem.deny_write, &L->filesystem.deny_write) < 0 ||
+        reserve_union(&s->environment.deny, &L->environment.deny) < 0 ||
         reserve_union(&s->notices, &L->notices) < 0 || map_reserve(sr, sr->n + lr->n) < 0)
         return -ENOMEM;
     if (lr->n > 0) {
@@ -1367,6 +1452,7 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
     move_union(&s->network.denied_resolved_addresses, &L->network.denied_resolved_addresses);
     move_union(&s->filesystem.deny_read, &L->filesystem.deny_read);
     move_union(&s->filesystem.deny_write, &L->filesystem.deny_write);
+    move_union(&s->environment.deny, &L->environment.deny);
     move_union(&s->notices, &L->notices);
     if (set & LF_STRICT)
         s->network.strict_allowlist = L->network.strict_allowlist;
@@ -1412,6 +1498,16 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
     }
     if (set & LF_SAFE_DIRS)
         move_replace(&s->git_safe_directories, &L->git_safe_directories);
+    if (set & LF_SANDBOX_ENABLED)
+        s->sandbox.enabled = L->sandbox.enabled;
+    if (set & LF_UNSANDBOXED)
+        s->sandbox.allow_unsandboxed_commands = L->sandbox.allow_unsandboxed_commands;
+    if (set & LF_EXCLUDED)
+        move_replace(&s->sandbox.excluded_commands, &L->sandbox.excluded_commands);
+    if (set & LF_ENV_ALLOW)
+        move_replace(&s->environment.allow, &L->environment.allow);
+    if (set & LF_ENV_INHERIT)
+        s->environment.inherit = L->environment.inherit;
     if (pset & PF_AUTH) {
         free(s->proxy.auth_username);
         free(s->proxy.auth_password);

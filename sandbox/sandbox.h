@@ -63,9 +63,10 @@ int sb_env_is_secret(const char *name);
 enum sb_prot_kind {
     SB_PROT_FILE = 0, /* existing file: bound read-only over itself */
     SB_PROT_DIR,      /* existing directory: bound read-only over itself */
-    SB_PROT_ABSENT,   /* first missing component of a protected path:
-                         /dev/null (read-only) is bound there, so it cannot
-                         be created; bwrap makes the mount point on the host,
+    SB_PROT_ABSENT,   /* first missing component of a protected path: an
+                         empty read-only directory (tmpfs, remounted
+                         read-only) is mounted there, so it cannot be
+                         created; bwrap makes the mount point on the host,
                          which sluice removes after the run */
     SB_PROT_PIN,      /* existing directory holding protected paths (.git):
                          bound read-write over itself, so it is a mount point

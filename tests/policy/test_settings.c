@@ -125,6 +125,9 @@ static char *dump(const struct settings *s)
     dump_list(&b, "denyWrite", &s->filesystem.deny_write);
     dump_map(&b, "ignore", &s->ignore_violations);
     dump_list(&b, "safe", &s->git_safe_directories);
+    dump_list(&b, "excluded", &s->sandbox.excluded_commands);
+    dump_list(&b, "envAllow", &s->environment.allow);
+    dump_list(&b, "envDeny", &s->environment.deny);
     dump_list(&b, "notices", &s->notices);
     buf_add(&b, "strict=%d all=%d allunix=%d local=%d http=%u socks=%u private=%d mode=%d\n",
             s->network.strict_allowlist, s->network.allow_all_domains,
@@ -135,6 +138,8 @@ static char *dump(const struct settings *s)
             s->filesystem.allow_git_config, s->filesystem.disabled,
             s->enable_weaker_nested_sandbox, s->mandatory_deny_search_depth,
             s->bwrap_path ? s->bwrap_path : "-");
+    buf_add(&b, "sandbox=%d unsandboxed=%d inherit=%d\n", (int)s->sandbox.enabled,
+            (int)s->sandbox.allow_unsandboxed_commands, s->environment.inherit);
     return b.p;
 }
 
@@ -743,6 +748,11 @@ static void test_error_leaves_settings_unchanged(void **state)
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomainsFiles\":[\"nope.txt\"]}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomains\":[]}}",
+        /* the sandbox and environment objects, failing on their last key */
+        "{\"sandbox\":{\"enabled\":false,\"excludedCommands\":[\"npm\"]},"
+        "\"environment\":{\"allow\":[\"X\"],\"deny\":[\"Y\"],\"inherit\":false,"
+        "\"denied\":[]}}",
+        "{\"environment\":{\"deny\":[\"Y\"],\"allow\":[\"A-B\"]}}",
     };
     struct settings s;
     struct settings_error err;
@@ -1054,6 +1064,131 @@ static void test_proxy_keys(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* sandbox and environment                                                   */
+
+static void test_sandbox_environment_keys(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"{\"environment\": {\"allow\": [\"HOME\", \"1BAD\"]}}",
+         "t.json:1:36: environment.allow[1]: invalid environment variable name \"1BAD\" "
+         "(expected a name like HOME or a glob like AWS_*: letters, digits, '_' and '*', not "
+         "starting with a digit)"},
+        {"{\"environment\": {\"deny\": [\"A-B\"]}}",
+         "t.json:1:27: environment.deny[0]: invalid environment variable name \"A-B\" "
+         "(expected a name like HOME or a glob like AWS_*: letters, digits, '_' and '*', not "
+         "starting with a digit)"},
+        {"{\"environment\": {\"deny\": [\"\"]}}",
+         "t.json:1:27: environment.deny[0]: invalid environment variable name \"\" "
+         "(expected a name like HOME or a glob like AWS_*: letters, digits, '_' and '*', not "
+         "starting with a digit)"},
+        {"{\"environment\": {\"deny\": [\"A=B\"]}}",
+         "t.json:1:27: environment.deny[0]: invalid environment variable name \"A=B\" "
+         "(expected a name like HOME or a glob like AWS_*: letters, digits, '_' and '*', not "
+         "starting with a digit)"},
+        {"{\"environment\": {\"allow\": \"HOME\"}}",
+         "t.json:1:27: environment.allow: expected an array of strings, got a string"},
+        {"{\"environment\": {\"allow\": [3]}}",
+         "t.json:1:28: environment.allow[0]: expected a string, got an integer"},
+        {"{\"environment\": {\"inherit\": \"no\"}}",
+         "t.json:1:29: environment.inherit: expected a boolean, got a string"},
+        {"{\"environment\": {\"inherits\": false}}",
+         "t.json:1:18: environment.inherits: unknown key 'inherits' (did you mean 'inherit'?)"},
+        {"{\"environment\": []}", "t.json:1:17: environment: expected an object, got an array"},
+        {"{\"sandbox\": {\"enabled\": 1}}",
+         "t.json:1:25: sandbox.enabled: expected a boolean, got an integer"},
+        {"{\"sandbox\": {\"allowUnsandboxedCommands\": null}}",
+         "t.json:1:42: sandbox.allowUnsandboxedCommands: expected a boolean, got null"},
+        {"{\"sandbox\": {\"excludedCommands\": [\"npm\", \"\"]}}",
+         "t.json:1:42: sandbox.excludedCommands[1]: must not be an empty string"},
+        {"{\"sandbox\": {\"excludeCommands\": []}}",
+         "t.json:1:14: sandbox.excludeCommands: unknown key 'excludeCommands' (did you mean "
+         "'excludedCommands'?)"},
+        {"{\"sandbox\": {\"autoAllowBashIfSandboxed\": true}}",
+         "t.json:1:14: sandbox.autoAllowBashIfSandboxed: unknown key 'autoAllowBashIfSandboxed'"},
+    };
+    size_t nbad = 0;
+
+    (void)state;
+    /* defaults */
+    settings_init(&s);
+    assert_int_equal(s.sandbox.enabled, SETTINGS_UNSET);
+    assert_int_equal(s.sandbox.allow_unsandboxed_commands, SETTINGS_UNSET);
+    assert_int_equal(s.sandbox.excluded_commands.n, 0);
+    assert_int_equal(s.environment.inherit, 1);
+    assert_int_equal(s.environment.allow.n, 0);
+    assert_int_equal(s.environment.deny.n, 0);
+
+    /* every key, located */
+    assert_int_equal(apply(&s,
+                           "{\"sandbox\": {\"enabled\": true, \"allowUnsandboxedCommands\": "
+                           "false,\n \"excludedCommands\": [\"npm run test\", \"docker:*\"]},\n"
+                           " \"environment\": {\"allow\": [\"GITHUB_TOKEN\", \"MY_*\", \"*\"],"
+                           " \"deny\": [\"_X9\", \"**_A\"], \"inherit\": false}}",
+                           &err),
+                     0);
+    assert_int_equal(s.sandbox.enabled, SETTINGS_TRUE);
+    assert_int_equal(s.sandbox.allow_unsandboxed_commands, SETTINGS_FALSE);
+    assert_int_equal(s.sandbox.excluded_commands.n, 2);
+    assert_item(&s.sandbox.excluded_commands.items[0], "npm run test", "t.json", 2, 23,
+                "sandbox.excludedCommands", 0);
+    assert_item(&s.sandbox.excluded_commands.items[1], "docker:*", "t.json", 2, 39,
+                "sandbox.excludedCommands", 1);
+    assert_int_equal(s.environment.allow.n, 3);
+    assert_item(&s.environment.allow.items[0], "GITHUB_TOKEN", "t.json", 3, 28,
+                "environment.allow", 0);
+    assert_string_equal(s.environment.allow.items[1].value, "MY_*");
+    assert_string_equal(s.environment.allow.items[2].value, "*");
+    assert_int_equal(s.environment.deny.n, 2);
+    assert_item(&s.environment.deny.items[1], "**_A", "t.json", 3, 74, "environment.deny", 1);
+    assert_int_equal(s.environment.inherit, 0);
+    assert_int_equal(s.notices.n, 0);
+
+    /* layering: scalars and the allow-type lists replace when set, deny unites */
+    assert_int_equal(apply(&s,
+                           "{\"sandbox\": {\"excludedCommands\": [\"make\"]},"
+                           " \"environment\": {\"deny\": [\"AWS_*\"], \"allow\": []}}",
+                           &err),
+                     0);
+    assert_int_equal(s.sandbox.enabled, SETTINGS_TRUE);
+    assert_int_equal(s.sandbox.allow_unsandboxed_commands, SETTINGS_FALSE);
+    assert_int_equal(s.sandbox.excluded_commands.n, 1);
+    assert_string_equal(s.sandbox.excluded_commands.items[0].value, "make");
+    assert_int_equal(s.environment.allow.n, 0); /* an empty allow list replaces too */
+    assert_int_equal(s.environment.deny.n, 3);
+    assert_string_equal(s.environment.deny.items[0].value, "_X9");
+    assert_string_equal(s.environment.deny.items[2].value, "AWS_*");
+    assert_int_equal(s.environment.inherit, 0); /* not named: kept */
+    assert_int_equal(apply(&s,
+                           "{\"sandbox\": {\"enabled\": false}, \"environment\": "
+                           "{\"inherit\": true, \"deny\": []}}",
+                           &err),
+                     0);
+    assert_int_equal(s.sandbox.enabled, SETTINGS_FALSE);
+    assert_int_equal(s.sandbox.excluded_commands.n, 1); /* not named: kept */
+    assert_int_equal(s.environment.inherit, 1);
+    assert_int_equal(s.environment.deny.n, 3); /* an empty deny list removes nothing */
+    settings_free(&s);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc;
+        settings_init(&s);
+        rc = apply(&s, bad[i].json, &err);
+        if (rc != -EINVAL || strcmp(err.msg, bad[i].msg) != 0) {
+            print_error("case %zu: rc %d\n  got:  %s\n  want: %s\n", i, rc, err.msg, bad[i].msg);
+            nbad++;
+        }
+        assert_int_equal(s.environment.deny.n, 0);
+        assert_int_equal(s.sandbox.enabled, SETTINGS_UNSET);
+        settings_free(&s);
+    }
+    assert_int_equal(nbad, 0);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The shipped JSON Schema names exactly keys the loader knows               */
 
 static void check_schema_keys(json_t *props, const char *parent, const char *grand,
@@ -1108,7 +1243,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 65); /* 16 top-level keys, 37 nested, 12 at the third level */
+    assert_int_equal(count, 73); /* 18 top-level keys, 43 nested, 12 at the third level */
     json_decref(schema);
 }
 
@@ -1153,6 +1288,7 @@ int main(void)
         cmocka_unit_test(test_big_list_file),
         cmocka_unit_test(test_jsonpos),
         cmocka_unit_test(test_proxy_keys),
+        cmocka_unit_test(test_sandbox_environment_keys),
         cmocka_unit_test(test_schema_matches_loader),
     };
     int rc;

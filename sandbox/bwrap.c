@@ -1,0 +1,797 @@
+/* sandbox/bwrap.c - bubblewrap's argument vector.
+ *
+ * A pure function of the settings, the options and the filesystem as it is
+ * now (paths are resolved, globs expanded and the protected-file scan done
+ * here, once). Every path is one argv element; nothing of the environment is
+ * in the vector.
+ *
+ *   BWRAP [--new-session] --die-with-parent [--unshare-net]
+ *         --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try
+ *         [--unshare-user] --cap-drop ALL
+ *         --ro-bind / /            (--bind / / with filesystem.disabled)
+ *         --dev /dev
+ *         --proc /proc             (--bind /proc /proc with enableWeakerNestedSandbox)
+ *         --bind HOST_TMPDIR /tmp
+ *         MOUNTS...
+ *         [--remount-ro D]...      (each filesystem.denyRead directory)
+ *         --chdir CWD
+ *         -- SELF inner --fd N [--allow-unix-sockets] -- CMD...
+ *
+ * MOUNTS come from five sources:
+ *   W   filesystem.allowWrite (default: the working directory): --bind P P
+ *   P   the protected files inside each writable directory (protect.c, to
+ *       mandatoryDenySearchDepth): FILE/DIR --ro-bind P P, PIN --bind P P,
+ *       ABSENT --tmpfs P --remount-ro P: an empty read-only directory, which
+ *       blocks a file or a directory of that name alike (it cannot be
+ *       written into, removed or renamed: EBUSY). bwrap creates P on the host
+ *       as an empty directory: recorded in plan->created, removed by
+ *       sb_plan_cleanup. Not /dev/null: a character device in the work tree
+ *       makes `git add -A` fail ("can only add regular files") and the
+ *       host's mount point would be an empty file, which git reports as
+ *       untracked and, named .git, as an invalid gitfile; git ignores empty
+ *       directories (and an empty .git directory is not a repository, so
+ *       discovery goes on to a parent repository). Also read-only, with
+ *       pins on the directories above them inside a writable one: sluice's
+ *       own binary, bwrap and every settings and list file the settings came
+ *       from (a relative name taken as relative to the working directory),
+ *       so a command cannot rewrite what confines the next run
+ *   DW  filesystem.denyWrite, existing paths: --ro-bind P P
+ *   DR  filesystem.denyRead, existing paths: a directory becomes an empty
+ *       tmpfs (read-only at the end: --remount-ro), a file /dev/null
+ *   AR  filesystem.allowRead inside a denied directory: --ro-bind P P
+ *
+ * A later mount over P hides what earlier mounts did at and below P (bwrap
+ * takes the source from the host), so MOUNTS are emitted in tree order,
+ * parents first, and the most specific rule for a path wins. On the same
+ * path: AR, P (FILE/DIR), W, DR, PIN, ABSENT, DW: a deny on the very path of
+ * an allow wins, a protected path stays read-only even when allowWrite names
+ * it, and nothing is pinned or bound where it is hidden. Each mount is then
+ * kept only where it means something, judged by the nearest kept mount above
+ * it (or on the same path, earlier):
+ *   W   always, except below a protected FILE/DIR (mandatory protection wins)
+ *   PIN, P, DW   only in a writable region (nearest is W or PIN): in a
+ *       read-only or hidden region they would re-expose host content or, for
+ *       ABSENT, fail to create their mount point
+ *   DR  unless already inside a denied directory
+ *   AR  only directly inside a denied directory (else reading is allowed)
+ * So a writable directory inside a denied one is visible and writable again
+ * (writing implies reading), with its own protections and denials.
+ *
+ * Paths in the lists: "~" and "~/..." expand with the home directory
+ * (resolved); relative paths are relative to the working directory; ".",
+ * ".." and repeated '/' are folded lexically; a path with * ? or [ is a
+ * glob(3) pattern expanded now (without matches it is taken literally).
+ * Missing paths are skipped, as srt does (nothing to bind; a missing
+ * allowWrite path cannot be created by the command). Paths under /dev and
+ * /proc are skipped for allowWrite and denyWrite (the sandbox has its own).
+ * An allowWrite or allowRead path that resolves through a symbolic link to a
+ * place outside the path as written is an error (a link planted by an
+ * earlier run must not widen this one); name the real path instead. Also
+ * errors: allowWrite "/" (that is filesystem.disabled) and denyRead "/", and
+ * a denyRead that hides the working directory or sluice's own binary (the
+ * run could not even start).
+ *
+ * *plan is replaced on success (it must be zeroed or hold an earlier plan)
+ * and untouched on failure.
+ */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+
+/* Same-path order is the enum order (see the comment at the top). */
+enum op_kind {
+    OP_AR = 0,
+    OP_PROT, /* read-only over itself */
+    OP_W,
+    OP_DR_DIR,
+    OP_DR_FILE,
+    OP_PIN,
+    OP_ABSENT, /* an empty read-only directory where nothing exists */
+    OP_DW,
+};
+
+struct op {
+    char *path;
+    enum op_kind kind;
+    size_t seq;                     /* insertion order, for a stable sort */
+    const struct settings_item *it; /* the list entry it came from, or NULL */
+    int keep;
+};
+
+struct ops {
+    struct op *v;
+    size_t n, cap;
+};
+
+struct ctx {
+    const struct sb_bwrap_opts *o;
+    const struct settings *s;
+    char *home; /* resolved home directory, or NULL */
+    struct ops ops;
+    struct sb_strv roots; /* writable directories and files */
+    char *err;
+    size_t errlen;
+};
+
+#define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+/* ------------------------------------------------------------------------ */
+/* Paths                                                                     */
+
+/* 1 when p is dir or below it. */
+static int path_within(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    if (n == 1 && dir[0] == '/')
+        return p[0] == '/';
+    return strncmp(p, dir, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Folds ".", ".." and repeated '/' of an absolute path, in place. */
+static void normalize(char *p)
+{
+    size_t o = 0, i = 0, n = strlen(p);
+
+    while (i < n) {
+        size_t s, len;
+
+        while (i < n && p[i] == '/')
+            i++;
+        if (i >= n)
+            break;
+        s = i;
+        while (i < n && p[i] != '/')
+            i++;
+        len = i - s;
+        if (len == 1 && p[s] == '.')
+            continue;
+        if (len == 2 && p[s] == '.' && p[s + 1] == '.') {
+            while (o > 0 && p[o - 1] != '/')
+                o--;
+            if (o > 0)
+                o--;
+            continue;
+        }
+        p[o++] = '/';
+        memmove(p + o, p + s, len);
+        o += len;
+    }
+    if (o == 0)
+        p[o++] = '/';
+    p[o] = '\0';
+}
+
+static char *concat(const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *p = malloc(la + lb + lc + 1);
+
+    if (p != NULL) {
+        memcpy(p, a, la);
+        memcpy(p + la, b, lb);
+        memcpy(p + la + lb, c, lc + 1);
+    }
+    return p;
+}
+
+/* Tree order: '/' sorts before every other byte, so a path comes right
+ * before its descendants. */
+static int cmp_path(const char *a, const char *b)
+{
+    for (size_t i = 0;; i++) {
+        int ca = a[i] == '/' ? 1 : a[i] == '\0' ? 0 : (unsigned char)a[i] + 1;
+        int cb = b[i] == '/' ? 1 : b[i] == '\0' ? 0 : (unsigned char)b[i] + 1;
+        if (ca != cb)
+            return ca < cb ? -1 : 1;
+        if (ca == 0)
+            return 0;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+
+__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int nomem(struct ctx *c)
+{
+    return fail(c, -ENOMEM, "bwrap arguments: out of memory");
+}
+
+/* "FILE:LINE:COL: filesystem.allowWrite[I]: MESSAGE" */
+__attribute__((format(printf, 4, 5))) static int
+fail_item(struct ctx *c, int rc, const struct settings_item *it, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    n = snprintf(c->err, c->errlen, "%s:%u:%u: %s[%zu]: ", it->file, it->line, it->col, it->list,
+                 it->index);
+    if (n >= 0 && (size_t)n < c->errlen) {
+        va_start(ap, fmt);
+        vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mount operations                                                          */
+
+/* Takes ownership of path. */
+static int op_add(struct ctx *c, char *path, enum op_kind kind, const struct settings_item *it)
+{
+    struct ops *l = &c->ops;
+
+    if (path == NULL)
+        return nomem(c);
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        struct op *v = realloc(l->v, cap * sizeof(*v));
+        if (v == NULL) {
+            free(path);
+            return nomem(c);
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].path = path;
+    l->v[l->n].kind = kind;
+    l->v[l->n].seq = l->n;
+    l->v[l->n].it = it;
+    l->v[l->n].keep = 0;
+    l->n++;
+    return 0;
+}
+
+static void ops_free(struct ops *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].path);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+static int cmp_op(const void *pa, const void *pb)
+{
+    const struct op *a = pa, *b = pb;
+    int c = cmp_path(a->path, b->path);
+
+    if (c != 0)
+        return c;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Settings lists                                                            */
+
+/* Expands one list entry into absolute, lexically normal paths (appended to
+ * out): ~, relative paths, globs. */
+static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv *out)
+{
+    const char *v = it->value;
+    char *abs;
+    int rc = 0;
+
+    if (v[0] == '~') {
+        if (v[1] != '\0' && v[1] != '/')
+            return fail_item(c, -EINVAL, it, "'%s': only '~' and '~/' are supported", v);
+        if (c->home == NULL)
+            return fail_item(c, -EINVAL, it, "'%s': '~' needs $HOME, which is not set", v);
+        abs = concat(c->home, v + 1, "");
+    } else if (v[0] != '/') {
+        abs = concat(c->o->cwd, "/", v);
+    } else {
+        abs = strdup(v);
+    }
+    if (abs == NULL)
+        return nomem(c);
+    normalize(abs);
+    if (strpbrk(abs, "*?[") != NULL) {
+        glob_t g;
+        int grc = glob(abs, GLOB_NOCHECK, NULL, &g);
+
+        if (grc == GLOB_NOSPACE) {
+            rc = nomem(c);
+        } else if (grc == 0) {
+            for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
+                if (sb_strv_push(out, g.gl_pathv[i]) < 0)
+                    rc = nomem(c);
+        }
+        globfree(&g);
+    } else if (sb_strv_push(out, abs) < 0) {
+        rc = nomem(c);
+    }
+    free(abs);
+    return rc;
+}
+
+/* realpath(3) of a path from a list: 0 with *real set, 1 when the path
+ * cannot be resolved (missing, a loop, not searchable: skipped), <0 on
+ * error. For grants (allowWrite, allowRead) the real path must be the
+ * written path or below it. */
+static int resolve(struct ctx *c, const struct settings_item *it, const char *lexical, int grant,
+                   char **real)
+{
+    char *r = realpath(lexical, NULL);
+
+    if (r == NULL)
+        return errno == ENOMEM ? nomem(c) : 1;
+    if (grant && !path_within(r, lexical)) {
+        int rc = fail_item(c, -EINVAL, it,
+                           "'%s' resolves to '%s' through a symbolic link outside it; name the "
+                           "real path if that is what you mean",
+                           lexical, r);
+        free(r);
+        return rc;
+    }
+    *real = r;
+    return 0;
+}
+
+typedef int (*entry_fn)(struct ctx *c, const struct settings_item *it, const char *lexical);
+
+static int each_entry(struct ctx *c, const struct settings_list *l, entry_fn fn)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < l->n && rc == 0; i++) {
+        struct sb_strv paths = {0};
+        rc = expand(c, &l->items[i], &paths);
+        for (size_t j = 0; j < paths.n && rc == 0; j++)
+            rc = fn(c, &l->items[i], paths.v[j]);
+        sb_strv_free(&paths);
+    }
+    return rc;
+}
+
+static int special(const char *p)
+{
+    return path_within(p, "/dev") || path_within(p, "/proc");
+}
+
+static int add_write(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    char *real = NULL;
+    int rc;
+
+    if (special(lexical))
+        return 0;
+    rc = resolve(c, it, lexical, 1, &real);
+    if (rc != 0 || real == NULL)
+        return rc < 0 ? rc : 0;
+    if (strcmp(real, "/") == 0) {
+        free(real);
+        return fail_item(c, -EINVAL, it,
+                         "'/' would make the whole filesystem writable; use "
+                         "filesystem.disabled for that");
+    }
+    if (special(real)) {
+        free(real);
+        return 0;
+    }
+    for (size_t i = 0; i < c->roots.n; i++) {
+        if (strcmp(c->roots.v[i], real) == 0) {
+            free(real);
+            return 0;
+        }
+    }
+    if (sb_strv_push(&c->roots, real) < 0) {
+        free(real);
+        return nomem(c);
+    }
+    return op_add(c, real, OP_W, it);
+}
+
+static int add_deny_write(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    char *real = NULL;
+    int rc;
+
+    if (special(lexical))
+        return 0;
+    rc = resolve(c, it, lexical, 0, &real);
+    if (rc != 0 || real == NULL)
+        return rc < 0 ? rc : 0;
+    return op_add(c, real, OP_DW, it);
+}
+
+static int add_deny_read(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    struct stat st;
+    char *real = NULL;
+    int rc;
+
+    rc = resolve(c, it, lexical, 0, &real);
+    if (rc != 0 || real == NULL)
+        return rc < 0 ? rc : 0;
+    if (strcmp(real, "/") == 0) {
+        free(real);
+        return fail_item(c, -EINVAL, it, "'/' would hide the whole filesystem");
+    }
+    if (stat(real, &st) < 0) {
+        free(real);
+        return 0;
+    }
+    return op_add(c, real, S_ISDIR(st.st_mode) ? OP_DR_DIR : OP_DR_FILE, it);
+}
+
+static int add_allow_read(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    char *real = NULL;
+    int rc;
+
+    rc = resolve(c, it, lexical, 1, &real);
+    if (rc != 0 || real == NULL)
+        return rc < 0 ? rc : 0;
+    return op_add(c, real, OP_AR, it);
+}
+
+/* Read-only protection for a file sluice itself depends on (its binary,
+ * bwrap, the settings), with pins on its ancestors; kept only where they lie
+ * in a writable region. */
+static int add_own_file(struct ctx *c, const char *path)
+{
+    char *real;
+    int rc;
+
+    if (path == NULL || path[0] == '\0')
+        return 0;
+    if (path[0] != '/') {
+        char *abs = concat(c->o->cwd, "/", path);
+        if (abs == NULL)
+            return nomem(c);
+        real = realpath(abs, NULL);
+        free(abs);
+    } else {
+        real = realpath(path, NULL);
+    }
+    if (real == NULL)
+        return errno == ENOMEM ? nomem(c) : 0;
+    for (char *s = real + 1; (s = strchr(s, '/')) != NULL; s++) {
+        rc = op_add(c, strndup(real, (size_t)(s - real)), OP_PIN, NULL);
+        if (rc < 0) {
+            free(real);
+            return rc;
+        }
+    }
+    return op_add(c, real, OP_PROT, NULL);
+}
+
+static int add_protected(struct ctx *c, const char *root)
+{
+    struct sb_prot_list l = {0};
+    struct stat st;
+    int rc;
+
+    if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    rc = sb_protect_scan(root, c->s->mandatory_deny_search_depth, c->s->filesystem.allow_git_config,
+                         &l, c->err, c->errlen);
+    for (size_t i = 0; i < l.n && rc == 0; i++) {
+        enum op_kind k = l.v[i].kind == SB_PROT_PIN      ? OP_PIN
+                         : l.v[i].kind == SB_PROT_ABSENT ? OP_ABSENT
+                                                         : OP_PROT;
+        rc = op_add(c, l.v[i].path, k, NULL);
+        l.v[i].path = NULL; /* owned by the op (or freed by op_add) */
+    }
+    sb_prot_list_free(&l);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Which mounts mean something                                               */
+
+static int is_deny_read(enum op_kind k)
+{
+    return k == OP_DR_DIR || k == OP_DR_FILE;
+}
+
+static int writable(const struct op *near)
+{
+    return near != NULL && (near->kind == OP_W || near->kind == OP_PIN);
+}
+
+static int keep(const struct op *op, const struct op *near)
+{
+    switch (op->kind) {
+    case OP_W:
+        return !(near != NULL && near->kind == OP_PROT);
+    case OP_PIN:
+        return writable(near) && strcmp(near->path, op->path) != 0;
+    case OP_PROT:
+    case OP_ABSENT:
+    case OP_DW:
+        return writable(near);
+    case OP_DR_DIR:
+    case OP_DR_FILE:
+        return !(near != NULL && is_deny_read(near->kind));
+    case OP_AR:
+        return near != NULL && near->kind == OP_DR_DIR;
+    }
+    return 0;
+}
+
+/* Sorts, drops duplicates and marks what to keep. */
+static int plan_mounts(struct ctx *c)
+{
+    struct ops *l = &c->ops;
+    size_t *stack, sp = 0, o = 0;
+
+    if (l->n == 0)
+        return 0;
+    qsort(l->v, l->n, sizeof(*l->v), cmp_op);
+    for (size_t i = 0; i < l->n; i++) {
+        if (o > 0 && l->v[o - 1].kind == l->v[i].kind &&
+            strcmp(l->v[o - 1].path, l->v[i].path) == 0) {
+            free(l->v[i].path);
+            continue;
+        }
+        l->v[o++] = l->v[i];
+    }
+    l->n = o;
+    stack = malloc(l->n * sizeof(*stack));
+    if (stack == NULL)
+        return nomem(c);
+    for (size_t i = 0; i < l->n; i++) {
+        struct op *op = &l->v[i];
+        while (sp > 0 && !path_within(op->path, l->v[stack[sp - 1]].path))
+            sp--;
+        op->keep = keep(op, sp > 0 ? &l->v[stack[sp - 1]] : NULL);
+        if (op->keep)
+            stack[sp++] = i;
+    }
+    free(stack);
+    return 0;
+}
+
+/* The deepest kept mount at or above p, or NULL. */
+static const struct op *covering(const struct ctx *c, const char *p)
+{
+    const struct op *found = NULL;
+
+    for (size_t i = 0; i < c->ops.n; i++)
+        if (c->ops.v[i].keep && path_within(p, c->ops.v[i].path))
+            found = &c->ops.v[i];
+    return found;
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define PUSH(s)                                                                                    \
+    do {                                                                                           \
+        if (rc == 0 && sb_strv_push(&p.argv, (s)) < 0)                                             \
+            rc = nomem(&c);                                                                        \
+    } while (0)
+
+int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *err, size_t errlen)
+{
+    struct ctx c;
+    struct sb_plan p;
+    const struct settings *s = o->s;
+    int rc = 0, disabled;
+
+    memset(&c, 0, sizeof(c));
+    memset(&p, 0, sizeof(p));
+    c.o = o;
+    c.s = s;
+    c.err = err;
+    c.errlen = errlen;
+    if (s == NULL || o->bwrap == NULL || o->cwd == NULL || o->cwd[0] != '/' ||
+        o->host_tmpdir == NULL || o->host_tmpdir[0] != '/' || o->self_exe == NULL ||
+        o->inner_fd < 0 || o->cmd == NULL || o->cmd[0] == NULL)
+        return fail(&c, -EINVAL,
+                    "bwrap arguments: invalid options (bwrap, cwd, host tmpdir, sluice's path, "
+                    "descriptor or command missing)");
+    disabled = s->filesystem.disabled != 0;
+    if (o->home != NULL && o->home[0] == '/') {
+        c.home = realpath(o->home, NULL);
+        if (c.home == NULL)
+            c.home = strdup(o->home);
+        if (c.home == NULL) {
+            rc = nomem(&c);
+            goto out;
+        }
+        normalize(c.home);
+    }
+
+    /* what to mount */
+    if (!disabled) {
+        if (s->filesystem.allow_write.n == 0) {
+            static const struct settings_item cwd_item = {
+                .value = (char *)".", .file = "<default>", .list = "filesystem.allowWrite"};
+            rc = add_write(&c, &cwd_item, o->cwd);
+        } else {
+            rc = each_entry(&c, &s->filesystem.allow_write, add_write);
+        }
+        for (size_t i = 0; i < c.roots.n && rc == 0; i++)
+            rc = add_protected(&c, c.roots.v[i]);
+        if (rc == 0)
+            rc = add_own_file(&c, o->self_exe);
+        if (rc == 0)
+            rc = add_own_file(&c, o->bwrap);
+        for (size_t i = 0; i < s->nfiles && rc == 0; i++)
+            rc = add_own_file(&c, s->files[i]);
+        if (rc == 0)
+            rc = each_entry(&c, &s->filesystem.deny_write, add_deny_write);
+    }
+    if (rc == 0)
+        rc = each_entry(&c, &s->filesystem.deny_read, add_deny_read);
+    if (rc == 0)
+        rc = each_entry(&c, &s->filesystem.allow_read, add_allow_read);
+    if (rc == 0)
+        rc = plan_mounts(&c);
+    if (rc < 0)
+        goto out;
+    {
+        const struct op *cw = covering(&c, o->cwd), *se = covering(&c, o->self_exe);
+        if (cw != NULL && is_deny_read(cw->kind)) {
+            rc = fail_item(&c, -EINVAL, cw->it,
+                           "hides the working directory '%s'; allow it with "
+                           "filesystem.allowRead or filesystem.allowWrite",
+                           o->cwd);
+            goto out;
+        }
+        if (se != NULL && is_deny_read(se->kind)) {
+            rc = fail_item(&c, -EINVAL, se->it,
+                           "hides sluice's own binary '%s', which must run in the sandbox; "
+                           "allow it with filesystem.allowRead",
+                           o->self_exe);
+            goto out;
+        }
+    }
+
+    /* namespaces */
+    PUSH(o->bwrap);
+    if (!o->stdin_tty)
+        PUSH("--new-session");
+    PUSH("--die-with-parent");
+    if (o->restrict_network)
+        PUSH("--unshare-net");
+    PUSH("--unshare-pid");
+    PUSH("--unshare-ipc");
+    PUSH("--unshare-uts");
+    PUSH("--unshare-cgroup-try");
+    if (!o->bwrap_setuid)
+        PUSH("--unshare-user");
+    PUSH("--cap-drop");
+    PUSH("ALL");
+
+    /* filesystem */
+    PUSH(disabled ? "--bind" : "--ro-bind");
+    PUSH("/");
+    PUSH("/");
+    PUSH("--dev");
+    PUSH("/dev");
+    if (s->enable_weaker_nested_sandbox) {
+        PUSH("--bind");
+        PUSH("/proc");
+    } else {
+        PUSH("--proc");
+    }
+    PUSH("/proc");
+    PUSH("--bind");
+    PUSH(o->host_tmpdir);
+    PUSH("/tmp");
+    for (size_t i = 0; i < c.ops.n && rc == 0; i++) {
+        const struct op *op = &c.ops.v[i];
+        if (!op->keep)
+            continue;
+        switch (op->kind) {
+        case OP_W:
+        case OP_PIN:
+            PUSH("--bind");
+            PUSH(op->path);
+            break;
+        case OP_PROT:
+        case OP_DW:
+        case OP_AR:
+            PUSH("--ro-bind");
+            PUSH(op->path);
+            break;
+        case OP_DR_FILE:
+            PUSH("--ro-bind");
+            PUSH("/dev/null");
+            break;
+        case OP_ABSENT:
+        case OP_DR_DIR:
+            PUSH("--tmpfs");
+            break;
+        }
+        PUSH(op->path);
+        if (op->kind == OP_ABSENT) {
+            PUSH("--remount-ro");
+            PUSH(op->path);
+            if (rc == 0 && sb_strv_push(&p.created, op->path) < 0)
+                rc = nomem(&c);
+        }
+    }
+    for (size_t i = 0; i < c.ops.n && rc == 0; i++) {
+        if (c.ops.v[i].keep && c.ops.v[i].kind == OP_DR_DIR) {
+            PUSH("--remount-ro");
+            PUSH(c.ops.v[i].path);
+        }
+    }
+    /* /tmp inside is the private one: sluice's binary under the host's
+     * /tmp (a build tree) is bound back, read-only, at the same path, so
+     * inner and `sluice connect` are found where they are named */
+    if (strncmp(o->self_exe, "/tmp/", 5) == 0) {
+        PUSH("--ro-bind");
+        PUSH(o->self_exe);
+        PUSH(o->self_exe);
+    }
+    PUSH("--chdir");
+    PUSH(o->cwd);
+
+    /* the first program inside */
+    PUSH("--");
+    PUSH(o->self_exe);
+    PUSH("inner");
+    PUSH("--fd");
+    if (rc == 0 && sb_strv_pushf(&p.argv, "%d", o->inner_fd) < 0)
+        rc = nomem(&c);
+    if (o->allow_unix_sockets)
+        PUSH("--allow-unix-sockets");
+    PUSH("--");
+    for (size_t i = 0; o->cmd[i] != NULL; i++)
+        PUSH(o->cmd[i]);
+    if (rc < 0)
+        goto out;
+
+    sb_plan_free(plan);
+    *plan = p;
+    memset(&p, 0, sizeof(p));
+out:
+    sb_plan_free(&p);
+    ops_free(&c.ops);
+    sb_strv_free(&c.roots);
+    free(c.home);
+    return rc;
+}
+
+#undef PUSH
+
+void sb_plan_cleanup(const struct sb_plan *p)
+{
+    if (p == NULL)
+        return;
+    for (size_t i = p->created.n; i-- > 0;) {
+        const char *path = p->created.v[i];
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_size == 0)
+            (void)unlink(path);
+        else if (S_ISDIR(st.st_mode))
+            (void)rmdir(path); /* fails, as it should, unless empty */
+    }
+}
+
+void sb_plan_free(struct sb_plan *p)
+{
+    if (p == NULL)
+        return;
+    sb_strv_free(&p->argv);
+    sb_strv_free(&p->created);
+}

@@ -1,0 +1,462 @@
+/* sandbox/env.c - the environment of a sandboxed command.
+ *
+ * The same vector is bwrap's environment and, through bwrap and `inner`, the
+ * command's: PID 1 inside is bwrap and its /proc/1/environ is readable from
+ * inside, so nothing may be in it that the command must not see.
+ *
+ * Each host variable, first occurrence of a name only (a later duplicate is
+ * dropped, as getenv(3) would never see it), is judged in this order:
+ *   1. malformed (no '=' or an empty name): dropped;
+ *   2. a variable sluice sets itself: dropped, sluice's own value is added
+ *      below. SANDBOX_RUNTIME and TMPDIR always; when sluice provides
+ *      proxies (a port is not 0) also every proxy variable of the host: any
+ *      name ending in _PROXY in any case (HTTP_PROXY, no_proxy,
+ *      npm_config_https_proxy, ...), CLOUDSDK_PROXY_* and GIT_SSH_COMMAND.
+ *      They would point where the sandbox cannot go (and may carry proxy
+ *      credentials); environment.allow does not re-admit them;
+ *   3. environment.deny matches: dropped (deny lists are united across
+ *      layers, so a managed deny wins over any allow);
+ *   4. environment.allow matches: kept, even if on a list below;
+ *   5. environment.inherit is false: dropped (only allowed names pass);
+ *   6. on the built-in secret list (secret_globs) or the loader list
+ *      (loader_names): dropped;
+ *   7. kept.
+ * Then sluice's own variables are appended, each name exactly once.
+ *
+ * *out is replaced on success (it must be zeroed or hold an earlier vector)
+ * and untouched on failure.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox/sandbox.h"
+
+/* Built-in secret list: case-sensitive globs on the name ('*' is any run of
+ * characters, possibly empty). A variable on it is dropped unless
+ * environment.allow names it. Each entry names a credential (a token,
+ * password, passphrase or key), a handle that uses one without revealing it
+ * (an agent socket, a credential cache, a session), or credentials that CI
+ * systems pass either inline or as a file (*_CREDENTIALS, which covers
+ * GOOGLE_APPLICATION_CREDENTIALS). The suffix globs cover GITHUB_TOKEN,
+ * GH_TOKEN, NPM_TOKEN, NODE_AUTH_TOKEN, HF_TOKEN, VAULT_TOKEN,
+ * ANTHROPIC_API_KEY, OPENAI_API_KEY, *_API_KEY, *_SECRET_KEY, *_PRIVATE_KEY,
+ * TWINE_PASSWORD and the like. Deliberately absent: KUBECONFIG, NETRC and
+ * other plain paths to credential files (dropping the name does not hide the
+ * file, which tools find at its default place anyway: hide it with
+ * filesystem.denyRead), and a *_PWD glob (a name ending in PWD more often
+ * holds a working directory than a password; MYSQL_PWD is listed by name). */
+static const char *const secret_globs[] = {
+    "SSH_AUTH_SOCK",  /* ssh-agent: signs with keys the command cannot read */
+    "GPG_AGENT_INFO", /* gpg-agent, likewise */
+    "KRB5CCNAME",     /* Kerberos credential cache */
+    "*_TOKEN",
+    "*_SECRET",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_PASS", /* SMTP_PASS, DB_PASS: a password under a short name */
+    "*_PASSPHRASE",
+    "*_KEY",
+    "*_CREDENTIALS",
+    "*_WEBHOOK_URL", /* a Slack or Discord webhook URL is a bearer secret */
+    "AWS_*",         /* every AWS variable: keys, session tokens, profiles */
+    "AZURE_*",
+    "OP_SESSION_*", /* 1Password CLI sessions */
+    "DOCKER_AUTH_CONFIG",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "DATABASE_URL", /* usually postgres://user:password@host/db */
+};
+
+/* Dynamic-loader variables that make every program (sluice's own `inner`
+ * first, before its seccomp filter is loaded) run host-chosen code: dropped
+ * unless environment.allow names them. LD_LIBRARY_PATH is kept: it only
+ * changes where libraries are looked up, and toolchains need it. */
+static const char *const loader_names[] = {
+    "LD_PRELOAD",
+    "LD_AUDIT",
+};
+
+/* NO_PROXY / no_proxy: reference 000's list. Inside the network namespace a
+ * direct connection to these fails; the list only keeps tools from sending
+ * local names to the proxy. */
+#define SB_NO_PROXY                                                                                \
+    "localhost,127.0.0.1,::1,*.local,.local,169.254.0.0/16,10.0.0.0/8,172.16.0.0/12,"              \
+    "192.168.0.0/16"
+
+/* The listeners `inner` makes inside the namespace. */
+#define SB_PROXY_HOST "127.0.0.1"
+
+/* '*' matches any run of characters; everything else matches itself. */
+static int glob_match(const char *pat, const char *name, size_t len)
+{
+    const char *star = NULL;
+    size_t i = 0, back = 0;
+
+    while (i < len) {
+        if (*pat == '*') {
+            star = pat++;
+            back = i;
+        } else if (*pat != '\0' && *pat == name[i]) {
+            pat++;
+            i++;
+        } else if (star != NULL) {
+            pat = star + 1;
+            i = ++back;
+        } else {
+            return 0;
+        }
+    }
+    while (*pat == '*')
+        pat++;
+    return *pat == '\0';
+}
+
+static int match_table(const char *const *t, size_t n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (glob_match(t[i], name, len))
+            return 1;
+    return 0;
+}
+
+static int match_list(const struct settings_list *l, const char *name, size_t len)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (glob_match(l->items[i].value, name, len))
+            return 1;
+    return 0;
+}
+
+#define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+int sb_env_is_secret(const char *name)
+{
+    if (name == NULL)
+        return 0;
+    return match_table(secret_globs, COUNT(secret_globs), name, strlen(name));
+}
+
+static int is_loader(const char *name, size_t len)
+{
+    return match_table(loader_names, COUNT(loader_names), name, len);
+}
+
+static int ends_with_proxy(const char *name, size_t len)
+{
+    static const char suffix[] = "_PROXY";
+    const size_t sl = sizeof(suffix) - 1;
+
+    if (len < sl)
+        return 0;
+    for (size_t i = 0; i < sl; i++) {
+        char ch = name[len - sl + i];
+        if (ch >= 'a' && ch <= 'z')
+            ch = (char)(ch - 'a' + 'A');
+        if (ch != suffix[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* A host variable sluice replaces with its own (step 2). */
+static int is_owned(const char *name, size_t len, int proxies)
+{
+    if (glob_match("SANDBOX_RUNTIME", name, len) || glob_match("TMPDIR", name, len))
+        return 1;
+    if (!proxies)
+        return 0;
+    return ends_with_proxy(name, len) || glob_match("CLOUDSDK_PROXY_*", name, len) ||
+           glob_match("GIT_SSH_COMMAND", name, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A set of names seen, for first-occurrence-wins                            */
+
+struct name_set {
+    const char **name; /* points into the host environment */
+    size_t *len;
+    size_t size; /* power of two */
+};
+
+static size_t name_hash(const char *s, size_t len)
+{
+    size_t h = 1469598103934665603u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+    return h;
+}
+
+static int name_set_init(struct name_set *ns, size_t n)
+{
+    size_t size = 16;
+
+    while (size < 2 * n + 1) {
+        if (size > SIZE_MAX / 4 / sizeof(size_t))
+            return -ENOMEM;
+        size *= 2;
+    }
+    ns->name = calloc(size, sizeof(*ns->name));
+    ns->len = calloc(size, sizeof(*ns->len));
+    ns->size = size;
+    if (ns->name == NULL || ns->len == NULL)
+        return -ENOMEM;
+    return 0;
+}
+
+static void name_set_free(struct name_set *ns)
+{
+    free(ns->name);
+    free(ns->len);
+}
+
+/* 1 when the name was already in the set; otherwise adds it and returns 0. */
+static int name_set_add(struct name_set *ns, const char *name, size_t len)
+{
+    size_t mask = ns->size - 1, h = name_hash(name, len) & mask;
+
+    while (ns->name[h] != NULL) {
+        if (ns->len[h] == len && memcmp(ns->name[h], name, len) == 0)
+            return 1;
+        h = (h + 1) & mask;
+    }
+    ns->name[h] = name;
+    ns->len[h] = len;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GIT_SSH_COMMAND                                                           */
+
+/* Appends s to buf for a POSIX shell: as is when it is made of characters
+ * no shell treats specially, else in single quotes (' written as '\''). */
+static int shell_quote(char *buf, size_t size, size_t *o, const char *s)
+{
+    int plain = s[0] != '\0';
+
+    for (const char *p = s; *p && plain; p++) {
+        char ch = *p;
+        plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                strchr("@%+=:,./_-", ch) != NULL;
+    }
+    if (plain) {
+        size_t n = strlen(s);
+        if (*o + n >= size)
+            return -ENAMETOOLONG;
+        memcpy(buf + *o, s, n);
+        *o += n;
+        buf[*o] = '\0';
+        return 0;
+    }
+    if (*o + 1 >= size)
+        return -ENAMETOOLONG;
+    buf[(*o)++] = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') {
+            if (*o + 4 >= size)
+                return -ENAMETOOLONG;
+            memcpy(buf + *o, "'\\''", 4);
+            *o += 4;
+        } else {
+            if (*o + 1 >= size)
+                return -ENAMETOOLONG;
+            buf[(*o)++] = *p;
+        }
+    }
+    if (*o + 1 >= size)
+        return -ENAMETOOLONG;
+    buf[(*o)++] = '\'';
+    buf[*o] = '\0';
+    return 0;
+}
+
+/* ssh -o ProxyCommand='SELF connect [--proxy 127.0.0.1:PORT] %h %p'.
+ *
+ * git runs GIT_SSH_COMMAND with sh -c; ssh expands %-tokens in the
+ * ProxyCommand and runs the result with $SHELL -c "exec ...". So SELF gets
+ * '%' doubled (ssh), is quoted for the inner shell, and the whole
+ * ProxyCommand is quoted again for git's shell. `sluice connect` defaults to
+ * the proxy at 127.0.0.1:3128. */
+static int git_ssh_command(const char *self, unsigned http_port, char **out)
+{
+    size_t n = strlen(self), o = 0, size;
+    char *pself = NULL, *inner = NULL, *cmd = NULL;
+    int rc = -ENOMEM;
+
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)self[i] < 0x20 || self[i] == 0x7f)
+            return -EINVAL;
+    if (n > 4096)
+        return -ENAMETOOLONG;
+    pself = malloc(2 * n + 1);
+    if (pself == NULL)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        pself[o++] = self[i];
+        if (self[i] == '%')
+            pself[o++] = '%';
+    }
+    pself[o] = '\0';
+
+    size = 4 * o + 128; /* quoting at most quadruples; the rest is short */
+    inner = malloc(size);
+    cmd = malloc(4 * size + 64);
+    if (inner == NULL || cmd == NULL)
+        goto out;
+    o = 0;
+    inner[0] = '\0';
+    rc = shell_quote(inner, size, &o, pself);
+    if (rc < 0)
+        goto out;
+    if (http_port == 3128)
+        snprintf(inner + o, size - o, " connect %%h %%p");
+    else
+        snprintf(inner + o, size - o, " connect --proxy %s:%u %%h %%p", SB_PROXY_HOST, http_port);
+
+    o = (size_t)snprintf(cmd, 4 * size + 64, "ssh -o ProxyCommand=");
+    rc = shell_quote(cmd, 4 * size + 64, &o, inner);
+    if (rc < 0)
+        goto out;
+    *out = cmd;
+    cmd = NULL;
+    rc = 0;
+out:
+    free(pself);
+    free(inner);
+    free(cmd);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int push_var(struct sb_strv *a, const char *name, const char *value)
+{
+    return sb_strv_pushf(a, "%s=%s", name, value);
+}
+
+/* Sluice's own variables (reference 000 "Complete Environment Variable
+ * List", with three corrections: gRPC only speaks to http:// proxies
+ * (grpc_proxy=socks5h:// makes it give up on proxies altogether), rsync's
+ * RSYNC_PROXY is an HTTP CONNECT proxy, and gcloud's proxy types are http,
+ * http_no_tunnel, socks4 and socks5, not https). */
+static int add_own(const struct sb_env_opts *o, struct sb_strv *a, char *err, size_t errlen)
+{
+    char http[64], socks[64], port[16];
+    char *ssh = NULL;
+    int rc = 0;
+
+    snprintf(http, sizeof(http), "http://%s:%u", SB_PROXY_HOST, o->http_port);
+    snprintf(socks, sizeof(socks), "socks5h://%s:%u", SB_PROXY_HOST, o->socks_port);
+    snprintf(port, sizeof(port), "%u", o->http_port);
+
+    if (o->http_port != 0) {
+        rc = git_ssh_command(o->self_exe, o->http_port, &ssh);
+        if (rc < 0) {
+            snprintf(err, errlen, "environment: cannot build GIT_SSH_COMMAND from '%s': %s",
+                     o->self_exe, rc == -EINVAL ? "control character in the path" : strerror(-rc));
+            return rc;
+        }
+    }
+
+#define PUSH(n, v)                                                                                 \
+    do {                                                                                           \
+        if (rc == 0)                                                                               \
+            rc = push_var(a, n, v);                                                                \
+    } while (0)
+    PUSH("SANDBOX_RUNTIME", "1");
+    if (o->tmpdir != NULL)
+        PUSH("TMPDIR", o->tmpdir);
+    if (o->http_port != 0 || o->socks_port != 0) {
+        PUSH("NO_PROXY", SB_NO_PROXY);
+        PUSH("no_proxy", SB_NO_PROXY);
+    }
+    if (o->http_port != 0) {
+        char rsync[48];
+        snprintf(rsync, sizeof(rsync), "%s:%u", SB_PROXY_HOST, o->http_port);
+        PUSH("HTTP_PROXY", http);
+        PUSH("HTTPS_PROXY", http);
+        PUSH("http_proxy", http);
+        PUSH("https_proxy", http);
+        PUSH("DOCKER_HTTP_PROXY", http);
+        PUSH("DOCKER_HTTPS_PROXY", http);
+        PUSH("CLOUDSDK_PROXY_TYPE", "http");
+        PUSH("CLOUDSDK_PROXY_ADDRESS", SB_PROXY_HOST);
+        PUSH("CLOUDSDK_PROXY_PORT", port);
+        PUSH("GRPC_PROXY", http);
+        PUSH("grpc_proxy", http);
+        PUSH("RSYNC_PROXY", rsync);
+        PUSH("NODE_USE_ENV_PROXY", "1");
+        PUSH("GIT_SSH_COMMAND", ssh);
+    }
+    if (o->socks_port != 0) {
+        PUSH("ALL_PROXY", socks);
+        PUSH("all_proxy", socks);
+        PUSH("FTP_PROXY", socks);
+        PUSH("ftp_proxy", socks);
+    }
+#undef PUSH
+    free(ssh);
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
+int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, size_t errlen)
+{
+    static char *const empty[] = {NULL};
+    char *const *env = o->host_env != NULL ? o->host_env : empty;
+    const struct settings *s = o->s;
+    struct sb_strv a = {0};
+    struct name_set seen = {0};
+    size_t n = 0;
+    int proxies = o->http_port != 0 || o->socks_port != 0;
+    int rc;
+
+    if (s == NULL || o->http_port > 65535 || o->socks_port > 65535 ||
+        (o->http_port != 0 && o->self_exe == NULL)) {
+        snprintf(err, errlen, "environment: invalid options (settings, ports or sluice's path)");
+        return -EINVAL;
+    }
+    while (env[n] != NULL)
+        n++;
+    rc = name_set_init(&seen, n);
+    if (rc < 0) {
+        snprintf(err, errlen, "environment: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *e = env[i];
+        size_t len = strcspn(e, "=");
+
+        if (len == 0 || e[len] != '=')
+            continue;
+        if (name_set_add(&seen, e, len))
+            continue;
+        if (is_owned(e, len, proxies))
+            continue;
+        if (match_list(&s->environment.deny, e, len))
+            continue;
+        if (!match_list(&s->environment.allow, e, len)) {
+            if (!s->environment.inherit)
+                continue;
+            if (match_table(secret_globs, COUNT(secret_globs), e, len) || is_loader(e, len))
+                continue;
+        }
+        rc = sb_strv_push(&a, e);
+        if (rc < 0) {
+            snprintf(err, errlen, "environment: out of memory");
+            goto out;
+        }
+    }
+    rc = add_own(o, &a, err, errlen);
+    if (rc < 0)
+        goto out;
+    sb_strv_free(out);
+    *out = a;
+    memset(&a, 0, sizeof(a));
+out:
+    name_set_free(&seen);
+    sb_strv_free(&a);
+    return rc;
+}

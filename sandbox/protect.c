@@ -1,0 +1,608 @@
+/* sandbox/protect.c - the protected-file scan below a writable root.
+ *
+ * A sandboxed command must not be able to plant code that runs later, outside
+ * the sandbox: shell start-up files, git hooks and configuration, editor and
+ * MCP settings. For one writable ROOT this finds what the bwrap builder must
+ * bind read-only (or pin) inside it.
+ *
+ * Depth (mandatoryDenySearchDepth) counts directory levels the way
+ * ripgrep's --max-depth does for the reference's scan: depth 1 scans ROOT's
+ * own entries only, depth 2 also those of ROOT's subdirectories, depth N
+ * directories up to N-1 levels below ROOT. A protected file found by the
+ * reference at ROOT/a/b/.bashrc (depth 3) is found here at depth 3 too.
+ * The walk never follows a symbolic link, never descends into node_modules,
+ * into a protected directory (all of it is read-only anyway) or into .git
+ * (handled below), and skips directories it cannot open.
+ *
+ * In every scanned directory:
+ *   - .bashrc .bash_profile .zshrc .zprofile .profile .gitconfig .gitmodules
+ *     .ripgreprc .mcp.json .vscode .idea: an existing one is FILE or DIR
+ *     (by what it is);
+ *   - .git as a FILE (a "gitdir:" pointer of a worktree or submodule) is
+ *     FILE: it cannot be pointed elsewhere;
+ *   - .git as a directory is a git directory, see below.
+ * In ROOT itself a protected name that does not exist is ABSENT (a mount
+ * point there keeps it from being created; bwrap.c makes it an empty
+ * read-only directory), .git included: with no .git in ROOT the command
+ * cannot make one. Deeper down only existing names
+ * are protected (mount points in every directory would be thousands of
+ * empty files on the host).
+ *
+ * A git directory G (ROOT/.git, a nested repository's .git, and the git
+ * directories of submodules and linked worktrees inside G) gets:
+ *   - PIN on G: a read-write self-bind makes G a mount point, which rename(2)
+ *     refuses (EBUSY), so `mv .git x; mkdir -p .git/hooks` cannot replace it;
+ *   - G/hooks: DIR (or FILE), ABSENT when missing;
+ *   - G/config and G/config.worktree (read when extensions.worktreeConfig is
+ *     on): FILE, ABSENT when missing, unless allow_git_config;
+ *   - G/commondir (git reads hooks and config from the directory it names):
+ *     FILE when it exists. A missing one is NOT blocked: git dies on any
+ *     commondir it cannot read as a path ("failed to read"), so a mount
+ *     point there would break git inside the sandbox and, through the
+ *     host-side mount point, outside it during the run. A known gap: the
+ *     remedy is a check after the run (all of the sandbox's processes are
+ *     dead by then, so it cannot race) that no commondir appeared;
+ *   - G/modules/... (submodule git directories, found by their HEAD): each
+ *     handled as a git directory; G/worktrees/W: PIN W, W/commondir FILE,
+ *     W/config.worktree as config.
+ *
+ * Every existing directory strictly between ROOT and a protected path is
+ * PIN too: otherwise `mv sub x; mkdir sub` would bring back an unprotected
+ * sub/.git or sub/.bashrc under the old name.
+ *
+ * Symbolic links: a bind mount cannot be put on a link (bwrap follows the
+ * destination), and the link itself can always be replaced by its
+ * writable parent directory. A protected name that is a symlink is handled by
+ * protecting its target read-only when the target exists and lies strictly
+ * inside ROOT (so nothing can be written through the link); a target outside
+ * ROOT is not touched (it is read-only unless it lies in another writable
+ * root), and a dangling link gets nothing. Replacing the link remains
+ * possible: a residual risk, reported.
+ *
+ * Output: parents before children (bwrap applies mounts in order, and a pin
+ * must be under the binds inside it), without duplicates, and without
+ * entries inside a read-only FILE/DIR entry (they are covered by it; an
+ * ABSENT there could not even be created).
+ */
+#define _DEFAULT_SOURCE /* d_type */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+
+#define MODULES_DEPTH_MAX 8 /* submodule names are paths: modules/a/b/c */
+
+static const char *const prot_names[] = {
+    ".bashrc",     ".bash_profile", ".zshrc",    ".zprofile", ".profile", ".gitconfig",
+    ".gitmodules", ".ripgreprc",    ".mcp.json", ".vscode",   ".idea",
+};
+
+#define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+struct walk {
+    struct sb_prot_list *l;
+    const char *root; /* resolved */
+    size_t rootlen;
+    int allow_git_config;
+    char *err;
+    size_t errlen;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Lists                                                                     */
+
+static int list_add(struct sb_prot_list *l, char *path, enum sb_prot_kind kind)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+        struct sb_prot *v = realloc(l->v, cap * sizeof(*v));
+        if (v == NULL) {
+            free(path);
+            return -ENOMEM;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n].path = path;
+    l->v[l->n].kind = kind;
+    l->n++;
+    return 0;
+}
+
+void sb_prot_list_free(struct sb_prot_list *l)
+{
+    if (l == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].path);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *p;
+
+    if (dl == 1 && dir[0] == '/')
+        dl = 0;
+    p = malloc(dl + nl + 2);
+    if (p != NULL) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, name, nl + 1);
+    }
+    return p;
+}
+
+/* 1 when p is strictly below dir. */
+static int strictly_inside(const char *p, const char *dir, size_t dl)
+{
+    if (dl == 1 && dir[0] == '/')
+        return p[0] == '/' && p[1] != '\0';
+    return strncmp(p, dir, dl) == 0 && p[dl] == '/' && p[dl + 1] != '\0';
+}
+
+static int add(struct walk *w, const char *dir, const char *name, enum sb_prot_kind kind)
+{
+    char *p = join(dir, name);
+
+    if (p == NULL || list_add(w->l, p, kind) < 0) {
+        snprintf(w->err, w->errlen, "protected files: out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One name                                                                  */
+
+/* A protected name that is a symbolic link: its target, read-only, when it
+ * exists strictly inside ROOT. */
+static int protect_link(struct walk *w, const char *dir, const char *name)
+{
+    char *lexical = join(dir, name), *target = NULL;
+    struct stat st;
+
+    if (lexical == NULL)
+        goto nomem;
+    target = realpath(lexical, NULL);
+    free(lexical);
+    if (target == NULL) {
+        if (errno == ENOMEM)
+            goto nomem;
+        return 0; /* dangling, a loop, or not searchable */
+    }
+    if (!strictly_inside(target, w->root, w->rootlen) || lstat(target, &st) < 0) {
+        free(target);
+        return 0;
+    }
+    if (list_add(w->l, target, S_ISDIR(st.st_mode) ? SB_PROT_DIR : SB_PROT_FILE) < 0)
+        goto nomem;
+    return 0;
+nomem:
+    snprintf(w->err, w->errlen, "protected files: out of memory");
+    return -ENOMEM;
+}
+
+/* Protects DIR/NAME (dfd is DIR): FILE or DIR when it exists; ABSENT when it
+ * does not, if absent_ok and the command could create it (DIR writable). */
+static int protect_name(struct walk *w, int dfd, const char *dir, const char *name, int absent_ok)
+{
+    struct stat st;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT && absent_ok && faccessat(dfd, ".", W_OK, 0) == 0)
+            return add(w, dir, name, SB_PROT_ABSENT);
+        return 0;
+    }
+    if (S_ISLNK(st.st_mode))
+        return protect_link(w, dir, name);
+    return add(w, dir, name, S_ISDIR(st.st_mode) ? SB_PROT_DIR : SB_PROT_FILE);
+}
+
+/* Opens DIR/NAME as a directory without following a symlink, or -1. */
+static int open_subdir(int dfd, const char *name)
+{
+    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Git directories                                                           */
+
+static int git_dir(struct walk *w, int gfd, const char *g);
+
+static int git_config(struct walk *w, int gfd, const char *g)
+{
+    int rc = 0;
+
+    if (!w->allow_git_config) {
+        rc = protect_name(w, gfd, g, "config", 1);
+        if (rc == 0)
+            rc = protect_name(w, gfd, g, "config.worktree", 1);
+    }
+    return rc;
+}
+
+/* G/modules/...: git directories of submodules (a directory with a HEAD),
+ * under names that may hold '/'. */
+static int git_modules(struct walk *w, int dfd, const char *dir, unsigned level)
+{
+    DIR *d;
+    struct dirent *e;
+    int rc = 0, fd = dup(dfd);
+
+    if (fd < 0)
+        return 0;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        struct stat st;
+        char *sub;
+        int sfd;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        sfd = open_subdir(dfd, e->d_name);
+        if (sfd < 0)
+            continue;
+        sub = join(dir, e->d_name);
+        if (sub == NULL) {
+            close(sfd);
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+            rc = -ENOMEM;
+            break;
+        }
+        if (fstatat(sfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
+            rc = git_dir(w, sfd, sub);
+        else if (level + 1 < MODULES_DEPTH_MAX)
+            rc = git_modules(w, sfd, sub, level + 1);
+        free(sub);
+        close(sfd);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* G/worktrees/W: the administrative directories of linked worktrees. */
+static int git_worktrees(struct walk *w, int dfd, const char *dir)
+{
+    DIR *d;
+    struct dirent *e;
+    int rc = 0, fd = dup(dfd);
+
+    if (fd < 0)
+        return 0;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        char *sub;
+        int sfd;
+
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        sfd = open_subdir(dfd, e->d_name);
+        if (sfd < 0)
+            continue;
+        sub = join(dir, e->d_name);
+        if (sub == NULL) {
+            close(sfd);
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+            rc = -ENOMEM;
+            break;
+        }
+        rc = list_add(w->l, sub, SB_PROT_PIN);
+        if (rc < 0) {
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+        } else {
+            rc = protect_name(w, sfd, sub, "commondir", 0);
+            if (rc == 0 && !w->allow_git_config)
+                rc = protect_name(w, sfd, sub, "config.worktree", 1);
+        }
+        close(sfd);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* G is an existing git directory (not a symlink), open as gfd. */
+static int git_dir(struct walk *w, int gfd, const char *g)
+{
+    char *copy = strdup(g);
+    int rc, sfd;
+
+    if (copy == NULL || list_add(w->l, copy, SB_PROT_PIN) < 0) {
+        snprintf(w->err, w->errlen, "protected files: out of memory");
+        return -ENOMEM;
+    }
+    rc = protect_name(w, gfd, g, "hooks", 1);
+    if (rc == 0)
+        rc = git_config(w, gfd, g);
+    if (rc == 0)
+        rc = protect_name(w, gfd, g, "commondir", 0);
+    if (rc == 0 && (sfd = open_subdir(gfd, "modules")) >= 0) {
+        char *sub = join(g, "modules");
+        rc = sub == NULL ? -ENOMEM : git_modules(w, sfd, sub, 0);
+        if (sub == NULL)
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+        free(sub);
+        close(sfd);
+    }
+    if (rc == 0 && (sfd = open_subdir(gfd, "worktrees")) >= 0) {
+        char *sub = join(g, "worktrees");
+        rc = sub == NULL ? -ENOMEM : git_worktrees(w, sfd, sub);
+        if (sub == NULL)
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+        free(sub);
+        close(sfd);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk                                                                  */
+
+static int is_prot_name(const char *name)
+{
+    for (size_t i = 0; i < COUNT(prot_names); i++)
+        if (strcmp(prot_names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0). */
+static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, unsigned depth)
+{
+    int at_root = level == 0, rc = 0, fd;
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+
+    for (size_t i = 0; i < COUNT(prot_names) && rc == 0; i++)
+        rc = protect_name(w, dfd, dir, prot_names[i], at_root);
+    if (rc < 0)
+        return rc;
+
+    if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT && at_root && faccessat(dfd, ".", W_OK, 0) == 0)
+            rc = add(w, dir, ".git", SB_PROT_ABSENT);
+    } else if (S_ISDIR(st.st_mode)) {
+        char *g = join(dir, ".git");
+        int gfd = open_subdir(dfd, ".git");
+        if (g == NULL) {
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+            rc = -ENOMEM;
+        } else if (gfd < 0) {
+            /* cannot look inside: keep all of it read-only */
+            rc = list_add(w->l, g, SB_PROT_DIR);
+            g = NULL;
+            if (rc < 0)
+                snprintf(w->err, w->errlen, "protected files: out of memory");
+        } else {
+            rc = git_dir(w, gfd, g);
+        }
+        if (gfd >= 0)
+            close(gfd);
+        free(g);
+    } else if (S_ISLNK(st.st_mode)) {
+        rc = protect_link(w, dir, ".git");
+    } else {
+        rc = add(w, dir, ".git", SB_PROT_FILE);
+    }
+    if (rc < 0 || level + 1 >= depth)
+        return rc;
+
+    fd = dup(dfd);
+    if (fd < 0)
+        return 0;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        const char *n = e->d_name;
+        char *sub;
+        int sfd;
+
+        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, "node_modules") == 0 ||
+            strcmp(n, ".git") == 0 || is_prot_name(n))
+            continue;
+#ifdef DT_DIR
+        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+            continue;
+#endif
+        sfd = open_subdir(dfd, n);
+        if (sfd < 0)
+            continue;
+        sub = join(dir, n);
+        if (sub == NULL) {
+            close(sfd);
+            snprintf(w->err, w->errlen, "protected files: out of memory");
+            rc = -ENOMEM;
+            break;
+        }
+        /* the sandbox has its own /dev and /proc; /sys is not writable */
+        if (!(at_root && w->rootlen == 1 &&
+              (strcmp(n, "proc") == 0 || strcmp(n, "sys") == 0 || strcmp(n, "dev") == 0)))
+            rc = walk_dir(w, sfd, sub, level + 1, depth);
+        free(sub);
+        close(sfd);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ordering                                                                  */
+
+/* Tree order: a path sorts right before its descendants ('/' sorts before
+ * every other byte), so parents come first and subtrees stay together. */
+static int cmp_path(const char *a, const char *b)
+{
+    for (size_t i = 0;; i++) {
+        int ca = a[i] == '/' ? 1 : a[i] == '\0' ? 0 : (unsigned char)a[i] + 1;
+        int cb = b[i] == '/' ? 1 : b[i] == '\0' ? 0 : (unsigned char)b[i] + 1;
+        if (ca != cb)
+            return ca < cb ? -1 : 1;
+        if (ca == 0)
+            return 0;
+    }
+}
+
+static int is_ro(enum sb_prot_kind k)
+{
+    return k == SB_PROT_FILE || k == SB_PROT_DIR;
+}
+
+/* Same path twice: the read-only kind wins over a pin. */
+static int kind_rank(enum sb_prot_kind k)
+{
+    return k == SB_PROT_PIN ? 0 : 1;
+}
+
+static int cmp_prot(const void *pa, const void *pb)
+{
+    const struct sb_prot *a = pa, *b = pb;
+    int c = cmp_path(a->path, b->path);
+
+    if (c != 0)
+        return c;
+    return kind_rank(a->kind) - kind_rank(b->kind);
+}
+
+/* Adds a PIN for every directory strictly between ROOT and each entry. */
+static int add_pins(struct walk *w)
+{
+    size_t n = w->l->n;
+
+    for (size_t i = 0; i < n; i++) {
+        const char *p = w->l->v[i].path;
+        for (const char *s = p + w->rootlen + 1; (s = strchr(s, '/')) != NULL; s++) {
+            char *anc = strndup(p, (size_t)(s - p));
+            if (anc == NULL || list_add(w->l, anc, SB_PROT_PIN) < 0) {
+                snprintf(w->err, w->errlen, "protected files: out of memory");
+                return -ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Sorts, removes duplicates (keeping the read-only kind) and entries under a
+ * read-only FILE/DIR entry. */
+static void tidy(struct sb_prot_list *l)
+{
+    size_t o = 0;
+    const char *ro = NULL;
+    size_t rol = 0;
+
+    if (l->n == 0)
+        return;
+    qsort(l->v, l->n, sizeof(*l->v), cmp_prot);
+    for (size_t i = 0; i < l->n; i++) {
+        struct sb_prot *e = &l->v[i];
+        int drop = 0;
+
+        if (o > 0 && strcmp(l->v[o - 1].path, e->path) == 0) {
+            /* sorted: the later one is the read-only kind if any */
+            if (kind_rank(e->kind) > kind_rank(l->v[o - 1].kind)) {
+                l->v[o - 1].kind = e->kind;
+                if (is_ro(e->kind)) {
+                    ro = l->v[o - 1].path;
+                    rol = strlen(ro);
+                }
+            }
+            drop = 1;
+        } else if (ro != NULL && strictly_inside(e->path, ro, rol)) {
+            drop = 1;
+        }
+        if (drop) {
+            free(e->path);
+            continue;
+        }
+        l->v[o++] = *e;
+        if (is_ro(e->kind)) {
+            ro = l->v[o - 1].path;
+            rol = strlen(ro);
+        }
+    }
+    l->n = o;
+}
+
+int sb_protect_scan(const char *root, unsigned depth, int allow_git_config,
+                    struct sb_prot_list *out, char *err, size_t errlen)
+{
+    struct sb_prot_list found = {0};
+    struct walk w;
+    char *real = NULL;
+    int fd = -1, rc;
+
+    if (root == NULL || root[0] != '/') {
+        snprintf(err, errlen, "protected files: '%s' is not an absolute path",
+                 root != NULL ? root : "(null)");
+        return -EINVAL;
+    }
+    real = realpath(root, NULL);
+    if (real == NULL) {
+        rc = -errno;
+        snprintf(err, errlen, "protected files: cannot resolve '%s': %s", root, strerror(errno));
+        return rc;
+    }
+    fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "protected files: cannot open '%s': %s", real, strerror(errno));
+        goto out;
+    }
+    memset(&w, 0, sizeof(w));
+    w.l = &found;
+    w.root = real;
+    w.rootlen = strlen(real);
+    w.allow_git_config = allow_git_config;
+    w.err = err;
+    w.errlen = errlen;
+    rc = walk_dir(&w, fd, real, 0, depth == 0 ? 1 : depth);
+    if (rc == 0)
+        rc = add_pins(&w);
+    if (rc < 0)
+        goto out;
+    tidy(&found);
+
+    /* append to out, all or nothing */
+    if (out->n + found.n > out->cap) {
+        size_t cap = out->n + found.n;
+        struct sb_prot *v = realloc(out->v, cap * sizeof(*v));
+        if (v == NULL) {
+            snprintf(err, errlen, "protected files: out of memory");
+            rc = -ENOMEM;
+            goto out;
+        }
+        out->v = v;
+        out->cap = cap;
+    }
+    if (found.n > 0)
+        memcpy(out->v + out->n, found.v, found.n * sizeof(*found.v));
+    out->n += found.n;
+    found.n = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    free(real);
+    sb_prot_list_free(&found);
+    return rc;
+}

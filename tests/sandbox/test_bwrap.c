@@ -1,0 +1,705 @@
+/* tests/sandbox/test_bwrap.c - bwrap's argument vector (sandbox/bwrap.c), built
+ * against real directory trees under /tmp. bwrap itself is never run. */
+#define _XOPEN_SOURCE 700 /* realpath, setenv */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
+
+#define SELF "/usr/lib/sluice-test/sluice" /* does not exist: not protected */
+
+/* ------------------------------------------------------------------------ */
+/* Fixture: R/home/proj is the working directory, R/home the home, R/run/tmp
+ * the host side of /tmp. proj is a git repository.                          */
+
+struct fx {
+    char root[PATH_MAX];
+    char cwd[PATH_MAX + 16], home[PATH_MAX + 16], tmp[PATH_MAX + 16];
+    char *cmd[3];
+    struct settings s;
+    struct sb_bwrap_opts o;
+};
+
+static void mk(const struct fx *f, const char *rel, int dir, const char *content)
+{
+    char p[PATH_MAX * 2];
+
+    for (const char *s = rel; (s = strchr(s, '/')) != NULL; s++) {
+        snprintf(p, sizeof(p), "%s/%.*s", f->root, (int)(s - rel), rel);
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            fail_msg("mkdir %s: %s", p, strerror(errno));
+    }
+    snprintf(p, sizeof(p), "%s/%s", f->root, rel);
+    if (dir) {
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            fail_msg("mkdir %s: %s", p, strerror(errno));
+    } else {
+        FILE *fp = fopen(p, "w");
+        assert_non_null(fp);
+        fputs(content, fp);
+        fclose(fp);
+    }
+}
+
+static void mkfile(const struct fx *f, const char *rel)
+{
+    mk(f, rel, 0, "x\n");
+}
+
+static void mkdir_(const struct fx *f, const char *rel)
+{
+    mk(f, rel, 1, NULL);
+}
+
+static void mklink(const struct fx *f, const char *rel, const char *target)
+{
+    char p[PATH_MAX * 2];
+
+    snprintf(p, sizeof(p), "%s/%s", f->root, rel);
+    assert_int_equal(symlink(target, p), 0);
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    char tmpl[] = "/tmp/sluice-test-bwrap-XXXXXX";
+
+    if (f == NULL || mkdtemp(tmpl) == NULL || realpath(tmpl, f->root) == NULL)
+        return -1;
+    snprintf(f->cwd, sizeof(f->cwd), "%s/home/proj", f->root);
+    snprintf(f->home, sizeof(f->home), "%s/home", f->root);
+    snprintf(f->tmp, sizeof(f->tmp), "%s/run/tmp", f->root);
+    mkfile(f, "home/proj/.git/HEAD");
+    mkfile(f, "home/proj/.git/config");
+    mkdir_(f, "home/proj/.git/hooks");
+    mkdir_(f, "run/tmp");
+    f->cmd[0] = (char *)"make";
+    f->cmd[1] = (char *)"test";
+    f->cmd[2] = NULL;
+    settings_init(&f->s);
+    f->o.s = &f->s;
+    f->o.bwrap = "/usr/bin/bwrap";
+    f->o.bwrap_setuid = 0;
+    f->o.stdin_tty = 1;
+    f->o.restrict_network = 1;
+    f->o.cwd = f->cwd;
+    f->o.home = f->home;
+    f->o.host_tmpdir = f->tmp;
+    f->o.self_exe = SELF;
+    f->o.inner_fd = 3;
+    f->o.allow_unix_sockets = 0;
+    f->o.cmd = f->cmd;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    char cmd[PATH_MAX + 32];
+    int rc;
+
+    settings_free(&f->s);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
+    rc = system(cmd);
+    free(f);
+    return rc == 0 ? 0 : -1;
+}
+
+static void settings(struct fx *f, const char *json)
+{
+    struct settings_error err;
+
+    if (settings_apply_buffer(&f->s, "t.json", json, strlen(json), &err) != 0)
+        fail_msg("settings: %s", err.msg);
+}
+
+/* argv as one line, the fixture's root written as R. */
+static char *render(const struct fx *f, const struct sb_strv *a)
+{
+    size_t rl = strlen(f->root), size = 1, o = 0;
+    char *buf;
+
+    for (size_t i = 0; i < a->n; i++)
+        size += strlen(a->v[i]) + 2;
+    buf = malloc(size);
+    assert_non_null(buf);
+    buf[0] = '\0';
+    for (size_t i = 0; i < a->n; i++) {
+        const char *s = a->v[i];
+        if (i > 0)
+            buf[o++] = ' ';
+        if (strncmp(s, f->root, rl) == 0 && (s[rl] == '/' || s[rl] == '\0')) {
+            buf[o++] = 'R';
+            s += rl;
+        }
+        memcpy(buf + o, s, strlen(s) + 1);
+        o += strlen(s);
+    }
+    return buf;
+}
+
+static void build_ok(struct fx *f, struct sb_plan *p)
+{
+    char err[1024] = "";
+
+    memset(p, 0, sizeof(*p));
+    if (sb_bwrap_build(&f->o, p, err, sizeof(err)) != 0)
+        fail_msg("build: %s", err);
+    assert_non_null(p->argv.v);
+    assert_null(p->argv.v[p->argv.n]);
+}
+
+/* Builds and compares the whole line. */
+static void expect(struct fx *f, const char *want)
+{
+    struct sb_plan p;
+    char *got;
+
+    build_ok(f, &p);
+    got = render(f, &p.argv);
+    if (strcmp(got, want) != 0)
+        print_error("--- got:\n%s\n--- want:\n%s\n", got, want);
+    assert_string_equal(got, want);
+    free(got);
+    sb_plan_free(&p);
+}
+
+/* Builds and checks that the line contains (or not) a fragment. */
+static void expect_has(struct fx *f, const char *const *yes, const char *const *no)
+{
+    struct sb_plan p;
+    char *got;
+
+    build_ok(f, &p);
+    got = render(f, &p.argv);
+    for (size_t i = 0; yes != NULL && yes[i] != NULL; i++)
+        if (strstr(got, yes[i]) == NULL)
+            fail_msg("missing '%s' in:\n%s", yes[i], got);
+    for (size_t i = 0; no != NULL && no[i] != NULL; i++)
+        if (strstr(got, no[i]) != NULL)
+            fail_msg("unexpected '%s' in:\n%s", no[i], got);
+    free(got);
+    sb_plan_free(&p);
+}
+
+static void expect_error(struct fx *f, int rc, const char *msg)
+{
+    struct sb_plan p;
+    char err[1024] = "", want[2048];
+    size_t rl = strlen(f->root);
+
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(sb_bwrap_build(&f->o, &p, err, sizeof(err)), rc);
+    assert_null(p.argv.v);
+    assert_null(p.created.v);
+    /* the message with the root written as R */
+    for (char *s; (s = strstr(err, f->root)) != NULL;) {
+        s[0] = 'R';
+        memmove(s + 1, s + rl, strlen(s + rl) + 1);
+    }
+    snprintf(want, sizeof(want), "%s", msg);
+    if (strcmp(err, want) != 0)
+        print_error("--- got:\n%s\n--- want:\n%s\n", err, want);
+    assert_string_equal(err, want);
+}
+
+#define NS                                                                                         \
+    "/usr/bin/bwrap --die-with-parent --unshare-net --unshare-pid --unshare-ipc --unshare-uts "    \
+    "--unshare-cgroup-try --unshare-user --cap-drop ALL"
+#define BASE "--ro-bind / / --dev /dev --proc /proc --bind R/run/tmp /tmp"
+#define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 -- make test"
+#define DN "--ro-bind /dev/null"
+/* protections of R/home/proj as the fixture makes it */
+/* an empty read-only directory where a protected name does not exist */
+#define AB(P) "--tmpfs " P " --remount-ro " P
+#define PROJ_PROT_A(P) AB(P "/.bash_profile") " " AB(P "/.bashrc")
+#define PROJ_PROT_B(P)                                                                                                                         \
+    "--bind " P "/.git " P "/.git --ro-bind " P "/.git/config " P "/.git/config " AB(                                                          \
+        P                                                                                                                                      \
+        "/.git/config.worktree") " --ro-bind " P "/.git/hooks " P                                                                              \
+                                 "/.git/hooks " AB(P "/.gitconfig") " " AB(P "/.gitmodules") " " AB(P "/.idea") " " AB(P "/.mcp.json") " " AB( \
+                                     P                                                                                                         \
+                                     "/.profile") " " AB(P                                                                                     \
+                                                         "/.ripgreprc") " " AB(P                                                               \
+                                                                               "/.vscode") " " AB(P                                            \
+                                                                                                  "/.zprofile") " " AB(P                       \
+                                                                                                                       "/.zshrc")
+#define PROJ_PROT(P) PROJ_PROT_A(P) " " PROJ_PROT_B(P)
+
+/* ------------------------------------------------------------------------ */
+/* The sequence                                                              */
+
+static void test_minimal_sequence(void **state)
+{
+    struct fx *f = *state;
+    struct sb_plan p;
+    static const char *const created[] = {
+        ".bash_profile", ".bashrc",  ".git/config.worktree", ".gitconfig", ".gitmodules", ".idea",
+        ".mcp.json",     ".profile", ".ripgreprc",           ".vscode",    ".zprofile",   ".zshrc"};
+
+    expect(f, NS " " BASE " --bind R/home/proj R/home/proj " PROJ_PROT("R/home/proj") " " TAIL);
+
+    /* the mount points bwrap will create, parents first */
+    build_ok(f, &p);
+    assert_int_equal(p.created.n, sizeof(created) / sizeof(created[0]));
+    for (size_t i = 0; i < p.created.n; i++) {
+        char want[PATH_MAX * 2];
+        snprintf(want, sizeof(want), "%s/%s", f->cwd, created[i]);
+        assert_string_equal(p.created.v[i], want);
+    }
+    sb_plan_free(&p);
+    sb_plan_free(&p); /* twice is fine */
+}
+
+static void test_flags(void **state)
+{
+    struct fx *f = *state;
+    const char *const tty_no[] = {"--new-session", "--allow-unix-sockets", NULL};
+    const char *const notty[] = {"/usr/bin/bwrap --new-session --die-with-parent --unshare-net",
+                                 NULL};
+    const char *const setuid_yes[] = {"--unshare-cgroup-try --cap-drop ALL --ro-bind / /", NULL};
+    const char *const setuid_no[] = {"--unshare-user", NULL};
+    const char *const open_yes[] = {"--die-with-parent --unshare-pid", NULL};
+    const char *const open_no[] = {"--unshare-net", NULL};
+    const char *const unix_yes[] = {"inner --fd 7 --allow-unix-sockets -- make test", NULL};
+    const char *const nested_yes[] = {"--dev /dev --bind /proc /proc --bind R/run/tmp /tmp", NULL};
+    const char *const nested_no[] = {"--proc", NULL};
+
+    expect_has(f, NULL, tty_no);
+    f->o.stdin_tty = 0;
+    expect_has(f, notty, NULL);
+    f->o.stdin_tty = 1;
+    f->o.bwrap_setuid = 1;
+    expect_has(f, setuid_yes, setuid_no);
+    f->o.bwrap_setuid = 0;
+    f->o.restrict_network = 0;
+    expect_has(f, open_yes, open_no);
+    f->o.restrict_network = 1;
+    f->o.allow_unix_sockets = 1;
+    f->o.inner_fd = 7;
+    expect_has(f, unix_yes, NULL);
+    settings(f, "{\"enableWeakerNestedSandbox\": true}");
+    expect_has(f, nested_yes, nested_no);
+}
+
+static void test_command_argv_verbatim(void **state)
+{
+    struct fx *f = *state;
+    char *cmd[] = {(char *)"sh", (char *)"-c",      (char *)"echo \"$HOME\" ; rm -rf / --",
+                   (char *)"",   (char *)"--chdir", NULL};
+    struct sb_plan p;
+    size_t n;
+
+    f->o.cmd = cmd;
+    build_ok(f, &p);
+    n = p.argv.n;
+    assert_true(n > 6);
+    assert_string_equal(p.argv.v[n - 6], "--");
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(p.argv.v[n - 5 + i], cmd[i]);
+    sb_plan_free(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lists                                                                     */
+
+static void test_allow_write(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {
+        /* ~ expands; a relative path is relative to the working directory */
+        "--bind R/home/cache R/home/cache", "--bind R/home/proj/out R/home/proj/out",
+        "--bind R/home/dir with space R/home/dir with space",
+        /* each writable directory gets its protections */
+        AB("R/home/cache/.bashrc"), AB("R/home/proj/out/.git") " ", TAIL, NULL};
+    const char *const no[] = {
+        /* the working directory is no longer writable, missing paths are skipped */
+        "--bind R/home/proj R/home/proj", "missing", "/dev/shm", "/proc/self", NULL};
+
+    mkdir_(f, "home/cache");
+    mkdir_(f, "home/proj/out");
+    mkdir_(f, "home/dir with space");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"~/cache\", \"out/\", \"./out/../out\", "
+                "\"~/missing\", \"/dev/shm\", \"/proc/self\", \"~/dir with space\"]}}");
+    expect_has(f, yes, no);
+}
+
+static void test_allow_write_globs(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {"--bind R/home/proj/build-a R/home/proj/build-a "
+                               "--tmpfs R/home/proj/build-a/.bash_profile",
+                               "--bind R/home/proj/build-b R/home/proj/build-b",
+                               "--bind R/home/proj/lit[1] R/home/proj/lit[1]",
+                               "--bind R/home/x1 R/home/x1", NULL};
+    const char *const no[] = {"build-c", "nomatch", NULL};
+
+    mkdir_(f, "home/proj/build-a");
+    mkdir_(f, "home/proj/build-b");
+    mkfile(f, "home/proj/build-c.txt");
+    mkdir_(f, "home/proj/lit[1]"); /* no match as a glob: taken literally */
+    mkdir_(f, "home/x1");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"build-?\", \"lit[1]\", \"~/x[0-9]\", "
+                "\"nomatch-*\"]}}");
+    settings(f, "{\"mandatoryDenySearchDepth\": 1}");
+    expect_has(f, yes, no);
+}
+
+static void test_allow_write_symlink_escape(void **state)
+{
+    struct fx *f = *state;
+    char want[PATH_MAX * 4];
+
+    /* a link planted in the project pointing at the home directory */
+    mklink(f, "home/proj/link", "..");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\".\", \"link\"]}}");
+    snprintf(want, sizeof(want),
+             "t.json:1:37: filesystem.allowWrite[1]: 'R/home/proj/link' resolves to 'R/home' "
+             "through a symbolic link outside it; name the real path if that is what you mean");
+    expect_error(f, -EINVAL, want);
+
+    /* through a glob, and in allowRead too */
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"l*\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:32: filesystem.allowWrite[0]: 'R/home/proj/link' resolves to "
+                 "'R/home' through a symbolic link outside it; name the real path if that is "
+                 "what you mean");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\"], \"allowRead\": [\"link\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:50: filesystem.allowRead[0]: 'R/home/proj/link' resolves to "
+                 "'R/home' through a symbolic link outside it; name the real path if that is "
+                 "what you mean");
+}
+
+static void test_symlinked_home(void **state)
+{
+    struct fx *f = *state;
+    char link[PATH_MAX + 32];
+    const char *const yes[] = {"--bind R/home/cache R/home/cache", NULL};
+
+    /* $HOME itself through a symlink: resolved first, so ~ paths are fine */
+    mkdir_(f, "home/cache");
+    snprintf(link, sizeof(link), "%s/homelink", f->root);
+    assert_int_equal(symlink("home", link), 0);
+    f->o.home = link;
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"~/cache\"]}}");
+    expect_has(f, yes, NULL);
+}
+
+static void test_tilde_errors(void **state)
+{
+    struct fx *f = *state;
+
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~/.ssh\"]}}");
+    f->o.home = NULL;
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '~/.ssh': '~' needs $HOME, which is not "
+                 "set");
+    f->o.home = f->home;
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~root/.ssh\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '~root/.ssh': only '~' and '~/' are "
+                 "supported");
+}
+
+static void test_root_refused(void **state)
+{
+    struct fx *f = *state;
+
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"/\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:32: filesystem.allowWrite[0]: '/' would make the whole filesystem "
+                 "writable; use filesystem.disabled for that");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"/./\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '/' would hide the whole filesystem");
+}
+
+static void test_deny_write(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {
+        "--bind R/home/proj R/home/proj", "--ro-bind R/home/proj/.env R/home/proj/.env",
+        "--ro-bind R/home/proj/conf R/home/proj/conf",
+        "--ro-bind R/home/proj/a.key R/home/proj/a.key --ro-bind R/home/proj/b.key", NULL};
+    const char *const no[] = {
+        "missing.txt",                        /* missing: skipped */
+        "--ro-bind R/home/elsewhere",         /* outside every writable directory: no effect */
+        "--ro-bind R/home/proj/conf/.bashrc", /* inside the read-only conf: covered */
+        NULL};
+
+    mkfile(f, "home/proj/.env");
+    mkfile(f, "home/proj/conf/.bashrc");
+    mkfile(f, "home/proj/a.key");
+    mkfile(f, "home/proj/b.key");
+    mkfile(f, "home/elsewhere");
+    settings(f, "{\"filesystem\": {\"denyWrite\": [\".env\", \"missing.txt\", \"conf\", "
+                "\"*.key\", \"~/elsewhere\"]}}");
+    expect_has(f, yes, no);
+}
+
+static void test_deny_read_and_allow_read(void **state)
+{
+    struct fx *f = *state;
+
+    mkfile(f, "home/.ssh/id_ed25519");
+    mkfile(f, "home/.ssh/known_hosts");
+    mkfile(f, "home/.aws/credentials");
+    mkfile(f, "home/.netrc");
+    mkfile(f, "home/public.txt");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"~/.aws/credentials\", "
+                "\"~/.netrc\", \"~/missing\"], \"allowRead\": [\"~/.ssh/known_hosts\", "
+                "\"~/public.txt\", \"~/.netrc\"]}}");
+    /* a directory: empty tmpfs, read-only at the end; a file: /dev/null;
+     * allowRead inside a denied directory re-allows, elsewhere it is a no-op
+     * (and on the very path of a denied file the deny wins) */
+    expect(f, NS " " BASE " " DN " R/home/.aws/credentials " DN " R/home/.netrc "
+                 "--tmpfs R/home/.ssh --ro-bind R/home/.ssh/known_hosts "
+                 "R/home/.ssh/known_hosts --bind R/home/proj R/home/proj " PROJ_PROT(
+                     "R/home/proj") " --remount-ro R/home/.ssh " TAIL);
+}
+
+static void test_deny_read_around_writable(void **state)
+{
+    struct fx *f = *state;
+
+    mkfile(f, "home/.bashrc");
+    mkfile(f, "home/proj/secrets/.bashrc");
+    mkfile(f, "home/proj/secrets/key");
+    mkfile(f, "home/proj/.env");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\", \"secrets\", \".env\"]}}");
+    /* home hidden, the project (writable, so readable) bound again inside it
+     * with its protections, the project's own denials after it; nothing is
+     * bound under the hidden secrets (secrets/.bashrc would leak) */
+    expect(f,
+           NS " " BASE " --tmpfs R/home --bind R/home/proj R/home/proj " PROJ_PROT_A(
+               "R/home/proj") " " DN
+                              " R/home/proj/.env " PROJ_PROT_B(
+                                  "R/home/proj") " "
+                                                 "--tmpfs R/home/proj/secrets --remount-ro R/home "
+                                                 "--remount-ro R/home/proj/secrets " TAIL);
+}
+
+static void test_cwd_hidden(void **state)
+{
+    struct fx *f = *state;
+
+    mkdir_(f, "home/other");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\"], \"allowWrite\": [\"~/other\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: hides the working directory "
+                 "'R/home/proj'; allow it with filesystem.allowRead or filesystem.allowWrite");
+    settings(f, "{\"filesystem\": {\"allowRead\": [\".\"]}}");
+    {
+        const char *const yes[] = {"--tmpfs R/home --bind R/home/other R/home/other",
+                                   "--ro-bind R/home/proj R/home/proj --remount-ro R/home", NULL};
+        expect_has(f, yes, NULL);
+    }
+}
+
+static void test_protected_in_cwd(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {
+        "--bind R/home/proj R/home/proj",
+        "--ro-bind R/home/proj/.bashrc R/home/proj/.bashrc",
+        "--ro-bind R/home/proj/.vscode R/home/proj/.vscode",
+        "--bind R/home/proj/sub R/home/proj/sub --bind R/home/proj/sub/.git R/home/proj/sub/.git",
+        "--ro-bind R/home/proj/sub/.mcp.json R/home/proj/sub/.mcp.json",
+        NULL};
+    const char *const no[] = {/* an explicit allowWrite inside a protected directory loses */
+                              "--bind R/home/proj/.vscode", "--tmpfs R/home/proj/.bashrc",
+                              /* nothing from node_modules */
+                              "node_modules", NULL};
+
+    mkfile(f, "home/proj/.bashrc");
+    mkfile(f, "home/proj/.vscode/settings.json");
+    mkfile(f, "home/proj/sub/.git/HEAD");
+    mkfile(f, "home/proj/sub/.mcp.json");
+    mkfile(f, "home/proj/node_modules/x/.bashrc");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\".\", \".vscode\"]}}");
+    expect_has(f, yes, no);
+}
+
+static void test_own_files_protected(void **state)
+{
+    struct fx *f = *state;
+    char self[PATH_MAX + 64], cfg[PATH_MAX + 64];
+    struct settings_error err;
+    const char *json = "{\"filesystem\": {\"allowWrite\": [\".\"]}}";
+    const char *const yes[] = {
+        "--bind R/home/proj/build R/home/proj/build "
+        "--ro-bind R/home/proj/build/sluice R/home/proj/build/sluice",
+        "--bind R/home/proj/conf R/home/proj/conf "
+        "--ro-bind R/home/proj/conf/sluice.json R/home/proj/conf/sluice.json",
+        "--ro-bind R/home/proj/rel.json R/home/proj/rel.json", NULL};
+    const char *const no[] = {"/usr/bin/bwrap R", "t.json", NULL};
+
+    /* sluice's binary and its settings files inside the writable directory,
+     * one named by an absolute path, one by a relative one */
+    mkfile(f, "home/proj/build/sluice");
+    mkfile(f, "home/proj/conf/sluice.json");
+    mkfile(f, "home/proj/rel.json");
+    snprintf(self, sizeof(self), "%s/build/sluice", f->cwd);
+    snprintf(cfg, sizeof(cfg), "%s/conf/sluice.json", f->cwd);
+    assert_int_equal(settings_apply_buffer(&f->s, cfg, json, strlen(json), &err), 0);
+    assert_int_equal(settings_apply_buffer(&f->s, "rel.json", json, strlen(json), &err), 0);
+    f->o.self_exe = self;
+    expect_has(f, yes, no);
+}
+
+static void test_filesystem_disabled(void **state)
+{
+    struct fx *f = *state;
+
+    mkfile(f, "home/.netrc");
+    settings(f, "{\"filesystem\": {\"disabled\": true, \"denyRead\": [\"~/.netrc\"], "
+                "\"allowWrite\": [\"~\"], \"denyWrite\": [\".git\"]}}");
+    /* no write restrictions (and no protected files); read denials stay */
+    expect(f, NS " --bind / / --dev /dev --proc /proc --bind R/run/tmp /tmp " DN
+                 " R/home/.netrc " TAIL);
+}
+
+static void test_no_secret_in_argv(void **state)
+{
+    struct fx *f = *state;
+    struct sb_plan p;
+    static const char secret[] = "ghp_S3cretValueThatMustNeverLeak0123456789";
+
+    setenv("GITHUB_TOKEN", secret, 1);
+    setenv("SLUICE_TEST_SECRET_PASSWORD", secret, 1);
+    setenv("HTTP_PROXY",
+           "http://user:"
+           "S3cretValueThatMustNeverLeak@corp:8080",
+           1);
+    mkfile(f, "home/.ssh/id_rsa");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~/.ssh\"], \"allowWrite\": [\".\", \"~\"]},"
+                " \"environment\": {\"allow\": [\"GITHUB_TOKEN\"]}}");
+    build_ok(f, &p);
+    for (size_t i = 0; i < p.argv.n; i++) {
+        assert_null(strstr(p.argv.v[i], "S3cretValue"));
+        assert_null(strstr(p.argv.v[i], "GITHUB_TOKEN"));
+        assert_null(strstr(p.argv.v[i], "--setenv"));
+    }
+    sb_plan_free(&p);
+    unsetenv("GITHUB_TOKEN");
+    unsetenv("SLUICE_TEST_SECRET_PASSWORD");
+    unsetenv("HTTP_PROXY");
+}
+
+static void test_cleanup(void **state)
+{
+    struct fx *f = *state;
+    struct sb_plan p;
+    char path[PATH_MAX * 2];
+    struct stat st;
+
+    build_ok(f, &p);
+    assert_true(p.created.n >= 5);
+    /* what bwrap makes: empty directories. Then, during the run, one got a
+     * file (on the host), one was replaced by an empty file, one by a file
+     * with data, one by a symlink */
+    for (size_t i = 0; i < p.created.n; i++)
+        assert_int_equal(mkdir(p.created.v[i], 0755), 0);
+    snprintf(path, sizeof(path), "%s/kept", p.created.v[0]);
+    assert_int_equal(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+    assert_int_equal(rmdir(p.created.v[1]), 0);
+    assert_int_equal(close(open(p.created.v[1], O_CREAT | O_WRONLY, 0644)), 0);
+    assert_int_equal(rmdir(p.created.v[2]), 0);
+    {
+        int fd = open(p.created.v[2], O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "data", 4), 4);
+        close(fd);
+    }
+    assert_int_equal(rmdir(p.created.v[3]), 0);
+    assert_int_equal(symlink(".", p.created.v[3]), 0);
+
+    sb_plan_cleanup(&p);
+    assert_int_equal(lstat(p.created.v[0], &st), 0); /* non-empty directory: kept */
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(lstat(p.created.v[1], &st), -1); /* empty file: removed */
+    assert_int_equal(lstat(p.created.v[2], &st), 0);  /* a file with data: kept */
+    assert_int_equal(st.st_size, 4);
+    assert_int_equal(lstat(p.created.v[3], &st), 0); /* a symlink: kept, not followed */
+    assert_true(S_ISLNK(st.st_mode));
+    for (size_t i = 4; i < p.created.n; i++)
+        assert_int_equal(lstat(p.created.v[i], &st), -1); /* empty directories: removed */
+    /* nothing else was touched */
+    snprintf(path, sizeof(path), "%s/.git/config", f->cwd);
+    assert_int_equal(lstat(path, &st), 0);
+    snprintf(path, sizeof(path), "%s/.git/hooks", f->cwd);
+    assert_int_equal(lstat(path, &st), 0);
+    sb_plan_cleanup(&p); /* again: nothing left to do */
+    sb_plan_free(&p);
+
+    /* a zeroed plan (a build that failed) */
+    memset(&p, 0, sizeof(p));
+    sb_plan_cleanup(&p);
+    sb_plan_free(&p);
+}
+
+static void test_bad_options(void **state)
+{
+    struct fx *f = *state;
+    char *empty[] = {NULL};
+
+    f->o.cmd = empty;
+    expect_error(f, -EINVAL,
+                 "bwrap arguments: invalid options (bwrap, cwd, host tmpdir, sluice's path, "
+                 "descriptor or command missing)");
+    f->o.cmd = f->cmd;
+    f->o.cwd = "relative";
+    expect_error(f, -EINVAL,
+                 "bwrap arguments: invalid options (bwrap, cwd, host tmpdir, sluice's path, "
+                 "descriptor or command missing)");
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_minimal_sequence),
+        T(test_flags),
+        T(test_command_argv_verbatim),
+        T(test_allow_write),
+        T(test_allow_write_globs),
+        T(test_allow_write_symlink_escape),
+        T(test_symlinked_home),
+        T(test_tilde_errors),
+        T(test_root_refused),
+        T(test_deny_write),
+        T(test_deny_read_and_allow_read),
+        T(test_deny_read_around_writable),
+        T(test_cwd_hidden),
+        T(test_protected_in_cwd),
+        T(test_own_files_protected),
+        T(test_filesystem_disabled),
+        T(test_no_secret_in_argv),
+        T(test_cleanup),
+        T(test_bad_options),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
