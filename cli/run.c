@@ -807,6 +807,7 @@ int cli_run(int argc, char **argv)
     struct sb_strv env = {0};
     struct sb_plan plan;
     struct sb_handoff h;
+    struct sb_gitwatch gw;
     struct stat st;
     int sp[2] = {-1, -1};
     int code = RUN_FAIL, rc, have_rundir = 0, loop_ok = 0, one = 1;
@@ -814,6 +815,7 @@ int cli_run(int argc, char **argv)
 
     memset(&plan, 0, sizeof(plan));
     memset(&h, 0, sizeof(h));
+    memset(&gw, 0, sizeof(gw));
     if (run == NULL) {
         fprintf(stderr, "sluice: run: out of memory\n");
         return RUN_FAIL;
@@ -939,6 +941,11 @@ int cli_run(int argc, char **argv)
             goto out;
         }
     }
+    if (sb_gitwatch_begin(cwd, run->settings.mandatory_deny_search_depth, &gw, err,
+                          sizeof(err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
+        goto out;
+    }
     if (run->log_path != NULL) {
         run->log = fopen(run->log_path, "ae");
         if (run->log == NULL) {
@@ -1047,6 +1054,9 @@ out:
             close(h.fds[i]);
     if (run->proc_started)
         print_summary(run);
+    if (run->proc_started)
+        (void)sb_gitwatch_end(&gw, stderr);
+    sb_gitwatch_free(&gw);
     sb_plan_cleanup(&plan);
     sb_plan_free(&plan);
     if (have_rundir)

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "policy/policy.h"
 
@@ -88,6 +89,30 @@ struct sb_prot_list {
 int sb_protect_scan(const char *root, unsigned depth, int allow_git_config,
                     struct sb_prot_list *out, char *err, size_t errlen);
 void sb_prot_list_free(struct sb_prot_list *l);
+
+/* ------------------------------------------------------------------------ */
+/* post-run git check (sandbox/verify.c)                                      */
+
+struct sb_gitwatch_item {
+    char *path;    /* G/commondir, or a .git pointer file */
+    int state;     /* 1 existed (content kept), 0 absent, -1 unreadable */
+    char *content;
+    size_t len;
+};
+
+struct sb_gitwatch {
+    struct sb_gitwatch_item *v;
+    size_t n, cap;
+};
+
+/* Notes every git directory's commondir (and .git pointer file) below ROOT,
+ * to DEPTH levels, before the run. */
+int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, char *err,
+                      size_t errlen);
+/* After the run: undoes creations and changes of those files, one line per
+ * repair on report (may be NULL). Returns the number repaired. */
+size_t sb_gitwatch_end(struct sb_gitwatch *w, FILE *report);
+void sb_gitwatch_free(struct sb_gitwatch *w);
 
 /* ------------------------------------------------------------------------ */
 /* bwrap argument builder (sandbox/bwrap.c)                                  */
