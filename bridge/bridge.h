@@ -542,6 +542,13 @@ struct frontend {
     struct frontend_conn conns;             /* circular list head */
     size_t nconns;
     uint64_t *next_id; /* shared id counter (several front ends, one log) */
+    /* Drain (SIGTERM): set by the owner; front ends that keep connections
+     * between requests close them after the current answer (HTTP:
+     * http_frontend_drain() also closes the idle ones at once). */
+    int draining;
+    /* HTTP only: an origin-form "GET <health_path>" on the proxy port is
+     * answered 200 "ok" (503 while draining) instead of 400; NULL: none. */
+    const char *health_path;
 };
 
 void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);

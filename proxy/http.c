@@ -5,11 +5,13 @@
  *   HEAD     client reads into w->in; the head timer (from the first byte of
  *            a head, never extended) or the keep-alive idle timer; an idle
  *            kept upstream (w->up, read to notice its close)
- *   EGRESS   req (decision, ask, DNS, dial); client reads stopped; the head
- *            is consumed, early bytes wait in w->in
+ *   EGRESS   req (decision, ask, DNS, dial); the head is consumed, early
+ *            bytes wait in w->in; client reads stopped for CONNECT, and for
+ *            absolute-form once a byte is held (client_hold)
  *   FORWARD  an absolute-form exchange: w->up (busy), both llhttp parsers,
  *            queued writes both ways, the stall timer (idle_timeout_ms
- *            without progress)
+ *            without progress); the response bytes of one upstream read
+ *            gathered into one client write (w->ob, out_flush)
  *   TUNNEL   CONNECT, or an Upgrade after 101: the relay owns the bytes;
  *            w is freed (an idle tunnel holds only struct http_conn)
  *   LINGER   the last answer is queued, the write side shut down after it;
@@ -45,6 +47,8 @@
 #define HTTP_LINGER_MS 1000                  /* reading after a final answer before closing */
 #define HTTP_RETRY_AFTER_S 1                 /* Retry-After on 503 */
 #define HTTP_CRED_MAX 768                    /* decoded Basic credentials */
+#define HTTP_OUT_BUFS 16                     /* pieces of response gathered for one write */
+#define HTTP_OUT_HDRS 5                      /* chunk-size lines among them */
 
 enum http_state {
     HTTP_ST_HEAD = 0,
@@ -90,6 +94,14 @@ struct http_work {
     size_t uin_len, uscan;
     char *out; /* rewritten request head waiting for the upstream */
     size_t out_len;
+    /* What goes to the client while one upstream read is processed (the
+     * response head, body pieces pointing into uin, chunk framing), sent
+     * with one write when the read is done (out_flush), or earlier when
+     * something else is sent or the exchange ends. */
+    uv_buf_t ob[HTTP_OUT_BUFS];
+    unsigned nob, nhdr;
+    char ohdr[HTTP_OUT_HDRS][20];
+    char *ohead; /* the response head (owned) */
     struct http_up *up;
     enum http_timer timer;
     uint64_t last_io;
@@ -265,6 +277,7 @@ static void work_free(struct http_conn *c)
     free(w->in);
     free(w->uin);
     free(w->out);
+    free(w->ohead);
     free(w);
     c->w = NULL;
 }
@@ -436,8 +449,52 @@ static void on_b_write(uv_write_t *req, int status)
     free(wb);
 }
 
+static void out_drop(struct http_work *w)
+{
+    free(w->ohead);
+    w->ohead = NULL;
+    w->nob = w->nhdr = 0;
+}
+
+/* Sends what was gathered for the client, in one write. 0 or UV_E*. */
+static int out_flush(struct http_conn *c)
+{
+    struct http_work *w = c->w;
+    int rc;
+
+    if (w == NULL || w->nob == 0)
+        return 0;
+    if (c->state == HTTP_ST_CLOSING) {
+        out_drop(w);
+        return 0;
+    }
+    rc = stream_send(c, NULL, &c->relay.a.u.s, w->ob, w->nob, on_client_write);
+    out_drop(w);
+    return rc;
+}
+
+/* Makes room for nbufs more pieces (nhdr of them chunk-size lines). */
+static int out_room(struct http_conn *c, unsigned nbufs, unsigned nhdr)
+{
+    struct http_work *w = c->w;
+
+    if (w->nob + nbufs > HTTP_OUT_BUFS || w->nhdr + nhdr > HTTP_OUT_HDRS)
+        return out_flush(c);
+    return 0;
+}
+
+static void out_add(struct http_work *w, const char *base, size_t len)
+{
+    w->ob[w->nob++] = uv_buf_init((char *)(uintptr_t)base, (unsigned)len);
+}
+
+/* Anything gathered goes first, so the client sees bytes in order. */
 static int client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n)
 {
+    int rc = out_flush(c);
+
+    if (rc < 0)
+        return rc;
     return stream_send(c, NULL, &c->relay.a.u.s, bufs, n, on_client_write);
 }
 
@@ -446,7 +503,9 @@ static int up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs,
     return stream_send(c, u, (uv_stream_t *)&u->tcp, bufs, n, on_up_write);
 }
 
-/* Sends data as one chunk ("%zx\r\n" data "\r\n") or as is. */
+/* Sends data as one chunk ("%zx\r\n" data "\r\n") or as is: upstream
+ * (u) at once, to the client gathered for out_flush (data must stay valid
+ * until then: it points into w->uin). */
 static int send_body(struct http_conn *c, struct http_up *u, int chunked, const char *at,
                      size_t len)
 {
@@ -455,6 +514,22 @@ static int send_body(struct http_conn *c, struct http_up *u, int chunked, const 
     unsigned n = 0;
     int hl;
 
+    if (u == NULL) {
+        struct http_work *w = c->w;
+        int rc = out_room(c, chunked ? 3u : 1u, chunked ? 1u : 0u);
+
+        if (rc < 0)
+            return rc;
+        if (chunked) {
+            char *h = w->ohdr[w->nhdr++];
+            hl = snprintf(h, sizeof(w->ohdr[0]), "%zx\r\n", len);
+            out_add(w, h, (size_t)hl);
+        }
+        out_add(w, at, len);
+        if (chunked)
+            out_add(w, "\r\n", 2);
+        return 0;
+    }
     if (chunked) {
         hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
         b[n++] = uv_buf_init(hdr, (unsigned)hl);
@@ -462,13 +537,20 @@ static int send_body(struct http_conn *c, struct http_up *u, int chunked, const 
     b[n++] = uv_buf_init((char *)(uintptr_t)at, (unsigned)len);
     if (chunked)
         b[n++] = uv_buf_init((char *)(uintptr_t) "\r\n", 2);
-    return u != NULL ? up_send(c, u, b, n) : client_send(c, b, n);
+    return up_send(c, u, b, n);
 }
 
 static int send_last_chunk(struct http_conn *c, struct http_up *u)
 {
     uv_buf_t b = uv_buf_init((char *)(uintptr_t) "0\r\n\r\n", 5);
-    return u != NULL ? up_send(c, u, &b, 1) : client_send(c, &b, 1);
+    int rc;
+
+    if (u != NULL)
+        return up_send(c, u, &b, 1);
+    rc = out_room(c, 1, 0);
+    if (rc == 0)
+        out_add(c->w, b.base, b.len);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -498,6 +580,17 @@ static void client_read_stop(struct http_conn *c)
         uv_read_stop(&c->relay.a.u.s);
         c->w->creading = 0;
     }
+}
+
+/* Between a request head and the next one (EGRESS and FORWARD once the
+ * request went up whole), client reads go on, so a kept-alive client that
+ * waits for its answer costs no read stop and restart per request; bytes it
+ * sends early (a pipelined request) are held in w->in and reading stops
+ * until they are served. */
+static void client_hold(struct http_conn *c)
+{
+    if (c->w != NULL && c->w->in_len > 0)
+        client_read_stop(c);
 }
 
 static size_t in_capacity(const struct frontend *f)
@@ -555,6 +648,10 @@ static void close_gracefully(struct http_conn *c, const char *end)
 
     if (c->state == HTTP_ST_CLOSING || c->state == HTTP_ST_LINGER)
         return;
+    if (out_flush(c) < 0) { /* the shutdown goes after everything queued */
+        conn_close(c, "client write failed");
+        return;
+    }
     if (end != NULL)
         c->end = end;
     set_state(c, HTTP_ST_LINGER);
@@ -577,6 +674,10 @@ static void next_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
+    if (c->f->draining) { /* an answer that began before the drain */
+        close_gracefully(c, "drained");
+        return;
+    }
     set_state(c, HTTP_ST_HEAD);
     w->scan = 0;
     w->upgrade = 0;
@@ -590,26 +691,38 @@ static void next_request(struct http_conn *c)
         process_client(c);
 }
 
-static void reply(struct http_conn *c, const struct http_reply *r, const char *end)
+/* Sends an answer of ours; close: the connection ends after it. */
+static void reply_bytes(struct http_conn *c, int status, const char *buf, size_t n, int close,
+                        const char *end)
 {
-    char buf[HTTP_REPLY_MAX];
-    size_t n = http_reply_build(r, buf, sizeof(buf));
-    uv_buf_t b;
+    uv_buf_t b = uv_buf_init((char *)(uintptr_t)buf, (unsigned)n);
 
-    c->code = r->status;
-    if (n == 0) {
-        conn_close(c, end);
-        return;
-    }
-    b = uv_buf_init(buf, (unsigned)n);
+    c->code = status;
     if (client_send(c, &b, 1) < 0) {
         conn_close(c, "client write failed");
         return;
     }
-    if (r->close)
+    if (close || c->w->client_eof)
         close_gracefully(c, end);
     else
         next_request(c);
+}
+
+static void reply(struct http_conn *c, const struct http_reply *r, const char *end)
+{
+    char buf[HTTP_REPLY_MAX];
+    struct http_reply rr = *r;
+    size_t n;
+
+    if (c->f->draining)
+        rr.close = 1;
+    n = http_reply_build(&rr, buf, sizeof(buf));
+    if (n == 0) {
+        c->code = r->status;
+        conn_close(c, end);
+        return;
+    }
+    reply_bytes(c, r->status, buf, n, rr.close, end);
 }
 
 /* A refusal decided from the request itself. */
@@ -643,6 +756,85 @@ static void reply_overloaded(struct http_conn *c)
     r.retry_after = HTTP_RETRY_AFTER_S;
     r.close = 1;
     reply(c, &r, "over the connection limit");
+}
+
+/* The health path (proxy.h): "GET <f->health_path> HTTP/1.x" exactly. */
+static int is_health_request(const struct http_conn *c, const char *h, size_t len)
+{
+    const char *p = c->f->health_path;
+    size_t pl;
+
+    if (p == NULL)
+        return 0;
+    pl = strlen(p);
+    if (len < 4 + pl + 11 || memcmp(h, "GET ", 4) != 0 || memcmp(h + 4, p, pl) != 0)
+        return 0;
+    return memcmp(h + 4 + pl, " HTTP/1.1\r\n", 11) == 0 ||
+           memcmp(h + 4 + pl, " HTTP/1.0\r\n", 11) == 0;
+}
+
+static void reply_health(struct http_conn *c, int keep)
+{
+    static const char ok[] = "HTTP/1.1 200 OK\r\n"
+                             "Content-Type: text/plain; charset=us-ascii\r\n"
+                             "Cache-Control: no-store\r\n"
+                             "Content-Length: 3\r\n"
+                             "Connection: keep-alive\r\n\r\nok\n";
+    static const char ok_close[] = "HTTP/1.1 200 OK\r\n"
+                                   "Content-Type: text/plain; charset=us-ascii\r\n"
+                                   "Cache-Control: no-store\r\n"
+                                   "Content-Length: 3\r\n"
+                                   "Connection: close\r\n\r\nok\n";
+    static const char draining[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                   "Content-Type: text/plain; charset=us-ascii\r\n"
+                                   "Cache-Control: no-store\r\n"
+                                   "Content-Length: 9\r\n"
+                                   "Connection: close\r\n\r\ndraining\n";
+
+    set_reason(c, "health check");
+    if (c->f->draining)
+        reply_bytes(c, 503, draining, sizeof(draining) - 1, 1, "drained");
+    else if (keep)
+        reply_bytes(c, 200, ok, sizeof(ok) - 1, 0, "health check");
+    else
+        reply_bytes(c, 200, ok_close, sizeof(ok_close) - 1, 1, "health check");
+}
+
+/* A health request of end bytes at the start of w->in: its fields get the
+ * same checks as any request's (the head is validated with an absolute-form
+ * request line in place of its own), and it may not carry a body. */
+static void health_check(struct http_conn *c, size_t end)
+{
+    static const char line11[] = "GET http://health.invalid/ HTTP/1.1\r\n";
+    static _Thread_local struct http_request rq;
+    struct http_work *w = c->w;
+    const char *eol = memchr(w->in, '\n', end), *why = NULL;
+    size_t rest, n;
+    char *h;
+    int st;
+
+    rest = end - (size_t)(eol + 1 - w->in);
+    n = sizeof(line11) - 1 + rest;
+    h = malloc(n);
+    if (h == NULL) {
+        conn_close(c, "out of memory");
+        return;
+    }
+    memcpy(h, line11, sizeof(line11) - 1);
+    h[sizeof(line11) - 4] = eol[-2]; /* the request's minor version */
+    memcpy(h + sizeof(line11) - 1, eol + 1, rest);
+    st = http_request_parse(h, n, &rq, &why);
+    free(h);
+    if (st == 0 && rq.body != HTTP_BODY_NONE) {
+        st = 400;
+        why = "a health check request has no body";
+    }
+    if (st != 0) {
+        refuse(c, st, why, 1, "bad request");
+        return;
+    }
+    consume_in(w, end);
+    reply_health(c, rq.keep_alive);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1077,7 +1269,7 @@ static void feed_request_body(struct http_conn *c)
         w->up_werr = 1;
     }
     if (w->req_done) {
-        client_read_stop(c);
+        client_hold(c);
         return;
     }
     if (w->up != NULL &&
@@ -1122,6 +1314,10 @@ static void start_exchange(struct http_conn *c)
         return;
     if (!w->req_done) {
         feed_request_body(c);
+        if (c->state == HTTP_ST_FORWARD && !w->req_done && w->client_eof) {
+            conn_close(c, "client closed mid-request"); /* EOF seen while dialing */
+            return;
+        }
         if (c->state == HTTP_ST_FORWARD && !w->req_done && !w->client_paused)
             client_read_start(c);
     }
@@ -1246,7 +1442,7 @@ static int response_head(struct http_conn *c, size_t end)
             w->close_after = 1; /* raw until close for an HTTP/1.0 client */
         }
     }
-    if (!w->client_keep || w->client_eof || !w->req_done || w->upgrade)
+    if (!w->client_keep || w->client_eof || !w->req_done || w->upgrade || c->f->draining)
         w->close_after = 1;
     if (w->close_after)
         flags |= HTTP_OUT_CLOSE;
@@ -1258,13 +1454,15 @@ static int response_head(struct http_conn *c, size_t end)
         return -1;
     }
     (void)http_response_build(w->uin, &rs, flags, head, n);
-    b = uv_buf_init(head, (unsigned)n);
-    rc = client_send(c, &b, 1);
-    free(head);
+    /* gathered: the head goes out with the first body bytes, in one write */
+    rc = out_flush(c);
     if (rc < 0) {
+        free(head);
         conn_close(c, "client write failed");
         return -1;
     }
+    w->ohead = head;
+    out_add(w, head, n);
     c->code = rs.status;
     c->bytes_down += n;
     w->resp_head_done = 1;
@@ -1295,7 +1493,7 @@ static void process_upstream(struct http_conn *c)
             if (f == HTTP_FIND_MORE) {
                 if (w->uin_len >= HTTP_UIN_SIZE)
                     upstream_bad(c, "response head from the upstream too large");
-                return;
+                break;
             }
             if (f == HTTP_FIND_BAD) {
                 upstream_bad(c, why);
@@ -1324,6 +1522,12 @@ static void process_upstream(struct http_conn *c)
     }
     if (c->state != HTTP_ST_FORWARD)
         return;
+    /* what this read produced for the client, in one write, before w->uin
+     * is reused or freed */
+    if (out_flush(c) < 0) {
+        conn_close(c, "client write failed");
+        return;
+    }
     if (w->resp_done) {
         exchange_end(c);
         return;
@@ -1339,6 +1543,10 @@ static void exchange_end(struct http_conn *c)
     struct http_work *w = c->w;
     struct http_up *u = w->up;
 
+    if (out_flush(c) < 0) { /* body pieces point into w->uin, freed below */
+        conn_close(c, "client write failed");
+        return;
+    }
     timer_set(c, TIMER_NONE, 0);
     free(w->uin);
     w->uin = NULL;
@@ -1595,6 +1803,10 @@ static void handle_head(struct http_conn *c, size_t end)
         reply_overloaded(c);
         return;
     }
+    if (is_health_request(c, w->in, end)) {
+        health_check(c, end);
+        return;
+    }
     st = http_request_parse(w->in, end, &rq, &why);
     if (st != 0) {
         refuse(c, st, why, 1, "bad request");
@@ -1657,7 +1869,10 @@ static void handle_head(struct http_conn *c, size_t end)
         w->out_len = http_request_build(w->in, &rq, authority, !rq.keep_alive, w->out, n);
     }
     consume_in(w, end);
-    client_read_stop(c);
+    if (w->is_connect)
+        client_read_stop(c); /* early bytes wait for the dial (in w->in) */
+    else
+        client_hold(c);
     if (w->is_connect) {
         up_close(c, w->up); /* an idle upstream from an earlier request */
         start_egress(c);
@@ -1690,7 +1905,10 @@ static void process_client(struct http_conn *c)
         while (w->scan == 0 && w->in_len >= 2 && w->in[0] == '\r' && w->in[1] == '\n')
             consume_in(w, 2);
         if (w->in_len == 0) {
-            client_read_start(c);
+            if (w->client_eof) /* seen while the last request was served */
+                close_gracefully(c, "client closed");
+            else
+                client_read_start(c);
             break;
         }
         if (uv_stream_get_write_queue_size(&c->relay.a.u.s) > RELAY_HIGH_WATER) {
@@ -1710,7 +1928,10 @@ static void process_client(struct http_conn *c)
             break;
         }
         if (f == HTTP_FIND_MORE) {
-            client_read_start(c);
+            if (w->client_eof)
+                close_gracefully(c, "client closed mid-head");
+            else
+                client_read_start(c);
             break;
         }
         if (f == HTTP_FIND_BAD) {
@@ -1795,6 +2016,11 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             conn_close(c, "client closed mid-request");
             return;
         }
+        if (c->state == HTTP_ST_EGRESS) {
+            w->client_eof = 1; /* as above; a body still missing ends it in start_exchange */
+            uv_read_stop(s);
+            return;
+        }
         /* answers may still be queued: they go out before our FIN */
         w->client_eof = 1;
         close_gracefully(c, w->in_len > 0 ? "client closed mid-head" : "client closed");
@@ -1806,11 +2032,17 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         process_client(c);
         return;
     case HTTP_ST_FORWARD:
+        if (w->req_done) {
+            client_hold(c); /* a pipelined request: held for later */
+            return;
+        }
         w->last_io = uv_now(c->f->loop);
         feed_request_body(c);
         return;
     default:
-        client_read_stop(c); /* held for later (early data, pipelined requests) */
+        /* held for later (CONNECT early data, pipelined requests, a body
+         * that arrives while dialing) */
+        client_read_stop(c);
         return;
     }
 }
@@ -1855,4 +2087,23 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     timer_set(c, TIMER_HEAD, f->head_timeout_ms);
     client_read_start(c);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Drain                                                                     */
+
+void http_frontend_drain(struct frontend *f)
+{
+    struct frontend_conn *fc = f->conns.next;
+
+    f->draining = 1;
+    /* close_gracefully never frees synchronously: the list stays valid */
+    while (fc != &f->conns) {
+        struct frontend_conn *next = fc->next;
+        struct http_conn *c = container_of(fc, struct http_conn, fc);
+
+        if (c->state == HTTP_ST_HEAD && c->w != NULL && c->w->in_len == 0 && !c->w->processing)
+            close_gracefully(c, "drained");
+        fc = next;
+    }
 }

@@ -207,6 +207,11 @@ int http_basic_decode(const char *value, size_t len, uint8_t *out, size_t cap, s
 /* unreachable / bad or missing upstream response, 503 over the connection   */
 /* limit (Retry-After), 504 DNS, dial or response timeout, 505. After an     */
 /* answer the connection is kept only when the request was read whole.      */
+/* Health path: when f->health_path is set, a request whose line is exactly  */
+/* "GET <health_path> HTTP/1.x" is answered "200 OK" with the body "ok" (503 */
+/* "draining" while draining), without authentication, policy or a decision  */
+/* line, once its fields pass the same checks as any request's and it has no */
+/* body; every other origin-form request stays 400.                          */
 /* Timers: f->head_timeout_ms for each request head (from its first byte,    */
 /* never extended by more bytes), f->idle_timeout_ms for tunnels, idle kept  */
 /* connections and upstreams that stop moving mid-exchange.                 */
@@ -219,6 +224,15 @@ struct listener;
  * answered 503 with Retry-After, then the connection closes. 0 or UV_E*
  * (nothing to serve). */
 int http_session_accept(struct frontend *f, struct listener *l, int overloaded);
+
+/* Drain (SIGTERM): sets f->draining and closes at once the connections that
+ * wait between requests (kept alive, nothing unanswered read; answers still
+ * queued go out first, then the FIN). From then on every answer carries
+ * "Connection: close" and its connection closes after it (a response whose
+ * head went out before the drain began ends the connection after its body);
+ * tunnels (CONNECT, Upgrade) are not touched: the owner closes them with
+ * frontend_close_all() when its drain time is up. */
+void http_frontend_drain(struct frontend *f);
 
 /* end of session */
 

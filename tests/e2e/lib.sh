@@ -85,3 +85,33 @@ connect_req() { # HOST PORT
     h=$(hexname "$1")
     printf '05010003%02x%s%04x' $((${#h} / 2)) "$h" "$2"
 }
+
+# wait_for FILE REGEX [SECONDS]: waits (10 s unless told) until a line of FILE
+# matches the extended regex. 0 when one did, 1 at the deadline.
+wait_for() {
+    local f=$1 re=$2 n=$(( ${3:-10} * 20 )) i
+    for ((i = 0; i < n; i++)); do
+        grep -qE -- "$re" "$f" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# wait_exit PID [SECONDS]: waits (10 s unless told) for a child of this shell
+# to exit and sets WAIT_RC to its status. 1 (WAIT_RC empty) when it still
+# runs at the deadline.
+wait_exit() {
+    local pid=$1 n=$(( ${2:-10} * 20 )) i
+    WAIT_RC=
+    for ((i = 0; i < n; i++)); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid"; WAIT_RC=$?; return 0; }
+        sleep 0.05
+    done
+    return 1
+}
+
+# listen_port NAME KIND: the port of the KIND (http, socks5, admin) listener
+# on 127.0.0.1 in the start line of $T/NAME.log (start_proxy).
+listen_port() {
+    grep -m1 'event=start' "$T/$1.log" 2>/dev/null | sed -n "s/.* $2 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p"
+}
