@@ -128,6 +128,9 @@ struct settings {
         struct settings_list allow; /* names or NAME_* globs passed even if secret */
         struct settings_list deny;  /* names or globs removed in addition */
         int inherit;                /* default 1; 0: pass only the allow list */
+        struct settings_map set;    /* NAME -> value set in the command's environment;
+                                       a value "~" or "~/..." is under $HOME */
+        struct settings_list path_append; /* directories appended to PATH ("~" expanded) */
     } environment;
 
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */

@@ -53,6 +53,7 @@ enum layer_flag {
     LF_EXCLUDED = 1u << 22,
     LF_ENV_ALLOW = 1u << 23,
     LF_ENV_INHERIT = 1u << 24,
+    LF_ENV_PATH = 1u << 25,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -272,6 +273,8 @@ void settings_free(struct settings *s)
     list_free(&s->sandbox.excluded_commands);
     list_free(&s->environment.allow);
     list_free(&s->environment.deny);
+    map_free(&s->environment.set);
+    list_free(&s->environment.path_append);
     list_free(&s->notices);
     free(s->proxy.auth_username);
     free(s->proxy.auth_password);
@@ -883,6 +886,121 @@ static int fn_env_names(struct ctx *c, json_t *v, const struct key_def *d)
     return take_strlist(c, v, (struct settings_list *)field(c, d), d->list, 0);
 }
 
+/* A name sluice sets itself in the sandbox (sandbox/env.c), or a loader
+ * variable that would run host-chosen code in `sluice inner` before its
+ * seccomp filter: environment.set must not name it. Returns the reason, or
+ * NULL when the name may be set. */
+static const char *env_reserved(const char *name)
+{
+    static const char suffix[] = "_PROXY";
+    size_t len = strlen(name), sl = sizeof(suffix) - 1;
+
+    if (strcmp(name, "SANDBOX_RUNTIME") == 0 || strcmp(name, "TMPDIR") == 0 ||
+        strcmp(name, "GIT_SSH_COMMAND") == 0 || strncmp(name, "CLOUDSDK_PROXY_", 15) == 0)
+        return "is set by sluice itself";
+    if (len >= sl) {
+        size_t i;
+        for (i = 0; i < sl; i++) {
+            char ch = name[len - sl + i];
+            if (ch >= 'a' && ch <= 'z')
+                ch = (char)(ch - 'a' + 'A');
+            if (ch != suffix[i])
+                break;
+        }
+        if (i == sl)
+            return "is a proxy variable, set by sluice itself";
+    }
+    if (strcmp(name, "LD_PRELOAD") == 0 || strcmp(name, "LD_AUDIT") == 0)
+        return "would load host-chosen code into sluice's own `inner` before its seccomp "
+               "filter";
+    return NULL;
+}
+
+/* environment.set: {"NAME": "value"}; a later layer wins per name. */
+static int fn_env_set(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_map *m = &c->v->environment.set;
+    const char *key;
+    json_t *e;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object of NAME: \"value\" strings, got %s", type_name(v));
+    json_object_foreach(v, key, e) {
+        struct settings_pair *p;
+        const char *why;
+        char q[128];
+        int rc = 0;
+
+        push_key(c, key);
+        quote(q, sizeof(q), key);
+        why = env_reserved(key);
+        if (!env_name_ok(key) || strchr(key, '*') != NULL)
+            rc = fail(c, 1,
+                      "invalid environment variable name \"%s\" (letters, digits and '_', not "
+                      "starting with a digit)",
+                      q);
+        else if (why != NULL)
+            rc = fail(c, 1, "'%s' %s; it cannot be set", q, why);
+        else if (!json_is_string(e))
+            rc = fail(c, 0, "expected a string, got %s", type_name(e));
+        else if (strlen(json_string_value(e)) != json_string_length(e))
+            rc = fail(c, 0, "must not contain a NUL character");
+        else if (map_reserve(m, m->n + 1) < 0)
+            rc = fail_nomem(c);
+        pop(c);
+        if (rc < 0)
+            return rc;
+        p = &m->pairs[m->n];
+        memset(p, 0, sizeof(*p));
+        p->key = strdup(key);
+        p->value = strdup(json_string_value(e));
+        if (p->key == NULL || p->value == NULL) {
+            pair_free(p);
+            return fail_nomem(c);
+        }
+        m->n++;
+    }
+    return 0;
+}
+
+/* environment.pathAppend: absolute directories or "~" / "~/..." (expanded
+ * when the environment is built), without ':' or control characters. */
+static int fn_path_append(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 1);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        const char *p = json_string_value(e);
+        char q[128];
+
+        rc = 0;
+        quote(q, sizeof(q), p);
+        push_index(c, i);
+        if (!(p[0] == '/' || (p[0] == '~' && (p[1] == '\0' || p[1] == '/'))))
+            rc = fail(c, 0,
+                      "'%s' is not absolute: a PATH entry must start with '/', '~' or '~/' (a "
+                      "relative one would run programs from wherever the command is)",
+                      q);
+        else if (strchr(p, ':') != NULL)
+            rc = fail(c, 0, "'%s' contains ':', the PATH separator", q);
+        for (const char *s = p; rc == 0 && *s; s++)
+            if ((unsigned char)*s < 0x20 || *s == 0x7f)
+                rc = fail(c, 0, "'%s' contains a control character", q);
+        if (rc == 0 && strlen(p) != json_string_length(e))
+            rc = fail(c, 0, "must not contain a NUL character");
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    return take_strlist(c, v, &c->v->environment.path_append, d->list, 1);
+}
+
 static int fn_mode(struct ctx *c, json_t *v, const struct key_def *d)
 {
     const char *m;
@@ -1309,6 +1427,8 @@ static const struct key_def environment_keys[] = {
     {.name = "deny", .kind = KD_CUSTOM, .fn = fn_env_names, .off = OFF(environment.deny),
      .list = "environment.deny"},
     BOOL("inherit", environment.inherit, LF_ENV_INHERIT),
+    CUSTOM("set", fn_env_set, 0, NULL),
+    CUSTOM("pathAppend", fn_path_append, LF_ENV_PATH, "environment.pathAppend"),
 };
 
 static const struct key_def ripgrep_keys[] = {
@@ -1425,7 +1545,8 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         reserve_union(&s->filesystem.deny_read, &L->filesystem.deny_read) < 0 ||
         reserve_union(&s->filesystem.deny_write, &L->filesystem.deny_write) < 0 ||
         reserve_union(&s->environment.deny, &L->environment.deny) < 0 ||
-        reserve_union(&s->notices, &L->notices) < 0 || map_reserve(sr, sr->n + lr->n) < 0)
+        reserve_union(&s->notices, &L->notices) < 0 || map_reserve(sr, sr->n + lr->n) < 0 ||
+        map_reserve(&s->environment.set, s->environment.set.n + L->environment.set.n) < 0)
         return -ENOMEM;
     if (lr->n > 0) {
         tsize = 16;
@@ -1508,6 +1629,26 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         move_replace(&s->environment.allow, &L->environment.allow);
     if (set & LF_ENV_INHERIT)
         s->environment.inherit = L->environment.inherit;
+    if (set & LF_ENV_PATH)
+        move_replace(&s->environment.path_append, &L->environment.path_append);
+    /* environment.set: united, the later layer wins per name */
+    for (size_t i = 0; i < L->environment.set.n; i++) {
+        struct settings_map *es = &s->environment.set;
+        struct settings_pair *p = &L->environment.set.pairs[i];
+        size_t j = 0;
+
+        while (j < es->n && strcmp(es->pairs[j].key, p->key) != 0)
+            j++;
+        if (j < es->n) {
+            free(es->pairs[j].value);
+            es->pairs[j].value = p->value;
+            free(p->key);
+        } else {
+            es->pairs[es->n++] = *p;
+        }
+        memset(p, 0, sizeof(*p));
+    }
+    L->environment.set.n = 0;
     if (pset & PF_AUTH) {
         free(s->proxy.auth_username);
         free(s->proxy.auth_password);

@@ -67,9 +67,10 @@
  * An allowWrite or allowRead path that resolves through a symbolic link to a
  * place outside the path as written is an error (a link planted by an
  * earlier run must not widen this one); name the real path instead. Also
- * errors: allowWrite "/" (that is filesystem.disabled) and denyRead "/", and
- * a denyRead that hides the working directory or sluice's own binary (the
- * run could not even start).
+ * errors: allowWrite "/" (that is filesystem.disabled) and denyRead "/", a
+ * denyRead that hides the working directory or sluice's own binary, and a
+ * working directory under /dev or /proc, which the sandbox replaces with its
+ * own (the run could not even start: bwrap would fail to chdir there).
  *
  * *plan is replaced on success (it must be zeroed or hold an earlier plan)
  * and untouched on failure.
@@ -604,6 +605,11 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
                     "bwrap arguments: invalid options (bwrap, cwd, host tmpdir, sluice's path, "
                     "descriptor or command missing)");
     disabled = s->filesystem.disabled != 0;
+    if (special(o->cwd))
+        return fail(&c, -EINVAL,
+                    "the working directory '%s' is under /dev or /proc, which the sandbox "
+                    "replaces with its own; run the command from another directory",
+                    o->cwd);
     if (o->home != NULL && o->home[0] == '/') {
         c.home = realpath(o->home, NULL);
         if (c.home == NULL)

@@ -21,7 +21,24 @@
  *   6. on the built-in secret list (secret_globs) or the loader list
  *      (loader_names): dropped;
  *   7. kept.
- * Then sluice's own variables are appended, each name exactly once.
+ * A host variable named in environment.set is dropped (replaced), and so is
+ * PATH when environment.pathAppend is not empty (rebuilt below).
+ *
+ * Then, in this order:
+ *   - environment.set, in the order of the settings: NAME=VALUE, a VALUE of
+ *     "~" or "~/..." taken under the host's $HOME (its first occurrence in
+ *     host_env, trailing '/' dropped). A name environment.deny matches is
+ *     not set (a managed deny wins); names sluice sets itself and the loader
+ *     names, which the loader refuses, are skipped here too;
+ *   - PATH, when environment.pathAppend is not empty: the base is the PATH
+ *     set above, else the host's PATH if it passed the steps above, else
+ *     "/usr/local/bin:/usr/bin:/bin"; every appended directory ("~"
+ *     expanded as above) is removed from wherever it is in the base and
+ *     added at the end, in list order, once. So the system directories are
+ *     always searched first (reference 002: a program planted in
+ *     ~/.local/bin cannot shadow a standard command). environment.deny
+ *     matching PATH wins: no PATH at all;
+ *   - sluice's own variables, each name exactly once.
  *
  * *out is replaced on success (it must be zeroed or hold an earlier vector)
  * and untouched on failure.
@@ -402,6 +419,171 @@ static int add_own(const struct sb_env_opts *o, struct sb_strv *a, char *err, si
     return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* environment.set and environment.pathAppend                                */
+
+#define SB_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+static int is_named(const struct settings_map *m, const char *name, size_t len)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strlen(m->pairs[i].key) == len && memcmp(m->pairs[i].key, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* "~" and "~/..." under home (NULL: not set); anything else as is. Returns a
+ * new string, or NULL with err filled. */
+static char *expand_home(const char *v, const char *home, const char *what, char *err,
+                         size_t errlen)
+{
+    size_t hl;
+    char *r;
+
+    if (!(v[0] == '~' && (v[1] == '\0' || v[1] == '/'))) {
+        r = strdup(v);
+        if (r == NULL)
+            snprintf(err, errlen, "environment: out of memory");
+        return r;
+    }
+    if (home == NULL || home[0] != '/') {
+        snprintf(err, errlen, "%s: '%s' needs $HOME, which is not set to an absolute path", what,
+                 v);
+        return NULL;
+    }
+    hl = strlen(home);
+    while (hl > 1 && home[hl - 1] == '/')
+        hl--;
+    if (hl == 1 && v[1] == '/')
+        hl = 0; /* HOME=/: "~/x" is "/x" */
+    r = malloc(hl + strlen(v + 1) + 1);
+    if (r == NULL) {
+        snprintf(err, errlen, "environment: out of memory");
+        return NULL;
+    }
+    memcpy(r, home, hl);
+    strcpy(r + hl, v + 1);
+    return r;
+}
+
+/* PATH=BASE with each of dirs moved to the end (see the top). */
+static int build_path(const char *base, const struct sb_strv *dirs, struct sb_strv *a, char *err,
+                      size_t errlen)
+{
+    size_t size = strlen("PATH=") + strlen(base) + 1, o;
+    char *buf;
+    const char *s = base;
+    int first = 1, rc;
+
+    for (size_t i = 0; i < dirs->n; i++)
+        size += strlen(dirs->v[i]) + 1;
+    buf = malloc(size);
+    if (buf == NULL) {
+        snprintf(err, errlen, "environment: out of memory");
+        return -ENOMEM;
+    }
+    o = (size_t)sprintf(buf, "PATH=");
+    for (;;) {
+        size_t n = strcspn(s, ":");
+        int drop = 0;
+
+        for (size_t i = 0; i < dirs->n && !drop; i++)
+            drop = strlen(dirs->v[i]) == n && memcmp(dirs->v[i], s, n) == 0;
+        if (!drop) {
+            if (!first)
+                buf[o++] = ':';
+            memcpy(buf + o, s, n);
+            o += n;
+            first = 0;
+        }
+        if (s[n] == '\0')
+            break;
+        s += n + 1;
+    }
+    for (size_t i = 0; i < dirs->n; i++) {
+        int dup = 0;
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = strcmp(dirs->v[i], dirs->v[j]) == 0;
+        if (dup)
+            continue;
+        if (!first)
+            buf[o++] = ':';
+        size_t n = strlen(dirs->v[i]);
+        memcpy(buf + o, dirs->v[i], n);
+        o += n;
+        first = 0;
+    }
+    buf[o] = '\0';
+    rc = sb_strv_push(a, buf);
+    free(buf);
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
+/* Appends environment.set and the rebuilt PATH to a. host_path is the host's
+ * PATH value when it passed the filters (NULL otherwise). */
+static int add_settings(const struct settings *s, const char *home, const char *host_path,
+                        struct sb_strv *a, char *err, size_t errlen)
+{
+    const struct settings_map *m = &s->environment.set;
+    const struct settings_list *pl = &s->environment.path_append;
+    struct sb_strv dirs = {0};
+    char *set_path = NULL;
+    int rc = 0;
+
+    for (size_t i = 0; i < m->n && rc == 0; i++) {
+        const char *name = m->pairs[i].key;
+        size_t len = strlen(name);
+        char what[160], *v;
+
+        if (len == 0 || match_list(&s->environment.deny, name, len) || is_owned(name, len, 1) ||
+            is_loader(name, len))
+            continue;
+        snprintf(what, sizeof(what), "environment.set.%s", name);
+        v = expand_home(m->pairs[i].value, home, what, err, errlen);
+        if (v == NULL) {
+            rc = -EINVAL;
+            break;
+        }
+        if (pl->n > 0 && strcmp(name, "PATH") == 0) {
+            free(set_path);
+            set_path = v;
+            continue;
+        }
+        rc = push_var(a, name, v);
+        free(v);
+        if (rc < 0)
+            snprintf(err, errlen, "environment: out of memory");
+    }
+    if (rc == 0 && pl->n > 0 && !match_list(&s->environment.deny, "PATH", 4)) {
+        for (size_t i = 0; i < pl->n && rc == 0; i++) {
+            const struct settings_item *it = &pl->items[i];
+            char what[600], *v;
+
+            snprintf(what, sizeof(what), "%s:%u:%u: %s[%zu]", it->file, it->line, it->col,
+                     it->list, it->index);
+            v = expand_home(it->value, home, what, err, errlen);
+            if (v == NULL) {
+                rc = -EINVAL;
+                break;
+            }
+            rc = sb_strv_push(&dirs, v);
+            free(v);
+            if (rc < 0)
+                snprintf(err, errlen, "environment: out of memory");
+        }
+        if (rc == 0)
+            rc = build_path(set_path != NULL    ? set_path
+                            : host_path != NULL ? host_path
+                                                : SB_DEFAULT_PATH,
+                            &dirs, a, err, errlen);
+    }
+    free(set_path);
+    sb_strv_free(&dirs);
+    return rc;
+}
+
 int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, size_t errlen)
 {
     static char *const empty[] = {NULL};
@@ -411,6 +593,7 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     struct name_set seen = {0};
     size_t n = 0;
     int proxies = o->http_port != 0 || o->socks_port != 0;
+    const char *home = NULL, *host_path = NULL;
     int rc;
 
     if (s == NULL || o->http_port > 65535 || o->socks_port > 65535 ||
@@ -433,7 +616,11 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
             continue;
         if (name_set_add(&seen, e, len))
             continue;
+        if (len == 4 && memcmp(e, "HOME", 4) == 0)
+            home = e + 5; /* for "~" in environment.set and pathAppend */
         if (is_owned(e, len, proxies))
+            continue;
+        if (is_named(&s->environment.set, e, len))
             continue;
         if (match_list(&s->environment.deny, e, len))
             continue;
@@ -443,12 +630,19 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
             if (match_table(secret_globs, COUNT(secret_globs), e, len) || is_loader(e, len))
                 continue;
         }
+        if (s->environment.path_append.n > 0 && len == 4 && memcmp(e, "PATH", 4) == 0) {
+            host_path = e + 5;
+            continue;
+        }
         rc = sb_strv_push(&a, e);
         if (rc < 0) {
             snprintf(err, errlen, "environment: out of memory");
             goto out;
         }
     }
+    rc = add_settings(s, home, host_path, &a, err, errlen);
+    if (rc < 0)
+        goto out;
     rc = add_own(o, &a, err, errlen);
     if (rc < 0)
         goto out;

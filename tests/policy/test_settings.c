@@ -128,6 +128,8 @@ static char *dump(const struct settings *s)
     dump_list(&b, "excluded", &s->sandbox.excluded_commands);
     dump_list(&b, "envAllow", &s->environment.allow);
     dump_list(&b, "envDeny", &s->environment.deny);
+    dump_map(&b, "envSet", &s->environment.set);
+    dump_list(&b, "pathAppend", &s->environment.path_append);
     dump_list(&b, "notices", &s->notices);
     buf_add(&b, "strict=%d all=%d allunix=%d local=%d http=%u socks=%u private=%d mode=%d\n",
             s->network.strict_allowlist, s->network.allow_all_domains,
@@ -753,6 +755,9 @@ static void test_error_leaves_settings_unchanged(void **state)
         "\"environment\":{\"allow\":[\"X\"],\"deny\":[\"Y\"],\"inherit\":false,"
         "\"denied\":[]}}",
         "{\"environment\":{\"deny\":[\"Y\"],\"allow\":[\"A-B\"]}}",
+        "{\"environment\":{\"set\":{\"A\":\"1\",\"B\":\"~/x\"},\"pathAppend\":[\"/opt/bin\"],"
+        "\"deny\":[\"Y\"]},\"filesystem\":{\"denyRead\":[\"/q\"]},\"bogus\":1}",
+        "{\"environment\":{\"set\":{\"A\":\"1\",\"HTTPS_PROXY\":\"x\"}}}",
     };
     struct settings s;
     struct settings_error err;
@@ -1188,6 +1193,137 @@ static void test_sandbox_environment_keys(void **state)
     assert_int_equal(nbad, 0);
 }
 
+/* environment.set and environment.pathAppend */
+static void test_environment_set_path(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
+        {"{\"environment\": {\"set\": []}}",
+         "t.json:1:25: environment.set: expected an object of NAME: \"value\" strings, got an "
+         "array"},
+        {"{\"environment\": {\"set\": {\"A\": 1}}}",
+         "t.json:1:31: environment.set.A: expected a string, got an integer"},
+        {"{\"environment\": {\"set\": {\"A\": null}}}",
+         "t.json:1:31: environment.set.A: expected a string, got null"},
+        {"{\"environment\": {\"set\": {\"1A\": \"x\"}}}",
+         "t.json:1:26: environment.set.1A: invalid environment variable name \"1A\" (letters, "
+         "digits and '_', not starting with a digit)"},
+        {"{\"environment\": {\"set\": {\"A*\": \"x\"}}}",
+         "t.json:1:26: environment.set.A*: invalid environment variable name \"A*\" (letters, "
+         "digits and '_', not starting with a digit)"},
+        {"{\"environment\": {\"set\": {\"A=B\": \"x\"}}}",
+         "t.json:1:26: environment.set[\"A=B\"]: invalid environment variable name \"A=B\" "
+         "(letters, digits and '_', not starting with a digit)"},
+        {"{\"environment\": {\"set\": {\"\": \"x\"}}}",
+         "t.json:1:26: environment.set[\"\"]: invalid environment variable name \"\" (letters, "
+         "digits and '_', not starting with a digit)"},
+        {"{\"environment\": {\"set\": {\"A\": \"x\\u0000y\"}}}",
+         /* refused by the parser already */
+         "t.json:1:31: \\u0000 is not allowed without JSON_ALLOW_NUL near '\"x\\u0000y\"'"},
+        {"{\"environment\": {\"set\": {\"https_proxy\": \"http://evil:1\"}}}",
+         "t.json:1:26: environment.set.https_proxy: 'https_proxy' is a proxy variable, set by "
+         "sluice itself; it cannot be set"},
+        {"{\"environment\": {\"set\": {\"NO_PROXY\": \"*\"}}}",
+         "t.json:1:26: environment.set.NO_PROXY: 'NO_PROXY' is a proxy variable, set by sluice "
+         "itself; it cannot be set"},
+        {"{\"environment\": {\"set\": {\"GIT_SSH_COMMAND\": \"ssh\"}}}",
+         "t.json:1:26: environment.set.GIT_SSH_COMMAND: 'GIT_SSH_COMMAND' is set by sluice "
+         "itself; it cannot be set"},
+        {"{\"environment\": {\"set\": {\"TMPDIR\": \"/x\"}}}",
+         "t.json:1:26: environment.set.TMPDIR: 'TMPDIR' is set by sluice itself; it cannot be "
+         "set"},
+        {"{\"environment\": {\"set\": {\"SANDBOX_RUNTIME\": \"0\"}}}",
+         "t.json:1:26: environment.set.SANDBOX_RUNTIME: 'SANDBOX_RUNTIME' is set by sluice "
+         "itself; it cannot be set"},
+        {"{\"environment\": {\"set\": {\"CLOUDSDK_PROXY_TYPE\": \"socks5\"}}}",
+         "t.json:1:26: environment.set.CLOUDSDK_PROXY_TYPE: 'CLOUDSDK_PROXY_TYPE' is set by "
+         "sluice itself; it cannot be set"},
+        {"{\"environment\": {\"set\": {\"LD_PRELOAD\": \"/x.so\"}}}",
+         "t.json:1:26: environment.set.LD_PRELOAD: 'LD_PRELOAD' would load host-chosen code "
+         "into sluice's own `inner` before its seccomp filter; it cannot be set"},
+        {"{\"environment\": {\"pathAppend\": \"/x\"}}",
+         "t.json:1:32: environment.pathAppend: expected an array of strings, got a string"},
+        {"{\"environment\": {\"pathAppend\": [\"\"]}}",
+         "t.json:1:33: environment.pathAppend[0]: must not be an empty string"},
+        {"{\"environment\": {\"pathAppend\": [\"/ok\", \"bin\"]}}",
+         "t.json:1:40: environment.pathAppend[1]: 'bin' is not absolute: a PATH entry must "
+         "start with '/', '~' or '~/' (a relative one would run programs from wherever the "
+         "command is)"},
+        {"{\"environment\": {\"pathAppend\": [\"~user/bin\"]}}",
+         "t.json:1:33: environment.pathAppend[0]: '~user/bin' is not absolute: a PATH entry "
+         "must start with '/', '~' or '~/' (a relative one would run programs from wherever "
+         "the command is)"},
+        {"{\"environment\": {\"pathAppend\": [\"/a:/b\"]}}",
+         "t.json:1:33: environment.pathAppend[0]: '/a:/b' contains ':', the PATH separator"},
+        {"{\"environment\": {\"pathAppend\": [\"/a\\nb\"]}}",
+         "t.json:1:33: environment.pathAppend[0]: '/a\\x0ab' contains a control character"},
+        {"{\"environment\": {\"sets\": {}}}",
+         "t.json:1:18: environment.sets: unknown key 'sets' (did you mean 'set'?)"},
+    };
+    size_t nbad = 0;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.environment.set.n, 0);
+    assert_int_equal(s.environment.path_append.n, 0);
+
+    assert_int_equal(apply(&s,
+                           "{\"environment\": {\"set\": {\"GIT_CONFIG_SYSTEM\": \"/dev/null\",\n"
+                           " \"CACHE\": \"~/.cache\", \"EMPTY\": \"\", \"PATH\": \"/usr/bin\"},\n"
+                           " \"pathAppend\": [\"~/.local/bin\", \"/opt/tool/bin\", \"~\"]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.environment.set.n, 4);
+    assert_string_equal(s.environment.set.pairs[0].key, "GIT_CONFIG_SYSTEM");
+    assert_string_equal(s.environment.set.pairs[0].value, "/dev/null");
+    assert_string_equal(s.environment.set.pairs[1].value, "~/.cache"); /* expanded later */
+    assert_string_equal(s.environment.set.pairs[2].value, "");
+    assert_string_equal(s.environment.set.pairs[3].key, "PATH");
+    assert_int_equal(s.environment.path_append.n, 3);
+    assert_item(&s.environment.path_append.items[0], "~/.local/bin", "t.json", 3, 17,
+                "environment.pathAppend", 0);
+    assert_string_equal(s.environment.path_append.items[2].value, "~");
+
+    /* layering: set is united (the later layer wins per name), pathAppend
+     * replaced when named */
+    assert_int_equal(apply(&s,
+                           "{\"environment\": {\"set\": {\"CACHE\": \"/var/cache\", "
+                           "\"NEW\": \"n\"}}}",
+                           &err),
+                     0);
+    assert_int_equal(s.environment.set.n, 5);
+    assert_string_equal(s.environment.set.pairs[1].key, "CACHE");
+    assert_string_equal(s.environment.set.pairs[1].value, "/var/cache");
+    assert_string_equal(s.environment.set.pairs[4].key, "NEW");
+    assert_int_equal(s.environment.path_append.n, 3);
+    assert_int_equal(apply(&s, "{\"environment\": {\"pathAppend\": [\"/x\"], \"set\": {}}}",
+                           &err),
+                     0);
+    assert_int_equal(s.environment.path_append.n, 1);
+    assert_string_equal(s.environment.path_append.items[0].value, "/x");
+    assert_int_equal(s.environment.set.n, 5);
+    assert_int_equal(apply(&s, "{\"environment\": {\"pathAppend\": []}}", &err), 0);
+    assert_int_equal(s.environment.path_append.n, 0);
+    settings_free(&s);
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc;
+        settings_init(&s);
+        rc = apply(&s, bad[i].json, &err);
+        if (rc != -EINVAL || strcmp(err.msg, bad[i].msg) != 0) {
+            print_error("case %zu: rc %d\n  got:  %s\n  want: %s\n", i, rc, err.msg, bad[i].msg);
+            nbad++;
+        }
+        assert_int_equal(s.environment.set.n, 0);
+        assert_int_equal(s.environment.path_append.n, 0);
+        settings_free(&s);
+    }
+    assert_int_equal(nbad, 0);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The shipped JSON Schema names exactly keys the loader knows               */
 
@@ -1243,7 +1379,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 73); /* 18 top-level keys, 43 nested, 12 at the third level */
+    assert_int_equal(count, 75); /* 18 top-level keys, 45 nested, 12 at the third level */
     json_decref(schema);
 }
 
@@ -1289,6 +1425,7 @@ int main(void)
         cmocka_unit_test(test_jsonpos),
         cmocka_unit_test(test_proxy_keys),
         cmocka_unit_test(test_sandbox_environment_keys),
+        cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
     };
     int rc;

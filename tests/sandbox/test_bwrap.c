@@ -675,6 +675,166 @@ static void test_bad_options(void **state)
                  "descriptor or command missing)");
 }
 
+/* ------------------------------------------------------------------------ */
+/* The shipped profiles (conf/profiles/)                                      */
+
+/* Applies conf/profiles/NAME.json (found from $SLUICE_TEST_DATA, set by
+ * ctest); skips the test when run by hand without it. */
+static void profile(struct fx *f, const char *name)
+{
+    const char *data = getenv("SLUICE_TEST_DATA");
+    char p[PATH_MAX + 64];
+    struct settings_error err;
+
+    if (data == NULL)
+        skip();
+    snprintf(p, sizeof(p), "%s/../../conf/profiles/%s.json", data, name);
+    if (settings_apply_file(&f->s, p, &err) != 0)
+        fail_msg("%s: %s", p, err.msg);
+}
+
+/* 1 when a comes before b in the rendered line (both present). */
+static void expect_order(struct fx *f, const char *a, const char *b)
+{
+    struct sb_plan p;
+    char *got, *pa, *pb;
+
+    build_ok(f, &p);
+    got = render(f, &p.argv);
+    pa = strstr(got, a);
+    pb = strstr(got, b);
+    if (pa == NULL || pb == NULL || pa >= pb)
+        fail_msg("want '%s' before '%s' in:\n%s", a, b, got);
+    free(got);
+    sb_plan_free(&p);
+}
+
+/* strict-home: the home hidden, the working directory under it visible and
+ * writable, .cache and .local/share bound back writable (with their own
+ * protections and denials), only the allow-listed .config directories and
+ * uv binaries readable, everything bound after the home's tmpfs. */
+static void test_profile_strict_home(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {
+        "--tmpfs R/home --bind R/home/.cache R/home/.cache ",
+        "--ro-bind R/home/.config/gh R/home/.config/gh ",
+        "--ro-bind R/home/.local/bin/uv R/home/.local/bin/uv ",
+        "--bind R/home/.local/share R/home/.local/share ",
+        "--tmpfs R/home/.local/share/applications ",
+        "--bind R/home/proj R/home/proj ",
+        "--remount-ro R/home --remount-ro R/home/.local/share/applications --chdir",
+        NULL};
+    const char *const no[] = {".ssh",         "R/home/.config/other", "R/home/.config ",
+                              "glab-cli",     "uvx",                  "R/home/.local/bin ",
+                              "R/home/.gitconfig", NULL};
+
+    mkfile(f, "home/.ssh/id_ed25519");
+    mkfile(f, "home/.gitconfig");
+    mkfile(f, "home/.cache/pip/http");
+    mkfile(f, "home/.config/gh/hosts.yml");
+    mkfile(f, "home/.config/other/token");
+    mkfile(f, "home/.local/share/applications/x.desktop");
+    mkfile(f, "home/.local/share/tool/data");
+    mkfile(f, "home/.local/bin/uv");
+    mkfile(f, "home/.local/bin/evil");
+    profile(f, "strict-home");
+    expect_has(f, yes, no);
+    /* the protections inside the writable .cache come after it */
+    expect_order(f, "--bind R/home/.cache R/home/.cache",
+                 "--tmpfs R/home/.cache/.bashrc --remount-ro R/home/.cache/.bashrc");
+
+    /* run from the home itself, the profile would hide the working directory */
+    f->o.cwd = f->home;
+    {
+        char want[PATH_MAX + 256];
+        snprintf(want, sizeof(want),
+                 "%s/../../conf/profiles/strict-home.json:4:7: filesystem.denyRead[0]: hides the "
+                 "working directory 'R/home'; allow it with filesystem.allowRead or "
+                 "filesystem.allowWrite",
+                 getenv("SLUICE_TEST_DATA"));
+        expect_error(f, -EINVAL, want);
+    }
+}
+
+/* workdir: the data roots hidden and a system path re-allowed inside one;
+ * the working directory's hide-list globs expanded at start, relative to
+ * it, at its top level only. */
+static void test_profile_workdir(void **state)
+{
+    struct fx *f = *state;
+    struct stat st;
+    const char *const yes[] = {DN " R/home/proj/.env ",
+                               DN " R/home/proj/.env.local ",
+                               DN " R/home/proj/a.pem ",
+                               DN " R/home/proj/b.pem ",
+                               "--tmpfs R/home/proj/secrets ",
+                               "--remount-ro R/home/proj/secrets ",
+                               DN " R/home/proj/deploy.key ",
+                               "--bind R/home/proj R/home/proj ",
+                               NULL};
+    const char *const no[] = {"readme", "sub/.env", "nomatch", "*", NULL};
+
+    mkfile(f, "home/proj/.env");
+    mkfile(f, "home/proj/.env.local");
+    mkfile(f, "home/proj/a.pem");
+    mkfile(f, "home/proj/b.pem");
+    mkfile(f, "home/proj/deploy.key");
+    mkfile(f, "home/proj/secrets/k");
+    mkfile(f, "home/proj/sub/.env");
+    mkfile(f, "home/proj/readme");
+    profile(f, "workdir");
+    expect_has(f, yes, no);
+    if (stat("/var/lib/dpkg", &st) == 0) {
+        const char *const var[] = {"--tmpfs /var --ro-bind /var/lib/dpkg /var/lib/dpkg ", NULL};
+        expect_has(f, var, NULL);
+    }
+    if (stat("/home", &st) == 0 && S_ISDIR(st.st_mode)) {
+        const char *const home[] = {"--tmpfs /home ", "--remount-ro /home ", NULL};
+        expect_has(f, home, NULL);
+    }
+}
+
+/* denyRead globs relative to the working directory, directly. */
+static void test_deny_read_relative_globs(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {DN " R/home/proj/x.pem ", "--tmpfs R/home/proj/secrets ",
+                               DN " R/home/proj/sub/y.pem ", NULL};
+    const char *const no[] = {"nomatch", "R/home/proj/secrets/", NULL};
+
+    mkfile(f, "home/proj/x.pem");
+    mkfile(f, "home/proj/sub/y.pem");
+    mkfile(f, "home/proj/secrets/k.pem");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"*.pem\", \"secrets/\", \"*/*.pem\", "
+                "\"nomatch*\", \"secrets/*.pem\"]}}");
+    /* secrets/k.pem matches two patterns but lies in the hidden secrets:
+     * nothing more is mounted there */
+    expect_has(f, yes, no);
+}
+
+/* A working directory the sandbox replaces (/dev, /proc) fails clearly
+ * instead of bwrap failing to chdir into it. */
+static void test_cwd_special(void **state)
+{
+    struct fx *f = *state;
+    struct sb_plan p;
+    char err[512] = "";
+
+    memset(&p, 0, sizeof(p));
+    f->o.cwd = "/dev/shm/work";
+    assert_int_equal(sb_bwrap_build(&f->o, &p, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "the working directory '/dev/shm/work' is under /dev or /proc, which "
+                             "the sandbox replaces with its own; run the command from another "
+                             "directory");
+    assert_null(p.argv.v);
+    f->o.cwd = "/proc";
+    assert_int_equal(sb_bwrap_build(&f->o, &p, err, sizeof(err)), -EINVAL);
+    f->o.cwd = "/devices"; /* only /dev itself and below */
+    build_ok(f, &p);
+    sb_plan_free(&p);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -699,6 +859,10 @@ int main(void)
         T(test_no_secret_in_argv),
         T(test_cleanup),
         T(test_bad_options),
+        T(test_profile_strict_home),
+        T(test_profile_workdir),
+        T(test_deny_read_relative_globs),
+        T(test_cwd_special),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

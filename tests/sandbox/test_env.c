@@ -587,6 +587,192 @@ static void test_git_ssh_command_quoting(void **state)
     settings_free(&s);
 }
 
+/* ------------------------------------------------------------------------ */
+/* environment.set and environment.pathAppend                                */
+
+static void build_err(const struct settings *s, const char *const *host, const char *want)
+{
+    struct sb_env_opts o = {.s = s,
+                            .host_env = (char *const *)host,
+                            .http_port = 3128,
+                            .socks_port = 1080,
+                            .tmpdir = "/tmp",
+                            .self_exe = SELF};
+    struct sb_strv out = {0};
+    char err[512] = "";
+
+    assert_int_equal(sb_env_build(&o, &out, err, sizeof(err)), -EINVAL);
+    assert_null(out.v);
+    assert_string_equal(err, want);
+}
+
+static void test_set(void **state)
+{
+    const char *host[] = {"PATH=/bin",  "HOME=/home/u/", "GIT_CONFIG_SYSTEM=/etc/gitconfig",
+                          "LANG=C",     "HOME=/other",   "EDITOR=vi",
+                          NULL};
+    struct settings s;
+    struct sb_strv a;
+    size_t nh;
+
+    (void)state;
+    load(&s, "{\"environment\": {\"set\": {\"GIT_CONFIG_SYSTEM\": \"/dev/null\", "
+             "\"XDG_CACHE_HOME\": \"~/.cache\", \"H\": \"~\", \"LIT\": \"~user/x\", "
+             "\"EMPTY\": \"\", \"EDITOR\": \"nano\"}}}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    nh = assert_own_tail(&a);
+    /* host variables first (the replaced ones dropped), then the set ones in
+     * settings order, then sluice's own */
+    assert_int_equal(nh, 3 + 6);
+    assert_string_equal(a.v[0], "PATH=/bin");
+    assert_string_equal(a.v[1], "HOME=/home/u/");
+    assert_string_equal(a.v[2], "LANG=C");
+    assert_string_equal(a.v[3], "GIT_CONFIG_SYSTEM=/dev/null");
+    assert_string_equal(a.v[4], "XDG_CACHE_HOME=/home/u/.cache"); /* first HOME, '/' dropped */
+    assert_string_equal(a.v[5], "H=/home/u");
+    assert_string_equal(a.v[6], "LIT=~user/x"); /* only "~" and "~/" expand */
+    assert_string_equal(a.v[7], "EMPTY=");
+    assert_string_equal(a.v[8], "EDITOR=nano");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* set is explicit: it is added with inherit false and for secret-looking
+     * names; a deny (of any layer) wins over it */
+    load(&s, "{\"environment\": {\"inherit\": false, \"deny\": [\"BLOCKED_*\"], \"set\": "
+             "{\"API_TOKEN\": \"public-demo\", \"BLOCKED_X\": \"1\", \"A\": \"b\"}}}");
+    build(&s, host, &a);
+    assert_int_equal(assert_own_tail(&a), 2);
+    assert_string_equal(a.v[0], "API_TOKEN=public-demo");
+    assert_string_equal(a.v[1], "A=b");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* HOME=/ : "~/x" is "/x" */
+    {
+        const char *root[] = {"HOME=/", NULL};
+        load(&s, "{\"environment\": {\"set\": {\"X\": \"~/x\", \"Y\": \"~\"}}}");
+        build(&s, root, &a);
+        assert_string_equal(get(&a, "X"), "/x");
+        assert_string_equal(get(&a, "Y"), "/");
+        sb_strv_free(&a);
+        settings_free(&s);
+    }
+
+    /* "~" without an absolute HOME fails the run */
+    {
+        const char *nohome[] = {"PATH=/bin", NULL};
+        const char *relhome[] = {"HOME=rel", NULL};
+        load(&s, "{\"environment\": {\"set\": {\"X\": \"~/x\"}}}");
+        build_err(&s, nohome,
+                  "environment.set.X: '~/x' needs $HOME, which is not set to an absolute path");
+        build_err(&s, relhome,
+                  "environment.set.X: '~/x' needs $HOME, which is not set to an absolute path");
+        settings_free(&s);
+    }
+
+    /* names sluice sets are refused by the loader; should one reach the
+     * builder anyway, sluice's value is the only one */
+    {
+        struct settings_pair pairs[] = {{.key = (char *)"HTTP_PROXY", .value = (char *)"x"},
+                                        {.key = (char *)"TMPDIR", .value = (char *)"/x"},
+                                        {.key = (char *)"LD_PRELOAD", .value = (char *)"/x.so"},
+                                        {.key = (char *)"OK", .value = (char *)"1"}};
+        settings_init(&s);
+        s.environment.set.pairs = pairs;
+        s.environment.set.n = 4;
+        build(&s, host, &a);
+        assert_unique(&a);
+        assert_string_equal(get(&a, "HTTP_PROXY"), "http://127.0.0.1:3128");
+        assert_string_equal(get(&a, "TMPDIR"), "/tmp");
+        assert_null(get(&a, "LD_PRELOAD"));
+        assert_string_equal(get(&a, "OK"), "1");
+        sb_strv_free(&a);
+    }
+}
+
+static void test_path_append(void **state)
+{
+    const char *host[] = {"HOME=/home/u",
+                          "PATH=/home/u/.local/bin:/usr/local/bin:/usr/bin::/bin:/home/u/.local/bin",
+                          NULL};
+    struct settings s;
+    struct sb_strv a;
+
+    (void)state;
+    /* moved to the end even when the host had it first; empty entries kept;
+     * each appended once, in order */
+    load(&s, "{\"environment\": {\"pathAppend\": [\"~/.local/bin\", \"/opt/x/bin\", "
+             "\"~/.local/bin\"]}}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_int_equal(assert_own_tail(&a), 2);
+    assert_string_equal(a.v[0], "HOME=/home/u");
+    assert_string_equal(a.v[1], "PATH=/usr/local/bin:/usr/bin::/bin:/home/u/.local/bin:/opt/x/bin");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* no host PATH: the default base */
+    {
+        const char *nopath[] = {"HOME=/home/u", NULL};
+        load(&s, "{\"environment\": {\"pathAppend\": [\"~/.local/bin\"]}}");
+        build(&s, nopath, &a);
+        assert_string_equal(get(&a, "PATH"), "/usr/local/bin:/usr/bin:/bin:/home/u/.local/bin");
+        sb_strv_free(&a);
+        settings_free(&s);
+    }
+    /* inherit false without PATH allowed: the default base too */
+    load(&s, "{\"environment\": {\"inherit\": false, \"pathAppend\": [\"/x\"]}}");
+    build(&s, host, &a);
+    assert_int_equal(assert_own_tail(&a), 1);
+    assert_string_equal(a.v[0], "PATH=/usr/local/bin:/usr/bin:/bin:/x");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* environment.set PATH is the base */
+    load(&s, "{\"environment\": {\"set\": {\"PATH\": \"~/bin:/usr/bin\"}, "
+             "\"pathAppend\": [\"/x\"]}}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_string_equal(get(&a, "PATH"), "/home/u/bin:/usr/bin:/x");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* without pathAppend, a set PATH is taken as is (only a leading "~" expands) */
+    load(&s, "{\"environment\": {\"set\": {\"PATH\": \"/a:~/b\"}}}");
+    build(&s, host, &a);
+    assert_string_equal(get(&a, "PATH"), "/a:~/b");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* only the appended directory, base empty */
+    {
+        const char *only[] = {"HOME=/home/u", "PATH=/home/u/.local/bin", NULL};
+        load(&s, "{\"environment\": {\"pathAppend\": [\"~/.local/bin\"]}}");
+        build(&s, only, &a);
+        assert_string_equal(get(&a, "PATH"), "/home/u/.local/bin");
+        sb_strv_free(&a);
+        settings_free(&s);
+    }
+
+    /* a deny of PATH wins: no PATH */
+    load(&s, "{\"environment\": {\"deny\": [\"PATH\"], \"pathAppend\": [\"/x\"]}}");
+    build(&s, host, &a);
+    assert_null(get(&a, "PATH"));
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* "~" without HOME: the error names the settings entry */
+    {
+        const char *nohome[] = {"PATH=/bin", NULL};
+        load(&s, "{\"environment\": {\"pathAppend\": [\"/ok\", \"~/.local/bin\"]}}");
+        build_err(&s, nohome,
+                  "t.json:1:40: environment.pathAppend[1]: '~/.local/bin' needs $HOME, which is "
+                  "not set to an absolute path");
+        settings_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +786,8 @@ int main(void)
         cmocka_unit_test(test_many_variables),
         cmocka_unit_test(test_ports_and_tmpdir),
         cmocka_unit_test(test_git_ssh_command_quoting),
+        cmocka_unit_test(test_set),
+        cmocka_unit_test(test_path_append),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,343 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh - `sluice run` benchmark: sandbox start-up against bare
+# bwrap (the limit) and the reference runtime's `srt`, and a 1 GiB download
+# through the in-sandbox proxy against the same download outside. Loopback
+# only; run by hand, not by ctest; about 30 s on 2 CPUs.
+#
+#   bash tests/bench/run.sh [BUILD_DIR] [--json PATH]      (default: build)
+#
+# (a) start-up: RUNS (30) runs of each row, interleaved (one of each per
+#     round, so drift hits every row alike), wall time from posix_spawn to
+#     wait4 in python, median/min/p90; then peak RSS from RSS_RUNS (5) runs
+#     under GNU time (`/usr/bin/time -f %M`: ru_maxrss of the child, the
+#     largest process of its tree, every descendant it waited for included;
+#     not from python's own wait4, where the child's figure starts from
+#     python's size), the largest, in KiB. Rows:
+#       true               the cost of starting any process here (floor)
+#       sluice --version   the cost of starting sluice's binary (9 libraries)
+#       bare bwrap         bwrap --ro-bind / / --dev /dev --proc /proc
+#                          --unshare-net --unshare-pid true: the limit
+#       sluice run -- true the row under test (no settings: the working
+#                          directory writable, network denied)
+#       srt -c true        when `srt` is on PATH (not installed by this script)
+#     and, when strace is installed, "bwrap as sluice builds it": the exact
+#     bwrap argv of `sluice run -- true` (captured once with strace) with
+#     `true` in place of `sluice inner`, run in its own block: the cost of
+#     sluice's namespaces and mounts alone, without sluice's two processes.
+#     Target: `sluice run -- true` within 5 ms of bare bwrap, and 25x faster
+#     than srt when srt is there.
+# (b) download: DL_BYTES (1 GiB) of zeros from a local origin (python,
+#     sendfile from a 64 MiB sparse file, over and over, Content-Length) on
+#     127.0.0.1, fetched by
+#     curl to /dev/null: direct outside the sandbox (--noproxy '*'), and
+#     inside `sluice run --settings S` (S allows exactly 127.0.0.1:PORT)
+#     through the in-sandbox proxy, as a plain proxied GET (-x
+#     http://127.0.0.1:3128, the request forwarded) and through a CONNECT
+#     tunnel (-p). MiB/s is curl's speed_download (transfer only, not the
+#     sandbox's start); one warm-up download each, then DL_ROUNDS (5)
+#     interleaved rounds; MiB/s is the median, the ratio the median of the
+#     per-round ratios (each round's direct download is its reference: the
+#     machine's pace drifts between rounds).
+#     Target: in-sandbox >= 0.8x direct.
+#
+# Output: the table on stdout, JSON to --json PATH (default ./bench-run.json).
+# Knobs: RUNS (30), RSS_RUNS (5), DL_BYTES (1073741824), DL_ROUNDS (5), SLUICE (the binary,
+# default BUILD_DIR/sluice), KEEP=1 (keep the temporary directory).
+set -uo pipefail
+
+BUILD=build
+JSON=$PWD/bench-run.json
+while [ $# -gt 0 ]; do
+    case $1 in
+    --json) JSON=$2; shift 2 ;;
+    -h | --help) sed -n '2,40p' "$0"; exit 0 ;;
+    *) BUILD=$1; shift ;;
+    esac
+done
+SLUICE=${SLUICE:-$BUILD/sluice}
+SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE")
+RUNS=${RUNS:-30}
+RSS_RUNS=${RSS_RUNS:-5}
+DL_BYTES=${DL_BYTES:-1073741824}
+DL_ROUNDS=${DL_ROUNDS:-5}
+
+for need in python3 curl bwrap; do
+    command -v "$need" >/dev/null || { echo "run.sh: $need is needed" >&2; exit 2; }
+done
+[ -x "$SLUICE" ] || { echo "run.sh: no sluice at $SLUICE (cmake --build $BUILD --target sluice)" >&2; exit 2; }
+
+T=$(mktemp -d /tmp/sluice-bench-run.XXXXXX) || exit 2
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config" # no user settings layer
+unset SLUICE_SETTINGS
+mkdir -p "$HOME" "$T/work" "$T/work2" "$T/bwtmp"
+cd "$T/work" || exit 2
+
+SRT=$(command -v srt || true)
+if [ -z "$SRT" ]; then
+    echo "srt: not installed (npm install @anthropic-ai/sandbox-runtime@0.0.83)"
+fi
+# the exact bwrap argv of `sluice run -- true`, from a traced run in work2
+# (its own directory: the mount points bwrap makes there are removed after)
+ARGV_FILE=
+if command -v strace >/dev/null; then
+    (cd "$T/work2" && strace -f -qq -s 65535 -e trace=execve -o "$T/argv.strace" \
+        "$SLUICE" run --quiet -- true) >/dev/null 2>&1 && ARGV_FILE=$T/argv.strace
+fi
+
+python3 - "$SLUICE" "$RUNS" "$DL_BYTES" "$DL_ROUNDS" "$JSON" "$T" "$SRT" "$ARGV_FILE" "$RSS_RUNS" <<'PY'
+import json, os, platform, re, socket, statistics, subprocess, sys, threading, time
+
+sluice, runs, dl_bytes, dl_rounds, out, tmp, srt, argv_file, rss_runs = sys.argv[1:10]
+runs, dl_bytes, dl_rounds, rss_runs = int(runs), int(dl_bytes), int(dl_rounds), int(rss_runs)
+gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+work, work2 = os.path.join(tmp, "work"), os.path.join(tmp, "work2")
+devnull = os.open(os.devnull, os.O_RDWR)
+
+
+def spawn(argv, cwd=None):
+    """Wall ms and ru_maxrss (KiB) of one run; stdin/stdout/stderr /dev/null."""
+    fa = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+          (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        t = time.perf_counter()
+        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=fa)
+        _, status, ru = os.wait4(pid, 0)
+        ms = (time.perf_counter() - t) * 1000
+    finally:
+        os.chdir(old)
+    if status != 0:
+        raise SystemExit("run.sh: %s failed (status %d)" % (" ".join(argv), status))
+    return ms, ru.ru_maxrss
+
+
+def peak_rss(argv, cwd=None):
+    """Largest ru_maxrss (KiB) of rss_runs runs under GNU time, or None."""
+    if gnu_time is None:
+        return None
+    best = 0
+    for _ in range(rss_runs):
+        p = subprocess.run([gnu_time, "-f", "%M", "-o", os.path.join(tmp, "rss")] + argv, cwd=cwd,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if p.returncode != 0:
+            return None
+        best = max(best, int(open(os.path.join(tmp, "rss")).read().split()[-1]))
+    return best
+
+
+def summary(ms, rss):
+    s = sorted(ms)
+    return {"median_ms": round(statistics.median(s), 3), "min_ms": round(s[0], 3),
+            "p90_ms": round(s[min(len(s) - 1, int(0.9 * len(s)))], 3),
+            "peak_rss_kib": rss, "runs": len(s)}
+
+
+# ---------------------------------------------------------------- (a) start-up
+bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--unshare-net", "--unshare-pid", "true"]
+rows = [("true", ["true"]), ("sluice --version", [sluice, "--version"]),
+        ("bare bwrap", bare), ("sluice run -- true", [sluice, "run", "--quiet", "--", "true"])]
+if srt:
+    rows.append(("srt -c true", [srt, "-c", "true"]))
+raw = {name: ([], []) for name, _ in rows}
+for name, argv in rows:  # warm-up: page cache, first-run costs
+    spawn(argv)
+for _ in range(runs):
+    for name, argv in rows:
+        ms, rss = spawn(argv)
+        raw[name][0].append(ms)
+        raw[name][1].append(rss)
+startup = {name: summary(raw[name][0], peak_rss(argv)) for name, argv in rows}
+
+# bwrap exactly as sluice builds it, `true` instead of `sluice inner`
+built = None
+if argv_file:
+    text = open(argv_file).read()
+    m = re.search(r'execve\("[^"]*bwrap", \[(.*?)\], ', text)
+    if m:
+        argv = [bytes(a, "utf-8").decode("unicode_escape") for a in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))]
+        if "--" in argv:
+            argv = argv[:argv.index("--")] + ["true"]
+            # the run directory's private /tmp is gone after that run: a stand-in
+            for i in range(len(argv) - 2):
+                if argv[i] == "--bind" and argv[i + 2] == "/tmp":
+                    argv[i + 1] = os.path.join(tmp, "bwtmp")
+            created = set()
+
+            def clean():
+                # bwrap leaves the mount points it made in work2: empty directories
+                for root, dirs, files in os.walk(work2, topdown=False):
+                    for d in dirs:
+                        p = os.path.join(root, d)
+                        try:
+                            os.rmdir(p)
+                        except OSError:
+                            pass
+            ms_l, rss_l = [], []
+            try:
+                spawn(argv, work2)
+                clean()
+                for _ in range(runs):
+                    ms, rss = spawn(argv, work2)
+                    clean()
+                    ms_l.append(ms)
+                built = summary(ms_l, None)
+                built["mounts"] = sum(1 for a in argv if a in ("--bind", "--ro-bind", "--tmpfs", "--remount-ro", "--dev", "--proc"))
+            except SystemExit as e:
+                print("note: bwrap as sluice builds it could not be rerun: %s" % e)
+
+# ---------------------------------------------------------------- (b) download
+blob = os.path.join(tmp, "zeros.bin")
+blob_size = 64 << 20
+with open(blob, "wb") as f:
+    f.truncate(blob_size)  # sparse: no disk; 64 MiB of page cache, sent over and over
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 0))
+srv.listen(16)
+port = srv.getsockname()[1]
+
+
+def serve_one(c):
+    try:
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(4096)
+            if not d:
+                return
+            buf += d
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % dl_bytes)
+        with open(blob, "rb") as f:
+            sent = 0
+            while sent < dl_bytes:
+                off = sent % blob_size
+                n = os.sendfile(c.fileno(), f.fileno(), off, min(dl_bytes - sent, blob_size - off))
+                if n <= 0:
+                    break
+                sent += n
+    except OSError:
+        pass
+    finally:
+        c.close()
+
+
+def accept_loop():
+    while True:
+        try:
+            c, _ = srv.accept()
+        except OSError:
+            return
+        threading.Thread(target=serve_one, args=(c,), daemon=True).start()
+
+
+threading.Thread(target=accept_loop, daemon=True).start()
+settings = os.path.join(tmp, "dl.json")
+with open(settings, "w") as f:
+    json.dump({"network": {"allowedDomains": ["127.0.0.1:%d" % port]}}, f)
+url = "http://127.0.0.1:%d/" % port
+fmt = "%{http_code} %{size_download} %{speed_download} %{time_total}"
+curl_direct = ["curl", "-s", "--noproxy", "*", "-o", "/dev/null", "-w", fmt, url]
+curl_in = ["curl", "-s", "--noproxy", "", "-x", "http://127.0.0.1:3128", "-o", "/dev/null", "-w", fmt, url]
+dl_rows = [("direct (outside, no proxy)", curl_direct),
+           ("sluice run: proxied GET", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in),
+           ("sluice run: CONNECT tunnel", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in[:1] + ["-p"] + curl_in[1:])]
+dl_raw = {n: [] for n, _ in dl_rows}
+for rnd in range(dl_rounds + 1):  # round 0: warm-up, not counted
+    for name, argv in dl_rows:
+        p = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
+        parts = p.stdout.split()
+        if p.returncode != 0 or len(parts) != 4 or parts[0] != "200" or int(parts[1]) != dl_bytes:
+            raise SystemExit("run.sh: download %r failed: rc %d out %r err %r" % (name, p.returncode, p.stdout, p.stderr[-500:]))
+        if rnd > 0:
+            dl_raw[name].append((float(parts[2]) / 1048576, float(parts[3])))
+srv.close()
+download = {}
+for name, _ in dl_rows:
+    v = dl_raw[name]
+    download[name] = {"mib_s": round(statistics.median(x[0] for x in v), 1),
+                      "seconds": round(statistics.median(x[1] for x in v), 3),
+                      "rounds": [round(x[0], 1) for x in v]}
+ref = [x[0] for x in dl_raw[dl_rows[0][0]]]
+for name, _ in dl_rows:
+    download[name]["ratio"] = round(statistics.median(x[0] / d for x, d in zip(dl_raw[name], ref)), 3)
+
+# ---------------------------------------------------------------- report
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+bw = subprocess.run(["bwrap", "--version"], capture_output=True, text=True).stdout.strip()
+meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "host": platform.node(),
+        "kernel": platform.release(), "cpu": cpu_model(), "cpus": os.cpu_count(),
+        "bwrap": bw, "sluice": sluice, "uid": os.getuid(), "runs": runs,
+        "dl_bytes": dl_bytes, "dl_rounds": dl_rounds, "srt": srt or None}
+b = startup["bare bwrap"]["median_ms"]
+s = startup["sluice run -- true"]["median_ms"]
+targets = [{"check": "sluice run -- true within 5 ms of bare bwrap", "value_ms": round(s - b, 3),
+            "pass": s - b <= 5.0}]
+if srt:
+    r = startup["srt -c true"]["median_ms"] / s
+    targets.append({"check": "sluice run -- true >= 25x faster than srt -c true", "value": round(r, 1),
+                    "pass": r >= 25})
+for name, _ in dl_rows[1:]:
+    targets.append({"check": "%s >= 0.8x direct" % name, "value": download[name]["ratio"],
+                    "pass": download[name]["ratio"] is not None and download[name]["ratio"] >= 0.8})
+
+print("sluice run benchmark  %s  %s, %d CPUs, kernel %s, %s, uid %d" %
+      (meta["date"], meta["cpu"], meta["cpus"], meta["kernel"], bw, meta["uid"]))
+print()
+print("(a) start-up, %d runs each, interleaved" % runs)
+print("%-34s %9s %8s %8s %10s %9s %7s" % ("", "median ms", "min", "p90", "peak RSS", "vs bare", "ratio"))
+show = [n for n, _ in rows]
+def rss_text(v):
+    return "%7d KiB" % v if v is not None else "%11s" % "-"
+
+
+for name in show:
+    r = startup[name]
+    print("%-34s %9.2f %8.2f %8.2f %s %+8.2f %6.2fx" % (name, r["median_ms"], r["min_ms"], r["p90_ms"],
+          rss_text(r["peak_rss_kib"]), r["median_ms"] - b, r["median_ms"] / b))
+if built:
+    r = built
+    print("%-34s %9.2f %8.2f %8.2f %s %+8.2f %6.2fx" % ("bwrap as sluice builds it (true)", r["median_ms"], r["min_ms"],
+          r["p90_ms"], rss_text(None), r["median_ms"] - b, r["median_ms"] / b))
+if not srt:
+    print("%-34s %s" % ("srt -c true", "not installed (npm install @anthropic-ai/sandbox-runtime@0.0.83)"))
+if built:
+    t0 = startup["true"]["median_ms"]
+    print()
+    print("    where sluice's %.2f ms over bare bwrap go (medians, approximate):" % (s - b))
+    print("      namespaces and mounts as sluice builds them  %+6.2f ms  (bwrap as sluice builds it - bare)" % (built["median_ms"] - b))
+    rest = s - built["median_ms"]
+    print("      sluice host + sluice inner + teardown        %+6.2f ms  (sluice run - bwrap as sluice builds it)" % rest)
+    print("        of which two extra process starts         ~%5.2f ms  (2 x sluice --version; `true` alone: %.2f)" %
+          (2 * startup["sluice --version"]["median_ms"], t0))
+print()
+print("(b) download of %d MiB from 127.0.0.1 with curl, median of %d rounds" % (dl_bytes >> 20, dl_rounds))
+print("%-34s %9s %9s %7s   %s" % ("", "MiB/s", "seconds", "ratio", "rounds (MiB/s)"))
+for name, _ in dl_rows:
+    r = download[name]
+    print("%-34s %9.1f %9.3f %6.2fx   %s" % (name, r["mib_s"], r["seconds"], r["ratio"], " ".join("%.0f" % x for x in r["rounds"])))
+print()
+print("targets")
+for t in targets:
+    v = t.get("value_ms", t.get("value"))
+    print("  %-4s %-55s %s" % ("pass" if t["pass"] else "MISS", t["check"], v))
+with open(out, "w") as f:
+    json.dump({"meta": meta, "startup": startup, "bwrap_as_built": built, "download": download,
+               "targets": targets, "raw": {"startup_ms": {k: v[0] for k, v in raw.items()},
+                                           "download_mib_s": {k: [x[0] for x in v] for k, v in dl_raw.items()}}},
+              f, indent=2)
+print()
+print("JSON: %s" % out)
+PY
