@@ -164,7 +164,8 @@ struct listener;
 typedef void (*listener_cb)(struct listener *l, void *arg);
 
 /* Opens a listening socket on ep and starts watching it.
- * TCP: SO_REUSEADDR, IPV6_V6ONLY for IPv6, backlog 511.
+ * TCP: SO_REUSEADDR, IPV6_V6ONLY for IPv6, backlog 511, TCP_NODELAY (for
+ * the accepted sockets; best effort, see listener_nodelay()).
  * UNIX: the socket file is created with mode 0600 (umask 0177 while binding,
  * checked after); its directory must exist and be owned by us (or root) and
  * not be writable by group or others unless sticky; an existing path is
@@ -185,6 +186,13 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
 
 /* RELAY_TCP or RELAY_PIPE: what stream type accepted connections are. */
 int listener_kind(const struct listener *l);
+
+/* 1 when the connections l accepts already have TCP_NODELAY: a TCP
+ * listener sets it on its listening socket and Linux copies it to every
+ * accepted socket, so the owner need not set it again (it sets
+ * relay.a.nodelay instead, and relay_start() skips it). 0 for unix sockets,
+ * or if it could not be set. */
+int listener_nodelay(const struct listener *l);
 
 /* Accepts one pending connection into client (initialised, not yet used).
  * 0 or UV_E* (UV_EAGAIN: none pending, UV_ECANCELED: closing). */
@@ -326,6 +334,9 @@ struct relay_side {
     unsigned shutting : 1; /* shutdown requested */
     unsigned paused : 1;   /* reading stopped by backpressure */
     unsigned reading : 1;
+    unsigned shut_due : 1; /* shutdown(2) waits for the timer (next loop iteration) */
+    unsigned nodelay : 1;  /* the owner's: TCP_NODELAY is already on (listener_nodelay());
+                              relay_start() does not set it again */
 };
 
 struct relay_splice; /* the splice path's state, private to relay.c */
@@ -362,15 +373,19 @@ void relay_init(uv_loop_t *loop, struct relay *r, enum relay_kind a, enum relay_
  * closing; UV_EEXIST if the loop still watches fd). */
 int relay_open_b(struct relay *r, int fd);
 
-/* Starts splicing; the owner must have stopped its own reads on a and its own
- * use of the timer (the relay takes the timer over). Writes the owner queued
- * before still go first (libuv keeps write order; the splice path starts only
- * once they are written). From then on the owner does not read, write or shut
- * down a or b itself (on the splice path libuv's own I/O on them stays off);
- * asking for their fd or peer name is fine. TCP sides get TCP_NODELAY (set
- * here only). idle_ms 0 = no idle timeout. 0 or UV_E* (UV_EALREADY if started
- * before, UV_EINVAL if closing, or uv_read_start's error; then the owner
- * calls relay_close). */
+/* Starts splicing; the owner must have stopped its own use of the timer
+ * (the relay takes the timer over). The owner may leave a reading: the relay
+ * takes the stream over as it is (its read callbacks replace the owner's),
+ * which spares libuv the two epoll_ctl calls of a uv_read_stop() +
+ * uv_read_start() pair; nothing read before belongs to the relay. Writes the
+ * owner queued before still go first (libuv keeps write order; the splice
+ * path starts only once they are written). From then on the owner does not
+ * read, write or shut down a or b itself (on the splice path libuv's own I/O
+ * on them stays off); asking for their fd or peer name is fine. TCP sides
+ * get TCP_NODELAY here, unless their nodelay bit says they have it already.
+ * idle_ms 0 = no idle timeout. 0 or UV_E* (UV_EALREADY if started before,
+ * UV_EINVAL if closing, or uv_read_start's error; then the owner calls
+ * relay_close). */
 int relay_start(struct relay *r, unsigned idle_ms);
 
 /* Ends the relay (idempotent: only the first call counts, on_closed runs

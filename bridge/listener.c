@@ -28,12 +28,19 @@
  * listener relies on that: the connection that arrives while paused is held,
  * everything after it waits in the kernel backlog, and listener_resume()
  * hands the held one to the callback, which re-arms the watcher.
+ *
+ * TCP_NODELAY. TCP listening sockets get TCP_NODELAY (best effort). Linux
+ * copies a listener's socket options to the sockets it accepts, so every
+ * accepted connection has it without a setsockopt() of its own;
+ * listener_nodelay() tells the owner, which passes it on to the relay
+ * (relay_side.nodelay).
  */
 #include "bridge/bridge.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,6 +75,7 @@ struct listener {
     unsigned closing : 1;
     unsigned own_file : 1; /* path/dev/ino: the unix socket file we created */
     unsigned has_addr : 1;
+    unsigned nodelay : 1;    /* the listening socket has TCP_NODELAY (accepted ones inherit it) */
     struct policy_addr addr; /* has_addr: the bound TCP address */
     uint16_t port;
     dev_t dev;
@@ -84,6 +92,20 @@ static int uv_errno(void)
 
 /* ------------------------------------------------------------------------ */
 /* TCP                                                                       */
+
+/* Sets TCP_NODELAY on a TCP listening socket, for the sockets it accepts:
+ * 1 when they will have it (Linux: accept() copies it), else 0. */
+static int listen_nodelay(int fd)
+{
+#ifdef __linux__
+    int on = 1;
+
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == 0;
+#else
+    (void)fd;
+    return 0;
+#endif
+}
 
 static int open_tcp(const struct endpoint *ep, int *out, const char **why)
 {
@@ -474,6 +496,8 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
         rc = uv_pipe_open(&l->u.pipe, fd);
     }
     adopted = rc == 0;
+    if (rc == 0 && l->kind == RELAY_TCP && listen_nodelay(fd))
+        l->nodelay = 1;
     if (rc == 0)
         rc = uv_listen(&l->u.s, ep->kind == ENDPOINT_FD ? SOMAXCONN : LISTENER_BACKLOG,
                        on_connection);
@@ -493,6 +517,11 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
 int listener_kind(const struct listener *l)
 {
     return l->kind;
+}
+
+int listener_nodelay(const struct listener *l)
+{
+    return l->nodelay;
 }
 
 int listener_accept(struct listener *l, uv_stream_t *client)

@@ -75,19 +75,29 @@
  *   measurable.
  *
  * Half-close (R9). EOF from a side stops reading it and shuts down the other
- * side's write half once everything read before the EOF is out: with
- * uv_shutdown() on the copy path (libuv flushes the queue first), with
- * shutdown(2) once the pipe has drained on the splice path. The relay is
- * done when both sides have sent EOF and both shutdowns have completed. An
- * EOF with a socket error pending (a reset that read() or splice() reported
- * as 0) is an error end, not a half-close.
+ * side's write half once everything read before the EOF is out: on the copy
+ * path with uv_shutdown() when bytes are still queued (libuv flushes the
+ * queue first), else with shutdown(2) from the relay's timer on the next
+ * loop iteration (side_shutdown); with shutdown(2) once the pipe has drained
+ * on the splice path. The relay is done when both sides have sent EOF and
+ * both shutdowns have completed; the last FIN, when the timer would send it,
+ * is left to close(2) (flush_shutdowns). An EOF with a socket error pending
+ * (a reset that read() or splice() reported as 0) is an error end, not a
+ * half-close.
  *
- * Idle timeout. Reads and write completions only store uv_now() in
- * last_io_ms (no timer call per read). The timer is a one-shot armed for
+ * The timer. Idle timeout: reads and write completions only store uv_now()
+ * in last_io_ms (no timer call per read). The timer is a one-shot armed for
  * last_io_ms + idle_ms; when it fires early because traffic moved the
- * deadline, it re-arms itself for the remainder. An active relay therefore
- * costs one timer callback per idle_ms, and an idle one ends within one
- * loop iteration of its deadline.
+ * deadline (or to send deferred FINs), it re-arms itself for the remainder.
+ * An active relay therefore costs one timer callback per idle_ms, and an
+ * idle one ends within one loop iteration of its deadline.
+ *
+ * System calls of a short connection (copy path, TCP both sides, a taken
+ * over from its owner while reading, TCP_NODELAY inherited from the
+ * listener on a): one setsockopt (TCP_NODELAY on b), one read and one write
+ * per chunk each way, one read + getsockopt(SO_ERROR) per EOF, one
+ * shutdown(2), and libuv's epoll_ctl ADD for b and DEL per socket at close
+ * (plus one for a stopped socket that reports its EOF again).
  *
  * Teardown (R5). relay_close() is the single exit: it closes the three
  * handles, and the poll handles the splice path initialised, once each
@@ -221,10 +231,22 @@ static int splice_active(const struct relay *r);
 static void close_done(struct relay *r);
 static void close_handle(struct relay *r, uv_handle_t *h, uv_close_cb cb);
 
+/* Starts (or resumes) reading s into relay buffers. A stream the owner left
+ * reading when it called relay_start() (UV_EALREADY since libuv 1.38) is
+ * taken over by swapping its callbacks: alloc_cb and read_cb are public
+ * fields of uv_stream_t that libuv reads before every read. A uv_read_stop()
+ * + uv_read_start() pair instead would cost two epoll_ctl calls in libuv
+ * 1.44 (it forgets that a stopped fd is still registered, so the restart's
+ * ADD fails with EEXIST and is retried as a MOD). */
 static int side_read_start(struct relay_side *s)
 {
     int rc = uv_read_start(&s->u.s, on_alloc, on_read);
 
+    if (rc == UV_EALREADY) {
+        s->u.s.alloc_cb = on_alloc;
+        s->u.s.read_cb = on_read;
+        rc = 0;
+    }
     if (rc == 0)
         s->reading = 1;
     return rc;
@@ -245,17 +267,30 @@ static int side_pending_error(struct relay_side *s)
     return soerr != 0 ? uv_translate_sys_error(soerr) : 0;
 }
 
+static void on_timer(uv_timer_t *t);
+
 /* Copy path: half-closes dst once what is queued for it is written (R9).
- * Even with nothing queued this goes through libuv, which sends the FIN on
- * the next loop iteration: a shutdown(2) right here measured 15-20% fewer
- * short connections per second, because the FIN (and the peer's wakeup)
- * then comes before the next connection's accept and connect, which the
- * same event batch usually holds. */
+ * With bytes queued, uv_shutdown() waits for them. With nothing queued (the
+ * usual case) the relay calls shutdown(2) itself from its timer, started at
+ * 0 ms, i.e. on the next loop iteration: uv_shutdown() would send the FIN
+ * at the same moment (from libuv's pending queue) but then re-arms the
+ * stream's epoll registration for nothing (one epoll_ctl per FIN in libuv
+ * 1.44). Not right here: a shutdown(2) inside this callback measured 15-20%
+ * fewer short connections per second, because the FIN (and the peer's
+ * wakeup) then comes before the next connection's accept and connect, which
+ * the same event batch usually holds. When that FIN is the last thing the
+ * relay waits for, it is not sent with shutdown(2) at all: see
+ * flush_shutdowns(). */
 static void side_shutdown(struct relay *r, struct relay_side *dst)
 {
     int rc;
 
     dst->shutting = 1;
+    if (uv_stream_get_write_queue_size(&dst->u.s) == 0) {
+        dst->shut_due = 1;
+        uv_timer_start(&r->timer, on_timer, 0, 0);
+        return;
+    }
     rc = uv_shutdown(&dst->shutdown_req, &dst->u.s, on_shutdown);
     if (rc < 0)
         relay_end(r, side_error(dst), rc);
@@ -940,18 +975,70 @@ void relay_test_fail_splice(unsigned nth, int err)
 #endif /* RELAY_HAVE_SPLICE */
 
 /* ------------------------------------------------------------------------ */
-/* Idle timeout                                                              */
+/* The timer: deferred shutdowns and the idle timeout                        */
 
-static void on_idle(uv_timer_t *t)
+/* Sends the FINs side_shutdown() deferred (their write queues were empty
+ * then, and nothing can have been queued since: only the peer that sent EOF
+ * feeds them). When both directions have ended, the relay is done once
+ * these FINs are out, and it closes both sockets right away: close(2) sends
+ * the FIN of a socket whose write half is still open, and no shutdown(2) is
+ * needed (nor would it change what goes on the wire: both receive queues
+ * are empty, each side having been read to its EOF, so close() does not
+ * turn into a reset). */
+static void flush_shutdowns(struct relay *r)
+{
+    struct relay_side *side[2] = {&r->a, &r->b};
+    unsigned i;
+
+    if (r->a.eof && r->b.eof && (r->a.shut || r->a.shut_due) && (r->b.shut || r->b.shut_due)) {
+        r->a.shut_due = r->b.shut_due = 0;
+        r->a.shut = r->b.shut = 1;
+        check_done(r);
+        return;
+    }
+    for (i = 0; i < 2; i++) {
+        struct relay_side *s = side[i];
+        uv_os_fd_t fd;
+
+        if (!s->shut_due)
+            continue;
+        s->shut_due = 0;
+        if (uv_fileno(&s->u.h, &fd) != 0) {
+            relay_end(r, side_error(s), UV_EBADF);
+            return;
+        }
+        if (shutdown(fd, SHUT_WR) != 0) {
+            relay_end(r, side_error(s), uv_translate_sys_error(errno));
+            return;
+        }
+        s->shut = 1;
+    }
+    check_done(r);
+    maybe_splice(r); /* it may have been waiting for these shutdowns */
+}
+
+/* One-shot, armed for last_io_ms + idle_ms when there is an idle timeout,
+ * or at 0 ms for deferred shutdowns. When it fires early because traffic
+ * moved the deadline, it re-arms itself for the remainder. */
+static void on_timer(uv_timer_t *t)
 {
     struct relay *r = container_of(t, struct relay, timer);
-    uint64_t now = uv_now(t->loop), due = r->last_io_ms + r->idle_ms;
+    uint64_t now, due;
 
+    if (r->a.shut_due || r->b.shut_due) {
+        flush_shutdowns(r);
+        if (r->closing)
+            return;
+    }
+    if (r->idle_ms == 0)
+        return;
+    now = uv_now(t->loop);
+    due = r->last_io_ms + r->idle_ms;
     if (now >= due) {
         relay_end(r, RELAY_END_IDLE, UV_ETIMEDOUT);
         return;
     }
-    uv_timer_start(t, on_idle, due - now, 0);
+    uv_timer_start(t, on_timer, due - now, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1051,14 +1138,15 @@ int relay_start(struct relay *r, unsigned idle_ms)
 
     /* The relay forwards what it has at once; Nagle would only add delay.
      * Best effort: a failure changes latency, not correctness. Set here
-     * only (the dialer leaves it to us). */
-    if (r->a.u.h.type == UV_TCP)
+     * only (the dialer leaves it to us), unless the owner says the socket
+     * has it already (accepted from a listener that set it). */
+    if (r->a.u.h.type == UV_TCP && !r->a.nodelay)
         (void)uv_tcp_nodelay(&r->a.u.tcp, 1);
-    if (r->b.u.h.type == UV_TCP)
+    if (r->b.u.h.type == UV_TCP && !r->b.nodelay)
         (void)uv_tcp_nodelay(&r->b.u.tcp, 1);
 
     if (idle_ms > 0)
-        uv_timer_start(&r->timer, on_idle, idle_ms, 0);
+        uv_timer_start(&r->timer, on_timer, idle_ms, 0);
     else
         uv_timer_stop(&r->timer);
 

@@ -1157,7 +1157,7 @@ static void tunnel_go(struct http_conn *c)
         c->bytes_up += w->in_len;
     }
     timer_set(c, TIMER_NONE, 0);
-    client_read_stop(c);
+    /* client reads stay on: relay_start() takes a reading stream over */
     work_free(c);
     set_state(c, HTTP_ST_TUNNEL);
     rc = relay_start(&c->relay, c->f->idle_timeout_ms);
@@ -1869,10 +1869,7 @@ static void handle_head(struct http_conn *c, size_t end)
         w->out_len = http_request_build(w->in, &rq, authority, !rq.keep_alive, w->out, n);
     }
     consume_in(w, end);
-    if (w->is_connect)
-        client_read_stop(c); /* early bytes wait for the dial (in w->in) */
-    else
-        client_hold(c);
+    client_hold(c); /* CONNECT too: early bytes wait for the dial (in w->in) */
     if (w->is_connect) {
         up_close(c, w->up); /* an idle upstream from an earlier request */
         start_egress(c);
@@ -2078,8 +2075,10 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         return rc;
     }
     frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
-    if (kind == RELAY_TCP)
+    if (kind == RELAY_TCP && !listener_nodelay(l))
         (void)uv_tcp_nodelay(&c->relay.a.u.tcp, 1);
+    if (kind == RELAY_TCP)
+        c->relay.a.nodelay = 1; /* set one way or the other */
     llhttp_init(&w->reqp, HTTP_REQUEST, &req_settings);
     llhttp_init(&w->resp, HTTP_RESPONSE, &resp_settings);
     w->reqp.data = c;

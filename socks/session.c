@@ -2,7 +2,8 @@
  *
  * States (R7); each says what it owns besides the relay's three handles:
  *   HANDSHAKE  client reads (into rbuf), the handshake timer
- *   EGRESS     req (decision, ask, DNS, dial in progress); client reads stopped
+ *   EGRESS     req (decision, ask, DNS, dial in progress); client reads stay
+ *              on until something arrives (see egress_read)
  *   REPLY      a failure reply being written; close after it is flushed
  *   RELAY      the relay owns the bytes
  *   CLOSING    relay_close() issued; on_relay_closed() logs and frees
@@ -10,6 +11,13 @@
  * The connection struct is freed in exactly one place: on_relay_closed(),
  * the relay's last close callback. Every late callback (writes, shutdown,
  * egress) first checks CLOSING.
+ *
+ * System calls per tunnel. Replies are written with uv_try_write() (a
+ * queued uv_write() costs libuv an epoll_ctl when it completes), and the
+ * client's stream keeps reading from the greeting to the end of the tunnel:
+ * relay_start() takes a reading stream over without the stop/start pair
+ * that libuv pays two epoll_ctl calls for. TCP_NODELAY comes from the
+ * listener (listener_nodelay()).
  */
 #include "socks/socks.h"
 
@@ -21,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
@@ -66,6 +75,9 @@ struct socks_conn {
     char client[48];
     char addr[48]; /* address dialed */
     uint8_t reply_out[SOCKS5_REPLY_LEN];
+    uint8_t hs_queued; /* queued writes whose request lives in hs (method, auth) */
+    uint8_t hs_done;   /* the success reply is out: hs goes once hs_queued is 0 */
+    int client_err;    /* a read error while in EGRESS (the relay would not see it), or 0 */
     uv_write_t reply_req, early_req;
     uv_shutdown_t shutdown_req;
     uint8_t *early; /* bytes after the request, forwarded after the dial */
@@ -170,13 +182,57 @@ static void on_handshake_write(uv_write_t *w, int status)
         conn_close(c, "client write failed");
 }
 
+/* The handshake state is no longer needed once the success reply is out and
+ * no queued write still uses a request inside it. */
+static void hs_release(struct socks_conn *c)
+{
+    if (!c->hs_done || c->hs_queued > 0)
+        return;
+    free(c->hs);
+    c->hs = NULL;
+}
+
+/* A method or auth reply (its request lives in hs) was written. */
+static void on_hs_write(uv_write_t *w, int status)
+{
+    struct socks_conn *c = w->data;
+
+    c->hs_queued--;
+    hs_release(c);
+    on_handshake_write(w, status);
+}
+
+/* Writes data to the client: at once when the socket takes all of it (the
+ * usual case: a few bytes into an empty socket buffer; uv_try_write()
+ * refuses while earlier writes are queued, so the order is kept), else the
+ * rest is queued with w and cb. 1: written, cb will not run; 0: queued;
+ * < 0: error. data must stay valid until cb when queued. */
 static int client_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size_t len,
                         uv_write_cb cb)
 {
     uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+    int n = uv_try_write(&c->relay.a.u.s, &b, 1);
 
+    if (n >= 0 && (size_t)n == len)
+        return 1;
+    if (n < 0 && n != UV_EAGAIN)
+        return n;
+    if (n > 0) {
+        b.base += n;
+        b.len -= (size_t)n;
+    }
     w->data = c;
     return uv_write(w, &c->relay.a.u.s, &b, 1, cb);
+}
+
+/* A method or auth reply: its request and bytes live in hs. */
+static int hs_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size_t len)
+{
+    int rc = client_write(c, w, data, len, on_hs_write);
+
+    if (rc == 0)
+        c->hs_queued++;
+    return rc;
 }
 
 /* Lingering close: after the reply and our FIN, read and drop what the
@@ -241,24 +297,53 @@ static void reply_fail(struct socks_conn *c, uint8_t code, const char *end)
 /* ------------------------------------------------------------------------ */
 /* After the dial                                                            */
 
-static void on_early_written(uv_write_t *w, int status)
+static void early_free(struct socks_conn *c)
 {
-    struct socks_conn *c = w->data;
-
-    (void)status; /* a failure shows up in the relay as well */
     free(c->early);
     c->early = NULL;
     c->early_len = 0;
 }
 
+static void on_early_written(uv_write_t *w, int status)
+{
+    struct socks_conn *c = w->data;
+
+    (void)status; /* a failure shows up in the relay as well */
+    early_free(c);
+}
+
+/* Early data goes upstream ahead of everything the relay forwards: written
+ * at once if the socket takes it, the rest queued (the relay's writes queue
+ * behind it). 0 or < 0. */
+static int early_write(struct socks_conn *c)
+{
+    uv_buf_t b = uv_buf_init((char *)c->early, (unsigned)c->early_len);
+    int n = uv_try_write(&c->relay.b.u.s, &b, 1);
+
+    if (n < 0 && n != UV_EAGAIN)
+        return n;
+    c->relay.a.nread += c->early_len; /* counted as client -> upstream */
+    if (n >= 0 && (size_t)n == c->early_len) {
+        early_free(c);
+        return 0;
+    }
+    if (n > 0) {
+        b.base += n;
+        b.len -= (size_t)n;
+    }
+    c->early_req.data = c;
+    return uv_write(&c->early_req, &c->relay.b.u.s, &b, 1, on_early_written);
+}
+
 /* The success reply is written: every handshake write before it is too
- * (libuv completes writes in order), so the handshake state can go. */
+ * (libuv completes writes in order), so the handshake state can go once no
+ * queued write uses it. */
 static void on_success_written(uv_write_t *w, int status)
 {
     struct socks_conn *c = w->data;
 
-    free(c->hs);
-    c->hs = NULL;
+    c->hs_done = 1;
+    hs_release(c);
     if (c->state == SOCKS_ST_CLOSING)
         return;
     if (status < 0)
@@ -269,6 +354,12 @@ static void connected(struct socks_conn *c, int fd)
 {
     int rc;
 
+    if (c->client_err < 0) { /* gone while we dialed: no tunnel to start */
+        close(fd);
+        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name(c->client_err));
+        conn_close(c, c->end_buf);
+        return;
+    }
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
         set_text(&c->reason, "cannot adopt the upstream socket: %s",
@@ -279,13 +370,13 @@ static void connected(struct socks_conn *c, int fd)
     socks5_reply(c->reply_out, SOCKS5_REP_SUCCEEDED);
     c->code = SOCKS5_REP_SUCCEEDED;
     rc = client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_success_written);
-    if (rc == 0 && c->early_len > 0) {
-        uv_buf_t b = uv_buf_init((char *)c->early, (unsigned)c->early_len);
-        c->early_req.data = c;
-        rc = uv_write(&c->early_req, &c->relay.b.u.s, &b, 1, on_early_written);
-        if (rc == 0)
-            c->relay.a.nread += c->early_len; /* counted as client -> upstream */
+    if (rc == 1) { /* written: no callback */
+        c->hs_done = 1;
+        hs_release(c);
+        rc = 0;
     }
+    if (rc == 0 && c->early_len > 0)
+        rc = early_write(c);
     if (rc == 0)
         rc = relay_start(&c->relay, c->f->idle_timeout_ms);
     if (rc < 0) {
@@ -437,7 +528,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
             return;
         case SOCKS5_GREETING_DONE:
             socks5_method_reply(c->hs->method_out, c->hs->parser.method);
-            if (client_write(c, &c->hs->method_req, c->hs->method_out, 2, on_handshake_write) < 0) {
+            if (hs_write(c, &c->hs->method_req, c->hs->method_out, 2) < 0) {
                 conn_close(c, "client write failed");
                 return;
             }
@@ -454,7 +545,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
                                       c->hs->parser.pass_len);
             socks5_auth_result(&c->hs->parser, ok);
             socks5_auth_reply(c->hs->auth_out, ok);
-            if (client_write(c, &c->hs->auth_req, c->hs->auth_out, 2, on_handshake_write) < 0) {
+            if (hs_write(c, &c->hs->auth_req, c->hs->auth_out, 2) < 0) {
                 conn_close(c, "client write failed");
                 return;
             }
@@ -466,7 +557,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
             break;
         }
         case SOCKS5_REQUEST_DONE:
-            uv_read_stop(&c->relay.a.u.s);
+            /* reading stays on: see egress_read() */
             if (len > 0) {
                 c->early = malloc(len);
                 if (c->early == NULL) {
@@ -497,11 +588,46 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init((char *)c->hs->rbuf, sizeof(c->hs->rbuf));
 }
 
+/* The client sent something while its request is being decided. Reading
+ * stays on through EGRESS so that the relay can take the stream over as it
+ * is (relay_start), but the first thing that comes stops it:
+ *   - bytes join the early data (forwarded once the tunnel is up); the
+ *     relay resumes reading;
+ *   - EOF: libuv stopped reading; the relay reads the EOF again (a socket
+ *     keeps returning it) and half-closes as usual;
+ *   - an error (a reset): libuv stopped reading, and the relay would read a
+ *     plain EOF after it, so it is kept: connected() ends the connection
+ *     instead of starting a tunnel (a failure reply just fails to go out). */
+static void egress_read(struct socks_conn *c, ssize_t nread)
+{
+    uint8_t *p;
+
+    if (nread == 0 || nread == UV_EOF)
+        return;
+    if (nread < 0) {
+        c->client_err = (int)nread;
+        return;
+    }
+    uv_read_stop(&c->relay.a.u.s);
+    p = realloc(c->early, c->early_len + (size_t)nread);
+    if (p == NULL) {
+        conn_close(c, "out of memory");
+        return;
+    }
+    memcpy(p + c->early_len, c->hs->rbuf, (size_t)nread);
+    c->early = p;
+    c->early_len += (size_t)nread;
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct socks_conn *c = container_of(s, struct socks_conn, relay.a.u.s);
 
     (void)buf;
+    if (c->state == SOCKS_ST_EGRESS) {
+        egress_read(c, nread);
+        return;
+    }
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
     if (nread == 0)
@@ -553,6 +679,8 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         return rc;
     }
     frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    if (listener_nodelay(l))
+        c->relay.a.nodelay = 1;
     socks5_parser_init(&c->hs->parser, f->auth_user != NULL);
     rc = uv_read_start(&c->relay.a.u.s, on_alloc, on_read);
     if (rc < 0) {

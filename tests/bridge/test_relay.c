@@ -316,6 +316,10 @@ struct sc {
 
     /* close-before-start test */
     int owner_write_cbs, owner_write_before_closed, owner_timer_fired;
+
+    /* owner-left-reading test */
+    int owner_reads, owner_started;
+    size_t owner_early; /* bytes after the header the owner read itself */
 };
 
 static void sc_free(struct sc *sc)
@@ -1454,6 +1458,111 @@ static void test_owner_close_running(void **state)
     assert_string_equal(relay_end_str(sc->end), "closed");
 }
 
+/* The owner reads a 3-byte header itself and leaves a reading when it
+ * starts the relay from inside its read callback (as the SOCKS front end
+ * does, minus the dial): the relay takes the reading stream over (its read
+ * callbacks replace the owner's, no stop/start), the owner forwards the
+ * bytes it read past the header, and every later byte reaches the relay. */
+#define HDR "HS\n"
+
+static void owner_hdr_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct owner *o = container_of(h, struct owner, r.a.u.h);
+
+    (void)suggested;
+    *buf = uv_buf_init(o->rbuf, sizeof(o->rbuf));
+}
+
+static void owner_hdr_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct owner *o = container_of(s, struct owner, r.a.u.s);
+    struct sc *sc = o->sc;
+    size_t n = nread > 0 ? (size_t)nread : 0, skip = sizeof(HDR) - 1;
+    int fd, rc;
+
+    sc->owner_reads++;
+    if (sc->owner_started) {
+        sc_err(sc, "the owner's read callback ran after relay_start", 0);
+        return;
+    }
+    if (nread == 0)
+        return;
+    if (nread < 0 || n < skip || memcmp(buf->base, HDR, skip) != 0) {
+        sc_err(sc, "owner: no header", nread < 0 ? (int)nread : 0);
+        relay_close(&o->r, UV_EPROTO);
+        return;
+    }
+    fd = connect_upstream(sc);
+    if (fd < 0) {
+        sc_err(sc, "connect upstream", uv_translate_sys_error(errno));
+        relay_close(&o->r, UV_ECONNREFUSED);
+        return;
+    }
+    rc = relay_open_b(&o->r, fd);
+    sc->owner_early = n - skip;
+    if (rc == 0 && sc->owner_early > 0) {
+        uv_buf_t eb;
+
+        sc->early = malloc(sc->owner_early);
+        assert_non_null(sc->early);
+        memcpy(sc->early, buf->base + skip, sc->owner_early);
+        eb = uv_buf_init((char *)sc->early, (unsigned int)sc->owner_early);
+        rc = uv_write(&o->wreq_b, &o->r.b.u.s, &eb, 1, NULL);
+    }
+    if (rc == 0) {
+        sc->owner_started = 1;
+        rc = relay_start(&o->r, 0); /* a is still reading */
+    }
+    if (rc < 0) {
+        sc_err(sc, "owner start", rc);
+        relay_close(&o->r, rc);
+    }
+}
+
+static void owner_read_header(struct sc *sc, struct owner *o)
+{
+    int rc = uv_read_start(&o->r.a.u.s, owner_hdr_alloc, owner_hdr_read);
+
+    if (rc < 0) {
+        sc_err(sc, "owner read start", rc);
+        relay_close(&o->r, rc);
+    }
+}
+
+static void client_send_hdr_req_shut(struct sc *sc)
+{
+    peer_send(&sc->client, HDR, sizeof(HDR) - 1);
+    client_send_req_shut(sc);
+}
+
+static void test_owner_left_reading(void **state)
+{
+    struct fx *f = *state;
+    const struct params *p = f->p;
+    struct sc *sc = sc_new(f, p->ka, p->kb);
+
+    sc->req_len = 300 * 1024 + 11;
+    sc->req = random_bytes(18, sc->req_len);
+    sc->resp_len = 200 * 1024 + 7;
+    sc->resp = random_bytes(19, sc->resp_len);
+    sc->owner_accepted = owner_read_header;
+    sc->client_ready = client_send_hdr_req_shut;
+    sc->upstream.on_eof = resp_on_eof;
+    sc_start(sc);
+    run(f);
+
+    if (sc->mode == RELAY_SPLICE_ALWAYS) /* the owner's bytes are queued first: spliced after */
+        sc->mode = RELAY_SPLICE_AUTO;
+    sc_check(sc);
+    assert_int_equal(sc->owner_reads, 1);
+    assert_int_equal(sc->end, RELAY_END_DONE);
+    assert_int_equal(sc->status, 0);
+    assert_int_equal(sc->a_nread + sc->owner_early, sc->req_len);
+    assert_int_equal(sc->b_nread, sc->resp_len);
+    assert_bytes(sc->upstream.in, sc->upstream.in_len, sc->req, sc->req_len);
+    assert_bytes(sc->client.in, sc->client.in_len, sc->resp, sc->resp_len);
+}
+
 static void test_end_str(void **state)
 {
     (void)state;
@@ -2122,7 +2231,7 @@ static int group_auto(void **state)
 
 int main(void)
 {
-    /* The 31 relay and dialer tests, run once per group (path). */
+    /* The 33 relay and dialer tests, run once per group (path). */
     const struct CMUnitTest tests[] = {
         T(test_backpressure),
         TP(test_echo, P_TT, "tcp/tcp"),
@@ -2146,6 +2255,8 @@ int main(void)
         TP(test_close_b_open_not_started, P_TT, "tcp"),
         TP(test_close_b_open_not_started, P_PP, "pipe"),
         T(test_owner_close_running),
+        TP(test_owner_left_reading, P_TT, "tcp/tcp"),
+        TP(test_owner_left_reading, P_PT, "pipe/tcp"),
         T(test_end_str),
         T(test_dial_refused),
         T(test_dial_fallback),
