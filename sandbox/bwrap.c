@@ -185,20 +185,6 @@ static char *concat(const char *a, const char *b, const char *c)
     return p;
 }
 
-/* Tree order: '/' sorts before every other byte, so a path comes right
- * before its descendants. */
-static int cmp_path(const char *a, const char *b)
-{
-    for (size_t i = 0;; i++) {
-        int ca = a[i] == '/' ? 1 : a[i] == '\0' ? 0 : (unsigned char)a[i] + 1;
-        int cb = b[i] == '/' ? 1 : b[i] == '\0' ? 0 : (unsigned char)b[i] + 1;
-        if (ca != cb)
-            return ca < cb ? -1 : 1;
-        if (ca == 0)
-            return 0;
-    }
-}
-
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 
@@ -274,7 +260,7 @@ static void ops_free(struct ops *l)
 static int cmp_op(const void *pa, const void *pb)
 {
     const struct op *a = pa, *b = pb;
-    int c = cmp_path(a->path, b->path);
+    int c = sb_path_cmp(a->path, b->path);
 
     if (c != 0)
         return c;

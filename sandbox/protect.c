@@ -450,20 +450,6 @@ static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, un
 /* ------------------------------------------------------------------------ */
 /* Ordering                                                                  */
 
-/* Tree order: a path sorts right before its descendants ('/' sorts before
- * every other byte), so parents come first and subtrees stay together. */
-static int cmp_path(const char *a, const char *b)
-{
-    for (size_t i = 0;; i++) {
-        int ca = a[i] == '/' ? 1 : a[i] == '\0' ? 0 : (unsigned char)a[i] + 1;
-        int cb = b[i] == '/' ? 1 : b[i] == '\0' ? 0 : (unsigned char)b[i] + 1;
-        if (ca != cb)
-            return ca < cb ? -1 : 1;
-        if (ca == 0)
-            return 0;
-    }
-}
-
 static int is_ro(enum sb_prot_kind k)
 {
     return k == SB_PROT_FILE || k == SB_PROT_DIR;
@@ -478,7 +464,7 @@ static int kind_rank(enum sb_prot_kind k)
 static int cmp_prot(const void *pa, const void *pb)
 {
     const struct sb_prot *a = pa, *b = pb;
-    int c = cmp_path(a->path, b->path);
+    int c = sb_path_cmp(a->path, b->path);
 
     if (c != 0)
         return c;

@@ -39,6 +39,11 @@ int sb_strv_pushf(struct sb_strv *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sb_strv_free(struct sb_strv *a);
 
+/* Tree order of absolute paths: '/' sorts before every other byte, so a
+ * path comes right before its descendants (parents first, subtrees kept
+ * together). strcmp-style result. Used to order mounts and scan results. */
+int sb_path_cmp(const char *a, const char *b);
+
 /* ------------------------------------------------------------------------ */
 /* environment (sandbox/env.c)                                               */
 

@@ -1,4 +1,4 @@
-/* sandbox/strv.c - growable NULL-terminated string vectors. */
+/* sandbox/strv.c - growable NULL-terminated string vectors, and path order. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,4 +59,16 @@ void sb_strv_free(struct sb_strv *a)
     free(a->v);
     a->v = NULL;
     a->n = a->cap = 0;
+}
+
+int sb_path_cmp(const char *a, const char *b)
+{
+    for (size_t i = 0;; i++) {
+        int ca = a[i] == '/' ? 1 : a[i] == '\0' ? 0 : (unsigned char)a[i] + 1;
+        int cb = b[i] == '/' ? 1 : b[i] == '\0' ? 0 : (unsigned char)b[i] + 1;
+        if (ca != cb)
+            return ca < cb ? -1 : 1;
+        if (ca == 0)
+            return 0;
+    }
 }
