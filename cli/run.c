@@ -508,9 +508,13 @@ static const char *namespaces_problem(int bwrap_setuid)
 /* ------------------------------------------------------------------------ */
 /* Run directory                                                             */
 
+static int rm_unreadable; /* a directory nftw could not open in this pass */
+
 static int rm_chmod(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
+    if (type == FTW_DNR)
+        rm_unreadable = 1;
     if (type == FTW_D || type == FTW_DNR)
         (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
     return 0;
@@ -531,7 +535,15 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
  * first (a command may leave a 0500 directory in TMPDIR). */
 static void remove_tree(const char *path)
 {
-    (void)nftw(path, rm_chmod, 16, FTW_PHYS | FTW_MOUNT);
+    /* nftw opens a directory before reporting it, so one it cannot read
+     * (FTW_DNR) is made traversable without being entered: repeat until a
+     * pass meets none (each pass reaches one level deeper; bounded) */
+    for (int pass = 0; pass < 64; pass++) {
+        rm_unreadable = 0;
+        (void)nftw(path, rm_chmod, 16, FTW_PHYS | FTW_MOUNT);
+        if (!rm_unreadable)
+            break;
+    }
     (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
 }
 
@@ -603,6 +615,44 @@ static int exec_unsandboxed(char *const *cmd, const char *why)
     execvp(cmd[0], cmd);
     fprintf(stderr, "sluice: run: %s: %s\n", cmd[0], strerror(errno));
     return errno == ENOENT ? 127 : 126;
+}
+
+/* ".git", ".vscode" or ".idea" when one of them is a component of PATH: a
+ * writable root there would make hooks or editor tasks writable (the
+ * protected-file scan looks below a root, not at where it is). */
+static const char *protected_component(const char *path)
+{
+    static const char *const names[] = {".git", ".vscode", ".idea"};
+
+    for (const char *p = path; p != NULL && *p != '\0'; p = strchr(p + 1, '/')) {
+        const char *c = *p == '/' ? p + 1 : p;
+        size_t n = strcspn(c, "/");
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (n == strlen(names[i]) && strncmp(c, names[i], n) == 0)
+                return names[i];
+    }
+    return NULL;
+}
+
+/* The working directory exists inside unless it is under the private /tmp
+ * and no bind of the plan (after the /tmp one) covers it. */
+static int cwd_visible(const struct sb_plan *plan, const char *cwd)
+{
+    if (strcmp(cwd, "/tmp") != 0 && strncmp(cwd, "/tmp/", 5) != 0)
+        return 1;
+    for (size_t i = 0; i + 2 < plan->argv.n; i++) {
+        const char *op = plan->argv.v[i], *dest = plan->argv.v[i + 2];
+        size_t n = strlen(dest);
+        if (strcmp(op, "--") == 0)
+            break;
+        if (strcmp(op, "--bind") != 0 && strcmp(op, "--ro-bind") != 0)
+            continue;
+        if (strcmp(dest, "/tmp") == 0 || strcmp(dest, "/") == 0)
+            continue;
+        if (strncmp(cwd, dest, n) == 0 && (cwd[n] == '\0' || cwd[n] == '/'))
+            return 1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -941,6 +991,25 @@ int cli_run(int argc, char **argv)
             goto out;
         }
     }
+    {
+        const char *bad = protected_component(cwd);
+        if (bad != NULL) {
+            fprintf(stderr,
+                    "sluice: run: the working directory '%s' is inside a protected '%s' "
+                    "directory, which the sandbox must keep read-only: run from the project "
+                    "directory instead; the command was not run\n",
+                    cwd, bad);
+            goto out;
+        }
+    }
+    if (!cwd_visible(&plan, cwd)) {
+        fprintf(stderr,
+                "sluice: run: the working directory '%s' is under /tmp, which is private to the "
+                "sandbox, and filesystem.allowWrite does not include it: add it (or \".\") to "
+                "filesystem.allowWrite, or run from elsewhere; the command was not run\n",
+                cwd);
+        goto out;
+    }
     if (sb_gitwatch_begin(cwd, run->settings.mandatory_deny_search_depth, &gw, err,
                           sizeof(err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
@@ -961,6 +1030,10 @@ int cli_run(int argc, char **argv)
         goto out;
     }
     loop_ok = 1;
+    /* close_all() walks the front ends' connection lists: valid (empty)
+     * from here on, even when start_services() fails before setting them up */
+    frontend_init(&run->http_fe, &run->loop, &run->next_id);
+    frontend_init(&run->socks_fe, &run->loop, &run->next_id);
     signal(SIGPIPE, SIG_IGN);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0 ||
         setsockopt(sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {

@@ -682,6 +682,16 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--proc");
     }
     PUSH("/proc");
+    /* sysctls check only that the caller is uid 0, not its capabilities:
+     * as root, a writable /proc/sys would let the command change the
+     * host's kernel.core_pattern or kernel.modprobe. bwrap covers it only
+     * when it looks writable, so do it always. */
+    PUSH("--ro-bind");
+    PUSH("/proc/sys");
+    PUSH("/proc/sys");
+    PUSH("--ro-bind-try");
+    PUSH("/proc/sysrq-trigger");
+    PUSH("/proc/sysrq-trigger");
     PUSH("--bind");
     PUSH(o->host_tmpdir);
     PUSH("/tmp");

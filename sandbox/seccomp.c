@@ -30,6 +30,12 @@
  *                           pointer that seccomp cannot read; ENOSYS makes
  *                           libc (glibc >= 2.34, musl) fall back to clone(),
  *                           whose flags the rule above inspects.
+ *   ptrace(.., 1, ..), process_vm_readv/writev(1, ..)
+ *                           EPERM. PID 1 is bwrap's init, which is not
+ *                           under this filter: driving it would run any
+ *                           refused syscall. inner.c also puts the command
+ *                           in a Landlock domain (where the kernel has it),
+ *                           which covers /proc/1/mem too.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
@@ -159,6 +165,19 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     if (rc < 0)
         return rc;
 
+    /* PID 1 is bwrap's init, outside this filter: no ptrace of it and no
+     * access to its memory (inner.c's Landlock domain covers /proc/1/mem). */
+    rc = add_rule(ctx, eperm, SCMP_SYS(ptrace), "ptrace(pid 1)", 1,
+                  SCMP_A1_64(SCMP_CMP_MASKED_EQ, MASK32, 1), err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(process_vm_readv), "process_vm_readv(pid 1)", 1,
+                      SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, 1), err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, eperm, SCMP_SYS(process_vm_writev), "process_vm_writev(pid 1)", 1,
+                      SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, 1), err, errlen);
+    if (rc < 0)
+        return rc;
+
     rc = add_rule(ctx, eperm, SCMP_SYS(ioctl), "ioctl(TIOCSTI)", 1,
                   SCMP_A1_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)TIOCSTI), err, errlen);
     if (rc == 0)
@@ -225,6 +244,9 @@ static const char *const describe_refused[] = {
     "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
     "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
     "terminal)",
+    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, "
+    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also "
+    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it",
     "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
     "native and arm); a syscall from any other architecture kills the process",
     "no_new_privs is set before the filter is loaded",
@@ -238,6 +260,9 @@ static const char *const describe_allowed[] = {
     "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
     "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
     "terminal)",
+    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, "
+    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also "
+    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it",
     "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
     "native and arm); a syscall from any other architecture kills the process",
     "no_new_privs is set before the filter is loaded",

@@ -220,7 +220,8 @@ static void expect_error(struct fx *f, int rc, const char *msg)
 #define NS                                                                                         \
     "/usr/bin/bwrap --die-with-parent --unshare-net --unshare-pid --unshare-ipc --unshare-uts "    \
     "--unshare-cgroup-try --unshare-user --cap-drop ALL"
-#define BASE "--ro-bind / / --dev /dev --proc /proc --bind R/run/tmp /tmp"
+#define SYSRO "--ro-bind /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger"
+#define BASE "--ro-bind / / --dev /dev --proc /proc " SYSRO " --bind R/run/tmp /tmp"
 #define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 -- make test"
 #define DN "--ro-bind /dev/null"
 /* protections of R/home/proj as the fixture makes it */
@@ -276,7 +277,8 @@ static void test_flags(void **state)
     const char *const open_yes[] = {"--die-with-parent --unshare-pid", NULL};
     const char *const open_no[] = {"--unshare-net", NULL};
     const char *const unix_yes[] = {"inner --fd 7 --allow-unix-sockets -- make test", NULL};
-    const char *const nested_yes[] = {"--dev /dev --bind /proc /proc --bind R/run/tmp /tmp", NULL};
+    const char *const nested_yes[] = {"--dev /dev --bind /proc /proc " SYSRO " --bind R/run/tmp /tmp",
+                                      NULL};
     const char *const nested_no[] = {"--proc", NULL};
 
     expect_has(f, NULL, tty_no);
@@ -576,7 +578,7 @@ static void test_filesystem_disabled(void **state)
     settings(f, "{\"filesystem\": {\"disabled\": true, \"denyRead\": [\"~/.netrc\"], "
                 "\"allowWrite\": [\"~\"], \"denyWrite\": [\".git\"]}}");
     /* no write restrictions (and no protected files); read denials stay */
-    expect(f, NS " --bind / / --dev /dev --proc /proc --bind R/run/tmp /tmp " DN
+    expect(f, NS " --bind / / --dev /dev --proc /proc " SYSRO " --bind R/run/tmp /tmp " DN
                  " R/home/.netrc " TAIL);
 }
 

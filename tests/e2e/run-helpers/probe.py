@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""tests/e2e/run-helpers/probe.py - one escape attempt per invocation, run
+inside `sluice run` by run_escape.sh. Prints one line:
+    BLOCKED <errno name>   the attempt failed (the safe outcome)
+    OPEN <detail>          the attempt succeeded (an escape)
+    SKIP <why>             cannot be tried here
+and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
+
+    probe.py unix                     socket(AF_UNIX, SOCK_STREAM)
+    probe.py unix-dgram               socket(AF_UNIX, SOCK_DGRAM)
+    probe.py unix-highbit             syscall(socket, 0x100000001, 1, 0)
+    probe.py unix-x32                 x32 ABI socket(AF_UNIX) (nr | 0x40000000)
+    probe.py unix-i386                int 0x80 socket(AF_UNIX) (i386 nr 359)
+    probe.py socketcall-i386          int 0x80 socketcall(SYS_SOCKET, AF_UNIX)
+    probe.py io_uring                 io_uring_setup(1, &params)
+    probe.py io_uring-enter           io_uring_enter(-1, ...)  (EPERM, not EBADF)
+    probe.py io_uring-x32             io_uring_setup on the x32 ABI
+    probe.py newuser                  unshare(CLONE_NEWUSER)
+    probe.py newuser-clone            clone(CLONE_NEWUSER|SIGCHLD) (child exits at once)
+    probe.py clone3                   clone3(NULL, 0): ENOSYS when filtered, EINVAL when not
+    probe.py ptrace-init              PTRACE_ATTACH to pid 1 (bwrap, not under seccomp)
+    probe.py mem-init                 open /proc/1/mem for writing
+    probe.py raw                      socket(AF_INET, SOCK_RAW, ICMP)
+    probe.py packet                   socket(AF_PACKET, SOCK_RAW)
+    probe.py tcp HOST PORT            TCP connect
+    probe.py udp-dns HOST PORT        a DNS query over UDP, waits 2 s for an answer
+    probe.py abstract NAME            connect to the abstract unix socket \\0NAME
+    probe.py unixpath PATH            connect to a unix socket file
+    probe.py tiocsti FD               ioctl(FD, TIOCSTI, "x")
+    probe.py tiocsti-high FD          the same with the command's upper 32 bits set
+    probe.py tioclinux FD             ioctl(FD, TIOCLINUX, subcode 2)
+    probe.py mount                    mount a tmpfs on the working directory
+    probe.py inner SLUICE             run `SLUICE inner` over a socketpair of our own
+                                      (--allow-unix-sockets, ports 0) and, in the
+                                      command it execs, try socket(AF_UNIX)
+"""
+import ctypes, errno, mmap, os, socket, struct, sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+AF_UNIX = 1
+
+
+def blocked(e):
+    print("BLOCKED " + (errno.errorcode.get(e, str(e)) if isinstance(e, int) else str(e)))
+    sys.exit(0)
+
+
+def opened(detail):
+    print("OPEN " + detail)
+    sys.exit(1)
+
+
+def skip(why):
+    print("SKIP " + why)
+    sys.exit(3)
+
+
+def sysc(nr, *args):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return r, ctypes.get_errno()
+
+
+def expect_fail(nr, *args, what=""):
+    r, e = sysc(nr, *args)
+    if r < 0:
+        blocked(e)
+    if what.startswith("fd"):
+        os.close(r)
+    opened("%s returned %d" % (what or nr, r))
+
+
+def int80(nr, a=0, b=0, c=0):
+    """Runs `int 0x80` (the i386 ABI) from this 64-bit process with eax=nr,
+    ebx=a, ecx=b, edx=c and returns eax, sign-extended."""
+    code = bytes([0x53])                                   # push rbx
+    code += b"\xb8" + struct.pack("<I", nr & 0xffffffff)   # mov eax, nr
+    code += b"\xbb" + struct.pack("<I", a & 0xffffffff)    # mov ebx, a
+    code += b"\xb9" + struct.pack("<I", b & 0xffffffff)    # mov ecx, b
+    code += b"\xba" + struct.pack("<I", c & 0xffffffff)    # mov edx, c
+    code += b"\xcd\x80"                                    # int 0x80
+    code += b"\x48\x63\xc0"                                # movsxd rax, eax
+    code += b"\x5b\xc3"                                    # pop rbx; ret
+    m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    m.write(code)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    f = ctypes.CFUNCTYPE(ctypes.c_long)(addr)
+    return f()
+
+
+def low32_buffer(data):
+    """A buffer below 4 GiB (i386 syscalls see 32-bit pointers)."""
+    MAP_32BIT = 0x40
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    p = libc.mmap(None, 4096, 3, 0x22 | MAP_32BIT, -1, 0)
+    if p is None or p == ctypes.c_void_p(-1).value:
+        skip("no low mapping")
+    ctypes.memmove(p, data, len(data))
+    return p
+
+
+def main():
+    a = sys.argv[1:]
+    what = a[0]
+    if what in ("unix", "unix-dgram"):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM if what == "unix" else socket.SOCK_DGRAM)
+        except OSError as e:
+            blocked(e.errno)
+        opened("socket(AF_UNIX) = fd %d" % s.fileno())
+    if what == "unix-highbit":
+        expect_fail(41, 0x100000001, 1, 0, what="fd socket(0x100000001)")
+    if what == "unix-x32":
+        r, e = sysc(0x40000000 + 41, AF_UNIX, 1, 0)
+        if r < 0:
+            blocked(e)
+        opened("x32 socket(AF_UNIX) = %d" % r)
+    if what == "io_uring-x32":
+        params = ctypes.create_string_buffer(120)
+        r, e = sysc(0x40000000 + 425, 1, ctypes.addressof(params))
+        if r < 0:
+            blocked(e)
+        opened("x32 io_uring_setup = %d" % r)
+    if what == "unix-i386":
+        try:
+            r = int80(359, AF_UNIX, 1, 0)
+        except Exception as ex:
+            skip("int 0x80: %s" % ex)
+        if r < 0:
+            blocked(-r)
+        opened("i386 socket(AF_UNIX) = %d" % r)
+    if what == "socketcall-i386":
+        args = low32_buffer(struct.pack("<III", AF_UNIX, 1, 0))
+        r = int80(102, 1, args, 0)  # SYS_SOCKET
+        if r < 0:
+            blocked(-r)
+        opened("i386 socketcall(SYS_SOCKET, AF_UNIX) = %d" % r)
+    if what == "io_uring":
+        params = ctypes.create_string_buffer(120)
+        expect_fail(425, 1, ctypes.addressof(params), what="fd io_uring_setup")
+    if what == "io_uring-enter":
+        r, e = sysc(426, 1000, 0, 0, 0, 0, 0)
+        if r < 0 and e == errno.EPERM:
+            blocked(e)
+        opened("io_uring_enter reached the kernel: %s" % errno.errorcode.get(e, e))
+    if what == "newuser":
+        r = libc.unshare(0x10000000)
+        if r < 0:
+            blocked(ctypes.get_errno())
+        opened("unshare(CLONE_NEWUSER) succeeded")
+    if what == "newuser-clone":
+        r, e = sysc(56, 0x10000000 | 17, 0, 0, 0, 0)  # clone(CLONE_NEWUSER|SIGCHLD)
+        if r == 0:
+            os._exit(0)
+        if r < 0:
+            blocked(e)
+        os.waitpid(r, 0)
+        opened("clone(CLONE_NEWUSER) made pid %d" % r)
+    if what == "clone3":
+        r, e = sysc(435, 0, 0)
+        if r < 0 and e == errno.ENOSYS:
+            blocked(e)
+        opened("clone3 reached the kernel: %s" % errno.errorcode.get(e, e))
+    if what == "ptrace-init":
+        libc.ptrace.restype = ctypes.c_long
+        r = libc.ptrace(16, 1, 0, 0)  # PTRACE_ATTACH
+        if r < 0:
+            blocked(ctypes.get_errno())
+        libc.ptrace(17, 1, 0, 0)  # PTRACE_DETACH
+        opened("PTRACE_ATTACH to pid 1 succeeded")
+    if what == "mem-init":
+        try:
+            fd = os.open("/proc/1/mem", os.O_RDWR)
+        except OSError as e:
+            blocked(e.errno)
+        os.close(fd)
+        opened("/proc/1/mem opened read-write")
+    if what == "raw":
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        except OSError as e:
+            blocked(e.errno)
+        try:
+            s.sendto(b"\x08\x00\xf7\xff\x00\x00\x00\x00", ("127.0.0.1", 0))
+        except OSError as e:
+            blocked(e.errno)
+        opened("raw ICMP socket")
+    if what == "packet":
+        try:
+            socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+        except OSError as e:
+            blocked(e.errno)
+        opened("AF_PACKET socket")
+    if what == "tcp":
+        fam = socket.AF_INET6 if ":" in a[1] else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(3)
+        try:
+            s.connect((a[1], int(a[2])))
+        except (OSError, socket.timeout) as e:
+            blocked(getattr(e, "errno", None) or "timeout")
+        opened("connected to %s:%s" % (a[1], a[2]))
+    if what == "udp-dns":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(2)
+        q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x05probe\x04test\x00" + struct.pack(">HH", 1, 1)
+        try:
+            s.sendto(q, (a[1], int(a[2])))
+            d = s.recv(512)
+        except (OSError, socket.timeout) as e:
+            blocked(getattr(e, "errno", None) or "timeout")
+        opened("DNS answer of %d bytes" % len(d))
+    if what in ("abstract", "unixpath"):
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as e:
+            blocked(e.errno)
+        try:
+            s.connect(("\0" + a[1]) if what == "abstract" else a[1])
+        except OSError as e:
+            blocked(e.errno)
+        opened("connected to unix socket %s" % a[1])
+    if what in ("tiocsti", "tiocsti-high", "tioclinux"):
+        fd = int(a[1])
+        if not os.isatty(fd):
+            skip("fd %d is not a terminal" % fd)
+        if what == "tioclinux":
+            c = ctypes.c_char(2)
+            r = libc.ioctl(fd, ctypes.c_ulong(0x541C), ctypes.byref(c))
+        else:
+            cmd = 0x5412 | (0x100000000 if what == "tiocsti-high" else 0)
+            c = ctypes.c_char(b"#")
+            r = libc.ioctl(fd, ctypes.c_ulong(cmd), ctypes.byref(c))
+        e = ctypes.get_errno()
+        if r < 0 and e == errno.EPERM:
+            blocked(e)
+        if r < 0:
+            opened("%s reached the kernel (%s): not filtered" % (what, errno.errorcode.get(e, e)))
+        opened("%s injected a character" % what)
+    if what == "mount":
+        libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+        r = libc.mount(b"none", os.getcwd().encode(), b"tmpfs", 0, None)
+        if r < 0:
+            blocked(ctypes.get_errno())
+        opened("mounted a tmpfs")
+    if what == "inner":
+        a_, b_ = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            a_.close()
+            os.dup2(b_.fileno(), 9)
+            os.set_inheritable(9, True)
+            os.execv(a[1], [a[1], "inner", "--fd", "9", "--allow-unix-sockets", "--http-port", "0",
+                            "--socks-port", "0", "--", sys.executable, os.path.abspath(__file__), "unix"])
+        b_.close()
+        try:
+            msg, anc, flags, addr = a_.recvmsg(16, socket.CMSG_SPACE(4 * 4))
+        except OSError as e:
+            msg = b""
+        for lvl, typ, data in anc if msg else []:
+            pass
+        if msg:
+            a_.send(b"G")
+        a_.close()
+        _, st = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(st)
+        # the child printed its own verdict (BLOCKED/OPEN) when it got to run
+        sys.exit(1 if code == 1 else 0)
+    skip("unknown probe " + what)
+
+
+main()

@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# tests/e2e/run_escape.sh - `sluice run` against a hostile command: one
+# table line per escape attempt (network, Unix sockets, io_uring, foreign
+# ABIs, user namespaces, PID 1, protected files, renames, read denials via
+# symlinks and /proc, secrets, terminal injection, leftover processes,
+# nested sandboxes, `sluice inner` reused), each asserting the SAFE outcome,
+# then host-side checks (protected files hashed before and after, no
+# connection reached the host's sockets, no process left, no git
+# redirection left). Run as root it runs every case again as an
+# unprivileged user (run-helpers/twice.sh). Everything is on 127.0.0.1/::1.
+#
+# A case line:   c NAME EXPECT 'SNIPPET'
+#   SNIPPET runs as `sluice run --settings $CSET -c SNIPPET` in $CWD with
+#   ${CENV[@]} added to the environment (set per group below) and stdin
+#   from /dev/null. EXPECT is the safe outcome:
+#     ok     SNIPPET exits 0 (it checks its own safe condition)
+#     fail   SNIPPET fails, but not with 125 (sluice failed) nor 126/127 (the
+#            tool was missing): those are errors of the test, not a pass
+#     probe  the first output line is "BLOCKED ..." (run-helpers/probe.py and
+#            hijack_pid1.py); "SKIP ..." skips the case
+#     refused  sluice itself refuses to run the case (exit 125)
+#     xfail  a known gap: the escape still works; reported as "# TODO"
+#            and not counted as a failure
+set -uo pipefail
+SLUICE=${1:?usage: run_escape.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/run-helpers/twice.sh"
+# lib.sh: $T (HOME inside it), PIDS, free_port, start_dnsmasq, wait_for
+# twice.sh: ok/bad/skip naming [root]/[user], e2e_twice
+
+c() { # NAME EXPECT SNIPPET
+    local name=$1 exp=$2 snip=$3 out rc first
+    out=$(cd "$CWD" && env "${CENV[@]}" "$SLUICE" run --settings "$CSET" -c "$snip" 2>&1 </dev/null)
+    rc=$?
+    first=$(printf '%s\n' "$out" | grep -m1 -E '^(BLOCKED|OPEN|SKIP)' || true)
+    case $exp in
+    ok) if [ $rc -eq 0 ]; then ok "$name"; else bad "$name" "exit $rc (want 0)
+$out"; fi ;;
+    fail) if [ $rc -ne 0 ] && [ $rc -ne 125 ] && [ $rc -ne 126 ] && [ $rc -ne 127 ]; then ok "$name"
+          else bad "$name" "exit $rc (want a failure other than 125, 126, 127)
+$out"; fi ;;
+    probe)
+        case $first in
+        BLOCKED*) ok "$name (${first#BLOCKED })" ;;
+        SKIP*) skip "$name" "${first#SKIP }" ;;
+        *) bad "$name" "exit $rc
+$out" ;;
+        esac ;;
+    refused) if [ $rc -eq 125 ]; then ok "$name (refused)"
+          else bad "$name" "exit $rc (want 125: sluice refuses to run)
+$out"; fi ;;
+    xfail)
+        if [ $rc -eq 0 ]; then echo "not ok - [$WHO] $name # TODO known gap, still open"
+        else echo "ok - [$WHO] $name # TODO was a known gap: now refused (exit $rc), make it 'fail'"; fi ;;
+    esac
+}
+
+# Every path below DIR ("PATH TYPE MODE LINK-TARGET") and the sha256 of
+# every file with a dot component (.git, .vscode, .bashrc, ...) as
+# "PATH sha256 HASH": compared before and after the cases.
+fingerprint() {
+    (cd "$1" && find . \( -name probe.py -o -name hijack_pid1.py -o -name host.sock \) -prune -o \
+        -printf '%p %y %m %l\n'
+     cd "$1" && find . -type f -path '*/.*' -exec sha256sum {} + 2>/dev/null |
+        awk '{ print $2, "sha256", $1 }') | LC_ALL=C sort
+}
+protected_only() { awk '$1 ~ /\/\.[^\/]/'; }
+
+cases() {
+    local W=$T/work W2=$T/empty W3=$T/wt PA P6='' DPORT AS HOSTPID TOKEN fp1 fp2 fp3 out rc i
+    export XDG_RUNTIME_DIR=$T/xdg
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    HOSTPID=$$ TOKEN=$$$RANDOM
+
+    # --- the working directories ----------------------------------------------------------
+    # W: a repository with every protected kind present, a nested repo, a
+    # submodule git dir, and read-denied files; W2: empty (every protected
+    # name missing); W3: a linked worktree of W (.git is a file).
+    mkdir -p "$W" "$W2"
+    git -c init.defaultBranch=main init -q "$W"
+    git -C "$W" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+    echo 'echo real-hook' > "$W/.git/hooks/pre-commit"; chmod 755 "$W/.git/hooks/pre-commit"
+    echo '# user bashrc' > "$W/.bashrc"
+    mkdir -p "$W/.vscode" && echo '{"a": 1}' > "$W/.vscode/settings.json"
+    echo '[submodule "m"]' > "$W/.gitmodules"
+    git -c init.defaultBranch=main init -q "$W/sub"
+    git init -q --bare "$W/.git/modules/m"
+    echo TOPSECRET-file > "$W/secret.txt"
+    mkdir -p "$W/secretdir" && echo TOPSECRET-dir > "$W/secretdir/s"
+    git -C "$W" worktree add -q "$W3" -b wt 2>/dev/null || git -C "$W" worktree add "$W3" -b wt
+    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/hijack_pid1.py" "$d/"; done
+
+    # --- host services -----------------------------------------------------------------------
+    mkdir -p "$T/www" && echo hello-origin > "$T/www/hello.txt"
+    PA=$(free_port)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/www" "$PA" >"$T/A.err" 2>&1 &
+    PIDS+=($!)
+    if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+        P6=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])')
+        python3 -m http.server --bind ::1 --directory "$T/www" "$P6" >"$T/V6.err" 2>&1 &
+        PIDS+=($!)
+    fi
+    start_dnsmasq --local=/test/ --host-record=probe.test,127.0.0.1
+    [ -n "$DPORT" ] || { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; DPORT=1; }
+    # Unix sockets on the host: an abstract one and a file in the working
+    # directory (visible inside); each connection is logged to unix.log
+    AS=sluice-test-$TOKEN
+    python3 - "$AS" "$W/host.sock" "$T/unix.log" <<'PY' 2>"$T/unix.err" &
+import os, select, socket, sys
+ls = []
+for addr in ("\0" + sys.argv[1], sys.argv[2]):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(addr)
+    s.listen(8)
+    ls.append(s)
+os.chmod(sys.argv[2], 0o777)
+log = open(sys.argv[3], "a")
+print("listening", file=log, flush=True)
+while True:
+    r, _, _ = select.select(ls, [], [])
+    for s in r:
+        c, _ = s.accept()
+        print("CONNECTION on", repr(s.getsockname()), file=log, flush=True)
+        c.close()
+PY
+    PIDS+=($!)
+    for i in $(seq 100); do
+        curl -s --noproxy '*' "http://127.0.0.1:$PA/hello.txt" >/dev/null && grep -q listening "$T/unix.log" 2>/dev/null && break
+        sleep 0.1
+    done
+    for i in $(seq 50); do
+        [ -z "$P6" ] || curl -s --noproxy '*' "http://[::1]:$P6/hello.txt" >/dev/null && break
+        sleep 0.1
+    done
+
+    cat > "$T/s.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"]},
+ "filesystem": {"denyRead": ["$W/secret.txt", "$W/secretdir"]}}
+JSON
+    cat > "$T/unix.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true}}
+JSON
+    fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
+    CWD=$W CSET=$T/s.json CENV=()
+    X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
+
+    # === network: the only way out is the proxy ===============================================
+    c "direct TCP to the host's 127.0.0.1 origin"        probe "python3 probe.py tcp 127.0.0.1 $PA"
+    c "direct TCP to the host's dnsmasq (tcp)"           probe "python3 probe.py tcp 127.0.0.1 $DPORT"
+    c "direct TCP to another loopback address"           probe "python3 probe.py tcp 127.0.0.2 $PA"
+    c "UDP DNS query to the host's dnsmasq"              probe "python3 probe.py udp-dns 127.0.0.1 $DPORT"
+    c "raw ICMP socket"                                  probe "python3 probe.py raw"
+    c "AF_PACKET socket"                                 probe "python3 probe.py packet"
+    if [ -n "$P6" ]; then
+        c "direct TCP to the host's [::1] origin"        probe "python3 probe.py tcp ::1 $P6"
+    else skip "direct TCP to [::1]" "no IPv6 loopback on the host"; fi
+    c "/proc/net/tcp shows only the sandbox's listeners" ok \
+        "! grep -qi ':$(printf %04X "$PA") ' /proc/net/tcp /proc/net/tcp6 && [ \$(awk 'NR>1' /proc/net/tcp | wc -l) -le 2 ]"
+    c "/proc/net/dev lists only lo"                      ok "[ \"\$(awk 'NR>2 {print \$1}' /proc/net/dev)\" = lo: ]"
+    c "/proc/net/unix shows none of the host's sockets"  ok "! grep -q '$AS\\|host.sock' /proc/net/unix"
+    c "host abstract unix socket (default)"              probe "python3 probe.py abstract $AS"
+    c "host unix socket file in the working dir"         probe "python3 probe.py unixpath $W/host.sock"
+    CSET=$T/unix.json
+    c "host abstract unix socket, allowAllUnixSockets"   probe "python3 probe.py abstract $AS"
+    CSET=$T/s.json
+    c "the proxy refuses the host's dnsmasq port"        ok "[ \"\$(curl $X -o /dev/null -w '%{http_code}' http://127.0.0.1:$DPORT/)\" = 403 ]"
+    c "SOCKS5 to a host loopback port not allowed"       fail "curl --max-time 5 -sS --noproxy '' -x socks5h://127.0.0.1:1080 http://127.0.0.1:$DPORT/"
+    c "the proxy refuses [::1] (not on the allow list)"  ok "[ \"\$(curl $X -o /dev/null -w '%{http_code}' http://[::1]:${P6:-1}/)\" = 403 ]"
+
+    # === Unix sockets, io_uring, ABIs, namespaces (seccomp) ======================================
+    c "socket(AF_UNIX, SOCK_STREAM)"                     probe "python3 probe.py unix"
+    c "socket(AF_UNIX, SOCK_DGRAM)"                      probe "python3 probe.py unix-dgram"
+    c "socket(0x100000001) (high-bit domain)"            probe "python3 probe.py unix-highbit"
+    c "x32 ABI socket(AF_UNIX)"                          probe "python3 probe.py unix-x32"
+    c "i386 ABI (int 0x80) socket(AF_UNIX)"              probe "python3 probe.py unix-i386"
+    c "i386 ABI (int 0x80) socketcall(SYS_SOCKET)"       probe "python3 probe.py socketcall-i386"
+    c "io_uring_setup"                                   probe "python3 probe.py io_uring"
+    c "io_uring_enter"                                   probe "python3 probe.py io_uring-enter"
+    c "x32 ABI io_uring_setup"                           probe "python3 probe.py io_uring-x32"
+    c "unshare(CLONE_NEWUSER)"                           probe "python3 probe.py newuser"
+    c "clone(CLONE_NEWUSER)"                             probe "python3 probe.py newuser-clone"
+    c "clone3 (ENOSYS: falls back to clone)"             probe "python3 probe.py clone3"
+    c "unshare -U"                                       fail "unshare -U true"
+    c "unshare -r -n (root in a new user ns)"            fail "unshare -r -n true"
+    c "unshare -m"                                       fail "unshare -m true"
+    c "mount(2) a tmpfs"                                 probe "python3 probe.py mount"
+    c "bwrap inside the sandbox"                         fail "bwrap --ro-bind / / --unshare-net true"
+    c "bwrap --unshare-user inside the sandbox"          fail "bwrap --ro-bind / / --unshare-user --unshare-net true"
+    c "sluice run inside the sandbox never runs unsandboxed" ok \
+        "out=\$('$SLUICE' run -c 'echo RAN' 2>&1); [ \$? -eq 125 ] && ! printf '%s' \"\$out\" | grep -q RAN"
+    c "sluice bridge listening on a unix socket inside"  fail "'$SLUICE' bridge --quiet unix:./b.sock tcp:127.0.0.1:3128"
+    c "sluice bridge relaying to a host unix socket"     fail "'$SLUICE' bridge --quiet tcp:127.0.0.1:5555 unix:$W/host.sock & sleep 0.3; curl --max-time 3 -sS --noproxy '*' http://127.0.0.1:5555/"
+    c "sluice inner reused: the proxy ports are taken"   ok \
+        "out=\$('$SLUICE' inner --fd 1 -- sh -c 'echo RAN' 2>&1); [ \$? -ne 0 ] && ! printf '%s' \"\$out\" | grep -q RAN"
+    c "sluice inner reused with --allow-unix-sockets: seccomp stays" probe "python3 probe.py inner '$SLUICE'"
+
+    # === PID 1 (bwrap's init, outside seccomp) and other processes ===============================
+    c "PTRACE_ATTACH to PID 1"                           probe "python3 probe.py ptrace-init"
+    c "open /proc/1/mem read-write"                      probe "python3 probe.py mem-init"
+    c "drive PID 1 to connect to a host unix socket"     probe "python3 hijack_pid1.py $W/host.sock"
+    c "kill -0 of a host process (other pid namespace)"  fail "kill -0 $HOSTPID"
+    c "only the sandbox's processes are visible"         ok "[ \$(ls -d /proc/[0-9]* | wc -l) -lt 10 ]"
+    c "strace of the command's own child works"          ok "! command -v strace >/dev/null || strace -f -o /dev/null true"
+
+    # === read-only system, devices, /proc/sys ====================================================
+    c "write /etc"                                       fail "echo x > /etc/sluice-escape"
+    c "write /usr"                                       fail "touch /usr/sluice-escape"
+    c "write /var/tmp (world-writable on the host)"      fail "touch /var/tmp/sluice-escape-$TOKEN"
+    # a global sysctl, rewritten with its own value (harmless if it works):
+    # root on the host is root for /proc/sys unless it is mounted read-only
+    c "write a global sysctl (kernel.core_uses_pid)"     fail "v=\$(cat /proc/sys/kernel/core_uses_pid) && echo \$v > /proc/sys/kernel/core_uses_pid"
+    c "write /proc/sysrq-trigger"                        fail "echo h > /proc/sysrq-trigger"
+    c "no block devices in /dev"                         ok "[ -z \"\$(find /dev -type b 2>/dev/null)\" ]"
+    c "mknod a block device"                             fail "mknod ./blk b 8 0"
+
+    # === protected files (existing ones, in W) ===================================================
+    c "append to an existing .bashrc"                    fail "echo evil >> .bashrc"
+    c "replace .bashrc by rename"                        fail "echo evil > x && mv -f x .bashrc"
+    c "remove .bashrc"                                   fail "rm -f .bashrc && [ ! -e .bashrc ]"
+    c "symlink over .bashrc"                             fail "ln -sf /tmp/evil .bashrc && [ -L .bashrc ]"
+    c "write through a symlink to .bashrc"               fail "ln -s .bashrc l1 && echo evil >> l1"
+    c "hard link .git/config"                            fail "ln .git/config hl"
+    c "mkdir .git/hooks/x"                               fail "mkdir .git/hooks/x"
+    c "add a hook"                                       fail "printf '#!/bin/sh\necho pwned\n' > .git/hooks/post-checkout"
+    c "change an existing hook"                          fail "echo evil >> .git/hooks/pre-commit"
+    c "write through a symlink to .git/hooks"            fail "ln -s .git/hooks h && touch h/post-merge"
+    c "write .git/config"                                fail "echo '[core] hooksPath = /tmp' >> .git/config"
+    c "git config core.hooksPath"                        fail "git config core.hooksPath /tmp/evil"
+    c "create .git/config.worktree"                      fail "echo '[core] fsmonitor = evil' > .git/config.worktree"
+    c "mv .git away"                                     fail "mv .git x"
+    c "mv .git x then mkdir -p .git/hooks"               fail "mv .git x 2>/dev/null; mkdir -p .git/hooks/evil"
+    c "mv .git/hooks away"                               fail "mv .git/hooks .git/h2"
+    c "mv .vscode away"                                  fail "mv .vscode x"
+    c "write .vscode/settings.json"                      fail "echo '{}' > .vscode/settings.json"
+    c "add .vscode/tasks.json"                           fail "echo '{}' > .vscode/tasks.json"
+    c "create .mcp.json"                                 fail "echo '{}' > .mcp.json"
+    c "create .idea/"                                    fail "mkdir -p .idea/x"
+    c "write .gitmodules"                                fail "echo evil >> .gitmodules"
+    c "nested repo: write sub/.git/hooks"                fail "touch sub/.git/hooks/pre-commit"
+    c "nested repo: mv sub then recreate sub/.git/hooks" fail "mv sub s2 2>/dev/null; mkdir -p sub/.git/hooks/x"
+    c "submodule git dir: add a hook"                    fail "touch .git/modules/m/hooks/post-checkout"
+    c "submodule git dir: write its config"              fail "echo x >> .git/modules/m/config"
+    c "create .git/commondir (inside: allowed, undone after)" ok "echo '$T/evilgit' > .git/commondir"
+    c "change a linked worktree's commondir"           fail "echo '$T/evilgit' > .git/worktrees/wt/commondir"
+    c "TMPDIR leftovers the host must still remove"      ok \
+        "mkdir -p /tmp/d/e/f && touch /tmp/d/e/f/g && ln -s $W/.bashrc /tmp/link && mkfifo /tmp/fifo && chmod 000 /tmp/d/e/f /tmp/d/e /tmp/d"
+    # HOME is the working directory: ~/.bashrc is the protected one
+    CENV=(HOME="$W")
+    c "HOME=cwd: append to ~/.bashrc"                    fail "echo evil >> ~/.bashrc"
+    c "HOME=cwd: create ~/.profile"                      fail "echo evil > ~/.profile"
+    CENV=()
+
+    # === protected files that do not exist (W2) ==================================================
+    CWD=$W2
+    c "missing .bashrc: create it"                       fail "echo evil > .bashrc"
+    c "missing .zshrc: symlink it elsewhere"             fail "ln -s /tmp/evil .zshrc && [ -L .zshrc ]"
+    c "missing .git: git init"                           fail "git init -q . && [ -d .git/objects ]"
+    c "missing .git: mkdir -p .git/hooks"                fail "mkdir -p .git/hooks"
+    c "missing .mcp.json: create it"                     fail "echo '{}' > .mcp.json"
+    c "missing .vscode: create it"                       fail "mkdir -p .vscode && touch .vscode/settings.json"
+    c "missing .gitmodules: create it"                   fail "echo x > .gitmodules"
+    c "missing .profile: rename onto it"                 fail "echo x > p && mv p .profile; r=\$?; rm -f p; exit \$r"
+    c "missing .bash_profile: remove the mount point"    fail "rmdir .bash_profile"
+
+    # === a linked worktree (W3: .git is a file) ===================================================
+    CWD=$W3
+    c "worktree: repoint the .git file"                  fail "echo 'gitdir: $T/evilgit' > .git"
+    c "worktree: replace the .git file"                  fail "rm -f .git && echo 'gitdir: $T/evilgit' > .git"
+    CWD=$W
+
+    # === the working directory itself inside a protected directory ================================
+    # The scan protects what lies below the writable root, not the root's own
+    # place: sluice refuses (125) to run with the working directory inside
+    # .git, .vscode or .idea.
+    git init -q "$T/w4" && mkdir -p "$T/w4/.vscode"
+    CWD=$T/w4/.git/hooks
+    c "cwd is .git/hooks: add a hook"                    refused "echo evil > post-checkout"
+    CWD=$T/w4/.vscode
+    c "cwd is .vscode: add tasks.json"                   refused "echo '{}' > tasks.json"
+    CWD=$W
+
+    # === read denials =============================================================================
+    c "denyRead file: direct"                            ok "! cat secret.txt 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead dir: direct"                             ok "! cat secretdir/s 2>/dev/null | grep -q TOPSECRET && [ -z \"\$(ls -A secretdir 2>/dev/null)\" ]"
+    c "denyRead file: via a symlink"                     ok "ln -s secret.txt l2; ! cat l2 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead dir: via a symlink"                      ok "ln -s secretdir l3; ! cat l3/s 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: via an absolute symlink"           ok "ln -s $W/secret.txt l4; ! cat l4 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: via /proc/self/root"               ok "! cat /proc/self/root$W/secret.txt 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead dir: via /proc/self/root"                ok "! cat /proc/self/root$W/secretdir/s 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: via /proc/1/root"                  ok "! cat /proc/1/root$W/secret.txt 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: via /proc/self/cwd"                ok "! cat /proc/self/cwd/secret.txt 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: via a hard link"                   ok "ln secret.txt hl2 2>/dev/null; ! cat hl2 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead file: rename it away"                    ok "mv secret.txt s2 2>/dev/null; ! cat s2 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead dir: rename it away"                     ok "mv secretdir d2 2>/dev/null; ! cat d2/s 2>/dev/null | grep -q TOPSECRET"
+    c "denyRead: grep -r the working directory"          ok "! grep -rqs TOPSECRET --exclude-dir=.git ."
+
+    # === secrets ==================================================================================
+    CENV=(GITHUB_TOKEN=s3cr3t-gh AWS_SECRET_ACCESS_KEY=s3cr3t-aws FOO_API_KEY=s3cr3t-foo
+          MY_PASSWORD=s3cr3t-pw SSH_AUTH_SOCK=/tmp/s3cr3t-agent.sock)
+    c "secrets absent from the environment"              ok "! env | grep -q 's3cr[3]t' && [ -z \"\${SSH_AUTH_SOCK:-}\" ] && [ -z \"\${GITHUB_TOKEN:-}\" ]"
+    c "secrets absent from /proc/1/environ"              ok "! tr '\\0' '\\n' < /proc/1/environ | grep -q 's3cr[3]t'"
+    c "secrets absent from every /proc/*/environ"        ok "! cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -q 's3cr[3]t'"
+    c "secrets absent from /proc/1/cmdline"              ok "! tr '\\0' '\\n' < /proc/1/cmdline | grep -q 's3cr[3]t'"
+    c "secrets absent from every /proc/*/cmdline"        ok "! cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -q 's3cr[3]t'"
+    CENV=()
+
+    # === leftover processes ========================================================================
+    c "background, setsid, nohup and double-forked children" ok \
+        "sleep 3001.$TOKEN & disown; setsid sleep 3002.$TOKEN & nohup sleep 3003.$TOKEN >/dev/null 2>&1 &
+         (trap '' TERM HUP; setsid -f sleep 3004.$TOKEN); true"
+    sleep 0.3
+    out=$(pgrep -af "sleep 300[1-4]\.$TOKEN" || true)
+    [ -z "$out" ] && ok "no process of the sandbox outlives the run" || {
+        bad "leftover processes on the host" "$out"
+        pkill -f "sleep 300[1-4]\.$TOKEN" 2>/dev/null # only ours: the token is unique
+    }
+
+    # === terminal injection ============================================================================
+    if command -v script >/dev/null 2>&1; then
+        for p in tiocsti tiocsti-high tioclinux; do
+            out=$(cd "$W" && SHELL=/bin/sh script -qec "'$SLUICE' run --settings '$CSET' -- python3 probe.py $p 0" /dev/null 2>&1 </dev/null | tr -d '\r')
+            case $(printf '%s\n' "$out" | grep -m1 -E '^(BLOCKED|OPEN|SKIP)') in
+            BLOCKED*) ok "$p on the terminal the command shares (script pty)" ;;
+            SKIP*) skip "$p on a pty" "$(printf '%s\n' "$out" | grep -m1 SKIP)" ;;
+            *) bad "$p on a pty" "$out" ;;
+            esac
+        done
+        out=$(cd "$W" && SHELL=/bin/sh script -qec "'$SLUICE' run --settings '$CSET' -c 'python3 -c \"open(\\\"/dev/tty\\\")\" && echo TTY-OPENED' </dev/null" /dev/null 2>&1 </dev/null | tr -d '\r')
+        printf '%s' "$out" | grep -q TTY-OPENED && bad "stdin not a terminal: /dev/tty of the user's session" "$out" ||
+            ok "stdin not a terminal: new session, /dev/tty of the user's session cannot be opened"
+    else
+        skip "TIOCSTI on a pty" "no script(1)"
+    fi
+
+    # === the summary line cannot inject escapes into the user's terminal ================================
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "python3 - <<'PY'
+import socket
+for host in [b'\x1b]0;pwned\x07evil.test:80', b'evil\x1b[31m.test:80', b'ok.test:80\r\nsluice: fake']:
+    try:
+        s = socket.create_connection(('127.0.0.1', 3128)); s.sendall(b'CONNECT ' + host + b' HTTP/1.1\r\n\r\n'); s.recv(100)
+    except OSError: pass
+    name = host.split(b':')[0]
+    try:
+        s = socket.create_connection(('127.0.0.1', 1080)); s.sendall(b'\x05\x01\x00'); s.recv(2)
+        s.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + b'\x00\x50'); s.recv(10)
+    except OSError: pass
+PY" 2>&1 >/dev/null)
+    if printf '%s' "$out" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'; then bad "control bytes reach the summary on stderr" "$(printf '%s' "$out" | od -c | head)"
+    else ok "hostile host names put no control bytes on the user's terminal"; fi
+
+    # === host-side checks after everything =============================================================
+    # the cases leave files of their own in W (x, l1..l4, h): only what is
+    # protected (dot names, .git, .vscode) must be byte-identical
+    out=$(diff <(printf '%s\n' "$fp1" | protected_only) <(fingerprint "$W" | protected_only) || true)
+    [ -z "$out" ] && ok "host: every protected file and git directory in W is unchanged" ||
+        bad "host: protected files changed" "$out"
+    [ "$(fingerprint "$W2")" = "$fp2" ] && ok "host: the empty directory is as before (no protected name made, no mount point left)" ||
+        bad "host: W2 changed" "$(diff <(printf '%s\n' "$fp2") <(fingerprint "$W2"))"
+    [ "$(fingerprint "$W3")" = "$fp3" ] && ok "host: the worktree's .git file is unchanged" ||
+        bad "host: W3 changed" "$(diff <(printf '%s\n' "$fp3") <(fingerprint "$W3"))"
+    [ ! -e "$W/.git/commondir" ] && ok "host: the .git/commondir the command made was removed after the run" ||
+        bad "host: .git/commondir left" "$(cat "$W/.git/commondir")"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "echo '$T/evilgit' > .git/commondir" 2>&1)
+    if [ ! -e "$W/.git/commondir" ] && printf '%s' "$out" | grep -q commondir; then
+        ok "host: a created .git/commondir is removed with a message"
+    else bad "host: commondir check" "$out"; fi
+    [ "$(grep -c CONNECTION "$T/unix.log")" = 0 ] && ok "host: no connection reached the host's unix sockets" ||
+        bad "host: unix socket reached" "$(cat "$T/unix.log")"
+    ! grep -q 'probe.test' "$T/dnsmasq.log" 2>/dev/null && ok "host: dnsmasq saw no query from the sandbox" ||
+        bad "host: dnsmasq got a query" "$(grep probe.test "$T/dnsmasq.log")"
+    [ ! -e "/var/tmp/sluice-escape-$TOKEN" ] && ok "host: nothing written to /var/tmp" ||
+        { bad "host: /var/tmp written"; rm -f "/var/tmp/sluice-escape-$TOKEN"; }
+    [ -z "$(ls -A "$XDG_RUNTIME_DIR")" ] && ok "host: every run directory (TMPDIR) was removed, 000 dirs and links included" ||
+        bad "host: run directory left" "$(ls -laR "$XDG_RUNTIME_DIR" | head -20)"
+    [ -f "$W/.bashrc" ] && [ ! -L "$W/.bashrc" ] && [ "$(cat "$W/.bashrc")" = '# user bashrc' ] &&
+        ok "host: .bashrc survived the TMPDIR cleanup (symlink not followed)" || bad "host: .bashrc after cleanup"
+}
+
+start=$SECONDS
+e2e_twice cases "$HERE/run_escape.sh" "$SLUICE"
+echo "# run_escape.sh took $((SECONDS - start)) s"
+e2e_finish
