@@ -232,40 +232,33 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
-/* The two lists differ in their first lines only. */
+/* The lines both lists share (they differ in their first lines only). */
+#define DESCRIBE_COMMON \
+    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM", \
+    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)", \
+    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked", \
+    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the " \
+    "terminal)", \
+    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, " \
+    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also " \
+    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it", \
+    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: " \
+    "native and arm); a syscall from any other architecture kills the process", \
+    "no_new_privs is set before the filter is loaded",
+
 static const char *const describe_refused[] = {
     "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is false; the domain "
     "is compared on its low 32 bits)",
     "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain (its arguments are "
     "behind a pointer): 32-bit programs must use the direct socket syscall",
     "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)",
-    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM",
-    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)",
-    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
-    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
-    "terminal)",
-    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, "
-    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also "
-    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it",
-    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
-    "native and arm); a syscall from any other architecture kills the process",
-    "no_new_privs is set before the filter is loaded",
+    DESCRIBE_COMMON
     NULL,
 };
 
 static const char *const describe_allowed[] = {
     "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)",
-    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM",
-    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)",
-    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked",
-    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the "
-    "terminal)",
-    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, "
-    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also "
-    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it",
-    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: "
-    "native and arm); a syscall from any other architecture kills the process",
-    "no_new_privs is set before the filter is loaded",
+    DESCRIBE_COMMON
     NULL,
 };
 
