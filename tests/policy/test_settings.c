@@ -751,12 +751,12 @@ static void test_error_leaves_settings_unchanged(void **state)
         "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomains\":[]}}",
         /* the sandbox and environment objects, failing on their last key */
-        "{\"sandbox\":{\"enabled\":false,\"excludedCommands\":[\"npm\"]},"
-        "\"environment\":{\"allow\":[\"X\"],\"deny\":[\"Y\"],\"inherit\":false,"
-        "\"denied\":[]}}",
+        ("{\"sandbox\":{\"enabled\":false,\"excludedCommands\":[\"npm\"]},"
+         "\"environment\":{\"allow\":[\"X\"],\"deny\":[\"Y\"],\"inherit\":false,"
+         "\"denied\":[]}}"),
         "{\"environment\":{\"deny\":[\"Y\"],\"allow\":[\"A-B\"]}}",
-        "{\"environment\":{\"set\":{\"A\":\"1\",\"B\":\"~/x\"},\"pathAppend\":[\"/opt/bin\"],"
-        "\"deny\":[\"Y\"]},\"filesystem\":{\"denyRead\":[\"/q\"]},\"bogus\":1}",
+        ("{\"environment\":{\"set\":{\"A\":\"1\",\"B\":\"~/x\"},\"pathAppend\":[\"/opt/bin\"],"
+         "\"deny\":[\"Y\"]},\"filesystem\":{\"denyRead\":[\"/q\"]},\"bogus\":1}"),
         "{\"environment\":{\"set\":{\"A\":\"1\",\"HTTPS_PROXY\":\"x\"}}}",
     };
     struct settings s;
