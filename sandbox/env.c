@@ -462,7 +462,7 @@ static char *expand_home(const char *v, const char *home, const char *what, char
         return NULL;
     }
     memcpy(r, home, hl);
-    strcpy(r + hl, v + 1);
+    memcpy(r + hl, v + 1, strlen(v + 1) + 1);
     return r;
 }
 
@@ -482,7 +482,8 @@ static int build_path(const char *base, const struct sb_strv *dirs, struct sb_st
         snprintf(err, errlen, "environment: out of memory");
         return -ENOMEM;
     }
-    o = (size_t)sprintf(buf, "PATH=");
+    memcpy(buf, "PATH=", 5);
+    o = 5;
     for (;;) {
         size_t n = strcspn(s, ":");
         int drop = 0;
