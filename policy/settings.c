@@ -844,6 +844,31 @@ static int fn_tribool(struct ctx *c, json_t *v, const struct key_def *d)
     return rc;
 }
 
+/* Checks a string list, then each entry with ok(): the first refused one
+ * fails as "invalid WHAT "ENTRY" (EXPECTED)", located at the entry. */
+static int check_each(struct ctx *c, json_t *v, int (*ok)(const char *), const char *what,
+                      const char *expected)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 0);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        if (!ok(json_string_value(e))) {
+            char q[128];
+            quote(q, sizeof(q), json_string_value(e));
+            push_index(c, i);
+            rc = fail(c, 0, "invalid %s \"%s\" (%s)", what, q, expected);
+            pop(c);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 /* An environment variable name, or a glob of one with '*': letters, digits,
  * '_' and '*', not starting with a digit. */
 static int env_name_ok(const char *s)
@@ -862,27 +887,11 @@ static int env_name_ok(const char *s)
 /* environment.allow / environment.deny: names or NAME_* globs. */
 static int fn_env_names(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    size_t i;
-    json_t *e;
-    int rc;
-
-    rc = check_strlist(c, v, 0);
+    int rc = check_each(c, v, env_name_ok, "environment variable name",
+                        "expected a name like HOME or a glob like AWS_*: letters, digits, '_' "
+                        "and '*', not starting with a digit");
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e) {
-        if (!env_name_ok(json_string_value(e))) {
-            char q[128];
-            quote(q, sizeof(q), json_string_value(e));
-            push_index(c, i);
-            rc = fail(c, 0,
-                      "invalid environment variable name \"%s\" (expected a name like HOME "
-                      "or a glob like AWS_*: letters, digits, '_' and '*', not starting with a "
-                      "digit)",
-                      q);
-            pop(c);
-            return rc;
-        }
-    }
     return take_strlist(c, v, (struct settings_list *)field(c, d), d->list, 0);
 }
 
@@ -1106,26 +1115,10 @@ static int dns_server_ok(const char *s)
 
 static int fn_dns(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    size_t i;
-    json_t *e;
-    int rc;
-
-    rc = check_strlist(c, v, 0);
+    int rc = check_each(c, v, dns_server_ok, "DNS server",
+                        "expected IP, IP:PORT, [IPv6]:PORT or IPv6, port 1..65535");
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e) {
-        if (!dns_server_ok(json_string_value(e))) {
-            char q[128];
-            quote(q, sizeof(q), json_string_value(e));
-            push_index(c, i);
-            rc = fail(c, 0,
-                      "invalid DNS server \"%s\" (expected IP, IP:PORT, [IPv6]:PORT or IPv6, "
-                      "port 1..65535)",
-                      q);
-            pop(c);
-            return rc;
-        }
-    }
     return take_strlist(c, v, &c->v->network.dns_servers, d->list, 0);
 }
 

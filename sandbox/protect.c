@@ -232,9 +232,10 @@ static int git_config(struct walk *w, int gfd, const char *g)
     return rc;
 }
 
-/* G/modules/...: git directories of submodules (a directory with a HEAD),
- * under names that may hold '/'. */
-static int git_modules(struct walk *w, int dfd, const char *dir, unsigned level)
+/* Calls fn(w, sfd, sub, level) for each subdirectory of dfd (not following
+ * symlinks), sub being DIR/NAME; stops at the first error. */
+static int each_subdir(struct walk *w, int dfd, const char *dir, unsigned level,
+                       int (*fn)(struct walk *w, int sfd, const char *sub, unsigned level))
 {
     DIR *d;
     struct dirent *e;
@@ -248,7 +249,6 @@ static int git_modules(struct walk *w, int dfd, const char *dir, unsigned level)
         return 0;
     }
     while (rc == 0 && (e = readdir(d)) != NULL) {
-        struct stat st;
         char *sub;
         int sfd;
 
@@ -264,10 +264,7 @@ static int git_modules(struct walk *w, int dfd, const char *dir, unsigned level)
             rc = -ENOMEM;
             break;
         }
-        if (fstatat(sfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
-            rc = git_dir(w, sfd, sub);
-        else if (level + 1 < MODULES_DEPTH_MAX)
-            rc = git_modules(w, sfd, sub, level + 1);
+        rc = fn(w, sfd, sub, level);
         free(sub);
         close(sfd);
     }
@@ -275,47 +272,35 @@ static int git_modules(struct walk *w, int dfd, const char *dir, unsigned level)
     return rc;
 }
 
-/* G/worktrees/W: the administrative directories of linked worktrees. */
-static int git_worktrees(struct walk *w, int dfd, const char *dir)
+static int git_dir(struct walk *w, int gfd, const char *g);
+
+/* G/modules/...: git directories of submodules (a directory with a HEAD),
+ * under names that may hold '/'. */
+static int git_module(struct walk *w, int sfd, const char *sub, unsigned level)
 {
-    DIR *d;
-    struct dirent *e;
-    int rc = 0, fd = dup(dfd);
+    struct stat st;
 
-    if (fd < 0)
-        return 0;
-    d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return 0;
-    }
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        char *sub;
-        int sfd;
+    if (fstatat(sfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return git_dir(w, sfd, sub);
+    if (level + 1 < MODULES_DEPTH_MAX)
+        return each_subdir(w, sfd, sub, level + 1, git_module);
+    return 0;
+}
 
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        sfd = open_subdir(dfd, e->d_name);
-        if (sfd < 0)
-            continue;
-        sub = join(dir, e->d_name);
-        if (sub == NULL) {
-            close(sfd);
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-            rc = -ENOMEM;
-            break;
-        }
-        rc = list_add(w->l, sub, SB_PROT_PIN);
-        if (rc < 0) {
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-        } else {
-            rc = protect_name(w, sfd, sub, "commondir", 0);
-            if (rc == 0 && !w->allow_git_config)
-                rc = protect_name(w, sfd, sub, "config.worktree", 1);
-        }
-        close(sfd);
+/* G/worktrees/W: the administrative directories of linked worktrees. */
+static int git_worktree(struct walk *w, int sfd, const char *sub, unsigned level)
+{
+    char *copy = strdup(sub);
+    int rc;
+
+    (void)level;
+    if (copy == NULL || list_add(w->l, copy, SB_PROT_PIN) < 0) {
+        snprintf(w->err, w->errlen, "protected files: out of memory");
+        return -ENOMEM;
     }
-    closedir(d);
+    rc = protect_name(w, sfd, sub, "commondir", 0);
+    if (rc == 0 && !w->allow_git_config)
+        rc = protect_name(w, sfd, sub, "config.worktree", 1);
     return rc;
 }
 
@@ -336,7 +321,7 @@ static int git_dir(struct walk *w, int gfd, const char *g)
         rc = protect_name(w, gfd, g, "commondir", 0);
     if (rc == 0 && (sfd = open_subdir(gfd, "modules")) >= 0) {
         char *sub = join(g, "modules");
-        rc = sub == NULL ? -ENOMEM : git_modules(w, sfd, sub, 0);
+        rc = sub == NULL ? -ENOMEM : each_subdir(w, sfd, sub, 0, git_module);
         if (sub == NULL)
             snprintf(w->err, w->errlen, "protected files: out of memory");
         free(sub);
@@ -344,7 +329,7 @@ static int git_dir(struct walk *w, int gfd, const char *g)
     }
     if (rc == 0 && (sfd = open_subdir(gfd, "worktrees")) >= 0) {
         char *sub = join(g, "worktrees");
-        rc = sub == NULL ? -ENOMEM : git_worktrees(w, sfd, sub);
+        rc = sub == NULL ? -ENOMEM : each_subdir(w, sfd, sub, 0, git_worktree);
         if (sub == NULL)
             snprintf(w->err, w->errlen, "protected files: out of memory");
         free(sub);
