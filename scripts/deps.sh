@@ -8,9 +8,10 @@ pkgs=(
     libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
     libidn2-dev libpsl-dev publicsuffix libcmocka-dev
     bubblewrap curl dnsmasq-base socat python3 openssl tinyproxy microsocks
+    clang libclang-rt-14-dev valgrind
 )
-# The ASan+UBSan build uses clang when it is there, gcc otherwise; both
-# runtimes ship with the compilers above.
+# clang builds the ASan+UBSan suite and the libFuzzer harnesses (its fuzzer
+# runtime is libclang-rt-14-dev); valgrind runs tests/valgrind.sh.
 
 missing=()
 for p in "${pkgs[@]}"; do
