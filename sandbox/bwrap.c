@@ -476,6 +476,8 @@ static int add_protected(struct ctx *c, const char *root)
     rc = sb_protect_scan(root, c->s->mandatory_deny_search_depth, c->s->filesystem.allow_git_config,
                          &l, c->err, c->errlen);
     for (size_t i = 0; i < l.n && rc == 0; i++) {
+        if (l.v[i].kind == SB_PROT_LINK)
+            continue; /* no mount covers a link: verify.c watches it */
         enum op_kind k = l.v[i].kind == SB_PROT_PIN      ? OP_PIN
                          : l.v[i].kind == SB_PROT_ABSENT ? OP_ABSENT
                                                          : OP_PROT;

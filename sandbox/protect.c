@@ -165,14 +165,15 @@ static int add(struct walk *w, const char *dir, const char *name, enum sb_prot_k
 /* ------------------------------------------------------------------------ */
 /* One name                                                                  */
 
-/* A protected name that is a symbolic link: its target, read-only, when it
- * exists strictly inside ROOT. */
+/* A protected name that is a symbolic link: the link itself (LINK, for the
+ * post-run check), and its target, read-only, when it exists strictly
+ * inside ROOT. */
 static int protect_link(struct walk *w, const char *dir, const char *name)
 {
     char *lexical = join(dir, name), *target = NULL;
     struct stat st;
 
-    if (lexical == NULL)
+    if (lexical == NULL || add(w, dir, name, SB_PROT_LINK) < 0)
         goto nomem;
     target = realpath(lexical, NULL);
     free(lexical);

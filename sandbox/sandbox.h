@@ -77,6 +77,11 @@ enum sb_prot_kind {
     SB_PROT_PIN,      /* existing directory holding protected paths (.git):
                          bound read-write over itself, so it is a mount point
                          that cannot be renamed away and recreated */
+    SB_PROT_LINK,     /* a protected name that is a symbolic link: no mount
+                         can cover it (mounts follow links), so nothing is
+                         bound there; the post-run check (verify.c) puts it
+                         back if the command replaced it. Its target, when
+                         inside ROOT, is listed as FILE or DIR as well */
 };
 
 struct sb_prot {
@@ -99,10 +104,12 @@ void sb_prot_list_free(struct sb_prot_list *l);
 /* post-run git check (sandbox/verify.c)                                      */
 
 struct sb_gitwatch_item {
-    char *path;    /* G/commondir, or a .git pointer file */
-    int state;     /* 1 existed (content kept), 0 absent, -1 unreadable */
+    char *path;    /* G/commondir, a .git pointer file, or a protected link */
+    int state;     /* 1 existed (content kept), 0 absent, -1 unreadable,
+                      2 a symbolic link (content is its target) */
     char *content;
     size_t len;
+    int resolved;  /* links: its target existed before the run */
 };
 
 struct sb_gitwatch {
@@ -111,7 +118,8 @@ struct sb_gitwatch {
 };
 
 /* Notes every git directory's commondir (and .git pointer file) below ROOT,
- * to DEPTH levels, before the run. */
+ * to DEPTH levels, and every protected name that is a symbolic link, before
+ * the run. */
 int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, char *err,
                       size_t errlen);
 /* After the run: undoes creations and changes of those files, one line per

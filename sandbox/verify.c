@@ -11,7 +11,16 @@
  * created is removed, one it changed is restored. Each repair is reported
  * on stderr. The same is done for a `.git` file (a "gitdir:" pointer)
  * inside the tree, which redirects the whole repository.
+ *
+ * A protected name that is a symbolic link (a dotfile manager's .bashrc) is
+ * the other thing no mount covers: bwrap mounts follow links, so its target
+ * is bound read-only but the link itself could be removed and replaced by a
+ * file of the command's choosing. Its target is noted too; afterwards a
+ * replaced link is put back and what replaced it is moved aside to
+ * NAME.sluice-replaced.PID, and a target that did not exist before (a
+ * dangling link) but was created through the link is moved aside likewise.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -84,6 +93,45 @@ static int watch_add(struct sb_gitwatch *w, const char *path)
     return 0;
 }
 
+/* Reads the symbolic link PATH: 1 with *out (malloc'd) when it is one, 0
+ * when PATH does not exist, -1 otherwise (another type, unreadable). */
+static int read_link(const char *path, char **out, size_t *len)
+{
+    char buf[4096];
+    ssize_t n;
+
+    *out = NULL;
+    *len = 0;
+    n = readlink(path, buf, sizeof(buf));
+    if (n < 0)
+        return errno == ENOENT ? 0 : -1;
+    if ((size_t)n >= sizeof(buf))
+        return -1;
+    *out = strndup(buf, (size_t)n);
+    if (*out == NULL)
+        return -1;
+    *len = (size_t)n;
+    return 1;
+}
+
+static int watch_link(struct sb_gitwatch *w, const char *path)
+{
+    struct sb_gitwatch_item *it;
+    struct stat st;
+    int rc = watch_add(w, path);
+
+    if (rc < 0 || w->n == 0 || strcmp(w->v[w->n - 1].path, path) != 0)
+        return rc;
+    it = &w->v[w->n - 1];
+    free(it->content);
+    if (read_link(path, &it->content, &it->len) != 1)
+        it->state = -1; /* gone already, or not a link: nothing to keep */
+    else
+        it->state = 2;
+    it->resolved = stat(path, &st) == 0;
+    return 0;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -111,6 +159,8 @@ int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, c
             rc = watch_add(w, p->path);
         } else if (ends_with(p->path, "/commondir")) {
             rc = watch_add(w, p->path);
+        } else if (p->kind == SB_PROT_LINK) {
+            rc = watch_link(w, p->path);
         }
     }
     sb_prot_list_free(&l);
@@ -154,12 +204,81 @@ static int restore(const struct sb_gitwatch_item *it)
     return 0;
 }
 
+/* Moves PATH to PATH.sluice-replaced.PID; writes the new name to ASIDE. */
+static int move_aside(const char *path, char *aside, size_t len)
+{
+    if ((size_t)snprintf(aside, len, "%s.sluice-replaced.%ld", path, (long)getpid()) >= len)
+        return -ENAMETOOLONG;
+    if (rename(path, aside) < 0)
+        return -errno;
+    return 0;
+}
+
+/* A protected link after the run: put back when replaced (what replaced it
+ * moved aside), and a target created through a dangling link moved aside.
+ * 1 when something was repaired (reported), 0 when it is as it was. */
+static int check_link(const struct sb_gitwatch_item *it, FILE *report)
+{
+    char *now = NULL, aside[4200];
+    size_t len = 0;
+    struct stat st;
+    int state = read_link(it->path, &now, &len), rc = 0;
+    int same = state == 1 && len == it->len && memcmp(now, it->content, len) == 0;
+
+    free(now);
+    if (same) {
+        if (it->resolved || stat(it->path, &st) < 0)
+            return 0;
+        /* the command created the target of a dangling protected link */
+        char *target = realpath(it->path, NULL);
+        if (target == NULL)
+            return 0;
+        rc = move_aside(target, aside, sizeof(aside));
+        if (report != NULL) {
+            if (rc == 0)
+                fprintf(report,
+                        "sluice: the command created %s through the protected link %s; moved it "
+                        "to %s\n",
+                        target, it->path, aside);
+            else
+                fprintf(report,
+                        "sluice: WARNING: the command created %s through the protected link %s "
+                        "and it could not be moved aside: %s\n",
+                        target, it->path, strerror(-rc));
+        }
+        free(target);
+        return 1;
+    }
+    if (state != 0)
+        rc = move_aside(it->path, aside, sizeof(aside));
+    else
+        aside[0] = '\0';
+    if (rc == 0 && symlink(it->content, it->path) < 0)
+        rc = -errno;
+    if (report != NULL) {
+        if (rc == 0)
+            fprintf(report, "sluice: the command %s the protected link %s; restored it%s%s\n",
+                    state == 0 ? "removed" : "replaced", it->path,
+                    aside[0] != '\0' ? " and moved what replaced it to " : "", aside);
+        else
+            fprintf(report,
+                    "sluice: WARNING: the command replaced the protected link %s and it could not "
+                    "be restored: %s\n",
+                    it->path, strerror(-rc));
+    }
+    return 1;
+}
+
 size_t sb_gitwatch_end(struct sb_gitwatch *w, FILE *report)
 {
     size_t repaired = 0;
 
     for (size_t i = 0; i < w->n; i++) {
         const struct sb_gitwatch_item *it = &w->v[i];
+        if (it->state == 2) {
+            repaired += (size_t)check_link(it, report);
+            continue;
+        }
         char *now = NULL;
         size_t len = 0;
         int state = read_small(it->path, &now, &len);

@@ -104,6 +104,8 @@ static const char *kind_name(enum sb_prot_kind k)
         return "ABSENT";
     case SB_PROT_PIN:
         return "PIN";
+    case SB_PROT_LINK:
+        return "LINK";
     }
     return "?";
 }
@@ -328,15 +330,20 @@ static void test_symlinks(void **state)
     mklink(t, "linked", p);
     mklink(t, "loop", "loop");
 
+    /* every link is listed (LINK) for the post-run check: no mount covers it */
     scan_expect(t, 4, 0,
                 "ABSENT .bash_profile\n"
+                "LINK .bashrc\n"
                 "FILE .git\n"
                 "ABSENT .gitconfig\n"
                 "ABSENT .gitmodules\n"
                 "ABSENT .idea\n"
                 "ABSENT .mcp.json\n"
+                "LINK .profile\n"
                 "ABSENT .ripgreprc\n"
+                "LINK .vscode\n"
                 "ABSENT .zprofile\n"
+                "LINK .zshrc\n"
                 "PIN conf\n"
                 "DIR conf/vscode\n"
                 "PIN dotfiles\n"
@@ -363,8 +370,10 @@ static void test_git_symlink_and_ro_cover(void **state)
     scan_expect(t, 3, 0,
                 "ABSENT .bash_profile\n"
                 "ABSENT .bashrc\n"
+                "LINK .git\n"
                 "ABSENT .gitconfig\n"
                 "ABSENT .gitmodules\n"
+                "LINK .idea\n"
                 "ABSENT .mcp.json\n"
                 "ABSENT .profile\n"
                 "ABSENT .ripgreprc\n"
@@ -477,6 +486,88 @@ static void test_wide_tree(void **state)
     sb_prot_list_free(&l);
 }
 
+/* The post-run check (verify.c) of protected names that are links: no mount
+ * covers a link, so a replaced one is put back after the run and what
+ * replaced it moved aside; a target created through a dangling link too. */
+static void read_back(const struct tree *t, const char *rel, char *buf, size_t len)
+{
+    char p[PATH_MAX * 2];
+    FILE *f;
+    size_t n;
+
+    snprintf(p, sizeof(p), "%s/%s", t->root, rel);
+    f = fopen(p, "r");
+    if (f == NULL)
+        fail_msg("open %s: %s", p, strerror(errno));
+    n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void test_watch_links(void **state)
+{
+    const struct tree *t = *state;
+    struct sb_gitwatch w;
+    char err[256], p[PATH_MAX * 2], q[PATH_MAX * 2], buf[64];
+    ssize_t n;
+    FILE *f;
+
+    mkfile(t, "dotfiles/bashrc");
+    mklink(t, ".bashrc", "dotfiles/bashrc");
+    mklink(t, ".profile", "nowhere/profile");
+    mklink(t, ".zshrc", "dotfiles/zshrc-missing");
+    mkdir_(t, "conf/vscode");
+    mklink(t, ".vscode", "conf/vscode");
+
+    /* nothing changed: nothing repaired */
+    assert_int_equal(sb_gitwatch_begin(t->root, 3, &w, err, sizeof(err)), 0);
+    assert_int_equal(sb_gitwatch_end(&w, NULL), 0);
+    sb_gitwatch_free(&w);
+
+    assert_int_equal(sb_gitwatch_begin(t->root, 3, &w, err, sizeof(err)), 0);
+    /* what a command could do: replace a link with a file, remove one,
+     * create the target of a dangling one through it */
+    snprintf(p, sizeof(p), "%s/.bashrc", t->root);
+    assert_int_equal(unlink(p), 0);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("evil\n", f);
+    fclose(f);
+    snprintf(p, sizeof(p), "%s/.vscode", t->root);
+    assert_int_equal(unlink(p), 0);
+    mkdir_(t, "nowhere");
+    snprintf(p, sizeof(p), "%s/.profile", t->root);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("evil too\n", f);
+    fclose(f);
+    assert_int_equal(sb_gitwatch_end(&w, NULL), 3);
+    sb_gitwatch_free(&w);
+
+    /* the links are back, with their targets */
+    snprintf(p, sizeof(p), "%s/.bashrc", t->root);
+    n = readlink(p, q, sizeof(q) - 1);
+    assert_true(n > 0);
+    q[n] = '\0';
+    assert_string_equal(q, "dotfiles/bashrc");
+    snprintf(p, sizeof(p), "%s/.vscode", t->root);
+    n = readlink(p, q, sizeof(q) - 1);
+    assert_true(n > 0);
+    q[n] = '\0';
+    assert_string_equal(q, "conf/vscode");
+    /* what replaced them is kept aside, not deleted */
+    snprintf(q, sizeof(q), ".bashrc.sluice-replaced.%ld", (long)getpid());
+    read_back(t, q, buf, sizeof(buf));
+    assert_string_equal(buf, "evil\n");
+    snprintf(q, sizeof(q), "nowhere/profile.sluice-replaced.%ld", (long)getpid());
+    read_back(t, q, buf, sizeof(buf));
+    assert_string_equal(buf, "evil too\n");
+    snprintf(p, sizeof(p), "%s/nowhere/profile", t->root);
+    assert_int_equal(access(p, F_OK), -1);
+    read_back(t, "dotfiles/bashrc", buf, sizeof(buf));
+    assert_string_equal(buf, "x\n");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_tree, teardown_tree)
 
 int main(void)
@@ -490,6 +581,7 @@ int main(void)
         T(test_node_modules_skipped),
         T(test_symlinks),
         T(test_git_symlink_and_ro_cover),
+        T(test_watch_links),
         T(test_submodules_and_worktrees),
         T(test_appends_and_errors),
         T(test_wide_tree),
