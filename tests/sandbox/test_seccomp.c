@@ -510,10 +510,22 @@ static int have_ia32(void)
     static int known = -1;
 
     if (known < 0) {
-        int r = run_op(NO_FILTER, op_i386_getpid);
-        known = r == 0;
+        /* not run_op: a kernel without IA32 emulation (or booted with
+         * ia32_emulation=0) answers int $0x80 with SIGSEGV, which here means
+         * "skip", not "fail" */
+        int status = 0;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            child_init(); /* cmocka's SIGSEGV handler would go on with the tests */
+            _exit(op_i386_getpid() == 0 ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        known = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!known)
-            print_message("note: no IA32 emulation here (i386 getpid: %d)\n", r);
+            print_message("note: no IA32 emulation here (i386 getpid: %s %d)\n",
+                          WIFSIGNALED(status) ? "signal" : "exit",
+                          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     }
     return known;
 }
