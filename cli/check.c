@@ -14,6 +14,7 @@
 #include <ifaddrs.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,20 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
     return rc == 0 ? 0 : -EBUSY;
 }
 
+/* Writes a decision's reason, cut at its size: a reason is a one-line
+ * summary, and a long host name may not fit (gcc's -Wformat-truncation knew
+ * that and said so; here it is meant). */
+static void set_reason(struct policy_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_reason(struct policy_decision *d, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
+    va_end(ap);
+}
+
 /* Applies the guard and folds it into the final decision. */
 static void apply_guard(const struct policy *p, struct check_item *it)
 {
@@ -201,8 +216,7 @@ static void apply_guard(const struct policy *p, struct check_item *it)
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         it->d.rule = NULL;
-        snprintf(it->d.reason, sizeof(it->d.reason), "%s for %s", resolver_status_name(it->rst),
-                 it->host.name);
+        set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }
     it->nallowed = policy_guard(p, &it->host, it->port, it->addrs, it->naddrs, it->gv);
@@ -210,8 +224,7 @@ static void apply_guard(const struct policy *p, struct check_item *it)
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         it->d.rule = NULL;
-        snprintf(it->d.reason, sizeof(it->d.reason), "every resolved address is refused: %s",
-                 it->gv[0].why);
+        set_reason(&it->d, "every resolved address is refused: %s", it->gv[0].why);
     }
 }
 
