@@ -469,6 +469,12 @@ static int parse_authority(const char *h, size_t off, size_t len, int need_port,
             *why = "unterminated '[' in the host";
             return 400;
         }
+        /* brackets hold an IPv6 address only (RFC 3986 IP-literal): never
+         * a dotted IPv4 spelling or a name made of hex letters */
+        if (memchr(a + 1, ':', p - 1) == NULL) {
+            *why = "brackets around something that is not an IPv6 address";
+            return 400;
+        }
         hs = 1;
         he = p;
         p++; /* past ']' */

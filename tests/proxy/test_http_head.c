@@ -140,6 +140,10 @@ static const struct req_row req_rows[] = {
     {"GET http://ex%61mple.com/" H11 END, 400, NULL, 0, 0, 0, 0, "percent"},
     {"GET http://[fe80::1%25eth0]/" H11 END, 400, NULL, 0, 0, 0, 0, "zone"},
     {"GET http://[::1/" H11 END, 400, NULL, 0, 0, 0, 0, "unterminated"},
+    /* brackets hold an IPv6 address only: not a dotted IPv4 or a hex name */
+    {"GET http://[127.0.0.1]/" H11 END, 400, NULL, 0, 0, 0, 0, "not an IPv6"},
+    {"CONNECT [deadbeef]:443" H11 "Host: [deadbeef]:443\r\n" END, 400, NULL, 0, 0, 0, 0,
+     "not an IPv6"},
     {"GET http://[::1]x/" H11 END, 400, NULL, 0, 0, 0, 0, "junk"},
     {"GET http://[v1.x]/" H11 END, 400, NULL, 0, 0, 0, 0, "IPv6"},
     {"GET http://exa$mple.com/" H11 END, 400, NULL, 0, 0, 0, 0, "invalid character"},
