@@ -121,19 +121,22 @@ static enum policy_addr_class embedded(const uint8_t *v4, enum policy_addr_class
 }
 
 /* Finds an IPv4 address embedded in an IPv6 one: mapped ::ffff:a.b.c.d,
- * compatible ::a.b.c.d, NAT64 64:ff9b::/96 and the local-use 64:ff9b:1::/48
- * (last 32 bits), 6to4 2002:AABB:CCDD::/16, and Teredo 2001:0::/32 (client
- * address, inverted, in the last 32 bits). Returns 1 and fills v4, or 0. */
+ * SIIT-translated ::ffff:0:a.b.c.d (RFC 7915), compatible ::a.b.c.d, NAT64
+ * 64:ff9b::/96 and the local-use 64:ff9b:1::/48 (last 32 bits), 6to4
+ * 2002:AABB:CCDD::/16, and Teredo 2001:0::/32 (client address, inverted, in
+ * the last 32 bits). Returns 1 and fills v4, or 0. */
 int policy__embedded_v4(const uint8_t *b, uint8_t v4[4])
 {
     static const uint8_t zero[12];
+    static const uint8_t siit[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
     static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
     static const uint8_t nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0x00, 0x01};
     static const uint8_t teredo[4] = {0x20, 0x01, 0x00, 0x00};
     static const uint8_t sixtofour[2] = {0x20, 0x02};
     int i;
 
-    if (policy__v6_is_mapped(b) || prefix_eq(b, nat64, 96) || prefix_eq(b, nat64_local, 48) ||
+    if (policy__v6_is_mapped(b) || prefix_eq(b, siit, 96) || prefix_eq(b, nat64, 96) ||
+        prefix_eq(b, nat64_local, 48) ||
         (memcmp(b, zero, 12) == 0 && !(b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1))) {
         memcpy(v4, b + 12, 4);
         return 1;

@@ -1250,6 +1250,8 @@ static const struct class_row class_rows[] = {
     KE("::ffff:127.0.0.1", LOOPBACK),
     KE("::ffff:169.254.169.254", METADATA),
     KE("::ffff:0.0.0.0", UNSPECIFIED),
+    KE("::ffff:0:7f00:1", LOOPBACK),     /* SIIT (RFC 7915) ::ffff:0:a.b.c.d */
+    KE("::ffff:0:a9fe:a9fe", METADATA),
     KE("::127.0.0.1", LOOPBACK),
     KE("64:ff9b::7f00:1", LOOPBACK),
     KE("64:ff9b::a9fe:a9fe", METADATA),
