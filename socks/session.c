@@ -595,9 +595,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
  *     relay resumes reading;
  *   - EOF: libuv stopped reading; the relay reads the EOF again (a socket
  *     keeps returning it) and half-closes as usual;
- *   - an error (a reset): libuv stopped reading, and the relay would read a
- *     plain EOF after it, so it is kept: connected() ends the connection
- *     instead of starting a tunnel (a failure reply just fails to go out). */
+ *   - an error (a reset): the client is gone for good, so the connection
+ *     ends now, cancelling its ask, lookup or dial (waiting for them would
+ *     hold the descriptor up to the ask timeout for nobody). */
 static void egress_read(struct socks_conn *c, ssize_t nread)
 {
     uint8_t *p;
@@ -606,6 +606,8 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
         return;
     if (nread < 0) {
         c->client_err = (int)nread;
+        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name(c->client_err));
+        conn_close(c, c->end_buf);
         return;
     }
     uv_read_stop(&c->relay.a.u.s);
