@@ -95,7 +95,7 @@ exec "$SLUICE" proxy --settings "$T/s.json" --http off --socks tcp:127.0.0.1:0 -
 SH
     setsid bash "$T/tty.sh" &
     PROXY_PID=$!; PIDS+=($PROXY_PID)
-    for i in $(seq 100); do PORT=$(sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/tty.log" 2>/dev/null | head -1); [ -n "$PORT" ] && break; sleep 0.05; done
+    for i in $(seq $((100 * SLOW))); do PORT=$(sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/tty.log" 2>/dev/null | head -1); [ -n "$PORT" ] && break; sleep 0.05; done
     expect_reply "tty: no terminal denies" tty1.example 02
     grep -q 'no terminal' "$T/tty.err" "$T/tty.log" && ok "tty: says there is no terminal" || bad "tty message" "$(cat "$T/tty.err")"
     kill -TERM "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null

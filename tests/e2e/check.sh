@@ -19,7 +19,7 @@ expect_run() {
     local out st
     out=$("$@" 2>&1); st=$?
     if [ "$st" -ne "$want" ]; then bad "$name (exit $st, want $want)" "$out"; return; fi
-    if ! printf '%s\n' "$out" | grep -qE -- "$re"; then bad "$name (output)" "$out"; return; fi
+    if ! grep -qE -- "$re" <<< "$out"; then bad "$name (output)" "$out"; return; fi
     ok "$name"
 }
 

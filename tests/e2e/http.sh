@@ -82,7 +82,7 @@ rawgrep() {
     shift 2
     got=$($RAW "$PORT" "$@" 2>&1)
     while IFS= read -r re; do
-        printf '%s\n' "$got" | grep -qE -- "$re" || miss="$miss /$re/"
+        grep -qE -- "$re" <<< "$got" || miss="$miss /$re/"
     done <<< "$res"
     if [ -z "$miss" ]; then ok "$name"; else bad "$name" "no line matches$miss
 got:  $got"; fi
@@ -203,10 +203,10 @@ fi
 # --- policy and egress answers -------------------------------------------------------------
 out=$($RAW "$PORT" s:"GET http://denied.test:$PA/?t=denied1$H11" r)
 want_st="< HTTP/1.1 403 denied by rule 'denied.test'"
-if printf '%s\n' "$out" | grep -qxF "$want_st" &&
-    printf '%s\n' "$out" | grep -qxF "< Proxy-Status: sluice; error=http_request_denied; details=\"denied by rule 'denied.test'\"" &&
-    printf '%s\n' "$out" | grep -qxF "< X-Proxy-Error: blocked-by-allowlist" &&
-    printf '%s\n' "$out" | grep -qE "^< body [0-9]+: sluice: denied.test:$PA blocked: denied by rule 'denied.test'\\\\n$"; then
+if grep -qxF "$want_st" <<< "$out" &&
+    grep -qxF "< Proxy-Status: sluice; error=http_request_denied; details=\"denied by rule 'denied.test'\"" <<< "$out" &&
+    grep -qxF "< X-Proxy-Error: blocked-by-allowlist" <<< "$out" &&
+    grep -qE "^< body [0-9]+: sluice: denied.test:$PA blocked: denied by rule 'denied.test'\\\\n$" <<< "$out"; then
     ok "deny rule: 403 with the reason as phrase, Proxy-Status, X-Proxy-Error, one-line body"
 else bad "403 deny" "$out"; fi
 rawgrep "unmatched name: 403" '^< HTTP/1.1 403 ' s:"GET http://example.org/$H11" r

@@ -5,6 +5,10 @@ T=$(mktemp -d /tmp/sluice-e2e.XXXXXX) || exit 2
 export HOME="$T/home" XDG_CONFIG_HOME="$T/home/.config"
 unset SLUICE_SETTINGS
 mkdir -p "$HOME"
+# SLOW scales the waits for a sluice to start (start_proxy and the like):
+# tests/valgrind.sh sets SLUICE_TEST_SLOW, as valgrind starts programs slowly.
+# Only start-up waits use it, never a bound that a check is about.
+SLOW=${SLUICE_TEST_SLOW:-1}
 
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); echo "ok - $1"; }
@@ -66,7 +70,7 @@ start_proxy() {
     PROXY_PID=$!
     PIDS+=($PROXY_PID)
     line=
-    for i in $(seq 200); do
+    for i in $(seq $((200 * SLOW))); do
         line=$(grep -m1 'event=start' "$T/$name.log" 2>/dev/null)
         [ -n "$line" ] && break
         kill -0 "$PROXY_PID" 2>/dev/null || break

@@ -95,7 +95,7 @@ $4}"; fi
     out=$(SHELL=/nonexistent/shell sr -c 'echo via-sh'); [ "$out" = via-sh ] &&
         ok "-c falls back to /bin/sh when \$SHELL is unusable" || bad "-c /bin/sh fallback" "$out"
     out=$(sr ls -la 2>&1); rc=$?
-    [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q fakesh && ok "sluice run ls -la: -la goes to ls" ||
+    [ $rc -eq 0 ] && grep -q fakesh <<< "$out" && ok "sluice run ls -la: -la goes to ls" ||
         bad "sluice run ls -la" "rc=$rc $out"
     out=$(sr echo --quiet -c --settings x); [ "$out" = "--quiet -c --settings x" ] &&
         ok "options stop at the first non-option" || bad "options after the command" "$out"
@@ -104,7 +104,7 @@ $4}"; fi
         ok "sluice run -- --weird runs the command named --weird" || bad "-- --weird" "$out"
     rm -rf bin fakesh
     err=$(sr --no-such-option true 2>&1); rc=$?
-    [ $rc -ne 0 ] && printf '%s' "$err" | grep -q -- '--no-such-option' &&
+    [ $rc -ne 0 ] && grep -q -- '--no-such-option' <<< "$err" &&
         ok "an unknown option is refused, named ($rc)" || bad "unknown option" "rc=$rc $err"
 
     # --- network through the proxies -------------------------------------------------------
@@ -116,51 +116,51 @@ $4}"; fi
     [ "$out" = hello-origin ] && ok "curl socks5h:// (name resolved on the host) to an allowed origin" ||
         bad "curl socks5h" "$out"
     out=$(sr -c "curl --max-time 10 -sS http://127.0.0.1:$PA/hello.txt; echo rc=\$?" 2>&1)
-    printf '%s' "$out" | grep -q 'rc=0' && bad "NO_PROXY lists 127.0.0.1 (direct attempt)" "$out" ||
+    grep -q 'rc=0' <<< "$out" && bad "NO_PROXY lists 127.0.0.1 (direct attempt)" "$out" ||
         ok "with the default NO_PROXY curl goes direct to 127.0.0.1 and fails"
     out=$(sr -c 'env' 2>&1)
     for v in HTTP_PROXY=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128 \
              ALL_PROXY=socks5h://127.0.0.1:1080 SANDBOX_RUNTIME=1; do
-        printf '%s\n' "$out" | grep -qx -- "$v" && ok "environment has $v" || bad "environment $v"
+        grep -qx -- "$v" <<< "$out" && ok "environment has $v" || bad "environment $v"
     done
-    printf '%s\n' "$out" | grep -E '^GIT_SSH_COMMAND=' | grep -q 'connect' &&
-        ok "GIT_SSH_COMMAND uses sluice connect" || bad "GIT_SSH_COMMAND" "$(printf '%s\n' "$out" | grep GIT_SSH)"
+    grep -E '^GIT_SSH_COMMAND=' <<< "$out" | grep -q 'connect' &&
+        ok "GIT_SSH_COMMAND uses sluice connect" || bad "GIT_SSH_COMMAND" "$(grep GIT_SSH <<< "$out")"
     out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | '$SLUICE' connect 127.0.0.1 $PA" 2>&1)
-    printf '%s' "$out" | grep -q '^HTTP/1.0 200' && printf '%s' "$out" | grep -q hello-origin &&
+    grep -q '^HTTP/1.0 200' <<< "$out" && grep -q hello-origin <<< "$out" &&
         ok "sluice connect inside the sandbox reaches an allowed origin" || bad "sluice connect inside" "$out"
     out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | '$SLUICE' connect 127.0.0.1 $PB; echo rc=\$?" 2>&1)
-    printf '%s' "$out" | grep -q hello-origin && bad "sluice connect to a denied origin" "$out" ||
+    grep -q hello-origin <<< "$out" && bad "sluice connect to a denied origin" "$out" ||
         ok "sluice connect to a denied origin gets nothing"
 
     # --- denied: 403 and the summary ----------------------------------------------------------
     out=$(sr -c "curl $X -o /dev/null -w '%{http_code}' http://127.0.0.1:$PB/hello.txt" 2>"$T/err")
     err=$(cat "$T/err")
     [ "$out" = 403 ] && ok "a denied origin gets 403" || bad "denied 403" "$out $err"
-    printf '%s\n' "$err" | grep -q "^sluice: blocked 1 connection: 127.0.0.1:$PB" &&
+    grep -q "^sluice: blocked 1 connection: 127.0.0.1:$PB" <<< "$err" &&
         ok "the after-run summary names the blocked connection" || bad "blocked summary" "$err"
     out=$(sr -c "curl $X -o /dev/null http://127.0.0.1:$PB/a; curl $X -o /dev/null http://127.0.0.1:$PB/b; curl $X -p -o /dev/null http://127.0.0.1:$PB/b" 2>&1)
-    printf '%s\n' "$out" | grep -q "^sluice: blocked 3 connections: 127.0.0.1:$PB.*×3" &&
+    grep -q "^sluice: blocked 3 connections: 127.0.0.1:$PB.*×3" <<< "$out" &&
         ok "the summary counts repeats (×3)" || bad "summary ×3" "$out"
     out=$(sr --quiet -c "curl $X -o /dev/null http://127.0.0.1:$PB/hello.txt" 2>&1)
-    printf '%s' "$out" | grep -q 'sluice: blocked' && bad "--quiet" "$out" || ok "--quiet: no summary"
+    grep -q 'sluice: blocked' <<< "$out" && bad "--quiet" "$out" || ok "--quiet: no summary"
     cat > "$T/ign.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"]}, "ignoreViolations": {"*": ["127.0.0.1:$PB"]}}
 JSON
     out=$("$SLUICE" run --settings "$T/ign.json" -c "curl $X -o /dev/null http://127.0.0.1:$PB/hello.txt" 2>&1)
-    printf '%s' "$out" | grep -q 'sluice: blocked' && bad "ignoreViolations *" "$out" ||
+    grep -q 'sluice: blocked' <<< "$out" && bad "ignoreViolations *" "$out" ||
         ok "ignoreViolations {\"*\": [host:port]} hides it"
     cat > "$T/ign2.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"]}, "ignoreViolations": {"othercmd": ["127.0.0.1:$PB"]}}
 JSON
     out=$("$SLUICE" run --settings "$T/ign2.json" -c "curl $X -o /dev/null http://127.0.0.1:$PB/hello.txt" 2>&1)
-    printf '%s' "$out" | grep -q "sluice: blocked 1 connection: 127.0.0.1:$PB" &&
+    grep -q "sluice: blocked 1 connection: 127.0.0.1:$PB" <<< "$out" &&
         ok "ignoreViolations for another command does not hide it" || bad "ignoreViolations per command" "$out"
     sr --log "$T/run.log" -c "curl $X -o /dev/null http://127.0.0.1:$PA/hello.txt; curl $X -o /dev/null http://127.0.0.1:$PB/x" 2>/dev/null
     grep -q "target=127.0.0.1:$PA decision=allow" "$T/run.log" && grep -q "target=127.0.0.1:$PB decision=deny" "$T/run.log" &&
         ok "--log writes a decision line per connection" || bad "--log" "$(cat "$T/run.log" 2>&1)"
 
     out=$(sr -c "curl --max-time 5 -sS --noproxy '*' http://127.0.0.1:$PA/hello.txt; echo rc=\$?" 2>&1)
-    printf '%s' "$out" | grep -q 'rc=7' && ! printf '%s' "$out" | grep -q hello-origin &&
+    grep -q 'rc=7' <<< "$out" && ! grep -q hello-origin <<< "$out" &&
         ok "direct TCP to a host loopback port fails" || bad "direct TCP" "$out"
 
     # --- filesystem ----------------------------------------------------------------------------
@@ -180,7 +180,7 @@ JSON
     VT=$(mktemp -d /var/tmp/sluice-e2e.XXXXXX) && echo before > "$VT/f"
     EXTRA_RM+=("$VT")
     out=$(sr -c "echo x > '$VT/f'; echo rc=\$?; touch '$VT/new'; echo rc=\$?; touch /etc/sluice-e2e; echo rc=\$?; touch /usr/sluice-e2e; echo rc=\$?" 2>&1)
-    if [ "$(printf '%s' "$out" | grep -c 'rc=[1-9]')" = 4 ] && [ "$(cat "$VT/f")" = before ] && [ ! -e "$VT/new" ]; then
+    if [ "$(grep -c 'rc=[1-9]' <<< "$out")" = 4 ] && [ "$(cat "$VT/f")" = before ] && [ ! -e "$VT/new" ]; then
         ok "host paths outside the working directory are read-only (/var/tmp, /etc, /usr)"
     else bad "read-only outside cwd" "$out"; fi
     cat > "$T/aw.json" <<JSON
@@ -237,8 +237,8 @@ $(diff <(printf '%s\n' "$want") <(printf '%s\n' "$after"))"; fi
     rm -f marker
     printf '{"bwrapPath": "/nonexistent/bwrap"}\n' > "$T/nobw.json"
     err=$("$SLUICE" run --settings "$T/nobw.json" -c 'touch marker' 2>&1); rc=$?
-    if [ $rc -eq 125 ] && [ ! -e marker ] && printf '%s' "$err" | grep -qi 'install' &&
-        printf '%s' "$err" | grep -q 'bwrapPath'; then
+    if [ $rc -eq 125 ] && [ ! -e marker ] && grep -qi 'install' <<< "$err" &&
+        grep -q 'bwrapPath' <<< "$err"; then
         ok "bwrap missing: 125 with a message naming the fix, the command did not run"
     else bad "bwrap missing" "rc=$rc $err"; fi
     printf '#!/bin/sh\nexit 1\n' > "$T/falsebwrap"; chmod 755 "$T/falsebwrap"
@@ -250,10 +250,10 @@ $(diff <(printf '%s\n' "$want") <(printf '%s\n' "$after"))"; fi
 
     # --- explain ------------------------------------------------------------------------------------
     out=$("$SLUICE" explain --settings "$S" 2>&1); rc=$?
-    [ $rc -eq 0 ] && printf '%s' "$out" | grep -q "127.0.0.1:$PA" && printf '%s' "$out" | grep -q "localhost:$PA" &&
+    [ $rc -eq 0 ] && grep -q "127.0.0.1:$PA" <<< "$out" && grep -q "localhost:$PA" <<< "$out" &&
         ok "sluice explain names the allowed domains" || bad "explain" "rc=$rc $out"
     out=$("$SLUICE" explain --settings "$S" --json 2>&1); rc=$?
-    [ $rc -eq 0 ] && printf '%s' "$out" | python3 -m json.tool >/dev/null 2>&1 && printf '%s' "$out" | grep -q "127.0.0.1:$PA" &&
+    [ $rc -eq 0 ] && printf '%s' "$out" | python3 -m json.tool >/dev/null 2>&1 && grep -q "127.0.0.1:$PA" <<< "$out" &&
         ok "sluice explain --json is valid JSON naming the allowed domains" || bad "explain --json" "rc=$rc $out"
     out=$("$SLUICE" explain --settings "$T/bad1.json" 2>&1); rc=$?
     [ $rc -ne 0 ] && ok "sluice explain refuses invalid settings ($rc)" || bad "explain with bad settings" "$out"
@@ -264,17 +264,17 @@ $(diff <(printf '%s\n' "$want") <(printf '%s\n' "$after"))"; fi
 {"network": {"allowedDomains": ["127.0.0.1:$PA"]}, "sandbox": {"enabled": false}}
 JSON
     out=$("$SLUICE" run --settings "$T/off.json" -c "$DIRECT" 2>&1)
-    printf '%s' "$out" | grep -q hello-origin && printf '%s' "$out" | grep -q 'without the sandbox' &&
+    grep -q hello-origin <<< "$out" && grep -q 'without the sandbox' <<< "$out" &&
         ok "sandbox.enabled false: runs unsandboxed (direct network works), said on stderr" || bad "sandbox.enabled false" "$out"
     out=$(sr --dangerously-disable-sandbox -c "$DIRECT" 2>&1)
-    printf '%s' "$out" | grep -q hello-origin && ok "--dangerously-disable-sandbox honoured by default" ||
+    grep -q hello-origin <<< "$out" && ok "--dangerously-disable-sandbox honoured by default" ||
         bad "--dangerously-disable-sandbox" "$out"
     cat > "$T/nobypass.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"]}, "sandbox": {"allowUnsandboxedCommands": false}}
 JSON
     out=$("$SLUICE" run --settings "$T/nobypass.json" --dangerously-disable-sandbox -c "$DIRECT; echo rc=\$?" 2>&1)
-    if ! printf '%s' "$out" | grep -q hello-origin && printf '%s' "$out" | grep -q 'rc=7' &&
-        printf '%s' "$out" | grep -q refused; then
+    if ! grep -q hello-origin <<< "$out" && grep -q 'rc=7' <<< "$out" &&
+        grep -q refused <<< "$out"; then
         ok "--dangerously-disable-sandbox refused when allowUnsandboxedCommands is false: runs sandboxed"
     else bad "bypass refused" "$out"; fi
     printf '#!/bin/sh\n%s\n' "$DIRECT" > direct.sh; chmod 755 direct.sh
@@ -283,14 +283,14 @@ JSON
  "sandbox": {"excludedCommands": ["./direct.sh", "curl:*", "ech"]}}
 JSON
     ex() { "$SLUICE" run --settings "$T/excl.json" "$@" 2>&1; }
-    out=$(ex ./direct.sh); printf '%s' "$out" | grep -q hello-origin &&
+    out=$(ex ./direct.sh); grep -q hello-origin <<< "$out" &&
         ok "excludedCommands: exact match runs unsandboxed" || bad "excluded exact" "$out"
-    out=$(ex ./direct.sh arg); printf '%s' "$out" | grep -q hello-origin &&
+    out=$(ex ./direct.sh arg); grep -q hello-origin <<< "$out" &&
         ok "excludedCommands: entry followed by a space and arguments runs unsandboxed" || bad "excluded prefix-space" "$out"
-    out=$(ex -c "$DIRECT"); printf '%s' "$out" | grep -q hello-origin &&
+    out=$(ex -c "$DIRECT"); grep -q hello-origin <<< "$out" &&
         ok "excludedCommands: prefix:* runs unsandboxed" || bad "excluded prefix:*" "$out"
     cp direct.sh direct.shx
-    out=$(ex ./direct.shx); printf '%s' "$out" | grep -q hello-origin && bad "excludedCommands: near miss" "$out" ||
+    out=$(ex ./direct.shx); grep -q hello-origin <<< "$out" && bad "excludedCommands: near miss" "$out" ||
         ok "excludedCommands: ./direct.shx (no space after the entry) stays sandboxed"
     out=$(ex echo hi; ex sh -c "echo \$SANDBOX_RUNTIME")
     [ "$out" = "$(printf 'hi\n1')" ] && ok "excludedCommands: 'ech' does not exclude 'echo', sh -c stays sandboxed" ||
@@ -302,7 +302,7 @@ JSON
     "$SLUICE" proxy --settings "$S" --http "unix:$W/h.sock" --socks off --log "$T/uproxy.log" 2>"$T/uproxy.err" &
     pid=$!
     PIDS+=($pid)
-    for i in $(seq 100); do [ -S "$W/h.sock" ] && break; sleep 0.05; done
+    for i in $(seq $((100 * SLOW))); do [ -S "$W/h.sock" ] && break; sleep 0.05; done
     out=$(bwrap --ro-bind / / --dev /dev --proc /proc --unshare-net --unshare-pid --die-with-parent --bind "$W" "$W" \
         sh -c "'$SLUICE' bridge --quiet tcp:127.0.0.1:3128 unix:$W/h.sock & b=\$!
                curl --max-time 3 -sS --noproxy '*' http://127.0.0.1:$PA/hello.txt >/dev/null 2>&1 && echo DIRECT-REACHED

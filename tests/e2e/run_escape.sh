@@ -34,7 +34,7 @@ c() { # NAME EXPECT SNIPPET
     local name=$1 exp=$2 snip=$3 out rc first
     out=$(cd "$CWD" && env "${CENV[@]}" "$SLUICE" run --settings "$CSET" -c "$snip" 2>&1 </dev/null)
     rc=$?
-    first=$(printf '%s\n' "$out" | grep -m1 -E '^(BLOCKED|OPEN|SKIP)' || true)
+    first=$(grep -m1 -E '^(BLOCKED|OPEN|SKIP)' <<< "$out" || true)
     case $exp in
     ok) if [ $rc -eq 0 ]; then ok "$name"; else bad "$name" "exit $rc (want 0)
 $out"; fi ;;
@@ -321,14 +321,14 @@ JSON
     if command -v script >/dev/null 2>&1; then
         for p in tiocsti tiocsti-high tioclinux; do
             out=$(cd "$W" && SHELL=/bin/sh script -qec "'$SLUICE' run --settings '$CSET' -- python3 probe.py $p 0" /dev/null 2>&1 </dev/null | tr -d '\r')
-            case $(printf '%s\n' "$out" | grep -m1 -E '^(BLOCKED|OPEN|SKIP)') in
+            case $(grep -m1 -E '^(BLOCKED|OPEN|SKIP)' <<< "$out") in
             BLOCKED*) ok "$p on the terminal the command shares (script pty)" ;;
-            SKIP*) skip "$p on a pty" "$(printf '%s\n' "$out" | grep -m1 SKIP)" ;;
+            SKIP*) skip "$p on a pty" "$(grep -m1 SKIP <<< "$out")" ;;
             *) bad "$p on a pty" "$out" ;;
             esac
         done
         out=$(cd "$W" && SHELL=/bin/sh script -qec "'$SLUICE' run --settings '$CSET' -c 'python3 -c \"open(\\\"/dev/tty\\\")\" && echo TTY-OPENED' </dev/null" /dev/null 2>&1 </dev/null | tr -d '\r')
-        printf '%s' "$out" | grep -q TTY-OPENED && bad "stdin not a terminal: /dev/tty of the user's session" "$out" ||
+        grep -q TTY-OPENED <<< "$out" && bad "stdin not a terminal: /dev/tty of the user's session" "$out" ||
             ok "stdin not a terminal: new session, /dev/tty of the user's session cannot be opened"
     else
         skip "TIOCSTI on a pty" "no script(1)"
@@ -363,7 +363,7 @@ PY" 2>&1 >/dev/null)
     [ ! -e "$W/.git/commondir" ] && ok "host: the .git/commondir the command made was removed after the run" ||
         bad "host: .git/commondir left" "$(cat "$W/.git/commondir")"
     out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "echo '$T/evilgit' > .git/commondir" 2>&1)
-    if [ ! -e "$W/.git/commondir" ] && printf '%s' "$out" | grep -q commondir; then
+    if [ ! -e "$W/.git/commondir" ] && grep -q commondir <<< "$out"; then
         ok "host: a created .git/commondir is removed with a message"
     else bad "host: commondir check" "$out"; fi
     [ "$(grep -c CONNECTION "$T/unix.log")" = 0 ] && ok "host: no connection reached the host's unix sockets" ||

@@ -161,9 +161,12 @@ raw "a bad file keeps the previous policy (allowed still allowed)" "0500
 $R_OK" s:$GREET r:2 s:$(connect_req also.test "$OPORT") r:10
 
 # --- drain (SIGTERM) ---------------------------------------------------------------------
-$RAW "$PORT" s:$GREET r:2 s:$(connect_req also.test "$OPORT") r:10 w:1 s:"474554202f696e6465782e68746d6c20485454502f312e300d0a0d0a" r:12 > "$T/drain.out" 2>&1 &
+PYTHONUNBUFFERED=1 $RAW "$PORT" s:$GREET r:2 s:$(connect_req also.test "$OPORT") r:10 w:1 s:"474554202f696e6465782e68746d6c20485454502f312e300d0a0d0a" r:12 > "$T/drain.out" 2>&1 &
 DRAIN_CLIENT=$!
-sleep 0.4
+# SIGTERM once the tunnel is up (its CONNECT reply read), while the client
+# waits before it sends its request: not after a fixed sleep, which under
+# valgrind can come before the client has even connected
+wait_for "$T/drain.out" '^05000001' $((5 * SLOW))
 kill -TERM "$PROXY_PID"
 wait "$DRAIN_CLIENT"
 wait "$PROXY_PID"; rc=$?
