@@ -271,7 +271,7 @@ rawgrep "upstream never answers: 504 after the idle timeout" '^504 close$' s:"GE
 rawgrep "upstream stalls mid-body: the client connection is cut" '^< body 10: 0123456789 \((EOF|RESET)\)$' s:"GET $A/stall-body$H11" r
 raw "upstream answers early without reading the body: its answer, then close" "413 close" s:"POST $A/early HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc" c
 $RAW "$PORT" s:"POST $A/echo?t=abort HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n" w:0.5 >/dev/null 2>&1
-sleep 0.3
+wait_for "$T/main.log" 'end="client closed mid-request"' $((5 * SLOW))
 if grep -q 'end="client closed mid-request"' "$T/main.log" && awk -v p="$(pid_of t=abort)" '$1 == "error" && $3 == p' "$T/A.log" | grep -q eof; then
     ok "chunked upload aborted midway: the upstream sees the connection end, not a complete body"
 else bad "aborted upload" "$(grep -E 'mid-request' "$T/main.log"; grep "$(pid_of t=abort)" "$T/A.log")"; fi
@@ -315,12 +315,18 @@ write_settings "$T/l.json" "" 1
 http_proxy limit "$T/l.json"
 $RAW "$PORT" s:"GET $A/$H11" c w:3 >/dev/null 2>&1 &
 HOLD=$!
-sleep 0.5
+# the holder's request is decided, so its connection counts (not a fixed
+# sleep: on a loaded machine the holder could come after curl)
+wait_for "$T/limit.log" 'event=decision' $((10 * SLOW))
 out=$(curl -s -i --max-time 5 -x "http://127.0.0.1:$PORT" "$A/")
 case "$out" in "HTTP/1.1 503 Service Unavailable"*"Retry-After: 1"*"Connection: close"*) ok "over maxConnections: 503 with Retry-After";; *) bad "limit 503" "$out";; esac
 wait "$HOLD"
-sleep 0.2
-out=$(curl -s --max-time 5 -x "http://127.0.0.1:$PORT" "$A/")
+# served once the proxy has seen the holder go (a few tries, not a fixed sleep)
+for i in $(seq $((50 * SLOW))); do
+    out=$(curl -s --max-time 5 -x "http://127.0.0.1:$PORT" "$A/")
+    [ "$out" = "hello from A" ] && break
+    sleep 0.1
+done
 [ "$out" = "hello from A" ] && ok "below the limit again: served" || bad "after limit" "$out"
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID"
 
