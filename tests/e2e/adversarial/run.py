@@ -62,6 +62,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "http-helpers"))
+import raw  # noqa: E402  (its unescape: one escape syntax for every raw table)
+
 CFG = json.load(open(sys.argv[1]))
 PO, PT, HP, SP = CFG["po"], CFG["pt"], CFG["hp"], CFG["sp"]
 V6 = CFG["v6"]
@@ -146,23 +149,7 @@ def open_listeners():
 # helpers
 
 def unescape(s):
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "x":
-                out.append(int(s[i + 2:i + 4], 16))
-                i += 4
-                continue
-            out += {"r": b"\r", "n": b"\n", "t": b"\t", "0": b"\0", "\\": b"\\"}.get(
-                n, b"\\" + n.encode())
-            i += 2
-            continue
-        out += ch.encode("utf-8")
-        i += 1
-    return bytes(out)
+    return raw.unescape(s, "utf-8")
 
 
 def subst(s):

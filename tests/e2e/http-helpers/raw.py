@@ -24,7 +24,9 @@ import sys
 import time
 
 
-def unescape(s):
+def unescape(s, encoding="latin-1"):
+    """Bytes from a step's text: \\r \\n \\t \\0 \\\\ and \\xHH are escapes;
+    other characters are encoded with ENCODING (adversarial/run.py: utf-8)."""
     out = bytearray()
     i = 0
     while i < len(s):
@@ -48,7 +50,7 @@ def unescape(s):
                 out += b"\\" + n.encode()
             i += 2
             continue
-        out += ch.encode("latin-1")
+        out += ch.encode(encoding)
         i += 1
     return bytes(out)
 
