@@ -77,7 +77,6 @@ struct socks_conn {
     uint8_t reply_out[SOCKS5_REPLY_LEN];
     uint8_t hs_queued; /* queued writes whose request lives in hs (method, auth) */
     uint8_t hs_done;   /* the success reply is out: hs goes once hs_queued is 0 */
-    int client_err;    /* a read error while in EGRESS (the relay would not see it), or 0 */
     uv_write_t reply_req, early_req;
     uv_shutdown_t shutdown_req;
     uint8_t *early; /* bytes after the request, forwarded after the dial */
@@ -354,12 +353,6 @@ static void connected(struct socks_conn *c, int fd)
 {
     int rc;
 
-    if (c->client_err < 0) { /* gone while we dialed: no tunnel to start */
-        close(fd);
-        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name(c->client_err));
-        conn_close(c, c->end_buf);
-        return;
-    }
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
         set_text(&c->reason, "cannot adopt the upstream socket: %s",
@@ -605,8 +598,7 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
     if (nread == 0 || nread == UV_EOF)
         return;
     if (nread < 0) {
-        c->client_err = (int)nread;
-        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name(c->client_err));
+        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name((int)nread));
         conn_close(c, c->end_buf);
         return;
     }
