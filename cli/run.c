@@ -34,6 +34,7 @@
 #include "policy/policy.h"
 #include "proxy/proxy.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/transparent.h"
 #include "socks/socks.h"
 
 #include <errno.h>
@@ -116,6 +117,10 @@ struct run {
     size_t nblocked;
     unsigned blocked_total;
     unsigned blocked_dropped; /* beyond RUN_MAX_BLOCKED distinct entries */
+    /* transparent mode (issue 17; sandbox/transparent.c) */
+    int transparent_opt; /* --transparent */
+    struct tp *tp;
+    int dns_fds[2];      /* the resolver's UDP and TCP sockets from inner */
 };
 
 void cli_run_usage(FILE *f)
@@ -133,6 +138,9 @@ void cli_run_usage(FILE *f)
             "                    exec:PROGRAM or socket:PATH (default: deny them)\n"
             "  --log FILE        write a decision line per request to FILE\n"
             "  --quiet           no summary of blocked connections after the run\n"
+            "  --transparent     judge every TCP connect() and answer DNS in the sandbox\n"
+            "                    (network.transparent), for programs that ignore proxy\n"
+            "                    variables\n"
             "  --dangerously-disable-sandbox\n"
             "                    run CMD without the sandbox, only when the settings\n"
             "                    allow it (sandbox.allowUnsandboxedCommands)\n"
@@ -151,7 +159,10 @@ static void note_blocked(struct run *run, const struct connlog *r)
     char what[300];
     const char *reason = r->reason != NULL ? r->reason : "";
 
-    snprintf(what, sizeof(what), "%s:%u", r->host != NULL ? r->host : "?", (unsigned)r->port);
+    if (r->port == 0) /* a name the sandbox's resolver refused (transparent mode) */
+        snprintf(what, sizeof(what), "%s (dns)", r->host != NULL ? r->host : "?");
+    else
+        snprintf(what, sizeof(what), "%s:%u", r->host != NULL ? r->host : "?", (unsigned)r->port);
     run->blocked_total++;
     for (size_t i = 0; i < run->nblocked; i++) {
         if (strcmp(run->blocked[i].what, what) == 0 && strcmp(run->blocked[i].reason, reason) == 0) {
@@ -394,6 +405,8 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void close_all(struct run *run)
 {
+    tp_close(run->tp);
+    run->tp = NULL;
     for (size_t i = 0; i < run->nls; i++) {
         listener_close(run->ls[i].l, NULL, NULL);
         run->ls[i].l = NULL;
@@ -738,6 +751,11 @@ static int open_listeners(struct run *run, struct sb_handoff *h, char *err, size
         struct run_listener *rl = &run->ls[run->nls];
         int rc;
 
+        if (h->kind[i] == SB_L_DNS_UDP || h->kind[i] == SB_L_DNS_TCP) {
+            run->dns_fds[h->kind[i] == SB_L_DNS_TCP] = h->fds[i]; /* transparent mode */
+            h->fds[i] = -1;
+            continue;
+        }
         memset(&ep, 0, sizeof(ep));
         ep.kind = ENDPOINT_FD;
         ep.fd = h->fds[i];
@@ -791,6 +809,10 @@ static int parse_args(struct run *run, int argc, char **argv, char ***cmd, const
         }
         if (strcmp(o, "--quiet") == 0 || strcmp(o, "-q") == 0) {
             run->quiet = 1;
+            continue;
+        }
+        if (strcmp(o, "--transparent") == 0) {
+            run->transparent_opt = 1;
             continue;
         }
         if (strcmp(o, "--dangerously-disable-sandbox") == 0) {
@@ -853,6 +875,7 @@ int cli_run(int argc, char **argv)
     const char *cstr = NULL;
     char *shell_argv[4] = {NULL, NULL, NULL, NULL};
     char self[4096], cwd[4096], bwrap_buf[4096], rundir[4096], hosttmp[4200], err[1200];
+    char resolv_file[4200], resolv_dest[4096];
     const char *bwrap;
     struct sb_strv env = {0};
     struct sb_plan plan;
@@ -871,6 +894,7 @@ int cli_run(int argc, char **argv)
         return RUN_FAIL;
     }
     run->cmd_pidfd = -1;
+    run->dns_fds[0] = run->dns_fds[1] = -1;
     run->fwd.next = run->fwd.prev = &run->fwd;
     settings_init(&run->settings);
 
@@ -900,6 +924,23 @@ int cli_run(int argc, char **argv)
     if (cli_load_settings(&run->settings, run->settings_path) < 0) {
         fprintf(stderr, "sluice: run: not running the command: the settings are invalid\n");
         goto out;
+    }
+    if (run->transparent_opt)
+        run->settings.network.transparent = 1;
+    if (run->settings.network.transparent) {
+        const char *why = tp_preflight();
+        if (why != NULL) {
+            fprintf(stderr, "sluice: run: transparent mode needs %s, which this kernel lacks; "
+                            "the command was not run\n", why);
+            goto out;
+        }
+        if (run->settings.network.http_proxy_port != 0 ||
+            run->settings.network.socks_proxy_port != 0) {
+            fprintf(stderr, "sluice: run: network.transparent cannot be combined with "
+                            "network.httpProxyPort/socksProxyPort (an external proxy); the "
+                            "command was not run\n");
+            goto out;
+        }
     }
     if (run->settings.sandbox.enabled == SETTINGS_FALSE) {
         code = exec_unsandboxed(cmd, "sandbox.enabled is false in the settings");
@@ -960,6 +1001,12 @@ int cli_run(int argc, char **argv)
         goto out;
     }
     have_rundir = 1;
+    if (run->settings.network.transparent &&
+        tp_resolv_conf(rundir, resolv_file, sizeof(resolv_file), resolv_dest, sizeof(resolv_dest),
+                       err, sizeof(err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
+        goto out;
+    }
 
     /* 3. environment and bwrap's arguments */
     {
@@ -983,6 +1030,9 @@ int cli_run(int argc, char **argv)
             .self_exe = self,
             .inner_fd = RUN_INNER_FD,
             .allow_unix_sockets = run->settings.network.allow_all_unix_sockets,
+            .transparent = run->settings.network.transparent,
+            .resolv_conf = resolv_file,
+            .resolv_conf_dest = resolv_dest,
             .cmd = cmd,
         };
         if (sb_env_build(&eo, &env, err, sizeof(err)) < 0 ||
@@ -1097,6 +1147,36 @@ int cli_run(int argc, char **argv)
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
     }
+    if (run->settings.network.transparent) {
+        /* inner sends the seccomp listener once its filter is loaded */
+        struct tp_opts to = {
+            .loop = &run->loop,
+            .egress = run->egress,
+            .notify_fd = sb_handoff_recv_notify(sp[0], RUN_HANDOFF_MS, err, sizeof(err)),
+            .cmd_pid = h.cmd_pid,
+            .dns_udp_fd = run->dns_fds[0],
+            .dns_tcp_fd = run->dns_fds[1],
+            .log = on_connlog,
+            .log_ctx = run,
+            .next_id = &run->next_id,
+        };
+        run->dns_fds[0] = run->dns_fds[1] = -1;
+        if (to.notify_fd < 0) {
+            fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not "
+                            "run\n", err);
+            if (to.dns_udp_fd >= 0)
+                close(to.dns_udp_fd);
+            if (to.dns_tcp_fd >= 0)
+                close(to.dns_tcp_fd);
+            (void)uv_process_kill(&run->proc, SIGKILL);
+            goto out;
+        }
+        if (tp_start(&run->tp, &to, err, sizeof(err)) < 0) {
+            fprintf(stderr, "sluice: run: %s; stopping the command\n", err);
+            (void)uv_process_kill(&run->proc, SIGKILL);
+            goto out;
+        }
+    }
     close(sp[0]);
     sp[0] = -1;
 
@@ -1122,6 +1202,9 @@ out:
         close(sp[1]);
     if (run->cmd_pidfd >= 0)
         close(run->cmd_pidfd);
+    for (int i = 0; i < 2; i++)
+        if (run->dns_fds[i] >= 0)
+            close(run->dns_fds[i]);
     for (size_t i = 0; i < h.n; i++)
         if (h.fds[i] >= 0)
             close(h.fds[i]);

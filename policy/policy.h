@@ -96,6 +96,7 @@ struct settings {
         struct settings_list denied_resolved_addresses; /* IPs and CIDRs */
         struct settings_list allow_unix_sockets;        /* macOS only in srt; kept */
         int allow_all_unix_sockets;
+        int transparent; /* network.transparent: seccomp-notify connect + DNS (issue 17) */
         int allow_local_binding;
         unsigned http_proxy_port;  /* 0 = unset */
         unsigned socks_proxy_port; /* 0 = unset */

@@ -670,6 +670,15 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--unshare-user");
     PUSH("--cap-drop");
     PUSH("ALL");
+    if (o->transparent) {
+        /* transparent mode: inner binds the sandbox's resolver to port 53
+         * (CAP_NET_BIND_SERVICE) and then drops every capability, the
+         * bounding set included (CAP_SETPCAP), before it execs the command */
+        PUSH("--cap-add");
+        PUSH("CAP_NET_BIND_SERVICE");
+        PUSH("--cap-add");
+        PUSH("CAP_SETPCAP");
+    }
 
     /* filesystem */
     PUSH(disabled ? "--bind" : "--ro-bind");
@@ -744,6 +753,13 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
+    if (o->transparent && o->resolv_conf != NULL) {
+        /* the sandbox's resolver: bound over the file /etc/resolv.conf
+         * leads to (the host's may be a link into /run) */
+        PUSH("--ro-bind");
+        PUSH(o->resolv_conf);
+        PUSH(o->resolv_conf_dest != NULL ? o->resolv_conf_dest : "/etc/resolv.conf");
+    }
     PUSH("--chdir");
     PUSH(o->cwd);
 
@@ -756,6 +772,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         rc = nomem(&c);
     if (o->allow_unix_sockets)
         PUSH("--allow-unix-sockets");
+    if (o->transparent)
+        PUSH("--transparent");
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);

@@ -143,6 +143,11 @@ struct sb_bwrap_opts {
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
+    int transparent;         /* network.transparent: inner gets --transparent
+                                and CAP_NET_BIND_SERVICE + CAP_SETPCAP, which
+                                it drops before exec */
+    const char *resolv_conf;      /* transparent: host file bound read-only at */
+    const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
 };
 
@@ -163,6 +168,8 @@ void sb_plan_free(struct sb_plan *p);
 
 struct sb_seccomp_opts {
     int allow_unix_sockets; /* network.allowAllUnixSockets */
+    int transparent;        /* network.transparent: connect() -> SCMP_ACT_NOTIFY */
+    int *notify_fd;         /* transparent: receives the listener descriptor */
 };
 
 /* Builds and loads the filter into the calling thread (no_new_privs must be
@@ -184,11 +191,13 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
  * message on stderr, 127/126 when CMD cannot be executed. */
 int sb_inner_main(int argc, char **argv);
 
-enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1 };
+enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1, SB_L_DNS_UDP = 2, SB_L_DNS_TCP = 3 };
+
+#define SB_HANDOFF_MAX 6 /* HTTP and SOCKS on v4 and v6, DNS over UDP and TCP */
 
 struct sb_handoff {
-    int fds[4];                    /* listening sockets, -1 when absent */
-    enum sb_listener_kind kind[4];
+    int fds[SB_HANDOFF_MAX];       /* listening sockets, -1 when absent */
+    enum sb_listener_kind kind[SB_HANDOFF_MAX];
     size_t n;
     int cmd_pid;                   /* the command's pid in the host's pid
                                       namespace (SCM_CREDENTIALS), 0 if unknown */
@@ -197,5 +206,10 @@ struct sb_handoff {
 /* Host side: receives inner's one message on SOCK (blocking, with a timeout
  * in ms). Every fd is CLOEXEC. */
 int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen);
+
+/* Transparent mode, host side: after the go byte, inner sends the seccomp
+ * listener descriptor (kind 'N'). Returns it (CLOEXEC) or -errno with err
+ * set. The descriptor is checked to be a seccomp notification fd. */
+int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen);
 
 #endif

@@ -62,16 +62,22 @@
  *
  * The filter is loaded by the calling thread only (inner is single-threaded
  * when it loads it) and is inherited by everything the command starts. */
+#define _GNU_SOURCE /* syscall(), memfd_create number */
 #include "sandbox/sandbox.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/net.h> /* SYS_SOCKET, socketcall's call numbers */
 #include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef CLONE_NEWUSER
 #define CLONE_NEWUSER 0x10000000
@@ -141,6 +147,15 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
             return rc;
     }
 
+    if (o->transparent) {
+        /* Transparent mode (transparent.c): every connect() waits for the
+         * host's answer. libseccomp also routes i386 socketcall(SYS_CONNECT)
+         * here (the host reads its argument block). */
+        rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), "connect", 0, none, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+
     rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_setup), "io_uring_setup", 0, none, err, errlen);
     if (rc == 0)
         rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_enter), "io_uring_enter", 0, none, err, errlen);
@@ -186,6 +201,73 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     return rc;
 }
 
+#ifndef SECCOMP_SET_MODE_FILTER
+#define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+
+/* Transparent mode: the filter is exported as BPF and loaded with
+ * seccomp(2) directly, because libseccomp 2.5 cannot ask for
+ * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19): once the host has
+ * read a connect()'s notification, a non-fatal signal no longer interrupts
+ * the wait (without it every Go program's preemption signal would restart
+ * connect() and the host's dial with it). Kernels without the flag (EINVAL)
+ * get the filter without it. The listener descriptor goes to *o->notify_fd. */
+static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err,
+                              size_t errlen)
+{
+    struct sock_fprog prog;
+    unsigned char *buf;
+    off_t size;
+    long fd;
+    int mfd, rc;
+
+    mfd = (int)syscall(SYS_memfd_create, "sluice-seccomp", 1U /* MFD_CLOEXEC */);
+    if (mfd < 0)
+        return fail(err, errlen, "memfd_create", -errno);
+    rc = seccomp_export_bpf(ctx, mfd);
+    if (rc < 0) {
+        close(mfd);
+        return fail(err, errlen, "seccomp_export_bpf", rc);
+    }
+    size = lseek(mfd, 0, SEEK_END);
+    if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+        size > (off_t)(sizeof(struct sock_filter) * 65535)) {
+        close(mfd);
+        return fail(err, errlen, "seccomp_export_bpf (size)", -EINVAL);
+    }
+    buf = malloc((size_t)size);
+    if (buf == NULL || pread(mfd, buf, (size_t)size, 0) != (ssize_t)size) {
+        free(buf);
+        close(mfd);
+        return fail(err, errlen, "reading the exported filter", -EIO);
+    }
+    close(mfd);
+    prog.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+    prog.filter = (struct sock_filter *)(void *)buf;
+    fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+    if (fd < 0 && errno == EINVAL)
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    rc = fd < 0 ? -errno : 0;
+    free(buf);
+    if (rc < 0)
+        return fail(err, errlen,
+                    "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER) (transparent mode needs seccomp "
+                    "user notification, Linux 5.0+)",
+                    rc);
+    if (o->notify_fd != NULL)
+        *o->notify_fd = (int)fd;
+    else
+        close((int)fd);
+    return 0;
+}
+
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx;
@@ -222,8 +304,11 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     if (rc < 0)
         goto out;
 
-    rc = seccomp_load(ctx);
-    if (rc < 0)
+    if (o->transparent)
+        rc = load_with_listener(ctx, o, err, errlen);
+    else
+        rc = seccomp_load(ctx);
+    if (rc < 0 && !o->transparent)
         rc = fail(err, errlen, "seccomp_load", rc);
 out:
     seccomp_release(ctx);
