@@ -670,6 +670,24 @@ static int sandbox_listens(int pid, unsigned port)
     return 0;
 }
 
+/* The thread group of thread TID, from /proc; TID itself when unknown. */
+static int tgid_of(int tid)
+{
+    char path[64], line[128];
+    int tgid = tid;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", tid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return tid;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Tgid: %d", &tgid) == 1)
+            break;
+    fclose(f);
+    return tgid > 0 ? tgid : tid;
+}
+
 static int is_loopback_or_any(const struct policy_addr *a)
 {
     static const uint8_t zero[16];
@@ -923,7 +941,9 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     }
 
     /* the socket itself */
-    pidfd = (int)syscall(SYS_pidfd_open, (int)n->pid, 0U);
+    /* n->pid is the calling thread: pidfd_open wants the thread group's
+     * leader before Linux 6.9 (threads share the descriptor table) */
+    pidfd = (int)syscall(SYS_pidfd_open, tgid_of((int)n->pid), 0U);
     if (pidfd >= 0) {
         orig = (int)syscall(SYS_pidfd_getfd, pidfd, (int)(a_fd & 0xffffffffu), 0U);
         e = errno;
