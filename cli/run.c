@@ -751,11 +751,6 @@ static int open_listeners(struct run *run, struct sb_handoff *h, char *err, size
         struct run_listener *rl = &run->ls[run->nls];
         int rc;
 
-        if (h->kind[i] == SB_L_DNS_UDP || h->kind[i] == SB_L_DNS_TCP) {
-            run->dns_fds[h->kind[i] == SB_L_DNS_TCP] = h->fds[i]; /* transparent mode */
-            h->fds[i] = -1;
-            continue;
-        }
         memset(&ep, 0, sizeof(ep));
         ep.kind = ENDPOINT_FD;
         ep.fd = h->fds[i];
@@ -1139,6 +1134,12 @@ int cli_run(int argc, char **argv)
         run->cmd_pidfd = run_pidfd_open(h.cmd_pid);
     if (start_signals(run) < 0) {
         fprintf(stderr, "sluice: run: cannot watch signals\n");
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        goto out;
+    }
+    if (run->settings.network.transparent &&
+        tp_dns_sockets(h.cmd_pid, &run->dns_fds[0], &run->dns_fds[1], err, sizeof(err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
     }

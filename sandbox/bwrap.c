@@ -670,16 +670,6 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--unshare-user");
     PUSH("--cap-drop");
     PUSH("ALL");
-    if (o->transparent) {
-        /* transparent mode: inner binds the sandbox's resolver to port 53
-         * (CAP_NET_BIND_SERVICE) and then drops every capability, the
-         * bounding set included (CAP_SETPCAP), before it execs the command */
-        PUSH("--cap-add");
-        PUSH("CAP_NET_BIND_SERVICE");
-        PUSH("--cap-add");
-        PUSH("CAP_SETPCAP");
-    }
-
     /* filesystem */
     PUSH(disabled ? "--bind" : "--ro-bind");
     PUSH("/");

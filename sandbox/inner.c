@@ -64,14 +64,11 @@
 
 #define INNER_FAIL 125
 #define INNER_BACKLOG 511
-#define INNER_MAX_L SB_HANDOFF_MAX /* 2 ports x 2 families, + DNS UDP and TCP */
+#define INNER_MAX_L 4 /* listeners in one handoff: 2 ports x 2 families */
 #define HANDOFF_GO 'G'
 #define KIND_HTTP 'H'
 #define KIND_SOCKS 'S'
-#define KIND_DNS_UDP 'U' /* transparent mode: the sandbox's resolver, 127.0.0.1:53 */
-#define KIND_DNS_TCP 'T'
 #define KIND_NOTIFY 'N' /* transparent mode: the seccomp listener, after the go byte */
-#define DNS_PORT 53
 
 static void inner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void inner_err(const char *fmt, ...)
@@ -207,7 +204,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
 
 /* A listening TCP socket on the loopback address of FAMILY; -errno on
  * failure with *what naming the step. */
-static int make_listener(int family, int type, unsigned port, const char **what)
+static int make_listener(int family, unsigned port, const char **what)
 {
     const int one = 1;
     union {
@@ -232,7 +229,7 @@ static int make_listener(int family, int type, unsigned port, const char **what)
     }
 
     *what = "socket";
-    fd = socket(family, type | SOCK_CLOEXEC, 0);
+    fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     *what = "setsockopt(SO_REUSEADDR)";
@@ -247,7 +244,7 @@ static int make_listener(int family, int type, unsigned port, const char **what)
     if (bind(fd, &addr.sa, alen) < 0)
         goto fail;
     *what = "listen";
-    if (type == SOCK_STREAM && listen(fd, INNER_BACKLOG) < 0)
+    if (listen(fd, INNER_BACKLOG) < 0)
         goto fail;
     return fd;
 fail:
@@ -379,54 +376,12 @@ static void confine_ptrace(void)
     close((int)fd);
 }
 
-/* Transparent mode: bwrap handed inner CAP_NET_BIND_SERVICE (and
- * CAP_SETPCAP to be able to drop it for good). Before exec: the ambient set
- * cleared, every capability dropped from the bounding set (so not even a
- * uid-0 exec regains one), then effective, permitted and inheritable
- * emptied; checked afterwards. 0, or -1 with a message. */
-static int drop_all_caps(void)
-{
-    struct {
-        uint32_t version;
-        int pid;
-    } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
-    struct {
-        uint32_t effective, permitted, inheritable;
-    } data[2];
-
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) < 0 && errno != EINVAL) {
-        inner_err("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %s", strerror(errno));
-        return -1;
-    }
-    for (unsigned long cap = 0; cap < 64; cap++) {
-        if (prctl(PR_CAPBSET_READ, cap, 0UL, 0UL, 0UL) < 0)
-            break; /* past the kernel's last capability */
-        if (prctl(PR_CAPBSET_DROP, cap, 0UL, 0UL, 0UL) < 0) {
-            inner_err("prctl(PR_CAPBSET_DROP, %lu): %s", cap, strerror(errno));
-            return -1;
-        }
-    }
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capset, &hdr, data) < 0) {
-        inner_err("capset: %s", strerror(errno));
-        return -1;
-    }
-    memset(data, 0xff, sizeof data);
-    if (syscall(SYS_capget, &hdr, data) < 0 || data[0].effective != 0 || data[0].permitted != 0 ||
-        data[0].inheritable != 0 || data[1].effective != 0 || data[1].permitted != 0 ||
-        data[1].inheritable != 0 || prctl(PR_CAPBSET_READ, 10UL /* NET_BIND_SERVICE */) != 0) {
-        inner_err("capabilities still held after dropping them");
-        return -1;
-    }
-    return 0;
-}
-
 int sb_inner_main(int argc, char **argv)
 {
     static const struct {
         int family;
         char kind;
-    } plan[4] = {
+    } plan[INNER_MAX_L] = {
         {AF_INET, KIND_HTTP},
         {AF_INET, KIND_SOCKS},
         {AF_INET6, KIND_HTTP},
@@ -443,10 +398,10 @@ int sb_inner_main(int argc, char **argv)
     if (parse_args(argc, argv, &a) < 0)
         return INNER_FAIL;
 
-    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+    for (size_t i = 0; i < INNER_MAX_L; i++) {
         unsigned port = plan[i].kind == KIND_HTTP ? a.http_port : a.socks_port;
         const char *what = "";
-        int fd = make_listener(plan[i].family, SOCK_STREAM, port, &what);
+        int fd = make_listener(plan[i].family, port, &what);
         if (fd < 0) {
             if (plan[i].family == AF_INET6 && (fd == -EADDRNOTAVAIL || fd == -EAFNOSUPPORT))
                 continue; /* no IPv6 loopback in this namespace */
@@ -459,29 +414,6 @@ int sb_inner_main(int argc, char **argv)
         fds[n] = fd;
         kinds[n] = plan[i].kind;
         n++;
-    }
-
-    if (a.transparent) {
-        /* the sandbox's resolver on 127.0.0.1:53, UDP and TCP (bwrap gave
-         * inner CAP_NET_BIND_SERVICE for this; dropped before exec) */
-        static const struct {
-            int type;
-            char kind;
-        } dns[2] = {{SOCK_DGRAM, KIND_DNS_UDP}, {SOCK_STREAM, KIND_DNS_TCP}};
-        for (size_t i = 0; i < 2; i++) {
-            const char *what = "";
-            int fd = make_listener(AF_INET, dns[i].type, DNS_PORT, &what);
-            if (fd < 0) {
-                inner_err("transparent mode: resolver on 127.0.0.1:53/%s: %s: %s",
-                          dns[i].type == SOCK_DGRAM ? "udp" : "tcp", what, strerror(-fd));
-                for (size_t j = 0; j < n; j++)
-                    close(fds[j]);
-                return INNER_FAIL;
-            }
-            fds[n] = fd;
-            kinds[n] = dns[i].kind;
-            n++;
-        }
     }
 
     rc = send_listeners(a.fd, fds, kinds, n);
@@ -497,8 +429,6 @@ int sb_inner_main(int argc, char **argv)
     if (!a.transparent) {
         close(a.fd);
         close_from_3();
-    } else if (drop_all_caps() < 0) {
-        return INNER_FAIL;
     }
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0) {
@@ -614,24 +544,6 @@ static const char *listener_problem(int fd)
     return NULL;
 }
 
-/* 0 when FD is a bound UDP (v4 or v6) socket; else a reason. */
-static const char *udp_problem(int fd)
-{
-    int v = 0;
-    socklen_t len = sizeof v;
-
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0)
-        return errno == ENOTSOCK ? "not a socket" : "SO_TYPE failed";
-    if (v != SOCK_DGRAM)
-        return "not a datagram socket";
-    len = sizeof v;
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) < 0)
-        return "SO_DOMAIN failed";
-    if (v != AF_INET && v != AF_INET6)
-        return "not an IPv4 or IPv6 socket";
-    return NULL;
-}
-
 int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen)
 {
     union {
@@ -705,7 +617,7 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
     } ctl;
     unsigned char payload[16];
     int fds[RX_MAX_FDS];
-    size_t nfds = 0, extra = 0, nh = 0, ns = 0, nd = 0;
+    size_t nfds = 0, extra = 0, nh = 0, ns = 0;
     struct ucred cred;
     int have_cred = 0;
     struct iovec iov;
@@ -788,23 +700,17 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
             nh++;
         } else if (payload[i] == KIND_SOCKS) {
             ns++;
-        } else if (payload[i] == KIND_DNS_UDP || payload[i] == KIND_DNS_TCP) {
-            nd++;
         } else {
             rc = handoff_fail(err, errlen, -EPROTO, "unknown listener kind 0x%02x",
                               (unsigned)payload[i]);
             goto bad;
         }
-        why = payload[i] == KIND_DNS_UDP ? udp_problem(fds[i]) : listener_problem(fds[i]);
+        why = listener_problem(fds[i]);
         if (why != NULL) {
             rc = handoff_fail(err, errlen, -EPROTO, "descriptor %zu (%c): %s", i, (char)payload[i],
                               why);
             goto bad;
         }
-    }
-    if (nd != 0 && nd != 2) {
-        rc = handoff_fail(err, errlen, -EPROTO, "%zu resolver sockets (expected 0 or 2)", nd);
-        goto bad;
     }
     if (nh == 0 || ns == 0) {
         rc = handoff_fail(err, errlen, -EPROTO, "no %s listener", nh == 0 ? "http" : "socks");
@@ -813,13 +719,7 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
 
     for (size_t i = 0; i < INNER_MAX_L; i++) {
         h->fds[i] = i < nfds ? fds[i] : -1;
-        h->kind[i] = SB_L_HTTP;
-        if (i < nfds && payload[i] == KIND_SOCKS)
-            h->kind[i] = SB_L_SOCKS;
-        else if (i < nfds && payload[i] == KIND_DNS_UDP)
-            h->kind[i] = SB_L_DNS_UDP;
-        else if (i < nfds && payload[i] == KIND_DNS_TCP)
-            h->kind[i] = SB_L_DNS_TCP;
+        h->kind[i] = (i < nfds && payload[i] == KIND_SOCKS) ? SB_L_SOCKS : SB_L_HTTP;
     }
     h->n = nfds;
     h->cmd_pid = (have_cred && cred.pid > 0) ? (int)cred.pid : 0;

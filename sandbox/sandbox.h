@@ -143,9 +143,7 @@ struct sb_bwrap_opts {
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
-    int transparent;         /* network.transparent: inner gets --transparent
-                                and CAP_NET_BIND_SERVICE + CAP_SETPCAP, which
-                                it drops before exec */
+    int transparent;         /* network.transparent: inner gets --transparent */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
     const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
@@ -191,13 +189,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
  * message on stderr, 127/126 when CMD cannot be executed. */
 int sb_inner_main(int argc, char **argv);
 
-enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1, SB_L_DNS_UDP = 2, SB_L_DNS_TCP = 3 };
-
-#define SB_HANDOFF_MAX 6 /* HTTP and SOCKS on v4 and v6, DNS over UDP and TCP */
+enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1 };
 
 struct sb_handoff {
-    int fds[SB_HANDOFF_MAX];       /* listening sockets, -1 when absent */
-    enum sb_listener_kind kind[SB_HANDOFF_MAX];
+    int fds[4];                    /* listening sockets, -1 when absent */
+    enum sb_listener_kind kind[4];
     size_t n;
     int cmd_pid;                   /* the command's pid in the host's pid
                                       namespace (SCM_CREDENTIALS), 0 if unknown */

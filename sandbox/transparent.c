@@ -90,6 +90,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <linux/kcmp.h>
 #include <linux/net.h>
 #include <linux/seccomp.h>
@@ -105,6 +106,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SYS_pidfd_open
@@ -1324,5 +1326,153 @@ int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t 
         return -ENAMETOOLONG;
     }
     free(real);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The resolver's sockets                                                    */
+
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS 0xb701 /* _IO(0xb7, 0x1), <linux/nsfs.h> */
+#endif
+
+/* A bound socket on 127.0.0.1:53 in the calling process's namespace. */
+static int dns_socket(int type)
+{
+    struct sockaddr_in a;
+    const int one = 1;
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The child: joins the user namespace that owns the sandbox's network
+ * namespace (the host user owns it, so it has every capability there, and
+ * with it CAP_NET_BIND_SERVICE for that network namespace), then the network
+ * namespace, makes the two sockets and sends them back. Only system calls
+ * after fork(): the host may have threads. Exit status: 0, or a step
+ * number. */
+static void dns_child(int pid, int sock)
+{
+    char path[64];
+    int netfd, userfd, fds[2];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 2)];
+    } ctl;
+    struct msghdr msg;
+    struct iovec iov;
+    struct cmsghdr *c;
+    char byte = 'D';
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    netfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (netfd < 0)
+        _exit(10);
+    userfd = ioctl(netfd, NS_GET_USERNS);
+    if (userfd < 0)
+        _exit(11);
+    /* EINVAL: already in it (a setuid bwrap made no user namespace) */
+    if (syscall(SYS_setns, userfd, CLONE_NEWUSER) < 0 && errno != EINVAL)
+        _exit(12);
+    if (syscall(SYS_setns, netfd, CLONE_NEWNET) < 0)
+        _exit(13);
+    fds[0] = dns_socket(SOCK_DGRAM);
+    fds[1] = dns_socket(SOCK_STREAM);
+    if (fds[0] < 0 || fds[1] < 0)
+        _exit(14);
+    memset(&ctl, 0, sizeof(ctl));
+    memset(&msg, 0, sizeof(msg));
+    iov.iov_base = &byte;
+    iov.iov_len = 1;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
+    memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1)
+        _exit(15);
+    _exit(0);
+}
+
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen)
+{
+    static const char *const steps[] = {
+        "open the sandbox's network namespace", "find the user namespace that owns it",
+        "join that user namespace (setns)", "join the network namespace (setns)",
+        "bind 127.0.0.1:53 there", "pass the sockets back"};
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } ctl;
+    struct msghdr msg;
+    struct iovec iov;
+    struct cmsghdr *c;
+    char byte;
+    int sp[2], st = 0, n = 0, fds[4];
+    pid_t child;
+    ssize_t r;
+
+    *udp = *tcp = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        snprintf(err, errlen, "transparent mode: socketpair: %s", strerror(errno));
+        return -errno;
+    }
+    child = fork();
+    if (child < 0) {
+        snprintf(err, errlen, "transparent mode: fork: %s", strerror(errno));
+        close(sp[0]);
+        close(sp[1]);
+        return -EAGAIN;
+    }
+    if (child == 0) {
+        close(sp[0]);
+        dns_child(cmd_pid, sp[1]);
+    }
+    close(sp[1]);
+    memset(&ctl, 0, sizeof(ctl));
+    memset(&msg, 0, sizeof(msg));
+    iov.iov_base = &byte;
+    iov.iov_len = 1;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    do
+        r = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    close(sp[0]);
+    for (c = CMSG_FIRSTHDR(&msg); r > 0 && c != NULL; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < 4; i++)
+                memcpy(&fds[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (n != 2 || byte != 'D') {
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        snprintf(err, errlen, "transparent mode: cannot make the sandbox's resolver: could not %s",
+                 code >= 10 && code <= 15 ? steps[code - 10] : "start the helper");
+        return -EPROTO;
+    }
+    *udp = fds[0];
+    *tcp = fds[1];
     return 0;
 }

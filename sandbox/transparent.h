@@ -70,6 +70,12 @@ void tp_close(struct tp *t);
 int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t dlen, char *err,
                    size_t errlen);
 
+/* Makes the resolver's UDP and TCP sockets on 127.0.0.1:53 in the network
+ * namespace of CMD_PID (the sandbox's): a forked helper joins the user
+ * namespace that owns it and binds there, so nothing inside the sandbox
+ * ever holds a capability. 0, or -errno with err naming the failed step. */
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen);
+
 /* For tests: a table-only context whose tp_dns_answer decides with egress's
  * policy. */
 struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx);
