@@ -92,6 +92,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <linux/kcmp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/net.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
@@ -1358,6 +1360,57 @@ static int dns_socket(int type)
     return fd;
 }
 
+/* Adds ADDR/prefix to the loopback device (ifindex 1 in a new network
+ * namespace) over rtnetlink. 0 or -1. */
+static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefix)
+{
+    struct {
+        struct nlmsghdr nh;
+        struct ifaddrmsg ifa;
+        char attrs[64];
+    } req;
+    struct rtattr *rta;
+    struct sockaddr_nl sa;
+    char ack[256];
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_type = RTM_NEWADDR;
+    req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+    req.nh.nlmsg_seq = 1;
+    req.ifa.ifa_family = (unsigned char)family;
+    req.ifa.ifa_prefixlen = (unsigned char)prefix;
+    req.ifa.ifa_scope = RT_SCOPE_HOST;
+    req.ifa.ifa_index = 1;
+    rta = (struct rtattr *)(void *)req.attrs;
+    rta->rta_type = IFA_LOCAL;
+    rta->rta_len = (unsigned short)RTA_LENGTH(alen);
+    memcpy(RTA_DATA(rta), addr, alen);
+    rta = (struct rtattr *)(void *)(req.attrs + RTA_ALIGN(rta->rta_len));
+    rta->rta_type = IFA_ADDRESS;
+    rta->rta_len = (unsigned short)RTA_LENGTH(alen);
+    memcpy(RTA_DATA(rta), addr, alen);
+    req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.ifa)) + 2 * RTA_ALIGN(RTA_LENGTH(alen)));
+    memset(&sa, 0, sizeof(sa));
+    sa.nl_family = AF_NETLINK;
+    if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    r = recv(fd, ack, sizeof(ack), 0);
+    close(fd);
+    if (r < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+        return -1;
+    {
+        struct nlmsghdr *h = (struct nlmsghdr *)(void *)ack;
+        struct nlmsgerr *e = NLMSG_DATA(h);
+        return h->nlmsg_type == NLMSG_ERROR && e->error == 0 ? 0 : -1;
+    }
+}
+
 /* The child: joins the user namespace that owns the sandbox's network
  * namespace (the host user owns it, so it has every capability there, and
  * with it CAP_NET_BIND_SERVICE for that network namespace), then the network
@@ -1389,6 +1442,18 @@ static void dns_child(int pid, int sock)
         _exit(12);
     if (syscall(SYS_setns, netfd, CLONE_NEWNET) < 0)
         _exit(13);
+    /* getaddrinfo(AI_ADDRCONFIG) answers nothing for a family with no
+     * address but loopback: one host-scoped address of each family, outside
+     * the ranges handed out, makes the synthetic answers usable (best
+     * effort for IPv6, which the namespace may not have) */
+    {
+        static const uint8_t v4[4] = {198, 18, 0, 0};
+        static const uint8_t v6[16] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65, 0xff,
+                                       0,    0,    0,    0,    0,    0,    0,    1};
+        if (add_lo_addr(AF_INET, v4, sizeof(v4), 32) < 0)
+            _exit(16);
+        (void)add_lo_addr(AF_INET6, v6, sizeof(v6), 128);
+    }
     fds[0] = dns_socket(SOCK_DGRAM);
     fds[1] = dns_socket(SOCK_STREAM);
     if (fds[0] < 0 || fds[1] < 0)
@@ -1416,7 +1481,8 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen)
     static const char *const steps[] = {
         "open the sandbox's network namespace", "find the user namespace that owns it",
         "join that user namespace (setns)", "join the network namespace (setns)",
-        "bind 127.0.0.1:53 there", "pass the sockets back"};
+        "bind 127.0.0.1:53 there", "pass the sockets back",
+        "give the loopback device an address for AI_ADDRCONFIG"};
     union {
         struct cmsghdr align;
         char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -1469,7 +1535,7 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen)
         for (int i = 0; i < n; i++)
             close(fds[i]);
         snprintf(err, errlen, "transparent mode: cannot make the sandbox's resolver: could not %s",
-                 code >= 10 && code <= 15 ? steps[code - 10] : "start the helper");
+                 code >= 10 && code <= 16 ? steps[code - 10] : "start the helper");
         return -EPROTO;
     }
     *udp = fds[0];
