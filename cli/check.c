@@ -1,6 +1,6 @@
 /* cli/check.c - `sluice check`: explain decisions, run expectation files.
  *
- *   sluice check [--settings FILE] [--json] [--resolve] TARGET...
+ *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...
  *   sluice check [--settings FILE] [--resolve] --expect FILE
  *
  * Exit status: 0, 1 when an expectation failed, 2 for bad input (settings,
@@ -9,6 +9,7 @@
 #include "bridge/bridge.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "sandbox/transparent.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -44,7 +45,7 @@ struct check_item {
 
 void cli_check_usage(FILE *f)
 {
-    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] TARGET...\n"
+    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] --expect FILE\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
@@ -55,6 +56,8 @@ void cli_check_usage(FILE *f)
           "                   source, reason (and addresses with --resolve)\n"
           "  --resolve        also resolve names (network.dnsServers or /etc/resolv.conf) and\n"
           "                   judge every answer with the address guard\n"
+          "  --transparent    also say what transparent mode's resolver answers for each\n"
+          "                   name (on when network.transparent is true)\n"
           "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
           "                   mismatch and 'N passed, M failed'; exit 1 on a mismatch\n"
           "\n"
@@ -230,6 +233,34 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 
 /* ---- output ---- */
 
+/* Transparent mode (network.transparent or --transparent; issue 17): what
+ * the sandbox's resolver answers for the target, with the same verdict
+ * function transparent.c uses. The connect() itself is decided as printed
+ * above (the same egress pipeline). NULL for an IP literal: no DNS. */
+static const char *transparent_dns(const struct policy *p, const struct check_item *it,
+                                   struct policy_decision *dd)
+{
+    if (it->host.kind != POLICY_HOST_NAME)
+        return NULL;
+    return tp_dns_denied(p, &it->host, dd) ? "nxdomain" : "synthetic";
+}
+
+static void print_transparent(const struct policy *p, const struct check_item *it)
+{
+    struct policy_decision dd;
+    const char *dns = transparent_dns(p, it, &dd);
+
+    if (dns == NULL)
+        printf("      transparent: connect() to this address is judged as the IP literal above\n");
+    else if (strcmp(dns, "nxdomain") == 0)
+        printf("      transparent: the sandbox's resolver answers NXDOMAIN (%s)\n", dd.reason);
+    else
+        printf("      transparent: the sandbox's resolver answers a synthetic address (198.18.0.0/15, "
+               "fd53:6c75:6963:6500::/64) that maps back to %s; connect() to port %u is decided "
+               "as above\n",
+               it->host.name, (unsigned)it->port);
+}
+
 static void print_text(const struct check_item *it, int resolve)
 {
     char hp[POLICY_HOST_MAX + 16];
@@ -258,7 +289,7 @@ static void print_text(const struct check_item *it, int resolve)
     }
 }
 
-static void print_json(const struct check_item *it, int resolve)
+static void print_json(const struct check_item *it, int resolve, const struct policy *tp)
 {
     char src[512];
     json_t *o = json_object();
@@ -293,6 +324,13 @@ static void print_json(const struct check_item *it, int resolve)
             json_array_append_new(arr, a);
         }
         json_object_set_new(o, "addresses", arr);
+    }
+    if (tp != NULL) {
+        struct policy_decision dd;
+        const char *dns = transparent_dns(tp, it, &dd);
+        json_t *t = json_object();
+        json_object_set_new(t, "dns", dns != NULL ? json_string(dns) : json_null());
+        json_object_set_new(o, "transparent", t);
     }
     s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
     if (s != NULL) {
@@ -420,7 +458,7 @@ int cli_check(int argc, char **argv)
 {
     const char *settings_path = NULL;
     const char *expect_path = NULL;
-    int json = 0, resolve = 0;
+    int json = 0, resolve = 0, transparent = 0;
     struct settings s;
     struct settings_error err;
     struct policy *p = NULL;
@@ -453,6 +491,8 @@ int cli_check(int argc, char **argv)
             json = 1;
         } else if (strcmp(o, "--resolve") == 0) {
             resolve = 1;
+        } else if (strcmp(o, "--transparent") == 0) {
+            transparent = 1;
         } else if (strcmp(o, "--settings") == 0 || strcmp(o, "--expect") == 0) {
             if (a + 1 >= argc) {
                 fprintf(stderr, "sluice: check: %s needs a FILE argument\n", o);
@@ -494,6 +534,8 @@ int cli_check(int argc, char **argv)
         free(targets);
         return 2;
     }
+    if (s.network.transparent)
+        transparent = 1;
     if (policy_compile(&s, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         goto out;
@@ -557,9 +599,11 @@ int cli_check(int argc, char **argv)
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
                    verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
         } else if (json) {
-            print_json(it, resolve);
+            print_json(it, resolve, transparent ? p : NULL);
         } else {
             print_text(it, resolve);
+            if (transparent)
+                print_transparent(p, it);
         }
     }
     if (expect_path != NULL) {

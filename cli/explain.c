@@ -58,7 +58,8 @@ static int bypass_allowed(const struct settings *s)
 
 static int print_json(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .transparent = s->network.transparent};
     const char *const *sc = sb_seccomp_describe(&so);
     json_t *o, *sys = json_array(), *prot = json_array();
     char *text;
@@ -112,7 +113,8 @@ static int print_json(const struct settings *s)
 
 static void print_text(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .transparent = s->network.transparent};
     const char *const *sc = sb_seccomp_describe(&so);
     FILE *f = stdout;
 

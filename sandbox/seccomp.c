@@ -347,7 +347,32 @@ static const char *const describe_allowed[] = {
     NULL,
 };
 
+#define DESCRIBE_TRANSPARENT \
+    "connect() waits for sluice on the host (transparent mode: seccomp user notification); " \
+    "sluice decides it with the policy and puts its own connected socket in place, or lets " \
+    "the kernel run it where it can reach only the sandbox's own namespace",
+
+static const char *const describe_refused_tp[] = {
+    DESCRIBE_TRANSPARENT
+    "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is false; the domain "
+    "is compared on its low 32 bits)",
+    "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain (its arguments are "
+    "behind a pointer): 32-bit programs must use the direct socket syscall",
+    "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)",
+    DESCRIBE_COMMON
+    NULL,
+};
+
+static const char *const describe_allowed_tp[] = {
+    DESCRIBE_TRANSPARENT
+    "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)",
+    DESCRIBE_COMMON
+    NULL,
+};
+
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
+    if (o != NULL && o->transparent)
+        return o->allow_unix_sockets ? describe_allowed_tp : describe_refused_tp;
     return (o != NULL && o->allow_unix_sockets) ? describe_allowed : describe_refused;
 }

@@ -134,6 +134,17 @@ JSON
     grep -q "protocol=transparent target=origin.test:$PA decision=allow" "$T/run.log" &&
         ok "the log has the transparent decision" || bad "log line" "$(cat "$T/run.log")"
 
+    # --- sluice check explains it (same verdict functions) ------------------------------------
+    out=$("$SLUICE" check --settings "$S" evil.test:80 "origin.test:$PA" "twin.test:$PA" "127.0.0.1:$PB" 2>&1)
+    grep -A1 '^deny  evil.test:80' <<< "$out" | grep -q "resolver answers NXDOMAIN" &&
+        grep -A1 "^allow origin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
+        grep -A1 "^ask   twin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
+        grep -A1 "^ask   127.0.0.1:$PB" <<< "$out" | grep -q 'IP literal' &&
+        ok "sluice check explains the transparent decisions" || bad "check" "$out"
+    out=$("$SLUICE" check --settings "$S" --json evil.test 2>&1)
+    grep -q '"transparent":{"dns":"nxdomain"}' <<< "$out" && ok "sluice check --json: transparent.dns" ||
+        bad "check --json" "$out"
+
     # --- no new way out ---------------------------------------------------------------------
     out=$(sr -- grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status 2>&1)
     [ "$(grep -c ':[[:space:]]*0000000000000000$' <<< "$out")" = 5 ] &&
