@@ -120,7 +120,9 @@ struct run {
     /* transparent mode (issue 17; sandbox/transparent.c) */
     int transparent_opt; /* --transparent */
     struct tp *tp;
-    int dns_fds[2];      /* the resolver's UDP and TCP sockets from inner */
+    int dns_fds[2];      /* the resolver's UDP and TCP sockets (tp_dns_sockets) */
+    dev_t ns_dev;        /* the sandbox's network namespace */
+    ino_t ns_ino;
 };
 
 void cli_run_usage(FILE *f)
@@ -1138,7 +1140,8 @@ int cli_run(int argc, char **argv)
         goto out;
     }
     if (run->settings.network.transparent &&
-        tp_dns_sockets(h.cmd_pid, &run->dns_fds[0], &run->dns_fds[1], err, sizeof(err)) < 0) {
+        tp_dns_sockets(h.cmd_pid, &run->dns_fds[0], &run->dns_fds[1], &run->ns_dev, &run->ns_ino,
+                       err, sizeof(err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
@@ -1155,6 +1158,8 @@ int cli_run(int argc, char **argv)
             .egress = run->egress,
             .notify_fd = sb_handoff_recv_notify(sp[0], RUN_HANDOFF_MS, err, sizeof(err)),
             .cmd_pid = h.cmd_pid,
+            .ns_dev = run->ns_dev,
+            .ns_ino = run->ns_ino,
             .dns_udp_fd = run->dns_fds[0],
             .dns_tcp_fd = run->dns_fds[1],
             .log = on_connlog,

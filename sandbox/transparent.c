@@ -1126,8 +1126,6 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         0, 0, 0,
 #endif
     };
-    char path[64];
-    struct stat st;
     struct tp *t;
     const char *why = kernel_problem();
     int rc, udp_taken = 0, tcp_taken = 0;
@@ -1138,10 +1136,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         rc = -ENOSYS;
         goto early;
     }
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", o->cmd_pid);
-    if (o->cmd_pid <= 0 || stat(path, &st) < 0) {
-        snprintf(err, errlen, "transparent mode: cannot identify the sandbox's network namespace "
-                              "(%s)", o->cmd_pid <= 0 ? "no pid" : strerror(errno));
+    if (o->ns_ino == 0) {
+        snprintf(err, errlen, "transparent mode: the sandbox's network namespace is unknown");
         rc = -ESRCH;
         goto early;
     }
@@ -1159,8 +1155,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->next_id = o->next_id;
     t->notify_fd = o->notify_fd;
     t->pid = o->cmd_pid;
-    t->ns_dev = st.st_dev;
-    t->ns_ino = st.st_ino;
+    t->ns_dev = o->ns_dev;
+    t->ns_ino = o->ns_ino;
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     t->nr_socketcall = -1;
@@ -1476,7 +1472,8 @@ static void dns_child(int pid, int sock)
     _exit(0);
 }
 
-int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen)
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino, char *err,
+                   size_t errlen)
 {
     static const char *const steps[] = {
         "open the sandbox's network namespace", "find the user namespace that owns it",
@@ -1496,6 +1493,19 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen)
     ssize_t r;
 
     *udp = *tcp = -1;
+    {
+        char path[64];
+        struct stat nst;
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", cmd_pid);
+        if (cmd_pid <= 0 || stat(path, &nst) < 0) {
+            snprintf(err, errlen,
+                     "transparent mode: cannot identify the sandbox's network namespace (%s)",
+                     cmd_pid <= 0 ? "no pid from inner" : strerror(errno));
+            return -ESRCH;
+        }
+        *ns_dev = nst.st_dev;
+        *ns_ino = nst.st_ino;
+    }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
         snprintf(err, errlen, "transparent mode: socketpair: %s", strerror(errno));
         return -errno;

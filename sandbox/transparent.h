@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -46,6 +47,8 @@ struct tp_opts {
     struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial */
     int notify_fd;             /* the seccomp listener (taken) */
     int cmd_pid;               /* the command, in the host's pid namespace */
+    dev_t ns_dev;              /* the sandbox's network namespace (tp_dns_sockets) */
+    ino_t ns_ino;
     int dns_udp_fd;            /* the resolver's sockets in the sandbox (taken), -1 none */
     int dns_tcp_fd;
     connlog_fn log;            /* decision records (protocol "transparent" / "dns") */
@@ -73,8 +76,11 @@ int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t 
 /* Makes the resolver's UDP and TCP sockets on 127.0.0.1:53 in the network
  * namespace of CMD_PID (the sandbox's): a forked helper joins the user
  * namespace that owns it and binds there, so nothing inside the sandbox
- * ever holds a capability. 0, or -errno with err naming the failed step. */
-int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, char *err, size_t errlen);
+ * ever holds a capability. Also identifies that namespace (*ns_dev, *ns_ino;
+ * while inner still waits, so a command that ends at once cannot race it).
+ * 0, or -errno with err naming the failed step. */
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino, char *err,
+                   size_t errlen);
 
 /* For tests: a table-only context whose tp_dns_answer decides with egress's
  * policy. */
