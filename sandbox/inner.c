@@ -1,7 +1,7 @@
 /* sandbox/inner.c - `sluice inner`, the first program inside the sandbox,
  * and the host's end of its handoff (design.md "The sandbox").
  *
- *   sluice inner --fd N [--allow-unix-sockets] [--http-port P]
+ *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--http-port P]
  *                [--socks-port P] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
@@ -36,6 +36,12 @@
  *   host -> inner, one byte:
  *     'G'      "go": the host is serving the listeners; inner execs CMD.
  *              Anything else, or EOF, makes inner exit 125.
+ *   inner -> host, transparent mode only (--transparent), after 'G' and
+ *   after the filter with connect() -> SCMP_ACT_NOTIFY is loaded:
+ *     payload  'N'; control: one SCM_RIGHTS descriptor, the seccomp
+ *              listener (sb_handoff_recv_notify checks it is one). inner
+ *              closes its copy before it execs CMD: a command holding it
+ *              could answer its own connect()s.
  * A socketpair of type SOCK_STREAM or SOCK_SEQPACKET works: the message is
  * a single small write either way. */
 /* SCM_CREDENTIALS, struct ucred, MSG_CMSG_CLOEXEC and syscall() are Linux

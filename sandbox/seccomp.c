@@ -36,6 +36,11 @@
  *                           refused syscall. inner.c also puts the command
  *                           in a Landlock domain (where the kernel has it),
  *                           which covers /proc/1/mem too.
+ *   connect()               transparent mode only (network.transparent):
+ *                           SCMP_ACT_NOTIFY, answered by the host
+ *                           (transparent.c). The filter is then loaded with
+ *                           seccomp(2) itself (load_with_listener) to get
+ *                           the listener descriptor and WAIT_KILLABLE_RECV.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
