@@ -120,7 +120,7 @@ struct run {
     /* transparent mode (issue 17; sandbox/transparent.c) */
     int transparent_opt; /* --transparent */
     struct tp *tp;
-    int dns_fds[2];      /* the resolver's UDP and TCP sockets (tp_dns_sockets) */
+    int dns_fds[3];      /* the resolver's UDP and TCP sockets, sock_diag (tp_dns_sockets) */
     dev_t ns_dev;        /* the sandbox's network namespace */
     ino_t ns_ino;
 };
@@ -891,7 +891,7 @@ int cli_run(int argc, char **argv)
         return RUN_FAIL;
     }
     run->cmd_pidfd = -1;
-    run->dns_fds[0] = run->dns_fds[1] = -1;
+    run->dns_fds[0] = run->dns_fds[1] = run->dns_fds[2] = -1;
     run->fwd.next = run->fwd.prev = &run->fwd;
     settings_init(&run->settings);
 
@@ -1140,8 +1140,8 @@ int cli_run(int argc, char **argv)
         goto out;
     }
     if (run->settings.network.transparent &&
-        tp_dns_sockets(h.cmd_pid, &run->dns_fds[0], &run->dns_fds[1], &run->ns_dev, &run->ns_ino,
-                       err, sizeof(err)) < 0) {
+        tp_dns_sockets(h.cmd_pid, &run->dns_fds[0], &run->dns_fds[1], &run->dns_fds[2],
+                       &run->ns_dev, &run->ns_ino, err, sizeof(err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
@@ -1162,11 +1162,12 @@ int cli_run(int argc, char **argv)
             .ns_ino = run->ns_ino,
             .dns_udp_fd = run->dns_fds[0],
             .dns_tcp_fd = run->dns_fds[1],
+            .diag_fd = run->dns_fds[2],
             .log = on_connlog,
             .log_ctx = run,
             .next_id = &run->next_id,
         };
-        run->dns_fds[0] = run->dns_fds[1] = -1;
+        run->dns_fds[0] = run->dns_fds[1] = run->dns_fds[2] = -1;
         if (to.notify_fd < 0) {
             fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not "
                             "run\n", err);
@@ -1174,6 +1175,8 @@ int cli_run(int argc, char **argv)
                 close(to.dns_udp_fd);
             if (to.dns_tcp_fd >= 0)
                 close(to.dns_tcp_fd);
+            if (to.diag_fd >= 0)
+                close(to.diag_fd);
             (void)uv_process_kill(&run->proc, SIGKILL);
             goto out;
         }
@@ -1208,7 +1211,7 @@ out:
         close(sp[1]);
     if (run->cmd_pidfd >= 0)
         close(run->cmd_pidfd);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         if (run->dns_fds[i] >= 0)
             close(run->dns_fds[i]);
     for (size_t i = 0; i < h.n; i++)

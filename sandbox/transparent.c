@@ -89,11 +89,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <linux/kcmp.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
 #include <linux/net.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
@@ -131,6 +134,24 @@ static const uint8_t tp_v6_prefix[8] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
+/* The options copied onto sluice's socket when the command set them
+ * before connect(): compared with a fresh socket's value (tp->optdef, read
+ * once at start) so that only what the command changed costs a setsockopt.
+ * Buffer sizes are among them: setting one turns the kernel's autotuning
+ * off, so it is copied only when changed. */
+static const struct {
+    int level, name, family; /* family 0: both */
+} int_opts[] = {
+    {SOL_SOCKET, SO_KEEPALIVE, 0},    {SOL_SOCKET, SO_PRIORITY, 0},
+    {SOL_SOCKET, SO_OOBINLINE, 0},    {SOL_SOCKET, SO_RCVBUF, 0},
+    {SOL_SOCKET, SO_SNDBUF, 0},       {IPPROTO_TCP, TCP_NODELAY, 0},
+    {IPPROTO_TCP, TCP_KEEPIDLE, 0},   {IPPROTO_TCP, TCP_KEEPINTVL, 0},
+    {IPPROTO_TCP, TCP_KEEPCNT, 0},    {IPPROTO_TCP, TCP_USER_TIMEOUT, 0},
+    {IPPROTO_TCP, TCP_NOTSENT_LOWAT, 0}, {IPPROTO_IP, IP_TOS, AF_INET},
+    {IPPROTO_IPV6, IPV6_TCLASS, AF_INET6},
+};
+#define N_INT_OPTS (sizeof(int_opts) / sizeof(int_opts[0]))
+
 struct tp_req {
     struct tp *t;
     struct tp_req *prev, *next;
@@ -138,6 +159,7 @@ struct tp_req {
     int pid;       /* the calling thread (host pid namespace) */
     int target_fd; /* the descriptor number in the command */
     int orig;      /* our copy of the command's socket */
+    int family;    /* its domain */
     struct egress_req *er;
     char host[POLICY_HOST_MAX + 1]; /* for the log record */
     uint16_t port;
@@ -162,6 +184,9 @@ struct tp {
     void *log_ctx;
     uint64_t *next_id;
     int notify_fd;
+    int diag_fd;  /* sock_diag netlink socket in the sandbox's namespace */
+    int optdef[2][N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
+    int self_pid;
     dev_t ns_dev; /* the sandbox's network namespace */
     ino_t ns_ino;
     int pid;      /* the command's pid */
@@ -646,32 +671,48 @@ static int read_mem(int memfd, uint64_t addr, void *buf, size_t len)
     return n == (ssize_t)len ? 0 : -EFAULT;
 }
 
-/* Something listens on PORT in the sandbox's namespace (loopback or any
- * address)? Read from the command's view of /proc/net. */
-static int sandbox_listens(int pid, unsigned port)
+/* Would a connection to DST:PORT be accepted by a listener in the sandbox's
+ * namespace (one bound to that address or to any; a dual-stack [::] one for
+ * IPv4 too)? One sock_diag request (no dump) over DIAG, a netlink socket
+ * made in that namespace (tp_dns_sockets): the kernel runs the lookup an
+ * incoming SYN would. Errors say no (the connection is then judged by the
+ * policy, which fails closed). */
+static int sandbox_listens(int diag, const struct policy_addr *dst, unsigned port)
 {
-    static const char *const files[] = {"tcp", "tcp6"};
-    char path[64], line[512];
+    struct {
+        struct nlmsghdr nh;
+        struct inet_diag_req_v2 r;
+    } req;
+    union {
+        struct nlmsghdr align;
+        char buf[1024];
+    } rx;
+    struct nlmsghdr *h = &rx.align;
+    ssize_t n;
 
-    for (size_t i = 0; i < 2; i++) {
-        FILE *f;
-        snprintf(path, sizeof(path), "/proc/%d/net/%s", pid, files[i]);
-        f = fopen(path, "re");
-        if (f == NULL)
-            continue;
-        while (fgets(line, sizeof(line), f) != NULL) {
-            char local[64];
-            unsigned lport, st;
-            if (sscanf(line, " %*u: %63[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", local, &lport, &st) ==
-                    3 &&
-                st == 0x0A && lport == port) {
-                fclose(f);
-                return 1;
-            }
-        }
-        fclose(f);
-    }
-    return 0;
+    if (diag < 0)
+        return 0;
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_len = sizeof(req);
+    req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.nh.nlmsg_flags = NLM_F_REQUEST;
+    req.r.sdiag_family = dst->family == 4 ? AF_INET : AF_INET6;
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = ~0u;
+    req.r.id.idiag_sport = htons((uint16_t)port);
+    memcpy(req.r.id.idiag_src, dst->bytes, dst->family == 4 ? 4 : 16);
+    memcpy(req.r.id.idiag_dst, dst->bytes, dst->family == 4 ? 4 : 16);
+    req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if (send(diag, &req, sizeof(req), 0) < 0)
+        return 0;
+    n = recv(diag, rx.buf, sizeof(rx.buf), 0);
+    if (n < (ssize_t)sizeof(struct nlmsghdr) || !NLMSG_OK(h, (size_t)n))
+        return 0;
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+        h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return 0; /* NLMSG_ERROR: ENOENT, nothing there */
+    return ((const struct inet_diag_msg *)NLMSG_DATA(h))->idiag_state == 10; /* TCP_LISTEN */
 }
 
 /* The thread group of thread TID, from /proc; TID itself when unknown. */
@@ -701,80 +742,73 @@ static int is_loopback_or_any(const struct policy_addr *a)
     return memcmp(a->bytes, zero, 15) == 0 && (a->bytes[15] == 1 || a->bytes[15] == 0);
 }
 
-static void copy_opts(int from, int to, int family)
+
+static void read_defaults(int (*def)[N_INT_OPTS])
 {
-    static const struct {
-        int level, name;
-    } opts[] = {
-        {SOL_SOCKET, SO_KEEPALIVE},   {SOL_SOCKET, SO_PRIORITY},
-        {SOL_SOCKET, SO_OOBINLINE},   {IPPROTO_TCP, TCP_NODELAY},
-        {IPPROTO_TCP, TCP_KEEPIDLE},  {IPPROTO_TCP, TCP_KEEPINTVL},
-        {IPPROTO_TCP, TCP_KEEPCNT},   {IPPROTO_TCP, TCP_USER_TIMEOUT},
-        {IPPROTO_TCP, TCP_NOTSENT_LOWAT},
-    };
+    for (int f = 0; f < 2; f++) {
+        int fresh = socket(f == 0 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        for (size_t i = 0; i < N_INT_OPTS; i++) {
+            socklen_t len = sizeof(int);
+            def[f][i] = INT_MIN; /* unknown: always copied */
+            if (fresh >= 0 && getsockopt(fresh, int_opts[i].level, int_opts[i].name, &def[f][i],
+                                         &len) < 0)
+                def[f][i] = INT_MIN;
+        }
+        if (fresh >= 0)
+            close(fresh);
+    }
+}
+
+static void copy_opts(const struct tp *t, int from, int from_family, int to, int to_family)
+{
     struct timeval tv;
     struct linger lg;
     socklen_t len;
-    int v, fresh, fv;
+    int v;
 
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+    for (size_t i = 0; i < N_INT_OPTS; i++) {
+        if (int_opts[i].family != 0 &&
+            (int_opts[i].family != from_family || int_opts[i].family != to_family))
+            continue;
         len = sizeof(v);
-        if (getsockopt(from, opts[i].level, opts[i].name, &v, &len) == 0)
-            (void)setsockopt(to, opts[i].level, opts[i].name, &v, sizeof(v));
+        if (getsockopt(from, int_opts[i].level, int_opts[i].name, &v, &len) < 0 ||
+            v == t->optdef[from_family == AF_INET6][i])
+            continue;
+        if (int_opts[i].level == SOL_SOCKET &&
+            (int_opts[i].name == SO_RCVBUF || int_opts[i].name == SO_SNDBUF))
+            v /= 2; /* the kernel doubles what is set */
+        (void)setsockopt(to, int_opts[i].level, int_opts[i].name, &v, sizeof(v));
     }
-    len = sizeof(v);
-    if (family == AF_INET && getsockopt(from, IPPROTO_IP, IP_TOS, &v, &len) == 0)
-        (void)setsockopt(to, IPPROTO_IP, IP_TOS, &v, sizeof(v));
-    len = sizeof(v);
-    if (family == AF_INET6 && getsockopt(from, IPPROTO_IPV6, IPV6_TCLASS, &v, &len) == 0)
-        (void)setsockopt(to, IPPROTO_IPV6, IPV6_TCLASS, &v, sizeof(v));
     len = sizeof(lg);
-    if (getsockopt(from, SOL_SOCKET, SO_LINGER, &lg, &len) == 0)
+    if (getsockopt(from, SOL_SOCKET, SO_LINGER, &lg, &len) == 0 && lg.l_onoff != 0)
         (void)setsockopt(to, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     len = sizeof(tv);
-    if (getsockopt(from, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0)
+    if (getsockopt(from, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
         (void)setsockopt(to, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     len = sizeof(tv);
-    if (getsockopt(from, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0)
+    if (getsockopt(from, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
         (void)setsockopt(to, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    /* buffer sizes: only where the command changed them (setting one turns
-     * the kernel's autotuning off) */
-    fresh = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fresh < 0)
-        return;
-    for (int k = 0; k < 2; k++) {
-        int name = k == 0 ? SO_RCVBUF : SO_SNDBUF;
-        len = sizeof(v);
-        if (getsockopt(from, SOL_SOCKET, name, &v, &len) < 0)
-            continue;
-        len = sizeof(fv);
-        if (getsockopt(fresh, SOL_SOCKET, name, &fv, &len) == 0 && fv != v) {
-            v /= 2; /* the kernel doubles what is set */
-            (void)setsockopt(to, SOL_SOCKET, name, &v, sizeof(v));
-        }
-    }
-    close(fresh);
 }
 
 /* FD_CLOEXEC of the command's descriptor FD, from /proc/PID/fdinfo. */
 static int remote_cloexec(int pid, int fd)
 {
-    char path[64], line[128];
-    unsigned long flags = 0;
-    FILE *f;
-    int found = 0;
+    char path[64], buf[256];
+    const char *f;
+    ssize_t n;
+    int pf;
 
     snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-    f = fopen(path, "re");
-    if (f == NULL)
+    pf = open(path, O_RDONLY | O_CLOEXEC);
+    if (pf < 0)
         return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "flags: %lo", &flags) == 1) {
-            found = 1;
-            break;
-        }
-    fclose(f);
-    return found && (flags & O_CLOEXEC) != 0;
+    n = read(pf, buf, sizeof(buf) - 1);
+    close(pf);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    f = strstr(buf, "flags:");
+    return f != NULL && (strtoul(f + 6, NULL, 8) & O_CLOEXEC) != 0;
 }
 
 static int errno_of(const struct egress_outcome *o)
@@ -810,7 +844,7 @@ static void install(struct tp_req *r, int fd)
     socklen_t len = sizeof(family);
 
     (void)getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len);
-    copy_opts(r->orig, fd, family);
+    copy_opts(t, r->orig, r->family, fd, family);
     fl = fcntl(r->orig, F_GETFL);
     nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
     fl = fcntl(fd, F_GETFL);
@@ -818,7 +852,7 @@ static void install(struct tp_req *r, int fd)
         (void)fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
     /* the command's descriptor still holds the socket it connect()ed? (a
      * thread may have closed it and opened something else there) */
-    if (syscall(SYS_kcmp, (int)getpid(), r->pid, KCMP_FILE, r->orig, r->target_fd) != 0) {
+    if (syscall(SYS_kcmp, t->self_pid, r->pid, KCMP_FILE, r->orig, r->target_fd) != 0) {
         close(fd);
         respond(t, r->id, EBADF, 0);
         return;
@@ -947,7 +981,13 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     /* the socket itself */
     /* n->pid is the calling thread: pidfd_open wants the thread group's
      * leader before Linux 6.9 (threads share the descriptor table) */
-    pidfd = (int)syscall(SYS_pidfd_open, tgid_of((int)n->pid), 0U);
+    pidfd = (int)syscall(SYS_pidfd_open, (int)n->pid, 0U);
+    if (pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
+        /* not a thread group leader (EINVAL before Linux 6.9, ENOENT after) */
+        int tgid = tgid_of((int)n->pid);
+        if (tgid != (int)n->pid)
+            pidfd = (int)syscall(SYS_pidfd_open, tgid, 0U);
+    }
     if (pidfd >= 0) {
         orig = (int)syscall(SYS_pidfd_getfd, pidfd, (int)(a_fd & 0xffffffffu), 0U);
         e = errno;
@@ -1019,7 +1059,7 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
         respond(t, n->id, 0, 1);
         return;
     }
-    if (is_loopback_or_any(&dst) && sandbox_listens((int)n->pid, port)) {
+    if (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port)) {
         close(orig); /* the proxy listeners, the command's own servers */
         respond(t, n->id, 0, 1);
         return;
@@ -1048,6 +1088,7 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     r->pid = (int)n->pid;
     r->target_fd = (int)(a_fd & 0x7fffffff);
     r->orig = orig;
+    r->family = domain;
     r->next = t->reqs.next;
     r->prev = &t->reqs;
     t->reqs.next->prev = r;
@@ -1072,8 +1113,15 @@ static void on_notify(uv_poll_t *p, int status, int events)
         return;
     for (int i = 0; i < 64; i++) {
         struct pollfd pf = {.fd = t->notify_fd, .events = POLLIN};
-        if (i > 0 && (poll(&pf, 1, 0) != 1 || (pf.revents & POLLIN) == 0))
+        if (poll(&pf, 1, 0) != 1)
             return;
+        if ((pf.revents & POLLIN) == 0) {
+            /* POLLHUP: no task is left under the filter (the command and
+             * all its children are gone); nothing more will come */
+            if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
+                (void)uv_poll_stop(p);
+            return;
+        }
         memset(t->notif, 0, sizeof(*t->notif));
         if (seccomp_notify_receive(t->notify_fd, t->notif) < 0)
             return; /* ENOENT: the caller went away before we read it */
@@ -1155,6 +1203,9 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->next_id = o->next_id;
     t->notify_fd = o->notify_fd;
     t->pid = o->cmd_pid;
+    t->diag_fd = o->diag_fd;
+    t->self_pid = (int)getpid();
+    read_defaults(t->optdef);
     t->ns_dev = o->ns_dev;
     t->ns_ino = o->ns_ino;
     t->reqs.next = t->reqs.prev = &t->reqs;
@@ -1217,6 +1268,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     return 0;
 early:
     close(o->notify_fd);
+    if (o->diag_fd >= 0)
+        close(o->diag_fd);
     if (o->dns_udp_fd >= 0)
         close(o->dns_udp_fd);
     if (o->dns_tcp_fd >= 0)
@@ -1234,6 +1287,7 @@ struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
     t->log = log;
     t->log_ctx = ctx;
     t->notify_fd = -1;
+    t->diag_fd = -1;
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     return t;
@@ -1274,6 +1328,8 @@ void tp_close(struct tp *t)
         uv_close((uv_handle_t *)&t->tcp, on_handle_closed);
     else
         close(t->notify_fd);
+    if (t->diag_fd >= 0)
+        close(t->diag_fd);
     seccomp_notify_free(t->notif, t->resp);
     tp_names_free(&t->names);
     if (--t->handles == 0)
@@ -1416,10 +1472,10 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
 static void dns_child(int pid, int sock)
 {
     char path[64];
-    int netfd, userfd, fds[2];
+    int netfd, userfd, fds[3];
     union {
         struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 2)];
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
     } ctl;
     struct msghdr msg;
     struct iovec iov;
@@ -1452,8 +1508,11 @@ static void dns_child(int pid, int sock)
     }
     fds[0] = dns_socket(SOCK_DGRAM);
     fds[1] = dns_socket(SOCK_STREAM);
+    fds[2] = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fds[0] < 0 || fds[1] < 0)
         _exit(14);
+    if (fds[2] < 0)
+        _exit(17);
     memset(&ctl, 0, sizeof(ctl));
     memset(&msg, 0, sizeof(msg));
     iov.iov_base = &byte;
@@ -1465,21 +1524,22 @@ static void dns_child(int pid, int sock)
     c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
     memcpy(CMSG_DATA(c), fds, sizeof(fds));
     if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1)
         _exit(15);
     _exit(0);
 }
 
-int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino, char *err,
-                   size_t errlen)
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
+                   char *err, size_t errlen)
 {
     static const char *const steps[] = {
         "open the sandbox's network namespace", "find the user namespace that owns it",
         "join that user namespace (setns)", "join the network namespace (setns)",
         "bind 127.0.0.1:53 there", "pass the sockets back",
-        "give the loopback device an address for AI_ADDRCONFIG"};
+        "give the loopback device an address for AI_ADDRCONFIG",
+        "open a sock_diag socket there"};
     union {
         struct cmsghdr align;
         char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -1492,7 +1552,7 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino
     pid_t child;
     ssize_t r;
 
-    *udp = *tcp = -1;
+    *udp = *tcp = *diag = -1;
     {
         char path[64];
         struct stat nst;
@@ -1540,15 +1600,16 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino
                 memcpy(&fds[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     while (waitpid(child, &st, 0) < 0 && errno == EINTR)
         ;
-    if (n != 2 || byte != 'D') {
+    if (n != 3 || byte != 'D') {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
         for (int i = 0; i < n; i++)
             close(fds[i]);
         snprintf(err, errlen, "transparent mode: cannot make the sandbox's resolver: could not %s",
-                 code >= 10 && code <= 16 ? steps[code - 10] : "start the helper");
+                 code >= 10 && code <= 17 ? steps[code - 10] : "start the helper");
         return -EPROTO;
     }
     *udp = fds[0];
     *tcp = fds[1];
+    *diag = fds[2];
     return 0;
 }

@@ -51,6 +51,7 @@ struct tp_opts {
     ino_t ns_ino;
     int dns_udp_fd;            /* the resolver's sockets in the sandbox (taken), -1 none */
     int dns_tcp_fd;
+    int diag_fd;               /* sock_diag socket in the sandbox (taken), -1 none */
     connlog_fn log;            /* decision records (protocol "transparent" / "dns") */
     void *log_ctx;
     uint64_t *next_id;         /* connection ids, shared with the proxies */
@@ -73,14 +74,15 @@ void tp_close(struct tp *t);
 int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t dlen, char *err,
                    size_t errlen);
 
-/* Makes the resolver's UDP and TCP sockets on 127.0.0.1:53 in the network
+/* Makes the resolver's UDP and TCP sockets on 127.0.0.1:53 (and a
+ * sock_diag netlink socket, *diag, to see what listens there) in the network
  * namespace of CMD_PID (the sandbox's): a forked helper joins the user
  * namespace that owns it and binds there, so nothing inside the sandbox
  * ever holds a capability. Also identifies that namespace (*ns_dev, *ns_ino;
  * while inner still waits, so a command that ends at once cannot race it).
  * 0, or -errno with err naming the failed step. */
-int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, dev_t *ns_dev, ino_t *ns_ino, char *err,
-                   size_t errlen);
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
+                   char *err, size_t errlen);
 
 /* For tests: a table-only context whose tp_dns_answer decides with egress's
  * policy. */

@@ -92,6 +92,9 @@ JSON
     out=$(sr -- python3 "$PROBE" create origin.test "$PA" 2>&1)
     [ "$out" = body=hello-origin ] && ok "python socket.create_connection to an allowed name" ||
         bad "create_connection" "$out"
+    out=$(sr -- python3 "$PROBE" thread origin.test "$PA" 2>&1)
+    [ "$out" = body=hello-origin ] && ok "connect() from a thread other than the main one" ||
+        bad "connect from a thread" "$out"
     out=$(sr -- python3 "$PROBE" nonblock origin.test "$PA" 2>&1)
     [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
         ok "non-blocking connect: EINPROGRESS, poll, SO_ERROR 0, options kept, shutdown" ||
@@ -139,7 +142,7 @@ JSON
     grep -A1 '^deny  evil.test:80' <<< "$out" | grep -q "resolver answers NXDOMAIN" &&
         grep -A1 "^allow origin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
         grep -A1 "^ask   twin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
-        grep -A1 "^ask   127.0.0.1:$PB" <<< "$out" | grep -q 'IP literal' &&
+        grep -A1 "127.0.0.1:$PB" <<< "$out" | grep -q 'IP literal' &&
         ok "sluice check explains the transparent decisions" || bad "check" "$out"
     out=$("$SLUICE" check --settings "$S" --json evil.test 2>&1)
     grep -q '"transparent":{"dns":"nxdomain"}' <<< "$out" && ok "sluice check --json: transparent.dns" ||

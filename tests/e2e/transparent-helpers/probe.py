@@ -29,6 +29,16 @@ def cmd_create(host, port):
     print("body=%s" % fetch(s, host))
 
 
+def cmd_thread(host, port):
+    """getaddrinfo and connect() in a second thread (curl's resolver does
+    both there): the host must find the thread's process."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(socket.create_connection((host, int(port)), timeout=10)))
+    t.start()
+    t.join()
+    print("body=%s" % fetch(out[0], host))
+
+
 def cmd_nonblock(host, port):
     addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
     s = socket.socket()
