@@ -39,6 +39,22 @@ def cmd_thread(host, port):
     print("body=%s" % fetch(out[0], host))
 
 
+def cmd_x32(host, port):
+    """connect() through the x32 ABI (x86-64 audit arch, __X32_SYSCALL_BIT
+    on the number): judged like the native one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    sa = ctypes.create_string_buffer(struct.pack("=H", socket.AF_INET) + struct.pack(">H", addr[1]) +
+                                     socket.inet_aton(addr[0]) + bytes(8), 16)
+    s = socket.socket()
+    r = libc.syscall(ctypes.c_long(0x40000000 | 42), ctypes.c_long(s.fileno()), sa, ctypes.c_long(16))
+    if r != 0:
+        print("x32 errno=%s" % errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+        return
+    print("body=%s" % fetch(s, host))
+
+
 def cmd_nonblock(host, port):
     addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
     s = socket.socket()
