@@ -99,7 +99,7 @@ JSON
     [ "$out" = body=hello-origin ] && ok "connect() through the x32 ABI is judged like the native one" ||
         bad "x32 connect" "$out"
     out=$(sr -- python3 "$PROBE" x32 twin.test "$PA" 2>&1)
-    [ "$out" = "x32 errno=ECONNREFUSED" ] && ok "x32 connect() to a name the policy refuses: ECONNREFUSED" ||
+    grep -q "^x32 errno=ECONNREFUSED" <<< "$out" && ok "x32 connect() to a name the policy refuses: ECONNREFUSED" ||
         bad "x32 refused" "$out"
     out=$(sr -- python3 "$PROBE" nonblock origin.test "$PA" 2>&1)
     [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
