@@ -1,7 +1,11 @@
 /* cli/run.c - `sluice run`: the sandbox launcher.
  *
  *   sluice run [--settings FILE] [--ask HANDLER] [--log FILE] [--quiet]
- *              [--dangerously-disable-sandbox] (-c STRING | [--] CMD ARGS...)
+ *              [--transparent] [--dangerously-disable-sandbox]
+ *              (-c STRING | [--] CMD ARGS...)
+ *
+ * Transparent mode (--transparent / network.transparent) is
+ * sandbox/transparent.c; the hooks here are marked "transparent".
  *
  * The host side of design.md "The sandbox":
  *   1. settings, policy and the permission layers (sandbox.enabled, the
