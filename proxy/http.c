@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define HTTP_IN_START 2048                   /* client input buffer at first (a head) */
 #define HTTP_IN_MIN (16 * 1024)              /* ... grown up to this for bodies, at least */
@@ -2074,7 +2074,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         conn_close(c, "accept failed");
         return rc;
     }
-    frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    common_peer_name(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
     if (kind == RELAY_TCP && !listener_nodelay(l))
         (void)uv_tcp_nodelay(&c->relay.a.u.tcp, 1);
     if (kind == RELAY_TCP)
