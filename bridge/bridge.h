@@ -531,6 +531,9 @@ struct connlog {
     uint64_t bytes_down;  /* upstream -> client (CLOSE) */
     uint64_t duration_ms; /* since accept (CLOSE) */
     const char *end;      /* how it ended (CLOSE) */
+    const char *source;   /* NULL or where the deciding rule is written */
+    const char *method;   /* plain HTTP: the request method, else NULL */
+    const char *url;      /* plain HTTP: the URL without its query, else NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);

@@ -5,13 +5,14 @@
  *   sluice bridge [--max-conns N] [--idle SECONDS] [--connect-timeout SECONDS]
  *                 [--quiet] LISTEN CONNECT
  *
- * Logs (stderr): a startup line, and one line per connection when it ends:
- * time, id, peer, bytes each way, duration, how it ended.
+ * Logs (stderr): a startup line, and one connection log record (README
+ * "Connection log", text or JSON) per connection when it ends.
  */
 #include "cli/cli.h"
 
 #include "bridge/forward.h"
 #include "common/common.h"
+#include "proxy/server.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -46,28 +47,24 @@ void cli_bridge_usage(FILE *f)
           "                             either way (default 0: never)\n"
           "  --connect-timeout SECONDS  give up connecting to CONNECT after SECONDS\n"
           "                             (default 10)\n"
+          "  --log-format FORMAT        text (default) or json\n"
           "  -q, --quiet                no startup line and no per-connection lines\n"
           "  -h, --help                 show this help\n"
           "  -V, --version              print the version and exit\n"
           "\n"
-          "Each connection is logged to stderr when it ends: time, id, peer, bytes\n"
-          "client->upstream ('up') and upstream->client ('down'), duration and how it ended.\n"
+          "Each connection is logged to stderr when it ends, as a connection log record\n"
+          "(README \"Connection log\"): client, target, bytes_up (client->upstream),\n"
+          "bytes_down, duration_ms and how it ended.\n"
           "SIGINT or SIGTERM closes the listener and every connection, then exits 0.\n"
           "\n"
           "exit status: 0 stopped by a signal, 1 cannot listen, 2 bad arguments\n",
           f);
 }
 
-/* One line per connection when it ends. */
+/* One record per connection when it ends (proxy/log.c), on stderr. */
 static void log_conn(void *ctx, const struct connlog *r)
 {
-    char when[COMMON_TIME_MAX];
-
-    (void)ctx;
-    fprintf(stderr, "%s conn %llu from %s: %llu bytes up, %llu bytes down, %llu ms, %s\n",
-            common_timestamp(when, sizeof(when)), (unsigned long long)r->id, r->client,
-            (unsigned long long)r->bytes_up, (unsigned long long)r->bytes_down,
-            (unsigned long long)r->duration_ms, r->end);
+    proxy_log_record(ctx, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -155,12 +152,13 @@ static int same_endpoint(const struct endpoint *a, const struct endpoint *b)
     return 0;
 }
 
-enum { OPT_MAX_CONNS = 256, OPT_IDLE, OPT_CONNECT_TIMEOUT };
+enum { OPT_MAX_CONNS = 256, OPT_IDLE, OPT_CONNECT_TIMEOUT, OPT_LOG_FORMAT };
 
 static const struct option bridge_options[] = {
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
     {"idle", required_argument, NULL, OPT_IDLE},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -168,7 +166,7 @@ static const struct option bridge_options[] = {
 };
 
 /* One option: 0, or 1 + the exit status. */
-static int bridge_option(struct forward_cmd *cmd, int c, char **argv)
+static int bridge_option(struct forward_cmd *cmd, int c, char **argv, int *json)
 {
     const char *v = optarg;
     char *arg = argv[optind - 1];
@@ -182,6 +180,11 @@ static int bridge_option(struct forward_cmd *cmd, int c, char **argv)
     case 'q':
         cmd->quiet = 1;
         cmd->fwd.log = NULL;
+        return 0;
+    case OPT_LOG_FORMAT:
+        if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0)
+            return 1 + usage_error("--log-format must be 'text' or 'json', got '%s'", esc(v));
+        *json = strcmp(v, "json") == 0;
         return 0;
     case OPT_MAX_CONNS:
         if (parse_count(v, BRIDGE_MAX_MAX_CONNS, &cmd->fwd.max_conns) < 0)
@@ -210,7 +213,7 @@ static int bridge_option(struct forward_cmd *cmd, int c, char **argv)
 }
 
 /* Parses argv into cmd. 0, or 1 + the exit status (message printed). */
-static int parse_args(struct forward_cmd *cmd, int argc, char **argv)
+static int parse_args(struct forward_cmd *cmd, int argc, char **argv, int *json)
 {
     const char *why = NULL;
     int c, rc;
@@ -218,7 +221,7 @@ static int parse_args(struct forward_cmd *cmd, int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":qhV", bridge_options, NULL)) != -1) {
-        rc = bridge_option(cmd, c, argv);
+        rc = bridge_option(cmd, c, argv, json);
         if (rc != 0)
             return rc;
     }
@@ -240,14 +243,19 @@ static int parse_args(struct forward_cmd *cmd, int argc, char **argv)
 int cli_bridge(int argc, char **argv)
 {
     struct forward_cmd cmd;
-    int rc;
+    struct proxy_log log;
+    int rc, json = 0;
 
     memset(&cmd, 0, sizeof(cmd));
     cmd.fwd.max_conns = BRIDGE_DEFAULT_MAX_CONNS;
     cmd.fwd.connect_ms = BRIDGE_DEFAULT_CONNECT_MS;
     cmd.fwd.log = log_conn;
-    rc = parse_args(&cmd, argc, argv);
+    cmd.fwd.log_ctx = &log;
+    rc = parse_args(&cmd, argc, argv, &json);
     if (rc != 0)
         return rc - 1;
-    return forward_cmd_run(&cmd);
+    (void)proxy_log_open(&log, NULL, json); /* stderr: cannot fail */
+    rc = forward_cmd_run(&cmd);
+    proxy_log_close(&log);
+    return rc;
 }

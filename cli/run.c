@@ -33,7 +33,9 @@ void cli_run_usage(FILE *f)
             "  -s, --settings FILE  settings file (also $SLUICE_SETTINGS)\n"
             "  --ask HANDLER        ask about destinations no rule decides: tty,\n"
             "                       exec:PROGRAM or socket:PATH (default: deny them)\n"
-            "  --log FILE           write a decision line per request to FILE\n"
+            "  --log FILE           append the connection log to FILE (README:\n"
+            "                       \"Connection log\")\n"
+            "  --log-format FORMAT  text (default) or json\n"
             "  -q, --quiet          no summary of blocked connections after the run\n"
             "  -d, --debug          [SandboxDebug] lines on stderr (also SRT_DEBUG=1)\n"
             "  --control-fd N       srt's live settings updates (not supported yet:\n"
@@ -52,12 +54,13 @@ void cli_run_usage(FILE *f)
             "are bad (the command did not run).\n");
 }
 
-enum { OPT_ASK = 256, OPT_LOG, OPT_BYPASS, OPT_CONTROL_FD };
+enum { OPT_ASK = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_BYPASS, OPT_CONTROL_FD };
 
 static const struct option run_options[] = {
     {"settings", required_argument, NULL, 's'},
     {"ask", required_argument, NULL, OPT_ASK},
     {"log", required_argument, NULL, OPT_LOG},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"quiet", no_argument, NULL, 'q'},
     {"debug", no_argument, NULL, 'd'},
     {"control-fd", required_argument, NULL, OPT_CONTROL_FD},
@@ -103,6 +106,13 @@ static int run_option(struct sb_launch_opts *o, const char **settings, int c, ch
     case OPT_LOG:
         o->log_path = optarg;
         return 0;
+    case OPT_LOG_FORMAT:
+        if (strcmp(optarg, "json") == 0 || strcmp(optarg, "text") == 0) {
+            o->log_json = strcmp(optarg, "json") == 0;
+            return 0;
+        }
+        fprintf(stderr, "sluice: run: --log-format must be 'text' or 'json', got '%s'\n", optarg);
+        return 1 + SB_LAUNCH_FAIL;
     case 'q':
         o->quiet = 1;
         return 0;

@@ -44,7 +44,7 @@ const char *common_escape(const char *in, char *buf, size_t len)
     return buf;
 }
 
-void common_logfmt(FILE *f, const char *key, const char *value)
+void common_logfmt(FILE *f, int first, const char *key, const char *value)
 {
     int quote = 0;
 
@@ -57,10 +57,10 @@ void common_logfmt(FILE *f, const char *key, const char *value)
             (unsigned char)*p == 0x7f)
             quote = 1;
     if (!quote) {
-        fprintf(f, " %s=%s", key, value);
+        fprintf(f, "%s%s=%s", first ? "" : " ", key, value);
         return;
     }
-    fprintf(f, " %s=\"", key);
+    fprintf(f, "%s%s=\"", first ? "" : " ", key);
     for (const char *p = value; *p; p++) {
         unsigned char ch = (unsigned char)*p;
         if (ch == '"' || ch == '\\')

@@ -24,11 +24,11 @@ const char *common_timestamp(char *buf, size_t len);
  * len. Returns buf. */
 const char *common_escape(const char *in, char *buf, size_t len);
 
-/* Writes " key=value" (logfmt): the value is quoted when empty or when it
+/* Writes " key=value" (logfmt; no leading space when first): the value is quoted when empty or when it
  * holds a space, '"', '=', '\' or a control byte; inside quotes '"' and
  * '\' are backslash-escaped and control bytes written as \xNN. Nothing is
  * written for a NULL value. */
-void common_logfmt(FILE *f, const char *key, const char *value);
+void common_logfmt(FILE *f, int first, const char *key, const char *value);
 
 /* Text of a connected stream's peer: "ip:port", "[v6]:port", "unix" for a
  * pipe, "-" when the kernel cannot tell. Returns buf. */

@@ -15,112 +15,136 @@
 
 #define PROXY_LOG_BUF (64 * 1024) /* the log is flushed once per loop iteration */
 
-static const char *event_name(const struct connlog *r)
+/* The one log record: the same keys, in the same order, in both renderings
+ * (README "Connection log"). A field is a key with a string or a number;
+ * absent fields are left out of both. */
+#define LOG_MAX_FIELDS 24
+
+struct log_field {
+    const char *key;
+    const char *str; /* NULL: num */
+    unsigned long long num;
+};
+
+struct log_line {
+    struct log_field f[LOG_MAX_FIELDS];
+    size_t n;
+    char time[COMMON_TIME_MAX];
+};
+
+static void put_str(struct log_line *l, const char *key, const char *v)
 {
-    return r->event == CONNLOG_DECISION ? "decision" : "close";
+    if (v != NULL && v[0] != '\0' && l->n < LOG_MAX_FIELDS)
+        l->f[l->n++] = (struct log_field){key, v, 0};
 }
 
-static void log_text(struct proxy_log *lg, const struct connlog *r)
+static void put_num(struct log_line *l, const char *key, unsigned long long v)
 {
-    char t[COMMON_TIME_MAX], n[32];
-    FILE *f = lg->f;
+    if (l->n < LOG_MAX_FIELDS)
+        l->f[l->n++] = (struct log_field){key, NULL, v};
+}
 
-    common_timestamp(t, sizeof(t));
-    fprintf(f, "%s id=%llu event=%s", t, (unsigned long long)r->id, event_name(r));
-    common_logfmt(f, "client", r->client);
-    common_logfmt(f, "proto", r->protocol);
-    if (r->host != NULL) {
-        common_logfmt(f, "host", r->host);
-        snprintf(n, sizeof(n), "%u", (unsigned)r->port);
-        common_logfmt(f, "port", n);
-    }
-    common_logfmt(f, "verdict", r->verdict);
-    if (r->rule != NULL && r->rule[0] != '\0')
-        common_logfmt(f, "rule", r->rule);
-    if (r->reason != NULL && r->reason[0] != '\0')
-        common_logfmt(f, "reason", r->reason);
-    if (r->addr != NULL && r->addr[0] != '\0')
-        common_logfmt(f, "addr", r->addr);
-    if (r->code >= 0) {
-        snprintf(n, sizeof(n), "%d", r->code);
-        common_logfmt(f, "code", n);
-    }
-    if (r->event == CONNLOG_CLOSE) {
-        fprintf(f, " up=%llu down=%llu ms=%llu", (unsigned long long)r->bytes_up,
-                (unsigned long long)r->bytes_down, (unsigned long long)r->duration_ms);
-        common_logfmt(f, "end", r->end);
+static void line_begin(struct log_line *l, const char *level, const char *event)
+{
+    l->n = 0;
+    put_str(l, "time", common_timestamp(l->time, sizeof(l->time)));
+    put_str(l, "level", level);
+    put_str(l, "event", event);
+}
+
+static void render_text(FILE *f, const struct log_line *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct log_field *x = &l->f[i];
+        if (x->str != NULL) {
+            common_logfmt(f, i == 0, x->key, x->str);
+            continue;
+        }
+        fprintf(f, "%s%s=%llu", i == 0 ? "" : " ", x->key, x->num);
     }
     fputc('\n', f);
 }
 
-static void log_json(struct proxy_log *lg, const struct connlog *r)
+static void render_json(FILE *f, const struct log_line *l)
 {
     json_t *o = json_object();
-    char t[COMMON_TIME_MAX];
     char *text;
 
     if (o == NULL)
         return;
-    json_object_set_new(o, "time", json_string(common_timestamp(t, sizeof(t))));
-    json_object_set_new(o, "id", json_integer((json_int_t)r->id));
-    json_object_set_new(o, "event", json_string(event_name(r)));
-    json_object_set_new(o, "client", json_string(r->client));
-    json_object_set_new(o, "protocol", json_string(r->protocol));
-    if (r->host != NULL) {
-        json_object_set_new(o, "host", json_string(r->host));
-        json_object_set_new(o, "port", json_integer(r->port));
+    for (size_t i = 0; i < l->n; i++) {
+        const struct log_field *x = &l->f[i];
+        json_object_set_new(o, x->key, x->str != NULL ? json_string(x->str)
+                                                     : json_integer((json_int_t)x->num));
     }
-    if (r->verdict != NULL)
-        json_object_set_new(o, "decision", json_string(r->verdict));
-    if (r->rule != NULL && r->rule[0] != '\0')
-        json_object_set_new(o, "rule", json_string(r->rule));
-    if (r->reason != NULL && r->reason[0] != '\0')
-        json_object_set_new(o, "reason", json_string(r->reason));
-    if (r->addr != NULL && r->addr[0] != '\0')
-        json_object_set_new(o, "addr", json_string(r->addr));
-    if (r->code >= 0)
-        json_object_set_new(o, "code", json_integer(r->code));
-    if (r->event == CONNLOG_CLOSE) {
-        json_object_set_new(o, "bytes_up", json_integer((json_int_t)r->bytes_up));
-        json_object_set_new(o, "bytes_down", json_integer((json_int_t)r->bytes_down));
-        json_object_set_new(o, "duration_ms", json_integer((json_int_t)r->duration_ms));
-        json_object_set_new(o, "end", json_string(r->end));
-    }
-    text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+    text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
     if (text != NULL) {
-        fprintf(lg->f, "%s\n", text);
+        fprintf(f, "%s\n", text);
         free(text);
     }
     json_decref(o);
 }
 
-void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
+static void emit(struct proxy_log *lg, const struct log_line *l)
 {
     if (lg->json)
-        log_json(lg, r);
+        render_json(lg->f, l);
     else
-        log_text(lg, r);
-    lg->dirty = 1;
+        render_text(lg->f, l);
+    /* a log with no loop flushing it (sluice bridge's stderr, run --log)
+     * writes each line through */
+    if (lg->flush_on)
+        lg->dirty = 1;
+    else
+        fflush(lg->f);
 }
 
-void proxy_log_event(struct proxy_log *lg, const char *event, const char *msg)
+/* warn for a refusal, info for the rest */
+static const char *record_level(const struct connlog *r)
 {
-    char t[COMMON_TIME_MAX];
+    if (r->verdict != NULL && strcmp(r->verdict, "allow") != 0)
+        return "warn";
+    return "info";
+}
 
-    common_timestamp(t, sizeof(t));
-    if (lg->json) {
-        json_t *o = json_pack("{s:s, s:s, s:s}", "time", t, "event", event, "message", msg);
-        char *text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-        if (text != NULL)
-            fprintf(lg->f, "%s\n", text);
-        free(text);
-        json_decref(o);
-    } else {
-        fprintf(lg->f, "%s event=%s", t, event);
-        common_logfmt(lg->f, "message", msg);
-        fputc('\n', lg->f);
+void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
+{
+    struct log_line l;
+
+    line_begin(&l, record_level(r), r->event == CONNLOG_DECISION ? "decision" : "close");
+    put_num(&l, "id", r->id);
+    put_str(&l, "client", r->client);
+    put_str(&l, "protocol", r->protocol);
+    if (r->host != NULL) {
+        put_str(&l, "host", r->host);
+        if (r->port != 0)
+            put_num(&l, "port", r->port);
     }
-    lg->dirty = 1;
+    put_str(&l, "method", r->method);
+    put_str(&l, "url", r->url);
+    put_str(&l, "decision", r->verdict);
+    put_str(&l, "rule", r->rule);
+    put_str(&l, "source", r->source);
+    put_str(&l, "reason", r->reason);
+    put_str(&l, "addr", r->addr);
+    if (r->code >= 0)
+        put_num(&l, "code", (unsigned long long)r->code);
+    if (r->event == CONNLOG_CLOSE) {
+        put_num(&l, "bytes_up", r->bytes_up);
+        put_num(&l, "bytes_down", r->bytes_down);
+        put_num(&l, "duration_ms", r->duration_ms);
+        put_str(&l, "end", r->end);
+    }
+    emit(lg, &l);
+}
+
+void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg)
+{
+    struct log_line l;
+
+    line_begin(&l, level, event);
+    put_str(&l, "message", msg);
+    emit(lg, &l);
 }
 
 /* Before the loop waits: what was logged during this iteration goes out in
@@ -137,8 +161,6 @@ static void on_log_flush(uv_prepare_t *h)
 
 int proxy_log_open(struct proxy_log *lg, const char *path, int json)
 {
-    static char buf[PROXY_LOG_BUF];
-
     memset(lg, 0, sizeof(*lg));
     lg->json = json;
     lg->f = stderr;
@@ -150,11 +172,17 @@ int proxy_log_open(struct proxy_log *lg, const char *path, int json)
         }
         lg->owned = 1;
     }
+    return 0;
+}
+
+void proxy_log_buffer(struct proxy_log *lg)
+{
+    static char buf[PROXY_LOG_BUF];
+
     if (isatty(fileno(lg->f)))
         (void)setvbuf(lg->f, NULL, _IOLBF, BUFSIZ);
     else
         (void)setvbuf(lg->f, buf, _IOFBF, sizeof(buf));
-    return 0;
 }
 
 static void on_flush_closed(uv_handle_t *h)

@@ -63,7 +63,7 @@ static void reload(struct proxy_srv *srv)
     if (load_policy(srv, &s, &p, &err) < 0) {
         srv->m.reloads_failed++;
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
-        proxy_log_event(&srv->log, "reload_failed", msg);
+        proxy_log_event(&srv->log, "error", "reload_failed", msg);
         settings_free(&s);
         return;
     }
@@ -74,7 +74,7 @@ static void reload(struct proxy_srv *srv)
     proxy_frontend_apply(&srv->socks.fe, &srv->settings, 1);
     proxy_frontend_apply(&srv->http.fe, &srv->settings, 1);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
-    proxy_log_event(&srv->log, "reload", msg);
+    proxy_log_event(&srv->log, "info", "reload", msg);
 }
 
 /* NULL when ready: serving (listeners open, not paused for overload) with a
@@ -114,7 +114,7 @@ static void finish(struct proxy_srv *srv)
     if (srv->stopping == 2)
         return;
     srv->stopping = 2;
-    proxy_log_event(&srv->log, "stopped", "all connections closed");
+    proxy_log_event(&srv->log, "info", "stopped", "all connections closed");
     proxy_core_close(&srv->core, shutdown_done, NULL);
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
@@ -181,7 +181,7 @@ static void on_drain_timeout(uv_timer_t *t)
     char msg[120];
 
     snprintf(msg, sizeof(msg), "drain time is up: closing %zu connections", live_conns(srv));
-    proxy_log_event(&srv->log, "drain_timeout", msg);
+    proxy_log_event(&srv->log, "warn", "drain_timeout", msg);
     frontend_close_all(&srv->socks.fe);
     frontend_close_all(&srv->http.fe);
 }
@@ -195,7 +195,7 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     srv->stopping = 1;
     snprintf(msg, sizeof(msg), "%s: no longer accepting; draining %zu connections for up to %u ms",
              why, live_conns(srv), srv->settings.proxy.drain_timeout_ms);
-    proxy_log_event(&srv->log, "drain", msg);
+    proxy_log_event(&srv->log, "info", "drain", msg);
     if (srv->socks.l != NULL)
         listener_close(srv->socks.l, NULL, NULL);
     if (srv->http.l != NULL)
@@ -381,7 +381,7 @@ static void log_start(struct proxy_srv *srv)
              policy_rule_count(egress_env_policy(srv->core.egress)),
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
              srv->ask_spec != NULL ? "; asking unmatched" : "");
-    proxy_log_event(&srv->log, "start", msg);
+    proxy_log_event(&srv->log, "info", "start", msg);
 }
 
 /* Error paths close whatever was opened; a clean stop has closed it all. */
@@ -442,6 +442,7 @@ int proxy_server_run(const struct proxy_opts *o)
         free(srv);
         return code;
     }
+    proxy_log_buffer(&srv->log);
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
     code = start(srv);

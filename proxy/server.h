@@ -68,17 +68,21 @@ struct proxy_log {
     int flush_on;
 };
 
-/* Opens path for appending (NULL: stderr) and sets its buffering. -1 with
- * errno set when the file cannot be opened. */
+/* Opens path for appending (NULL: stderr). -1 with errno set when the file
+ * cannot be opened. */
 int proxy_log_open(struct proxy_log *lg, const char *path, int json);
-/* Flushes once per loop iteration, before the loop waits. */
+/* Fully buffers the stream (line-buffered on a terminal), before anything
+ * is written to it; for a log that proxy_log_start will flush. */
+void proxy_log_buffer(struct proxy_log *lg);
+/* Flushes once per loop iteration, before the loop waits (without it every
+ * line is flushed as it is written). */
 void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop);
 void proxy_log_stop(struct proxy_log *lg);
 /* Closes the file (not stderr), after a final flush. */
 void proxy_log_close(struct proxy_log *lg);
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
-/* A server event (start, reload, drain) in the log's format. */
-void proxy_log_event(struct proxy_log *lg, const char *event, const char *msg);
+/* A server event (start, reload, drain): level "info", "warn" or "error". */
+void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg);
 
 /* ------------------------------------------------------------------------ */
 /* The standalone proxy (proxy/server.c)                                     */

@@ -40,7 +40,8 @@ struct run {
     const struct sb_launch_opts *o;
     struct settings *settings;
     uv_loop_t loop;
-    FILE *log;
+    struct proxy_log log; /* --log FILE */
+    int log_on;
     struct proxy_core core;
     struct frontend http_fe, socks_fe;
     struct run_listener ls[4];

@@ -496,12 +496,12 @@ static int check_cwd_and_log(struct run *run)
         return -1;
     }
     if (run->o->log_path != NULL) {
-        run->log = fopen(run->o->log_path, "ae");
-        if (run->log == NULL) {
+        if (proxy_log_open(&run->log, run->o->log_path, run->o->log_json) < 0) {
             fprintf(stderr, "sluice: run: cannot open log file '%s': %s\n", run->o->log_path,
                     strerror(errno));
             return -1;
         }
+        run->log_on = 1;
     }
     return 0;
 }
@@ -625,8 +625,8 @@ static void cleanup(struct run *run)
     sb_strv_free(&run->env);
     proxy_core_free(&run->core);
     run_summary_free(run);
-    if (run->log != NULL)
-        fclose(run->log);
+    if (run->log_on)
+        proxy_log_close(&run->log);
     free(run->cmdline);
 }
 

@@ -14,7 +14,8 @@ struct settings;
 
 struct sb_launch_opts {
     const char *ask_spec; /* NULL: deny what no rule decides */
-    const char *log_path; /* NULL: no decision log */
+    const char *log_path; /* NULL: no connection log */
+    int log_json;         /* --log-format json */
     int quiet;            /* no summary of blocked connections */
     int bypass;           /* --dangerously-disable-sandbox */
     int debug;            /* -d / SRT_DEBUG: [SandboxDebug] lines on stderr */

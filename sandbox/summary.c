@@ -1,5 +1,5 @@
 /* sandbox/summary.c - what `sluice run` reports about the sandbox's
- * connections: the decision log (--log FILE), the summary of blocked
+ * connections: the connection log (--log FILE, proxy/log.c's records), the summary of blocked
  * connections after the run (filtered by ignoreViolations, off with
  * --quiet), and the -d / SRT_DEBUG lines. */
 #include "sandbox/launch-int.h"
@@ -49,23 +49,8 @@ void run_note_decision(struct run *run, const struct connlog *r)
                   r->verdict != NULL ? r->verdict : "-",
                   r->reason != NULL && r->reason[0] != '\0' ? ": " : "",
                   r->reason != NULL ? r->reason : "");
-    if (run->log == NULL)
-        return;
-    if (r->event == CONNLOG_DECISION) {
-        fprintf(run->log, "id=%llu client=%s protocol=%s target=%s:%u decision=%s rule=\"%s\" "
-                          "reason=\"%s\" addr=%s code=%d\n",
-                (unsigned long long)r->id, r->client != NULL ? r->client : "-",
-                r->protocol != NULL ? r->protocol : "-", r->host != NULL ? r->host : "-",
-                (unsigned)r->port, r->verdict != NULL ? r->verdict : "-",
-                r->rule != NULL ? r->rule : "", r->reason != NULL ? r->reason : "",
-                r->addr != NULL && r->addr[0] != '\0' ? r->addr : "-", r->code);
-    } else {
-        fprintf(run->log, "id=%llu event=close up=%llu down=%llu ms=%llu end=%s\n",
-                (unsigned long long)r->id, (unsigned long long)r->bytes_up,
-                (unsigned long long)r->bytes_down, (unsigned long long)r->duration_ms,
-                r->end != NULL ? r->end : "-");
-    }
-    fflush(run->log);
+    if (run->log_on)
+        proxy_log_record(&run->log, r);
 }
 
 /* ignoreViolations: {"*": [patterns], "command substring": [patterns]}. A
