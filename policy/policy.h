@@ -262,6 +262,13 @@ struct policy_decision {
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
+/* Transparent mode's resolver (policy/dns.c): 1 when a name must be answered
+ * NXDOMAIN, i.e. a port-less deny rule denies it on every port (never in
+ * report mode, never for an IP literal); 0 when it gets an address and is
+ * decided with its port at connect(). d: the decision at port 0. */
+int policy_dns_refused(const struct policy *p, const struct policy_host *h,
+                       struct policy_decision *d);
+
 /* Formats "FILE:LINE" of a rule into buf. */
 const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t len);
 

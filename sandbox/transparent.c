@@ -86,6 +86,8 @@
 #define _GNU_SOURCE
 #include "sandbox/transparent.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -131,8 +133,6 @@ static const uint8_t tp_v6_prefix[8] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65
 #define DNS_TTL 300u
 #define DNS_TCP_MAX 65535u
 #define DNS_TCP_IDLE_MS 10000u
-
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* The options copied onto sluice's socket when the command set them
  * before connect(): compared with a fresh socket's value (tp->optdef, read
@@ -336,18 +336,7 @@ const char *tp_names_lookup(const struct tp_names *n, const struct policy_addr *
 }
 
 /* ------------------------------------------------------------------------ */
-/* The DNS verdict (shared with `sluice check`)                              */
-
-int tp_dns_denied(const struct policy *p, const struct policy_host *h, struct policy_decision *d)
-{
-    policy_decide(p, h, 0, d);
-    /* Deny rules win over allow rules, so a port-less deny rule denies the
-     * name on every port: no answer can lead anywhere. Anything else
-     * (allowed, no rule, a rule for some ports) gets an address and is
-     * decided with its port at connect(). */
-    return d->verdict == POLICY_DENY && d->origin == POLICY_BY_RULE && d->rule != NULL &&
-           d->rule->port == 0 && !policy_mode_report(p);
-}
+/* Rule text for the log                              */
 
 static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
 {
@@ -460,7 +449,7 @@ size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, 
         rcode = nlen == 0 ? DNS_NOERROR : DNS_NXDOMAIN;
         goto done;
     }
-    if (tp_dns_denied(egress_env_policy(t->egress), &h, &d)) {
+    if (policy_dns_refused(egress_env_policy(t->egress), &h, &d)) {
         dns_log_denied(t, h.name, &d);
         rcode = DNS_NXDOMAIN;
         goto done;

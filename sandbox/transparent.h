@@ -31,10 +31,8 @@ const char *tp_names_lookup(const struct tp_names *n, const struct policy_addr *
 void tp_synthetic(size_t index, int family, struct policy_addr *a);
 void tp_names_free(struct tp_names *n);
 
-/* The resolver's verdict for a name (one for `sluice check` too): 1 when a
- * port-less deny rule denies it (NXDOMAIN), 0 when it gets an address and
- * is decided with its port at connect(). d is the decision at port 0. */
-int tp_dns_denied(const struct policy *p, const struct policy_host *h, struct policy_decision *d);
+/* The resolver's verdict on a name is policy_dns_refused (policy.h), which
+ * `sluice check --transparent` prints too. */
 
 struct tp;
 

@@ -140,7 +140,7 @@ JSON
     out=$("$SLUICE" run --settings "$S2" -- sh -c "curl --max-time 10 -sS --noproxy '*' http://origin.test:$PA/hello.txt; echo rc=\$?" 2>&1)
     grep -q 'rc=6' <<< "$out" && ok "without transparent mode nothing changes (no resolver)" || bad "off by default" "$out"
     sr --log "$T/run.log" -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" >/dev/null 2>&1
-    grep -q "protocol=transparent target=origin.test:$PA decision=allow" "$T/run.log" &&
+    grep -q "protocol=transparent host=origin.test port=$PA decision=allow" "$T/run.log" &&
         ok "the log has the transparent decision" || bad "log line" "$(cat "$T/run.log")"
 
     # --- sluice check explains it (same verdict functions) ------------------------------------

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(name != NULL);
             FUZZ_CHECK(policy_host_normalize(name, strlen(name), &h, &why) == 0);
             FUZZ_CHECK(strcmp(h.name, name) == 0 && h.kind == POLICY_HOST_NAME);
-            FUZZ_CHECK(!tp_dns_denied(pol, &h, &d));
+            FUZZ_CHECK(!policy_dns_refused(pol, &h, &d));
         }
     }
     len2 = tp_dns_answer(tp, data, size, again, 512);
