@@ -201,6 +201,7 @@ struct tp {
     struct seccomp_notif *notif;
     struct seccomp_notif_resp *resp;
     struct tp_req reqs;      /* list head */
+    size_t npending, max_pending;
     struct dns_conn dconns;  /* list head (only prev/next used) */
     int nr_connect[3];       /* per ABI below, -1 unknown */
     uint32_t arch[3];
@@ -646,6 +647,7 @@ static void respond(struct tp *t, uint64_t id, int error, int cont)
 
 static void req_free(struct tp_req *r)
 {
+    r->t->npending--;
     r->prev->next = r->next;
     r->next->prev = r->prev;
     if (r->orig >= 0)
@@ -1068,6 +1070,13 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     else
         rc = policy_host_normalize(policy_addr_str(&dst, text, sizeof(text)),
                                    strlen(policy_addr_str(&dst, text, sizeof(text))), &host, &why);
+    if (t->npending >= t->max_pending) {
+        /* as many connect()s in flight as the proxies' maxConnections:
+         * the host's descriptors are not the command's to exhaust */
+        close(orig);
+        respond(t, n->id, EAGAIN, 0);
+        return;
+    }
     r = calloc(1, sizeof(*r));
     if (rc < 0 || r == NULL) {
         free(r);
@@ -1085,6 +1094,7 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     r->prev = &t->reqs;
     t->reqs.next->prev = r;
     t->reqs.next = r;
+    t->npending++;
     snprintf(r->host, sizeof(r->host), "%s", host.name);
     r->port = port;
     snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
@@ -1196,6 +1206,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->notify_fd = o->notify_fd;
     t->pid = o->cmd_pid;
     t->diag_fd = o->diag_fd;
+    t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;
     t->self_pid = (int)getpid();
     read_defaults(t->optdef);
     t->ns_dev = o->ns_dev;

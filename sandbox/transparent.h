@@ -53,6 +53,7 @@ struct tp_opts {
     connlog_fn log;            /* decision records (protocol "transparent" / "dns") */
     void *log_ctx;
     uint64_t *next_id;         /* connection ids, shared with the proxies */
+    size_t max_pending;        /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
 };
 
 /* NULL, or the piece of the kernel transparent mode needs and lacks. */
