@@ -143,6 +143,19 @@ JSON
     grep -q "protocol=transparent host=origin.test port=$PA decision=allow" "$T/run.log" &&
         ok "the log has the transparent decision" || bad "log line" "$(cat "$T/run.log")"
 
+    # connect()s in flight are bounded by proxy.limits.maxConnections
+    cat > "$T/lim.json" <<JSON
+{"network": {"dnsServers": ["127.0.0.1:$DPORT"], "transparent": true},
+ "proxy": {"limits": {"maxConnections": 2}, "timeouts": {"ask": 3}}}
+JSON
+    printf '#!/bin/sh\ntouch "%s/asked.$$"\nexec sleep 30\n' "$W" > "$T/never.sh"
+    chmod 755 "$T/never.sh"
+    rm -f "$W"/asked.*
+    out=$("$SLUICE" run --settings "$T/lim.json" --ask "exec:$T/never.sh" -- python3 "$PROBE" limit other.test 1001 1002 1003 2>&1)
+    grep -q '^limit third=EAGAIN first=ECONNREFUSED second=ECONNREFUSED' <<< "$out" &&
+        ok "connect()s in flight beyond maxConnections fail at once with EAGAIN" || bad "in-flight limit" "$out"
+    rm -f "$W"/asked.*
+
     # --- sluice check explains it (same verdict functions) ------------------------------------
     out=$("$SLUICE" check --settings "$S" evil.test:80 "origin.test:$PA" "twin.test:$PA" "127.0.0.1:$PB" 2>&1)
     grep -A1 '^deny  evil.test:80' <<< "$out" | grep -q "resolver answers NXDOMAIN" &&

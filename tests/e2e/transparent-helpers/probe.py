@@ -166,6 +166,34 @@ def cmd_race(good, bad, rounds):
     print("race ok=%d refused=%d" % (ok, refused))
 
 
+def cmd_limit(host, p1, p2, p3):
+    """Two connect()s wait for an ask handler that never answers (it leaves
+    a file asked.PID in the working directory for each question); with
+    proxy.limits.maxConnections 2 the third fails at once with EAGAIN."""
+    import glob
+    import time
+    res = {}
+
+    def conn(p):
+        try:
+            socket.create_connection((host, int(p)), timeout=60)
+            res[p] = "connected"
+        except OSError as e:
+            res[p] = errno.errorcode.get(e.errno, e.errno)
+
+    ts = [threading.Thread(target=conn, args=(p,)) for p in (p1, p2)]
+    for t in ts:
+        t.start()
+    for _ in range(600):
+        if len(glob.glob("asked.*")) >= 2:
+            break
+        time.sleep(0.05)
+    conn(p3)
+    for t in ts:
+        t.join()
+    print("limit third=%s first=%s second=%s" % (res[p3], res[p1], res[p2]))
+
+
 def cmd_fds():
     names = []
     for fd in os.listdir("/proc/self/fd"):
