@@ -43,6 +43,23 @@ cases() {
             curl -s --noproxy '*' "http://127.0.0.1:$PB/hello.txt" >/dev/null && break
         sleep 0.1
     done
+    # a git daemon for git:// (allow-listed like the origins)
+    GPORT=
+    if [ -x /usr/lib/git-core/git-daemon ] || git daemon -h >/dev/null 2>&1 || [ $? -eq 129 ]; then
+        mkdir -p "$T/git"
+        if git init -q --bare "$T/git/repo.git" && git -C "$T/git/repo.git" symbolic-ref HEAD refs/heads/main &&
+            git init -q "$T/gitw" && git -C "$T/gitw" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init &&
+            git -C "$T/gitw" push -q "$T/git/repo.git" HEAD:refs/heads/main; then
+            GPORT=$(free_port)
+            git daemon --reuseaddr --base-path="$T/git" --export-all --listen=127.0.0.1 --port="$GPORT" "$T/git" \
+                >"$T/gitd.err" 2>&1 &
+            PIDS+=($!)
+            for i in $(seq 100); do
+                git ls-remote "git://127.0.0.1:$GPORT/repo.git" >/dev/null 2>&1 && break
+                sleep 0.1
+            done
+        fi
+    fi
     : > "$T/B.err" # from here on, any request line in it is a connection that got through
     start_dnsmasq --address=/origin.test/127.0.0.1 --address=/twin.test/127.0.0.1 \
         --address=/evil.test/127.0.0.1 --address=/other.test/127.0.0.1
@@ -51,8 +68,8 @@ cases() {
         return 0
     fi
     cat > "$S" <<JSON
-{"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "deniedDomains": ["evil.test"],
-             "dnsServers": ["127.0.0.1:$DPORT"], "transparent": true}}
+{"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA", "127.0.0.1:${GPORT:-1}"],
+             "deniedDomains": ["evil.test"], "dnsServers": ["127.0.0.1:$DPORT"], "transparent": true}}
 JSON
     cat > "$S2" <<JSON
 {"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$DPORT"]}}
@@ -110,6 +127,26 @@ JSON
         [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"
     else
         skip "nc to an allowed name" "nc is not installed"
+    fi
+    if command -v socat >/dev/null 2>&1; then
+        out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | socat -t 5 - TCP:origin.test:$PA 2>&1 | tail -1")
+        [ "$out" = hello-origin ] && ok "socat TCP: to an allowed name" || bad "socat" "$out"
+    else
+        skip "socat to an allowed name" "socat is not installed"
+    fi
+    if command -v node >/dev/null 2>&1; then
+        out=$(sr -- node -e "require('http').get('http://origin.test:$PA/hello.txt', r => { let b = ''; r.on('data', d => b += d); r.on('end', () => console.log(r.statusCode + ' ' + b.trim())); }).on('error', e => console.log('error ' + e.code))" 2>&1)
+        [ "$out" = "200 hello-origin" ] && ok "node http.get (libuv, threaded getaddrinfo) to an allowed name" ||
+            bad "node" "$out"
+    else
+        skip "node http.get" "node is not installed"
+    fi
+    if [ -n "$GPORT" ]; then
+        out=$(sr -- git ls-remote "git://origin.test:$GPORT/repo.git" 2>&1)
+        grep -q 'refs/heads/main' <<< "$out" && ok "git ls-remote over git:// to an allowed name" ||
+            bad "git://" "$out"
+    else
+        skip "git over git://" "git daemon is not available"
     fi
     out=$(sr -- sh -c "curl --max-time 10 -sS --noproxy '*' http://twin.test:$PA/hello.txt; echo rc=\$?" 2>&1)
     grep -q 'rc=7' <<< "$out" && grep -q "twin.test:$PA" <<< "$out" &&
