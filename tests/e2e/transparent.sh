@@ -23,6 +23,7 @@ cases() {
     mkdir -p "$W" "$T/www"
     cd "$W" || return
     echo hello-origin > "$T/www/hello.txt"
+    truncate -s 256M "$T/www/big.bin" # sparse: page cache only
 
     # the kernel pieces: a run that cannot have them must refuse, not degrade
     out=$("$SLUICE" run --transparent -- true 2>&1); rc=$?
@@ -112,6 +113,13 @@ JSON
     out=$(sr -- python3 "$PROBE" thread origin.test "$PA" 2>&1)
     [ "$out" = body=hello-origin ] && ok "connect() from a thread other than the main one" ||
         bad "connect from a thread" "$out"
+    out=$(sr -- python3 "$PROBE" epoll origin.test "$PA" 2>&1)
+    [ "$out" = "connect=EINPROGRESS events=1 so_error=0 body=hello-origin" ] &&
+        ok "non-blocking connect, then epoll (Go's and libuv's order)" || bad "epoll after connect" "$out"
+    out=$(sr -- curl --max-time 60 -sS --noproxy '*' -o /dev/null -w '%{http_code} %{size_download}' \
+        "http://origin.test:$PA/big.bin" 2>&1)
+    [ "$out" = "200 268435456" ] && ok "a 256 MiB download on the connection sluice handed over: every byte" ||
+        bad "256 MiB download" "$out"
     out=$(sr -- python3 "$PROBE" x32 origin.test "$PA" 2>&1)
     [ "$out" = body=hello-origin ] && ok "connect() through the x32 ABI is judged like the native one" ||
         bad "x32 connect" "$out"

@@ -74,6 +74,21 @@ def cmd_nonblock(host, port):
           % (errno.errorcode.get(r, r), len(w), err, nodelay != 0, keep != 0, nb, peer, body))
 
 
+def cmd_epoll(host, port):
+    """Go's and libuv's order: non-blocking connect(), then the socket into
+    an epoll set, EPOLLOUT, SO_ERROR."""
+    addr = socket.getaddrinfo(host, int(port), socket.AF_UNSPEC, socket.SOCK_STREAM)[0]
+    s = socket.socket(addr[0], socket.SOCK_STREAM)
+    s.setblocking(False)
+    r = s.connect_ex(addr[4])
+    ep = select.epoll()
+    ep.register(s.fileno(), select.EPOLLOUT)
+    ev = ep.poll(10)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    s.setblocking(True)
+    print("connect=%s events=%d so_error=%d body=%s" % (errno.errorcode.get(r, r), len(ev), err, fetch(s, host)))
+
+
 def cmd_refused(host, port):
     try:
         socket.create_connection((host, int(port)), timeout=10)
