@@ -144,7 +144,7 @@ struct settings {
         unsigned dial_timeout_ms;      /* each connect attempt; default 10 s */
         unsigned idle_timeout_ms;      /* tunnel without traffic; 0 = none; default 15 min */
         unsigned drain_timeout_ms;     /* SIGTERM drain; default 10 s */
-        unsigned max_connections;      /* default 1024 */
+        unsigned max_connections;      /* 0 (default): from RLIMIT_NOFILE, proxy/core.c */
         unsigned max_pending_asks;     /* default 256 */
         unsigned max_head_bytes;       /* default 8192 */
     } proxy;
