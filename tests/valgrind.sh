@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/valgrind.sh [BUILD_DIR | PATH/TO/sluice] [SCRIPT...] - the end-to-end
 # proxy and sandbox tests (tests/e2e/{bridge,socks,ask,http,admin,run,
-# run_escape,profiles}.sh, or the SCRIPTs named) run once with every sluice
+# run_escape,profiles,limits}.sh, or the SCRIPTs named) run once with every sluice
 # they start under valgrind memcheck. Fails when a script fails, or when a
 # sluice process reports a memcheck error or a definite leak, or ends without
 # its ERROR SUMMARY although it should have exited normally.
@@ -40,7 +40,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-600}
 t0=$SECONDS
