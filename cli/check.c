@@ -32,7 +32,7 @@ struct check_item {
     const char *why; /* parse error */
     struct policy_host host;
     uint16_t port;
-    struct policy_decision d;
+    struct policy_judgment d; /* policy_verdict */
     /* --resolve */
     int resolving;
     enum resolver_status rst;
@@ -174,7 +174,7 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
     for (i = 0; i < n; i++) {
         struct check_item *it = &items[i];
         struct resolver_query *q;
-        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
+        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.decision == POLICY_DENY)
             continue;
         it->resolving = 1;
         if (resolver_query(r, it->host.name, on_resolved, it, &q) < 0) {
@@ -192,9 +192,9 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
 /* Writes a decision's reason, cut at its size: a reason is a one-line
  * summary, and a long host name may not fit (gcc's -Wformat-truncation knew
  * that and said so; here it is meant). */
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
+static void set_reason(struct policy_judgment *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
+static void set_reason(struct policy_judgment *d, const char *fmt, ...)
 {
     va_list ap;
 
@@ -203,29 +203,22 @@ static void set_reason(struct policy_decision *d, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Applies the guard and folds it into the final decision. */
+/* The verdict again, with the answers (an IP literal is its own answer). A
+ * failed lookup is reported as a denial: nothing could be dialed. */
 static void apply_guard(const struct policy *p, struct check_item *it)
 {
-    if (!it->valid || it->d.verdict == POLICY_DENY)
+    if (!it->valid || it->d.decision == POLICY_DENY)
         return;
-    if (it->host.kind != POLICY_HOST_NAME) {
-        it->addrs[0] = it->host.addr;
-        it->naddrs = 1;
-        it->rst = RESOLVER_OK;
-    } else if (it->rst != RESOLVER_OK) {
-        it->d.verdict = POLICY_DENY;
+    if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
+        it->d.decision = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         it->d.rule = NULL;
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }
-    it->nallowed = policy_guard(p, &it->host, it->port, it->addrs, it->naddrs, it->gv);
-    if (it->nallowed == 0 && it->naddrs > 0) {
-        it->d.verdict = POLICY_DENY;
-        it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
-        set_reason(&it->d, "every resolved address is refused: %s", it->gv[0].why);
-    }
+    policy_verdict(p, &it->host, it->port, it->addrs, it->naddrs, it->gv, &it->d);
+    it->naddrs = it->d.naddrs;
+    it->nallowed = it->d.nallowed;
 }
 
 /* ---- output ---- */
@@ -240,13 +233,13 @@ static void print_text(const struct check_item *it, int resolve)
     if (it->d.rule != NULL) {
         policy_rule_source(it->d.rule, src, sizeof(src));
         if (strstr(it->d.rule->list, "Files") != NULL)
-            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.verdict), hp,
+            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.decision), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
         else
-            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.verdict), hp,
+            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.decision), hp,
                    it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
     } else {
-        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.verdict), hp, it->d.reason);
+        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.decision), hp, it->d.reason);
     }
     if (!resolve)
         return;
@@ -268,7 +261,7 @@ static void print_json(const struct check_item *it, int resolve)
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
-    json_object_set_new(o, "decision", json_string(verdict_name(it->d.verdict)));
+    json_object_set_new(o, "decision", json_string(verdict_name(it->d.decision)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
         json_object_set_new(o, "source",
@@ -529,7 +522,7 @@ int cli_check(int argc, char **argv)
             continue;
         }
         it->valid = 1;
-        policy_decide(p, &it->host, it->port, &it->d);
+        policy_verdict(p, &it->host, it->port, NULL, 0, it->gv, &it->d);
     }
     if (expect_path != NULL && bad_target)
         goto out;
@@ -548,14 +541,14 @@ int cli_check(int argc, char **argv)
             continue;
         if (expect_path != NULL) {
             char hp[POLICY_HOST_MAX + 16];
-            if (it->d.verdict == it->expect) {
+            if (it->d.decision == it->expect) {
                 passed++;
                 continue;
             }
             failed++;
             host_port(it, hp, sizeof(hp));
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
-                   verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
+                   verdict_name(it->expect), hp, verdict_name(it->d.decision), it->d.reason);
         } else if (json) {
             print_json(it, resolve);
         } else {

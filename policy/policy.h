@@ -317,6 +317,49 @@ int policy_deny_private(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
 
 /* ------------------------------------------------------------------------ */
+/* The verdict (policy/verdict.c)                                            */
+/*                                                                           */
+/* The one place a decision is composed: the rule decision (policy_decide:   */
+/* deny and allow rules, IP literals in a denied class, allowAllDomains,     */
+/* strictAllowlist, "ask") and the resolved-address guard (denied classes,   */
+/* IP rules, the proxy's own listeners, localhost only to loopback). Egress, */
+/* HTTP upstream reuse and `sluice check` all call it.                       */
+
+struct policy_judgment {
+    enum policy_verdict decision;   /* ALLOW, DENY, or ASK (no rule decides: ask a handler;
+                                       deny when none is configured) */
+    enum policy_origin origin;      /* what decided; POLICY_BY_GUARD when every answer was
+                                       refused */
+    const struct policy_rule *rule; /* the deciding rule (for a guard refusal: the IP rule
+                                       that refused the first answer, else the rule that
+                                       allowed the name); NULL when none */
+    char rule_text[512];            /* "'PATTERN' LIST[INDEX] (FILE:LINE)", or "" */
+    char source[300];               /* "FILE:LINE" of rule, or "" */
+    int guarded;                    /* 1 when answers were judged by the guard */
+    enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
+                                       or of the first one when none did */
+    size_t naddrs;                  /* answers judged (gv[0..naddrs-1] filled) */
+    size_t nallowed;                /* answers that may be dialed */
+    char reason[400];               /* one line, printable ASCII */
+};
+
+/* Judges host:port (a normalised host). answers: the resolved addresses of
+ * a name, or NULL when the name has not been resolved (a name is resolved
+ * only when this returned ALLOW or ASK without answers). An IP literal is
+ * its own answer: addrs is ignored and the literal is guarded (gv needs one
+ * slot). With answers, gv (n slots, or 1 for a literal) receives each
+ * answer's guard verdict, also when the rule decision is DENY (report mode
+ * dials anyway and needs them); a decision of ALLOW or ASK becomes DENY
+ * (origin POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may
+ * be NULL only when no answer is judged (a name with addrs NULL). Pure. */
+void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
+                    struct policy_judgment *j);
+
+/* Formats a rule as policy_judgment.rule_text does. */
+const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
 /* The ask broker (policy/ask.c)                                             */
 /*                                                                           */
 /* When no rule decides (POLICY_ASK) and a handler is configured, the        */
