@@ -256,8 +256,10 @@ struct policy_decision {
     char reason[256];               /* one line, printable ASCII */
 };
 
-/* Decides a normalised request. ASK means no rule decided and the caller may
- * ask a handler; without one the caller must treat it as DENY. */
+/* The rule step of policy_verdict: decides a normalised request by its
+ * rules. ASK means no rule decided and the caller may ask a handler; without
+ * one the caller must treat it as DENY. Callers use policy_verdict, which
+ * adds the guard; this is public for the tests and the fuzz harnesses. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
@@ -299,9 +301,10 @@ struct policy_guard_verdict {
     char why[400];
 };
 
-/* The guard: for a request (already allowed by policy_decide, by rule or by
- * an ask) and its resolved addresses, fills out[i] for each addrs[i] and
- * returns how many may be dialed. Pure: no I/O. */
+/* The guard step of policy_verdict: for a request and its resolved
+ * addresses, fills out[i] for each addrs[i] and returns how many may be
+ * dialed. Pure: no I/O. Callers use policy_verdict, which folds this into the
+ * decision; this is public for the tests. */
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out);
 
