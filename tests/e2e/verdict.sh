@@ -29,7 +29,8 @@ if [ -z "${SLUICE_VERDICT_NETNS:-}" ]; then
             SLUICE_VERDICT_NETNS=1 exec $how bash "$HERE/verdict.sh" "$SLUICE"
         fi
     done
-    echo "1..0 # SKIP cannot make a network namespace (unshare -n, unshare -rn)"
+    echo "# SKIP cannot make a network namespace (unshare -n, unshare -rn)"
+    echo "0 passed, 0 failed"
     exit 77
 fi
 if ! ip link set lo up 2>/dev/null; then
