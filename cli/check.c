@@ -204,7 +204,8 @@ static void set_reason(struct policy_judgment *d, const char *fmt, ...)
 }
 
 /* The verdict again, with the answers (an IP literal is its own answer). A
- * failed lookup is reported as a denial: nothing could be dialed. */
+ * failed lookup is reported as a denial, as nothing could be dialed; the rule
+ * that let the name through stays, as in the proxy's log. */
 static void apply_guard(const struct policy *p, struct check_item *it)
 {
     if (!it->valid || it->d.decision == POLICY_DENY)
@@ -212,7 +213,6 @@ static void apply_guard(const struct policy *p, struct check_item *it)
     if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
         it->d.decision = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }

@@ -6,7 +6,8 @@
 # them through `sluice check --expect`) and tests/data/check/*.{json,expect}
 # (check.sh). Every target of every row is judged by `sluice check --resolve
 # --json`, then sent through `sluice proxy` as an HTTP CONNECT and as a SOCKS5
-# CONNECT (tests/e2e/verdict-helpers/probe.py compares). The proxy asks an
+# CONNECT (tests/e2e/verdict-helpers/probe.py compares decision, rule and
+# source, and a deny's reason). The proxy asks an
 # exec handler that allows and records every question, so "ask" is visible;
 # names are answered by a dnsmasq started here: resolve.records for the
 # resolve table, 93.184.216.34 for every other name of the tables.
@@ -116,7 +117,8 @@ PY
         kill "$PROXY_PID" 2>/dev/null
         continue
     fi
-    $PROBE "$name" "$HPORT" "$SPORT" "$VERDICT_ASK_LOG" < "$T/check.jsonl" > "$T/probe.out" 2>&1
+    $PROBE "$name" "$HPORT" "$SPORT" "$VERDICT_ASK_LOG" "$T/proxy-$(basename "$base").log" \
+        < "$T/check.jsonl" > "$T/probe.out" 2>&1
     while IFS= read -r line; do
         echo "$line"
         case $line in

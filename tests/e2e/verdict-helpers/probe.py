@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """probe.py - ask the live proxy what `sluice check --resolve` said, and compare.
 
-usage: probe.py TABLE HTTP_PORT SOCKS_PORT ASK_LOG < check-json-lines
+usage: probe.py TABLE HTTP_PORT SOCKS_PORT ASK_LOG PROXY_LOG < check-json-lines
 
 stdin holds the output of `sluice check --resolve --json TARGET...`, one JSON
 object per target. Each target goes, as it was written in the table (the proxy
@@ -17,14 +17,17 @@ Each side is reduced to one outcome:
   allow    let through to the dial without asking
   dnsfail  the name did not resolve (check: a lookup failure; CONNECT 502
            dns_error; SOCKS reply 4)
-A row passes when all three agree and, for a deny, the proxy's reason is the
-one check gave. Prints one TAP line per row.
+A row passes when all three agree, the proxy's decision record (PROXY_LOG,
+text or JSON) names the rule and source check named (or no rule when check
+named none) and, for a deny, the proxy's reason is the one check gave. Prints
+one TAP line per row.
 """
 import ipaddress
 import json
-import os
+import re
 import socket
 import sys
+import time
 
 TIMEOUT = 15.0
 DNS_WORDS = ("NXDOMAIN", "NODATA", "DNS timeout", "DNS failure", "DNS lookup")
@@ -50,6 +53,44 @@ def ask_count(path):
             return f.read().count(b"\n")
     except FileNotFoundError:
         return 0
+
+
+RULE_RE = re.compile(r'(?:^|\s)rule=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def log_size(path):
+    try:
+        with open(path, "rb") as f:
+            return len(f.read())
+    except FileNotFoundError:
+        return 0
+
+
+def decision_record(path, since):
+    """The first decision record written to the proxy log after offset since:
+    (the whole line, its rule text or "")."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        with open(path, "rb") as f:
+            f.seek(since)
+            new = f.read().decode("utf-8", "replace")
+        for line in new.splitlines():
+            if line.startswith("{"):
+                try:
+                    o = json.loads(line)
+                except ValueError:
+                    continue
+                if o.get("event") == "decision":
+                    return line, o.get("rule") or ""
+            elif "event=decision" in line:
+                m = RULE_RE.search(line)
+                if m is None:
+                    return line, ""
+                v = m.group(1)
+                return line, json.loads(v) if v.startswith('"') else v
+        if time.monotonic() > deadline:
+            return None, ""
+        time.sleep(0.02)
 
 
 def recv_all(s, limit=65536):
@@ -135,7 +176,8 @@ def via_socks(port, host, tport):
 
 
 def main():
-    table, hport, sport, asklog = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    table, hport, sport, asklog, plog = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                         sys.argv[4], sys.argv[5])
     bad = 0
     for line in sys.stdin:
         line = line.strip()
@@ -148,8 +190,10 @@ def main():
             want = "dnsfail"
         host, tport, v6 = split_target(target)
         got = {}
+        problems = []
         for side in ("connect", "socks"):
             before = ask_count(asklog)
+            logpos = log_size(plog)
             try:
                 if side == "connect":
                     out, reason, raw = via_connect(hport, host, tport, v6)
@@ -161,7 +205,14 @@ def main():
             if out == "pass":
                 out = "ask" if asked else "allow"
             got[side] = (out, reason, raw, asked)
-        problems = []
+            record, rule = decision_record(plog, logpos)
+            if record is None:
+                problems.append("%s: no decision record in the proxy log" % side)
+            elif c["rule"] is None and rule != "":
+                problems.append("%s rule %r, check: no rule" % (side, rule))
+            elif c["rule"] is not None and (c["rule"] not in rule or c["source"] not in record):
+                problems.append("%s rule %r, check: rule %r at %s" % (side, rule, c["rule"],
+                                                                     c["source"]))
         for side, (out, reason, raw, asked) in got.items():
             if out != want:
                 problems.append("%s=%s (%s%s)" % (side, out, raw, ", asked" if asked else ""))
