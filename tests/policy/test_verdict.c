@@ -100,8 +100,16 @@ struct row {
     const char *reason; /* substring of the reason */
 };
 
-#define A(...) 1, {__VA_ARGS__}
-#define NOA 0, {NULL}
+#define A(...)                                                                                     \
+    1,                                                                                             \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
+#define NOA                                                                                        \
+    0,                                                                                             \
+    {                                                                                              \
+        NULL                                                                                       \
+    }
 
 static const struct row rows[] = {
     /* names: the rule step alone */
@@ -154,8 +162,8 @@ static const struct row rows[] = {
     {C_BASIC, "example.org", A("169.254.169.254"), POLICY_DENY, POLICY_BY_GUARD, NULL, 0,
      POLICY_CLASS_METADATA, 0, "metadata"},
     /* a deny stays the rule's, even when answers are judged (report mode) */
-    {C_BASIC, "bad.npmjs.org", A("93.184.216.34"), POLICY_DENY, POLICY_BY_RULE, "bad.npmjs.org",
-     7, POLICY_CLASS_PUBLIC, 1, "denied by rule"},
+    {C_BASIC, "bad.npmjs.org", A("93.184.216.34"), POLICY_DENY, POLICY_BY_RULE, "bad.npmjs.org", 7,
+     POLICY_CLASS_PUBLIC, 1, "denied by rule"},
     {C_REPORT, "other.com", A("93.184.216.34"), POLICY_ASK, POLICY_BY_NO_RULE, NULL, 0,
      POLICY_CLASS_PUBLIC, 1, "no rule matches"},
     /* allowAllDomains does not open the metadata endpoint */
@@ -166,8 +174,8 @@ static const struct row rows[] = {
      POLICY_CLASS_PUBLIC, 0, "has no address"},
 
     /* IP literals are their own answer, guarded with or without answers */
-    {C_BASIC, "127.0.0.1:80", NOA, POLICY_DENY, POLICY_BY_CLASS, NULL, 0, POLICY_CLASS_LOOPBACK,
-     0, "loopback address and no rule allows it"},
+    {C_BASIC, "127.0.0.1:80", NOA, POLICY_DENY, POLICY_BY_CLASS, NULL, 0, POLICY_CLASS_LOOPBACK, 0,
+     "loopback address and no rule allows it"},
     {C_BASIC, "169.254.169.254:80", NOA, POLICY_DENY, POLICY_BY_CLASS, NULL, 0,
      POLICY_CLASS_METADATA, 0, "metadata"},
     {C_BASIC, "[::ffff:169.254.169.254]:80", NOA, POLICY_DENY, POLICY_BY_CLASS, NULL, 0,
@@ -176,16 +184,16 @@ static const struct row rows[] = {
      POLICY_CLASS_RESERVED, 1, "allowed by rule"},
     {C_BASIC, "198.51.100.7", NOA, POLICY_DENY, POLICY_BY_RULE, "198.51.100.7", 8,
      POLICY_CLASS_LISTED, 0, "denied by rule"},
-    {C_BASIC, "93.184.216.34", NOA, POLICY_ASK, POLICY_BY_NO_RULE, NULL, 0, POLICY_CLASS_PUBLIC,
-     1, "no rule matches"},
+    {C_BASIC, "93.184.216.34", NOA, POLICY_ASK, POLICY_BY_NO_RULE, NULL, 0, POLICY_CLASS_PUBLIC, 1,
+     "no rule matches"},
     {C_BASIC, "10.1.2.3", NOA, POLICY_DENY, POLICY_BY_CLASS, NULL, 0, POLICY_CLASS_PRIVATE, 0,
      "private"},
     /* allowed by rule, but it is the proxy's own listener: the guard refuses */
     {C_BASIC, "127.0.0.1:3000", NOA, POLICY_DENY, POLICY_BY_GUARD, "127.0.0.1:3000", 4,
      POLICY_CLASS_PROXY, 0, "127.0.0.1 is one of this proxy's own listeners"},
     /* answers given for a literal are ignored: the literal is judged */
-    {C_BASIC, "203.0.113.7", A("169.254.169.254"), POLICY_ALLOW, POLICY_BY_RULE,
-     "203.0.113.0/24", 5, POLICY_CLASS_RESERVED, 1, "allowed by rule"},
+    {C_BASIC, "203.0.113.7", A("169.254.169.254"), POLICY_ALLOW, POLICY_BY_RULE, "203.0.113.0/24",
+     5, POLICY_CLASS_RESERVED, 1, "allowed by rule"},
 };
 
 static int check_row(size_t i, const struct row *r)
@@ -229,8 +237,8 @@ static int check_row(size_t i, const struct row *r)
         snprintf(src, sizeof(src), "cfg%d.json:%u", r->cfg, r->line);
         if (strcmp(j.source, src) != 0 || strstr(j.rule_text, src) == NULL ||
             strstr(j.rule_text, r->rule) == NULL) {
-            print_error("row %zu %s: source '%s' rule text '%s', want %s\n", i, r->target,
-                        j.source, j.rule_text, src);
+            print_error("row %zu %s: source '%s' rule text '%s', want %s\n", i, r->target, j.source,
+                        j.rule_text, src);
             bad = 1;
         }
     }
