@@ -14,15 +14,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The rule text from the rule and its already formatted source. */
+static void format_with_source(const struct policy_rule *r, const char *src, char *buf, size_t len)
+{
+    if (strstr(r->list, "Files") != NULL) /* a list file: the line is the source */
+        snprintf(buf, len, "'%s' %s (%s)", r->pattern, r->list, src);
+    else
+        snprintf(buf, len, "'%s' %s[%zu] (%s)", r->pattern, r->list, r->index, src);
+}
+
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len)
 {
     char src[300];
 
     policy_rule_source(r, src, sizeof(src));
-    if (strstr(r->list, "Files") != NULL) /* a list file: the line is the source */
-        snprintf(buf, len, "'%s' %s (%s)", r->pattern, r->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", r->pattern, r->list, r->index, src);
+    format_with_source(r, src, buf, len);
     return buf;
 }
 
@@ -46,8 +52,8 @@ static void set_rule(struct policy_judgment *j, const struct policy_rule *r)
     j->source[0] = '\0';
     if (r == NULL)
         return;
-    policy_rule_format(r, j->rule_text, sizeof(j->rule_text));
     policy_rule_source(r, j->source, sizeof(j->source));
+    format_with_source(r, j->source, j->rule_text, sizeof(j->rule_text));
 }
 
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
@@ -57,12 +63,17 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
     struct policy_decision d;
     size_t i;
 
-    memset(j, 0, sizeof(*j));
     policy_decide(p, h, port, &d);
     j->decision = d.verdict;
     j->origin = d.origin;
+    j->guarded = 0;
+    j->cls = POLICY_CLASS_PUBLIC;
+    j->naddrs = 0;
+    j->nallowed = 0;
     set_rule(j, d.rule);
-    set_reason(j, "%s", d.reason);
+    /* d.reason is one NUL-terminated line and shorter than j->reason */
+    _Static_assert(sizeof(d.reason) <= sizeof(j->reason), "reason sizes");
+    memcpy(j->reason, d.reason, strnlen(d.reason, sizeof(d.reason) - 1) + 1);
 
     if (h->kind != POLICY_HOST_NAME) { /* an IP literal is its own answer */
         addrs = &h->addr;
