@@ -454,14 +454,14 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
         proceed(r);
         return 0;
     }
-    switch (j.decision) {
+    switch (j.verdict) {
     case POLICY_ALLOW:
         proceed(r);
         break;
     case POLICY_ASK:
     case POLICY_DENY:
     default:
-        if (j.decision == POLICY_ASK && !r->report && e->ask != NULL) {
+        if (j.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
             ask(r);
             break;
         }

@@ -174,7 +174,7 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
     for (i = 0; i < n; i++) {
         struct check_item *it = &items[i];
         struct resolver_query *q;
-        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.decision == POLICY_DENY)
+        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
             continue;
         it->resolving = 1;
         if (resolver_query(r, it->host.name, on_resolved, it, &q) < 0) {
@@ -208,10 +208,10 @@ static void set_reason(struct policy_judgment *d, const char *fmt, ...)
  * that let the name through stays, as in the proxy's log. */
 static void apply_guard(const struct policy *p, struct check_item *it)
 {
-    if (!it->valid || it->d.decision == POLICY_DENY)
+    if (!it->valid || it->d.verdict == POLICY_DENY)
         return;
     if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
-        it->d.decision = POLICY_DENY;
+        it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
@@ -233,13 +233,13 @@ static void print_text(const struct check_item *it, int resolve)
     if (it->d.rule != NULL) {
         policy_rule_source(it->d.rule, src, sizeof(src));
         if (strstr(it->d.rule->list, "Files") != NULL)
-            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.decision), hp,
+            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.verdict), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
         else
-            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.decision), hp,
+            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.verdict), hp,
                    it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
     } else {
-        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.decision), hp, it->d.reason);
+        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.verdict), hp, it->d.reason);
     }
     if (!resolve)
         return;
@@ -261,7 +261,7 @@ static void print_json(const struct check_item *it, int resolve)
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
-    json_object_set_new(o, "decision", json_string(verdict_name(it->d.decision)));
+    json_object_set_new(o, "decision", json_string(verdict_name(it->d.verdict)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
         json_object_set_new(o, "source",
@@ -541,14 +541,14 @@ int cli_check(int argc, char **argv)
             continue;
         if (expect_path != NULL) {
             char hp[POLICY_HOST_MAX + 16];
-            if (it->d.decision == it->expect) {
+            if (it->d.verdict == it->expect) {
                 passed++;
                 continue;
             }
             failed++;
             host_port(it, hp, sizeof(hp));
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
-                   verdict_name(it->expect), hp, verdict_name(it->d.decision), it->d.reason);
+                   verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
         } else if (json) {
             print_json(it, resolve);
         } else {

@@ -329,8 +329,8 @@ size_t policy_rule_count(const struct policy *p);
 /* HTTP upstream reuse and `sluice check` all call it.                       */
 
 struct policy_judgment {
-    enum policy_verdict decision;   /* ALLOW, DENY, or ASK (no rule decides: ask a handler;
-                                       deny when none is configured) */
+    enum policy_verdict verdict;    /* the decision: ALLOW, DENY, or ASK (no rule decides:
+                                       ask a handler; deny when none is configured) */
     enum policy_origin origin;      /* what decided; POLICY_BY_GUARD when every answer was
                                        refused */
     const struct policy_rule *rule; /* the deciding rule (for a guard refusal: the IP rule

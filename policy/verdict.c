@@ -64,7 +64,7 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
     size_t i;
 
     policy_decide(p, h, port, &d);
-    j->decision = d.verdict;
+    j->verdict = d.verdict;
     j->origin = d.origin;
     j->guarded = 0;
     j->cls = POLICY_CLASS_PUBLIC;
@@ -95,11 +95,11 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
             }
         }
     }
-    if (j->decision == POLICY_DENY || j->nallowed > 0)
+    if (j->verdict == POLICY_DENY || j->nallowed > 0)
         return;
 
     /* allowed or to be asked, but nothing may be dialed */
-    j->decision = POLICY_DENY;
+    j->verdict = POLICY_DENY;
     j->origin = POLICY_BY_GUARD;
     if (n == 0) {
         set_reason(j, "'%s' has no address to connect to", h->name);

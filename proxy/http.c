@@ -1730,7 +1730,7 @@ static int can_reuse(struct http_conn *c)
         return 0;
     /* the verdict with the connected address as the only answer */
     policy_verdict(pol, &c->host, c->port, &u->addr, 1, &gv, &j);
-    if (j.decision != POLICY_ALLOW || j.nallowed != 1)
+    if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
     snprintf(c->verdict, sizeof(c->verdict), "allow");
     set_text(&c->rule, j.rule_text);

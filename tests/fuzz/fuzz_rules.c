@@ -268,7 +268,7 @@ static void check_verdict(const struct policy *pol, const struct policy_host *h,
     for (const char *c = j.reason; *c; c++)
         FUZZ_CHECK(*c >= 0x20 && *c <= 0x7e);
     if (h->kind == POLICY_HOST_NAME && addrs == NULL) {
-        FUZZ_CHECK(!j.guarded && j.decision == d.verdict && j.origin == d.origin &&
+        FUZZ_CHECK(!j.guarded && j.verdict == d.verdict && j.origin == d.origin &&
                    j.rule == d.rule && strcmp(j.reason, d.reason) == 0);
         return;
     }
@@ -281,11 +281,11 @@ static void check_verdict(const struct policy *pol, const struct policy_host *h,
     for (size_t k = 0; k < n; k++)
         FUZZ_CHECK(g1[k].allowed == g2[k].allowed && g1[k].cls == g2[k].cls);
     if (d.verdict == POLICY_DENY)
-        FUZZ_CHECK(j.decision == POLICY_DENY && j.origin == d.origin && j.rule == d.rule);
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.origin == d.origin && j.rule == d.rule);
     else if (ok == 0)
-        FUZZ_CHECK(j.decision == POLICY_DENY && j.origin == POLICY_BY_GUARD);
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.origin == POLICY_BY_GUARD);
     else
-        FUZZ_CHECK(j.decision == d.verdict && j.origin == d.origin && j.rule == d.rule);
+        FUZZ_CHECK(j.verdict == d.verdict && j.origin == d.origin && j.rule == d.rule);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -217,8 +217,8 @@ static int check_row(size_t i, const struct row *r)
     memset(gv, 0xa5, sizeof(gv));
     policy_verdict(pols[r->cfg], &h, port, r->resolved ? addrs : NULL, n, gv, &j);
 
-    if (j.decision != r->decision || j.origin != r->origin) {
-        print_error("row %zu %s: decision %d origin %d, want %d %d\n", i, r->target, j.decision,
+    if (j.verdict != r->decision || j.origin != r->origin) {
+        print_error("row %zu %s: decision %d origin %d, want %d %d\n", i, r->target, j.verdict,
                     j.origin, r->decision, r->origin);
         bad = 1;
     }
@@ -307,7 +307,7 @@ static void test_composes(void **state)
                 port = ports[pi];
                 policy_decide(pols[c], &h, port, &d);
                 policy_verdict(pols[c], &h, port, NULL, 0, NULL, &j);
-                assert_int_equal(j.decision, d.verdict);
+                assert_int_equal(j.verdict, d.verdict);
                 assert_int_equal(j.origin, d.origin);
                 assert_ptr_equal(j.rule, d.rule);
                 assert_string_equal(j.reason, d.reason);
@@ -331,14 +331,14 @@ static void test_composes(void **state)
                         assert_string_equal(g2[k].why, g1[k].why);
                     }
                     if (d.verdict == POLICY_DENY) {
-                        assert_int_equal(j.decision, POLICY_DENY);
+                        assert_int_equal(j.verdict, POLICY_DENY);
                         assert_int_equal(j.origin, d.origin);
                     } else if (ok == 0) {
-                        assert_int_equal(j.decision, POLICY_DENY);
+                        assert_int_equal(j.verdict, POLICY_DENY);
                         assert_int_equal(j.origin, POLICY_BY_GUARD);
                         assert_non_null(strstr(j.reason, g1[0].why));
                     } else {
-                        assert_int_equal(j.decision, d.verdict);
+                        assert_int_equal(j.verdict, d.verdict);
                         assert_string_equal(j.reason, d.reason);
                     }
                     checked++;
