@@ -6,7 +6,8 @@ usage: probe.py TABLE HTTP_PORT SOCKS_PORT ASK_LOG PROXY_LOG < check-json-lines
 stdin holds the output of `sluice check --resolve --json TARGET...`, one JSON
 object per target. Each target goes, as it was written in the table (the proxy
 normalises it itself), through the proxy's HTTP CONNECT listener and its SOCKS5
-listener, both on 127.0.0.1. The proxy runs with an ask handler that allows
+listener (as CONNECT, and as a plain GET http://TARGET/ request), both on
+127.0.0.1. The proxy runs with an ask handler that allows
 and records every question (ASK_LOG), inside a network namespace with only
 loopback, so a dial to anything but 127.0.0.1 fails at once and no traffic
 leaves.
@@ -17,6 +18,7 @@ Each side is reduced to one outcome:
   allow    let through to the dial without asking
   dnsfail  the name did not resolve (check: a lookup failure; CONNECT 502
            dns_error; SOCKS reply 4)
+  (let through: CONNECT 200, 502 or 504; GET 502 or 504; SOCKS 0, 3, 5, 6)
 A row passes when all three agree, the proxy's decision record (PROXY_LOG,
 text or JSON) names the rule and source check named (or no rule when check
 named none) and, for a deny, the proxy's reason is the one check gave. Prints
@@ -112,9 +114,13 @@ def recv_all(s, limit=65536):
     return out
 
 
-def via_connect(port, host, tport, v6):
+def via_http(port, host, tport, v6, connect):
     authority = ("[%s]" % host if v6 else host) + ":%d" % tport
-    req = "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority)
+    if connect:
+        req = "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (authority, authority)
+    else:
+        req = "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (
+            authority, authority)
     s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     s.sendall(req.encode("utf-8"))
     data = recv_all(s)
@@ -191,12 +197,12 @@ def main():
         host, tport, v6 = split_target(target)
         got = {}
         problems = []
-        for side in ("connect", "socks"):
+        for side in ("connect", "http", "socks"):
             before = ask_count(asklog)
             logpos = log_size(plog)
             try:
-                if side == "connect":
-                    out, reason, raw = via_connect(hport, host, tport, v6)
+                if side != "socks":
+                    out, reason, raw = via_http(hport, host, tport, v6, side == "connect")
                 else:
                     out, reason, raw = via_socks(sport, host, tport)
             except OSError as e:
@@ -216,14 +222,15 @@ def main():
         for side, (out, reason, raw, asked) in got.items():
             if out != want:
                 problems.append("%s=%s (%s%s)" % (side, out, raw, ", asked" if asked else ""))
-            elif want == "deny" and side == "connect" and reason != c["reason"]:
-                problems.append("connect reason %r, check reason %r" % (reason, c["reason"]))
+            elif want == "deny" and side != "socks" and reason != c["reason"]:
+                problems.append("%s reason %r, check reason %r" % (side, reason, c["reason"]))
         name = "%s: %s -> %s" % (table, target, want)
         if problems:
             bad += 1
             print("not ok - %s: %s" % (name, "; ".join(problems)))
         else:
-            print("ok - %s (connect %s, socks %s)" % (name, got["connect"][2], got["socks"][2]))
+            print("ok - %s (connect %s, http %s, socks %s)" % (name, got["connect"][2],
+                                                               got["http"][2], got["socks"][2]))
     sys.stdout.flush()
     return 1 if bad else 0
 
