@@ -6,8 +6,8 @@
 # them through `sluice check --expect`) and tests/data/check/*.{json,expect}
 # (check.sh). Every target of every row is judged by `sluice check --resolve
 # --json`, then sent through `sluice proxy` as an HTTP CONNECT, as a plain
-# HTTP GET (absolute form) and as a SOCKS5 CONNECT (tests/e2e/verdict-helpers/probe.py compares decision, rule and
-# source, and a deny's reason). The proxy asks an
+# HTTP GET (absolute form) and as a SOCKS5 CONNECT; verdict-helpers/probe.py
+# compares decision, rule and source, and a deny's reason. The proxy asks an
 # exec handler that allows and records every question, so "ask" is visible;
 # names are answered by a dnsmasq started here: resolve.records for the
 # resolve table, 93.184.216.34 for every other name of the tables.
