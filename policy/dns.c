@@ -1,13 +1,15 @@
 /* policy/dns.c - the verdict on a name alone, for transparent mode's
  * resolver in the sandbox (sandbox/transparent.c) and for `sluice check
  * --transparent` (proxy/check.c): one function, so the check says what the
- * resolver does. */
+ * resolver does. It asks policy_verdict (policy/verdict.c), the one place a
+ * decision is composed, and only reads the judgment. */
 #include "policy/policy.h"
 
 int policy_dns_refused(const struct policy *p, const struct policy_host *h,
-                       struct policy_decision *d)
+                       struct policy_judgment *d)
 {
-    policy_decide(p, h, 0, d);
+    /* the one verdict, for the name at no port and with no answers */
+    policy_verdict(p, h, 0, NULL, 0, NULL, d);
     /* Deny rules win over allow rules, so a port-less deny rule denies the
      * name on every port: no answer can lead anywhere. Anything else
      * (allowed, no rule, a rule for some ports only) gets an answer and is

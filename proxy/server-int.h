@@ -5,6 +5,7 @@
 #ifndef SLUICE_PROXY_SERVER_INT_H
 #define SLUICE_PROXY_SERVER_INT_H
 
+#include "bridge/limit.h"
 #include "proxy/server.h"
 
 struct proxy_srv;
@@ -17,7 +18,6 @@ struct service {
     int on;
     struct listener *l;
     struct frontend fe;
-    int paused;
     int (*accept)(struct frontend *f, struct listener *l, int overloaded);
     uint64_t accepted;   /* connections served (metrics) */
     uint64_t overloaded; /* of them, refused over the connection limit */
@@ -59,6 +59,9 @@ struct proxy_srv {
     uint16_t lport[3];
     size_t nlisten;
     struct proxy_metrics m;
+    struct conn_limit limit; /* maxConnections + PROXY_OVERLOAD_SLACK, both front ends */
+    size_t max_conns;        /* proxy_max_connections() of the settings in use */
+    unsigned long nofile;    /* RLIMIT_NOFILE after raising it */
 };
 
 /* proxy/server.c: NULL when ready to serve, else why not (for /readyz). */

@@ -339,21 +339,6 @@ const char *tp_names_lookup(const struct tp_names *n, const struct policy_addr *
 /* ------------------------------------------------------------------------ */
 /* Rule text for the log                              */
 
-static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
-{
-    char src[300];
-
-    if (rule == NULL) {
-        buf[0] = '\0';
-        return;
-    }
-    policy_rule_source(rule, src, sizeof(src));
-    if (strstr(rule->list, "Files") != NULL)
-        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
-}
-
 /* ------------------------------------------------------------------------ */
 /* DNS messages                                                              */
 
@@ -365,14 +350,12 @@ static void put16(uint8_t *p, unsigned v)
     p[1] = (uint8_t)v;
 }
 
-static void dns_log_denied(struct tp *t, const char *name, const struct policy_decision *d)
+static void dns_log_denied(struct tp *t, const char *name, const struct policy_judgment *d)
 {
-    char rule[512];
     struct connlog r;
 
     if (t->log == NULL)
         return;
-    format_rule(d->rule, rule, sizeof(rule));
     memset(&r, 0, sizeof(r));
     r.event = CONNLOG_DECISION;
     r.id = t->next_id != NULL ? ++*t->next_id : 0;
@@ -381,7 +364,7 @@ static void dns_log_denied(struct tp *t, const char *name, const struct policy_d
     r.host = name;
     r.port = 0;
     r.verdict = "deny";
-    r.rule = rule;
+    r.rule = d->rule_text;
     r.reason = d->reason;
     r.addr = "";
     r.code = DNS_NXDOMAIN;
@@ -396,7 +379,7 @@ size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, 
     size_t pos = 12, nlen = 0, qend, o;
     unsigned opcode, qtype, qclass, rcode = DNS_NOERROR, ancount = 0;
     struct policy_host h;
-    struct policy_decision d;
+    struct policy_judgment d;
     const char *why;
 
     if (qlen < 12 || cap < 512 || (q[2] & 0x80) != 0)

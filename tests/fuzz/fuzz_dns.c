@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (an == 1) {
             struct policy_addr a;
             struct policy_host h;
-            struct policy_decision d;
+            struct policy_judgment d;
             const char *name, *why;
             FUZZ_CHECK((out[3] & 15) == 0 && qd == 1);
             /* the answer's rdata ends the message: rdlength 16 (AAAA) or 4 (A) */
