@@ -1,8 +1,11 @@
 /* tests/sandbox/test_transparent.c - transparent mode's host-side pieces
  * that need no sandbox (sandbox/transparent.c): the synthetic address table
  * (one address per name, mapped back exactly) and the resolver's answers
- * (tp_dns_answer) decided by a compiled policy. The connect() path is
- * covered end to end by tests/e2e/transparent.sh. */
+ * (tp_dns_answer) decided by a compiled policy, the seccomp listener's
+ * handoff (sb_handoff_recv_notify) and the filter's notification for
+ * connect() (a forked child under sb_seccomp_load with transparent on). The
+ * host's handling of a connect() is covered end to end by
+ * tests/e2e/transparent.sh. */
 #define _GNU_SOURCE
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
@@ -11,11 +14,19 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/sandbox.h"
 #include "sandbox/transparent.h"
 
 /* ------------------------------------------------------------------------ */
@@ -348,6 +359,135 @@ static void test_dns_report_mode(void **state)
     assert_int_equal(f->denied_logged, 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* the seccomp listener: filter (seccomp.c) and handoff (inner.c)            */
+
+static int send_fds(int sock, const char *kinds, size_t nk, const int *fds, size_t nfds)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } ctl;
+    struct iovec iov = {.iov_base = (void *)kinds, .iov_len = nk};
+    struct msghdr msg;
+
+    memset(&ctl, 0, sizeof(ctl));
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (nfds > 0) {
+        struct cmsghdr *c;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    return sendmsg(sock, &msg, 0) < 0 ? -errno : 0;
+}
+
+/* Wrong messages are refused and every descriptor received is closed. */
+static void test_notify_handoff_refusals(void **state)
+{
+    int sp[2], p[2], rc;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    /* a pipe is not a seccomp listener */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    assert_int_equal(send_fds(sp[1], "N", 1, &p[0], 1), 0);
+    rc = sb_handoff_recv_notify(sp[0], 2000, err, sizeof(err));
+    assert_int_equal(rc, -EPROTO);
+    assert_non_null(strstr(err, "not a seccomp listener"));
+    /* two descriptors, a wrong kind, none */
+    assert_int_equal(send_fds(sp[1], "N", 1, p, 2), 0);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 2000, err, sizeof(err)), -EPROTO);
+    assert_int_equal(send_fds(sp[1], "X", 1, &p[0], 1), 0);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 2000, err, sizeof(err)), -EPROTO);
+    assert_int_equal(send_fds(sp[1], "N", 1, NULL, 0), 0);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 2000, err, sizeof(err)), -EPROTO);
+    /* the other end gone */
+    close(sp[1]);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 2000, err, sizeof(err)), -EPIPE);
+    assert_non_null(strstr(err, "inner exited"));
+    close(sp[0]);
+    close(p[0]);
+    close(p[1]);
+}
+
+/* A child loads the transparent filter and sends its listener as inner
+ * does; the parent receives it through sb_handoff_recv_notify, sees the
+ * child's connect() as a notification (nr connect, the child's pid, its
+ * socket and address length) and answers ECONNREFUSED itself: the child's
+ * connect() fails with exactly that. Control: without the filter the same
+ * connect() to a closed loopback port fails with ECONNREFUSED from the
+ * kernel too, so the child also reports a marker errno set by the answer
+ * (EHOSTUNREACH, which loopback never gives). */
+static void test_notify_filter(void **state)
+{
+    int sp[2], st = 0, lfd;
+    pid_t pid;
+    char err[256];
+    struct seccomp_notif *req = NULL;
+    struct seccomp_notif_resp *resp = NULL;
+    struct sockaddr_in a;
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sb_seccomp_opts so;
+        int nfd = -1, s, e;
+        char ebuf[256], kind = 'N';
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        alarm(20);
+        close(sp[0]);
+        memset(&so, 0, sizeof(so));
+        so.transparent = 1;
+        so.allow_unix_sockets = 1;
+        so.notify_fd = &nfd;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0 ||
+            sb_seccomp_load(&so, ebuf, sizeof(ebuf)) < 0 || nfd < 0)
+            _exit(3);
+        if (send_fds(sp[1], &kind, 1, &nfd, 1) < 0)
+            _exit(4);
+        close(nfd);
+        s = socket(AF_INET, SOCK_STREAM, 0);
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_port = htons(9);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        e = connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : errno;
+        _exit(e == EHOSTUNREACH ? 0 : 5);
+    }
+    close(sp[1]);
+    lfd = sb_handoff_recv_notify(sp[0], 10000, err, sizeof(err));
+    if (lfd < 0)
+        print_error("%s\n", err);
+    assert_true(lfd >= 0);
+    assert_int_equal(seccomp_notify_alloc(&req, &resp), 0);
+    memset(req, 0, sizeof(*req));
+    assert_int_equal(seccomp_notify_receive(lfd, req), 0);
+    assert_int_equal(req->pid, pid);
+    assert_int_equal(req->data.nr, seccomp_syscall_resolve_name("connect"));
+    assert_int_equal(req->data.args[2], sizeof(struct sockaddr_in));
+    memset(resp, 0, sizeof(*resp));
+    resp->id = req->id;
+    resp->error = -EHOSTUNREACH;
+    assert_int_equal(seccomp_notify_respond(lfd, resp), 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    seccomp_notify_free(req, resp);
+    close(lfd);
+    close(sp[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +496,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dns_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_report_mode, setup_report, teardown),
+        cmocka_unit_test(test_notify_handoff_refusals),
+        cmocka_unit_test(test_notify_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
