@@ -882,53 +882,56 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     req_free(r);
 }
 
-static void handle(struct tp *t, const struct seccomp_notif *n)
-{
+/* One connect() as the command made it. */
+struct call {
+    int fd; /* its descriptor number */
     union {
         struct sockaddr sa;
         struct sockaddr_in in4;
         struct sockaddr_in6 in6;
         struct sockaddr_storage ss;
     } sa;
+    size_t len; /* address length */
+};
+
+/* Reads the call's arguments and address from the caller's memory (for
+ * i386 socketcall(SYS_CONNECT), its argument block first), after checking
+ * the notification still stands for that caller. 0, or -1 when the call
+ * has been answered (or its caller is gone). */
+static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c)
+{
     uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_len = n->data.args[2];
-    struct policy_addr dst;
-    struct policy_host host;
-    struct tp_req *r;
-    struct stat st;
-    const char *name, *why;
-    char path[64], text[64];
-    int abi = -1, memfd, pidfd, orig = -1, nsfd, domain = 0, type = 0, e, rc;
-    socklen_t len;
-    uint16_t port;
+    char path[64];
+    int abi = -1, memfd, rc;
 
     for (int i = 0; i < 3; i++)
         if (n->data.arch == t->arch[i])
             abi = i;
     if (abi < 0) {
         respond(t, n->id, EPERM, 0);
-        return;
+        return -1;
     }
     snprintf(path, sizeof(path), "/proc/%d/mem", (int)n->pid);
     memfd = open(path, O_RDONLY | O_CLOEXEC);
     if (memfd < 0) {
         respond(t, n->id, EPERM, 0);
-        return;
+        return -1;
     }
     if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
         close(memfd); /* the caller is gone: nothing to answer */
-        return;
+        return -1;
     }
     if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
         uint32_t blk[3];
         if (a_fd != SYS_CONNECT) {
             close(memfd);
             respond(t, n->id, 0, 1);
-            return;
+            return -1;
         }
         if (read_mem(memfd, a_addr, blk, sizeof(blk)) < 0) {
             close(memfd);
             respond(t, n->id, EFAULT, 0);
-            return;
+            return -1;
         }
         a_fd = blk[0];
         a_addr = blk[1];
@@ -939,25 +942,36 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
          * numbers (__X32_SYSCALL_BIT) */
         close(memfd);
         respond(t, n->id, EPERM, 0);
-        return;
+        return -1;
     }
     a_len &= 0xffffffffu;
-    memset(&sa, 0, sizeof(sa));
-    if (a_len > sizeof(sa.ss) || a_len < sizeof(sa.sa.sa_family)) {
+    memset(c, 0, sizeof(*c));
+    if (a_len > sizeof(c->sa.ss) || a_len < sizeof(c->sa.sa.sa_family)) {
         close(memfd);
         respond(t, n->id, EINVAL, 0);
-        return;
+        return -1;
     }
-    rc = read_mem(memfd, a_addr, &sa, (size_t)a_len);
+    rc = read_mem(memfd, a_addr, &c->sa, (size_t)a_len);
     close(memfd);
     if (rc < 0) {
         respond(t, n->id, EFAULT, 0);
-        return;
+        return -1;
     }
+    c->fd = (int)(a_fd & 0x7fffffff);
+    c->len = (size_t)a_len;
+    return 0;
+}
 
-    /* the socket itself */
+/* A copy of the command's socket FD (pidfd_getfd), checked to belong to the
+ * sandbox's network namespace, with its domain in *domain. The copy, or -1
+ * when the call has been answered. */
+static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int *domain)
+{
+    struct stat st;
+    int pidfd, orig = -1, nsfd, e, rc;
+
     /* n->pid is the calling thread: pidfd_open wants the thread group's
-     * leader before Linux 6.9 (threads share the descriptor table) */
+     * leader (threads share the descriptor table) */
     pidfd = (int)syscall(SYS_pidfd_open, (int)n->pid, 0U);
     if (pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
         /* not a thread group leader (EINVAL before Linux 6.9, ENOENT after) */
@@ -966,7 +980,7 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
             pidfd = (int)syscall(SYS_pidfd_open, tgid, 0U);
     }
     if (pidfd >= 0) {
-        orig = (int)syscall(SYS_pidfd_getfd, pidfd, (int)(a_fd & 0xffffffffu), 0U);
+        orig = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0U);
         e = errno;
         close(pidfd);
     } else {
@@ -975,84 +989,91 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
         if (orig >= 0)
             close(orig);
-        return;
+        return -1;
     }
     if (orig < 0) {
         respond(t, n->id, e == EBADF ? EBADF : EPERM, 0);
-        return;
+        return -1;
     }
     nsfd = ioctl(orig, SIOCGSKNS);
     if (nsfd < 0) {
         e = errno;
         close(orig);
         respond(t, n->id, e == ENOTTY || e == ENOTSOCK ? ENOTSOCK : EPERM, 0);
-        return;
+        return -1;
     }
     rc = fstat(nsfd, &st);
     close(nsfd);
     if (rc < 0 || st.st_dev != t->ns_dev || st.st_ino != t->ns_ino) {
         close(orig); /* not a socket of the sandbox's namespace: never CONTINUE */
         respond(t, n->id, EPERM, 0);
-        return;
-    }
-    len = sizeof(domain);
-    (void)getsockopt(orig, SOL_SOCKET, SO_DOMAIN, &domain, &len);
-    len = sizeof(type);
-    (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
-    if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM) {
-        close(orig); /* UDP, Unix, ...: confined to the sandbox's namespace */
-        respond(t, n->id, 0, 1);
-        return;
+        return -1;
     }
     {
-        struct sockaddr_storage peer;
-        int acc = 0;
-        len = sizeof(peer);
-        if (getpeername(orig, (struct sockaddr *)&peer, &len) == 0 ||
-            (len = sizeof(acc), getsockopt(orig, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 &&
-                                    acc != 0)) {
-            close(orig); /* EISCONN / EINVAL from the kernel */
-            respond(t, n->id, 0, 1);
-            return;
-        }
+        socklen_t len = sizeof(*domain);
+        *domain = 0;
+        (void)getsockopt(orig, SOL_SOCKET, SO_DOMAIN, domain, &len);
     }
-    memset(&dst, 0, sizeof(dst));
-    if (sa.sa.sa_family == AF_INET && domain == AF_INET && a_len >= sizeof(sa.in4)) {
-        dst.family = 4;
-        memcpy(dst.bytes, &sa.in4.sin_addr, 4);
-        port = ntohs(sa.in4.sin_port);
-    } else if (sa.sa.sa_family == AF_INET6 && domain == AF_INET6 && a_len >= 24) {
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(&sa.in6.sin6_addr, mapped, 12) == 0) {
-            dst.family = 4;
-            memcpy(dst.bytes, (const uint8_t *)&sa.in6.sin6_addr + 12, 4);
-        } else {
-            dst.family = 6;
-            memcpy(dst.bytes, &sa.in6.sin6_addr, 16);
-        }
-        port = ntohs(sa.in6.sin6_port);
-    } else {
-        close(orig); /* AF_UNSPEC, a family mismatch, a short address: the kernel's answer */
-        respond(t, n->id, 0, 1);
-        return;
-    }
-    if (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port)) {
-        close(orig); /* the proxy listeners, the command's own servers */
-        respond(t, n->id, 0, 1);
-        return;
-    }
-    if (port == 0) {
-        close(orig);
-        respond(t, n->id, ECONNREFUSED, 0);
-        return;
-    }
+    return orig;
+}
 
-    name = tp_names_lookup(&t->names, &dst);
-    if (name != NULL)
-        rc = policy_host_normalize(name, strlen(name), &host, &why);
-    else
-        rc = policy_host_normalize(policy_addr_str(&dst, text, sizeof(text)),
-                                   strlen(policy_addr_str(&dst, text, sizeof(text))), &host, &why);
+/* Whether sluice makes this connection: a TCP socket of the sandbox's
+ * namespace, not connected or listening, given an address of its own family.
+ * Then *dst and *port are set. 0 when the kernel may run the call instead
+ * (see "Why CONTINUE is safe" at the top). */
+static int intercepted(int orig, int domain, const struct call *c, struct policy_addr *dst,
+                       uint16_t *port)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    struct sockaddr_storage peer;
+    socklen_t len;
+    int type = 0, acc = 0;
+
+    len = sizeof(type);
+    (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
+    if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
+        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
+    len = sizeof(peer);
+    if (getpeername(orig, (struct sockaddr *)&peer, &len) == 0)
+        return 0; /* EISCONN from the kernel */
+    len = sizeof(acc);
+    if (getsockopt(orig, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc != 0)
+        return 0; /* EINVAL from the kernel */
+    memset(dst, 0, sizeof(*dst));
+    if (c->sa.sa.sa_family == AF_INET && domain == AF_INET && c->len >= sizeof(c->sa.in4)) {
+        dst->family = 4;
+        memcpy(dst->bytes, &c->sa.in4.sin_addr, 4);
+        *port = ntohs(c->sa.in4.sin_port);
+        return 1;
+    }
+    if (c->sa.sa.sa_family == AF_INET6 && domain == AF_INET6 && c->len >= 24) {
+        if (memcmp(&c->sa.in6.sin6_addr, mapped, 12) == 0) {
+            dst->family = 4;
+            memcpy(dst->bytes, (const uint8_t *)&c->sa.in6.sin6_addr + 12, 4);
+        } else {
+            dst->family = 6;
+            memcpy(dst->bytes, &c->sa.in6.sin6_addr, 16);
+        }
+        *port = ntohs(c->sa.in6.sin6_port);
+        return 1;
+    }
+    return 0; /* AF_UNSPEC, a family mismatch, a short address: the kernel's answer */
+}
+
+/* Judges and dials DST:PORT for the call (egress pipeline); on_egress
+ * answers it. Takes orig. */
+static void start_request(struct tp *t, const struct seccomp_notif *n, const struct call *c,
+                          int orig, int domain, const struct policy_addr *dst, uint16_t port)
+{
+    const char *name = tp_names_lookup(&t->names, dst), *why;
+    struct policy_host host;
+    struct tp_req *r;
+    char text[64];
+    int rc;
+
+    if (name == NULL)
+        name = policy_addr_str(dst, text, sizeof(text)); /* judged as an IP literal */
+    rc = policy_host_normalize(name, strlen(name), &host, &why);
     if (t->npending >= t->max_pending) {
         /* as many connect()s in flight as the proxies' maxConnections:
          * the host's descriptors are not the command's to exhaust */
@@ -1070,7 +1091,7 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     r->t = t;
     r->id = n->id;
     r->pid = (int)n->pid;
-    r->target_fd = (int)(a_fd & 0x7fffffff);
+    r->target_fd = c->fd;
     r->orig = orig;
     r->family = domain;
     r->next = t->reqs.next;
@@ -1088,6 +1109,36 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
         respond(t, r->id, ENOBUFS, 0);
         req_free(r);
     }
+}
+
+/* One notification: read, inspect, then let the kernel run it, refuse it,
+ * or make the connection. */
+static void handle(struct tp *t, const struct seccomp_notif *n)
+{
+    struct call c;
+    struct policy_addr dst;
+    uint16_t port = 0;
+    int orig, domain;
+
+    if (read_call(t, n, &c) < 0)
+        return;
+    orig = take_socket(t, n, c.fd, &domain);
+    if (orig < 0)
+        return;
+    if (!intercepted(orig, domain, &c, &dst, &port) ||
+        (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
+        /* confined to the sandbox's namespace; for loopback: the proxy
+         * listeners, the command's own servers */
+        close(orig);
+        respond(t, n->id, 0, 1);
+        return;
+    }
+    if (port == 0) {
+        close(orig);
+        respond(t, n->id, ECONNREFUSED, 0);
+        return;
+    }
+    start_request(t, n, &c, orig, domain, &dst, port);
 }
 
 static void on_notify(uv_poll_t *p, int status, int events)
