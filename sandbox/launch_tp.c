@@ -29,8 +29,9 @@ int run_tp_prepare(struct run *run)
         return 0;
     why = tp_preflight();
     if (why != NULL) {
-        fprintf(stderr, "sluice: run: transparent mode needs %s, which this kernel lacks; the "
-                        "command was not run\n",
+        fprintf(stderr,
+                "sluice: run: transparent mode needs %s, which this kernel lacks; the "
+                "command was not run\n",
                 why);
         return -1;
     }
@@ -78,8 +79,8 @@ int run_tp_after_go(struct run *run)
     memset(&to, 0, sizeof(to));
     to.loop = &run->loop;
     to.egress = run->core.egress;
-    to.notify_fd = sb_handoff_recv_notify(run->sp[0], RUN_TP_HANDOFF_MS, run->err,
-                                          sizeof(run->err));
+    to.notify_fd =
+        sb_handoff_recv_notify(run->sp[0], RUN_TP_HANDOFF_MS, run->err, sizeof(run->err));
     to.cmd_pid = run->h.cmd_pid;
     to.ns_dev = run->tp_ns_dev;
     to.ns_ino = run->tp_ns_ino;

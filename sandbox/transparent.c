@@ -142,12 +142,18 @@ static const uint8_t tp_v6_prefix[8] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65
 static const struct {
     int level, name, family; /* family 0: both */
 } int_opts[] = {
-    {SOL_SOCKET, SO_KEEPALIVE, 0},    {SOL_SOCKET, SO_PRIORITY, 0},
-    {SOL_SOCKET, SO_OOBINLINE, 0},    {SOL_SOCKET, SO_RCVBUF, 0},
-    {SOL_SOCKET, SO_SNDBUF, 0},       {IPPROTO_TCP, TCP_NODELAY, 0},
-    {IPPROTO_TCP, TCP_KEEPIDLE, 0},   {IPPROTO_TCP, TCP_KEEPINTVL, 0},
-    {IPPROTO_TCP, TCP_KEEPCNT, 0},    {IPPROTO_TCP, TCP_USER_TIMEOUT, 0},
-    {IPPROTO_TCP, TCP_NOTSENT_LOWAT, 0}, {IPPROTO_IP, IP_TOS, AF_INET},
+    {SOL_SOCKET, SO_KEEPALIVE, 0},
+    {SOL_SOCKET, SO_PRIORITY, 0},
+    {SOL_SOCKET, SO_OOBINLINE, 0},
+    {SOL_SOCKET, SO_RCVBUF, 0},
+    {SOL_SOCKET, SO_SNDBUF, 0},
+    {IPPROTO_TCP, TCP_NODELAY, 0},
+    {IPPROTO_TCP, TCP_KEEPIDLE, 0},
+    {IPPROTO_TCP, TCP_KEEPINTVL, 0},
+    {IPPROTO_TCP, TCP_KEEPCNT, 0},
+    {IPPROTO_TCP, TCP_USER_TIMEOUT, 0},
+    {IPPROTO_TCP, TCP_NOTSENT_LOWAT, 0},
+    {IPPROTO_IP, IP_TOS, AF_INET},
     {IPPROTO_IPV6, IPV6_TCLASS, AF_INET6},
 };
 #define N_INT_OPTS (sizeof(int_opts) / sizeof(int_opts[0]))
@@ -184,12 +190,12 @@ struct tp {
     void *log_ctx;
     uint64_t *next_id;
     int notify_fd;
-    int diag_fd;  /* sock_diag netlink socket in the sandbox's namespace */
+    int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
     int optdef[2][N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
     int self_pid;
     dev_t ns_dev; /* the sandbox's network namespace */
     ino_t ns_ino;
-    int pid;      /* the command's pid */
+    int pid; /* the command's pid */
     uv_poll_t poll;
     int poll_open;
     uv_udp_t udp;
@@ -200,12 +206,12 @@ struct tp {
     int closing;
     struct seccomp_notif *notif;
     struct seccomp_notif_resp *resp;
-    struct tp_req reqs;      /* list head */
+    struct tp_req reqs; /* list head */
     size_t npending, max_pending;
-    struct dns_conn dconns;  /* list head (only prev/next used) */
-    int nr_connect[3];       /* per ABI below, -1 unknown */
+    struct dns_conn dconns; /* list head (only prev/next used) */
+    int nr_connect[3];      /* per ABI below, -1 unknown */
     uint32_t arch[3];
-    int nr_socketcall;       /* i386 */
+    int nr_socketcall; /* i386 */
     struct tp_names names;
 };
 
@@ -716,7 +722,6 @@ static int is_loopback_or_any(const struct policy_addr *a)
     return memcmp(a->bytes, zero, 15) == 0 && (a->bytes[15] == 1 || a->bytes[15] == 0);
 }
 
-
 static void read_defaults(int (*def)[N_INT_OPTS])
 {
     for (int f = 0; f < 2; f++) {
@@ -724,8 +729,8 @@ static void read_defaults(int (*def)[N_INT_OPTS])
         for (size_t i = 0; i < N_INT_OPTS; i++) {
             socklen_t len = sizeof(int);
             def[f][i] = INT_MIN; /* unknown: always copied */
-            if (fresh >= 0 && getsockopt(fresh, int_opts[i].level, int_opts[i].name, &def[f][i],
-                                         &len) < 0)
+            if (fresh >= 0 &&
+                getsockopt(fresh, int_opts[i].level, int_opts[i].name, &def[f][i], &len) < 0)
                 def[f][i] = INT_MIN;
         }
         if (fresh >= 0)
@@ -1203,11 +1208,17 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
 {
     static const uint32_t arches[3] = {
 #if defined(__x86_64__)
-        SCMP_ARCH_X86_64, SCMP_ARCH_X32, SCMP_ARCH_X86,
+        SCMP_ARCH_X86_64,
+        SCMP_ARCH_X32,
+        SCMP_ARCH_X86,
 #elif defined(__aarch64__)
-        SCMP_ARCH_AARCH64, SCMP_ARCH_ARM, 0,
+        SCMP_ARCH_AARCH64,
+        SCMP_ARCH_ARM,
+        0,
 #else
-        0, 0, 0,
+        0,
+        0,
+        0,
 #endif
     };
     struct tp *t;
@@ -1250,8 +1261,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->nr_socketcall = -1;
     for (int i = 0; i < 3; i++) {
         t->arch[i] = arches[i];
-        t->nr_connect[i] = arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "connect")
-                                          : -1;
+        t->nr_connect[i] =
+            arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "connect") : -1;
     }
 #if defined(__x86_64__)
     t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");
@@ -1297,8 +1308,9 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     if (!tcp_taken && o->dns_tcp_fd >= 0)
         close(o->dns_tcp_fd);
     if (rc < 0) {
-        snprintf(err, errlen, "transparent mode: cannot serve the seccomp listener or the "
-                              "resolver: %s",
+        snprintf(err, errlen,
+                 "transparent mode: cannot serve the seccomp listener or the "
+                 "resolver: %s",
                  uv_strerror(rc));
         return rc;
     }
@@ -1387,9 +1399,10 @@ int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t 
         return -ENAMETOOLONG;
     }
     f = fopen(file, "we");
-    if (f == NULL || fputs("# sluice run --transparent: the sandbox's own resolver\n"
-                           "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n",
-                           f) < 0 ||
+    if (f == NULL ||
+        fputs("# sluice run --transparent: the sandbox's own resolver\n"
+              "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n",
+              f) < 0 ||
         fclose(f) != 0) {
         snprintf(err, errlen, "transparent mode: cannot write %s: %s", file, strerror(errno));
         return -EIO;
@@ -1407,8 +1420,9 @@ int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t 
                      strerror(errno));
             return -ENOENT;
         }
-        snprintf(err, errlen, "transparent mode: this host has no /etc/resolv.conf to put the "
-                              "sandbox's resolver in place of");
+        snprintf(err, errlen,
+                 "transparent mode: this host has no /etc/resolv.conf to put the "
+                 "sandbox's resolver in place of");
         return -ENOENT;
     }
     if ((size_t)snprintf(dest, dlen, "%s", real) >= dlen) {
@@ -1571,12 +1585,14 @@ static void dns_child(int pid, int sock)
 int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
                    char *err, size_t errlen)
 {
-    static const char *const steps[] = {
-        "open the sandbox's network namespace", "find the user namespace that owns it",
-        "join that user namespace (setns)", "join the network namespace (setns)",
-        "bind 127.0.0.1:53 there", "pass the sockets back",
-        "give the loopback device an address for AI_ADDRCONFIG",
-        "open a sock_diag socket there"};
+    static const char *const steps[] = {"open the sandbox's network namespace",
+                                        "find the user namespace that owns it",
+                                        "join that user namespace (setns)",
+                                        "join the network namespace (setns)",
+                                        "bind 127.0.0.1:53 there",
+                                        "pass the sockets back",
+                                        "give the loopback device an address for AI_ADDRCONFIG",
+                                        "open a sock_diag socket there"};
     union {
         struct cmsghdr align;
         char buf[CMSG_SPACE(sizeof(int) * 4)];

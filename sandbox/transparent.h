@@ -47,13 +47,13 @@ struct tp_opts {
     int cmd_pid;               /* the command, in the host's pid namespace */
     dev_t ns_dev;              /* the sandbox's network namespace (tp_dns_sockets) */
     ino_t ns_ino;
-    int dns_udp_fd;            /* the resolver's sockets in the sandbox (taken), -1 none */
+    int dns_udp_fd; /* the resolver's sockets in the sandbox (taken), -1 none */
     int dns_tcp_fd;
-    int diag_fd;               /* sock_diag socket in the sandbox (taken), -1 none */
-    connlog_fn log;            /* decision records (protocol "transparent" / "dns") */
+    int diag_fd;    /* sock_diag socket in the sandbox (taken), -1 none */
+    connlog_fn log; /* decision records (protocol "transparent" / "dns") */
     void *log_ctx;
-    uint64_t *next_id;         /* connection ids, shared with the proxies */
-    size_t max_pending;        /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
+    uint64_t *next_id;  /* connection ids, shared with the proxies */
+    size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
 };
 
 /* NULL, or the piece of the kernel transparent mode needs and lacks. */
