@@ -62,6 +62,8 @@ struct settings_item {
     unsigned line, col;
     const char *list; /* "network.allowedDomains", "network.allowedDomainsFiles", ... */
     size_t index;     /* index in that list (0-based); line number for list files */
+    int literal;      /* a path entry written {"path": ..., "literal": true}: no ~,
+                         $HOME or glob expansion */
 };
 
 struct settings_list {

@@ -161,6 +161,7 @@ static int list_push(struct settings_list *l, char *value, const char *file, uns
     it->col = col;
     it->list = list;
     it->index = index;
+    it->literal = 0;
     return 0;
 }
 
@@ -604,7 +605,38 @@ static int want_seconds(struct ctx *c, json_t *v, unsigned min, unsigned max, un
     return 0;
 }
 
-/* Checks that v is an array of strings (non-empty ones if asked). */
+/* A path entry written as an object, as the reference allows:
+ * {"path": "NON-EMPTY", "literal": BOOL}; nothing else. */
+static int check_path_object(struct ctx *c, json_t *e)
+{
+    const char *key;
+    json_t *m;
+    int rc = 0;
+
+    json_object_foreach(e, key, m) {
+        push_key(c, key);
+        if (strcmp(key, "path") == 0) {
+            if (!json_is_string(m))
+                rc = fail(c, 0, "expected a string, got %s", type_name(m));
+            else if (json_string_length(m) == 0)
+                rc = fail(c, 0, "must not be an empty string");
+        } else if (strcmp(key, "literal") == 0) {
+            if (!json_is_boolean(m))
+                rc = fail(c, 0, "expected a boolean, got %s", type_name(m));
+        } else {
+            rc = fail(c, 0, "unknown key in a path entry (only \"path\" and \"literal\")");
+        }
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    if (json_object_get(e, "path") == NULL)
+        return fail(c, 0, "a path entry written as an object needs \"path\"");
+    return 0;
+}
+
+/* Checks that v is an array of strings (non-empty ones if asked; 2: path
+ * entries, which may also be {"path", "literal"} objects). */
 static int check_strlist(struct ctx *c, json_t *v, int nonempty)
 {
     size_t i;
@@ -615,8 +647,14 @@ static int check_strlist(struct ctx *c, json_t *v, int nonempty)
     json_array_foreach(v, i, e) {
         int rc = 0;
         push_index(c, i);
-        if (!json_is_string(e))
-            rc = fail(c, 0, "expected a string, got %s", type_name(e));
+        if (nonempty == 2 && json_is_object(e))
+            rc = check_path_object(c, e);
+        else if (!json_is_string(e))
+            rc = fail(c, 0,
+                      nonempty == 2 ? "expected a path string or {\"path\": ..., \"literal\": "
+                                      "true}, got %s"
+                                    : "expected a string, got %s",
+                      type_name(e));
         else if (nonempty && json_string_length(e) == 0)
             rc = fail(c, 0, "must not be an empty string");
         pop(c);
@@ -650,7 +688,12 @@ static int take_strlist(struct ctx *c, json_t *v, struct settings_list *out, con
         found = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(v, i);
-        char *val = strdup(json_string_value(e));
+        int literal = json_is_object(e) && json_is_true(json_object_get(e, "literal"));
+        char *val;
+
+        if (json_is_object(e))
+            e = json_object_get(e, "path");
+        val = strdup(json_string_value(e));
         if (i >= found) { /* cannot happen for text jansson accepted */
             pos[i].line = 1;
             pos[i].col = 1;
@@ -664,6 +707,7 @@ static int take_strlist(struct ctx *c, json_t *v, struct settings_list *out, con
             rc = fail_nomem(c);
             goto out;
         }
+        out->items[out->n - 1].literal = literal;
     }
 out:
     free(pos);
@@ -1387,10 +1431,10 @@ static const struct key_def network_keys[] = {
 };
 
 static const struct key_def filesystem_keys[] = {
-    STRLIST("denyRead", filesystem.deny_read, 0, "filesystem.denyRead", 1),
-    STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 1),
-    STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 1),
-    STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 1),
+    STRLIST("denyRead", filesystem.deny_read, 0, "filesystem.denyRead", 2),
+    STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 2),
+    STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 2),
+    STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 2),
     BOOL("allowGitConfig", filesystem.allow_git_config, LF_GIT_CONFIG),
     BOOL("disabled", filesystem.disabled, LF_FS_DISABLED),
     {.name = "autoAllowSystemPaths", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,

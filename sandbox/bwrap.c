@@ -57,12 +57,18 @@
  * So a writable directory inside a denied one is visible and writable again
  * (writing implies reading), with its own protections and denials.
  *
- * Paths in the lists: "~" and "~/..." expand with the home directory
- * (resolved); relative paths are relative to the working directory; ".",
- * ".." and repeated '/' are folded lexically; a path with * ? or [ is a
- * glob(3) pattern expanded now (without matches it is taken literally).
- * Missing paths are skipped, as srt does (nothing to bind; a missing
- * allowWrite path cannot be created by the command). Paths under /dev and
+ * Paths in the lists: "~", "~/...", "$HOME", "$HOME/..." (and "${HOME}")
+ * expand with the home directory (resolved); any other leading '$' is an
+ * error (never a silent skip); relative paths are relative to the working
+ * directory; a trailing slash-star-star is dropped (DIR and everything
+ * below it is DIR, as the reference reads it); ".", ".." and repeated '/'
+ * are folded lexically; a path with * ? or [ is a glob(3) pattern expanded now (without
+ * matches it is taken literally if that path exists, else a warning naming
+ * the entry is printed). An entry written {"path": P, "literal": true} is
+ * taken as written: no ~, $HOME, slash-star-star or glob. Missing paths are
+ * skipped, as srt does (nothing to bind; a missing allowWrite path cannot be created
+ * by the command); a path that exists but cannot be resolved (EACCES,
+ * ELOOP, ...) is an error. Paths under /dev and
  * /proc are skipped for allowWrite and denyWrite (the sandbox has its own).
  * An allowWrite or allowRead path that resolves through a symbolic link to a
  * place outside the path as written is an error (a link planted by an
@@ -272,20 +278,58 @@ static int cmp_op(const void *pa, const void *pb)
 /* ------------------------------------------------------------------------ */
 /* Settings lists                                                            */
 
+/* "$HOME" or "${HOME}" at the start of v, followed by the end or '/': the
+ * length of that prefix, else 0. */
+static size_t home_var(const char *v)
+{
+    size_t n = 0;
+
+    if (strncmp(v, "$HOME", 5) == 0)
+        n = 5;
+    else if (strncmp(v, "${HOME}", 7) == 0)
+        n = 7;
+    return n > 0 && (v[n] == '\0' || v[n] == '/') ? n : 0;
+}
+
+__attribute__((format(printf, 3, 4))) static void warn_item(struct ctx *c,
+                                                           const struct settings_item *it,
+                                                           const char *fmt, ...)
+{
+    FILE *w = c->o->warn != NULL ? c->o->warn : stderr;
+    va_list ap;
+
+    fprintf(w, "sluice: warning: %s:%u:%u: %s[%zu]: ", it->file, it->line, it->col, it->list,
+            it->index);
+    va_start(ap, fmt);
+    vfprintf(w, fmt, ap);
+    va_end(ap);
+    fputc('\n', w);
+}
+
 /* Expands one list entry into absolute, lexically normal paths (appended to
- * out): ~, relative paths, globs. */
+ * out): ~ and $HOME, relative paths, a trailing slash-star-star, globs. */
 static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv *out)
 {
     const char *v = it->value;
     char *abs;
+    size_t hv, len;
     int rc = 0;
 
-    if (v[0] == '~') {
+    if (!it->literal && v[0] == '~') {
         if (v[1] != '\0' && v[1] != '/')
             return fail_item(c, -EINVAL, it, "'%s': only '~' and '~/' are supported", v);
         if (c->home == NULL)
             return fail_item(c, -EINVAL, it, "'%s': '~' needs $HOME, which is not set", v);
         abs = concat(c->home, v + 1, "");
+    } else if (!it->literal && (hv = home_var(v)) > 0) {
+        if (c->home == NULL)
+            return fail_item(c, -EINVAL, it, "'%s': '$HOME' is not set", v);
+        abs = concat(c->home, v + hv, "");
+    } else if (!it->literal && v[0] == '$') {
+        return fail_item(c, -EINVAL, it,
+                         "'%s': only $HOME (or ${HOME}) and '~' are expanded in paths; write "
+                         "the path out",
+                         v);
     } else if (v[0] != '/') {
         abs = concat(c->o->cwd, "/", v);
     } else {
@@ -293,10 +337,15 @@ static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv 
     }
     if (abs == NULL)
         return nomem(c);
+    /* DIR + slash-star-star is DIR and everything below it: DIR itself (the
+     * reference drops the suffix; glob(3) would list only what exists now) */
+    len = strlen(abs);
+    if (!it->literal && len > 3 && strcmp(abs + len - 3, "/**") == 0)
+        abs[len - 3] = '\0';
     normalize(abs);
-    if (strpbrk(abs, "*?[") != NULL) {
+    if (!it->literal && strpbrk(abs, "*?[") != NULL) {
         glob_t g;
-        int grc = glob(abs, GLOB_NOCHECK, NULL, &g);
+        int grc = glob(abs, 0, NULL, &g);
 
         if (grc == GLOB_NOSPACE) {
             rc = nomem(c);
@@ -304,6 +353,12 @@ static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv 
             for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
                 if (sb_strv_push(out, g.gl_pathv[i]) < 0)
                     rc = nomem(c);
+        } else if (access(abs, F_OK) == 0) {
+            /* no match as a pattern, but a path of that very name */
+            if (sb_strv_push(out, abs) < 0)
+                rc = nomem(c);
+        } else {
+            warn_item(c, it, "'%s' matches nothing; the entry has no effect", it->value);
         }
         globfree(&g);
     } else if (sb_strv_push(out, abs) < 0) {
@@ -322,8 +377,15 @@ static int resolve(struct ctx *c, const struct settings_item *it, const char *le
 {
     char *r = realpath(lexical, NULL);
 
-    if (r == NULL)
-        return errno == ENOMEM ? nomem(c) : 1;
+    if (r == NULL) {
+        int e = errno;
+        if (e == ENOMEM)
+            return nomem(c);
+        if (e == ENOENT || e == ENOTDIR)
+            return 1;
+        /* it may exist, but the rule cannot be applied: never a skip */
+        return fail_item(c, -EINVAL, it, "'%s' cannot be resolved: %s", lexical, strerror(e));
+    }
     if (grant && !path_within(r, lexical)) {
         int rc = fail_item(c, -EINVAL, it,
                            "'%s' resolves to '%s' through a symbolic link outside it; name the "

@@ -144,6 +144,7 @@ struct sb_bwrap_opts {
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
+    FILE *warn;              /* warnings (a glob matching nothing); NULL: stderr */
 };
 
 struct sb_plan {

@@ -342,7 +342,17 @@ static const struct error_case error_cases[] = {
     {"{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"\"]}}",
      "t.json:1:40: filesystem.denyRead[1]: must not be an empty string"},
     {"{\"filesystem\": {\"allowWrite\": [[\".\"]]}}",
-     "t.json:1:32: filesystem.allowWrite[0]: expected a string, got an array"},
+     "t.json:1:32: filesystem.allowWrite[0]: expected a path string or {\"path\": ..., "
+     "\"literal\": true}, got an array"},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"a\", \"glob\": true}]}}",
+     "t.json:1:52: filesystem.denyRead[0].glob: unknown key in a path entry (only \"path\" "
+     "and \"literal\")"},
+    {"{\"filesystem\": {\"denyRead\": [{\"literal\": true}]}}",
+     "t.json:1:30: filesystem.denyRead[0]: a path entry written as an object needs \"path\""},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"\"}]}}",
+     "t.json:1:39: filesystem.denyRead[0].path: must not be an empty string"},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"a\", \"literal\": 1}]}}",
+     "t.json:1:55: filesystem.denyRead[0].literal: expected a boolean, got an integer"},
     {"{\"ignoreViolations\": {\"npm test\": \"/tmp\"}}",
      "t.json:1:35: ignoreViolations[\"npm test\"]: expected an array of strings, got a string"},
     {"{\"ignoreViolations\": {\"*\": [1]}}",

@@ -422,6 +422,98 @@ static void test_tilde_errors(void **state)
                  "supported");
 }
 
+/* $HOME and ${HOME} expand like ~ (a denyRead of $HOME/.bashrc must hide it,
+ * not be skipped); any other variable is an error naming the entry. */
+static void test_home_variable(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {DN " R/home/.bashrc", "--tmpfs R/home/.ssh",
+                               "--bind R/home/cache R/home/cache", NULL};
+
+    mkfile(f, "home/.bashrc");
+    mkdir_(f, "home/.ssh");
+    mkdir_(f, "home/cache");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOME/.bashrc\", \"${HOME}/.ssh\"], "
+                "\"allowWrite\": [\".\", \"$HOME/cache\"]}}");
+    expect_has(f, yes, NULL);
+
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$XDG_DATA_HOME/x\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '$XDG_DATA_HOME/x': only $HOME (or "
+                 "${HOME}) and '~' are expanded in paths; write the path out");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOMEDIR/x\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '$HOMEDIR/x': only $HOME (or "
+                 "${HOME}) and '~' are expanded in paths; write the path out");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    f->o.home = NULL;
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOME/.ssh\"]}}");
+    expect_error(f, -EINVAL, "t.json:1:30: filesystem.denyRead[0]: '$HOME/.ssh': '$HOME' is not set");
+}
+
+/* DIR followed by slash-star-star makes DIR itself writable (new files too),
+ * as the reference does, instead of only the entries that exist now. */
+static void test_trailing_double_star(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {"--bind R/home/proj/out R/home/proj/out", "--tmpfs R/home/.ssh",
+                               NULL};
+    const char *const no[] = {"--bind R/home/proj/out/a ", NULL};
+
+    mkdir_(f, "home/proj/out/a");
+    mkdir_(f, "home/.ssh/keys");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"out/**\"], \"denyRead\": [\"~/.ssh/**\"]}}");
+    expect_has(f, yes, no);
+}
+
+/* A glob that matches nothing warns, naming the entry and where it is. */
+static void test_glob_no_match_warns(void **state)
+{
+    struct fx *f = *state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *w = open_memstream(&buf, &len);
+    struct sb_plan p;
+
+    assert_non_null(w);
+    f->o.warn = w;
+    mkdir_(f, "home/proj/build-a");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"build-*\", \"nomatch-*\"],\n"
+                "  \"denyRead\": [\"~/.aws*\"]}}");
+    build_ok(f, &p);
+    sb_plan_free(&p);
+    fclose(w);
+    f->o.warn = NULL;
+    assert_non_null(buf);
+    if (strstr(buf, "sluice: warning: t.json:1:43: filesystem.allowWrite[1]: 'nomatch-*' matches "
+                    "nothing; the entry has no effect\n") == NULL ||
+        strstr(buf, "t.json:2:16: filesystem.denyRead[0]: '~/.aws*' matches nothing") == NULL ||
+        strstr(buf, "build-*") != NULL)
+        fail_msg("warnings:\n%s", buf);
+    free(buf);
+}
+
+/* {"path": P, "literal": true}: taken as written, no glob, no ~. */
+static void test_literal_entries(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {"--bind R/home/proj/a* R/home/proj/a*",
+                               "--bind R/home/proj/~ R/home/proj/~", NULL};
+    const char *const no[] = {"--bind R/home/proj/ab ", NULL};
+
+    mkdir_(f, "home/proj/a*");
+    mkdir_(f, "home/proj/ab");
+    mkdir_(f, "home/proj/~");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [{\"path\": \"a*\", \"literal\": true}, "
+                "{\"path\": \"~\", \"literal\": true}]}}");
+    expect_has(f, yes, no);
+}
+
 static void test_root_refused(void **state)
 {
     struct fx *f = *state;
@@ -850,7 +942,11 @@ int main(void)
         T(test_allow_write_symlink_escape),
         T(test_symlinked_home),
         T(test_tilde_errors),
-        T(test_root_refused),
+        T(test_home_variable),
+    T(test_trailing_double_star),
+    T(test_glob_no_match_warns),
+    T(test_literal_entries),
+    T(test_root_refused),
         T(test_deny_write),
         T(test_deny_read_and_allow_read),
         T(test_deny_read_around_writable),
