@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tests/e2e/dropin.sh - issue 15: the reference runtime's settings used
+# unchanged, and nothing accepted then silently ignored. Each case runs a
+# real command under real bwrap and checks what it can actually do (as root,
+# then as an unprivileged user through run-helpers/twice.sh). Everything is
+# on 127.0.0.1 or inside the sandbox.
+set -uo pipefail
+SLUICE=${1:?usage: dropin.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/run-helpers/twice.sh"
+
+cases() {
+    local W S=$T/s.json out rc err
+    # the working directory outside /tmp (private in the sandbox), so the
+    # cases can leave it read-only
+    W=$(mktemp -d /var/tmp/sluice-dropin.XXXXXX) || { bad "mktemp /var/tmp"; return; }
+    EXTRA_RM+=("$W")
+    export XDG_RUNTIME_DIR=$T/xdg
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    cd "$W" || return
+    sr() { "$SLUICE" run --quiet --settings "$S" "$@"; }
+
+    # --- $HOME in a path list is expanded, never skipped -------------------------------
+    echo secret-rc > "$HOME/.bashrc"
+    mkdir -p "$HOME/.aws"; echo key > "$HOME/.aws/credentials"
+    cat > "$S" <<'JSON'
+{"filesystem": {"denyRead": ["$HOME/.bashrc", "${HOME}/.aws"]}}
+JSON
+    out=$(sr -- sh -c 'cat "$HOME/.bashrc"; cat "$HOME/.aws/credentials"' 2>&1); rc=$?
+    case $out in
+        *secret-rc*|*key*) bad "denyRead \$HOME/.bashrc and \${HOME}/.aws hide them" "exit $rc: $out" ;;
+        *) ok "denyRead \$HOME/.bashrc and \${HOME}/.aws hide them" ;;
+    esac
+    printf '{"filesystem": {"denyRead": ["$SECRETS/x"]}}\n' > "$S"
+    err=$(sr -- sh -c 'echo RAN' 2>&1); rc=$?
+    if [ "$rc" -eq 125 ] && ! grep -q RAN <<< "$err" &&
+        grep -qF "s.json:1:30: filesystem.denyRead[0]: '\$SECRETS/x': only \$HOME" <<< "$err"; then
+        ok "an unknown \$VARIABLE in a path is an error naming the entry (125, not run)"
+    else bad "unknown \$VARIABLE refused" "exit $rc: $err"; fi
+
+    # --- a glob that matches nothing is warned about ------------------------------------
+    printf '{"filesystem": {\n  "denyRead": ["nothing-here-*"]}}\n' > "$S"
+    err=$(sr -- true 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && grep -qF "warning: $S:2:16: filesystem.denyRead[0]: 'nothing-here-*' matches nothing" <<< "$err"; then
+        ok "a glob matching nothing warns with file:line:col"
+    else bad "glob matching nothing warns" "exit $rc: $err"; fi
+
+    # --- DIR/** makes DIR writable, new files included ---------------------------------
+    mkdir -p "$W/out/old"
+    printf '{"filesystem": {"allowWrite": ["out/**"]}}\n' > "$S"
+    err=$(sr -- sh -c 'echo new > out/new.txt && mkdir out/newdir && echo n > out/old/f' 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && [ "$(cat "$W/out/new.txt" 2>/dev/null)" = new ] && [ -d "$W/out/newdir" ]; then
+        ok "allowWrite out/** lets the command create new files in out"
+    else bad "allowWrite out/**" "exit $rc: $err"; fi
+    err=$(sr -- sh -c 'echo x > outside.txt' 2>&1); rc=$?
+    if [ "$rc" -ne 0 ] && [ ! -e "$W/outside.txt" ]; then
+        ok "... and the working directory itself stays read-only"
+    else bad "working directory read-only with allowWrite out/**" "exit $rc: $err"; fi
+
+    # --- {"path", "literal": true} -----------------------------------------------------
+    mkdir -p "$W/lit*" "$W/litx"
+    printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"
+    err=$(sr -- sh -c 'echo a > "lit*/a"; echo b > litx/b' 2>&1); rc=$?
+    if [ -f "$W/lit*/a" ] && [ ! -e "$W/litx/b" ]; then
+        ok "a literal path entry is not a glob"
+    else bad "literal path entry" "exit $rc: $err"; fi
+}
+
+EXTRA_RM=()
+trap 'e2e_cleanup; for d in "${EXTRA_RM[@]}"; do rm -rf "$d"; done' EXIT
+e2e_twice cases "$HERE/dropin.sh" "$SLUICE"
+e2e_finish
