@@ -585,6 +585,55 @@ static int add_settings(const struct settings *s, const char *home, const char *
     return rc;
 }
 
+/* git.safeDirectories: each entry becomes a safe.directory through git's
+ * environment configuration (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n,
+ * GIT_CONFIG_VALUE_n, git 2.31+), after any such entries passed from the
+ * host, so git inside the sandbox trusts those repositories ("dubious
+ * ownership" otherwise, e.g. a repository owned by another user). "~" and
+ * "~/..." expand with $HOME. */
+static int add_git_safe(const struct settings *s, const char *home, struct sb_strv *a,
+                        char *err, size_t errlen)
+{
+    const struct settings_list *l = &s->git_safe_directories;
+    unsigned long base = 0;
+    int rc = 0;
+
+    if (l->n == 0)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (strncmp(a->v[i], "GIT_CONFIG_COUNT=", 17) == 0) {
+            char *end;
+            errno = 0;
+            base = strtoul(a->v[i] + 17, &end, 10);
+            if (errno != 0 || *end != '\0' || base > 10000)
+                base = 0;
+            free(a->v[i]);
+            memmove(&a->v[i], &a->v[i + 1], (a->n - i) * sizeof(*a->v)); /* with the NULL */
+            a->n--;
+            break;
+        }
+    }
+    for (size_t i = 0; i < l->n && rc == 0; i++) {
+        const struct settings_item *it = &l->items[i];
+        char what[600], *v;
+
+        snprintf(what, sizeof(what), "%s:%u:%u: %s[%zu]", it->file, it->line, it->col, it->list,
+                 it->index);
+        v = expand_home(it->value, home, what, err, errlen);
+        if (v == NULL)
+            return -EINVAL;
+        rc = sb_strv_pushf(a, "GIT_CONFIG_KEY_%lu=safe.directory", base + i);
+        if (rc == 0)
+            rc = sb_strv_pushf(a, "GIT_CONFIG_VALUE_%lu=%s", base + i, v);
+        free(v);
+    }
+    if (rc == 0)
+        rc = sb_strv_pushf(a, "GIT_CONFIG_COUNT=%lu", base + l->n);
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
 int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, size_t errlen)
 {
     static char *const empty[] = {NULL};
@@ -642,6 +691,9 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
         }
     }
     rc = add_settings(s, home, host_path, &a, err, errlen);
+    if (rc < 0)
+        goto out;
+    rc = add_git_safe(s, home, &a, err, errlen);
     if (rc < 0)
         goto out;
     rc = add_own(o, &a, err, errlen);

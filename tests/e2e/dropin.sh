@@ -59,6 +59,25 @@ JSON
         ok "... and the working directory itself stays read-only"
     else bad "working directory read-only with allowWrite out/**" "exit $rc: $err"; fi
 
+    # --- git.safeDirectories reaches git ------------------------------------------------
+    # a repository owned by someone else: git refuses it ("dubious ownership")
+    # unless it is a safe directory. Only root can make one for the test.
+    if [ "$(id -u)" -eq 0 ] && command -v git >/dev/null; then
+        local G
+        G=$(mktemp -d /var/tmp/sluice-dropin-git.XXXXXX) && EXTRA_RM+=("$G")
+        chmod 755 "$G"; git -C "$G" init -q && chown -R 65534:65534 "$G"
+        printf '{"filesystem": {"allowWrite": ["."]}}\n' > "$S"
+        err=$(sr -- git -C "$G" status --short 2>&1); rc=$?
+        if [ "$rc" -ne 0 ] && grep -q 'dubious ownership' <<< "$err"; then
+            ok "control: git refuses a repository owned by another user"
+        else bad "control: dubious ownership" "exit $rc: $err"; fi
+        printf '{"filesystem": {"allowWrite": ["."]}, "git": {"safeDirectories": ["%s"]}}\n' "$G" > "$S"
+        err=$(sr -- git -C "$G" status --short 2>&1); rc=$?
+        if [ "$rc" -eq 0 ]; then
+            ok "git.safeDirectories makes git accept that repository"
+        else bad "git.safeDirectories" "exit $rc: $err"; fi
+    fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"

@@ -606,6 +606,42 @@ static void build_err(const struct settings *s, const char *const *host, const c
     assert_string_equal(err, want);
 }
 
+/* git.safeDirectories reaches git as safe.directory entries, after any
+ * GIT_CONFIG_* entries of the host; ~ expands. */
+static void test_git_safe_directories(void **state)
+{
+    const char *host[] = {"HOME=/home/u", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.pager",
+                          "GIT_CONFIG_VALUE_0=cat", NULL};
+    const char *none[] = {"HOME=/home/u", NULL};
+    struct settings s;
+    struct sb_strv a;
+
+    (void)state;
+    load(&s, "{\"git\": {\"safeDirectories\": [\"/srv/repo\", \"~/src/*\", \"*\"]}}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_string_equal(get(&a, "GIT_CONFIG_COUNT"), "4");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_0"), "core.pager");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_1"), "safe.directory");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_1"), "/srv/repo");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_2"), "safe.directory");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_2"), "/home/u/src/*");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_3"), "*");
+    sb_strv_free(&a);
+    build(&s, none, &a);
+    assert_string_equal(get(&a, "GIT_CONFIG_COUNT"), "3");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_0"), "/srv/repo");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* none configured: nothing added */
+    load(&s, NULL);
+    build(&s, none, &a);
+    assert_null(get(&a, "GIT_CONFIG_COUNT"));
+    sb_strv_free(&a);
+    settings_free(&s);
+}
+
 static void test_set(void **state)
 {
     const char *host[] = {"PATH=/bin",  "HOME=/home/u/", "GIT_CONFIG_SYSTEM=/etc/gitconfig",
@@ -787,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_ports_and_tmpdir),
         cmocka_unit_test(test_git_ssh_command_quoting),
         cmocka_unit_test(test_set),
+        cmocka_unit_test(test_git_safe_directories),
         cmocka_unit_test(test_path_append),
     };
 
