@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const protected_names[] = {
-    ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
-    ".ripgreprc", ".mcp.json", ".vscode/", ".idea/", ".git/hooks/", ".git/config", NULL};
 
 void cli_explain_usage(FILE *f)
 {
@@ -65,11 +62,13 @@ static int print_json(const struct settings *s)
 
     for (size_t i = 0; sc[i] != NULL; i++)
         json_array_append_new(sys, json_string(sc[i]));
-    for (size_t i = 0; protected_names[i] != NULL; i++)
+    const char *const *protected_names = sb_protect_names();
+
+    for (size_t i = 0; protected_names[i] != NULL && !s->filesystem.disabled; i++)
         if (!(s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0))
             json_array_append_new(prot, json_string(protected_names[i]));
     o = json_pack(
-        "{s:b, s:{s:s, s:s, s:o, s:o, s:s, s:b, s:s, s:b}, s:{s:o, s:o, s:o, s:o, s:o, s:i, s:s},"
+        "{s:b, s:{s:s, s:s, s:o, s:o, s:s, s:b, s:s, s:b}, s:{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i, s:s},"
         " s:{s:b, s:o}, s:{s:b, s:o, s:o}, s:{s:b, s:b, s:o}}",
         "sandboxed", s->sandbox.enabled != SETTINGS_FALSE,
         "network",
@@ -82,9 +81,11 @@ static int print_json(const struct settings *s)
         "mode", s->network.mode == SETTINGS_MODE_REPORT ? "report" : "enforce",
         "direct_connections", 0,
         "filesystem",
+        "restricted", !s->filesystem.disabled,
+        "weaker_nested_proc", s->enable_weaker_nested_sandbox != 0,
         "deny_read", list_json(&s->filesystem.deny_read),
         "allow_read", list_json(&s->filesystem.allow_read),
-        "allow_write", list_json(&s->filesystem.allow_write),
+        "allow_write", s->filesystem.disabled ? json_pack("[s]", "/") : list_json(&s->filesystem.allow_write),
         "deny_write", list_json(&s->filesystem.deny_write),
         "protected", prot,
         "protected_search_depth", (int)s->mandatory_deny_search_depth,
@@ -135,30 +136,59 @@ static void print_text(const struct settings *s)
     if (s->network.mode == SETTINGS_MODE_REPORT)
         fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
     fprintf(f, "\nFilesystem\n");
-    fprintf(f, "  - Read: everything, except denyRead paths");
-    if (s->filesystem.deny_read.n > 0) {
-        fprintf(f, " (");
-        for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
-            fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
-        fprintf(f, ")");
+    if (s->filesystem.disabled) {
+        fprintf(f, "  - NO FILESYSTEM RESTRICTIONS (filesystem.disabled): the command can read "
+                   "and write everything the user running it can on the host");
+        if (s->filesystem.deny_read.n > 0) {
+            fprintf(f, ", except these paths, which are hidden: ");
+            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
+        }
+        fprintf(f, ". No file is protected: shell start-up files, git hooks and settings can "
+                   "be changed.\n");
+        if (s->filesystem.allow_read.n > 0)
+            list_text(f, "- Visible again inside those", &s->filesystem.allow_read, "none");
+        fprintf(f, "  - /tmp is private to the run and removed after it; /dev%s the "
+                   "sandbox's own, /proc/sys is read-only.\n",
+                s->enable_weaker_nested_sandbox ? " is" : " and /proc are");
+    } else {
+        const char *const *protected_names = sb_protect_names();
+
+        fprintf(f, "  - Read: everything, except denyRead paths");
+        if (s->filesystem.deny_read.n > 0) {
+            fprintf(f, " (");
+            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
+            fprintf(f, "; a hidden directory appears empty, a hidden file empty)");
+        }
+        fprintf(f, ".\n");
+        if (s->filesystem.allow_read.n > 0)
+            list_text(f, "- Re-allowed for reading inside those", &s->filesystem.allow_read,
+                      "none");
+        list_text(f, "- Write (everything else is read-only)", &s->filesystem.allow_write,
+                  "the working directory");
+        fprintf(f, "  - Also writable: /tmp and $TMPDIR (private to the run, removed after "
+                   "it).\n");
+        if (s->filesystem.deny_write.n > 0)
+            list_text(f, "- Never writable", &s->filesystem.deny_write, "none");
+        fprintf(f, "  - Protected: at the top of each writable directory these cannot be "
+                   "created, changed, renamed or replaced, and where they already exist up to "
+                   "%u levels below it they are read-only: ",
+                s->mandatory_deny_search_depth);
+        for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
+            if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
+                continue;
+            fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
+            first = 0;
+        }
+        fprintf(f, ". A .git that does not exist at the top of a writable directory cannot be "
+                   "created there (no `git init`).\n");
     }
-    fprintf(f, ".\n");
-    if (s->filesystem.allow_read.n > 0)
-        list_text(f, "- Re-allowed for reading inside those", &s->filesystem.allow_read, "none");
-    list_text(f, "- Write", &s->filesystem.allow_write, "the working directory");
-    fprintf(f, "  - Also writable: /tmp and $TMPDIR (private to the run, removed after it).\n");
-    if (s->filesystem.deny_write.n > 0)
-        list_text(f, "- Never writable", &s->filesystem.deny_write, "none");
-    fprintf(f, "  - Protected (read-only, cannot be created, renamed or replaced) within %u "
-               "levels of each writable directory: ",
-            s->mandatory_deny_search_depth);
-    for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
-        if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
-            continue;
-        fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
-        first = 0;
-    }
-    fprintf(f, ".\n");
+    if (s->enable_weaker_nested_sandbox)
+        fprintf(f, "  - WEAKER NESTED MODE (enableWeakerNestedSandbox): /proc is the host's, "
+                   "not the sandbox's own: every process on the host and its command line are "
+                   "visible, and the environment and open files of processes of the same user "
+                   "may be readable.\n");
     fprintf(f, "\nUnix sockets and syscalls\n");
     for (size_t i = 0; sc[i] != NULL; i++)
         fprintf(f, "  - %s\n", sc[i]);

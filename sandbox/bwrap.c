@@ -21,6 +21,8 @@
  *   W   filesystem.allowWrite (default: the working directory): --bind P P
  *   P   the protected files inside each writable directory (protect.c, to
  *       mandatoryDenySearchDepth): FILE/DIR --ro-bind P P, PIN --bind P P,
+ *       MKDIR (a missing .claude holding ABSENT entries) nothing: bwrap
+ *       creates it as their parent, recorded in plan->created like them,
  *       ABSENT --tmpfs P --remount-ro P: an empty read-only directory, which
  *       blocks a file or a directory of that name alike (it cannot be
  *       written into, removed or renamed: EBUSY). bwrap creates P on the host
@@ -43,13 +45,14 @@
  * A later mount over P hides what earlier mounts did at and below P (bwrap
  * takes the source from the host), so MOUNTS are emitted in tree order,
  * parents first, and the most specific rule for a path wins. On the same
- * path: AR, P (FILE/DIR), W, DR, PIN, ABSENT, DW: a deny on the very path of
+ * path: AR, P (FILE/DIR), W, DR, PIN, MKDIR, ABSENT, DW: a deny on the very path of
  * an allow wins, a protected path stays read-only even when allowWrite names
  * it, and nothing is pinned or bound where it is hidden. Each mount is then
  * kept only where it means something, judged by the nearest kept mount above
  * it (or on the same path, earlier):
  *   W   always, except below a protected FILE/DIR (mandatory protection wins)
- *   PIN, P, DW   only in a writable region (nearest is W or PIN): in a
+ *   PIN, P, MKDIR, ABSENT, DW  only in a writable region (nearest is W, PIN
+ *       or MKDIR): in a
  *       read-only or hidden region they would re-expose host content or, for
  *       ABSENT, fail to create their mount point
  *   DR  unless already inside a denied directory
@@ -102,6 +105,7 @@ enum op_kind {
     OP_DR_DIR,
     OP_DR_FILE,
     OP_PIN,
+    OP_MKDIR,  /* no mount: bwrap creates it as the parent of ABSENT entries */
     OP_ABSENT, /* an empty read-only directory where nothing exists */
     OP_DW,
 };
@@ -542,6 +546,7 @@ static int add_protected(struct ctx *c, const char *root)
             continue; /* no mount covers a link: verify.c watches it */
         enum op_kind k = l.v[i].kind == SB_PROT_PIN      ? OP_PIN
                          : l.v[i].kind == SB_PROT_ABSENT ? OP_ABSENT
+                         : l.v[i].kind == SB_PROT_MKDIR  ? OP_MKDIR
                                                          : OP_PROT;
         rc = op_add(c, l.v[i].path, k, NULL);
         l.v[i].path = NULL; /* owned by the op (or freed by op_add) */
@@ -560,7 +565,7 @@ static int is_deny_read(enum op_kind k)
 
 static int writable(const struct op *near)
 {
-    return near != NULL && (near->kind == OP_W || near->kind == OP_PIN);
+    return near != NULL && (near->kind == OP_W || near->kind == OP_PIN || near->kind == OP_MKDIR);
 }
 
 static int keep(const struct op *op, const struct op *near)
@@ -572,6 +577,7 @@ static int keep(const struct op *op, const struct op *near)
         return writable(near) && strcmp(near->path, op->path) != 0;
     case OP_PROT:
     case OP_ABSENT:
+    case OP_MKDIR:
     case OP_DW:
         return writable(near);
     case OP_DR_DIR:
@@ -763,6 +769,11 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         const struct op *op = &c.ops.v[i];
         if (!op->keep)
             continue;
+        if (op->kind == OP_MKDIR) {
+            if (sb_strv_push(&p.created, op->path) < 0)
+                rc = nomem(&c);
+            continue;
+        }
         switch (op->kind) {
         case OP_W:
         case OP_PIN:
@@ -782,6 +793,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         case OP_ABSENT:
         case OP_DR_DIR:
             PUSH("--tmpfs");
+            break;
+        case OP_MKDIR:
             break;
         }
         PUSH(op->path);

@@ -82,7 +82,17 @@ enum sb_prot_kind {
                          bound there; the post-run check (verify.c) puts it
                          back if the command replaced it. Its target, when
                          inside ROOT, is listed as FILE or DIR as well */
+    SB_PROT_MKDIR,    /* a missing directory holding ABSENT entries
+                         (ROOT/.claude for .claude/commands and
+                         .claude/agents): no mount; bwrap creates it on the
+                         host as the parent of their mount points, writable
+                         as its parent is; sluice removes it after the run
+                         when it is still empty */
 };
+
+/* The protected names as a person reads them ("DIR/" for directories),
+ * NULL-terminated: what the scan protects in each directory it visits. */
+const char *const *sb_protect_names(void);
 
 struct sb_prot {
     char *path; /* absolute */

@@ -78,6 +78,57 @@ JSON
         else bad "git.safeDirectories" "exit $rc: $err"; fi
     fi
 
+    # --- sluice explain says exactly what a command can do --------------------------------
+    # default settings: what it lists as protected cannot be created at the top
+    # of the working directory; the working directory is writable, the rest not
+    local P names name fails=
+    P=$(mktemp -d /var/tmp/sluice-dropin-explain.XXXXXX) && EXTRA_RM+=("$P")
+    chmod 755 "$P"
+    printf '{}\n' > "$S"
+    out=$("$SLUICE" explain --settings "$S")
+    names=$(sed -n 's/.*levels below it they are read-only: \(.*\)\. A \.git.*/\1/p' <<< "$out" | tr -d ',')
+    if [ -z "$names" ] || ! grep -q '\.claude/commands/' <<< "$names" || ! grep -q '\.claude/agents/' <<< "$names"; then
+        bad "explain lists the protected names, .claude/commands/ and .claude/agents/ among them" "$out"
+    else
+        ok "explain lists the protected names, .claude/commands/ and .claude/agents/ among them"
+    fi
+    for name in $names; do
+        case $name in
+            */) err=$(cd "$P" && sr -- sh -c "mkdir -p '$name' && echo x > '${name}evil'" 2>&1) ;;
+            *) err=$(cd "$P" && sr -- sh -c "mkdir -p \"\$(dirname '$name')\"; echo x > '$name'" 2>&1) ;;
+        esac
+        [ -e "$P/${name}evil" ] || [ -f "$P/$name" ] && fails="$fails $name"
+    done
+    if [ -z "$fails" ]; then ok "each protected name explain lists cannot be created in the working directory"
+    else bad "protected names created:$fails" "$err"; fi
+    if [ ! -e "$P/.claude" ]; then ok "no .claude left behind in the project"
+    else bad "a .claude was left behind" "$(ls -la "$P/.claude")"; fi
+    err=$(cd "$P" && sr -- sh -c 'mkdir -p .claude && echo "{}" > .claude/settings.local.json' 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && [ -f "$P/.claude/settings.local.json" ]; then ok "the rest of .claude stays writable"
+    else bad "rest of .claude writable" "exit $rc: $err"; fi
+    rm -rf "$P/.claude"
+    if grep -q 'Write (everything else is read-only): the working directory' <<< "$out" &&
+        (cd "$P" && sr -- sh -c 'echo y > w.txt') && [ -f "$P/w.txt" ] &&
+        ! (cd "$P" && sr -- sh -c "echo y > '$W/not-here.txt'" 2>/dev/null) && [ ! -e "$W/not-here.txt" ]; then
+        ok "explain: the working directory is writable and nothing else"
+    else bad "explain write claim" "$out"; fi
+    # filesystem.disabled: explain says everything is writable and nothing protected
+    printf '{"filesystem": {"disabled": true}}\n' > "$S"
+    out=$("$SLUICE" explain --settings "$S")
+    if grep -q 'NO FILESYSTEM RESTRICTIONS' <<< "$out" && ! grep -q 'the working directory' <<< "$out" &&
+        ! grep -q 'Protected:' <<< "$out"; then
+        ok "explain under filesystem.disabled says nothing is restricted or protected"
+    else bad "explain under filesystem.disabled" "$out"; fi
+    err=$(cd "$P" && sr -- sh -c "echo x > .bashrc && echo y > '$W/elsewhere.txt'" 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && [ -f "$P/.bashrc" ] && [ -f "$W/elsewhere.txt" ]; then
+        ok "... and indeed a command writes .bashrc and outside the working directory"
+    else bad "filesystem.disabled writes" "exit $rc: $err"; fi
+    rm -f "$P/.bashrc" "$W/elsewhere.txt"
+    printf '{"enableWeakerNestedSandbox": true}\n' > "$S"
+    out=$("$SLUICE" explain --settings "$S")
+    if grep -q 'WEAKER NESTED MODE' <<< "$out"; then ok "explain names the weaker nested mode"
+    else bad "explain weaker nested mode" "$out"; fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"

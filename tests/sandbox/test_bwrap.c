@@ -227,7 +227,9 @@ static void expect_error(struct fx *f, int rc, const char *msg)
 /* protections of R/home/proj as the fixture makes it */
 /* an empty read-only directory where a protected name does not exist */
 #define AB(P) "--tmpfs " P " --remount-ro " P
-#define PROJ_PROT_A(P) AB(P "/.bash_profile") " " AB(P "/.bashrc")
+#define PROJ_PROT_A(P)                                                                             \
+    AB(P "/.bash_profile") " " AB(P "/.bashrc") " " AB(P "/.claude/agents") " " AB(              \
+        P "/.claude/commands")
 #define PROJ_PROT_B(P)                                                                                                                         \
     "--bind " P "/.git " P "/.git --ro-bind " P "/.git/config " P "/.git/config " AB(                                                          \
         P                                                                                                                                      \
@@ -249,8 +251,9 @@ static void test_minimal_sequence(void **state)
     struct fx *f = *state;
     struct sb_plan p;
     static const char *const created[] = {
-        ".bash_profile", ".bashrc",  ".git/config.worktree", ".gitconfig", ".gitmodules", ".idea",
-        ".mcp.json",     ".profile", ".ripgreprc",           ".vscode",    ".zprofile",   ".zshrc"};
+        ".bash_profile", ".bashrc",    ".claude", ".claude/agents", ".claude/commands",
+        ".git/config.worktree", ".gitconfig", ".gitmodules", ".idea", ".mcp.json", ".profile",
+        ".ripgreprc",    ".vscode",    ".zprofile", ".zshrc"};
 
     expect(f, NS " " BASE " --bind R/home/proj R/home/proj " PROJ_PROT("R/home/proj") " " TAIL);
 
@@ -707,9 +710,13 @@ static void test_cleanup(void **state)
     struct sb_plan p;
     char path[PATH_MAX * 2];
     struct stat st;
+    size_t c, d;
 
     build_ok(f, &p);
     assert_true(p.created.n >= 5);
+    /* the last two: plain mount points (the .claude family sits in between) */
+    c = p.created.n - 2;
+    d = p.created.n - 1;
     /* what bwrap makes: empty directories. Then, during the run, one got a
      * file (on the host), one was replaced by an empty file, one by a file
      * with data, one by a symlink */
@@ -719,26 +726,26 @@ static void test_cleanup(void **state)
     assert_int_equal(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
     assert_int_equal(rmdir(p.created.v[1]), 0);
     assert_int_equal(close(open(p.created.v[1], O_CREAT | O_WRONLY, 0644)), 0);
-    assert_int_equal(rmdir(p.created.v[2]), 0);
+    assert_int_equal(rmdir(p.created.v[c]), 0);
     {
-        int fd = open(p.created.v[2], O_CREAT | O_WRONLY, 0644);
+        int fd = open(p.created.v[c], O_CREAT | O_WRONLY, 0644);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "data", 4), 4);
         close(fd);
     }
-    assert_int_equal(rmdir(p.created.v[3]), 0);
-    assert_int_equal(symlink(".", p.created.v[3]), 0);
+    assert_int_equal(rmdir(p.created.v[d]), 0);
+    assert_int_equal(symlink(".", p.created.v[d]), 0);
 
     sb_plan_cleanup(&p);
     assert_int_equal(lstat(p.created.v[0], &st), 0); /* non-empty directory: kept */
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(lstat(p.created.v[1], &st), -1); /* empty file: removed */
-    assert_int_equal(lstat(p.created.v[2], &st), 0);  /* a file with data: kept */
+    assert_int_equal(lstat(p.created.v[c], &st), 0);  /* a file with data: kept */
     assert_int_equal(st.st_size, 4);
-    assert_int_equal(lstat(p.created.v[3], &st), 0); /* a symlink: kept, not followed */
+    assert_int_equal(lstat(p.created.v[d], &st), 0); /* a symlink: kept, not followed */
     assert_true(S_ISLNK(st.st_mode));
-    for (size_t i = 4; i < p.created.n; i++)
-        assert_int_equal(lstat(p.created.v[i], &st), -1); /* empty directories: removed */
+    for (size_t i = 2; i < c; i++) /* empty directories (.claude too): removed */
+        assert_int_equal(lstat(p.created.v[i], &st), -1);
     /* nothing else was touched */
     snprintf(path, sizeof(path), "%s/.git/config", f->cwd);
     assert_int_equal(lstat(path, &st), 0);
