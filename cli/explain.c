@@ -55,7 +55,9 @@ static int bypass_allowed(const struct settings *s)
 
 static int print_json(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .allow_local_binding = s->network.allow_local_binding,
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
     const char *const *sc = sb_seccomp_describe(&so);
     json_t *o, *sys = json_array(), *prot = json_array();
     char *text;
@@ -113,7 +115,9 @@ static int print_json(const struct settings *s)
 
 static void print_text(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .allow_local_binding = s->network.allow_local_binding,
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
     const char *const *sc = sb_seccomp_describe(&so);
     FILE *f = stdout;
 

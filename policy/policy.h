@@ -114,6 +114,7 @@ struct settings {
     } filesystem;
     struct settings_map ignore_violations;
     int enable_weaker_nested_sandbox;
+    int allow_nested_user_namespaces; /* lift the new-user-namespace seccomp rules */
     unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
     char *bwrap_path;
     struct settings_list git_safe_directories;

@@ -54,6 +54,7 @@ enum layer_flag {
     LF_ENV_ALLOW = 1u << 23,
     LF_ENV_INHERIT = 1u << 24,
     LF_ENV_PATH = 1u << 25,
+    LF_NESTED_USERNS = 1u << 26,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -1511,6 +1512,7 @@ static const struct key_def top_keys[] = {
     OBJECT("filesystem", filesystem_keys),
     CUSTOM("ignoreViolations", fn_ignore, LF_IGNORE, NULL),
     BOOL("enableWeakerNestedSandbox", enable_weaker_nested_sandbox, LF_NESTED),
+    BOOL("allowNestedUserNamespaces", allow_nested_user_namespaces, LF_NESTED_USERNS),
     UINT("mandatoryDenySearchDepth", mandatory_deny_search_depth, LF_DEPTH, 1, 10),
     CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
     OBJECT("git", git_keys),
@@ -1647,6 +1649,8 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
     }
     if (set & LF_NESTED)
         s->enable_weaker_nested_sandbox = L->enable_weaker_nested_sandbox;
+    if (set & LF_NESTED_USERNS)
+        s->allow_nested_user_namespaces = L->allow_nested_user_namespaces;
     if (set & LF_DEPTH)
         s->mandatory_deny_search_depth = L->mandatory_deny_search_depth;
     if (set & LF_BWRAP) {

@@ -15,7 +15,8 @@
  *         MOUNTS...
  *         [--remount-ro D]...      (each filesystem.denyRead directory)
  *         --chdir CWD
- *         -- SELF inner --fd N [--allow-unix-sockets] -- CMD...
+ *         -- SELF inner --fd N [--allow-unix-sockets] [--allow-local-binding]
+ *            [--allow-user-namespaces] -- CMD...
  *
  * MOUNTS come from five sources:
  *   W   filesystem.allowWrite (default: the working directory): --bind P P
@@ -831,6 +832,10 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         rc = nomem(&c);
     if (o->allow_unix_sockets)
         PUSH("--allow-unix-sockets");
+    if (s->network.allow_local_binding)
+        PUSH("--allow-local-binding");
+    if (s->allow_nested_user_namespaces)
+        PUSH("--allow-user-namespaces");
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);

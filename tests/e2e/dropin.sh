@@ -129,6 +129,32 @@ JSON
     if grep -q 'WEAKER NESTED MODE' <<< "$out"; then ok "explain names the weaker nested mode"
     else bad "explain weaker nested mode" "$out"; fi
 
+    # --- network.allowLocalBinding: servers refused unless set -------------------------
+    local BIND='import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); print("LISTENING")'
+    printf '{}\n' > "$S"
+    err=$(sr -- python3 -c "$BIND" 2>&1); rc=$?
+    if [ "$rc" -ne 0 ] && grep -q 'PermissionError\|Operation not permitted' <<< "$err" &&
+        "$SLUICE" explain --settings "$S" | grep -q 'bind() and listen() fail with EPERM'; then
+        ok "without allowLocalBinding a command cannot listen, and explain says so"
+    else bad "bind refused without allowLocalBinding" "exit $rc: $err"; fi
+    printf '{"network": {"allowLocalBinding": true}}\n' > "$S"
+    err=$(sr -- python3 -c "$BIND" 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && grep -q LISTENING <<< "$err" &&
+        "$SLUICE" explain --settings "$S" | grep -q 'bind() and listen() are allowed'; then
+        ok "allowLocalBinding: true lets it listen on the sandbox's loopback, and explain says so"
+    else bad "allowLocalBinding true" "exit $rc: $err"; fi
+
+    # --- allowNestedUserNamespaces ------------------------------------------------------
+    printf '{}\n' > "$S"
+    err=$(sr -- unshare -U true 2>&1); rc=$?
+    if [ "$rc" -ne 0 ]; then ok "no new user namespace by default ($err)"
+    else bad "unshare -U worked without allowNestedUserNamespaces"; fi
+    printf '{"allowNestedUserNamespaces": true}\n' > "$S"
+    err=$(sr -- unshare -U true 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && "$SLUICE" explain --settings "$S" | grep -q 'new user namespaces are allowed'; then
+        ok "allowNestedUserNamespaces: true lets the command make one, and explain says so"
+    else bad "allowNestedUserNamespaces" "exit $rc: $err"; fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"
