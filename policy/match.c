@@ -279,7 +279,20 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
 
     memset(&r, 0, sizeof(r));
     if (list_id == POLICY_LIST_RESOLVED_DENIED) {
-        rc = policy_pattern_parse(it->value, 0, &r, name, &why);
+        /* addresses take no port here, so an IPv6 address or CIDR may be
+         * written unbracketed, as the reference writes them (fc00::/7) */
+        const char *v = it->value, *slash = strchr(v, '/'), *c1 = strchr(v, ':');
+        char br[POLICY_HOST_MAX + 8];
+
+        if (v[0] != '[' && c1 != NULL && strchr(c1 + 1, ':') != NULL &&
+            strlen(v) < POLICY_HOST_MAX) {
+            if (slash != NULL)
+                snprintf(br, sizeof(br), "[%.*s]%s", (int)(slash - v), v, slash);
+            else
+                snprintf(br, sizeof(br), "[%s]", v);
+            v = br;
+        }
+        rc = policy_pattern_parse(v, 0, &r, name, &why);
         if (rc == 0 && (r.kind != POLICY_RULE_CIDR || r.port != 0)) {
             why = "must be an IP address or CIDR without a port";
             rc = -EINVAL;

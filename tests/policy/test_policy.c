@@ -161,7 +161,7 @@ struct cfg {
     const char *name;
     const char *allow[12];
     const char *deny[8];
-    const char *rdeny[4];
+    const char *rdeny[6];
     const char *reason_key[3];
     const char *reason_val[3];
     int strict, allow_all, deny_private;
@@ -225,7 +225,9 @@ static const struct cfg cfgs[C_COUNT] = {
         .allow = {"example.com", "127.0.0.1", "127.0.0.2:3000", "127.0.0.5", "127.0.0.6",
                   "10.0.0.0/8", "[::1]:8080"},
         .deny = {"10.1.2.3", "8.8.4.4", "127.0.0.6"},
-        .rdeny = {"93.184.216.0/24", "[2606:4700::]/32", "127.0.0.5"},
+        .rdeny = {"93.184.216.0/24", "[2606:4700::]/32", "127.0.0.5",
+                  /* unbracketed, as srt writes them */
+                  "2a00:1450::/32", "2a01:4f8::1"},
     },
     [C_GUARD_PRIV] = {
         .name = "guard-deny-private",
@@ -1378,6 +1380,9 @@ static const struct guard_row guard_rows[] = {
     G_NO_(C_GUARD, "example.com", 443, "93.184.216.34"),
     G_NO_(C_GUARD, "example.com", 443, "93.184.216.255"),
     G_NO_(C_GUARD, "example.com", 443, "2606:4700::1111"),
+    G_NO_(C_GUARD, "example.com", 443, "2a00:1450:4001::1"),
+    G_NO_(C_GUARD, "example.com", 443, "2a01:4f8::1"),
+    G_OK(C_GUARD, "example.com", 443, "2a01:4f8::2", PUBLIC),
     /* allow IP rules open a denied class; deny still wins */
     G_OK(C_GUARD, "example.com", 443, "127.0.0.1", LOOPBACK),
     G_NO(C_GUARD, "example.com", 443, "127.0.0.3", LOOPBACK),
