@@ -117,6 +117,7 @@ struct settings {
     int allow_nested_user_namespaces; /* lift the new-user-namespace seccomp rules */
     unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
     char *bwrap_path;
+    char *java_agent_jar_path; /* javaAgentJarPath: -javaagent: in JAVA_TOOL_OPTIONS */
     struct settings_list git_safe_directories;
 
     /* "sandbox" object (permission layers, reference 001 §1-6). */

@@ -55,6 +55,7 @@ enum layer_flag {
     LF_ENV_INHERIT = 1u << 24,
     LF_ENV_PATH = 1u << 25,
     LF_NESTED_USERNS = 1u << 26,
+    LF_JAVA_AGENT = 1u << 27,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -271,6 +272,7 @@ void settings_free(struct settings *s)
     list_free(&s->filesystem.deny_write);
     map_free(&s->ignore_violations);
     free(s->bwrap_path);
+    free(s->java_agent_jar_path);
     list_free(&s->git_safe_directories);
     list_free(&s->sandbox.excluded_commands);
     list_free(&s->environment.allow);
@@ -1096,6 +1098,32 @@ static int fn_bwrap(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* javaAgentJarPath: an absolute path without whitespace (it goes into
+ * JAVA_TOOL_OPTIONS as -javaagent:PATH, which the JVM splits at spaces). */
+static int fn_java_agent(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *p;
+    char q[128];
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected a string, got %s", type_name(v));
+    p = json_string_value(v);
+    quote(q, sizeof(q), p);
+    if (p[0] != '/')
+        return fail(c, 0, "must be an absolute path, got \"%s\"", q);
+    if (strpbrk(p, " \t\n\r\v\f") != NULL)
+        return fail(c, 0,
+                    "\"%s\" contains whitespace, which JAVA_TOOL_OPTIONS cannot carry; move "
+                    "the jar to a path without spaces",
+                    q);
+    free(c->v->java_agent_jar_path);
+    c->v->java_agent_jar_path = strdup(p);
+    if (c->v->java_agent_jar_path == NULL)
+        return fail_nomem(c);
+    return 0;
+}
+
 /* "1..65535", digits only, no leading zero. */
 static int parse_port(const char *s, size_t len)
 {
@@ -1515,6 +1543,7 @@ static const struct key_def top_keys[] = {
     BOOL("allowNestedUserNamespaces", allow_nested_user_namespaces, LF_NESTED_USERNS),
     UINT("mandatoryDenySearchDepth", mandatory_deny_search_depth, LF_DEPTH, 1, 10),
     CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
+    CUSTOM("javaAgentJarPath", fn_java_agent, LF_JAVA_AGENT, NULL),
     OBJECT("git", git_keys),
     OBJECT("proxy", proxy_keys),
     OBJECT("sandbox", sandbox_keys),
@@ -1657,6 +1686,11 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         free(s->bwrap_path);
         s->bwrap_path = L->bwrap_path;
         L->bwrap_path = NULL;
+    }
+    if (set & LF_JAVA_AGENT) {
+        free(s->java_agent_jar_path);
+        s->java_agent_jar_path = L->java_agent_jar_path;
+        L->java_agent_jar_path = NULL;
     }
     if (set & LF_SAFE_DIRS)
         move_replace(&s->git_safe_directories, &L->git_safe_directories);

@@ -419,6 +419,37 @@ static int add_own(const struct sb_env_opts *o, struct sb_strv *a, char *err, si
     return rc;
 }
 
+/* JAVA_TOOL_OPTIONS: the JVM ignores HTTP_PROXY, so its proxy system
+ * properties go here (after the host's own options, when they passed the
+ * filters: a later -D wins), and -javaagent:PATH for javaAgentJarPath. */
+static int add_java(const struct sb_env_opts *o, const char *host_value, struct sb_strv *a,
+                    char *err, size_t errlen)
+{
+    const char *agent = o->s->java_agent_jar_path;
+    char props[256] = "";
+    int rc;
+
+    if (o->http_port != 0)
+        snprintf(props, sizeof(props),
+                 "-Dhttp.proxyHost=%s -Dhttp.proxyPort=%u -Dhttps.proxyHost=%s "
+                 "-Dhttps.proxyPort=%u -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+                 SB_PROXY_HOST, o->http_port, SB_PROXY_HOST, o->http_port);
+    if (props[0] == '\0' && agent == NULL) {
+        if (host_value == NULL)
+            return 0;
+        rc = push_var(a, "JAVA_TOOL_OPTIONS", host_value);
+    } else {
+        rc = sb_strv_pushf(a, "JAVA_TOOL_OPTIONS=%s%s%s%s%s%s",
+                           host_value != NULL ? host_value : "",
+                           host_value != NULL && host_value[0] != '\0' ? " " : "", props,
+                           props[0] != '\0' && agent != NULL ? " " : "",
+                           agent != NULL ? "-javaagent:" : "", agent != NULL ? agent : "");
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* environment.set and environment.pathAppend                                */
 
@@ -643,7 +674,7 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     struct name_set seen = {0};
     size_t n = 0;
     int proxies = o->http_port != 0 || o->socks_port != 0;
-    const char *home = NULL, *host_path = NULL;
+    const char *home = NULL, *host_path = NULL, *host_java = NULL;
     int rc;
 
     if (s == NULL || o->http_port > 65535 || o->socks_port > 65535 ||
@@ -684,6 +715,10 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
             host_path = e + 5;
             continue;
         }
+        if (len == 17 && memcmp(e, "JAVA_TOOL_OPTIONS", 17) == 0) {
+            host_java = e + 18; /* merged with sluice's below */
+            continue;
+        }
         rc = sb_strv_push(&a, e);
         if (rc < 0) {
             snprintf(err, errlen, "environment: out of memory");
@@ -697,6 +732,9 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     if (rc < 0)
         goto out;
     rc = add_own(o, &a, err, errlen);
+    if (rc < 0)
+        goto out;
+    rc = add_java(o, host_java, &a, err, errlen);
     if (rc < 0)
         goto out;
     sb_strv_free(out);

@@ -155,6 +155,36 @@ JSON
         ok "allowNestedUserNamespaces: true lets the command make one, and explain says so"
     else bad "allowNestedUserNamespaces" "exit $rc: $err"; fi
 
+    # --- the JVM reaches the proxy through JAVA_TOOL_OPTIONS ------------------------------
+    if command -v java >/dev/null && command -v dnsmasq >/dev/null; then
+        local PA
+        mkdir -p "$T/www" && echo hello-java > "$T/www/hello.txt"
+        PA=$(free_port)
+        python3 -m http.server --bind 127.0.0.1 --directory "$T/www" "$PA" >"$T/www.err" 2>&1 &
+        PIDS+=($!)
+        start_dnsmasq --local=/test/ --host-record=origin.test,127.0.0.1
+        wait_for_http() { local i; for i in $(seq 100); do curl -s --noproxy '*' "$1" >/dev/null && return 0; sleep 0.1; done; return 1; }
+        wait_for_http "http://127.0.0.1:$PA/hello.txt"
+        cat > "$W/Get.java" <<'JAVA'
+public class Get {
+    public static void main(String[] a) throws Exception {
+        var c = (java.net.HttpURLConnection) new java.net.URL(a[0]).openConnection();
+        System.out.print(new String(c.getInputStream().readAllBytes()));
+    }
+}
+JAVA
+        printf '{"network": {"allowedDomains": ["origin.test:%s", "127.0.0.1:%s"], "dnsServers": ["127.0.0.1:%s"]}, "javaAgentJarPath": "/nonexistent/agent.jar"}\n' "$PA" "$PA" "$DPORT" > "$S"
+        out=$(sr -- sh -c 'echo "$JAVA_TOOL_OPTIONS"' 2>&1)
+        if grep -q -- '-Dhttps.proxyHost=127.0.0.1' <<< "$out" && grep -q -- '-javaagent:/nonexistent/agent.jar' <<< "$out"; then
+            ok "JAVA_TOOL_OPTIONS carries the proxy properties and -javaagent: for javaAgentJarPath"
+        else bad "JAVA_TOOL_OPTIONS" "$out"; fi
+        printf '{"network": {"allowedDomains": ["origin.test:%s", "127.0.0.1:%s"], "dnsServers": ["127.0.0.1:%s"]}, "filesystem": {"allowWrite": ["."]}}\n' "$PA" "$PA" "$DPORT" > "$S"
+        out=$(sr -- java Get.java "http://origin.test:$PA/hello.txt" 2>&1); rc=$?
+        if [ "$rc" -eq 0 ] && grep -q hello-java <<< "$out"; then
+            ok "a Java program with no proxy code reaches an allowed host through sluice"
+        else bad "java through the proxy" "exit $rc: $out"; fi
+    fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"

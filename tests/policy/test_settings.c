@@ -347,6 +347,11 @@ static const struct error_case error_cases[] = {
     {"{\"filesystem\": {\"denyRead\": [{\"path\": \"a\", \"glob\": true}]}}",
      "t.json:1:52: filesystem.denyRead[0].glob: unknown key in a path entry (only \"path\" "
      "and \"literal\")"},
+    {"{\"javaAgentJarPath\": \"agent.jar\"}",
+     "t.json:1:22: javaAgentJarPath: must be an absolute path, got \"agent.jar\""},
+    {"{\"javaAgentJarPath\": \"/my jars/a.jar\"}",
+     "t.json:1:22: javaAgentJarPath: \"/my jars/a.jar\" contains whitespace, which "
+     "JAVA_TOOL_OPTIONS cannot carry; move the jar to a path without spaces"},
     {"{\"filesystem\": {\"denyRead\": [{\"literal\": true}]}}",
      "t.json:1:30: filesystem.denyRead[0]: a path entry written as an object needs \"path\""},
     {"{\"filesystem\": {\"denyRead\": [{\"path\": \"\"}]}}",

@@ -112,6 +112,9 @@ static const char *const own_vars[] = {
     "all_proxy=socks5h://127.0.0.1:1080",
     "FTP_PROXY=socks5h://127.0.0.1:1080",
     "ftp_proxy=socks5h://127.0.0.1:1080",
+    "JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+    "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+    "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
 };
 #define NOWN (sizeof(own_vars) / sizeof(own_vars[0]))
 
@@ -642,6 +645,27 @@ static void test_git_safe_directories(void **state)
     settings_free(&s);
 }
 
+/* JAVA_TOOL_OPTIONS: the host's options first, then the proxy properties,
+ * then -javaagent: for javaAgentJarPath. */
+static void test_java_tool_options(void **state)
+{
+    const char *host[] = {"JAVA_TOOL_OPTIONS=-Xmx1g", NULL};
+    struct settings s;
+    struct sb_strv a;
+
+    (void)state;
+    load(&s, "{\"javaAgentJarPath\": \"/opt/agent/proxy.jar\"}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_string_equal(get(&a, "JAVA_TOOL_OPTIONS"),
+                        "-Xmx1g -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+                        "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+                        "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1] "
+                        "-javaagent:/opt/agent/proxy.jar");
+    sb_strv_free(&a);
+    settings_free(&s);
+}
+
 static void test_set(void **state)
 {
     const char *host[] = {"PATH=/bin",  "HOME=/home/u/", "GIT_CONFIG_SYSTEM=/etc/gitconfig",
@@ -823,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_ports_and_tmpdir),
         cmocka_unit_test(test_git_ssh_command_quoting),
         cmocka_unit_test(test_set),
+        cmocka_unit_test(test_java_tool_options),
         cmocka_unit_test(test_git_safe_directories),
         cmocka_unit_test(test_path_append),
     };
