@@ -163,7 +163,8 @@ static void print_text(const struct settings *s)
             fprintf(f, " (");
             for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
                 fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
-            fprintf(f, "; a hidden directory appears empty, a hidden file empty)");
+            fprintf(f, "; a hidden directory appears empty and what the command writes there "
+                       "is discarded after the run, a hidden file appears empty)");
         }
         fprintf(f, ".\n");
         if (s->filesystem.allow_read.n > 0)

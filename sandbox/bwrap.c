@@ -13,7 +13,6 @@
  *         --proc /proc             (--bind /proc /proc with enableWeakerNestedSandbox)
  *         --bind HOST_TMPDIR /tmp
  *         MOUNTS...
- *         [--remount-ro D]...      (each filesystem.denyRead directory)
  *         --chdir CWD
  *         -- SELF inner --fd N [--allow-unix-sockets] [--allow-local-binding]
  *            [--allow-user-namespaces] -- CMD...
@@ -40,7 +39,10 @@
  *       so a command cannot rewrite what confines the next run
  *   DW  filesystem.denyWrite, existing paths: --ro-bind P P
  *   DR  filesystem.denyRead, existing paths: a directory becomes an empty
- *       tmpfs (read-only at the end: --remount-ro), a file /dev/null
+ *       tmpfs the command may write into, discarded after the run (as both
+ *       shell sandboxes do: tools that keep caches and logs under a hidden
+ *       $HOME keep working), a file /dev/null; also ~/.npm/_logs when it
+ *       exists outside every writable directory (add_scratch)
  *   AR  filesystem.allowRead inside a denied directory: --ro-bind P P
  *
  * A later mount over P hides what earlier mounts did at and below P (bwrap
@@ -501,6 +503,45 @@ static int add_allow_read(struct ctx *c, const struct settings_item *it, const c
     return op_add(c, real, OP_AR, it);
 }
 
+/* Places where common tools write logs and state they do not need to keep
+ * (npm writes a debug log on every run and fails noisily when it cannot):
+ * when one exists and is not writable anyway, an empty tmpfs the command
+ * may write into, discarded after the run, like a hidden directory. */
+static int add_scratch(struct ctx *c)
+{
+    static const char *const rel[] = {"/.npm/_logs"};
+    static const struct settings_item scratch_item = {
+        .value = (char *)"~/.npm/_logs", .file = "<built-in>", .list = "scratch"};
+    struct stat st;
+
+    if (c->home == NULL)
+        return 0;
+    for (size_t i = 0; i < COUNT(rel); i++) {
+        char *p = concat(c->home, rel[i], ""), *real;
+        int covered = 0;
+
+        if (p == NULL)
+            return nomem(c);
+        real = realpath(p, NULL);
+        free(p);
+        if (real == NULL)
+            continue;
+        if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            free(real);
+            continue;
+        }
+        for (size_t j = 0; j < c->roots.n && !covered; j++)
+            covered = path_within(real, c->roots.v[j]);
+        if (covered) {
+            free(real);
+            continue;
+        }
+        if (op_add(c, real, OP_DR_DIR, &scratch_item) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* Read-only protection for a file sluice itself depends on (its binary,
  * bwrap, the settings), with pins on its ancestors; kept only where they lie
  * in a writable region. */
@@ -700,6 +741,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     }
     if (rc == 0)
         rc = each_entry(&c, &s->filesystem.deny_read, add_deny_read);
+    if (rc == 0 && !disabled)
+        rc = add_scratch(&c);
     if (rc == 0)
         rc = each_entry(&c, &s->filesystem.allow_read, add_allow_read);
     if (rc == 0)
@@ -804,12 +847,6 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
             PUSH(op->path);
             if (rc == 0 && sb_strv_push(&p.created, op->path) < 0)
                 rc = nomem(&c);
-        }
-    }
-    for (size_t i = 0; i < c.ops.n && rc == 0; i++) {
-        if (c.ops.v[i].keep && c.ops.v[i].kind == OP_DR_DIR) {
-            PUSH("--remount-ro");
-            PUSH(c.ops.v[i].path);
         }
     }
     /* /tmp inside is the private one: sluice's binary under the host's

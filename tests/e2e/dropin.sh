@@ -17,6 +17,12 @@ cases() {
     # cases can leave it read-only
     W=$(mktemp -d /var/tmp/sluice-dropin.XXXXXX) || { bad "mktemp /var/tmp"; return; }
     EXTRA_RM+=("$W")
+    # the home too: under /tmp it would be invisible in the sandbox anyway
+    # and a "hidden" check would prove nothing
+    HOME=$(mktemp -d /var/tmp/sluice-dropin-home.XXXXXX) || { bad "mktemp home"; return; }
+    EXTRA_RM+=("$HOME")
+    chmod 755 "$HOME"
+    export HOME XDG_CONFIG_HOME=$HOME/.config
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     cd "$W" || return
@@ -25,6 +31,11 @@ cases() {
     # --- $HOME in a path list is expanded, never skipped -------------------------------
     echo secret-rc > "$HOME/.bashrc"
     mkdir -p "$HOME/.aws"; echo key > "$HOME/.aws/credentials"
+    printf '{}\n' > "$S"
+    out=$(sr -- sh -c 'cat "$HOME/.bashrc"; cat "$HOME/.aws/credentials"' 2>&1)
+    if grep -q secret-rc <<< "$out" && grep -q key <<< "$out"; then
+        ok "control: without denyRead both files are readable"
+    else bad "control: home files readable" "$out"; fi
     cat > "$S" <<'JSON'
 {"filesystem": {"denyRead": ["$HOME/.bashrc", "${HOME}/.aws"]}}
 JSON
@@ -39,6 +50,15 @@ JSON
         grep -qF "s.json:1:30: filesystem.denyRead[0]: '\$SECRETS/x': only \$HOME" <<< "$err"; then
         ok "an unknown \$VARIABLE in a path is an error naming the entry (125, not run)"
     else bad "unknown \$VARIABLE refused" "exit $rc: $err"; fi
+
+    # --- a directory hidden by denyRead is writable inside, discarded after ----------------
+    printf '{"filesystem": {"denyRead": ["~/.aws"]}}\n' > "$S"
+    mkdir -p "$HOME/.npm/_logs"; echo old-log > "$HOME/.npm/_logs/old.log"
+    err=$(sr -- sh -c 'echo cache > "$HOME/.aws/cache" && cat "$HOME/.aws/cache" && ls "$HOME/.aws" && echo l > "$HOME/.npm/_logs/new.log" && echo LOGGED' 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && grep -q LOGGED <<< "$err" && ! grep -q credentials <<< "$err" &&
+        [ ! -e "$HOME/.aws/cache" ] && [ ! -e "$HOME/.npm/_logs/new.log" ] && [ -f "$HOME/.npm/_logs/old.log" ]; then
+        ok "a denyRead directory and ~/.npm/_logs are writable inside and discarded after the run"
+    else bad "hidden directory writable and discarded" "exit $rc: $err"; fi
 
     # --- a glob that matches nothing is warned about ------------------------------------
     printf '{"filesystem": {\n  "denyRead": ["nothing-here-*"]}}\n' > "$S"

@@ -133,8 +133,17 @@ check "strict-home: the working directory under the home is visible and writable
     "readme-text
 w
 $W"
-check "strict-home: the rest of the home is read-only" strict-home \
-    'touch ~/new 2>/dev/null && echo wrote || echo refused' "refused"
+check "strict-home: the rest of the home is writable inside, as in the shell sandboxes" strict-home \
+    'touch ~/new && mkdir -p ~/.local/state/tool ~/.npm/_logs && echo s >~/.local/state/tool/s &&
+     echo l >~/.npm/_logs/l.log && echo b >~/.local/bin/mine && echo wrote' "wrote"
+if [ ! -e "$HOME/new" ] && [ ! -e "$HOME/.local/state" ] && [ ! -e "$HOME/.npm" ] &&
+    [ ! -e "$HOME/.local/bin/mine" ]; then
+    ok "strict-home: ... and what was written there is discarded after the run"
+else
+    bad "strict-home: writes to the hidden home reached the host" "$(ls -la "$HOME" "$HOME/.local/bin")"
+fi
+check "strict-home: ~/.ssh stays hidden even after a write into the hidden home" strict-home \
+    "$SHOW"'echo x >~/.ssh/new 2>/dev/null; show ~/.ssh/id_ed25519' "hidden"
 # the host's PATH has ~/.local/bin first (as Debian's ~/.profile does): it
 # must end up last, and only uv of it is visible
 OLDPATH=$PATH
