@@ -363,6 +363,11 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     return -EINVAL;
 }
 
+const struct policy_parent *policy_parent(const struct policy *p)
+{
+    return p != NULL ? p->parent : NULL;
+}
+
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err)
 {
     struct policy *p = calloc(1, sizeof(*p));
@@ -385,6 +390,10 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     for (i = 0; rc == 0 && i < s->network.denied_resolved_addresses.n; i++)
         rc = add_rule(p, s, &s->network.denied_resolved_addresses.items[i],
                       POLICY_LIST_RESOLVED_DENIED, err);
+    if (rc == 0) {
+        extern char **environ;
+        rc = policy_parent_build(s, environ, &p->parent, err);
+    }
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -401,6 +410,7 @@ void policy_free(struct policy *p)
 
     if (p == NULL)
         return;
+    policy_parent_free(p->parent);
     ptab_free(&p->deny_exact);
     ptab_free(&p->deny_wild);
     ptab_free(&p->allow_exact);

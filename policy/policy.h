@@ -106,6 +106,12 @@ struct settings {
         enum settings_mode mode;
         struct settings_list allowed_domains_files;
         struct settings_list denied_domains_files;
+        struct {
+            int set;         /* the key was given (else the environment's) */
+            char *http;      /* proxy URLs, or NULL */
+            char *https;
+            char *no_proxy;  /* comma-separated, or NULL */
+        } parent_proxy;      /* network.parentProxy */
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
@@ -231,6 +237,36 @@ struct policy_rule {
 };
 
 struct policy; /* opaque compiled policy */
+
+/* ------------------------------------------------------------------------ */
+/* parent (corporate) proxy (policy/parent.c)                                */
+
+struct policy_parent_proxy {
+    int set;
+    struct policy_host host; /* name or address of the parent */
+    uint16_t port;
+    char auth[400];          /* "Basic ..." from the URL's credentials, or "" */
+    char shown[POLICY_HOST_MAX + 16]; /* "host:port" for logs (no credentials) */
+};
+
+struct policy_parent;
+
+/* Parses one proxy URL ([http://][USER[:PASS]@]HOST[:PORT][/]). 0, or
+ * -EINVAL with *why set. */
+int policy_parent_parse_url(const char *url, struct policy_parent_proxy *out, const char **why);
+/* Checks a NO_PROXY list (comma/space separated). 0 or -EINVAL with *why. */
+int policy_parent_check_noproxy(const char *list, const char **why);
+/* From network.parentProxy, else from HTTP(S)_PROXY / NO_PROXY in env (may
+ * be NULL). *out is NULL when there is no parent. */
+int policy_parent_build(const struct settings *s, char *const *env, struct policy_parent **out,
+                        struct settings_error *err);
+void policy_parent_free(struct policy_parent *pp);
+/* The parent to go through for host h (plain_http: an absolute-form HTTP
+ * request), or NULL for a direct connection (loopback, NO_PROXY, none). */
+const struct policy_parent_proxy *policy_parent_pick(const struct policy_parent *pp,
+                                                     const struct policy_host *h, int plain_http);
+/* The compiled policy's parent (NULL when none). */
+const struct policy_parent *policy_parent(const struct policy *p);
 
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */

@@ -56,6 +56,7 @@ enum layer_flag {
     LF_ENV_PATH = 1u << 25,
     LF_NESTED_USERNS = 1u << 26,
     LF_JAVA_AGENT = 1u << 27,
+    LF_PARENT = 1u << 28,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -273,6 +274,9 @@ void settings_free(struct settings *s)
     map_free(&s->ignore_violations);
     free(s->bwrap_path);
     free(s->java_agent_jar_path);
+    free(s->network.parent_proxy.http);
+    free(s->network.parent_proxy.https);
+    free(s->network.parent_proxy.no_proxy);
     list_free(&s->git_safe_directories);
     list_free(&s->sandbox.excluded_commands);
     list_free(&s->environment.allow);
@@ -753,6 +757,8 @@ static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
     case KD_REFUSED: {
         char path[512];
         format_path(c, path, sizeof(path));
+        if (d->note != NULL)
+            return fail(c, 1, "'%s' is not supported by sluice: %s", path, d->note);
         return fail(c, 1,
                     "'%s' is not implemented by sluice yet; remove it (sluice refuses rather "
                     "than silently drop a rule)",
@@ -1124,6 +1130,89 @@ static int fn_java_agent(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
+ * are checked here so a mistake is reported where it is written. noProxy
+ * may be a string ("a.com,10.0.0.0/8") or an array of entries. */
+static int fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *key, *why;
+    json_t *m;
+    int rc = 0;
+    char *http = NULL, *https = NULL, *np = NULL;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object {\"http\", \"https\", \"noProxy\"}, got %s",
+                    type_name(v));
+    json_object_foreach(v, key, m) {
+        push_key(c, key);
+        if (strcmp(key, "http") == 0 || strcmp(key, "https") == 0) {
+            struct policy_parent_proxy pp;
+            if (!json_is_string(m)) {
+                rc = fail(c, 0, "expected a proxy URL string, got %s", type_name(m));
+            } else if (policy_parent_parse_url(json_string_value(m), &pp, &why) < 0) {
+                rc = fail(c, 0, "%s", why);
+            } else {
+                char **dst = key[4] == 's' ? &https : &http;
+                free(*dst);
+                *dst = strdup(json_string_value(m));
+                if (*dst == NULL)
+                    rc = fail_nomem(c);
+            }
+        } else if (strcmp(key, "noProxy") == 0) {
+            size_t i, len = 1;
+            json_t *e;
+            if (json_is_string(m)) {
+                np = strdup(json_string_value(m));
+            } else if (json_is_array(m)) {
+                json_array_foreach(m, i, e) {
+                    if (!json_is_string(e)) {
+                        push_index(c, i);
+                        rc = fail(c, 0, "expected a string, got %s", type_name(e));
+                        pop(c);
+                        break;
+                    }
+                    len += json_string_length(e) + 1;
+                }
+                if (rc == 0 && (np = calloc(1, len)) != NULL) {
+                    json_array_foreach(m, i, e) {
+                        if (i > 0)
+                            strcat(np, ",");
+                        strcat(np, json_string_value(e));
+                    }
+                }
+            } else {
+                rc = fail(c, 0, "expected a string or an array of strings, got %s", type_name(m));
+            }
+            if (rc == 0 && np == NULL)
+                rc = fail_nomem(c);
+            if (rc == 0 && policy_parent_check_noproxy(np, &why) < 0)
+                rc = fail(c, 0, "%s", why);
+        } else {
+            rc = fail(c, 1, "unknown key '%s' (parentProxy has http, https and noProxy)", key);
+        }
+        pop(c);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && http == NULL && https == NULL && np != NULL)
+        rc = fail(c, 0, "noProxy without http or https: name the parent proxy");
+    if (rc < 0) {
+        free(http);
+        free(https);
+        free(np);
+        return rc;
+    }
+    free(c->v->network.parent_proxy.http);
+    free(c->v->network.parent_proxy.https);
+    free(c->v->network.parent_proxy.no_proxy);
+    c->v->network.parent_proxy.http = http;
+    c->v->network.parent_proxy.https = https;
+    c->v->network.parent_proxy.no_proxy = np;
+    c->v->network.parent_proxy.set = 1;
+    return 0;
+}
+
 /* "1..65535", digits only, no leading zero. */
 static int parse_port(const char *s, size_t len)
 {
@@ -1420,6 +1509,7 @@ static int fn_auth(struct ctx *c, json_t *v, const struct key_def *d)
 #define OFF(f) offsetof(struct settings, f)
 #define NOTE_LINUX "not applicable on Linux, ignored"
 #define REFUSED(n) {.name = n, .kind = KD_REFUSED}
+#define REFUSED_SAY(n, msg) {.name = n, .kind = KD_REFUSED, .note = msg}
 #define STRLIST(n, f, fl, l, ne) \
     {.name = n, .kind = KD_STRLIST, .off = OFF(f), .flag = fl, .list = l, .nonempty = ne}
 #define BOOL(n, f, fl) {.name = n, .kind = KD_BOOL, .off = OFF(f), .flag = fl}
@@ -1453,10 +1543,17 @@ static const struct key_def network_keys[] = {
     CUSTOM("allowedDomainsFiles", fn_allowed_files, LF_ALLOWED_DOMAINS,
            "network.allowedDomainsFiles"),
     CUSTOM("deniedDomainsFiles", fn_denied_files, 0, "network.deniedDomainsFiles"),
-    REFUSED("mitmProxy"),
-    REFUSED("tlsTerminate"),
-    REFUSED("parentProxy"),
-    REFUSED("filterRequest"),
+    REFUSED_SAY("mitmProxy",
+                "remove it; to send allowed traffic through another proxy, name it in "
+                "network.parentProxy (sluice sends CONNECT to it)"),
+    REFUSED_SAY("tlsTerminate",
+                "sluice does not decrypt TLS and decides by host and port; remove it, and "
+                "inspect content in a proxy you control named in network.parentProxy"),
+    CUSTOM("parentProxy", fn_parent, LF_PARENT, NULL),
+    REFUSED_SAY("filterRequest",
+                "it is a callback of the JavaScript library, which a settings file cannot "
+                "carry; decide per request with an ask handler (sluice run --ask "
+                "exec:PROGRAM or socket:PATH)"),
 };
 
 static const struct key_def filesystem_keys[] = {
@@ -1562,7 +1659,11 @@ static const struct key_def top_keys[] = {
      .note = NOTE_LINUX},
     {.name = "allowPty", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET, .note = NOTE_LINUX},
     {.name = "windows", .kind = KD_CHECK_OBJECT, .note_when = NOTE_ALWAYS, .note = NOTE_LINUX},
-    REFUSED("credentials"),
+    REFUSED_SAY("credentials",
+                "sluice neither masks nor injects credentials; keep secrets out of the "
+                "sandbox with environment.deny and filesystem.denyRead (common secret "
+                "variables are dropped by default), and let a proxy you control named in "
+                "network.parentProxy add them"),
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1686,6 +1787,13 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         free(s->bwrap_path);
         s->bwrap_path = L->bwrap_path;
         L->bwrap_path = NULL;
+    }
+    if (set & LF_PARENT) {
+        free(s->network.parent_proxy.http);
+        free(s->network.parent_proxy.https);
+        free(s->network.parent_proxy.no_proxy);
+        s->network.parent_proxy = L->network.parent_proxy;
+        memset(&L->network.parent_proxy, 0, sizeof(L->network.parent_proxy));
     }
     if (set & LF_JAVA_AGENT) {
         free(s->java_agent_jar_path);

@@ -205,6 +205,91 @@ JAVA
         else bad "java through the proxy" "exit $rc: $out"; fi
     fi
 
+    # --- network.parentProxy: allowed requests leave through it, denied ones never reach it
+    if command -v dnsmasq >/dev/null; then
+        local PP PLOG PA2 NAME S2
+        PLOG=$T/pp-requests.log; : > "$PLOG"
+        python3 "$HERE/dropin-helpers/parent_proxy.py" "$T/parent.port" "$PLOG" 'corp user:s3cr=t' &
+        PIDS+=($!)
+        wait_for "$T/parent.port" . 10
+        PP=$(cat "$T/parent.port")
+        mkdir -p "$T/www2" && echo via-parent > "$T/www2/p.txt"
+        PA2=$(free_port)
+        python3 -m http.server --bind 127.0.0.1 --directory "$T/www2" "$PA2" >"$T/www2.err" 2>&1 &
+        PIDS+=($!)
+        for i in $(seq 100); do curl -s --noproxy '*' "http://127.0.0.1:$PA2/p.txt" >/dev/null && break; sleep 0.1; done
+        start_dnsmasq --local=/test/ --host-record=origin.test,127.0.0.1 \
+            --host-record=bypass.test,127.0.0.1 --host-record=denied.test,127.0.0.1
+        S2=$T/parent.json
+        cat > "$S2" <<JSON
+{"network": {"allowedDomains": ["origin.test:$PA2", "bypass.test:$PA2", "127.0.0.1:$PA2"],
+             "dnsServers": ["127.0.0.1:$DPORT"],
+             "parentProxy": {"http": "http://corp%20user:s3cr%3Dt@127.0.0.1:$PP",
+                             "https": "http://corp%20user:s3cr%3Dt@127.0.0.1:$PP",
+                             "noProxy": "bypass.test,10.0.0.0/8"}}}
+JSON
+        start_proxy parent "$S2"
+        out=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" "http://origin.test:$PA2/p.txt" 2>&1)
+        [ "$out" = via-parent ] && grep -qx "CONNECT origin.test:$PA2 auth=ok" "$PLOG" &&
+            ok "parentProxy: plain HTTP leaves through the parent (CONNECT, Basic credentials from the URL)" ||
+            bad "parentProxy plain HTTP" "$out / $(cat "$PLOG")"
+        : > "$PLOG"
+        out=$(curl -sS --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://origin.test:$PA2/p.txt" 2>&1)
+        [ "$out" = via-parent ] && [ "$(grep -c "CONNECT origin.test:$PA2 auth=ok" "$PLOG")" = 1 ] &&
+            ok "parentProxy: a CONNECT tunnel leaves through the parent" || bad "parentProxy CONNECT" "$out / $(cat "$PLOG")"
+        : > "$PLOG"
+        out=$(curl -sS --max-time 10 --socks5-hostname "127.0.0.1:$SPORT" "http://origin.test:$PA2/p.txt" 2>&1)
+        [ "$out" = via-parent ] && [ "$(grep -c "CONNECT origin.test:$PA2 auth=ok" "$PLOG")" = 1 ] &&
+            ok "parentProxy: a SOCKS5 connection leaves through the parent" || bad "parentProxy SOCKS" "$out / $(cat "$PLOG")"
+        : > "$PLOG"
+        out=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" -o /dev/null -w '%{http_code}' "http://denied.test:$PA2/p.txt" 2>&1)
+        out2=$(curl -sS --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://evil.test:$PA2/p.txt" 2>&1)
+        if [ "$out" = 403 ] && [ ! -s "$PLOG" ]; then
+            ok "parentProxy: a denied request is refused by sluice and never reaches the parent"
+        else bad "denied request and the parent" "$out $out2 / $(cat "$PLOG")"; fi
+        out=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" "http://bypass.test:$PA2/p.txt" 2>&1)
+        out2=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" "http://127.0.0.1:$PA2/p.txt" 2>&1)
+        if [ "$out" = via-parent ] && [ "$out2" = via-parent ] && [ ! -s "$PLOG" ]; then
+            ok "parentProxy: noProxy names and loopback go direct"
+        else bad "noProxy / loopback bypass" "$out $out2 / $(cat "$PLOG")"; fi
+        grep -q 'via the parent proxy 127.0.0.1' "$T/parent.log" &&
+            ok "parentProxy: sluice's log names the parent for the requests it routed" ||
+            bad "log names the parent" "$(tail -5 "$T/parent.log")"
+        kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+
+        # wrong credentials: the parent's 407 becomes sluice's 502, with the reason
+        sed -i 's/s3cr%3Dt/wrong/g' "$S2"
+        start_proxy parent2 "$S2"
+        out=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" -D - -o /dev/null "http://origin.test:$PA2/p.txt" 2>&1)
+        if grep -q '^HTTP/1.1 502' <<< "$out" && grep -q '407' "$T/parent2.log"; then
+            ok "parentProxy: the parent's refusal (407) is a 502 with its reason"
+        else bad "parent 407" "$out / $(tail -3 "$T/parent2.log")"; fi
+        kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+
+        # no parentProxy key: HTTPS_PROXY / NO_PROXY of sluice's environment
+        : > "$PLOG"
+        printf '{"network": {"allowedDomains": ["origin.test:%s", "bypass.test:%s", "127.0.0.1:%s"], "dnsServers": ["127.0.0.1:%s"]}}\n' "$PA2" "$PA2" "$PA2" "$DPORT" > "$S2"
+        HTTPS_PROXY="http://corp%20user:s3cr%3Dt@127.0.0.1:$PP" NO_PROXY=bypass.test start_proxy parent3 "$S2"
+        out=$(curl -sS --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://origin.test:$PA2/p.txt" 2>&1)
+        out2=$(curl -sS --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://bypass.test:$PA2/p.txt" 2>&1)
+        if [ "$out" = via-parent ] && [ "$out2" = via-parent ] && [ "$(cat "$PLOG")" = "CONNECT origin.test:$PA2 auth=ok" ]; then
+            ok "parentProxy: without the key, HTTPS_PROXY and NO_PROXY of sluice's environment are used"
+        else bad "env fallback" "$out $out2 / $(cat "$PLOG")"; fi
+        kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+
+        # from inside the sandbox
+        : > "$PLOG"
+        cat > "$S" <<JSON
+{"network": {"allowedDomains": ["origin.test:$PA2", "127.0.0.1:$PA2"], "dnsServers": ["127.0.0.1:$DPORT"],
+             "parentProxy": {"https": "http://corp%20user:s3cr%3Dt@127.0.0.1:$PP"}}}
+JSON
+        out=$(sr -- sh -c "curl -sS --max-time 10 http://origin.test:$PA2/p.txt; curl -sS --max-time 10 -o /dev/null -w ' %{http_code}' http://denied.test:$PA2/p.txt" 2>&1)
+        if [ "$out" = "via-parent
+ 403" ] && [ "$(cat "$PLOG")" = "CONNECT origin.test:$PA2 auth=ok" ]; then
+            ok "parentProxy from sluice run: the allowed request went through the parent, the denied one did not"
+        else bad "parentProxy in sluice run" "$out / $(cat "$PLOG")"; fi
+    fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"

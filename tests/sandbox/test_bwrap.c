@@ -823,9 +823,10 @@ static void test_profile_strict_home(void **state)
         "--bind R/home/.local/share R/home/.local/share ",
         "--tmpfs R/home/.local/share/applications ",
         "--bind R/home/proj R/home/proj ",
-        "--bind R/home/proj R/home/proj --chdir",
         NULL};
-    const char *const no[] = {".ssh",         "R/home/.config/other", "R/home/.config ",
+    const char *const no[] = {"--remount-ro R/home ", /* the hidden home is writable, discarded */
+                              "--remount-ro R/home/.local/share/applications",
+                              ".ssh",         "R/home/.config/other", "R/home/.config ",
                               "glab-cli",     "uvx",                  "R/home/.local/bin ",
                               "R/home/.gitconfig", NULL};
 
