@@ -363,6 +363,35 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     return -EINVAL;
 }
 
+const struct policy_http_opts *policy_http_opts(const struct policy *p)
+{
+    return &p->http;
+}
+
+static int http_opts(struct policy *p, const struct settings *s)
+{
+    const struct settings_list *l = &s->network.strip_response_headers;
+
+    p->http.refuse_opaque_tunnels = s->network.refuse_opaque_tunnels;
+    p->http.require_host_match = s->network.require_host_match;
+    p->http.ambiguous = s->network.ambiguous_request_target;
+    if (l->n == 0)
+        return 0;
+    p->http.strip = calloc(l->n, sizeof(*p->http.strip));
+    if (p->http.strip == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->n; i++) {
+        char *v = strdup(l->items[i].value);
+        if (v == NULL)
+            return -ENOMEM;
+        for (char *q = v; *q != '\0'; q++)
+            if (*q >= 'A' && *q <= 'Z')
+                *q = (char)(*q - 'A' + 'a');
+        p->http.strip[p->http.nstrip++] = v;
+    }
+    return 0;
+}
+
 const struct policy_parent *policy_parent(const struct policy *p)
 {
     return p != NULL ? p->parent : NULL;
@@ -394,6 +423,8 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
         extern char **environ;
         rc = policy_parent_build(s, environ, &p->parent, err);
     }
+    if (rc == 0)
+        rc = http_opts(p, s);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -411,6 +442,9 @@ void policy_free(struct policy *p)
     if (p == NULL)
         return;
     policy_parent_free(p->parent);
+    for (size_t k = 0; k < p->http.nstrip; k++)
+        free(p->http.strip[k]);
+    free(p->http.strip);
     ptab_free(&p->deny_exact);
     ptab_free(&p->deny_wild);
     ptab_free(&p->allow_exact);

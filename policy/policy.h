@@ -112,6 +112,15 @@ struct settings {
             char *https;
             char *no_proxy;  /* comma-separated, or NULL */
         } parent_proxy;      /* network.parentProxy */
+        /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
+        struct settings_list strip_response_headers; /* names removed from responses */
+        int refuse_opaque_tunnels;                   /* CONNECT and SOCKS refused */
+        int require_host_match;                      /* Host != target: 421 */
+        enum settings_ambiguous {
+            SETTINGS_AMBIGUOUS_AS_SPELLED = 0,
+            SETTINGS_AMBIGUOUS_REFUSE,
+            SETTINGS_AMBIGUOUS_NORMALIZE,
+        } ambiguous_request_target;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
@@ -267,6 +276,18 @@ const struct policy_parent_proxy *policy_parent_pick(const struct policy_parent 
                                                      const struct policy_host *h, int plain_http);
 /* The compiled policy's parent (NULL when none). */
 const struct policy_parent *policy_parent(const struct policy *p);
+
+/* Request-level options (network.stripResponseHeaders, refuseOpaqueTunnels,
+ * requireHostMatch, ambiguousRequestTarget), compiled with the policy so a
+ * reload or a --control-fd line changes them for new requests. */
+struct policy_http_opts {
+    int refuse_opaque_tunnels;
+    int require_host_match;
+    enum settings_ambiguous ambiguous;
+    size_t nstrip;
+    char **strip; /* lower-case header names */
+};
+const struct policy_http_opts *policy_http_opts(const struct policy *p);
 
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <ctype.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +59,7 @@ enum layer_flag {
     LF_NESTED_USERNS = 1u << 26,
     LF_JAVA_AGENT = 1u << 27,
     LF_PARENT = 1u << 28,
+    LF_HTTP_OPTS = 1u << 29,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -277,6 +280,7 @@ void settings_free(struct settings *s)
     free(s->network.parent_proxy.http);
     free(s->network.parent_proxy.https);
     free(s->network.parent_proxy.no_proxy);
+    list_free(&s->network.strip_response_headers);
     list_free(&s->git_safe_directories);
     list_free(&s->sandbox.excluded_commands);
     list_free(&s->environment.allow);
@@ -1213,6 +1217,74 @@ static int fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* network.ambiguousRequestTarget: "refuse" | "asSpelled" | "normalize". */
+static int fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected \"refuse\", \"asSpelled\" or \"normalize\", got %s",
+                    type_name(v));
+    m = json_string_value(v);
+    if (strcmp(m, "refuse") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_REFUSE;
+    else if (strcmp(m, "asSpelled") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_AS_SPELLED;
+    else if (strcmp(m, "normalize") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_NORMALIZE;
+    else
+        return fail(c, 0, "expected \"refuse\", \"asSpelled\" or \"normalize\"");
+    return 0;
+}
+
+/* network.allowPlaintextHeaderSet: lets filterRequest/credentials set
+ * headers on plain HTTP in srt. sluice sets no header on a request (both
+ * are refused), so true would promise something that cannot happen. */
+static int fn_plaintext_set(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int b = 0, rc;
+
+    (void)d;
+    rc = want_bool(c, v, &b);
+    if (rc == 0 && b)
+        return fail(c, 0,
+                    "true has no meaning in sluice: it never sets headers on requests "
+                    "(filterRequest and credentials injection are not supported); remove it");
+    return rc;
+}
+
+/* network.stripResponseHeaders: header names (tokens); the framing fields
+ * cannot be stripped. */
+static int fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 1);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        const char *n = json_string_value(e);
+        const char *why = NULL;
+        for (const char *q = n; *q != '\0' && why == NULL; q++)
+            if (!(isalnum((unsigned char)*q) || strchr("!#$%&'*+-.^_`|~", *q) != NULL))
+                why = "is not a header name (letters, digits and !#$%&'*+-.^_`|~)";
+        if (why == NULL && (strcasecmp(n, "content-length") == 0 ||
+                            strcasecmp(n, "transfer-encoding") == 0))
+            why = "frames the body and cannot be stripped";
+        if (why != NULL) {
+            push_index(c, i);
+            rc = fail(c, 0, "\"%s\" %s", n, why);
+            pop(c);
+            return rc;
+        }
+    }
+    list_free(&c->v->network.strip_response_headers);
+    return take_strlist(c, v, &c->v->network.strip_response_headers, d->list, 1);
+}
+
 /* "1..65535", digits only, no leading zero. */
 static int parse_port(const char *s, size_t len)
 {
@@ -1550,6 +1622,11 @@ static const struct key_def network_keys[] = {
                 "sluice does not decrypt TLS and decides by host and port; remove it, and "
                 "inspect content in a proxy you control named in network.parentProxy"),
     CUSTOM("parentProxy", fn_parent, LF_PARENT, NULL),
+    CUSTOM("allowPlaintextHeaderSet", fn_plaintext_set, 0, NULL),
+    CUSTOM("stripResponseHeaders", fn_strip, LF_HTTP_OPTS, "network.stripResponseHeaders"),
+    BOOL("refuseOpaqueTunnels", network.refuse_opaque_tunnels, LF_HTTP_OPTS),
+    BOOL("requireHostMatch", network.require_host_match, LF_HTTP_OPTS),
+    CUSTOM("ambiguousRequestTarget", fn_ambiguous, LF_HTTP_OPTS, NULL),
     REFUSED_SAY("filterRequest",
                 "it is a callback of the JavaScript library, which a settings file cannot "
                 "carry; decide per request with an ask handler (sluice run --ask "
@@ -1787,6 +1864,16 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         free(s->bwrap_path);
         s->bwrap_path = L->bwrap_path;
         L->bwrap_path = NULL;
+    }
+    if (set & LF_HTTP_OPTS) {
+        /* hardening: a later layer adds to it, never turns it off */
+        if (L->network.strip_response_headers.n > 0)
+            move_replace(&s->network.strip_response_headers,
+                         &L->network.strip_response_headers);
+        s->network.refuse_opaque_tunnels |= L->network.refuse_opaque_tunnels;
+        s->network.require_host_match |= L->network.require_host_match;
+        if (L->network.ambiguous_request_target != SETTINGS_AMBIGUOUS_AS_SPELLED)
+            s->network.ambiguous_request_target = L->network.ambiguous_request_target;
     }
     if (set & LF_PARENT) {
         free(s->network.parent_proxy.http);

@@ -236,4 +236,22 @@ void http_frontend_drain(struct frontend *f);
 
 /* end of session */
 
+/* ------------------------------------------------------------------------ */
+/* request-level options (proxy/reqopts.c)                                   */
+
+struct policy_host;
+
+/* 1 when the path of an absolute-form target is ambiguous (dot segments,
+ * also %2e-encoded; a backslash; %2f or %5c). */
+int reqopt_target_ambiguous(const char *path, size_t len);
+/* The normalised path (unreserved %XX decoded, dot segments removed, query
+ * kept) into out; -1 when it cannot be (an encoded separator) or out (cap
+ * >= len + 2) is too small. */
+int reqopt_normalize(const char *path, size_t len, char *out, size_t cap, size_t *outlen);
+/* 1 when a Host field names another host or port than target:port. */
+int reqopt_host_mismatch(const char *head, const struct http_request *rq,
+                         const struct policy_host *target, uint16_t port);
+/* Marks the response fields named in names (lower case) as dropped. */
+void reqopt_strip(const char *head, struct http_response *rs, char *const *names, size_t n);
+
 #endif

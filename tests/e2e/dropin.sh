@@ -290,6 +290,50 @@ JSON
         else bad "parentProxy in sluice run" "$out / $(cat "$PLOG")"; fi
     fi
 
+    # --- request-level keys: requireHostMatch, ambiguousRequestTarget, stripResponseHeaders,
+    #     refuseOpaqueTunnels, allowPlaintextHeaderSet
+    local PO S3 out2
+    mkdir -p "$T/www3" && echo req-opts > "$T/www3/p.txt"
+    PO=$(free_port)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/www3" "$PO" >"$T/www3.err" 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do curl -s --noproxy '*' "http://127.0.0.1:$PO/p.txt" >/dev/null && break; sleep 0.1; done
+    S3=$T/reqopts.json
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "requireHostMatch": true, "ambiguousRequestTarget": "refuse", "stripResponseHeaders": ["Server", "x-nothing"]}}\n' "$PO" > "$S3"
+    start_proxy reqopts "$S3"
+    out=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" -o /dev/null -w '%{http_code}' -H 'Host: other.example' "http://127.0.0.1:$PO/p.txt" 2>&1)
+    out2=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" -D - "http://127.0.0.1:$PO/p.txt" 2>&1)
+    if [ "$out" = 421 ] && grep -q req-opts <<< "$out2"; then
+        ok "requireHostMatch: a Host header naming another host gets 421; a matching request passes"
+    else bad "requireHostMatch" "$out / $out2"; fi
+    if ! grep -qi '^Server:' <<< "$out2" && grep -qi '^Date:' <<< "$out2"; then
+        ok "stripResponseHeaders: the named header is removed from the response, the others stay"
+    else bad "stripResponseHeaders" "$out2"; fi
+    out=$(curl -sS --max-time 10 --path-as-is -x "http://127.0.0.1:$HPORT" -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PO/x/../p.txt" 2>&1)
+    out2=$(curl -sS --max-time 10 -x "http://127.0.0.1:$HPORT" -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PO/a%2Fb" 2>&1)
+    if [ "$out" = 400 ] && [ "$out2" = 400 ] && ! grep -q '/x/\.\./p.txt' "$T/www3.err"; then
+        ok "ambiguousRequestTarget refuse: dot segments and encoded slashes get 400, nothing reaches the origin"
+    else bad "ambiguousRequestTarget refuse" "$out $out2 / $(cat "$T/www3.err")"; fi
+    kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "ambiguousRequestTarget": "normalize", "refuseOpaqueTunnels": true}}\n' "$PO" > "$S3"
+    start_proxy reqopts2 "$S3"
+    out=$(curl -sS --max-time 10 --path-as-is -x "http://127.0.0.1:$HPORT" "http://127.0.0.1:$PO/x/%2e%2E/y/../p.txt" 2>&1)
+    if [ "$out" = req-opts ] && grep -q '"GET /p.txt HTTP/1.1"' "$T/www3.err"; then
+        ok "ambiguousRequestTarget normalize: the origin receives /p.txt"
+    else bad "ambiguousRequestTarget normalize" "$out / $(tail -3 "$T/www3.err")"; fi
+    out=$(curl -sS --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://127.0.0.1:$PO/p.txt" 2>&1)
+    out2=$(curl -sS --max-time 10 --socks5-hostname "127.0.0.1:$SPORT" "http://127.0.0.1:$PO/p.txt" 2>&1)
+    if grep -q '403' <<< "$out" && ! grep -q req-opts <<< "$out$out2" &&
+        grep -q 'refuseOpaqueTunnels' "$T/reqopts2.log"; then
+        ok "refuseOpaqueTunnels: CONNECT and SOCKS are refused (plain HTTP still served)"
+    else bad "refuseOpaqueTunnels" "$out / $out2"; fi
+    kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+    printf '{"network": {"allowPlaintextHeaderSet": true}}\n' > "$S3"
+    err=$("$SLUICE" check --settings "$S3" example.com 2>&1); rc=$?
+    if [ "$rc" -eq 2 ] && grep -q 'allowPlaintextHeaderSet: true has no meaning in sluice' <<< "$err"; then
+        ok "allowPlaintextHeaderSet: true is refused with a reason (false is accepted)"
+    else bad "allowPlaintextHeaderSet" "exit $rc: $err"; fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"
