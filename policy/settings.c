@@ -1474,6 +1474,19 @@ static int fn_denied_files(struct ctx *c, json_t *v, const struct key_def *d)
                         &c->v->network.denied_domains, "network.deniedDomainsFiles");
 }
 
+/* filesystem.{denyRead,allowRead,allowWrite,denyWrite}Files: list files
+ * (one path per line, '#' comments, globs) appended to the list at d->off,
+ * like network.allowedDomainsFiles; the files are protected in the sandbox
+ * like every settings file. */
+static int fn_fs_files(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_list names = {0};
+    int rc = domain_files(c, v, d, &names, (struct settings_list *)field(c, d), d->list);
+
+    list_free(&names);
+    return rc;
+}
+
 static int fn_ignore(struct ctx *c, json_t *v, const struct key_def *d)
 {
     struct settings_map *m = &c->v->ignore_violations;
@@ -1638,6 +1651,15 @@ static const struct key_def filesystem_keys[] = {
     STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 2),
     STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 2),
     STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 2),
+    {.name = "denyReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files, .off = OFF(filesystem.deny_read),
+     .list = "filesystem.denyReadFiles"},
+    {.name = "allowReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.allow_read), .flag = LF_ALLOW_READ, .list = "filesystem.allowReadFiles"},
+    {.name = "allowWriteFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.allow_write), .flag = LF_ALLOW_WRITE,
+     .list = "filesystem.allowWriteFiles"},
+    {.name = "denyWriteFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.deny_write), .list = "filesystem.denyWriteFiles"},
     BOOL("allowGitConfig", filesystem.allow_git_config, LF_GIT_CONFIG),
     BOOL("disabled", filesystem.disabled, LF_FS_DISABLED),
     {.name = "autoAllowSystemPaths", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,

@@ -60,6 +60,23 @@ JSON
         ok "a denyRead directory and ~/.npm/_logs are writable inside and discarded after the run"
     else bad "hidden directory writable and discarded" "exit $rc: $err"; fi
 
+    # --- filesystem lists from files --------------------------------------------------------
+    mkdir -p "$W/lists" "$W/data"; echo tok > "$W/data/a.token"; echo tok > "$W/data/b.token"; echo pub > "$W/data/readme"
+    printf '# secrets\n$HOME/.bashrc   # the shell\n\n%s/data/*.token\n' "$W" > "$W/lists/deny.txt"
+    printf '{"filesystem": {"denyReadFiles": ["lists/deny.txt"], "allowWrite": ["."]}}\n' > "$S"
+    cp "$S" "$W/s.json"
+    out=$(cd "$W" && "$SLUICE" run --quiet --settings s.json -- sh -c 'cat "$HOME/.bashrc" data/a.token data/b.token data/readme 2>/dev/null; echo x 2>/dev/null >> lists/deny.txt && echo WROTE' 2>/dev/null)
+    if [ "$out" = pub ]; then
+        ok "filesystem.denyReadFiles: paths, \$HOME and globs from a list file are hidden; the list file is read-only"
+    else bad "denyReadFiles" "$out"; fi
+    printf '/ok\n  $NOPE/x\n' > "$W/lists/bad.txt"
+    printf '{"filesystem": {"denyReadFiles": ["lists/bad.txt"]}}\n' > "$W/s.json"
+    err=$(cd "$W" && "$SLUICE" run --quiet --settings s.json -- true 2>&1); rc=$?
+    if [ "$rc" -eq 125 ] && grep -qF "lists/bad.txt:2:3: filesystem.denyReadFiles[2]: '\$NOPE/x'" <<< "$err"; then
+        ok "a bad entry in a list file is an error naming file:line:col"
+    else bad "bad list entry location" "exit $rc: $err"; fi
+    rm -f "$W/s.json"
+
     # --- a glob that matches nothing is warned about ------------------------------------
     printf '{"filesystem": {\n  "denyRead": ["nothing-here-*"]}}\n' > "$S"
     err=$(sr -- true 2>&1); rc=$?
