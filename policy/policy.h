@@ -124,6 +124,7 @@ struct settings {
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
+        struct settings_list create_write; /* allowWrite, created when missing */
         int allow_git_config;
         int disabled;
     } filesystem;

@@ -274,6 +274,7 @@ void settings_free(struct settings *s)
     list_free(&s->filesystem.allow_read);
     list_free(&s->filesystem.allow_write);
     list_free(&s->filesystem.deny_write);
+    list_free(&s->filesystem.create_write);
     map_free(&s->ignore_violations);
     free(s->bwrap_path);
     free(s->java_agent_jar_path);
@@ -1651,6 +1652,7 @@ static const struct key_def filesystem_keys[] = {
     STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 2),
     STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 2),
     STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 2),
+    STRLIST("createWrite", filesystem.create_write, LF_ALLOW_WRITE, "filesystem.createWrite", 2),
     {.name = "denyReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files, .off = OFF(filesystem.deny_read),
      .list = "filesystem.denyReadFiles"},
     {.name = "allowReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
@@ -1865,8 +1867,10 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->network.mode = L->network.mode;
     if (set & LF_ALLOW_READ)
         move_replace(&s->filesystem.allow_read, &L->filesystem.allow_read);
-    if (set & LF_ALLOW_WRITE)
+    if (set & LF_ALLOW_WRITE) {
         move_replace(&s->filesystem.allow_write, &L->filesystem.allow_write);
+        move_replace(&s->filesystem.create_write, &L->filesystem.create_write);
+    }
     if (set & LF_GIT_CONFIG)
         s->filesystem.allow_git_config = L->filesystem.allow_git_config;
     if (set & LF_FS_DISABLED)

@@ -89,6 +89,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -459,6 +460,34 @@ static int add_write(struct ctx *c, const struct settings_item *it, const char *
     return op_add(c, real, OP_W, it);
 }
 
+/* filesystem.createWrite: like allowWrite, but a missing path is created
+ * first (a name ending in '/' as a directory, mode 0700, else an empty file,
+ * mode 0600; its parent must exist), as the agent wrapper does for
+ * ~/.claude and ~/.claude.json. The one thing the builder changes on the
+ * host, and only for paths the settings name this way. */
+static int add_create_write(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    struct stat st;
+    size_t n = strlen(it->value);
+    int dir = n > 0 && it->value[n - 1] == '/';
+
+    if (lstat(lexical, &st) < 0 && errno == ENOENT) {
+        int rc = 0;
+        if (dir) {
+            rc = mkdir(lexical, 0700);
+        } else {
+            int fd = open(lexical, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (fd < 0)
+                rc = -1;
+            else
+                close(fd);
+        }
+        if (rc < 0 && errno != EEXIST)
+            return fail_item(c, -errno, it, "cannot create '%s': %s", lexical, strerror(errno));
+    }
+    return add_write(c, it, lexical);
+}
+
 static int add_deny_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
@@ -721,13 +750,15 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
 
     /* what to mount */
     if (!disabled) {
-        if (s->filesystem.allow_write.n == 0) {
+        if (s->filesystem.allow_write.n == 0 && s->filesystem.create_write.n == 0) {
             static const struct settings_item cwd_item = {
                 .value = (char *)".", .file = "<default>", .list = "filesystem.allowWrite"};
             rc = add_write(&c, &cwd_item, o->cwd);
         } else {
             rc = each_entry(&c, &s->filesystem.allow_write, add_write);
         }
+        if (rc == 0)
+            rc = each_entry(&c, &s->filesystem.create_write, add_create_write);
         for (size_t i = 0; i < c.roots.n && rc == 0; i++)
             rc = add_protected(&c, c.roots.v[i]);
         if (rc == 0)
