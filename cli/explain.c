@@ -81,7 +81,7 @@ static int print_json(const struct settings *s)
         "unmatched", s->network.allow_all_domains ? "allowed" : "denied (or asked with --ask)",
         "deny_private_addresses", s->network.deny_private_addresses == SETTINGS_TRUE,
         "mode", s->network.mode == SETTINGS_MODE_REPORT ? "report" : "enforce",
-        "direct_connections", 0,
+        "direct_connections", !s->network.isolate,
         "filesystem",
         "restricted", !s->filesystem.disabled,
         "weaker_nested_proc", s->enable_weaker_nested_sandbox != 0,
@@ -126,6 +126,12 @@ static void print_text(const struct settings *s)
                    "restrictions.\n\n");
     fprintf(f, "Commands run in a sandbox with these restrictions:\n\n");
     fprintf(f, "Network\n");
+    if (!s->network.isolate) {
+        fprintf(f, "  - THE NETWORK IS OPEN (network.isolate is false): commands use the "
+                   "host's network directly; no allow or deny list, address guard or log "
+                   "applies to them.\n");
+        goto filesystem;
+    }
     fprintf(f, "  - No direct network access: the only way out is the HTTP proxy at "
                "http://127.0.0.1:3128 and the SOCKS5 proxy at socks5h://127.0.0.1:1080 "
                "(HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and friends are set).\n");
@@ -139,6 +145,7 @@ static void print_text(const struct settings *s)
                    "refused.\n");
     if (s->network.mode == SETTINGS_MODE_REPORT)
         fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
+filesystem:
     fprintf(f, "\nFilesystem\n");
     if (s->filesystem.disabled) {
         fprintf(f, "  - NO FILESYSTEM RESTRICTIONS (filesystem.disabled): the command can read "

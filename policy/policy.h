@@ -115,6 +115,7 @@ struct settings {
         /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
         struct settings_list strip_response_headers; /* names removed from responses */
         int refuse_opaque_tunnels;                   /* CONNECT and SOCKS refused */
+        int isolate; /* 1 (default): own network namespace; 0: the host's network */
         int require_host_match;                      /* Host != target: 421 */
         enum settings_ambiguous {
             SETTINGS_AMBIGUOUS_AS_SPELLED = 0,

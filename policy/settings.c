@@ -60,6 +60,7 @@ enum layer_flag {
     LF_JAVA_AGENT = 1u << 27,
     LF_PARENT = 1u << 28,
     LF_HTTP_OPTS = 1u << 29,
+    LF_ISOLATE = 1u << 30,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -241,6 +242,7 @@ void settings_init(struct settings *s)
 {
     memset(s, 0, sizeof(*s));
     s->network.mode = SETTINGS_MODE_ENFORCE;
+    s->network.isolate = 1;
     s->network.deny_private_addresses = SETTINGS_UNSET;
     s->mandatory_deny_search_depth = 3;
     s->sandbox.enabled = SETTINGS_UNSET;
@@ -1640,6 +1642,7 @@ static const struct key_def network_keys[] = {
     CUSTOM("stripResponseHeaders", fn_strip, LF_HTTP_OPTS, "network.stripResponseHeaders"),
     BOOL("refuseOpaqueTunnels", network.refuse_opaque_tunnels, LF_HTTP_OPTS),
     BOOL("requireHostMatch", network.require_host_match, LF_HTTP_OPTS),
+    BOOL("isolate", network.isolate, LF_ISOLATE),
     CUSTOM("ambiguousRequestTarget", fn_ambiguous, LF_HTTP_OPTS, NULL),
     REFUSED_SAY("filterRequest",
                 "it is a callback of the JavaScript library, which a settings file cannot "
@@ -1891,6 +1894,8 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->bwrap_path = L->bwrap_path;
         L->bwrap_path = NULL;
     }
+    if (set & LF_ISOLATE)
+        s->network.isolate = L->network.isolate;
     if (set & LF_HTTP_OPTS) {
         /* hardening: a later layer adds to it, never turns it off */
         if (L->network.strip_response_headers.n > 0)

@@ -803,8 +803,15 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     if (!o->stdin_tty)
         PUSH("--new-session");
     PUSH("--die-with-parent");
-    if (o->restrict_network)
+    if (o->restrict_network && s->network.isolate)
         PUSH("--unshare-net");
+    else if (!s->network.isolate) {
+        FILE *w = o->warn != NULL ? o->warn : stderr;
+        fprintf(w, "sluice: WARNING: network.isolate is false: the command uses the host's "
+                   "network directly, with NO network policy (no allow or deny list, no "
+                   "address guard, nothing logged); the filesystem, syscall and environment "
+                   "rules still apply\n");
+    }
     PUSH("--unshare-pid");
     PUSH("--unshare-ipc");
     PUSH("--unshare-uts");
@@ -900,6 +907,14 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         rc = nomem(&c);
     if (o->allow_unix_sockets)
         PUSH("--allow-unix-sockets");
+    if (!s->network.isolate) {
+        /* inner's listeners land in the host's namespace: ephemeral
+         * loopback ports nothing points at, not 3128/1080 */
+        PUSH("--http-port");
+        PUSH("0");
+        PUSH("--socks-port");
+        PUSH("0");
+    }
     if (s->network.allow_local_binding)
         PUSH("--allow-local-binding");
     if (s->allow_nested_user_namespaces)

@@ -673,7 +673,8 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     struct sb_strv a = {0};
     struct name_set seen = {0};
     size_t n = 0;
-    int proxies = o->http_port != 0 || o->socks_port != 0;
+    struct sb_env_opts own;
+    int proxies;
     const char *home = NULL, *host_path = NULL, *host_java = NULL;
     int rc;
 
@@ -682,6 +683,13 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
         snprintf(err, errlen, "environment: invalid options (settings, ports or sluice's path)");
         return -EINVAL;
     }
+    /* network.isolate false: the command has the host's network, so no
+     * proxy variables point it at listeners it does not have */
+    own = *o;
+    if (!s->network.isolate)
+        own.http_port = own.socks_port = 0;
+    o = &own;
+    proxies = o->http_port != 0 || o->socks_port != 0;
     while (env[n] != NULL)
         n++;
     rc = name_set_init(&seen, n);

@@ -351,6 +351,20 @@ JSON
         ok "allowPlaintextHeaderSet: true is refused with a reason (false is accepted)"
     else bad "allowPlaintextHeaderSet" "exit $rc: $err"; fi
 
+    # --- network.isolate false: host network for trusted commands, said loudly -----------------
+    printf '{"network": {"isolate": false}}\n' > "$S"
+    out=$(sr -- sh -c "curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:$PO/p.txt; echo \"[\${HTTP_PROXY:-}]\"; echo x > '$HOME/outside' 2>/dev/null || echo ro" 2>"$T/iso.err"); rc=$?
+    if [ "$out" = "req-opts
+[]
+ro" ] && grep -q 'WARNING: network.isolate is false' "$T/iso.err" &&
+        "$SLUICE" explain --settings "$S" | grep -q 'THE NETWORK IS OPEN'; then
+        ok "network.isolate false: direct host network, no proxy variables, a loud warning; the filesystem stays read-only"
+    else bad "network.isolate false" "exit $rc: $out / $(cat "$T/iso.err")"; fi
+    printf '{}\n' > "$S"
+    out=$(sr -- sh -c "curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:$PO/p.txt || echo blocked" 2>/dev/null)
+    if [ "$out" = blocked ]; then ok "control: with the default the same direct connection fails"
+    else bad "control: isolate default" "$out"; fi
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"
