@@ -145,6 +145,34 @@ static void print_text(const struct settings *s)
                    "refused.\n");
     if (s->network.mode == SETTINGS_MODE_REPORT)
         fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
+    if (s->network.refuse_opaque_tunnels)
+        fprintf(f, "  - Tunnels are refused (network.refuseOpaqueTunnels): no HTTPS through the "
+                   "proxy (CONNECT gets 403) and no SOCKS; only plain http:// requests.\n");
+    if (s->network.require_host_match)
+        fprintf(f, "  - A plain HTTP request whose Host header names another host is refused "
+                   "(421).\n");
+    {
+        struct policy *p = NULL;
+        struct settings_error e;
+        if (policy_compile(s, &p, &e) == 0) {
+            const struct policy_parent *pp = policy_parent(p);
+            struct policy_host any;
+            const char *why;
+            if (pp != NULL &&
+                policy_host_normalize("example.com", 11, &any, &why) == 0 &&
+                policy_parent_pick(pp, &any, 0) != NULL)
+                fprintf(f, "  - Allowed connections leave through the parent proxy %s "
+                           "(%s), except loopback%s.\n",
+                        policy_parent_pick(pp, &any, 0)->shown,
+                        s->network.parent_proxy.set ? "network.parentProxy"
+                                                    : "HTTPS_PROXY of sluice's environment",
+                        !s->network.parent_proxy.set ? " and NO_PROXY entries"
+                        : s->network.parent_proxy.no_proxy != NULL
+                            ? " and network.parentProxy.noProxy entries"
+                            : "");
+            policy_free(p);
+        }
+    }
 filesystem:
     fprintf(f, "\nFilesystem\n");
     if (s->filesystem.disabled) {
