@@ -19,6 +19,7 @@
 #include "proxy/proxy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,9 @@ int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, cons
 
     if (fd < 3 || fn == NULL)
         return UV_EINVAL;
+    /* never inherited by bwrap or the command */
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return UV_EBADF;
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return UV_ENOMEM;

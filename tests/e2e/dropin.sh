@@ -365,6 +365,38 @@ ro" ] && grep -q 'WARNING: network.isolate is false' "$T/iso.err" &&
     if [ "$out" = blocked ]; then ok "control: with the default the same direct connection fails"
     else bad "control: isolate default" "$out"; fi
 
+    # --- --control-fd: new network lists at once, bad lines reported and ignored ------------
+    local FIFO=$T/control.fifo CA CB
+    mkdir -p "$T/wwwc" && echo ctl > "$T/wwwc/c.txt"
+    CA=$(free_port); CB=$(free_port)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/wwwc" "$CA" >/dev/null 2>&1 &
+    PIDS+=($!)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/wwwc" "$CB" >/dev/null 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do curl -s --noproxy '*' "http://127.0.0.1:$CB/c.txt" >/dev/null && curl -s --noproxy '*' "http://127.0.0.1:$CA/c.txt" >/dev/null && break; sleep 0.1; done
+    mkfifo "$FIFO"
+    rm -f "$W/ready" "$W/go"
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"]}, "filesystem": {"allowWrite": ["."]}}\n' "$CA" > "$S"
+    ( cd "$W" && "$SLUICE" run --quiet --settings "$S" --control-fd 3 -- sh -c "
+        g() { curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' http://127.0.0.1:\$1/c.txt; }
+        echo \"before \$(g $CA) \$(g $CB)\"; : > ready
+        while [ ! -e go ]; do sleep 0.05; done
+        echo \"after \$(g $CA) \$(g $CB)\"" 3<"$FIFO" >"$T/ctl.out" 2>"$T/ctl.err" ) &
+    local CPID=$!
+    exec 7>"$FIFO"
+    for i in $(seq 400); do [ -e "$W/ready" ] && break; sleep 0.05; done
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"]}}\n{"network": {"allowedDomain": []}}\n' "$CB" >&7
+    # lines are read in order: once line 2 is reported, line 1 is in force
+    wait_for "$T/ctl.err" 'control-fd line 2' 20
+    : > "$W/go"
+    exec 7>&-
+    wait "$CPID"; rc=$?
+    if [ "$rc" -eq 0 ] && [ "$(cat "$T/ctl.out")" = "before 200 403
+after 403 200" ] && grep -q 'control-fd line 2:.*unknown key' "$T/ctl.err"; then
+        ok "--control-fd: a valid line replaces the allow list for new connections; an invalid one is reported and ignored"
+    else bad "--control-fd" "exit $rc: $(cat "$T/ctl.out" "$T/ctl.err")"; fi
+    rm -f "$W/ready" "$W/go" "$FIFO"
+
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"
     printf '{"filesystem": {"allowWrite": [{"path": "lit*", "literal": true}]}}\n' > "$S"
