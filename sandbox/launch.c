@@ -664,6 +664,14 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->settings = s;
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
+    /* --control-fd must be open now, before the run opens descriptors of
+     * its own (one of which could otherwise take its number) */
+    if (o->control_fd >= 0 && fcntl(o->control_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "sluice: run: --control-fd %d: cannot read it: %s; the command was "
+                        "not run\n",
+                o->control_fd, strerror(errno));
+        goto out;
+    }
     if (prepare_cmd(run) < 0)
         goto out;
     rc = permission_layers(run);
