@@ -46,8 +46,11 @@ void cli_check_usage(FILE *f)
 {
     fputs("usage: sluice check [--settings FILE] [--json] [--resolve] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] --expect FILE\n"
+          "       sluice check --settings FILE\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
+          "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
+          "one-line summary: rules by kind, mode, listeners (a config test).\n"
           "TARGET is host, host:port, an IPv4 literal, [v6] or [v6]:port (port 443 when omitted).\n"
           "\n"
           "  --settings FILE  settings file (default: $SLUICE_SETTINGS, then the user file)\n"
@@ -482,6 +485,13 @@ int cli_check(int argc, char **argv)
         fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
         free(targets);
         return 2;
+    }
+    if (expect_path == NULL && ntargets == 0 && settings_path != NULL) {
+        free(targets); /* the config test (cli/checkconf.c) */
+        return json || resolve ? (fprintf(stderr, "sluice: check: --settings without a target "
+                                                  "is the config test: no --json or --resolve\n"),
+                                  2)
+                               : cli_check_config(settings_path);
     }
     if (expect_path == NULL && ntargets == 0) {
         fprintf(stderr, "sluice: check: no targets given\n");
