@@ -17,6 +17,7 @@
 
 #include "bridge/bridge.h"
 #include "policy/policy.h"
+#include "proxy/ops.h"
 #include "proxy/proxy.h"
 #include "socks/socks.h"
 
@@ -38,6 +39,7 @@
 #define ADMIN_MAX_REQUEST (16 * 1024) /* bytes of one admin request */
 #define ADMIN_TIMEOUT_MS 10000     /* per admin request, and idle kept admin connections */
 #define HEALTH_PATH_MAX 200
+#define WATCH_DEBOUNCE_MS 500 /* --watch: one reload per burst of changes */
 
 struct proxy_srv;
 
@@ -118,6 +120,14 @@ struct proxy_srv {
     uint64_t decisions[MPROTO_N][MDEC_N];
     uint64_t bytes_up, bytes_down;
     uint64_t reloads_ok, reloads_failed;
+    /* operations (issue 16): proxy/ops.h */
+    uv_signal_t sig_usr1;
+    const char *log_path;
+    struct notify *notify;
+    struct watch *watch;
+    int watch_on;
+    int last_reload_ok;        /* 1 until a load fails; the next good one sets it again */
+    double last_reload_ok_time; /* wall-clock seconds of the last good load */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -345,6 +355,14 @@ static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy 
     return 0;
 }
 
+static double wall_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void reload(struct proxy_srv *srv)
 {
     struct settings s;
@@ -352,14 +370,19 @@ static void reload(struct proxy_srv *srv)
     struct policy *p = NULL;
     char msg[1200];
 
+    notify_reloading(srv->notify);
     if (load_policy(srv, &s, &p, &err) < 0) {
         srv->reloads_failed++;
+        srv->last_reload_ok = 0;
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         log_event(srv, "reload_failed", msg);
         settings_free(&s);
+        notify_ready(srv->notify); /* still serving, on the old policy */
         return;
     }
     srv->reloads_ok++;
+    srv->last_reload_ok = 1;
+    srv->last_reload_ok_time = wall_now();
     egress_env_set_policy(srv->egress, p);
     settings_free(&srv->settings);
     srv->settings = s;
@@ -367,6 +390,42 @@ static void reload(struct proxy_srv *srv)
     apply_frontend_settings(srv, &srv->http.fe);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
     log_event(srv, "reload", msg);
+    if (srv->watch != NULL && watch_update(srv->watch, &srv->settings) < 0)
+        log_event(srv, "watch_failed", "cannot watch the settings' directories any more");
+    notify_ready(srv->notify);
+}
+
+/* SIGUSR1 (and SIGHUP): the log file is reopened by name, for logrotate.
+ * Lines buffered for the old file are written to it first; on failure the
+ * old file stays in use. */
+static void reopen_log(struct proxy_srv *srv)
+{
+    FILE *f;
+    char msg[600];
+
+    if (srv->log_path == NULL)
+        return;
+    f = fopen(srv->log_path, "ae");
+    if (f == NULL) {
+        snprintf(msg, sizeof(msg), "cannot reopen the log file, still writing the old one: %s",
+                 strerror(errno));
+        log_event(srv, "log_reopen_failed", msg);
+        return;
+    }
+    fflush(srv->log);
+    fclose(srv->log);
+    srv->log = f;
+    log_buffering(f);
+    srv->log_dirty = 0;
+    log_event(srv, "log_reopened", srv->log_path);
+}
+
+static void on_watch(void *ctx)
+{
+    struct proxy_srv *srv = ctx;
+
+    if (!srv->stopping)
+        reload(srv);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -579,6 +638,14 @@ static char *metrics_text(const struct proxy_srv *srv, size_t *len)
             srv->resolver != NULL ? resolver_outstanding(srv->resolver) : 0);
     metric_head(m, "sluice_draining", "gauge", "1 while draining after SIGTERM/SIGINT.");
     fprintf(m, "sluice_draining %d\n", srv->stopping ? 1 : 0);
+    metric_head(m, "sluice_config_last_reload_successful", "gauge",
+                "1 when the last load of the settings (start, SIGHUP, --watch) succeeded.");
+    fprintf(m, "sluice_config_last_reload_successful %d\n", srv->last_reload_ok);
+    metric_head(m, "sluice_config_last_reload_success_timestamp_seconds", "gauge",
+                "Wall-clock time of the last successful load of the settings.");
+    fprintf(m, "sluice_config_last_reload_success_timestamp_seconds %.3f\n",
+            srv->last_reload_ok_time);
+    procmetrics_write(m);
     if (fclose(m) != 0) {
         free(text);
         return NULL;
@@ -789,6 +856,11 @@ static void finish(struct proxy_srv *srv)
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->sig_usr1, on_handle_closed);
+    watch_close(srv->watch, NULL, NULL);
+    srv->watch = NULL;
+    notify_close(srv->notify, NULL, NULL);
+    srv->notify = NULL;
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     uv_close((uv_handle_t *)&srv->log_flush, on_handle_closed);
     admin_shutdown(srv);
@@ -866,6 +938,7 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     snprintf(msg, sizeof(msg), "%s: no longer accepting; draining %zu connections for up to %u ms",
              why, live_conns(srv), srv->settings.proxy.drain_timeout_ms);
     log_event(srv, "drain", msg);
+    notify_stopping(srv->notify);
     if (srv->socks.l != NULL)
         listener_close(srv->socks.l, NULL, NULL);
     if (srv->http.l != NULL)
@@ -886,7 +959,12 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct proxy_srv *srv = h->data;
 
+    if (signum == SIGUSR1) {
+        reopen_log(srv);
+        return;
+    }
     if (signum == SIGHUP) {
+        reopen_log(srv);
         if (!srv->stopping)
             reload(srv);
         return;
@@ -921,11 +999,16 @@ void cli_proxy_usage(FILE *f)
           "                        with 200 ok, e.g. /healthz (default: none, 400)\n"
           "  --log FILE            append the connection log to FILE (default stderr)\n"
           "  --log-format FORMAT   text (default) or json\n"
+          "  --watch               reload when the settings file or a list file changes\n"
+          "                        (also a ConfigMap-style swap of their directory)\n"
           "  -h, --help            show this help\n"
           "\n"
           "Endpoints: tcp:IP:PORT, tcp:[IPv6]:PORT, unix:PATH, fd:N (an inherited\n"
           "listening socket) or fd:NAME (systemd LISTEN_FDNAMES).\n"
-          "Signals: SIGHUP reloads the settings; SIGTERM/SIGINT drain and exit.\n",
+          "Signals: SIGHUP reopens the log and reloads the settings; SIGUSR1 reopens the\n"
+          "log; SIGTERM/SIGINT drain and exit; SIGUSR2, SIGPIPE and SIGALRM are ignored.\n"
+          "With NOTIFY_SOCKET set, speaks the systemd notify protocol (Type=notify).\n"
+          "Exit status: 0 after a drain, 1 cannot start, 2 bad arguments or settings.\n",
           f);
 }
 
@@ -1063,6 +1146,43 @@ static void walk_close(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
+/* STATUS= for systemd: what `systemctl status` shows. */
+static void notify_status_text(void *ctx, char *buf, size_t len)
+{
+    struct proxy_srv *srv = ctx;
+    uint64_t allowed = 0, denied = 0;
+
+    for (int p = 0; p < MPROTO_N; p++) {
+        allowed += srv->decisions[p][MDEC_ALLOW];
+        denied += srv->decisions[p][MDEC_DENY] + srv->decisions[p][MDEC_WOULD_DENY];
+    }
+    snprintf(buf, len, "%s%zu connections (http %zu, socks5 %zu); %llu allowed, %llu denied; "
+                       "%zu rules; %llu reloads, %llu failed",
+             srv->stopping ? "draining: " : "", live_conns(srv), srv->http.fe.nconns,
+             srv->socks.fe.nconns, (unsigned long long)allowed, (unsigned long long)denied,
+             srv->egress != NULL ? policy_rule_count(egress_env_policy(srv->egress)) : 0,
+             (unsigned long long)srv->reloads_ok, (unsigned long long)srv->reloads_failed);
+}
+
+/* The notify socket and --watch, once everything else is up. */
+static int ops_start(struct proxy_srv *srv)
+{
+    const char *why = NULL;
+    const char *path = srv->settings_path != NULL ? srv->settings_path : getenv("SLUICE_SETTINGS");
+
+    if (srv->watch_on &&
+        watch_start(&srv->watch, &srv->loop, path, &srv->settings, WATCH_DEBOUNCE_MS, on_watch,
+                    srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: --watch: %s\n", why);
+        return -1;
+    }
+    if (notify_open(&srv->notify, &srv->loop, notify_status_text, srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: NOTIFY_SOCKET: %s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
 int cli_proxy(int argc, char **argv)
 {
     struct proxy_srv *srv = calloc(1, sizeof(*srv));
@@ -1099,6 +1219,10 @@ int cli_proxy(int argc, char **argv)
             cli_proxy_usage(stdout);
             code = 0;
             goto out;
+        }
+        if (strcmp(o, "--watch") == 0) { /* issue 16: proxy/watch.c */
+            srv->watch_on = 1;
+            continue;
         }
         if (strcmp(o, "--settings") != 0 && strcmp(o, "--http") != 0 &&
             strcmp(o, "--socks") != 0 && strcmp(o, "--ask") != 0 && strcmp(o, "--log") != 0 &&
@@ -1150,6 +1274,7 @@ int cli_proxy(int argc, char **argv)
             srv->health_path = v;
         } else if (strcmp(o, "--log") == 0) {
             log_path = v;
+            srv->log_path = v;
         } else if (strcmp(v, "json") == 0) {
             srv->json = 1;
         } else if (strcmp(v, "text") == 0) {
@@ -1177,6 +1302,9 @@ int cli_proxy(int argc, char **argv)
     log_buffering(srv->log);
     srv->http.fe.health_path = srv->health_path;
     signal(SIGPIPE, SIG_IGN);
+    /* no signal an operator may send kills the proxy by default */
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGALRM, SIG_IGN);
     raise_fd_limit();
 
     /* Listeners first, so the guard knows their addresses. */
@@ -1242,6 +1370,15 @@ int cli_proxy(int argc, char **argv)
     uv_signal_start(&srv->sig_hup, on_signal, SIGHUP);
     uv_signal_start(&srv->sig_term, on_signal, SIGTERM);
     uv_signal_start(&srv->sig_int, on_signal, SIGINT);
+    uv_signal_init(&srv->loop, &srv->sig_usr1);
+    srv->sig_usr1.data = srv;
+    uv_signal_start(&srv->sig_usr1, on_signal, SIGUSR1);
+    srv->last_reload_ok = 1;
+    srv->last_reload_ok_time = wall_now();
+    if (ops_start(srv) < 0) {
+        code = 2;
+        goto out;
+    }
 
     snprintf(msg, sizeof(msg), "sluice %s listening: http %s, socks5 %s%s%s; %zu rules%s%s",
              SLUICE_VERSION,
@@ -1252,6 +1389,7 @@ int cli_proxy(int argc, char **argv)
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
              srv->ask_spec != NULL ? "; asking unmatched" : "");
     log_event(srv, "start", msg);
+    notify_ready(srv->notify);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     code = 0;
