@@ -1389,6 +1389,7 @@ int cli_proxy(int argc, char **argv)
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
              srv->ask_spec != NULL ? "; asking unmatched" : "");
     log_event(srv, "start", msg);
+    fflush(srv->log); /* the start line is out before READY=1 */
     notify_ready(srv->notify);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
