@@ -128,6 +128,7 @@ struct proxy_srv {
     int watch_on;
     int last_reload_ok;        /* 1 until a load fails; the next good one sets it again */
     double last_reload_ok_time; /* wall-clock seconds of the last good load */
+    struct histogram h_dns, h_dial, h_ask, h_decision;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -420,6 +421,20 @@ static void reopen_log(struct proxy_srv *srv)
     log_event(srv, "log_reopened", srv->log_path);
 }
 
+/* Every egress outcome: latency histograms. */
+static void on_outcome(void *ctx, const struct egress_outcome *o)
+{
+    struct proxy_srv *srv = ctx;
+
+    if (o->timed & EGRESS_TIMED_DNS)
+        histogram_observe(&srv->h_dns, (double)o->dns_ns / 1e9);
+    if (o->timed & EGRESS_TIMED_DIAL)
+        histogram_observe(&srv->h_dial, (double)o->dial_ns / 1e9);
+    if (o->timed & EGRESS_TIMED_ASK)
+        histogram_observe(&srv->h_ask, (double)o->ask_ns / 1e9);
+    histogram_observe(&srv->h_decision, (double)o->total_ns / 1e9);
+}
+
 static void on_watch(void *ctx)
 {
     struct proxy_srv *srv = ctx;
@@ -613,11 +628,15 @@ static char *metrics_text(const struct proxy_srv *srv, size_t *len)
                 fprintf(m, "sluice_decisions_total{protocol=\"%s\",decision=\"%s\"} %llu\n",
                         mproto_names[p], mdec_names[d],
                         (unsigned long long)srv->decisions[p][d]);
-    metric_head(m, "sluice_bytes_total", "counter",
-                "Bytes relayed by connections that have closed: up is client to upstream.");
-    fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)srv->bytes_up);
-    fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n",
-            (unsigned long long)srv->bytes_down);
+    {
+        uint64_t up = srv->bytes_up, down = srv->bytes_down; /* closed, + open ones so far */
+        frontend_bytes(&srv->http.fe, &up, &down);
+        frontend_bytes(&srv->socks.fe, &up, &down);
+        metric_head(m, "sluice_bytes_total", "counter",
+                    "Bytes relayed, counted while connections are open: up is client to upstream.");
+        fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)up);
+        fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n", (unsigned long long)down);
+    }
 
     metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
     fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);
@@ -645,6 +664,13 @@ static char *metrics_text(const struct proxy_srv *srv, size_t *len)
                 "Wall-clock time of the last successful load of the settings.");
     fprintf(m, "sluice_config_last_reload_success_timestamp_seconds %.3f\n",
             srv->last_reload_ok_time);
+    histogram_write(m, "sluice_dns_seconds", "DNS lookups of allowed names.", &srv->h_dns);
+    histogram_write(m, "sluice_dial_seconds", "Connecting to vetted addresses (all attempts).",
+                    &srv->h_dial);
+    histogram_write(m, "sluice_ask_seconds", "Waiting for the ask handler's answer.", &srv->h_ask);
+    histogram_write(m, "sluice_decision_seconds",
+                    "From a parsed request to its outcome: rules, ask, DNS, guard and dial.",
+                    &srv->h_decision);
     procmetrics_write(m);
     if (fclose(m) != 0) {
         free(text);
@@ -1354,6 +1380,7 @@ int cli_proxy(int argc, char **argv)
     p = NULL;
     srv->socks.fe.egress = srv->egress;
     srv->http.fe.egress = srv->egress;
+    egress_env_set_observer(srv->egress, on_outcome, srv);
     apply_frontend_settings(srv, &srv->socks.fe);
     apply_frontend_settings(srv, &srv->http.fe);
 
