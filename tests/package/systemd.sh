@@ -16,6 +16,10 @@ done
 out=$(cd "$tmp" && SYSTEMD_LOG_LEVEL=notice systemd-analyze verify --man=no ./*.service ./*.socket 2>&1) ||
     { echo "$out"; echo "FAIL: systemd-analyze verify"; exit 1; }
 if [ -n "$out" ]; then echo "$out"; echo "FAIL: systemd-analyze verify complained"; exit 1; fi
+# the sandboxing stays tight: systemd's own exposure score, 0 (best) to 10
+sec=$(cd "$tmp" && systemd-analyze security --offline=true --threshold=20 ./sluice-proxy.service 2>&1) ||
+    { echo "$sec" | grep -E '✗|Overall'; echo "FAIL: exposure above 2.0"; exit 1; }
+echo "$sec" | grep Overall
 grep -q '^Type=notify' "$tmp/sluice-proxy.service"
 grep -q '^WatchdogSec=' "$tmp/sluice-proxy.service"
 for name in http socks admin; do
