@@ -84,12 +84,14 @@ for path in rotated + [log]:
         bad.append("%s ends in a partial line" % path)
     for line in data.splitlines():
         nlines += 1
-        m = re.match(r"^\d{4}-\d\d-\d\dT[\d:.]+Z id=(\d+) event=(decision|close) ", line)
-        if m:
-            key = (int(m.group(1)), m.group(2))
-            records[key] = records.get(key, 0) + 1
-        elif not re.match(r"^\d{4}-\d\d-\d\dT[\d:.]+Z event=\w+ ", line):
+        # one logfmt record per line: a time, an event, and for connections an id
+        ev = re.search(r"(?:^| )event=(\w+)(?: |$)", line)
+        cid = re.search(r"(?:^| )id=(\d+)(?: |$)", line)
+        if not re.search(r"\d{4}-\d\d-\d\dT[\d:.]+Z", line) or ev is None:
             bad.append("malformed line in %s: %r" % (path, line[:100]))
+        elif ev.group(1) in ("decision", "close") and cid is not None:
+            key = (int(cid.group(1)), ev.group(1))
+            records[key] = records.get(key, 0) + 1
 
 total = sum(done)
 ids = {k[0] for k in records}
