@@ -3,7 +3,7 @@
  *
  *   sluice check [--settings FILE] [--json] [--resolve] TARGET...
  *   sluice check [--settings FILE] [--resolve] --expect FILE
- *   sluice check --settings FILE          (the config test, cli/checkconf.c)
+ *   sluice check --settings FILE          (the config test, proxy/checkconf.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -97,7 +97,8 @@ static int parse_args(struct check_opts *o, const char **settings, int argc, cha
                             "no --json or --resolve\n");
             return 1 + 2;
         }
-        return 1 + cli_check_config(*settings); /* issue 16: the config test */
+        o->config_test = 1; /* issue 16: the config test (proxy/checkconf.c) */
+        return 0;
     }
     if (o->expect_path == NULL && o->ntargets == 0) {
         fprintf(stderr, "sluice: check: no targets given\n");
@@ -120,7 +121,7 @@ int cli_check(int argc, char **argv)
         return rc - 1;
     if (cli_load_settings(&s, settings_path) < 0)
         return 2;
-    rc = check_run(&o, &s);
+    rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
     settings_free(&s);
     return rc;
 }

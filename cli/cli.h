@@ -12,9 +12,6 @@ struct policy_addr;
 
 int cli_check(int argc, char **argv);
 void cli_check_usage(FILE *f);
-/* The config test: loads and compiles the settings at path and prints a
- * one-line summary (cli/checkconf.c). Returns 0, or 2 when they are bad. */
-int cli_check_config(const char *path);
 
 int cli_bridge(int argc, char **argv);
 void cli_bridge_usage(FILE *f);

@@ -1,14 +1,16 @@
-/* cli/checkconf.c - the config test: `sluice check --settings FILE` with no
- * target, like `nginx -t` or `squid -k parse`.
+/* proxy/checkconf.c - the config test: `sluice check --settings FILE` with
+ * no target, like `nginx -t` or `squid -k parse`.
  *
- * Loads FILE the way `sluice proxy` does (user file, FILE, managed file; the
- * list files FILE names), compiles the policy, and prints one line: the
+ * Given the settings loaded the way `sluice proxy` loads them (user file,
+ * FILE, managed file; the list files FILE names), compiles the policy and
+ * prints one line: the
  * rules by kind, the mode, what happens to a destination no rule decides,
  * the address guard's private-range setting and the listeners a proxy
  * started on these settings opens by default. Exit 0 when it loads, 2 when
  * it does not (the located error is printed).
  */
-#include "cli/cli.h"
+#include "proxy/check.h"
+
 #include "policy/policy.h"
 
 #include <stdio.h>
@@ -69,29 +71,25 @@ static const char *private_addrs(const struct settings *s)
     return "denied by proxy, allowed by run";
 }
 
-int cli_check_config(const char *path)
+int check_config(const struct settings *sp, const char *path)
 {
-    struct settings s;
     struct settings_error err;
     struct policy *p = NULL;
     struct rule_counts allow = {0}, deny = {0};
     char http[64], socks[64];
 
-    if (cli_load_settings(&s, path) < 0)
-        return 2;
-    if (policy_compile(&s, &p, &err) < 0) {
+    if (policy_compile(sp, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
-        settings_free(&s);
         return 2;
     }
-    count_rules(&s.network.allowed_domains, 0, &allow);
-    count_rules(&s.network.denied_domains, 1, &deny);
-    if (s.network.http_proxy_port != 0)
-        snprintf(http, sizeof(http), "external 127.0.0.1:%u", s.network.http_proxy_port);
+    count_rules(&sp->network.allowed_domains, 0, &allow);
+    count_rules(&sp->network.denied_domains, 1, &deny);
+    if (sp->network.http_proxy_port != 0)
+        snprintf(http, sizeof(http), "external 127.0.0.1:%u", sp->network.http_proxy_port);
     else
         snprintf(http, sizeof(http), "tcp:127.0.0.1:3128");
-    if (s.network.socks_proxy_port != 0)
-        snprintf(socks, sizeof(socks), "external 127.0.0.1:%u", s.network.socks_proxy_port);
+    if (sp->network.socks_proxy_port != 0)
+        snprintf(socks, sizeof(socks), "external 127.0.0.1:%u", sp->network.socks_proxy_port);
     else
         snprintf(socks, sizeof(socks), "tcp:127.0.0.1:1080");
 
@@ -100,13 +98,12 @@ int cli_check_config(const char *path)
            "%zu list files; mode %s; unmatched %s; private addresses %s; "
            "listeners http %s, socks5 %s, admin off (defaults of sluice proxy); "
            "maxConnections %u\n",
-           path, policy_rule_count(p), s.network.allowed_domains.n, allow.names, allow.wildcards,
-           allow.addrs, s.network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
-           deny.any, s.network.denied_resolved_addresses.n,
-           s.network.allowed_domains_files.n + s.network.denied_domains_files.n,
-           policy_mode_report(p) ? "report" : "enforce", unmatched(&s), private_addrs(&s), http,
-           socks, s.proxy.max_connections);
+           path, policy_rule_count(p), sp->network.allowed_domains.n, allow.names, allow.wildcards,
+           allow.addrs, sp->network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
+           deny.any, sp->network.denied_resolved_addresses.n,
+           sp->network.allowed_domains_files.n + sp->network.denied_domains_files.n,
+           policy_mode_report(p) ? "report" : "enforce", unmatched(sp), private_addrs(sp), http,
+           socks, sp->proxy.max_connections);
     policy_free(p);
-    settings_free(&s);
     return fflush(stdout) == 0 ? 0 : 2;
 }
