@@ -7,10 +7,26 @@
 
 _sluice_help_opts()
 {
-    # prints "OPTION ARG" per line (ARG empty for a flag)
-    "$1" help "$2" 2>/dev/null |
-        grep -oE '(^|[[:space:],\[])(-[a-zA-Z]|--[a-z][a-z0-9-]*)(( |=)[A-Z][A-Z_:.]*)?' |
-        sed -E 's/^[[:space:],\[]//; s/=/ /'
+    # prints "OPTION ARG" per line (ARG empty for a flag); "-s, --settings FILE"
+    # gives both -s and --settings the argument
+    "$1" help "$2" 2>/dev/null | awk '
+        /^[[:space:]]+-[a-zA-Z], --[a-z]/ {
+            arg = ($3 ~ /^[A-Z][A-Z_:.]*$/) ? $3 : ""
+            sub(/,$/, "", $1)
+            print $1, arg
+            print $2, arg
+            next
+        }
+        {
+            line = $0
+            while (match(line, /(^|[[:space:],\[])(-[a-zA-Z]|--[a-z][a-z0-9-]*)([ =][A-Z][A-Z_:.]*)?/)) {
+                opt = substr(line, RSTART, RLENGTH)
+                sub(/^[[:space:],\[]/, "", opt)
+                sub(/=/, " ", opt)
+                print opt
+                line = substr(line, RSTART + RLENGTH)
+            }
+        }'
 }
 
 _sluice()

@@ -8,6 +8,7 @@ bin=$1
 bc=/usr/share/bash-completion/bash_completion
 [ -f $bc ] || { echo "SKIP: bash-completion missing (scripts/deps.sh installs it)"; exit 77; }
 export PATH="$(dirname "$bin"):$PATH"
+cd "$top"
 exec bash --norc -c '
 source '"$bc"'
 source '"$top"'/conf/completion/sluice.bash
@@ -32,6 +33,9 @@ t exec: sluice run --ask ex
 t --quiet sluice run --q
 t sh sluice run --quiet s
 t sh sluice run -- s
+t conf sluice run -s con
+t conf sluice proxy --settings con
+t --watch sluice proxy --wa
 for c in $(sluice help | awk "/^commands:/{on=1; next} on && !NF {exit} on {print \$1}"); do
     t "$c" sluice "$c"
 done
