@@ -194,17 +194,6 @@ static void deny(struct egress_req *r, enum egress_stage stage, const char *reas
     finish(r, EGRESS_DENIED, 0);
 }
 
-static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
-{
-    char src[300];
-
-    policy_rule_source(rule, src, sizeof(src));
-    if (strstr(rule->list, "Files") != NULL)
-        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
-}
-
 static const char *host_port(const struct egress_req *r, char *buf, size_t len)
 {
     if (r->host.kind == POLICY_HOST_IPV6)
@@ -290,19 +279,23 @@ static int report_may_dial(enum policy_addr_class c)
            c != POLICY_CLASS_UNSPECIFIED;
 }
 
+/* The verdict with the answers (for an IP literal, the literal itself):
+ * which addresses to dial, or the guard's refusal. */
 static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
 {
     struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS]; /* on the stack: ~14 KB, transient */
-    size_t ok;
+    struct policy_judgment j;
 
     if (n > RESOLVER_MAX_ADDRS)
         n = RESOLVER_MAX_ADDRS;
+    policy_verdict(r->pol->p, &r->host, r->port, addrs, n, gv, &j);
+    addrs = r->host.kind == POLICY_HOST_NAME ? addrs : &r->host.addr;
+    n = j.naddrs;
     r->o.naddrs = n;
-    ok = policy_guard(r->pol->p, &r->host, r->port, addrs, n, gv);
     r->ntargets = 0;
     for (size_t i = 0; i < n; i++) {
         int take = gv[i].allowed;
-        if (!take && ok == 0 && r->report && report_may_dial(gv[i].cls))
+        if (!take && j.nallowed == 0 && r->report && report_may_dial(gv[i].cls))
             take = 1;
         if (!take)
             continue;
@@ -311,17 +304,18 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
         r->targets[r->ntargets].port = r->port;
         r->ntargets++;
     }
-    if (ok == 0) {
+    if (j.nallowed == 0) {
         /* the first refusal explains it; its rule, if an IP rule decided */
         if (gv[0].rule != NULL)
-            format_rule(gv[0].rule, r->o.rule, sizeof(r->o.rule));
+            policy_rule_format(gv[0].rule, r->o.rule, sizeof(r->o.rule));
         if (r->ntargets > 0) {
             r->o.would_deny = 1;
-            snprintf(r->o.reason, sizeof(r->o.reason), "%s", gv[0].why);
+            snprintf(r->o.reason, sizeof(r->o.reason), "%s",
+                     j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
         } else {
             r->o.addr = addrs[0];
             r->o.have_addr = 1;
-            deny(r, EGRESS_BY_GUARD, gv[0].why);
+            deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
             return;
         }
     }
@@ -451,7 +445,8 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    struct policy_decision d;
+    struct policy_guard_verdict gv[1];
+    struct policy_judgment j;
     struct egress_req *r = calloc(1, sizeof(*r));
 
     if (r == NULL)
@@ -472,23 +467,28 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->o.verdict = "deny";
     *req = r;
 
-    policy_decide(r->pol->p, host, port, &d);
-    if (d.rule != NULL)
-        format_rule(d.rule, r->o.rule, sizeof(r->o.rule));
+    /* the rule decision; an IP literal is guarded here too, but dialed
+     * only through proceed() -> guard() */
+    policy_verdict(r->pol->p, host, port, NULL, 0, gv, &j);
+    snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
     r->o.stage = EGRESS_BY_POLICY;
-    switch (d.verdict) {
+    if (j.origin == POLICY_BY_GUARD) { /* an IP literal the guard refuses */
+        proceed(r);
+        return 0;
+    }
+    switch (j.verdict) {
     case POLICY_ALLOW:
         proceed(r);
         break;
     case POLICY_ASK:
     case POLICY_DENY:
     default:
-        if (d.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
+        if (j.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
             ask(r);
             break;
         }
         /* denied, or no rule decides and nobody to ask */
-        snprintf(r->o.reason, sizeof(r->o.reason), "%s", d.reason);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%s", j.reason);
         if (r->report) {
             r->o.would_deny = 1;
             proceed(r);

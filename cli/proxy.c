@@ -32,6 +32,7 @@ void cli_proxy_usage(FILE *f)
           "  --log-format FORMAT   text (default) or json\n"
           "  --watch               reload when the settings file or a list file changes\n"
           "                        (also a ConfigMap-style swap of their directory)\n"
+          "  --workers N           event loops; only 1 is supported in this build\n"
           "  -h, --help            show this help\n"
           "  -V, --version         print the version and exit\n"
           "\n"
@@ -79,8 +80,18 @@ static const char *health_path_error(const char *p)
     return NULL;
 }
 
-enum { OPT_SETTINGS = 256, OPT_HTTP, OPT_SOCKS, OPT_ASK, OPT_ADMIN, OPT_HEALTH, OPT_LOG, OPT_FMT,
-       OPT_WATCH };
+enum {
+    OPT_SETTINGS = 256,
+    OPT_HTTP,
+    OPT_SOCKS,
+    OPT_ASK,
+    OPT_ADMIN,
+    OPT_HEALTH,
+    OPT_LOG,
+    OPT_FMT,
+    OPT_WORKERS,
+    OPT_WATCH,
+};
 
 static const struct option proxy_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},
@@ -92,6 +103,7 @@ static const struct option proxy_options[] = {
     {"log", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_FMT},
     {"watch", no_argument, NULL, OPT_WATCH},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -129,6 +141,13 @@ static int proxy_option(struct proxy_opts *o, int c, const char *v)
     case OPT_WATCH:
         o->watch = 1;
         return 0;
+    case OPT_WORKERS:
+        /* one event loop today: more are refused, not silently ignored */
+        if (strcmp(v, "1") == 0)
+            return 0;
+        fprintf(stderr, "sluice: proxy: --workers '%s': only 1 (one event loop) is supported "
+                        "in this build\n", v);
+        return 2;
     case OPT_FMT:
         if (strcmp(v, "json") == 0 || strcmp(v, "text") == 0) {
             o->json = strcmp(v, "json") == 0;

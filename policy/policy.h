@@ -144,7 +144,7 @@ struct settings {
         unsigned dial_timeout_ms;      /* each connect attempt; default 10 s */
         unsigned idle_timeout_ms;      /* tunnel without traffic; 0 = none; default 15 min */
         unsigned drain_timeout_ms;     /* SIGTERM drain; default 10 s */
-        unsigned max_connections;      /* default 1024 */
+        unsigned max_connections;      /* 0 (default): from RLIMIT_NOFILE, proxy/core.c */
         unsigned max_pending_asks;     /* default 256 */
         unsigned max_head_bytes;       /* default 8192 */
     } proxy;
@@ -256,8 +256,10 @@ struct policy_decision {
     char reason[256];               /* one line, printable ASCII */
 };
 
-/* Decides a normalised request. ASK means no rule decided and the caller may
- * ask a handler; without one the caller must treat it as DENY. */
+/* The rule step of policy_verdict: decides a normalised request by its
+ * rules. ASK means no rule decided and the caller may ask a handler; without
+ * one the caller must treat it as DENY. Callers use policy_verdict, which
+ * adds the guard; this is public for the tests and the fuzz harnesses. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
@@ -299,9 +301,10 @@ struct policy_guard_verdict {
     char why[400];
 };
 
-/* The guard: for a request (already allowed by policy_decide, by rule or by
- * an ask) and its resolved addresses, fills out[i] for each addrs[i] and
- * returns how many may be dialed. Pure: no I/O. */
+/* The guard step of policy_verdict: for a request and its resolved
+ * addresses, fills out[i] for each addrs[i] and returns how many may be
+ * dialed. Pure: no I/O. Callers use policy_verdict, which folds this into the
+ * decision; this is public for the tests. */
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out);
 
@@ -315,6 +318,49 @@ int policy_set_local(struct policy *p, const struct policy_addr *self, size_t ns
 int policy_mode_report(const struct policy *p);
 int policy_deny_private(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
+
+/* ------------------------------------------------------------------------ */
+/* The verdict (policy/verdict.c)                                            */
+/*                                                                           */
+/* The one place a decision is composed: the rule decision (policy_decide:   */
+/* deny and allow rules, IP literals in a denied class, allowAllDomains,     */
+/* strictAllowlist, "ask") and the resolved-address guard (denied classes,   */
+/* IP rules, the proxy's own listeners, localhost only to loopback). Egress, */
+/* HTTP upstream reuse and `sluice check` all call it.                       */
+
+struct policy_judgment {
+    enum policy_verdict verdict;    /* the decision: ALLOW, DENY, or ASK (no rule decides:
+                                       ask a handler; deny when none is configured) */
+    enum policy_origin origin;      /* what decided; POLICY_BY_GUARD when every answer was
+                                       refused */
+    const struct policy_rule *rule; /* the deciding rule (for a guard refusal: the IP rule
+                                       that refused the first answer, else the rule that
+                                       allowed the name); NULL when none */
+    char rule_text[512];            /* "'PATTERN' LIST[INDEX] (FILE:LINE)", or "" */
+    char source[300];               /* "FILE:LINE" of rule, or "" */
+    int guarded;                    /* 1 when answers were judged by the guard */
+    enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
+                                       or of the first one when none did */
+    size_t naddrs;                  /* answers judged (gv[0..naddrs-1] filled) */
+    size_t nallowed;                /* answers that may be dialed */
+    char reason[400];               /* one line, printable ASCII */
+};
+
+/* Judges host:port (a normalised host). answers: the resolved addresses of
+ * a name, or NULL when the name has not been resolved (a name is resolved
+ * only when this returned ALLOW or ASK without answers). An IP literal is
+ * its own answer: addrs is ignored and the literal is guarded (gv needs one
+ * slot). With answers, gv (n slots, or 1 for a literal) receives each
+ * answer's guard verdict, also when the rule decision is DENY (report mode
+ * dials anyway and needs them); a decision of ALLOW or ASK becomes DENY
+ * (origin POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may
+ * be NULL only when no answer is judged (a name with addrs NULL). Pure. */
+void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
+                    struct policy_judgment *j);
+
+/* Formats a rule as policy_judgment.rule_text does. */
+const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* The ask broker (policy/ask.c)                                             */

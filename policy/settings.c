@@ -246,7 +246,7 @@ void settings_init(struct settings *s)
     s->proxy.dial_timeout_ms = 10000;
     s->proxy.idle_timeout_ms = 15 * 60 * 1000;
     s->proxy.drain_timeout_ms = 10000;
-    s->proxy.max_connections = 1024;
+    s->proxy.max_connections = 0; /* follow the machine: proxy_max_connections() */
     s->proxy.max_pending_asks = 256;
     s->proxy.max_head_bytes = 8192;
 }

@@ -1727,17 +1727,6 @@ static void start_egress(struct http_conn *c)
     }
 }
 
-static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
-{
-    char src[300];
-
-    policy_rule_source(rule, src, sizeof(src));
-    if (strstr(rule->list, "Files") != NULL)
-        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
-}
-
 /* The kept upstream serves this request when it goes to the same canonical
  * host:port and the policy as it is now allows it by rule and the guard
  * still passes the address it is connected to. Anything else (a deny, an
@@ -1746,23 +1735,18 @@ static int can_reuse(struct http_conn *c)
 {
     struct http_up *u = c->w->up;
     const struct policy *pol = egress_env_policy(c->f->egress);
-    struct policy_decision d;
     struct policy_guard_verdict gv;
-    char rule[600];
+    struct policy_judgment j;
 
     if (u == NULL || u->closing || !u->idle || u->port != c->port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
-    policy_decide(pol, &c->host, c->port, &d);
-    if (d.verdict != POLICY_ALLOW)
+    /* the verdict with the connected address as the only answer */
+    policy_verdict(pol, &c->host, c->port, &u->addr, 1, &gv, &j);
+    if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
-    if (policy_guard(pol, &c->host, c->port, &u->addr, 1, &gv) != 1)
-        return 0;
-    rule[0] = '\0';
-    if (d.rule != NULL)
-        format_rule(d.rule, rule, sizeof(rule));
     snprintf(c->verdict, sizeof(c->verdict), "allow");
-    set_text(&c->rule, rule);
+    set_text(&c->rule, j.rule_text);
     set_reason(c, "reusing the kept upstream connection");
     policy_addr_str(&u->addr, c->addr, sizeof(c->addr));
     c->code = -1;

@@ -100,6 +100,15 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
     for (int i = 0; i < 2; i++)
         fprintf(m, "sluice_connections_active{protocol=\"%s\"} %zu\n", svcs[i]->name,
                 svcs[i]->fe.nconns);
+    metric_head(m, "sluice_connections_max", "gauge",
+                "Client connections served at once (proxy.limits.maxConnections, or from the "
+                "descriptor limit).");
+    fprintf(m, "sluice_connections_max %zu\n", srv->max_conns);
+    metric_head(m, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+    fprintf(m, "process_max_fds %lu\n", srv->nofile);
+    metric_head(m, "sluice_accept_paused", "gauge",
+                "1 while accepting is paused at the connection limit.");
+    fprintf(m, "sluice_accept_paused %d\n", conn_limit_paused(&srv->limit));
     metric_head(m, "sluice_overloaded_total", "counter",
                 "Connections refused over proxy.limits.maxConnections (HTTP 503, SOCKS 0x01).");
     fprintf(m, "sluice_overloaded_total %llu\n",

@@ -66,9 +66,9 @@ void watch_close(struct watch *w, void (*cb)(void *arg), void *arg);
 /* Metrics (proxy/procmetrics.c)                                            */
 
 /* process_* metrics of the Prometheus client conventions, from /proc/self:
- * process_cpu_seconds_total, process_open_fds, process_max_fds,
- * process_resident_memory_bytes, process_virtual_memory_bytes (the
- * admin listener writes process_start_time_seconds itself). */
+ * process_cpu_seconds_total, process_open_fds,
+ * process_resident_memory_bytes, process_virtual_memory_bytes (proxy/metrics.c
+ * writes process_start_time_seconds and process_max_fds itself). */
 void procmetrics_write(FILE *m);
 
 /* A cumulative latency histogram with fixed buckets (seconds). */

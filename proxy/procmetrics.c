@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 /* Upper bounds in seconds: 1 ms to 30 s, for DNS, dial, ask and decision. */
@@ -93,7 +92,6 @@ void procmetrics_write(FILE *m)
     unsigned long long ticks = 0, start = 0, vsize = 0; /* start: unused, see admin metrics */
     long long rss = 0;
     long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-    struct rlimit rl;
 
     if (hz <= 0)
         hz = 100;
@@ -108,11 +106,6 @@ void procmetrics_write(FILE *m)
                "# TYPE process_open_fds gauge\n"
                "process_open_fds %zu\n",
             open_fds());
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        fprintf(m, "# HELP process_max_fds Maximum number of open file descriptors.\n"
-                   "# TYPE process_max_fds gauge\n"
-                   "process_max_fds %llu\n",
-                (unsigned long long)rl.rlim_cur);
     fprintf(m, "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
                "# TYPE process_virtual_memory_bytes gauge\n"
                "process_virtual_memory_bytes %llu\n",

@@ -5,6 +5,7 @@
 #ifndef SLUICE_PROXY_SERVER_INT_H
 #define SLUICE_PROXY_SERVER_INT_H
 
+#include "bridge/limit.h"
 #include "proxy/ops.h"
 #include "proxy/server.h"
 
@@ -18,7 +19,6 @@ struct service {
     int on;
     struct listener *l;
     struct frontend fe;
-    int paused;
     int (*accept)(struct frontend *f, struct listener *l, int overloaded);
     uint64_t accepted;   /* connections served (metrics) */
     uint64_t overloaded; /* of them, refused over the connection limit */
@@ -69,6 +69,9 @@ struct proxy_srv {
     int watch_on;
     struct notify *notify;
     struct watch *watch;
+    struct conn_limit limit; /* maxConnections + PROXY_OVERLOAD_SLACK, both front ends */
+    size_t max_conns;        /* proxy_max_connections() of the settings in use */
+    unsigned long nofile;    /* RLIMIT_NOFILE after raising it */
 };
 
 /* proxy/server.c: NULL when ready to serve, else why not (for /readyz). */

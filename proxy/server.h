@@ -51,6 +51,21 @@ void proxy_core_free(struct proxy_core *c);
  * settings' proxy credentials (the standalone proxy) or without (run). */
 void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth);
 
+/* Connections refused quickly (HTTP 503, SOCKS5 0x01) beyond
+ * proxy.limits.maxConnections before accepting pauses (bridge/limit.h). */
+#define PROXY_OVERLOAD_SLACK 64
+/* Descriptors kept for listeners, DNS, the log and the ask handler. */
+#define PROXY_FD_HEADROOM 64
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit (once per process);
+ * returns the soft limit now in force. */
+unsigned long proxy_raise_nofile(void);
+
+/* proxy.limits.maxConnections, or when it is 0 (the default) what the
+ * descriptor limit allows: (RLIMIT_NOFILE - PROXY_FD_HEADROOM) / 2, a tunnel
+ * holding two descriptors; at least 1, at most 1,000,000. */
+unsigned proxy_max_connections(const struct settings *s);
+
 /* Tells the guard this host's own addresses (getifaddrs) and the proxy's own
  * listeners (port 0 = any port). */
 void proxy_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,

@@ -38,10 +38,11 @@ expect_run "proxy --log-format=bad" 2 "--log-format must be 'text' or 'json', go
 expect_run "proxy --http= bad endpoint" 2 "--http 'nope'" "$SLUICE" proxy --http=nope
 expect_run "proxy unknown option" 2 "unknown option '--bogus'" "$SLUICE" proxy --bogus=1
 expect_run "proxy missing value" 2 "option '--settings' needs a value" "$SLUICE" proxy --settings
+expect_run "proxy --workers=2 refused, not ignored" 2 "--workers '2': only 1" "$SLUICE" proxy --workers=2
 expect_run "bridge --idle=x" 2 "invalid --idle 'x'" "$SLUICE" bridge --idle=x tcp:127.0.0.1:0 tcp:127.0.0.1:1
 
 "$SLUICE" proxy --settings="$T/s.json" --http=tcp:127.0.0.1:0 --socks=off --log="$T/p.log" \
-    --log-format=json 2>"$T/p.err" &
+    --log-format=json --workers=1 2>"$T/p.err" &
 pid=$!
 PIDS+=($pid)
 for i in $(seq $((200 * SLOW))); do
