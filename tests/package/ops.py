@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """tests/package/ops.py SLUICE - `sluice proxy` as a supervisor sees it.
 
-A real NOTIFY_SOCKET (an AF_UNIX datagram socket) receives every message;
+The proxy is started the way sluice-proxy.socket starts it: its three
+listeners are passed in as descriptors 3, 4 and 5 named http, socks and admin
+(LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES). A real NOTIFY_SOCKET (an AF_UNIX
+datagram socket) receives every message;
 the test checks each one and their order: READY=1 once listening (with
 STATUS=), WATCHDOG=1 repeatedly under WATCHDOG_USEC, RELOADING=1 with a
 MONOTONIC_USEC close to now followed by READY=1 around a SIGHUP, around a
@@ -10,6 +13,7 @@ swap, and around a bad edit (which keeps the old policy and sets
 sluice_config_last_reload_successful to 0), STOPPING=1 on SIGTERM. SIGUSR1,
 SIGUSR2, SIGPIPE and SIGALRM do not kill it. /metrics passes promtool.
 """
+import fcntl
 import json
 import os
 import re
@@ -53,12 +57,29 @@ nsock.settimeout(0.2)
 
 log = os.path.join(tmp, "proxy.log")
 env = dict(os.environ, NOTIFY_SOCKET=npath, WATCHDOG_USEC="400000", HOME=tmp,
-           XDG_CONFIG_HOME=os.path.join(tmp, "xdg"))
+           XDG_CONFIG_HOME=os.path.join(tmp, "xdg"), LISTEN_FDS="3",
+           LISTEN_FDNAMES="http:socks:admin")
 env.pop("SLUICE_SETTINGS", None)
-proc = subprocess.Popen([BIN, "proxy", "--settings", settings, "--watch",
-                         "--http", "tcp:127.0.0.1:0", "--socks", "tcp:127.0.0.1:0",
-                         "--admin", "tcp:127.0.0.1:0", "--log", log],
-                        env=env, stderr=subprocess.PIPE, text=True)
+# socket activation as systemd does it: listening sockets at 3, 4, 5
+listeners = []
+for _ in range(3):
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(64)
+    listeners.append(ls)
+# above 9, so that moving them to 3, 4 and 5 in the child cannot clobber one
+fds = [fcntl.fcntl(ls.fileno(), fcntl.F_DUPFD, 10) for ls in listeners]
+admin = str(listeners[2].getsockname()[1])
+activate = ('exec 3<&%d 4<&%d 5<&%d %d<&- %d<&- %d<&-; LISTEN_PID=$$; export LISTEN_PID; '
+            'exec "$0" "$@"' % tuple(fds + fds))
+proc = subprocess.Popen(["bash", "-c", activate, BIN, "proxy", "--settings", settings, "--watch",
+                         "--http", "fd:http", "--socks", "fd:socks", "--admin", "fd:admin",
+                         "--log", log],
+                        env=env, stderr=subprocess.PIPE, text=True, pass_fds=fds)
+for ls in listeners:
+    ls.close()
+for fd in fds:
+    os.close(fd)
 
 msgs = []  # every datagram, in order
 
@@ -91,13 +112,14 @@ def metric(name):
 
 
 ready = recv_until(lambda m: "READY=1" in m)
+if ready is None:
+    print("proxy stderr:", proc.stderr.read() if proc.poll() is not None else "(running)")
 check(ready is not None, "READY=1 after start")
 check(ready is not None and "STATUS=" in ready and "connections" in ready,
       "READY=1 carries STATUS= with live counts: %r" % ready)
 with open(log) as f:
     start = f.read()
 check("event=start" in start, "the start is logged before READY=1")
-admin = re.search(r"admin tcp:127\.0\.0\.1:(\d+)", start).group(1)
 text, ok = metric("sluice_config_last_reload_successful")
 check(ok == 1, "sluice_config_last_reload_successful 1 at start")
 for name in ("process_open_fds", "process_resident_memory_bytes", "process_cpu_seconds_total",
