@@ -28,6 +28,7 @@ struct wdir {
     char *dir;
     char **names;
     size_t nnames;
+    int required; /* the settings file's directory (or its link target's) */
     struct wdir *next;
 };
 
@@ -184,18 +185,22 @@ int watch_update(struct watch *w, const struct settings *s)
     int rc = 0;
 
     rc = add_path(&list, w->settings_path);
+    for (d = list; d != NULL; d = d->next)
+        d->required = 1;
     for (size_t i = 0; rc == 0 && s != NULL && i < s->nfiles; i++)
         rc = add_path(&list, s->files[i]);
     if (rc == 0)
         rc = add_path(&list, WATCH_MANAGED_PATH);
     /* start the new watches; a directory that does not exist (no managed
-     * file, a list file's directory gone) is skipped, except the settings
-     * file's own */
+     * file, a list file's directory gone) is skipped, but not the settings
+     * file's own: then the old watches stay and the caller hears of it */
     for (pp = &list; rc == 0 && (d = *pp) != NULL;) {
         d->w = w;
         uv_fs_event_init(w->loop, &d->ev);
         d->ev.data = d;
         int st = uv_fs_event_start(&d->ev, on_event, d->dir, 0);
+        if (st < 0 && d->required)
+            rc = st;
         if (st < 0) {
             *pp = d->next;
             d->next = NULL;
@@ -206,11 +211,13 @@ int watch_update(struct watch *w, const struct settings *s)
         pp = &d->next;
     }
     if (rc < 0) {
-        while (list != NULL) {
-            d = list->next;
-            wdir_free(list);
-            list = d;
+        /* entries from pp on were never started: free them; the started
+         * ones before pp close first */
+        while ((d = *pp) != NULL) {
+            *pp = d->next;
+            wdir_free(d);
         }
+        close_dirs(list);
         return rc;
     }
     if (n == 0) {

@@ -226,6 +226,16 @@ check(states == want, "message order %r" % states)
 check(all("\n" not in fields(m).get("STATUS", "") for m in msgs), "STATUS= is one line")
 if err.strip():
     print("stderr:", err)
+
+# --watch needs a file to watch: refused, not ignored
+env2 = dict(env)
+for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "LISTEN_FDS", "LISTEN_FDNAMES"):
+    env2.pop(k, None)
+r = subprocess.run([BIN, "proxy", "--watch", "--http", "tcp:127.0.0.1:0", "--socks", "off"],
+                   env=env2, capture_output=True, text=True, timeout=30)
+check(r.returncode == 2 and "--watch needs" in r.stderr,
+      "--watch without --settings or $SLUICE_SETTINGS: exit 2 with why (%d %r)"
+      % (r.returncode, r.stderr.strip()[-120:]))
 shutil.rmtree(tmp, ignore_errors=True)
 print("FAIL: %d checks" % len(fails) if fails else "PASS")
 sys.exit(1 if fails else 0)
