@@ -321,6 +321,14 @@ static void conn_close(struct http_conn *c, const char *end)
     relay_close(&c->relay, 0);
 }
 
+static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *down)
+{
+    const struct http_conn *c = container_of(fc, const struct http_conn, fc);
+
+    *up += c->bytes_up + c->relay.a.nread;
+    *down += c->bytes_down + c->relay.b.nread;
+}
+
 static void force_close(struct frontend_conn *fc)
 {
     struct http_conn *c = container_of(fc, struct http_conn, fc);
@@ -2125,6 +2133,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     c->overloaded = overloaded != 0;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
     c->fc.force_close = force_close;
+    c->fc.bytes = conn_bytes;
     frontend_add(f, &c->fc);
     c->id = ++*f->next_id;
     set_state(c, HTTP_ST_HEAD);
