@@ -93,6 +93,9 @@ void proxy_log_buffer(struct proxy_log *lg);
  * line is flushed as it is written). */
 void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop);
 void proxy_log_stop(struct proxy_log *lg);
+/* SIGUSR1/SIGHUP: reopens path by name (logrotate) after writing what is
+ * buffered to the old file; on failure keeps the old one. 0 or -1. */
+int proxy_log_reopen(struct proxy_log *lg, const char *path);
 /* Closes the file (not stderr), after a final flush. */
 void proxy_log_close(struct proxy_log *lg);
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
@@ -110,6 +113,7 @@ struct proxy_opts {
     const char *health_path; /* NULL: none */
     const char *log_path;    /* NULL: stderr */
     int json;
+    int watch; /* --watch: reload when the settings' files change (proxy/watch.c) */
 };
 
 /* Default endpoints: HTTP tcp:127.0.0.1:3128, SOCKS tcp:127.0.0.1:1080, no

@@ -94,6 +94,7 @@ static void inner_err(const char *fmt, ...)
 struct inner_args {
     int fd;
     int allow_unix_sockets;
+    int allow_local_binding, allow_user_namespaces;
     int transparent;
     unsigned http_port, socks_port;
     char **cmd;
@@ -126,6 +127,8 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
 
     a->fd = -1;
     a->allow_unix_sockets = 0;
+    a->allow_local_binding = 0;
+    a->allow_user_namespaces = 0;
     a->transparent = 0;
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -147,6 +150,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--transparent") == 0) {
             a->transparent = 1;
+            continue;
+        }
+        if (strcmp(opt, "--allow-local-binding") == 0) {
+            a->allow_local_binding = 1;
+            continue;
+        }
+        if (strcmp(opt, "--allow-user-namespaces") == 0) {
+            a->allow_user_namespaces = 1;
             continue;
         }
         if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
@@ -444,6 +455,8 @@ int sb_inner_main(int argc, char **argv)
     confine_ptrace();
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
+    so.allow_local_binding = a.allow_local_binding;
+    so.allow_user_namespaces = a.allow_user_namespaces;
     so.transparent = a.transparent;
     so.notify_fd = &notify_fd;
     rc = sb_seccomp_load(&so, err, sizeof err);

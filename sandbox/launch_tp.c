@@ -35,6 +35,11 @@ int run_tp_prepare(struct run *run)
                 why);
         return -1;
     }
+    if (!run->settings->network.isolate) {
+        fprintf(stderr, "sluice: run: network.transparent needs the sandbox's own network "
+                        "namespace, and network.isolate is false; the command was not run\n");
+        return -1;
+    }
     if (run->settings->network.http_proxy_port != 0 ||
         run->settings->network.socks_proxy_port != 0) {
         fprintf(stderr, "sluice: run: network.transparent cannot be combined with "

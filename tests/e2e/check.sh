@@ -53,7 +53,10 @@ expect_run "zone id refused" 2 "zone" "$SLUICE" check "${S[@]}" '[fe80::1%25eth0
 expect_run "options after targets" 0 '^allow github.com:443' "$SLUICE" check github.com "${S[@]}"
 expect_run "label starting with '-' refused" 2 "starts with '-'" "$SLUICE" check "${S[@]}" -- -x.com
 expect_run "unknown option refused" 2 "unknown option '--jsn'" "$SLUICE" check "${S[@]}" --jsn github.com
-expect_run "no targets" 2 "no targets given" "$SLUICE" check "${S[@]}"
+# --settings without a target is the config test (issue 16): one summary line, exit 0;
+# with neither, it is still a usage error
+expect_run "--settings without targets: config test" 0 ': ok: [0-9]+ rules: allow' "$SLUICE" check "${S[@]}"
+expect_run "no targets" 2 "no targets given" env -u SLUICE_SETTINGS "$SLUICE" check
 
 # Settings errors: FILE:LINE:COLUMN: key.path: message, exit 2.
 cat > "$T/typo.json" <<'JSON'

@@ -75,6 +75,7 @@ JSON
     cat > "$S2" <<JSON
 {"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$DPORT"]}}
 JSON
+    echo '{"network": {"isolate": false}}' > "$T/noiso.json"
     sr() { "$SLUICE" run --settings "$S" "$@"; }
 
     # --- the resolver ----------------------------------------------------------------------
@@ -178,8 +179,16 @@ JSON
     # --- what must keep working -------------------------------------------------------------
     out=$(sr -- curl --max-time 10 -sS -x http://127.0.0.1:3128 "http://origin.test:$PA/hello.txt" 2>&1)
     [ "$out" = hello-origin ] && ok "the proxy listeners still work" || bad "proxy listener" "$out"
-    out=$(sr -- python3 "$PROBE" own_server 2>&1)
+    # a server of the command's own (bind() and listen() need network.allowLocalBinding)
+    cat > "$T/bind.json" <<JSON
+{"network": {"allowLocalBinding": true, "transparent": true, "dnsServers": ["127.0.0.1:$DPORT"]}}
+JSON
+    out=$("$SLUICE" run --settings "$T/bind.json" -- python3 "$PROBE" own_server 2>&1)
     [ "$out" = own=ping ] && ok "the command's own loopback server is reached inside" || bad "own server" "$out"
+    out=$("$SLUICE" run --settings "$T/noiso.json" --transparent -- true 2>&1); rc=$?
+    [ $rc -eq 125 ] && grep -q 'network.isolate is false' <<< "$out" &&
+        ok "transparent mode refuses network.isolate false (no namespace of its own)" ||
+        bad "transparent without isolate" "rc=$rc $out"
     out=$("$SLUICE" run --settings "$S2" --transparent -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" 2>&1)
     [ "$out" = hello-origin ] && ok "sluice run --transparent (flag, setting off)" || bad "--transparent flag" "$out"
     out=$("$SLUICE" run --settings "$S2" -- sh -c "curl --max-time 10 -sS --noproxy '*' http://origin.test:$PA/hello.txt; echo rc=\$?" 2>&1)
