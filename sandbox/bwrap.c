@@ -927,6 +927,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-user-namespaces");
     if (o->transparent)
         PUSH("--transparent");
+    if (o->watch_writes)
+        PUSH("--watch-writes");
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);

@@ -1,7 +1,7 @@
 /* sandbox/inner.c - `sluice inner`, the first program inside the sandbox,
  * and the host's end of its handoff (design.md "The sandbox").
  *
- *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--http-port P]
+ *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes] [--http-port P]
  *                [--socks-port P] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
@@ -36,8 +36,10 @@
  *   host -> inner, one byte:
  *     'G'      "go": the host is serving the listeners; inner execs CMD.
  *              Anything else, or EOF, makes inner exit 125.
- *   inner -> host, transparent mode only (--transparent), after 'G' and
- *   after the filter with connect() -> SCMP_ACT_NOTIFY is loaded:
+ *   inner -> host, transparent mode (--transparent) or the write report
+ *   (--watch-writes) only, after 'G' and after the filter with connect()
+ *   or the write syscalls -> SCMP_ACT_NOTIFY is loaded (one listener for
+ *   both: the kernel allows one per filter chain):
  *     payload  'N'; control: one SCM_RIGHTS descriptor, the seccomp
  *              listener (sb_handoff_recv_notify checks it is one). inner
  *              closes its copy before it execs CMD: a command holding it
@@ -95,7 +97,7 @@ struct inner_args {
     int fd;
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
-    int transparent;
+    int transparent, watch_writes;
     unsigned http_port, socks_port;
     char **cmd;
 };
@@ -130,6 +132,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->allow_local_binding = 0;
     a->allow_user_namespaces = 0;
     a->transparent = 0;
+    a->watch_writes = 0;
     a->http_port = 3128;
     a->socks_port = 1080;
     a->cmd = NULL;
@@ -150,6 +153,10 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--transparent") == 0) {
             a->transparent = 1;
+            continue;
+        }
+        if (strcmp(opt, "--watch-writes") == 0) {
+            a->watch_writes = 1;
             continue;
         }
         if (strcmp(opt, "--allow-local-binding") == 0) {
@@ -443,7 +450,7 @@ int sb_inner_main(int argc, char **argv)
 
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
-    if (!a.transparent) {
+    if (!a.transparent && !a.watch_writes) {
         close(a.fd);
         close_from_3();
     }
@@ -458,13 +465,14 @@ int sb_inner_main(int argc, char **argv)
     so.allow_local_binding = a.allow_local_binding;
     so.allow_user_namespaces = a.allow_user_namespaces;
     so.transparent = a.transparent;
+    so.watch_writes = a.watch_writes;
     so.notify_fd = &notify_fd;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
     }
-    if (a.transparent) {
+    if (a.transparent || a.watch_writes) {
         /* the listener goes to the host, and no copy stays here: a command
          * holding it could answer its own connect()s */
         const char kind = KIND_NOTIFY;

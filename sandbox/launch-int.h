@@ -23,6 +23,8 @@ struct blocked {
 };
 
 struct run;
+struct seccomp_notif;
+struct fsw;
 
 struct run_listener {
     struct run *run;
@@ -79,12 +81,20 @@ struct run {
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
+    /* write denials (sandbox/launch_fsw.c, sandbox/fswatch.c) */
+    int watch_writes;
+    struct fsw *fsw; /* the listener's server when transparent mode is off */
+    struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */
+    size_t nwblocked;
+    unsigned wblocked_total, wblocked_dropped;
 };
 
 /* sandbox/summary.c */
 void run_note_decision(struct run *run, const struct connlog *r);
 void run_print_summary(struct run *run);
 void run_summary_free(struct run *run);
+/* A write the sandbox refused (fswatch.c's report). */
+void run_note_write(struct run *run, const char *path, const char *reason, const char *call);
 /* "[SandboxDebug] ..." on stderr when -d / SRT_DEBUG is on. */
 void run_debug(const struct run *run, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -96,6 +106,16 @@ int run_tp_before_go(struct run *run);
 int run_tp_after_go(struct run *run);
 void run_tp_close(struct run *run);
 void run_tp_free(struct run *run);
+
+/* sandbox/launch_fsw.c: the write report's steps, same conventions.
+ * prepare decides whether the run watches writes (not with --quiet, and
+ * the kernel must have what it needs); after_go serves inner's listener
+ * when transparent mode does not (launch_tp.c passes run_fsw_dispatch to
+ * transparent.c, which serves both). */
+int run_fsw_prepare(struct run *run);
+int run_fsw_after_go(struct run *run);
+int run_fsw_dispatch(void *run, int notify_fd, const struct seccomp_notif *n);
+void run_fsw_close(struct run *run);
 
 /* sandbox/rundir.c */
 const char *run_find_in_path(const char *name, char *buf, size_t len);

@@ -197,6 +197,7 @@ static void close_all(struct run *run)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
     run_tp_close(run);
+    run_fsw_close(run);
     proxy_core_close(&run->core, NULL, NULL);
     proxy_control_close(run->control);
     run->control = NULL;
@@ -480,6 +481,7 @@ static int build_plan(struct run *run)
         .inner_fd = RUN_INNER_FD,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
         .transparent = run->settings->network.transparent,
+        .watch_writes = run->watch_writes,
         .resolv_conf = run->tp_resolv_file,
         .resolv_conf_dest = run->tp_resolv_dest,
         .cmd = run->cmd,
@@ -616,7 +618,7 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
-    if (run_tp_after_go(run) < 0)
+    if (run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
         return -1;
     close(run->sp[0]);
     run->sp[0] = -1;
@@ -691,7 +693,8 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         code = rc;
         goto out;
     }
-    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || build_plan(run) < 0 ||
+    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_fsw_prepare(run) < 0 ||
+        build_plan(run) < 0 ||
         check_cwd_and_log(run) < 0 ||
         spawn_sandbox(run) < 0 || handoff(run) < 0)
         goto out;

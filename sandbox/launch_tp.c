@@ -96,6 +96,10 @@ int run_tp_after_go(struct run *run)
     to.log_ctx = run;
     to.next_id = &run->next_id;
     to.max_pending = run->settings->proxy.max_connections;
+    if (run->watch_writes) { /* one listener serves both (fswatch.c) */
+        to.other = run_fsw_dispatch;
+        to.other_ctx = run;
+    }
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1; /* tp_start takes them */
     if (to.notify_fd < 0) {
         fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",

@@ -154,6 +154,7 @@ struct sb_bwrap_opts {
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
     int transparent;         /* network.transparent: inner gets --transparent */
+    int watch_writes;        /* inner gets --watch-writes (write denials reported) */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
     const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
@@ -180,7 +181,8 @@ struct sb_seccomp_opts {
     int allow_local_binding; /* network.allowLocalBinding: else bind/listen EPERM */
     int allow_user_namespaces; /* allowNestedUserNamespaces: no CLONE_NEWUSER rules */
     int transparent;           /* network.transparent: connect() -> SCMP_ACT_NOTIFY */
-    int *notify_fd;            /* transparent: receives the listener descriptor */
+    int watch_writes;          /* write-intent syscalls -> SCMP_ACT_NOTIFY (fswatch.c) */
+    int *notify_fd;            /* transparent or watch_writes: receives the listener */
 };
 
 /* Builds and loads the filter into the calling thread (no_new_privs must be

@@ -49,6 +49,12 @@
  *                           (transparent.c). The filter is then loaded with
  *                           seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
+ *   open/openat with a write flag, creat, openat2, mkdir, mknod, unlink,
+ *   rmdir, rename, link, symlink, truncate, chmod, chown, utime families
+ *                           when the run reports write denials (not
+ *                           --quiet): SCMP_ACT_NOTIFY, answered by the host
+ *                           with CONTINUE after a look (fswatch.c); the
+ *                           same listener as transparent mode's.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
@@ -77,6 +83,7 @@
  * when it loads it) and is inherited by everything the command starts. */
 #define _GNU_SOURCE /* syscall(), memfd_create number */
 #include "sandbox/sandbox.h"
+#include "sandbox/fswatch.h"
 
 #include <errno.h>
 #include <linux/filter.h>
@@ -156,6 +163,14 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
          * resolves the name to nothing and adds no rule. */
         rc = add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall", 1,
                       SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_SOCKET, 0), err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+
+    if (o->watch_writes) {
+        /* write-intent syscalls -> the host, which reports the refused ones
+         * (fswatch.c) and lets each run */
+        rc = sb_fswatch_rules(ctx, err, errlen);
         if (rc < 0)
             return rc;
     }
@@ -288,8 +303,8 @@ static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts 
     free(buf);
     if (rc < 0)
         return fail(err, errlen,
-                    "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER) (transparent mode needs seccomp "
-                    "user notification, Linux 5.0+)",
+                    "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER) (transparent mode and the "
+                    "write report need seccomp user notification, Linux 5.0+)",
                     rc);
     if (o->notify_fd != NULL)
         *o->notify_fd = (int)fd;
@@ -334,11 +349,11 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     if (rc < 0)
         goto out;
 
-    if (o->transparent)
+    if (o->transparent || o->watch_writes)
         rc = load_with_listener(ctx, o, err, errlen);
     else
         rc = seccomp_load(ctx);
-    if (rc < 0 && !o->transparent)
+    if (rc < 0 && !o->transparent && !o->watch_writes)
         rc = fail(err, errlen, "seccomp_load", rc);
 out:
     seccomp_release(ctx);

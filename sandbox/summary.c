@@ -1,5 +1,5 @@
 /* sandbox/summary.c - what `sluice run` reports about the sandbox's
- * connections: the connection log (--log FILE, proxy/log.c's records), the summary of blocked
+ * connections and refused writes: the connection log (--log FILE, proxy/log.c's records), the summary of blocked
  * connections after the run (filtered by ignoreViolations, off with
  * --quiet), and the -d / SRT_DEBUG lines. */
 #include "sandbox/launch-int.h"
@@ -10,6 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Adds WHAT (REASON) to a summary list, or counts it again. */
+static void note(struct blocked *list, size_t *n, unsigned *total, unsigned *dropped,
+                 const char *what, const char *reason)
+{
+    (*total)++;
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(list[i].what, what) == 0 && strcmp(list[i].reason, reason) == 0) {
+            list[i].count++;
+            return;
+        }
+    }
+    if (*n == RUN_MAX_BLOCKED) {
+        (*dropped)++;
+        return;
+    }
+    list[*n].what = strdup(what);
+    list[*n].reason = strdup(reason);
+    if (list[*n].what == NULL || list[*n].reason == NULL) {
+        free(list[*n].what);
+        free(list[*n].reason);
+        (*dropped)++;
+        return;
+    }
+    list[*n].count = 1;
+    (*n)++;
+}
+
 static void note_blocked(struct run *run, const struct connlog *r)
 {
     char what[300];
@@ -19,27 +46,14 @@ static void note_blocked(struct run *run, const struct connlog *r)
         snprintf(what, sizeof(what), "%s (dns)", r->host != NULL ? r->host : "?");
     else
         snprintf(what, sizeof(what), "%s:%u", r->host != NULL ? r->host : "?", (unsigned)r->port);
-    run->blocked_total++;
-    for (size_t i = 0; i < run->nblocked; i++) {
-        if (strcmp(run->blocked[i].what, what) == 0 && strcmp(run->blocked[i].reason, reason) == 0) {
-            run->blocked[i].count++;
-            return;
-        }
-    }
-    if (run->nblocked == RUN_MAX_BLOCKED) {
-        run->blocked_dropped++;
-        return;
-    }
-    run->blocked[run->nblocked].what = strdup(what);
-    run->blocked[run->nblocked].reason = strdup(reason);
-    if (run->blocked[run->nblocked].what == NULL || run->blocked[run->nblocked].reason == NULL) {
-        free(run->blocked[run->nblocked].what);
-        free(run->blocked[run->nblocked].reason);
-        run->blocked_dropped++;
-        return;
-    }
-    run->blocked[run->nblocked].count = 1;
-    run->nblocked++;
+    note(run->blocked, &run->nblocked, &run->blocked_total, &run->blocked_dropped, what, reason);
+}
+
+void run_note_write(struct run *run, const char *path, const char *reason, const char *call)
+{
+    run_debug(run, "write refused: %s (%s): %s", path, reason, call);
+    note(run->wblocked, &run->nwblocked, &run->wblocked_total, &run->wblocked_dropped, path,
+         reason);
 }
 
 void run_note_decision(struct run *run, const struct connlog *r)
@@ -54,6 +68,42 @@ void run_note_decision(struct run *run, const struct connlog *r)
                   r->reason != NULL ? r->reason : "");
     if (run->log_on)
         proxy_log_record(&run->log, r);
+}
+
+/* The path as the summary shows it: $HOME as "~". */
+static const char *shown_path(const char *path, char *buf, size_t len)
+{
+    const char *home = getenv("HOME");
+    size_t hl = home != NULL ? strlen(home) : 0;
+
+    if (hl > 1 && strncmp(path, home, hl) == 0 && (path[hl] == '/' || path[hl] == '\0')) {
+        snprintf(buf, len, "~%s", path + hl);
+        return buf;
+    }
+    return path;
+}
+
+/* ignoreViolations for a refused write: a pattern hides it when it is "*",
+ * a substring of the path, or an fnmatch(3) glob matching the path (also
+ * in its "~/..." form). */
+static int ignored_write(const struct run *run, const struct blocked *b)
+{
+    const struct settings_map *m = &run->settings->ignore_violations;
+    char buf[RUN_PATH_MAX + 2];
+    const char *tilde = shown_path(b->what, buf, sizeof(buf));
+
+    for (size_t i = 0; i < m->n; i++) {
+        const struct settings_pair *p = &m->pairs[i];
+        if (strcmp(p->key, "*") != 0 && (run->cmdline == NULL || strstr(run->cmdline, p->key) == NULL))
+            continue;
+        for (size_t j = 0; j < p->list.n; j++) {
+            const char *pat = p->list.items[j].value;
+            if (strcmp(pat, "*") == 0 || strstr(b->what, pat) != NULL ||
+                fnmatch(pat, b->what, 0) == 0 || fnmatch(pat, tilde, 0) == 0)
+                return 1;
+        }
+    }
+    return 0;
 }
 
 /* ignoreViolations: {"*": [patterns], "command substring": [patterns]}. A
@@ -83,12 +133,12 @@ static int ignored(const struct run *run, const struct blocked *b)
     return 0;
 }
 
-void run_print_summary(struct run *run)
+static void print_connections(struct run *run)
 {
     unsigned shown = 0;
     int first = 1;
 
-    if (run->o->quiet || run->blocked_total == 0)
+    if (run->blocked_total == 0)
         return;
     for (size_t i = 0; i < run->nblocked; i++)
         if (!ignored(run, &run->blocked[i]))
@@ -113,6 +163,47 @@ void run_print_summary(struct run *run)
     fputc('\n', stderr);
 }
 
+/* "sluice: blocked 3 writes: /etc/passwd (read-only) ×2, ~/.bashrc
+ * (protected)": the writes the sandbox refused (sandbox/fswatch.c), one
+ * entry per path and reason in the order first met. */
+static void print_writes(struct run *run)
+{
+    char buf[RUN_PATH_MAX + 2];
+    unsigned shown = 0;
+    int first = 1;
+
+    if (run->wblocked_total == 0)
+        return;
+    for (size_t i = 0; i < run->nwblocked; i++)
+        if (!ignored_write(run, &run->wblocked[i]))
+            shown += run->wblocked[i].count;
+    shown += run->wblocked_dropped;
+    if (shown == 0)
+        return;
+    fprintf(stderr, "sluice: blocked %u write%s: ", shown, shown == 1 ? "" : "s");
+    for (size_t i = 0; i < run->nwblocked; i++) {
+        const struct blocked *b = &run->wblocked[i];
+        if (ignored_write(run, b))
+            continue;
+        fprintf(stderr, "%s%s (%s)", first ? "" : ", ", shown_path(b->what, buf, sizeof(buf)),
+                b->reason);
+        if (b->count > 1)
+            fprintf(stderr, " \u00d7%u", b->count);
+        first = 0;
+    }
+    if (run->wblocked_dropped > 0)
+        fprintf(stderr, "%s%u more", first ? "" : ", ", run->wblocked_dropped);
+    fputc('\n', stderr);
+}
+
+void run_print_summary(struct run *run)
+{
+    if (run->o->quiet)
+        return;
+    print_connections(run);
+    print_writes(run);
+}
+
 void run_summary_free(struct run *run)
 {
     for (size_t i = 0; i < run->nblocked; i++) {
@@ -120,6 +211,11 @@ void run_summary_free(struct run *run)
         free(run->blocked[i].reason);
     }
     run->nblocked = 0;
+    for (size_t i = 0; i < run->nwblocked; i++) {
+        free(run->wblocked[i].what);
+        free(run->wblocked[i].reason);
+    }
+    run->nwblocked = 0;
 }
 
 void run_debug(const struct run *run, const char *fmt, ...)

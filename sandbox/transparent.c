@@ -190,6 +190,8 @@ struct tp {
     void *log_ctx;
     uint64_t *next_id;
     int notify_fd;
+    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n); /* tp_opts.other */
+    void *other_ctx;
     int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
     int optdef[2][N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
     int self_pid;
@@ -1125,6 +1127,8 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     uint16_t port = 0;
     int orig, domain;
 
+    if (t->other != NULL && t->other(t->other_ctx, t->notify_fd, n))
+        return; /* a write, for the report (fswatch.c) */
     if (read_call(t, n, &c) < 0)
         return;
     orig = take_socket(t, n, c.fd, &domain);
@@ -1249,6 +1253,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->log_ctx = o->log_ctx;
     t->next_id = o->next_id;
     t->notify_fd = o->notify_fd;
+    t->other = o->other;
+    t->other_ctx = o->other_ctx;
     t->pid = o->cmd_pid;
     t->diag_fd = o->diag_fd;
     t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;

@@ -35,6 +35,7 @@ void tp_names_free(struct tp_names *n);
  * `sluice check --transparent` prints too. */
 
 struct tp;
+struct seccomp_notif;
 
 /* The answer to one DNS query (UDP payload, or a TCP message without its
  * length); 0 to drop it. cap >= 512. Exposed for tests and fuzzing. */
@@ -54,6 +55,11 @@ struct tp_opts {
     void *log_ctx;
     uint64_t *next_id;  /* connection ids, shared with the proxies */
     size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
+    /* Notifications of other syscalls on the same listener (the write
+     * report, fswatch.c): 1 when it answered N, 0 to leave it to
+     * transparent mode. NULL: none. */
+    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n);
+    void *other_ctx;
 };
 
 /* NULL, or the piece of the kernel transparent mode needs and lacks. */

@@ -1,0 +1,576 @@
+/* sandbox/fswatch.c - write denials for the run summary (issue 15).
+ *
+ * The reference reports the writes its sandbox refused; sluice does it with
+ * seccomp user notification. inner's filter sends the syscalls that mean to
+ * write (an open with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC -- the flags are
+ * compared in the filter, so a read-only open never leaves the kernel --,
+ * creat, openat2, mkdir, mknod, unlink, rmdir, rename, link, symlink,
+ * truncate, chmod, chown and utime families) to the host; for each one the
+ * host:
+ *   1. reads the path(s) from /proc/PID/mem, then checks the notification is
+ *      still valid (SECCOMP_IOCTL_NOTIF_ID_VALID: PID is still the caller);
+ *   2. makes the path absolute in the sandbox's view (the caller's cwd or
+ *      dirfd through /proc/PID/cwd, /proc/PID/fd/N) and looks it up below
+ *      the caller's root (/proc/PID/root, openat2 RESOLVE_IN_ROOT, so the
+ *      sandbox's symlinks resolve as they do for the caller);
+ *   3. decides whether the sandbox refuses the write: the target (or, when
+ *      it does not exist yet, its parent directory) is on a read-only mount
+ *      (fstatvfs ST_RDONLY). That is how bwrap enforces the filesystem
+ *      policy (the read-only root, denyWrite, protected files, the
+ *      read-only empty directories over absent protected paths);
+ *   4. reports it if so, and always answers SECCOMP_USER_NOTIF_FLAG_CONTINUE:
+ *      the kernel then runs the call as if there were no notification.
+ *
+ * CONTINUE is safe here (seccomp_unotify(2) warns against it for decisions)
+ * because nothing is decided: enforcement stays with the mounts, and the
+ * notification only reports. A caller that changes its memory or its
+ * mounts between our look and the kernel's run of the call (TOCTOU) can only
+ * make the report wrong, never widen what it may write.
+ *
+ * Not seen: writes through descriptors already open (write(2), ftruncate,
+ * fchmod: the open was seen), and a write the kernel refuses for another
+ * reason (permissions, a full disk) is not a sandbox denial and is not
+ * reported. */
+#define _GNU_SOURCE
+#include "sandbox/fswatch.h"
+
+#include "common/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define FSW_PATH_MAX 4096
+
+/* What a syscall does to its path. */
+enum fsw_kind {
+    K_OPEN,    /* open*: flags decide; an existing device or FIFO is fine */
+    K_CREATE,  /* makes a new entry (EEXIST when there is one) */
+    K_REPLACE, /* rename's destination: made or replaced */
+    K_CHANGE,  /* changes an existing file (follows a final symlink) */
+    K_REMOVE,  /* removes an entry (the link itself) */
+};
+
+struct fsw_call {
+    const char *name;
+    signed char dfd, path;  /* argument indexes; dfd -1: the cwd */
+    signed char dfd2, path2; /* a second path (rename), path2 -1: none */
+    signed char flags;       /* open: the flags argument; -2 openat2's how */
+    unsigned char kind, kind2;
+};
+
+/* The syscalls notified. libseccomp resolves each name per ABI and skips a
+ * name the ABI does not have (open on aarch64, chown32 outside i386/arm). */
+static const struct fsw_call calls[] = {
+    {"open", -1, 0, -1, -1, 1, K_OPEN, 0},
+    {"openat", 0, 1, -1, -1, 2, K_OPEN, 0},
+    {"openat2", 0, 1, -1, -1, -2, K_OPEN, 0},
+    {"creat", -1, 0, -1, -1, -1, K_CREATE, 0},
+    {"mkdir", -1, 0, -1, -1, -1, K_CREATE, 0},
+    {"mkdirat", 0, 1, -1, -1, -1, K_CREATE, 0},
+    {"mknod", -1, 0, -1, -1, -1, K_CREATE, 0},
+    {"mknodat", 0, 1, -1, -1, -1, K_CREATE, 0},
+    {"symlink", -1, 1, -1, -1, -1, K_CREATE, 0},
+    {"symlinkat", 1, 2, -1, -1, -1, K_CREATE, 0},
+    {"link", -1, 1, -1, -1, -1, K_CREATE, 0},
+    {"linkat", 2, 3, -1, -1, -1, K_CREATE, 0},
+    {"unlink", -1, 0, -1, -1, -1, K_REMOVE, 0},
+    {"unlinkat", 0, 1, -1, -1, -1, K_REMOVE, 0},
+    {"rmdir", -1, 0, -1, -1, -1, K_REMOVE, 0},
+    {"rename", -1, 0, -1, 1, -1, K_REMOVE, K_REPLACE},
+    {"renameat", 0, 1, 2, 3, -1, K_REMOVE, K_REPLACE},
+    {"renameat2", 0, 1, 2, 3, -1, K_REMOVE, K_REPLACE},
+    {"truncate", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"truncate64", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"chmod", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"fchmodat", 0, 1, -1, -1, -1, K_CHANGE, 0},
+    {"chown", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"lchown", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"chown32", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"lchown32", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"fchownat", 0, 1, -1, -1, -1, K_CHANGE, 0},
+    {"utime", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"utimes", -1, 0, -1, -1, -1, K_CHANGE, 0},
+    {"futimesat", 0, 1, -1, -1, -1, K_CHANGE, 0},
+    {"utimensat", 0, 1, -1, -1, -1, K_CHANGE, 0},
+};
+
+#define NCALLS (sizeof(calls) / sizeof(calls[0]))
+
+/* The open flags that mean a write; the same values on every ABI here. */
+static const unsigned write_flags[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC};
+
+int sb_fswatch_rules(void *ctxp, char *err, size_t errlen)
+{
+    scmp_filter_ctx ctx = ctxp;
+
+    for (size_t i = 0; i < NCALLS; i++) {
+        const struct fsw_call *c = &calls[i];
+        int nr = seccomp_syscall_resolve_name(c->name);
+        int rc = 0;
+
+        if (nr == __NR_SCMP_ERROR)
+            continue; /* not on this architecture at all */
+        if (c->flags >= 0) {
+            for (size_t j = 0; j < sizeof(write_flags) / sizeof(write_flags[0]) && rc == 0; j++) {
+                struct scmp_arg_cmp cmp = {(unsigned)c->flags, SCMP_CMP_MASKED_EQ,
+                                           write_flags[j], write_flags[j]};
+                rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, 1, &cmp);
+            }
+        } else {
+            rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
+        }
+        if (rc < 0) {
+            if (err != NULL && errlen > 0)
+                snprintf(err, errlen, "seccomp: seccomp_rule_add(%s, notify) failed: rc %d (%s)",
+                         c->name, rc, strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The host's side                                                           */
+
+/* The calls[] entry of (arch, nr); a small cache in front of libseccomp's
+ * table walk. NULL: not a write syscall. */
+static const struct fsw_call *call_of(uint32_t arch, int nr)
+{
+    static struct {
+        uint32_t arch;
+        int nr;
+        int idx; /* calls[] index + 1, or 0 none; slot unused when arch == 0 */
+    } cache[128];
+    size_t slot = ((size_t)arch * 31u + (size_t)(unsigned)nr) % 128u;
+    const struct fsw_call *found = NULL;
+    char *name;
+
+    if (cache[slot].arch == arch && cache[slot].nr == nr)
+        return cache[slot].idx > 0 ? &calls[cache[slot].idx - 1] : NULL;
+    name = seccomp_syscall_resolve_num_arch(arch, nr);
+    cache[slot].arch = arch;
+    cache[slot].nr = nr;
+    cache[slot].idx = 0;
+    for (size_t i = 0; name != NULL && i < NCALLS; i++) {
+        if (strcmp(name, calls[i].name) == 0) {
+            found = &calls[i];
+            cache[slot].idx = (int)i + 1;
+            break;
+        }
+    }
+    free(name);
+    return found;
+}
+
+/* A NUL-terminated string at ADDR in the caller (page by page, so a string
+ * near the end of a mapping reads). 0, or -1. */
+static int read_str(int memfd, uint64_t addr, char *buf, size_t cap)
+{
+    size_t got = 0;
+    const size_t page = 4096;
+
+    while (got < cap) {
+        size_t want = page - (size_t)((addr + got) % page);
+        ssize_t n;
+
+        if (want > cap - got)
+            want = cap - got;
+        n = pread(memfd, buf + got, want, (off_t)(addr + got));
+        if (n <= 0)
+            return -1;
+        if (memchr(buf + got, '\0', (size_t)n) != NULL)
+            return 0;
+        got += (size_t)n;
+    }
+    return -1; /* longer than PATH_MAX: the kernel refuses it (ENAMETOOLONG) */
+}
+
+/* Lexically tidies an absolute path in place: no "//", "." or "..". */
+static void tidy(char *p)
+{
+    size_t len = strlen(p);
+    char *buf = malloc(len + 2);
+    size_t out = 0;
+    const char *in = p;
+
+    if (buf == NULL)
+        return;
+    while (*in != '\0') {
+        const char *seg;
+        size_t sl;
+
+        while (*in == '/')
+            in++;
+        seg = in;
+        while (*in != '\0' && *in != '/')
+            in++;
+        sl = (size_t)(in - seg);
+        if (sl == 0 || (sl == 1 && seg[0] == '.'))
+            continue;
+        if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (out > 0 && buf[out - 1] != '/')
+                out--;
+            if (out > 0)
+                out--; /* the '/' before the dropped segment */
+            continue;
+        }
+        buf[out++] = '/';
+        memcpy(buf + out, seg, sl);
+        out += sl;
+    }
+    if (out == 0)
+        buf[out++] = '/';
+    buf[out] = '\0';
+    memcpy(p, buf, out + 1); /* never longer than the input */
+    free(buf);
+}
+
+/* The absolute path (sandbox's view) of PATH relative to DFD of PID. 0, or
+ * -1 when it cannot be known (a dirfd that is not a directory). */
+static int absolute(int pid, long dfd, const char *path, char *out, size_t cap)
+{
+    char link[64], base[FSW_PATH_MAX];
+    ssize_t n;
+
+    if (path[0] == '/') {
+        if (strlen(path) >= cap)
+            return -1;
+        memcpy(out, path, strlen(path) + 1);
+        return 0;
+    }
+    if (dfd == AT_FDCWD || dfd == -1)
+        snprintf(link, sizeof(link), "/proc/%d/cwd", pid);
+    else
+        snprintf(link, sizeof(link), "/proc/%d/fd/%ld", pid, dfd);
+    n = readlink(link, base, sizeof(base) - 1);
+    if (n <= 0)
+        return -1;
+    base[n] = '\0';
+    if (base[0] != '/')
+        return -1; /* pipe:[...], anon_inode:... */
+    if ((size_t)snprintf(out, cap, "%s%s%s", base, path[0] != '\0' ? "/" : "", path) >= cap)
+        return -1;
+    return 0;
+}
+
+static int lookup(int rootfd, const char *abs, int follow)
+{
+    struct open_how how;
+
+    memset(&how, 0, sizeof(how));
+    how.flags = (uint64_t)(O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    how.resolve = RESOLVE_IN_ROOT;
+    return (int)syscall(SYS_openat2, rootfd, abs, &how, sizeof(how));
+}
+
+static int on_ro_mount(int fd)
+{
+    struct statvfs sv;
+
+    return fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
+}
+
+/* Would the sandbox refuse this write to ABS? */
+static int refused(int rootfd, const char *abs, enum fsw_kind kind, uint64_t oflags)
+{
+    int follow = kind == K_OPEN || kind == K_CHANGE;
+    int fd = lookup(rootfd, abs, follow);
+    char parent[FSW_PATH_MAX];
+    char *slash;
+    int ro;
+
+    if (fd >= 0) {
+        struct stat st;
+        int special = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+                      !S_ISLNK(st.st_mode);
+
+        ro = on_ro_mount(fd);
+        close(fd);
+        if (kind == K_CREATE)
+            return 0; /* EEXIST, whatever the mount */
+        if (kind == K_OPEN) {
+            /* O_CREAT alone opens an existing file read-only; a device,
+             * FIFO or socket opens for writing on a read-only mount */
+            if ((oflags & (O_WRONLY | O_RDWR | O_TRUNC)) == 0 || special)
+                return 0;
+        }
+        return ro;
+    }
+    if (errno != ENOENT || kind == K_CHANGE || kind == K_REMOVE ||
+        (kind == K_OPEN && (oflags & O_CREAT) == 0))
+        return 0; /* the call fails on its own */
+    if (strlen(abs) >= sizeof(parent))
+        return 0;
+    memcpy(parent, abs, strlen(abs) + 1);
+    slash = strrchr(parent, '/');
+    if (slash == NULL)
+        return 0;
+    if (slash == parent)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    fd = lookup(rootfd, parent, 1);
+    if (fd < 0)
+        return 0;
+    ro = on_ro_mount(fd);
+    close(fd);
+    return ro;
+}
+
+static void respond_continue(int notify_fd, uint64_t id)
+{
+    struct seccomp_notif_resp resp;
+
+    memset(&resp, 0, sizeof(resp));
+    resp.id = id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    /* ENOENT: the caller is gone (a signal, or it was killed) */
+    (void)ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/* One path of the call: read, made absolute, judged, reported. */
+struct one {
+    long dfd;
+    uint64_t addr;
+    enum fsw_kind kind;
+    char path[FSW_PATH_MAX];
+    int have;
+};
+
+static void inspect(int notify_fd, const struct seccomp_notif *n, const struct fsw_call *c,
+                    fsw_report_fn report, void *ctx)
+{
+    struct one p[2];
+    char memname[64], rootname[64], abs[FSW_PATH_MAX * 2];
+    uint64_t oflags = 0;
+    int memfd, rootfd;
+
+    snprintf(memname, sizeof(memname), "/proc/%u/mem", (unsigned)n->pid);
+    memfd = open(memname, O_RDONLY | O_CLOEXEC);
+    if (memfd < 0)
+        return;
+    memset(p, 0, sizeof(p));
+    for (int i = 0; i < 2; i++) {
+        int di = i == 0 ? c->dfd : c->dfd2, pi = i == 0 ? c->path : c->path2;
+        if (pi < 0)
+            continue;
+        p[i].dfd = di < 0 ? AT_FDCWD : (long)(int)n->data.args[di];
+        p[i].kind = (enum fsw_kind)(i == 0 ? c->kind : c->kind2);
+        p[i].addr = n->data.args[pi];
+        if (p[i].addr == 0) /* utimensat(fd, NULL, ...): the descriptor itself */
+            p[i].have = 1;
+        else
+            p[i].have = read_str(memfd, p[i].addr, p[i].path, sizeof(p[i].path)) == 0;
+    }
+    if (c->flags >= 0) {
+        oflags = n->data.args[c->flags];
+    } else if (c->flags == -2) { /* openat2: struct open_how, flags first */
+        uint64_t f;
+        if (pread(memfd, &f, sizeof(f), (off_t)n->data.args[2]) == (ssize_t)sizeof(f))
+            oflags = f;
+    } else if (c->kind == K_OPEN) {
+        oflags = O_CREAT | O_WRONLY | O_TRUNC;
+    }
+    close(memfd);
+    /* what we read is what the caller passed only if it is still waiting */
+    if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0)
+        return;
+    if (c->flags == -2 && (oflags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) == 0)
+        return;
+    snprintf(rootname, sizeof(rootname), "/proc/%u/root", (unsigned)n->pid);
+    rootfd = open(rootname, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return;
+    for (int i = 0; i < 2; i++) {
+        if (!p[i].have || absolute((int)n->pid, p[i].dfd, p[i].path, abs, sizeof(abs)) < 0)
+            continue;
+        if (refused(rootfd, abs, p[i].kind, oflags)) {
+            tidy(abs);
+            report(ctx, abs, c->name);
+            break; /* one report per call */
+        }
+    }
+    close(rootfd);
+}
+
+int fsw_handle(int notify_fd, const struct seccomp_notif *n, fsw_report_fn report, void *ctx)
+{
+    const struct fsw_call *c = call_of(n->data.arch, n->data.nr);
+
+    if (c == NULL)
+        return 0;
+    inspect(notify_fd, n, c, report, ctx);
+    respond_continue(notify_fd, n->id);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int is_protected(const char *dest)
+{
+    const char *const *names = sb_protect_names();
+    size_t dl = strlen(dest);
+
+    for (size_t i = 0; names[i] != NULL; i++) {
+        size_t nl = strlen(names[i]);
+        if (nl > 0 && names[i][nl - 1] == '/')
+            nl--;
+        /* DEST ends with "/NAME" */
+        if (dl > nl && dest[dl - nl - 1] == '/' && strncmp(dest + dl - nl, names[i], nl) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int covers(const char *dest, const char *path)
+{
+    size_t dl = strlen(dest);
+
+    if (strcmp(dest, "/") == 0)
+        return 1;
+    return strncmp(dest, path, dl) == 0 && (path[dl] == '\0' || path[dl] == '/');
+}
+
+const char *fsw_reason(const struct sb_strv *argv, const char *path)
+{
+    const char *dest = NULL;
+
+    for (size_t i = 0; argv != NULL && i < argv->n && argv->v[i] != NULL; i++) {
+        const char *a = argv->v[i];
+        const char *d = NULL;
+
+        if (strcmp(a, "--") == 0)
+            break;
+        if ((strcmp(a, "--ro-bind") == 0 || strcmp(a, "--ro-bind-try") == 0 ||
+             strcmp(a, "--bind") == 0 || strcmp(a, "--bind-try") == 0 ||
+             strcmp(a, "--dev-bind") == 0) &&
+            i + 2 < argv->n) {
+            d = argv->v[i + 2];
+            i += 2;
+        } else if ((strcmp(a, "--tmpfs") == 0 || strcmp(a, "--dev") == 0 ||
+                    strcmp(a, "--proc") == 0 || strcmp(a, "--remount-ro") == 0) &&
+                   i + 1 < argv->n) {
+            d = argv->v[i + 1];
+            i += 1;
+        }
+        if (d != NULL && covers(d, path))
+            dest = d;
+    }
+    if (dest == NULL || strcmp(dest, "/") == 0 || strncmp(dest, "/proc", 5) == 0 ||
+        strncmp(dest, "/sys", 4) == 0)
+        return "read-only";
+    if (is_protected(dest))
+        return "protected";
+    return "denyWrite";
+}
+
+const char *fsw_preflight(void)
+{
+    struct utsname u;
+    unsigned maj = 0, min = 0;
+
+    if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &maj, &min) == 2 &&
+        (maj < 5 || (maj == 5 && min < 6)))
+        return "seccomp user notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE and openat2 "
+               "(Linux 5.6+)";
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Serving the listener alone                                                */
+
+struct fsw {
+    uv_poll_t poll;
+    int notify_fd;
+    fsw_report_fn report;
+    void *ctx;
+    struct seccomp_notif *notif;
+    struct seccomp_notif_resp *resp;
+};
+
+static void on_notify(uv_poll_t *p, int status, int events)
+{
+    struct fsw *w = container_of(p, struct fsw, poll);
+
+    if (status < 0 || (events & UV_READABLE) == 0)
+        return;
+    for (int i = 0; i < 64; i++) {
+        struct pollfd pf = {.fd = w->notify_fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) != 1)
+            return;
+        if ((pf.revents & POLLIN) == 0) {
+            /* POLLHUP: no task is left under the filter */
+            if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
+                (void)uv_poll_stop(p);
+            return;
+        }
+        memset(w->notif, 0, sizeof(*w->notif));
+        if (seccomp_notify_receive(w->notify_fd, w->notif) < 0)
+            return; /* ENOENT: the caller went away before we read it */
+        if (!fsw_handle(w->notify_fd, w->notif, w->report, w->ctx))
+            respond_continue(w->notify_fd, w->notif->id); /* nothing else is notified */
+    }
+}
+
+int fsw_start(struct fsw **out, uv_loop_t *loop, int notify_fd, fsw_report_fn report, void *ctx,
+              char *err, size_t errlen)
+{
+    struct fsw *w = calloc(1, sizeof(*w));
+    int rc;
+
+    *out = NULL;
+    if (w == NULL || seccomp_notify_alloc(&w->notif, &w->resp) < 0) {
+        free(w);
+        close(notify_fd);
+        snprintf(err, errlen, "the write watch: out of memory");
+        return -ENOMEM;
+    }
+    w->notify_fd = notify_fd;
+    w->report = report;
+    w->ctx = ctx;
+    rc = uv_poll_init(loop, &w->poll, notify_fd);
+    if (rc < 0) {
+        seccomp_notify_free(w->notif, w->resp);
+        free(w);
+        close(notify_fd);
+        snprintf(err, errlen, "the write watch: uv_poll_init: %s", uv_strerror(rc));
+        return rc;
+    }
+    w->poll.data = w;
+    *out = w;
+    rc = uv_poll_start(&w->poll, UV_READABLE, on_notify);
+    if (rc < 0) {
+        snprintf(err, errlen, "the write watch: uv_poll_start: %s", uv_strerror(rc));
+        return rc;
+    }
+    return 0;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct fsw *w = h->data;
+
+    close(w->notify_fd);
+    seccomp_notify_free(w->notif, w->resp);
+    free(w);
+}
+
+void fsw_close(struct fsw *w)
+{
+    if (w == NULL)
+        return;
+    uv_close((uv_handle_t *)&w->poll, on_closed);
+}
