@@ -350,19 +350,45 @@ struct one {
     int have;
 };
 
-static void inspect(int notify_fd, const struct seccomp_notif *n, const struct fsw_call *c,
-                    fsw_report_fn report, void *ctx)
-{
-    struct one p[2];
-    char memname[64], rootname[64], abs[FSW_PATH_MAX * 2];
-    uint64_t oflags = 0;
-    int memfd, rootfd;
+/* /proc/PID/mem of the last caller, kept open: a write-heavy command (tar,
+ * git) makes its calls from one process. The descriptor stays tied to the
+ * memory it was opened on, so after an exec, or when the pid is reused, it
+ * reads nothing, and mem_of is asked again with FRESH set. */
+static struct {
+    unsigned pid;
+    int fd;
+} memcache = {0, -1};
 
-    snprintf(memname, sizeof(memname), "/proc/%u/mem", (unsigned)n->pid);
-    memfd = open(memname, O_RDONLY | O_CLOEXEC);
-    if (memfd < 0)
-        return;
-    memset(p, 0, sizeof(p));
+static int mem_of(unsigned pid, int fresh)
+{
+    char name[64];
+
+    if (!fresh && memcache.fd >= 0 && memcache.pid == pid)
+        return memcache.fd;
+    if (memcache.fd >= 0)
+        close(memcache.fd);
+    snprintf(name, sizeof(name), "/proc/%u/mem", pid);
+    memcache.fd = open(name, O_RDONLY | O_CLOEXEC);
+    memcache.pid = pid;
+    return memcache.fd;
+}
+
+static void mem_forget(void)
+{
+    if (memcache.fd >= 0)
+        close(memcache.fd);
+    memcache.fd = -1;
+    memcache.pid = 0;
+}
+
+/* Reads the call's paths (and openat2's flags) from the caller's memory.
+ * 0, or -1 when its memory cannot be read. */
+static int read_args(int memfd, const struct seccomp_notif *n, const struct fsw_call *c,
+                     struct one *p, uint64_t *oflags)
+{
+    int any = 0;
+
+    memset(p, 0, 2 * sizeof(*p));
     for (int i = 0; i < 2; i++) {
         int di = i == 0 ? c->dfd : c->dfd2, pi = i == 0 ? c->path : c->path2;
         if (pi < 0)
@@ -374,17 +400,38 @@ static void inspect(int notify_fd, const struct seccomp_notif *n, const struct f
             p[i].have = 1;
         else
             p[i].have = read_str(memfd, p[i].addr, p[i].path, sizeof(p[i].path)) == 0;
+        any |= p[i].have;
     }
+    *oflags = 0;
     if (c->flags >= 0) {
-        oflags = n->data.args[c->flags];
+        *oflags = n->data.args[c->flags];
     } else if (c->flags == -2) { /* openat2: struct open_how, flags first */
         uint64_t f;
-        if (pread(memfd, &f, sizeof(f), (off_t)n->data.args[2]) == (ssize_t)sizeof(f))
-            oflags = f;
+        if (pread(memfd, &f, sizeof(f), (off_t)n->data.args[2]) != (ssize_t)sizeof(f))
+            return -1;
+        *oflags = f;
     } else if (c->kind == K_OPEN) {
-        oflags = O_CREAT | O_WRONLY | O_TRUNC;
+        *oflags = O_CREAT | O_WRONLY | O_TRUNC;
     }
-    close(memfd);
+    return any ? 0 : -1;
+}
+
+static void inspect(int notify_fd, const struct seccomp_notif *n, const struct fsw_call *c,
+                    fsw_report_fn report, void *ctx)
+{
+    struct one p[2];
+    char rootname[64], abs[FSW_PATH_MAX * 2];
+    uint64_t oflags = 0;
+    int memfd, rootfd;
+
+    memfd = mem_of(n->pid, 0);
+    if (memfd < 0 || read_args(memfd, n, c, p, &oflags) < 0) {
+        memfd = mem_of(n->pid, 1); /* an exec, or a new process with that pid */
+        if (memfd < 0 || read_args(memfd, n, c, p, &oflags) < 0) {
+            mem_forget();
+            return;
+        }
+    }
     /* what we read is what the caller passed only if it is still waiting */
     if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0)
         return;
@@ -570,6 +617,7 @@ static void on_closed(uv_handle_t *h)
 
 void fsw_close(struct fsw *w)
 {
+    mem_forget();
     if (w == NULL)
         return;
     uv_close((uv_handle_t *)&w->poll, on_closed);

@@ -408,6 +408,12 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags "
                      "are checked";
     }
+    lines[n++] = "open()/openat() with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC, creat(), openat2(), "
+                 "mkdir(), mknod(), unlink(), rmdir(), rename(), link(), symlink(), truncate(), "
+                 "chmod(), chown() and utime() families (and their *at forms) wait for sluice's "
+                 "look on the host, which lists the ones the sandbox refuses (a read-only "
+                 "mount) after the run and then lets each run unchanged (not with --quiet; "
+                 "read-only opens never leave the kernel)";
     lines[n++] = "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection "
                  "into the terminal)";
     lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
