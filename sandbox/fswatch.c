@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <seccomp.h>
@@ -46,10 +47,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define FSW_PATH_MAX 4096
@@ -494,10 +497,12 @@ static int covers(const char *dest, const char *path)
 const char *fsw_reason(const struct sb_strv *argv, const char *path)
 {
     const char *dest = NULL;
+    int ro = 1; /* the covering mount is read-only */
 
     for (size_t i = 0; argv != NULL && i < argv->n && argv->v[i] != NULL; i++) {
         const char *a = argv->v[i];
         const char *d = NULL;
+        int r = 0;
 
         if (strcmp(a, "--") == 0)
             break;
@@ -506,22 +511,71 @@ const char *fsw_reason(const struct sb_strv *argv, const char *path)
              strcmp(a, "--dev-bind") == 0) &&
             i + 2 < argv->n) {
             d = argv->v[i + 2];
+            r = strncmp(a, "--ro-", 5) == 0;
             i += 2;
         } else if ((strcmp(a, "--tmpfs") == 0 || strcmp(a, "--dev") == 0 ||
                     strcmp(a, "--proc") == 0 || strcmp(a, "--remount-ro") == 0) &&
                    i + 1 < argv->n) {
             d = argv->v[i + 1];
+            r = strcmp(a, "--remount-ro") == 0;
             i += 1;
         }
-        if (d != NULL && covers(d, path))
+        if (d != NULL && covers(d, path)) {
             dest = d;
+            ro = r;
+        }
     }
-    if (dest == NULL || strcmp(dest, "/") == 0 || strncmp(dest, "/proc", 5) == 0 ||
+    /* a writable mount covers it: refused by something below (a read-only
+     * mount of the host's, bwrap's /proc): call it read-only */
+    if (dest == NULL || !ro || strcmp(dest, "/") == 0 || strncmp(dest, "/proc", 5) == 0 ||
         strncmp(dest, "/sys", 4) == 0)
         return "read-only";
     if (is_protected(dest))
         return "protected";
     return "denyWrite";
+}
+
+/* Is sluice itself under a seccomp filter (Seccomp: 2 in /proc/self/status)? */
+static int under_filter(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    int mode = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Seccomp: %d", &mode) == 1)
+            break;
+    fclose(f);
+    return mode == 2;
+}
+
+/* The kernel allows one listener per filter chain (EBUSY for a second):
+ * when sluice runs under a filter that has one (a sandbox of its own kind
+ * around it), inner could not load its filter. A forked child tries. */
+static int listener_taken(void)
+{
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {1, &allow};
+    int status = 0;
+    pid_t pid;
+
+    if (!under_filter())
+        return 0;
+    pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        long fd;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0)
+            _exit(2);
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        _exit(fd < 0 && errno == EBUSY ? 1 : 0);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 }
 
 const char *fsw_preflight(void)
@@ -533,6 +587,9 @@ const char *fsw_preflight(void)
         (maj < 5 || (maj == 5 && min < 6)))
         return "seccomp user notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE and openat2 "
                "(Linux 5.6+)";
+    if (listener_taken())
+        return "a seccomp listener of its own (sluice runs under a filter that already has "
+               "one)";
     return NULL;
 }
 

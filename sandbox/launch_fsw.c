@@ -28,7 +28,7 @@ int run_fsw_prepare(struct run *run)
         return 0;
     why = fsw_preflight();
     if (why != NULL) {
-        run_debug(run, "no report of refused writes: the kernel lacks %s", why);
+        run_debug(run, "no report of refused writes: it needs %s", why);
         return 0;
     }
     run->watch_writes = 1;
