@@ -4,6 +4,8 @@
  * --quiet), and the -d / SRT_DEBUG lines. */
 #include "sandbox/launch-int.h"
 
+#include "common/common.h"
+
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,7 +53,11 @@ static void note_blocked(struct run *run, const struct connlog *r)
 
 void run_note_write(struct run *run, const char *path, const char *reason, const char *call)
 {
-    run_debug(run, "write refused: %s (%s): %s", path, reason, call);
+    if (run->o->debug) {
+        static char esc[RUN_PATH_MAX * 4 + 1];
+        run_debug(run, "write refused: %s (%s): %s", common_escape(path, esc, sizeof(esc)), reason,
+                  call);
+    }
     note(run->wblocked, &run->nwblocked, &run->wblocked_total, &run->wblocked_dropped, path,
          reason);
 }
@@ -168,6 +174,7 @@ static void print_connections(struct run *run)
  * entry per path and reason in the order first met. */
 static void print_writes(struct run *run)
 {
+    static char esc[RUN_PATH_MAX * 4 + 1];
     char buf[RUN_PATH_MAX + 2];
     unsigned shown = 0;
     int first = 1;
@@ -185,8 +192,9 @@ static void print_writes(struct run *run)
         const struct blocked *b = &run->wblocked[i];
         if (ignored_write(run, b))
             continue;
-        fprintf(stderr, "%s%s (%s)", first ? "" : ", ", shown_path(b->what, buf, sizeof(buf)),
-                b->reason);
+        /* the command chose the path: no control bytes reach the terminal */
+        fprintf(stderr, "%s%s (%s)", first ? "" : ", ",
+                common_escape(shown_path(b->what, buf, sizeof(buf)), esc, sizeof(esc)), b->reason);
         if (b->count > 1)
             fprintf(stderr, " \u00d7%u", b->count);
         first = 0;

@@ -56,6 +56,11 @@ JSON
     [ "$line" = "sluice: blocked 1 write: ~/.bashrc (protected)" ] &&
         ok "a path under \$HOME is shown as ~/..." || bad "home" "$out"
 
+    out=$(sr -- sh -c 'echo x > "/etc/a$(printf "\033")[31mb"' 2>&1)
+    line=$(wline "$out")
+    [ "$line" = 'sluice: blocked 1 write: /etc/a\x1b[31mb (read-only)' ] &&
+        ok "a control byte in the path is escaped (\\x1b)" || bad "escape" "$(printf '%q' "$out")"
+
     # --- not reported --------------------------------------------------------------------
     out=$(sr -- sh -c 'echo x > here.txt; mkdir -p sub/d; mv here.txt sub/d/; rm -r sub/d; echo t > /tmp/t;
                        cat /etc/passwd > /dev/null; echo n > /dev/null;
