@@ -598,6 +598,15 @@ const char *fsw_preflight(void)
         (maj < 5 || (maj == 5 && min < 6)))
         return "seccomp user notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE and openat2 "
                "(Linux 5.6+)";
+    {
+        /* libseccomp sizes its buffers with seccomp(SECCOMP_GET_NOTIF_SIZES)
+         * (Linux 5.0; missing under valgrind 3.19) */
+        struct seccomp_notif *n = NULL;
+        struct seccomp_notif_resp *r = NULL;
+        if (seccomp_notify_alloc(&n, &r) < 0)
+            return "seccomp(SECCOMP_GET_NOTIF_SIZES)";
+        seccomp_notify_free(n, r);
+    }
     if (listener_taken())
         return "a seccomp listener of its own (sluice runs under a filter that already has "
                "one)";
@@ -644,13 +653,16 @@ int fsw_start(struct fsw **out, uv_loop_t *loop, int notify_fd, fsw_report_fn re
               char *err, size_t errlen)
 {
     struct fsw *w = calloc(1, sizeof(*w));
-    int rc;
+    int rc = 0;
 
     *out = NULL;
-    if (w == NULL || seccomp_notify_alloc(&w->notif, &w->resp) < 0) {
+    if (w != NULL)
+        rc = seccomp_notify_alloc(&w->notif, &w->resp);
+    if (w == NULL || rc < 0) {
+        snprintf(err, errlen, "the write watch: %s",
+                 w == NULL ? "out of memory" : "seccomp_notify_alloc failed");
         free(w);
         close(notify_fd);
-        snprintf(err, errlen, "the write watch: out of memory");
         return -ENOMEM;
     }
     w->notify_fd = notify_fd;
