@@ -68,7 +68,7 @@ enum fsw_kind {
 
 struct fsw_call {
     const char *name;
-    signed char dfd, path;  /* argument indexes; dfd -1: the cwd */
+    signed char dfd, path;   /* argument indexes; dfd -1: the cwd */
     signed char dfd2, path2; /* a second path (rename), path2 -1: none */
     signed char flags;       /* open: the flags argument; -2 openat2's how */
     unsigned char kind, kind2;
@@ -128,8 +128,8 @@ int sb_fswatch_rules(void *ctxp, char *err, size_t errlen)
             continue; /* not on this architecture at all */
         if (c->flags >= 0) {
             for (size_t j = 0; j < sizeof(write_flags) / sizeof(write_flags[0]) && rc == 0; j++) {
-                struct scmp_arg_cmp cmp = {(unsigned)c->flags, SCMP_CMP_MASKED_EQ,
-                                           write_flags[j], write_flags[j]};
+                struct scmp_arg_cmp cmp = {(unsigned)c->flags, SCMP_CMP_MASKED_EQ, write_flags[j],
+                                           write_flags[j]};
                 rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, nr, 1, &cmp);
             }
         } else {
