@@ -255,6 +255,27 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
 void dialer_cancel(struct dialer *d);
 
 /* ------------------------------------------------------------------------ */
+/* parent proxy (bridge/parent.c)                                            */
+/*                                                                           */
+/* A tunnel through network.parentProxy: connect to the parent (its name     */
+/* resolved with resolver), CONNECT authority, wait for 2xx. Used by egress  */
+/* after the policy and the guard allowed the destination.                   */
+
+struct parent_dial;
+
+/* status 0: fd is the tunnel (non-blocking, close-on-exec), the caller owns
+ * it. status < 0: why says what failed (UV_ETIMEDOUT, UV_ECONNREFUSED, ...,
+ * UV_EPROTO when the parent answered something other than 2xx). Called
+ * once, never inside parent_dial_start(), unless cancelled first. */
+typedef void (*parent_dial_cb)(void *arg, int status, int fd, const char *why);
+
+int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver *resolver,
+                      const struct policy_parent_proxy *pp, const char *authority,
+                      unsigned timeout_ms, parent_dial_cb cb, void *arg);
+/* The callback will not run; the socket is closed. Not after the callback. */
+void parent_dial_cancel(struct parent_dial *d);
+
+/* ------------------------------------------------------------------------ */
 /* relay (bridge/relay.c)                                                    */
 /*                                                                           */
 /* Splices two libuv streams, a (client side) and b (upstream side), each a   */

@@ -38,6 +38,7 @@ enum req_state {
     REQ_ASK,        /* owns aw (detachable ask) */
     REQ_RESOLVE,    /* owns q (detachable lookup) */
     REQ_DIAL,       /* owns dialer (cancellable) */
+    REQ_PARENT,     /* owns pdial (through the parent proxy; cancellable) */
 };
 
 struct egress_req {
@@ -54,6 +55,8 @@ struct egress_req {
     struct ask_wait *aw;
     struct resolver_query *q;
     struct dialer *dialer;
+    struct parent_dial *pdial;
+    char parent_shown[POLICY_HOST_MAX + 16];
     struct egress_outcome o;
     uint64_t t0, t_step; /* uv_hrtime() at the start, and of the step under way */
     size_t ntargets;
@@ -252,10 +255,63 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     }
 }
 
+/* Through the parent proxy (bridge/parent.c): the tunnel is to the
+ * destination as judged (canonical name or address). */
+static void on_parent(void *arg, int status, int fd, const char *why)
+{
+    struct egress_req *r = arg;
+    char via[sizeof(r->o.reason)];
+
+    r->pdial = NULL;
+    r->o.addr = r->targets[0].addr;
+    r->o.have_addr = 1;
+    if (status == 0) {
+        r->o.fd = fd;
+        snprintf(via, sizeof(via), "%s", r->o.reason);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the parent proxy %.260s", via,
+                 via[0] != '\0' ? "; " : "", r->parent_shown);
+        finish(r, EGRESS_CONNECTED, 0);
+        return;
+    }
+    r->o.stage = EGRESS_BY_GUARD;
+    snprintf(r->o.reason, sizeof(r->o.reason), "%s", why);
+    finish(r, status == UV_ETIMEDOUT       ? EGRESS_DIAL_TIMEOUT
+              : status == UV_ECONNREFUSED ? EGRESS_REFUSED
+              : status == UV_ENOMEM       ? EGRESS_ERROR
+                                          : EGRESS_UNREACHABLE,
+           status);
+}
+
+/* 1 when the request went to the parent proxy (network.parentProxy or the
+ * environment's HTTP(S)_PROXY; loopback and NO_PROXY go direct). */
+static int via_parent(struct egress_req *r)
+{
+    const struct policy_parent_proxy *pp = policy_parent_pick(
+        policy_parent(r->pol->p), &r->host, strcmp(r->protocol, "http") == 0);
+    char hp[300];
+    int rc;
+
+    if (pp == NULL)
+        return 0;
+    snprintf(r->parent_shown, sizeof(r->parent_shown), "%s", pp->shown);
+    r->state = REQ_PARENT;
+    rc = parent_dial_start(&r->pdial, r->env->loop, r->env->resolver, pp,
+                           host_port(r, hp, sizeof(hp)), r->env->dial_timeout_ms, on_parent, r);
+    if (rc < 0) {
+        r->pdial = NULL;
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot use the parent proxy %s: %s",
+                 pp->shown, uv_strerror(rc));
+        finish(r, EGRESS_ERROR, rc);
+    }
+    return 1;
+}
+
 static void dial(struct egress_req *r)
 {
     int rc;
 
+    if (via_parent(r))
+        return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
     rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
@@ -513,6 +569,9 @@ void egress_cancel(struct egress_req *r)
         break;
     case REQ_DIAL:
         dialer_cancel(r->dialer);
+        break;
+    case REQ_PARENT:
+        parent_dial_cancel(r->pdial);
         break;
     case REQ_DECIDE:
         break;

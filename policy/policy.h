@@ -62,6 +62,8 @@ struct settings_item {
     unsigned line, col;
     const char *list; /* "network.allowedDomains", "network.allowedDomainsFiles", ... */
     size_t index;     /* index in that list (0-based); line number for list files */
+    int literal;      /* a path entry written {"path": ..., "literal": true}: no ~,
+                         $HOME or glob expansion */
 };
 
 struct settings_list {
@@ -104,16 +106,35 @@ struct settings {
         enum settings_mode mode;
         struct settings_list allowed_domains_files;
         struct settings_list denied_domains_files;
+        struct {
+            int set;         /* the key was given (else the environment's) */
+            char *http;      /* proxy URLs, or NULL */
+            char *https;
+            char *no_proxy;  /* comma-separated, or NULL */
+        } parent_proxy;      /* network.parentProxy */
+        /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
+        struct settings_list strip_response_headers; /* names removed from responses */
+        int refuse_opaque_tunnels;                   /* CONNECT and SOCKS refused */
+        int isolate; /* 1 (default): own network namespace; 0: the host's network */
+        int require_host_match;                      /* Host != target: 421 */
+        enum settings_ambiguous {
+            SETTINGS_AMBIGUOUS_AS_SPELLED = 0,
+            SETTINGS_AMBIGUOUS_REFUSE,
+            SETTINGS_AMBIGUOUS_NORMALIZE,
+        } ambiguous_request_target;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
+        struct settings_list create_write; /* allowWrite, created when missing */
         int allow_git_config;
         int disabled;
     } filesystem;
     struct settings_map ignore_violations;
     int enable_weaker_nested_sandbox;
+    int allow_nested_user_namespaces; /* lift the new-user-namespace seccomp rules */
     unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
     char *bwrap_path;
+    char *java_agent_jar_path; /* javaAgentJarPath: -javaagent: in JAVA_TOOL_OPTIONS */
     struct settings_list git_safe_directories;
 
     /* "sandbox" object (permission layers, reference 001 §1-6). */
@@ -227,6 +248,48 @@ struct policy_rule {
 };
 
 struct policy; /* opaque compiled policy */
+
+/* ------------------------------------------------------------------------ */
+/* parent (corporate) proxy (policy/parent.c)                                */
+
+struct policy_parent_proxy {
+    int set;
+    struct policy_host host; /* name or address of the parent */
+    uint16_t port;
+    char auth[400];          /* "Basic ..." from the URL's credentials, or "" */
+    char shown[POLICY_HOST_MAX + 16]; /* "host:port" for logs (no credentials) */
+};
+
+struct policy_parent;
+
+/* Parses one proxy URL ([http://][USER[:PASS]@]HOST[:PORT][/]). 0, or
+ * -EINVAL with *why set. */
+int policy_parent_parse_url(const char *url, struct policy_parent_proxy *out, const char **why);
+/* Checks a NO_PROXY list (comma/space separated). 0 or -EINVAL with *why. */
+int policy_parent_check_noproxy(const char *list, const char **why);
+/* From network.parentProxy, else from HTTP(S)_PROXY / NO_PROXY in env (may
+ * be NULL). *out is NULL when there is no parent. */
+int policy_parent_build(const struct settings *s, char *const *env, struct policy_parent **out,
+                        struct settings_error *err);
+void policy_parent_free(struct policy_parent *pp);
+/* The parent to go through for host h (plain_http: an absolute-form HTTP
+ * request), or NULL for a direct connection (loopback, NO_PROXY, none). */
+const struct policy_parent_proxy *policy_parent_pick(const struct policy_parent *pp,
+                                                     const struct policy_host *h, int plain_http);
+/* The compiled policy's parent (NULL when none). */
+const struct policy_parent *policy_parent(const struct policy *p);
+
+/* Request-level options (network.stripResponseHeaders, refuseOpaqueTunnels,
+ * requireHostMatch, ambiguousRequestTarget), compiled with the policy so a
+ * reload or a --control-fd line changes them for new requests. */
+struct policy_http_opts {
+    int refuse_opaque_tunnels;
+    int require_host_match;
+    enum settings_ambiguous ambiguous;
+    size_t nstrip;
+    char **strip; /* lower-case header names */
+};
+const struct policy_http_opts *policy_http_opts(const struct policy *p);
 
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */

@@ -1409,6 +1409,11 @@ static int response_head(struct http_conn *c, size_t end)
         upstream_bad(c, why);
         return -1;
     }
+    {
+        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+        if (ho->nstrip > 0) /* network.stripResponseHeaders */
+            reqopt_strip(w->uin, &rs, ho->strip, ho->nstrip);
+    }
     w->resp_skip_body = w->is_head;
     if (llhttp_check_head(c, &w->resp, &resp_settings, HTTP_RESPONSE, w->uin, end, rs.body,
                           rs.content_length) < 0) {
@@ -1805,6 +1810,7 @@ static void handle_head(struct http_conn *c, size_t end)
     static _Thread_local struct http_request rq;
     const char *why = NULL;
     char authority[POLICY_HOST_MAX + 16];
+    char *norm_head = NULL; /* the head with a normalised path (ambiguousRequestTarget) */
     int st;
 
     timer_set(c, TIMER_NONE, 0);
@@ -1870,8 +1876,47 @@ static void handle_head(struct http_conn *c, size_t end)
         return;
     }
 
+    /* request-level options (srt 0.0.83; proxy/reqopts.c) */
+    {
+        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+        if (w->is_connect && ho->refuse_opaque_tunnels) {
+            refuse(c, 403,
+                   "tunnels are refused (network.refuseOpaqueTunnels): sluice cannot see "
+                   "inside CONNECT",
+                   1, "tunnel refused");
+            return;
+        }
+        if (!w->is_connect && ho->require_host_match &&
+            reqopt_host_mismatch(w->in, &rq, &c->host, c->port)) {
+            refuse(c, 421,
+                   "the Host header names another host than the request target "
+                   "(network.requireHostMatch)",
+                   1, "host mismatch");
+            return;
+        }
+        if (!w->is_connect && ho->ambiguous != SETTINGS_AMBIGUOUS_AS_SPELLED &&
+            reqopt_target_ambiguous(w->in + rq.path.off, rq.path.len)) {
+            size_t plen = 0, cap = (size_t)rq.path.len + 2;
+            char *nb = ho->ambiguous == SETTINGS_AMBIGUOUS_NORMALIZE ? malloc(end + cap) : NULL;
+            if (nb == NULL || reqopt_normalize(w->in + rq.path.off, rq.path.len, nb + end, cap,
+                                               &plen) < 0) {
+                free(nb);
+                refuse(c, 400,
+                       "ambiguous request target (dot segments, a backslash or an encoded "
+                       "slash; network.ambiguousRequestTarget)",
+                       1, "ambiguous request target");
+                return;
+            }
+            memcpy(nb, w->in, end);
+            rq.path.off = (uint32_t)end;
+            rq.path.len = (uint32_t)plen;
+            norm_head = nb;
+        }
+    }
+
     if (!w->is_connect) {
         size_t n;
+        const char *hb = norm_head != NULL ? norm_head : w->in;
         if (c->host.kind == POLICY_HOST_IPV6)
             snprintf(authority, sizeof(authority), "[%s]", c->host.name);
         else
@@ -1880,14 +1925,16 @@ static void handle_head(struct http_conn *c, size_t end)
             size_t al = strlen(authority);
             snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->port);
         }
-        n = http_request_build(w->in, &rq, authority, !rq.keep_alive, NULL, 0);
+        n = http_request_build(hb, &rq, authority, !rq.keep_alive, NULL, 0);
         free(w->out);
         w->out = malloc(n);
         if (w->out == NULL) {
+            free(norm_head);
             conn_close(c, "out of memory");
             return;
         }
-        w->out_len = http_request_build(w->in, &rq, authority, !rq.keep_alive, w->out, n);
+        w->out_len = http_request_build(hb, &rq, authority, !rq.keep_alive, w->out, n);
+        free(norm_head);
     }
     consume_in(w, end);
     client_hold(c); /* CONNECT too: early bytes wait for the dial (in w->in) */

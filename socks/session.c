@@ -476,6 +476,11 @@ static void request(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
+    if (policy_http_opts(egress_env_policy(c->f->egress))->refuse_opaque_tunnels) {
+        set_text(&c->reason, "tunnels are refused (network.refuseOpaqueTunnels)");
+        reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
+        return;
+    }
     set_state(c, SOCKS_ST_EGRESS);
     rc = egress_start(c->f->egress, &c->hs->host, c->port, "socks5", c->client, on_egress, c, &c->req);
     if (rc < 0) {
