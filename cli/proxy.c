@@ -31,6 +31,8 @@ void cli_proxy_usage(FILE *f)
           "                        with 200 ok, e.g. /healthz (default: none, 400)\n"
           "  --log FILE            append the connection log to FILE (default stderr)\n"
           "  --log-format FORMAT   text (default) or json\n"
+          "  --watch               reload when the settings file or a list file changes\n"
+          "                        (also a ConfigMap-style swap of their directory)\n"
           "  --workers N           event loops in threads, 1-64 (default: the online\n"
           "                        CPUs); 1 is a single loop\n"
           "  -h, --help            show this help\n"
@@ -38,7 +40,9 @@ void cli_proxy_usage(FILE *f)
           "\n"
           "Endpoints: tcp:IP:PORT, tcp:[IPv6]:PORT, unix:PATH, fd:N (an inherited\n"
           "listening socket) or fd:NAME (systemd LISTEN_FDNAMES).\n"
-          "Signals: SIGHUP reloads the settings; SIGTERM/SIGINT drain and exit.\n"
+          "Signals: SIGHUP reopens the log and reloads the settings; SIGUSR1 reopens the\n"
+          "log; SIGTERM/SIGINT drain and exit; SIGUSR2, SIGPIPE and SIGALRM are ignored.\n"
+          "With NOTIFY_SOCKET set, speaks the systemd notify protocol (Type=notify).\n"
           "\n"
           "exit status: 0 stopped by SIGTERM/SIGINT after the drain, 1 cannot listen or\n"
           "start, 2 bad arguments, settings or ask handler\n",
@@ -88,6 +92,7 @@ enum {
     OPT_LOG,
     OPT_FMT,
     OPT_WORKERS,
+    OPT_WATCH,
 };
 
 static const struct option proxy_options[] = {
@@ -99,6 +104,7 @@ static const struct option proxy_options[] = {
     {"health-path", required_argument, NULL, OPT_HEALTH},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_FMT},
+    {"watch", no_argument, NULL, OPT_WATCH},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -133,6 +139,9 @@ static int proxy_option(struct proxy_opts *o, int c, const char *v)
         return 0;
     case OPT_LOG:
         o->log_path = v;
+        return 0;
+    case OPT_WATCH:
+        o->watch = 1;
         return 0;
     case OPT_WORKERS: {
         char *end;

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const mproto_names[MPROTO_N] = {"http", "connect", "socks5"};
 static const char *const mdec_names[MDEC_N] = {"allow", "deny", "would_deny", "other"};
@@ -31,6 +32,34 @@ void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r)
     }
 }
 
+void proxy_metrics_outcome(void *ctx, const struct egress_outcome *o)
+{
+    struct proxy_metrics *m = ctx;
+
+    if (o->timed & EGRESS_TIMED_DNS)
+        histogram_observe(&m->h_dns, (double)o->dns_ns / 1e9);
+    if (o->timed & EGRESS_TIMED_DIAL)
+        histogram_observe(&m->h_dial, (double)o->dial_ns / 1e9);
+    if (o->timed & EGRESS_TIMED_ASK)
+        histogram_observe(&m->h_ask, (double)o->ask_ns / 1e9);
+    histogram_observe(&m->h_decision, (double)o->total_ns / 1e9);
+}
+
+void proxy_metrics_reload(struct proxy_srv *srv, int ok)
+{
+    struct timespec ts;
+
+    if (ok)
+        srv->reloads_ok++;
+    else
+        srv->reloads_failed++;
+    srv->last_reload_ok = ok;
+    if (ok) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        srv->last_reload_ok_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    }
+}
+
 static void metric_head(FILE *m, const char *name, const char *type, const char *help)
 {
     fprintf(m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -43,6 +72,7 @@ struct metric_sums {
     uint64_t accepted[2], overloaded, decisions[MPROTO_N][MDEC_N], bytes_up, bytes_down;
     size_t active[2], inflight, dns;
     int paused;
+    struct histogram h_dns, h_dial, h_ask, h_decision;
 };
 
 static void sum_workers(const struct proxy_srv *srv, struct metric_sums *t)
@@ -59,8 +89,13 @@ static void sum_workers(const struct proxy_srv *srv, struct metric_sums *t)
         for (int p = 0; p < MPROTO_N; p++)
             for (int d = 0; d < MDEC_N; d++)
                 t->decisions[p][d] += LOAD(w->m.decisions[p][d]);
-        t->bytes_up += LOAD(w->m.bytes_up);
-        t->bytes_down += LOAD(w->m.bytes_down);
+        /* closed connections, plus what the open ones moved so far */
+        t->bytes_up += LOAD(w->m.bytes_up) + LOAD(w->m.open_up);
+        t->bytes_down += LOAD(w->m.bytes_down) + LOAD(w->m.open_down);
+        histogram_add(&t->h_dns, &w->m.h_dns);
+        histogram_add(&t->h_dial, &w->m.h_dial);
+        histogram_add(&t->h_ask, &w->m.h_ask);
+        histogram_add(&t->h_decision, &w->m.h_decision);
         t->inflight += LOAD(w->inflight);
         t->dns += LOAD(w->dns);
         t->paused |= LOAD(w->paused);
@@ -111,7 +146,7 @@ static void decisions(FILE *m, const struct metric_sums *t)
                 fprintf(m, "sluice_decisions_total{protocol=\"%s\",decision=\"%s\"} %llu\n",
                         mproto_names[p], mdec_names[d], (unsigned long long)t->decisions[p][d]);
     metric_head(m, "sluice_bytes_total", "counter",
-                "Bytes relayed by connections that have closed: up is client to upstream.");
+                "Bytes relayed, counted while connections are open: up is client to upstream.");
     fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)t->bytes_up);
     fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n",
             (unsigned long long)t->bytes_down);
@@ -149,6 +184,21 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
     fprintf(m, "sluice_dns_outstanding %zu\n", t.dns);
     metric_head(m, "sluice_draining", "gauge", "1 while draining after SIGTERM/SIGINT.");
     fprintf(m, "sluice_draining %d\n", srv->stopping ? 1 : 0);
+    metric_head(m, "sluice_config_last_reload_successful", "gauge",
+                "1 when the last load of the settings (start, SIGHUP, --watch) succeeded.");
+    fprintf(m, "sluice_config_last_reload_successful %d\n", srv->last_reload_ok);
+    metric_head(m, "sluice_config_last_reload_success_timestamp_seconds", "gauge",
+                "Wall-clock time of the last successful load of the settings.");
+    fprintf(m, "sluice_config_last_reload_success_timestamp_seconds %.3f\n",
+            srv->last_reload_ok_time);
+    histogram_write(m, "sluice_dns_seconds", "DNS lookups of allowed names.", &t.h_dns);
+    histogram_write(m, "sluice_dial_seconds", "Connecting to vetted addresses (all attempts).",
+                    &t.h_dial);
+    histogram_write(m, "sluice_ask_seconds", "Waiting for the ask handler's answer.", &t.h_ask);
+    histogram_write(m, "sluice_decision_seconds",
+                    "From a parsed request to its outcome: rules, ask, DNS, guard and dial.",
+                    &t.h_decision);
+    procmetrics_write(m);
     if (fclose(m) != 0) {
         free(text);
         return NULL;

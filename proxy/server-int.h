@@ -18,6 +18,7 @@
 #define SLUICE_PROXY_SERVER_INT_H
 
 #include "bridge/limit.h"
+#include "proxy/ops.h"
 #include "proxy/server.h"
 
 #define PROXY_MAX_WORKERS 64
@@ -47,7 +48,9 @@ enum { MDEC_ALLOW = 0, MDEC_DENY, MDEC_WOULD_DENY, MDEC_OTHER, MDEC_N };
 /* Per worker; every field atomic. */
 struct proxy_metrics {
     uint64_t decisions[MPROTO_N][MDEC_N];
-    uint64_t bytes_up, bytes_down;
+    uint64_t bytes_up, bytes_down;           /* of closed connections */
+    uint64_t open_up, open_down;             /* of open ones, published (worker.c) */
+    struct histogram h_dns, h_dial, h_ask, h_decision; /* histogram_observe is atomic */
 };
 
 /* What a worker takes from the settings: copies, so the main thread may
@@ -105,6 +108,7 @@ struct proxy_worker {
     int limit_on;
     struct wqueue q;
     uv_prepare_t prep; /* flushes the log and publishes gauges */
+    uint64_t bytes_at; /* uv_now of the last publish_bytes */
     struct worker_conf *conf;
     int stopping; /* 1 draining, 2 closing */
     int done_sent;
@@ -151,6 +155,14 @@ struct proxy_srv {
     size_t max_conns;     /* proxy_max_connections() of the settings in use */
     unsigned long nofile; /* RLIMIT_NOFILE after raising it */
     struct proxy_opts o;
+    int last_reload_ok;         /* 1 until a load fails; the next good one sets it again */
+    double last_reload_ok_time; /* wall-clock seconds of the last good load */
+    /* operations (issue 16): proxy/ops.h; main loop */
+    uv_signal_t sig_usr1;
+    const char *log_path;
+    int watch_on;
+    struct notify *notify;
+    struct watch *watch;
 };
 
 /* proxy/server.c */
@@ -204,6 +216,10 @@ void askrelay_free(struct askrelay *r);
 
 /* proxy/metrics.c */
 void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r);
+/* Latency histograms from an egress outcome (egress_env_set_observer). */
+void proxy_metrics_outcome(void *m, const struct egress_outcome *o);
+/* A load of the settings (start, SIGHUP, --watch) and its result (main). */
+void proxy_metrics_reload(struct proxy_srv *srv, int ok);
 /* The Prometheus text (format 0.0.4), malloc'ed; NULL when out of memory. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len);
 

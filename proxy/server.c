@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define WATCH_DEBOUNCE_MS 500 /* --watch: one reload per burst of changes */
+
 static size_t live_conns(const struct proxy_srv *srv)
 {
     return __atomic_load_n(&srv->live, __ATOMIC_RELAXED);
@@ -61,11 +63,13 @@ static void reload(struct proxy_srv *srv)
     char msg[1200];
     unsigned i;
 
+    notify_reloading(srv->notify);
     if (load_policy(srv, &s, &p, &err) < 0) {
-        srv->reloads_failed++;
+        proxy_metrics_reload(srv, 0);
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         proxy_log_event(&srv->log, "error", "reload_failed", msg);
         settings_free(&s);
+        notify_ready(srv->notify); /* still serving, on the old policy */
         return;
     }
     for (i = 0; i < srv->nworkers; i++) {
@@ -76,11 +80,12 @@ static void reload(struct proxy_srv *srv)
     if (i < srv->nworkers) { /* all or nothing: one policy for every worker */
         while (i-- > 0)
             worker_conf_free(confs[i]);
-        srv->reloads_failed++;
+        proxy_metrics_reload(srv, 0);
         proxy_log_event(&srv->log, "error", "reload_failed",
                         "reload failed, keeping the current policy: out of memory");
         policy_free(p);
         settings_free(&s);
+        notify_ready(srv->notify);
         return;
     }
     for (i = 0; i < srv->nworkers; i++) {
@@ -92,7 +97,7 @@ static void reload(struct proxy_srv *srv)
         m->conf = confs[i];
         proxy_worker_send(srv->workers[i], m);
     }
-    srv->reloads_ok++;
+    proxy_metrics_reload(srv, 1);
     policy_free(srv->policy);
     srv->policy = p;
     settings_free(&srv->settings); /* the workers hold copies of what they use */
@@ -100,6 +105,18 @@ static void reload(struct proxy_srv *srv)
     srv->max_conns = proxy_max_connections(&srv->settings);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
     proxy_log_event(&srv->log, "info", "reload", msg);
+    if (srv->watch != NULL && watch_update(srv->watch, &srv->settings) < 0)
+        proxy_log_event(&srv->log, "error", "watch_failed",
+                        "cannot watch the settings' directories any more");
+    notify_ready(srv->notify);
+}
+
+static void on_watch(void *ctx)
+{
+    struct proxy_srv *srv = ctx;
+
+    if (!srv->stopping)
+        reload(srv);
 }
 
 /* NULL when ready: serving (listeners open, not paused for overload) with a
@@ -147,6 +164,11 @@ static void finish(struct proxy_srv *srv)
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->sig_usr1, on_handle_closed);
+    watch_close(srv->watch, NULL, NULL);
+    srv->watch = NULL;
+    notify_close(srv->notify, NULL, NULL);
+    srv->notify = NULL;
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     proxy_log_stop(&srv->log);
     proxy_admin_close(srv);
@@ -186,6 +208,7 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     snprintf(msg, sizeof(msg), "%s: no longer accepting; draining %zu connections for up to %u ms",
              why, live_conns(srv), srv->settings.proxy.drain_timeout_ms);
     proxy_log_event(&srv->log, "info", "drain", msg);
+    notify_stopping(srv->notify);
     /* tunnels run on until the timer; each worker reports when it is done */
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->settings.proxy.drain_timeout_ms, 0);
     send_all(srv, WMSG_STOP);
@@ -195,7 +218,12 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct proxy_srv *srv = h->data;
 
+    if (signum == SIGUSR1) {
+        proxy_log_reopen(&srv->log, srv->log_path);
+        return;
+    }
     if (signum == SIGHUP) {
+        proxy_log_reopen(&srv->log, srv->log_path);
         if (!srv->stopping)
             reload(srv);
         return;
@@ -341,6 +369,55 @@ static void start_signals(struct proxy_srv *srv)
     uv_signal_start(&srv->sig_hup, on_signal, SIGHUP);
     uv_signal_start(&srv->sig_term, on_signal, SIGTERM);
     uv_signal_start(&srv->sig_int, on_signal, SIGINT);
+    uv_signal_init(&srv->loop, &srv->sig_usr1);
+    srv->sig_usr1.data = srv;
+    uv_signal_start(&srv->sig_usr1, on_signal, SIGUSR1);
+}
+
+/* STATUS= for systemd: what `systemctl status` shows (summed over workers). */
+static void notify_status_text(void *ctx, char *buf, size_t len)
+{
+    struct proxy_srv *srv = ctx;
+    uint64_t allowed = 0, denied = 0;
+    size_t http = 0, socks = 0;
+
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        const struct proxy_worker *w = srv->workers[i];
+        for (int p = 0; p < MPROTO_N; p++) {
+            allowed += __atomic_load_n(&w->m.decisions[p][MDEC_ALLOW], __ATOMIC_RELAXED);
+            denied += __atomic_load_n(&w->m.decisions[p][MDEC_DENY], __ATOMIC_RELAXED) +
+                      __atomic_load_n(&w->m.decisions[p][MDEC_WOULD_DENY], __ATOMIC_RELAXED);
+        }
+        http += __atomic_load_n(&w->http.live, __ATOMIC_RELAXED);
+        socks += __atomic_load_n(&w->socks.live, __ATOMIC_RELAXED);
+    }
+    snprintf(buf, len,
+             "%s%zu connections (http %zu, socks5 %zu); %llu allowed, %llu denied; "
+             "%zu rules; %llu reloads, %llu failed",
+             srv->stopping ? "draining: " : "", live_conns(srv), http, socks,
+             (unsigned long long)allowed, (unsigned long long)denied,
+             srv->policy != NULL ? policy_rule_count(srv->policy) : 0,
+             (unsigned long long)srv->reloads_ok, (unsigned long long)srv->reloads_failed);
+}
+
+/* The notify socket and --watch (proxy/ops.h), once everything else is up:
+ * 0, or 2 after printing why. */
+static int start_ops(struct proxy_srv *srv)
+{
+    const char *why = NULL;
+    const char *path = srv->settings_path != NULL ? srv->settings_path : getenv("SLUICE_SETTINGS");
+
+    if (srv->watch_on &&
+        watch_start(&srv->watch, &srv->loop, path, &srv->settings, WATCH_DEBOUNCE_MS, on_watch,
+                    srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: --watch: %s\n", why);
+        return 2;
+    }
+    if (notify_open(&srv->notify, &srv->loop, notify_status_text, srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: NOTIFY_SOCKET: %s\n", why);
+        return 2;
+    }
+    return 0;
 }
 
 static void log_start(struct proxy_srv *srv)
@@ -360,6 +437,8 @@ static void log_start(struct proxy_srv *srv)
              srv->settings.proxy.max_connections == 0 ? " (from the descriptor limit)" : "",
              srv->nofile, srv->nworkers, srv->nworkers == 1 ? "" : "s");
     proxy_log_event(&srv->log, "info", "start", msg);
+    fflush(srv->log.f); /* the start line is out before READY=1 */
+    notify_ready(srv->notify);
 }
 
 static void walk_close(uv_handle_t *h, void *arg)
@@ -380,6 +459,10 @@ static int cleanup(struct proxy_srv *srv, int code)
             ask_broker_close(srv->broker, NULL, NULL);
         if (srv->handler != NULL)
             ask_handler_close(srv->handler, NULL, NULL);
+        watch_close(srv->watch, NULL, NULL);
+        notify_close(srv->notify, NULL, NULL);
+        srv->watch = NULL;
+        srv->notify = NULL;
         uv_walk(&srv->loop, walk_close, NULL);
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }
@@ -435,9 +518,13 @@ static struct proxy_srv *srv_new(const struct proxy_opts *o)
     srv->ask_spec = o->ask_spec;
     srv->admin.ep = o->admin;
     srv->admin.on = o->admin_on;
+    srv->log_path = o->log_path;
+    srv->watch_on = o->watch;
     srv->nworkers = o->workers > 0 ? o->workers : proxy_default_workers();
     clock_gettime(CLOCK_REALTIME, &ts);
     srv->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    srv->last_reload_ok = 1;
+    srv->last_reload_ok_time = srv->start_time;
     return srv;
 }
 
@@ -462,6 +549,9 @@ int proxy_server_run(const struct proxy_opts *o)
     }
     proxy_log_buffer(&srv->log);
     signal(SIGPIPE, SIG_IGN);
+    /* no signal an operator may send kills the proxy by default */
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGALRM, SIG_IGN);
     srv->nofile = proxy_raise_nofile();
     code = wqueue_init(&srv->q, &srv->loop, on_main_messages, srv) == 0 ? 0 : 1;
     srv->q_ok = code == 0;
@@ -469,7 +559,9 @@ int proxy_server_run(const struct proxy_opts *o)
         code = start(srv);
     if (code == 0) {
         start_signals(srv);
-        log_start(srv);
+        code = start_ops(srv);
+    }
+    if (code == 0) {
         for (unsigned i = 1; i < srv->nworkers; i++) {
             if (code != 0) { /* never started: closed here, counted as done */
                 proxy_worker_abort(srv->workers[i]);
@@ -483,6 +575,8 @@ int proxy_server_run(const struct proxy_opts *o)
         }
         if (code != 0) /* the started workers drain and stop */
             begin_stop(srv, "a worker could not start");
+        else
+            log_start(srv); /* and READY=1: every worker is running */
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }
     code = cleanup(srv, code);

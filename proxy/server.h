@@ -99,6 +99,9 @@ void proxy_log_stop(struct proxy_log *lg);
  * with proxy_log_flush (the proxy's workers, before each waits). */
 void proxy_log_buffered(struct proxy_log *lg);
 void proxy_log_flush(struct proxy_log *lg);
+/* SIGUSR1/SIGHUP: reopens path by name (logrotate) after writing what is
+ * buffered to the old file; on failure keeps the old one. 0 or -1. */
+int proxy_log_reopen(struct proxy_log *lg, const char *path);
 /* Closes the file (not stderr), after a final flush. */
 void proxy_log_close(struct proxy_log *lg);
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
@@ -117,6 +120,7 @@ struct proxy_opts {
     const char *log_path;    /* NULL: stderr */
     int json;
     unsigned workers; /* event loops, 1..64; 0: proxy_default_workers() */
+    int watch; /* --watch: reload when the settings' files change (proxy/watch.c) */
 };
 
 /* The online CPUs, at most 64. */

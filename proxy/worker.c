@@ -17,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#define WORKER_BYTES_FEW 256 /* up to this many connections: bytes published every turn */
+#define WORKER_BYTES_MS 100  /* otherwise at most this often */
+
 /* ------------------------------------------------------------------------ */
 /* Message queues                                                            */
 
@@ -227,6 +230,19 @@ static void publish(struct proxy_worker *w)
                      __ATOMIC_RELAXED);
 }
 
+/* Bytes the open connections moved so far (a walk of every connection):
+ * every loop turn while there are few, at most every WORKER_BYTES_MS when
+ * there are many. */
+static void publish_bytes(struct proxy_worker *w)
+{
+    uint64_t up = 0, down = 0;
+
+    frontend_bytes(&w->http.fe, &up, &down);
+    frontend_bytes(&w->socks.fe, &up, &down);
+    __atomic_store_n(&w->m.open_up, up, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->m.open_down, down, __ATOMIC_RELAXED);
+}
+
 static void on_accept(struct listener *l, void *arg)
 {
     struct service *svc = arg;
@@ -296,6 +312,11 @@ static void on_prepare(uv_prepare_t *h)
 
     proxy_log_flush(&w->srv->log);
     publish(w);
+    if (worker_live(w) <= WORKER_BYTES_FEW ||
+        uv_now(w->loop) - w->bytes_at >= WORKER_BYTES_MS) {
+        w->bytes_at = uv_now(w->loop);
+        publish_bytes(w);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -555,6 +576,7 @@ int proxy_worker_setup(struct proxy_worker *w, char *err, size_t errlen)
         return 1;
     }
     w->conf->policy = NULL; /* the egress has the reference */
+    egress_env_set_observer(w->egress, proxy_metrics_outcome, &w->m);
     w->http.fe.egress = w->socks.fe.egress = w->egress;
     conf_frontend(&w->http.fe, w->conf);
     conf_frontend(&w->socks.fe, w->conf);

@@ -87,6 +87,7 @@ static void inner_err(const char *fmt, ...)
 struct inner_args {
     int fd;
     int allow_unix_sockets;
+    int allow_local_binding, allow_user_namespaces;
     unsigned http_port, socks_port;
     char **cmd;
 };
@@ -118,6 +119,8 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
 
     a->fd = -1;
     a->allow_unix_sockets = 0;
+    a->allow_local_binding = 0;
+    a->allow_user_namespaces = 0;
     a->http_port = 3128;
     a->socks_port = 1080;
     a->cmd = NULL;
@@ -134,6 +137,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--allow-unix-sockets") == 0) {
             a->allow_unix_sockets = 1;
+            continue;
+        }
+        if (strcmp(opt, "--allow-local-binding") == 0) {
+            a->allow_local_binding = 1;
+            continue;
+        }
+        if (strcmp(opt, "--allow-user-namespaces") == 0) {
+            a->allow_user_namespaces = 1;
             continue;
         }
         if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
@@ -428,6 +439,8 @@ int sb_inner_main(int argc, char **argv)
     }
     confine_ptrace();
     so.allow_unix_sockets = a.allow_unix_sockets;
+    so.allow_local_binding = a.allow_local_binding;
+    so.allow_user_namespaces = a.allow_user_namespaces;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);

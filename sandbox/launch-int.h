@@ -37,6 +37,7 @@ struct run {
     struct proxy_log log; /* --log FILE */
     int log_on;
     struct proxy_core core;
+    struct proxy_control *control; /* --control-fd, or NULL */
     struct frontend http_fe, socks_fe;
     struct run_listener ls[4];
     size_t nls;

@@ -195,6 +195,8 @@ static void close_all(struct run *run)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
     proxy_core_close(&run->core, NULL, NULL);
+    proxy_control_close(run->control);
+    run->control = NULL;
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
@@ -235,6 +237,16 @@ static int start_signals(struct run *run)
     return 0;
 }
 
+/* --control-fd (proxy/control.c): each valid line's policy replaces the
+ * network policy for new connections; filesystem rules stay. */
+static void on_control_policy(void *arg, struct policy *p)
+{
+    struct run *run = arg;
+
+    proxy_set_local(p, NULL, NULL, 0);
+    egress_env_set_policy(run->core.egress, p);
+}
+
 static int start_services(struct run *run, char *err, size_t errlen)
 {
     struct settings_error serr;
@@ -252,6 +264,15 @@ static int start_services(struct run *run, char *err, size_t errlen)
     }
     frontend_setup(run, &run->http_fe);
     frontend_setup(run, &run->socks_fe);
+    if (run->o->control_fd >= 0) {
+        int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
+                                    on_control_policy, run, stderr);
+        if (rc < 0) {
+            snprintf(err, errlen, "--control-fd %d: cannot read it: %s", run->o->control_fd,
+                     uv_strerror(rc));
+            return -1;
+        }
+    }
     run->max_conns = proxy_max_connections(run->settings);
     conn_limit_init(&run->limit, &run->loop, run->max_conns + PROXY_OVERLOAD_SLACK, live_conns, run);
     run->limit_on = 1;
@@ -643,11 +664,12 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->settings = s;
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
-    if (o->control_fd >= 0) {
-        /* srt's live settings updates: not implemented yet, so refused
-         * rather than accepted and ignored */
-        fprintf(stderr, "sluice: run: --control-fd is not supported yet; the command was not "
-                        "run\n");
+    /* --control-fd must be open now, before the run opens descriptors of
+     * its own (one of which could otherwise take its number) */
+    if (o->control_fd >= 0 && fcntl(o->control_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "sluice: run: --control-fd %d: cannot read it: %s; the command was "
+                        "not run\n",
+                o->control_fd, strerror(errno));
         goto out;
     }
     if (prepare_cmd(run) < 0)

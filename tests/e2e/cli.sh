@@ -65,7 +65,8 @@ expect_run "run --settings=F, options stop at the command" 0 '^-s x --settings y
 expect_run "run -s F -c STRING" 7 'running without the sandbox' "$SLUICE" run -s "$T/off.json" -c 'exit 7'
 expect_run "run -c then an argument" 125 "-c takes one string" "$SLUICE" run -s "$T/off.json" -c 'true' extra
 expect_run "run unknown option" 125 "unknown option '--nope' \(the command goes after --\)" "$SLUICE" run --nope true
-expect_run "run --control-fd refused" 125 "--control-fd is not supported yet" "$SLUICE" run -s "$T/off.json" --control-fd 3 true
+# what --control-fd does is tested in dropin.sh; a descriptor that is not open fails closed
+expect_run "run --control-fd N not open" 125 "--control-fd 9: cannot read it" "$SLUICE" run --control-fd 9 true 9<&-
 expect_run "run --control-fd=1 invalid" 125 "--control-fd '1': must be a descriptor number >= 3" "$SLUICE" run --control-fd=1 true
 
 # called as srt
