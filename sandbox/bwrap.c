@@ -820,7 +820,6 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--unshare-user");
     PUSH("--cap-drop");
     PUSH("ALL");
-
     /* filesystem */
     PUSH(disabled ? "--bind" : "--ro-bind");
     PUSH("/");
@@ -895,6 +894,13 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
+    if (o->transparent && o->resolv_conf != NULL) {
+        /* the sandbox's resolver: bound over the file /etc/resolv.conf
+         * leads to (the host's may be a link into /run) */
+        PUSH("--ro-bind");
+        PUSH(o->resolv_conf);
+        PUSH(o->resolv_conf_dest != NULL ? o->resolv_conf_dest : "/etc/resolv.conf");
+    }
     PUSH("--chdir");
     PUSH(o->cwd);
 
@@ -919,6 +925,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-local-binding");
     if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
+    if (o->transparent)
+        PUSH("--transparent");
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);
