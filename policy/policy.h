@@ -296,6 +296,9 @@ const struct policy_http_opts *policy_http_opts(const struct policy *p);
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
 void policy_free(struct policy *p);
+/* One more owner of p (thread-safe; read-only sharing between event loops):
+ * each policy_free() drops one, the last frees. Returns p. */
+struct policy *policy_ref(struct policy *p);
 
 /* Parses one pattern the way policy_compile does (for tests and tools).
  * in_denied: '*' is accepted. On success fills kind/port/addr/prefix and
