@@ -340,34 +340,10 @@ static int wait_for_go(int sock)
 /* PID 1 of the sandbox is bwrap's init: same uid as the command, dumpable,
  * and not under the seccomp filter (it was forked before inner ran). A
  * command that can ptrace it or write its /proc/1/mem makes it run any
- * syscall the filter refuses: socket(AF_UNIX) + connect() to the host's
- * D-Bus, docker.sock or ssh-agent, TIOCSTI on the user's terminal.
- * A Landlock domain stops that: a process in a domain may only ptrace (or
- * open /proc/PID/mem of) processes in the same domain or one nested in it,
- * and bwrap's init is in none. The ruleset handles one access right the
- * command cannot use anyway (making block devices needs CAP_MKNOD), so it
- * restricts nothing else; the command and its children share the domain,
- * so strace and gdb keep working on them. Best effort: kernels without
- * Landlock (< 5.13, or not in the lsm= list) keep only the seccomp rules on
- * ptrace and process_vm_* aimed at PID 1 (seccomp.c). */
-static void confine_ptrace(void)
-{
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
-#ifndef SYS_landlock_restrict_self
-#define SYS_landlock_restrict_self 446
-#endif
-    struct {
-        uint64_t handled_access_fs;
-    } attr = {1ULL << 11}; /* LANDLOCK_ACCESS_FS_MAKE_BLOCK, ABI 1 */
-    long fd = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
-
-    if (fd < 0)
-        return;
-    (void)syscall(SYS_landlock_restrict_self, (int)fd, 0U);
-    close((int)fd);
-}
+ * syscall the filter refuses. The Landlock domain of landlock.c stops that
+ * (a process in a domain may only ptrace processes in the same domain or
+ * one nested in it, and bwrap's init is in none), besides closing host
+ * FIFOs and device nodes outside the writable paths. */
 
 int sb_inner_main(int argc, char **argv)
 {
@@ -426,7 +402,14 @@ int sb_inner_main(int argc, char **argv)
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
         return INNER_FAIL;
     }
-    confine_ptrace();
+    rc = sb_landlock_confine(err, sizeof err);
+    if (rc < 0) {
+        inner_err("%s", err);
+        return INNER_FAIL;
+    }
+    if (rc > 0)
+        inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
+                  "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
     so.allow_unix_sockets = a.allow_unix_sockets;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {

@@ -177,6 +177,15 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
 
 /* ------------------------------------------------------------------------ */
+/* Landlock (sandbox/landlock.c)                                             */
+
+/* Puts the calling thread (no_new_privs set) in a Landlock domain where
+ * files may be opened for writing only beneath the sandbox's writable mounts
+ * and on fds 0-2. 0 done, 1 the kernel has no Landlock (nothing done), -1
+ * with a message in err. */
+int sb_landlock_confine(char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */
 
 /* `sluice inner --fd N [--allow-unix-sockets] [--http-port P] [--socks-port P]
