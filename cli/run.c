@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,64 +507,8 @@ static const char *namespaces_problem(int bwrap_setuid)
 /* ------------------------------------------------------------------------ */
 /* Run directory                                                             */
 
-static int rm_unreadable; /* a directory nftw could not open in this pass */
-
-static int rm_chmod(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)ftw;
-    if (type == FTW_DNR)
-        rm_unreadable = 1;
-    if (type == FTW_D || type == FTW_DNR)
-        (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (type == FTW_DP || type == FTW_D || type == FTW_DNR)
-        (void)rmdir(path);
-    else
-        (void)unlink(path);
-    return 0;
-}
-
-/* rm -rf without following symlinks, making directories we own traversable
- * first (a command may leave a 0500 directory in TMPDIR). */
-static void remove_tree(const char *path)
-{
-    /* nftw opens a directory before reporting it, so one it cannot read
-     * (FTW_DNR) is made traversable without being entered: repeat until a
-     * pass meets none (each pass reaches one level deeper; bounded) */
-    for (int pass = 0; pass < 64; pass++) {
-        rm_unreadable = 0;
-        (void)nftw(path, rm_chmod, 16, FTW_PHYS | FTW_MOUNT);
-        if (!rm_unreadable)
-            break;
-    }
-    (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
-}
-
-static int make_run_dir(char *dir, size_t len, char *tmp, size_t tlen)
-{
-    const char *base = getenv("XDG_RUNTIME_DIR");
-    struct stat st;
-
-    if (base == NULL || base[0] != '/' || stat(base, &st) < 0 || !S_ISDIR(st.st_mode) ||
-        st.st_uid != geteuid() || access(base, W_OK) != 0)
-        base = "/tmp";
-    if ((size_t)snprintf(dir, len, "%s/sluice-run.XXXXXX", base) >= len)
-        return -ENAMETOOLONG;
-    if (mkdtemp(dir) == NULL)
-        return -errno;
-    if ((size_t)snprintf(tmp, tlen, "%s/tmp", dir) >= tlen || mkdir(tmp, 0700) < 0) {
-        int e = errno;
-        (void)rmdir(dir);
-        return -e;
-    }
-    return 0;
-}
+/* The run directory, its reaper and the sweep of dead runs' leftovers are
+ * in sandbox/reaper.c (issue 14). */
 
 /* ------------------------------------------------------------------------ */
 /* Permission layers                                                         */
@@ -853,6 +796,8 @@ int cli_run(int argc, char **argv)
     const char *cstr = NULL;
     char *shell_argv[4] = {NULL, NULL, NULL, NULL};
     char self[4096], cwd[4096], bwrap_buf[4096], rundir[4096], hosttmp[4200], err[1200];
+    char runmask[4096];
+    struct sb_reaper reaper = {-1, -1};
     const char *bwrap;
     struct sb_strv env = {0};
     struct sb_plan plan;
@@ -955,8 +900,9 @@ int cli_run(int argc, char **argv)
             goto out;
         }
     }
-    if (make_run_dir(rundir, sizeof(rundir), hosttmp, sizeof(hosttmp)) < 0) {
-        fprintf(stderr, "sluice: run: cannot create the run directory: %s\n", strerror(errno));
+    if (sb_rundir_make(rundir, sizeof(rundir), hosttmp, sizeof(hosttmp), runmask,
+                       sizeof(runmask), err, sizeof(err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
         goto out;
     }
     have_rundir = 1;
@@ -983,6 +929,7 @@ int cli_run(int argc, char **argv)
             .self_exe = self,
             .inner_fd = RUN_INNER_FD,
             .allow_unix_sockets = run->settings.network.allow_all_unix_sockets,
+            .mask_dir = runmask,
             .cmd = cmd,
         };
         if (sb_env_build(&eo, &env, err, sizeof(err)) < 0 ||
@@ -1012,6 +959,10 @@ int cli_run(int argc, char **argv)
     }
     if (sb_gitwatch_begin(cwd, run->settings.mandatory_deny_search_depth, &gw, err,
                           sizeof(err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
+        goto out;
+    }
+    if (sb_reaper_start(&reaper, rundir, &plan, err, sizeof(err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
         goto out;
     }
@@ -1069,6 +1020,7 @@ int cli_run(int argc, char **argv)
             goto out;
         }
         run->proc_started = 1;
+        sb_reaper_watch(&reaper, run->proc.pid);
     }
     close(sp[1]);
     sp[1] = -1;
@@ -1133,7 +1085,8 @@ out:
     sb_plan_cleanup(&plan);
     sb_plan_free(&plan);
     if (have_rundir)
-        remove_tree(rundir);
+        sb_rundir_remove(rundir);
+    sb_reaper_finish(&reaper);
     sb_strv_free(&env);
     egress_env_free(run->egress);
     for (size_t i = 0; i < run->nblocked; i++) {

@@ -736,6 +736,12 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
             PUSH(c.ops.v[i].path);
         }
     }
+    /* the run directories of every run (issue 14): after every bind, so
+     * no allowWrite or allowRead can show them again */
+    if (o->mask_dir != NULL) {
+        PUSH("--tmpfs");
+        PUSH(o->mask_dir);
+    }
     /* /tmp inside is the private one: sluice's binary under the host's
      * /tmp (a build tree) is bound back, read-only, at the same path, so
      * inner and `sluice connect` are found where they are named */

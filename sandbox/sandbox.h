@@ -143,6 +143,8 @@ struct sb_bwrap_opts {
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
+    const char *mask_dir;    /* NULL, or a host directory hidden by an empty
+                                tmpfs (the parent of every run directory) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
 };
 
@@ -175,6 +177,36 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
 
 /* One line per rule, for `sluice explain` and the README. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
+
+/* ------------------------------------------------------------------------ */
+/* run directory, reaper and sweep (sandbox/reaper.c)                        */
+
+/* Makes PARENT/run.XXXXXX (0700) and RUN/tmp, PARENT ($XDG_RUNTIME_DIR/sluice
+ * or /tmp/sluice-UID, 0700) going to MASK (every sandbox gets an empty tmpfs
+ * there), after sweeping PARENT of the run directories and project mount
+ * points of dead runs. -1 with a message in err. */
+int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
+                   char *err, size_t errlen);
+/* rm -rf RUNDIR (no symlink followed, 000 directories included), then its
+ * parent when empty. */
+void sb_rundir_remove(const char *rundir);
+/* rm -rf PATH, not following symbolic links nor crossing mounts. */
+void sb_remove_tree(const char *path);
+
+struct sb_reaper {
+    int pid; /* the reaper, -1 when none */
+    int fd;  /* our end of its pipe */
+};
+
+/* Writes RUNDIR's record (this process, PLAN's mount points) and forks the
+ * reaper, which cleans both up if this process dies before
+ * sb_reaper_finish(). Call before bwrap starts; -1 with a message in err. */
+int sb_reaper_start(struct sb_reaper *r, const char *rundir, const struct sb_plan *plan,
+                    char *err, size_t errlen);
+/* Tells the reaper bwrap's pid, to wait for it before cleaning. */
+void sb_reaper_watch(struct sb_reaper *r, int pid);
+/* After this process cleaned up itself: the reaper exits, and is waited. */
+void sb_reaper_finish(struct sb_reaper *r);
 
 /* ------------------------------------------------------------------------ */
 /* Landlock (sandbox/landlock.c)                                             */
