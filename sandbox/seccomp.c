@@ -338,8 +338,8 @@ out:
 /* ------------------------------------------------------------------------ */
 
 #define DESCRIBE_FAMILIES \
-    "socket() of any other family than AF_INET, AF_INET6, AF_UNIX and AF_NETLINK fails with " \
-    "EPERM (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: a network namespace does " \
+    "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets (above) " \
+    "and AF_NETLINK (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: a network namespace does " \
     "not scope them all), and AF_NETLINK only with NETLINK_ROUTE (what glibc's getaddrinfo " \
     "and getifaddrs use)", \
     "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without keys, " \
