@@ -54,6 +54,10 @@ enum layer_flag {
     LF_ENV_ALLOW = 1u << 23,
     LF_ENV_INHERIT = 1u << 24,
     LF_ENV_PATH = 1u << 25,
+    /* sandbox.limits (issue 14): the top bits, away from other additions */
+    LF_LIM_PROCS = 1u << 29,
+    LF_LIM_MEM = 1u << 30,
+    LF_LIM_FILES = 1u << 31,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -239,6 +243,7 @@ void settings_init(struct settings *s)
     s->sandbox.enabled = SETTINGS_UNSET;
     s->sandbox.allow_unsandboxed_commands = SETTINGS_UNSET;
     s->environment.inherit = 1;
+    s->sandbox.limits.processes = 8192;
     s->proxy.head_timeout_ms = 10000;
     s->proxy.handshake_timeout_ms = 10000;
     s->proxy.ask_timeout_ms = 30000;
@@ -1401,8 +1406,16 @@ static const struct key_def git_keys[] = {
     STRLIST("safeDirectories", git_safe_directories, LF_SAFE_DIRS, "git.safeDirectories", 0),
 };
 
+/* "sandbox.limits" (issue 14): strict ranges; see README "Resource limits" */
+static const struct key_def sandbox_limit_keys[] = {
+    UINT("processes", sandbox.limits.processes, LF_LIM_PROCS, 16, 4194304),
+    UINT("memory", sandbox.limits.memory_mib, LF_LIM_MEM, 64, 1u << 26),
+    UINT("openFiles", sandbox.limits.open_files, LF_LIM_FILES, 64, 1u << 24),
+};
+
 /* "sandbox": the permission layers of reference 001 (used by sluice run). */
 static const struct key_def sandbox_keys[] = {
+    OBJECT("limits", sandbox_limit_keys),
     {.name = "enabled", .kind = KD_CUSTOM, .fn = fn_tribool, .off = OFF(sandbox.enabled),
      .flag = LF_SANDBOX_ENABLED},
     {.name = "allowUnsandboxedCommands", .kind = KD_CUSTOM, .fn = fn_tribool,
@@ -1618,6 +1631,12 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->sandbox.allow_unsandboxed_commands = L->sandbox.allow_unsandboxed_commands;
     if (set & LF_EXCLUDED)
         move_replace(&s->sandbox.excluded_commands, &L->sandbox.excluded_commands);
+    if (set & LF_LIM_PROCS)
+        s->sandbox.limits.processes = L->sandbox.limits.processes;
+    if (set & LF_LIM_MEM)
+        s->sandbox.limits.memory_mib = L->sandbox.limits.memory_mib;
+    if (set & LF_LIM_FILES)
+        s->sandbox.limits.open_files = L->sandbox.limits.open_files;
     if (set & LF_ENV_ALLOW)
         move_replace(&s->environment.allow, &L->environment.allow);
     if (set & LF_ENV_INHERIT)

@@ -762,6 +762,16 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         rc = nomem(&c);
     if (o->allow_unix_sockets)
         PUSH("--allow-unix-sockets");
+    /* sandbox.limits (issue 14; limits.c), each only when set */
+    if (rc == 0 && s->sandbox.limits.processes > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)
+        rc = nomem(&c);
+    if (rc == 0 && s->sandbox.limits.memory_mib > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-memory-mib=%u", s->sandbox.limits.memory_mib) < 0)
+        rc = nomem(&c);
+    if (rc == 0 && s->sandbox.limits.open_files > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-open-files=%u", s->sandbox.limits.open_files) < 0)
+        rc = nomem(&c);
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);

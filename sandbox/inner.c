@@ -2,7 +2,8 @@
  * and the host's end of its handoff (design.md "The sandbox").
  *
  *   sluice inner --fd N [--allow-unix-sockets] [--http-port P]
- *                [--socks-port P] -- CMD ARGS...
+ *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
+ *                [--limit-open-files=N] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
  * is the proxy. In order it:
@@ -87,6 +88,7 @@ static void inner_err(const char *fmt, ...)
 struct inner_args {
     int fd;
     int allow_unix_sockets;
+    struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
 };
@@ -118,6 +120,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
 
     a->fd = -1;
     a->allow_unix_sockets = 0;
+    memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
     a->cmd = NULL;
@@ -134,6 +137,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--allow-unix-sockets") == 0) {
             a->allow_unix_sockets = 1;
+            continue;
+        }
+        if (strncmp(opt, "--limit-", 8) == 0) {
+            char why[160];
+            if (sb_limits_parse_arg(&a->limits, opt, why, sizeof why) < 0) {
+                inner_err("%s", why);
+                return -1;
+            }
             continue;
         }
         if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
@@ -400,6 +411,10 @@ int sb_inner_main(int argc, char **argv)
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0) {
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
+        return INNER_FAIL;
+    }
+    if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {
+        inner_err("%s", err);
         return INNER_FAIL;
     }
     rc = sb_landlock_confine(err, sizeof err);

@@ -209,6 +209,22 @@ void sb_reaper_watch(struct sb_reaper *r, int pid);
 void sb_reaper_finish(struct sb_reaper *r);
 
 /* ------------------------------------------------------------------------ */
+/* resource limits (sandbox/limits.c)                                        */
+
+struct sb_limits {
+    unsigned long processes;  /* 0: unchanged */
+    unsigned long memory_mib; /* 0: unchanged */
+    unsigned long open_files; /* 0: unchanged */
+};
+
+/* One `inner` option "--limit-processes=N", "--limit-memory-mib=N" or
+ * "--limit-open-files=N" into L; -1 with a message in why. */
+int sb_limits_parse_arg(struct sb_limits *l, const char *opt, char *why, size_t whylen);
+/* Sets the rlimits (soft and hard, never above the inherited hard one);
+ * -1 with a message in err. */
+int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
 /* Landlock (sandbox/landlock.c)                                             */
 
 /* Puts the calling thread (no_new_privs set) in a Landlock domain where

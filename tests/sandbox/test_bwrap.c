@@ -222,7 +222,7 @@ static void expect_error(struct fx *f, int rc, const char *msg)
     "--unshare-cgroup-try --unshare-user --cap-drop ALL"
 #define SYSRO "--ro-bind /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger"
 #define BASE "--ro-bind / / --dev /dev --proc /proc " SYSRO " --bind R/run/tmp /tmp"
-#define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 -- make test"
+#define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 --limit-processes=8192 -- make test"
 #define DN "--ro-bind /dev/null"
 /* protections of R/home/proj as the fixture makes it */
 /* an empty read-only directory where a protected name does not exist */
@@ -276,7 +276,8 @@ static void test_flags(void **state)
     const char *const setuid_no[] = {"--unshare-user", NULL};
     const char *const open_yes[] = {"--die-with-parent --unshare-pid", NULL};
     const char *const open_no[] = {"--unshare-net", NULL};
-    const char *const unix_yes[] = {"inner --fd 7 --allow-unix-sockets -- make test", NULL};
+    const char *const unix_yes[] = {
+        "inner --fd 7 --allow-unix-sockets --limit-processes=8192 -- make test", NULL};
     const char *const nested_yes[] = {"--dev /dev --bind /proc /proc " SYSRO " --bind R/run/tmp /tmp",
                                       NULL};
     const char *const nested_no[] = {"--proc", NULL};
