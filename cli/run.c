@@ -798,6 +798,7 @@ int cli_run(int argc, char **argv)
     char self[4096], cwd[4096], bwrap_buf[4096], rundir[4096], hosttmp[4200], err[1200];
     char runmask[4096];
     struct sb_reaper reaper = {-1, -1};
+    static struct sb_cgroup cgroup;
     const char *bwrap;
     struct sb_strv env = {0};
     struct sb_plan plan;
@@ -1044,6 +1045,21 @@ int cli_run(int argc, char **argv)
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
     }
+    /* issue 14: root is exempt from RLIMIT_NPROC: a pids cgroup instead */
+    rc = sb_cgroup_make(&cgroup, run->settings.sandbox.limits.processes, err, sizeof(err));
+    if (rc == 0 && (h.cmd_pid <= 0 || sb_cgroup_enter(&cgroup, h.cmd_pid, err, sizeof(err)) < 0)) {
+        if (h.cmd_pid <= 0)
+            snprintf(err, sizeof(err), "limits: the sandbox's pid is unknown");
+        rc = -1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        goto out;
+    }
+    if (rc > 0 && getuid() == 0 && run->settings.sandbox.limits.processes > 0)
+        fprintf(stderr, "sluice: run: warning: sandbox.limits.processes is not enforced: running "
+                        "as root (exempt from RLIMIT_NPROC) and no pids cgroup can be made here\n");
     if (write(sp[0], "G", 1) != 1) {
         fprintf(stderr, "sluice: run: the sandbox went away before the command started\n");
         (void)uv_process_kill(&run->proc, SIGKILL);
@@ -1086,6 +1102,7 @@ out:
     sb_plan_free(&plan);
     if (have_rundir)
         sb_rundir_remove(rundir);
+    sb_cgroup_remove(&cgroup);
     sb_reaper_finish(&reaper);
     sb_strv_free(&env);
     egress_env_free(run->egress);

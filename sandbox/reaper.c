@@ -320,6 +320,7 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
     if (parent_dir(mask, mlen, err, errlen) < 0)
         return -1;
     sweep(mask);
+    sb_cgroup_sweep(process_alive);
     if ((size_t)snprintf(dir, len, "%s/run.XXXXXX", mask) >= len) {
         snprintf(err, errlen, "the run directory's path is too long");
         return -1;
@@ -397,6 +398,7 @@ static void reaper_main(int fd, const char *rundir, const struct sb_plan *plan)
     }
     remove_placeholders(plan->created.v, plan->created.n);
     sb_rundir_remove(rundir);
+    sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
 }
 
 int sb_reaper_start(struct sb_reaper *r, const char *rundir, const struct sb_plan *plan,

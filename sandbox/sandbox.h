@@ -224,6 +224,20 @@ int sb_limits_parse_arg(struct sb_limits *l, const char *opt, char *why, size_t 
  * -1 with a message in err. */
 int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen);
 
+/* Host side, for a root launcher only (the kernel exempts uid 0 from
+ * RLIMIT_NPROC): a pids cgroup with pids.max = PIDS_MAX. 0 made, 1 not
+ * needed or not available (path empty), -1 with a message in err. */
+struct sb_cgroup {
+    char path[4352];
+};
+int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen);
+/* Moves PID (inner, before the command starts) into it. */
+int sb_cgroup_enter(const struct sb_cgroup *cg, int pid, char *err, size_t errlen);
+void sb_cgroup_remove(struct sb_cgroup *cg);
+/* Removes empty sluice-run.PID.START cgroups whose launcher ALIVE says is
+ * gone. */
+void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
+
 /* ------------------------------------------------------------------------ */
 /* Landlock (sandbox/landlock.c)                                             */
 
