@@ -9,7 +9,8 @@
  * so a command never sees another run's directory, whatever it may read or
  * write (a 0700 mode does not stop a process of the same uid).
  *
- * The record, RUN/sluice-run, written before bwrap starts:
+ * The record, RUN/sluice-run, written as the directory is made and again,
+ * with the mount points, before bwrap starts (each time whole, by rename):
  *     "sluice-run 1 PID STARTTIME\n" then each mount point bwrap will create
  *     in the project (sb_plan.created, parents first), each ended by a NUL.
  * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
@@ -190,14 +191,17 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+/* Writes RUNDIR's record (PLAN may be NULL: no mount points yet) through a
+ * temporary file renamed over it, so the sweep never reads half a record. */
 static int write_record(const char *rundir, const struct sb_plan *plan)
 {
-    char path[PATH_MAX], head[128];
+    char path[PATH_MAX], tmp[PATH_MAX], head[128];
     int fd, rc = 0;
 
-    if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path)
+    if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s/" RECORD_NAME ".new", rundir) >= sizeof tmp)
         return -ENAMETOOLONG;
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
     snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu\n", (long)getpid(),
@@ -209,6 +213,10 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
             rc = -errno;
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        (void)unlink(tmp);
     return rc;
 }
 
@@ -330,9 +338,16 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
                  strerror(errno));
         return -1;
     }
+    /* the record first (no mount points yet): a run killed from here on is
+     * recognised by the sweep */
+    if (write_record(dir, NULL) < 0) {
+        snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", dir, strerror(errno));
+        sb_remove_tree(dir);
+        return -1;
+    }
     if ((size_t)snprintf(tmp, tlen, "%s/tmp", dir) >= tlen || mkdir(tmp, 0700) < 0) {
         snprintf(err, errlen, "cannot create '%s/tmp': %s", dir, strerror(errno));
-        (void)rmdir(dir);
+        sb_remove_tree(dir);
         return -1;
     }
     return 0;
