@@ -459,19 +459,20 @@ PY
     git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
     rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
     mkdir -p -m 700 "$V/kx"
-    killcheck() { # WHAT: the project and the run directories, once the reaper is done
+    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
+                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
         for i in $(seq 200); do
             [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
-                [ -z "$(ls -A "$V/kx")" ] && break
+                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
             sleep 0.05
         done
         clean=$(ls -A "$K" | tr '\n' ' ')
         out=$(git -C "$K" status --porcelain 2>&1) rc=$?
         if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
-            [ ! -e "$K/.git/config" ] && [ -z "$(ls -A "$V/kx")" ]; then
+            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
             ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
         else
-            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(ls -A "$V/kx")"
+            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
             for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree; do
                 rmdir "$K/$d" 2>/dev/null
             done
