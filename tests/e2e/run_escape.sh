@@ -396,13 +396,17 @@ PY
     c "keyring: read the caller's session key, add a key, keyctl" probe "python3 harden.py keyring $KEY"
 
     # --- host FIFOs and device nodes outside the writable paths ---------------------------------
+    # a reader on the host for each attempt (it ends at the first writer's
+    # close); the sandbox side never blocks: O_NONBLOCK, or timeout
     mkfifo "$V/fifo" && chmod 666 "$V/fifo"
-    (timeout 15 cat "$V/fifo" > "$T/fifo.got" 2>/dev/null &)
-    sleep 0.3
+    : > "$T/fifo.got"
+    fifo_reader() { (timeout 10 cat "$V/fifo" >> "$T/fifo.got" 2>/dev/null &); sleep 0.3; }
+    fifo_release() { timeout 2 sh -c ": > '$V/fifo'" 2>/dev/null; sleep 0.2; }
+    fifo_reader
     c "host FIFO outside the writable paths: open for writing" probe "python3 harden.py fifo $V/fifo"
-    c "shell redirect into a host FIFO fails"           fail "echo ESCAPED > $V/fifo"
-    timeout 2 sh -c ": > '$V/fifo'" 2>/dev/null # release the reader
-    sleep 0.3
+    fifo_release; fifo_reader
+    c "shell redirect into a host FIFO fails"           fail "timeout 5 sh -c 'echo ESCAPED > $V/fifo' && exit 0; [ \$? != 124 ] && exit 1; exit 0"
+    fifo_release
     [ ! -s "$T/fifo.got" ] && ok "host: the FIFO's reader got nothing" || bad "host: the FIFO's reader got data" "$(cat "$T/fifo.got")"
     if [ "$(id -u)" = 0 ] && mknod "$V/null" c 1 3 2>/dev/null; then
         c "host character device outside the writable paths" probe "python3 harden.py chardev $V/null"
@@ -479,7 +483,7 @@ PY
         fi
     }
     for d in 0 0.05 0.2 0.5 1.5; do
-        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30') >/dev/null 2>&1 &
+        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
         pid=$!
         sleep $d
         kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
@@ -487,13 +491,13 @@ PY
     done
     # the whole process group (an agent harness killing its job): the
     # reaper is in a session of its own
-    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30') >/dev/null 2>&1 &
+    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
     pid=$!
     sleep 1
     kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
     killcheck "of the process group"
     # launcher and reaper killed together: the next run sweeps
-    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30') >/dev/null 2>&1 &
+    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
     pid=$!
     sleep 1
     rpid=$(pgrep -P $pid -x sluice-reaper)
