@@ -4,14 +4,12 @@
  *
  *   processes  RLIMIT_NPROC, soft and hard. The kernel counts it per user
  *              per user namespace: bwrap gives the sandbox a user namespace
- *              of its own (unless bwrap is setuid), so the count is the
- *              sandbox's own tasks (threads included), for root as well
- *              (capable() is asked of the initial namespace, where the
- *              command has nothing). Without a user namespace it counts
- *              every process of the real uid on the host, and uid 0 is
- *              exempt: inner then says the limit is not enforced.
- *              Default 8192: far above what `make -j` on a large machine or
- *              a JVM build uses, far below what a fork bomb reaches.
+ *              of its own (unless bwrap is setuid), so for an unprivileged
+ *              user the count is the sandbox's own tasks (threads included).
+ *              The kernel never applies it to uid 0 (INIT_USER), namespace
+ *              or not: a root launcher uses a pids cgroup instead (below),
+ *              or says on stderr that the limit is not enforced. Default 8192: far above what `make -j` on a large
+ *              machine or a JVM build uses, far below a fork bomb's reach.
  *   memory     RLIMIT_AS in MiB, per process (address space, not resident
  *              memory: a JVM or an ASan build reserves much more than it
  *              uses, so there is no default).
@@ -22,7 +20,6 @@
  * When a limit is hit, fork/clone fail with EAGAIN ("Resource temporarily
  * unavailable"), mmap/malloc with ENOMEM, open with EMFILE ("Too many open
  * files"), as the README says. */
-#define _GNU_SOURCE
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
@@ -96,33 +93,12 @@ static int set_one(int res, const char *name, rlim_t want, char *err, size_t err
     return 0;
 }
 
-/* 1 when this process is in the initial user namespace as uid 0: the
- * kernel does not apply RLIMIT_NPROC to it. */
-static int nproc_exempt(void)
-{
-    FILE *f;
-    unsigned long a = 0, b = 0, n = 0;
-    int init_ns = 0;
-
-    if (getuid() != 0)
-        return 0;
-    f = fopen("/proc/self/uid_map", "re");
-    if (f == NULL)
-        return 1;
-    if (fscanf(f, "%lu %lu %lu", &a, &b, &n) == 3 && a == 0 && b == 0 && n == 4294967295UL)
-        init_ns = 1;
-    fclose(f);
-    return init_ns;
-}
-
 int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen)
 {
     if (l->processes > 0) {
+        /* ignored by the kernel for uid 0: the launcher's pids cgroup */
         if (set_one(RLIMIT_NPROC, "RLIMIT_NPROC", (rlim_t)l->processes, err, errlen) < 0)
             return -1;
-        if (nproc_exempt())
-            fprintf(stderr, "sluice inner: warning: sandbox.limits.processes is not enforced: "
-                            "the sandbox runs as root without a user namespace (setuid bwrap)\n");
     }
     if (l->memory_mib > 0 &&
         set_one(RLIMIT_AS, "RLIMIT_AS", (rlim_t)l->memory_mib << 20, err, errlen) < 0)

@@ -356,6 +356,10 @@ out:
     "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, " \
     "outside the filter) fail with EPERM; where the kernel has Landlock the command is also " \
     "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it", \
+    "where the kernel has Landlock, a file can be opened for writing only beneath the " \
+    "sandbox's writable paths and on the command's own stdin, stdout and stderr, so host FIFOs " \
+    "and device nodes under the read-only root cannot be written (without Landlock the command " \
+    "runs with a warning that this is missing)", \
     "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: " \
     "native and arm); a syscall from any other architecture kills the process", \
     "no_new_privs is set before the filter is loaded",
