@@ -1045,21 +1045,23 @@ int cli_run(int argc, char **argv)
         (void)uv_process_kill(&run->proc, SIGKILL);
         goto out;
     }
-    /* issue 14: root is exempt from RLIMIT_NPROC: a pids cgroup instead */
+    /* issue 14: root is exempt from RLIMIT_NPROC: a pids cgroup instead
+     * (limits.c); where none can be made the default limit is best effort,
+     * a limit set in the settings gets a warning */
+    err[0] = '\0';
     rc = sb_cgroup_make(&cgroup, run->settings.sandbox.limits.processes, err, sizeof(err));
     if (rc == 0 && (h.cmd_pid <= 0 || sb_cgroup_enter(&cgroup, h.cmd_pid, err, sizeof(err)) < 0)) {
         if (h.cmd_pid <= 0)
             snprintf(err, sizeof(err), "limits: the sandbox's pid is unknown");
+        sb_cgroup_remove(&cgroup);
         rc = -1;
     }
-    if (rc < 0) {
-        fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
-        goto out;
-    }
-    if (rc > 0 && getuid() == 0 && run->settings.sandbox.limits.processes > 0)
-        fprintf(stderr, "sluice: run: warning: sandbox.limits.processes is not enforced: running "
-                        "as root (exempt from RLIMIT_NPROC) and no pids cgroup can be made here\n");
+    if (rc != 0 && getuid() == 0 &&
+        run->settings.sandbox.limits.processes != SETTINGS_DEFAULT_PROCESSES)
+        fprintf(stderr,
+                "sluice: run: warning: sandbox.limits.processes is not enforced: root is exempt "
+                "from RLIMIT_NPROC and no pids cgroup could be used%s%s\n",
+                err[0] != '\0' ? ": " : "", err);
     if (write(sp[0], "G", 1) != 1) {
         fprintf(stderr, "sluice: run: the sandbox went away before the command started\n");
         (void)uv_process_kill(&run->proc, SIGKILL);

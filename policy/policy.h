@@ -124,6 +124,7 @@ struct settings {
         /* sandbox.limits (issue 14), applied to the command by `sluice
          * inner`; 0 = no limit of sluice's (the inherited one stays) */
         struct {
+#define SETTINGS_DEFAULT_PROCESSES 8192u
             unsigned processes;  /* RLIMIT_NPROC in the sandbox; default 8192 */
             unsigned memory_mib; /* RLIMIT_AS per process, MiB; default 0 */
             unsigned open_files; /* RLIMIT_NOFILE per process; default 0 */

@@ -243,7 +243,7 @@ void settings_init(struct settings *s)
     s->sandbox.enabled = SETTINGS_UNSET;
     s->sandbox.allow_unsandboxed_commands = SETTINGS_UNSET;
     s->environment.inherit = 1;
-    s->sandbox.limits.processes = 8192;
+    s->sandbox.limits.processes = SETTINGS_DEFAULT_PROCESSES;
     s->proxy.head_timeout_ms = 10000;
     s->proxy.handshake_timeout_ms = 10000;
     s->proxy.ask_timeout_ms = 30000;
