@@ -1046,8 +1046,8 @@ int cli_run(int argc, char **argv)
         goto out;
     }
     /* issue 14: root is exempt from RLIMIT_NPROC: a pids cgroup instead
-     * (limits.c); where none can be made the default limit is best effort,
-     * a limit set in the settings gets a warning */
+     * (limits.c); where none can be used the default limit is best effort,
+     * and a limit set in the settings is refused (it would be ignored) */
     err[0] = '\0';
     rc = sb_cgroup_make(&cgroup, run->settings.sandbox.limits.processes, err, sizeof(err));
     if (rc == 0 && (h.cmd_pid <= 0 || sb_cgroup_enter(&cgroup, h.cmd_pid, err, sizeof(err)) < 0)) {
@@ -1057,11 +1057,14 @@ int cli_run(int argc, char **argv)
         rc = -1;
     }
     if (rc != 0 && getuid() == 0 &&
-        run->settings.sandbox.limits.processes != SETTINGS_DEFAULT_PROCESSES)
+        run->settings.sandbox.limits.processes != SETTINGS_DEFAULT_PROCESSES) {
         fprintf(stderr,
-                "sluice: run: warning: sandbox.limits.processes is not enforced: root is exempt "
-                "from RLIMIT_NPROC and no pids cgroup could be used%s%s\n",
-                err[0] != '\0' ? ": " : "", err);
+                "sluice: run: sandbox.limits.processes cannot be enforced: root is exempt from "
+                "RLIMIT_NPROC and no pids cgroup could be used%s%s%s; the command was not run\n",
+                err[0] != '\0' ? " (" : "", err, err[0] != '\0' ? ")" : "");
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        goto out;
+    }
     if (write(sp[0], "G", 1) != 1) {
         fprintf(stderr, "sluice: run: the sandbox went away before the command started\n");
         (void)uv_process_kill(&run->proc, SIGKILL);
