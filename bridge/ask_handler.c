@@ -56,7 +56,7 @@
 
 #include "policy/policy.h"
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define ASK_EXEC_RUNNING 16                   /* children at once */
 #define ASK_EXEC_LINE_MAX 4096                /* first line of a child's stdout */

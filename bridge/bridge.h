@@ -531,6 +531,9 @@ struct connlog {
     uint64_t bytes_down;  /* upstream -> client (CLOSE) */
     uint64_t duration_ms; /* since accept (CLOSE) */
     const char *end;      /* how it ended (CLOSE) */
+    const char *source;   /* NULL or where the deciding rule is written */
+    const char *method;   /* plain HTTP: the request method, else NULL */
+    const char *url;      /* plain HTTP: the URL without its query, else NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -571,8 +574,6 @@ void frontend_add(struct frontend *f, struct frontend_conn *c);
 void frontend_remove(struct frontend *f, struct frontend_conn *c);
 /* Calls force_close on every live connection (they end asynchronously). */
 void frontend_close_all(struct frontend *f);
-/* Text of a connected stream's peer: "ip:port", "[v6]:port" or "unix". */
-const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len);
 /* Constant-time comparison of a secret: 1 when equal (same length, same
  * bytes), else 0. The time depends only on max(alen, blen), never on where
  * the bytes differ nor on whether the lengths differ. NULL is fine with

@@ -1,5 +1,5 @@
 /* bridge/frontend.c - what the SOCKS5 and HTTP front ends share: the list of
- * live connections, peer names, and the credential check. */
+ * live connections and the credential check (peer names: common/). */
 #include "bridge/bridge.h"
 
 #include <netinet/in.h>
@@ -49,32 +49,6 @@ void frontend_close_all(struct frontend *f)
         c->force_close(c);
         c = next;
     }
-}
-
-const char *frontend_peer(uv_stream_t *s, int is_pipe, char *buf, size_t len)
-{
-    struct sockaddr_storage ss;
-    int sl = (int)sizeof(ss);
-    char a[64];
-
-    if (is_pipe) {
-        snprintf(buf, len, "unix");
-        return buf;
-    }
-    if (uv_tcp_getpeername((uv_tcp_t *)s, (struct sockaddr *)&ss, &sl) != 0) {
-        snprintf(buf, len, "-");
-        return buf;
-    }
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
-        uv_ip6_name(s6, a, sizeof(a));
-        snprintf(buf, len, "[%s]:%u", a, (unsigned)ntohs(s6->sin6_port));
-    } else {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
-        uv_ip4_name(s4, a, sizeof(a));
-        snprintf(buf, len, "%s:%u", a, (unsigned)ntohs(s4->sin_port));
-    }
-    return buf;
 }
 
 int frontend_secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)

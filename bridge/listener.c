@@ -50,7 +50,7 @@
 
 #include "policy/policy.h"
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define LISTENER_BACKLOG 511
 

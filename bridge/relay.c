@@ -135,7 +135,7 @@
 #define RELAY_HAVE_SPLICE 0
 #endif
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 /* Always-on check for library calls that cannot fail (R13). */
 #define RELAY_CHECK(expr)                                                                          \

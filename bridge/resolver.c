@@ -72,7 +72,7 @@
 
 #include "policy/policy.h"
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define RESOLVER_TRIES 2
 #define RESOLVER_MIN_TRY_MS 50

@@ -1,46 +1,20 @@
-/* cli/check.c - `sluice check`: explain decisions, run expectation files.
+/* cli/check.c - `sluice check`: its options, help and exit codes. The
+ * engine (decide, resolve, guard, print, expectations) is proxy/check.c.
  *
  *   sluice check [--settings FILE] [--json] [--resolve] TARGET...
  *   sluice check [--settings FILE] [--resolve] --expect FILE
  *
- * Exit status: 0, 1 when an expectation failed, 2 for bad input (settings,
- * targets, expectation lines).
+ * Options may come before or after targets; "--" ends them.
  */
-#include "bridge/bridge.h"
 #include "cli/cli.h"
-#include "policy/policy.h"
 
-#include <errno.h>
-#include <ifaddrs.h>
-#include <jansson.h>
-#include <netinet/in.h>
-#include <stdarg.h>
+#include "policy/policy.h"
+#include "proxy/check.h"
+
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uv.h>
-
-#define CHECK_MAX_ADDRS 32
-#define CHECK_DNS_TIMEOUT_MS 5000
-
-struct check_item {
-    const char *target; /* as given */
-    const char *file;   /* expectation file, or NULL */
-    unsigned line;
-    enum policy_verdict expect;
-    int valid;
-    const char *why; /* parse error */
-    struct policy_host host;
-    uint16_t port;
-    struct policy_decision d;
-    /* --resolve */
-    int resolving;
-    enum resolver_status rst;
-    struct policy_addr addrs[CHECK_MAX_ADDRS];
-    size_t naddrs;
-    struct policy_guard_verdict gv[CHECK_MAX_ADDRS];
-    size_t nallowed;
-};
 
 void cli_check_usage(FILE *f)
 {
@@ -55,6 +29,8 @@ void cli_check_usage(FILE *f)
           "                   source, reason (and addresses with --resolve)\n"
           "  --resolve        also resolve names (network.dnsServers or /etc/resolv.conf) and\n"
           "                   judge every answer with the address guard\n"
+          "  -h, --help       show this help\n"
+          "  -V, --version    print the version and exit\n"
           "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
           "                   mismatch and 'N passed, M failed'; exit 1 on a mismatch\n"
           "\n"
@@ -62,518 +38,77 @@ void cli_check_usage(FILE *f)
           f);
 }
 
-static const char *verdict_name(enum policy_verdict v)
+enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT };
+
+static const struct option check_options[] = {
+    {"settings", required_argument, NULL, OPT_SETTINGS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"resolve", no_argument, NULL, OPT_RESOLVE},
+    {"expect", required_argument, NULL, OPT_EXPECT},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 with the options in o, or 1 + the exit status. */
+static int parse_args(struct check_opts *o, const char **settings, int argc, char **argv)
 {
-    switch (v) {
-    case POLICY_ALLOW:
-        return "allow";
-    case POLICY_DENY:
-        return "deny";
-    case POLICY_ASK:
-        return "ask";
-    }
-    return "deny";
-}
+    int c;
 
-static const char *resolver_status_name(enum resolver_status st)
-{
-    switch (st) {
-    case RESOLVER_OK:
-        return "ok";
-    case RESOLVER_NXDOMAIN:
-        return "no such name (NXDOMAIN)";
-    case RESOLVER_NODATA:
-        return "no addresses (NODATA)";
-    case RESOLVER_TIMEOUT:
-        return "DNS timeout";
-    case RESOLVER_FAIL:
-        return "DNS failure";
-    case RESOLVER_CANCELLED:
-        return "DNS lookup cancelled";
-    }
-    return "DNS failure";
-}
-
-/* Prints a user-supplied string with control and non-ASCII bytes escaped,
- * so a hostile target cannot inject lines into logs or terminals. */
-static const char *escaped(const char *in, char *buf, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-
-    for (; *in != '\0' && o + 5 < len; in++) {
-        unsigned char c = (unsigned char)*in;
-        if (c < 0x20 || c >= 0x7f || c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = 'x';
-            buf[o++] = hex[c >> 4];
-            buf[o++] = hex[c & 15];
-        } else {
-            buf[o++] = (char)c;
-        }
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static void host_port(const struct check_item *it, char *buf, size_t len)
-{
-    if (it->host.kind == POLICY_HOST_IPV6)
-        snprintf(buf, len, "[%s]:%u", it->host.name, (unsigned)it->port);
-    else
-        snprintf(buf, len, "%s:%u", it->host.name, (unsigned)it->port);
-}
-
-/* ---- resolution ---- */
-
-static void on_resolved(void *arg, enum resolver_status st, const struct policy_addr *addrs,
-                        size_t n)
-{
-    struct check_item *it = arg;
-
-    it->resolving = 0;
-    it->rst = st;
-    if (n > CHECK_MAX_ADDRS)
-        n = CHECK_MAX_ADDRS;
-    if (n > 0)
-        memcpy(it->addrs, addrs, n * sizeof(*addrs));
-    it->naddrs = n;
-}
-
-static void on_resolver_closed(void *arg)
-{
-    (void)arg;
-}
-
-static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
-{
-    uv_loop_t loop;
-    struct resolver *r = NULL;
-    const char **servers = NULL;
-    size_t i;
-    int rc;
-
-    if (uv_loop_init(&loop) != 0)
-        return -ENOMEM;
-    if (s->network.dns_servers.n > 0) {
-        servers = calloc(s->network.dns_servers.n, sizeof(*servers));
-        if (servers == NULL) {
-            uv_loop_close(&loop);
-            return -ENOMEM;
-        }
-        for (i = 0; i < s->network.dns_servers.n; i++)
-            servers[i] = s->network.dns_servers.items[i].value;
-    }
-    rc = resolver_init(&r, &loop, servers, s->network.dns_servers.n, CHECK_DNS_TIMEOUT_MS);
-    free(servers);
-    if (rc < 0) {
-        fprintf(stderr, "sluice: check: cannot start the resolver: %s\n", uv_strerror(rc));
-        uv_loop_close(&loop);
-        return rc;
-    }
-    for (i = 0; i < n; i++) {
-        struct check_item *it = &items[i];
-        struct resolver_query *q;
-        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
-            continue;
-        it->resolving = 1;
-        if (resolver_query(r, it->host.name, on_resolved, it, &q) < 0) {
-            it->resolving = 0;
-            it->rst = RESOLVER_FAIL;
-        }
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    resolver_close(r, on_resolver_closed, NULL);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    rc = uv_loop_close(&loop);
-    return rc == 0 ? 0 : -EBUSY;
-}
-
-/* Writes a decision's reason, cut at its size: a reason is a one-line
- * summary, and a long host name may not fit (gcc's -Wformat-truncation knew
- * that and said so; here it is meant). */
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(d->reason, sizeof(d->reason), fmt, ap);
-    va_end(ap);
-}
-
-/* Applies the guard and folds it into the final decision. */
-static void apply_guard(const struct policy *p, struct check_item *it)
-{
-    if (!it->valid || it->d.verdict == POLICY_DENY)
-        return;
-    if (it->host.kind != POLICY_HOST_NAME) {
-        it->addrs[0] = it->host.addr;
-        it->naddrs = 1;
-        it->rst = RESOLVER_OK;
-    } else if (it->rst != RESOLVER_OK) {
-        it->d.verdict = POLICY_DENY;
-        it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
-        set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
-        return;
-    }
-    it->nallowed = policy_guard(p, &it->host, it->port, it->addrs, it->naddrs, it->gv);
-    if (it->nallowed == 0 && it->naddrs > 0) {
-        it->d.verdict = POLICY_DENY;
-        it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
-        set_reason(&it->d, "every resolved address is refused: %s", it->gv[0].why);
-    }
-}
-
-/* ---- output ---- */
-
-static void print_text(const struct check_item *it, int resolve)
-{
-    char hp[POLICY_HOST_MAX + 16];
-    char src[512];
-    size_t i;
-
-    host_port(it, hp, sizeof(hp));
-    if (it->d.rule != NULL) {
-        policy_rule_source(it->d.rule, src, sizeof(src));
-        if (strstr(it->d.rule->list, "Files") != NULL)
-            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.verdict), hp,
-                   it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
-        else
-            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.verdict), hp,
-                   it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
-    } else {
-        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.verdict), hp, it->d.reason);
-    }
-    if (!resolve)
-        return;
-    for (i = 0; i < it->naddrs; i++) {
-        char ip[64];
-        printf("      %-39s %-14s %s: %s\n", policy_addr_str(&it->gv[i].addr, ip, sizeof(ip)),
-               policy_class_name(it->gv[i].cls), it->gv[i].allowed ? "allowed" : "denied",
-               it->gv[i].why);
-    }
-}
-
-static void print_json(const struct check_item *it, int resolve)
-{
-    char src[512];
-    json_t *o = json_object();
-    char *s;
-    size_t i;
-
-    json_object_set_new(o, "target", json_string(it->target));
-    json_object_set_new(o, "host", json_string(it->host.name));
-    json_object_set_new(o, "port", json_integer(it->port));
-    json_object_set_new(o, "decision", json_string(verdict_name(it->d.verdict)));
-    if (it->d.rule != NULL) {
-        json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
-        json_object_set_new(o, "source",
-                            json_string(policy_rule_source(it->d.rule, src, sizeof(src))));
-        json_object_set_new(o, "list", json_string(it->d.rule->list));
-        json_object_set_new(o, "index", json_integer((json_int_t)it->d.rule->index));
-    } else {
-        json_object_set_new(o, "rule", json_null());
-        json_object_set_new(o, "source", json_null());
-    }
-    json_object_set_new(o, "reason", json_string(it->d.reason));
-    if (resolve && it->valid) {
-        json_t *arr = json_array();
-        for (i = 0; i < it->naddrs; i++) {
-            char ip[64];
-            json_t *a = json_object();
-            json_object_set_new(a, "address",
-                                json_string(policy_addr_str(&it->gv[i].addr, ip, sizeof(ip))));
-            json_object_set_new(a, "class", json_string(policy_class_name(it->gv[i].cls)));
-            json_object_set_new(a, "allowed", json_boolean(it->gv[i].allowed));
-            json_object_set_new(a, "reason", json_string(it->gv[i].why));
-            json_array_append_new(arr, a);
-        }
-        json_object_set_new(o, "addresses", arr);
-    }
-    s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-    if (s != NULL) {
-        puts(s);
-        free(s);
-    }
-    json_decref(o);
-}
-
-/* ---- expectation files ---- */
-
-static int parse_verdict(const char *w, size_t len, enum policy_verdict *v)
-{
-    if (len == 5 && memcmp(w, "allow", 5) == 0)
-        *v = POLICY_ALLOW;
-    else if (len == 4 && memcmp(w, "deny", 4) == 0)
-        *v = POLICY_DENY;
-    else if (len == 3 && memcmp(w, "ask", 3) == 0)
-        *v = POLICY_ASK;
-    else
-        return -EINVAL;
-    return 0;
-}
-
-/* Reads FILE into items; each non-comment line is "VERDICT TARGET". Lines
- * are kept in *bufp (targets point into it). Returns count or -1. */
-static long read_expect(const char *path, char **bufp, struct check_item **itemsp)
-{
-    FILE *f = fopen(path, "r");
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    struct check_item *items = NULL;
-    size_t n = 0, ncap = 0;
-    unsigned lineno = 0;
-    char *line, *next;
-    int bad = 0;
-
-    if (f == NULL) {
-        fprintf(stderr, "sluice: check: %s: cannot open: %s\n", path, strerror(errno));
-        return -1;
-    }
-    for (;;) {
-        size_t got;
-        if (cap - len < 4096) {
-            char *nb = realloc(buf, cap ? cap * 2 : 8192);
-            if (nb == NULL)
-                goto oom;
-            buf = nb;
-            cap = cap ? cap * 2 : 8192;
-        }
-        got = fread(buf + len, 1, cap - len - 1, f);
-        if (got == 0)
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hV", check_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_SETTINGS:
+            *settings = optarg;
             break;
-        len += got;
-    }
-    fclose(f);
-    f = NULL;
-    if (buf == NULL)
-        goto oom;
-    buf[len] = '\0';
-
-    for (line = buf; line != NULL && *line != '\0'; line = next) {
-        char *hash, *end, *w, *t;
-        size_t wlen;
-        enum policy_verdict v;
-
-        lineno++;
-        next = strchr(line, '\n');
-        if (next != NULL)
-            *next++ = '\0';
-        hash = strchr(line, '#');
-        if (hash != NULL)
-            *hash = '\0';
-        end = line + strlen(line);
-        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-            *--end = '\0';
-        w = line;
-        while (*w == ' ' || *w == '\t')
-            w++;
-        if (*w == '\0')
-            continue;
-        t = w;
-        while (*t != '\0' && *t != ' ' && *t != '\t')
-            t++;
-        wlen = (size_t)(t - w);
-        while (*t == ' ' || *t == '\t')
-            *t++ = '\0';
-        if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || strpbrk(t, " \t") != NULL) {
-            fprintf(stderr, "%s:%u: expected 'allow|deny|ask TARGET'\n", path, lineno);
-            bad = 1;
-            continue;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_RESOLVE:
+            o->resolve = 1;
+            break;
+        case OPT_EXPECT:
+            o->expect_path = optarg;
+            break;
+        case 'h':
+            cli_check_usage(stdout);
+            return 1;
+        case 'V':
+            return 1 + cli_version();
+        default:
+            cli_bad_option("check", c, argv, cli_check_usage);
+            return 1 + 2;
         }
-        if (n == ncap) {
-            struct check_item *ni = realloc(items, (ncap ? ncap * 2 : 64) * sizeof(*ni));
-            if (ni == NULL)
-                goto oom;
-            items = ni;
-            ncap = ncap ? ncap * 2 : 64;
-        }
-        memset(&items[n], 0, sizeof(items[n]));
-        items[n].target = t;
-        items[n].file = path;
-        items[n].line = lineno;
-        items[n].expect = v;
-        n++;
     }
-    if (bad) {
-        free(items);
-        free(buf);
-        return -1;
+    o->targets = (const char *const *)&argv[optind];
+    o->ntargets = (size_t)(argc - optind);
+    if (o->expect_path != NULL && o->ntargets > 0) {
+        fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
+        return 1 + 2;
     }
-    *bufp = buf;
-    *itemsp = items;
-    return (long)n;
-oom:
-    if (f != NULL)
-        fclose(f);
-    free(items);
-    free(buf);
-    fprintf(stderr, "sluice: check: out of memory\n");
-    return -1;
+    if (o->expect_path == NULL && o->ntargets == 0) {
+        fprintf(stderr, "sluice: check: no targets given\n");
+        cli_check_usage(stderr);
+        return 1 + 2;
+    }
+    return 0;
 }
 
 int cli_check(int argc, char **argv)
 {
-    const char *settings_path = NULL;
-    const char *expect_path = NULL;
-    int json = 0, resolve = 0;
+    struct check_opts o;
     struct settings s;
-    struct settings_error err;
-    struct policy *p = NULL;
-    struct check_item *items = NULL;
-    char *expect_buf = NULL;
-    size_t n = 0, i;
-    size_t passed = 0, failed = 0;
-    int bad_target = 0;
-    int rc = 2;
-    int a;
-    const char **targets = NULL;
-    size_t ntargets = 0;
+    const char *settings_path = NULL;
+    int rc;
 
-    /* Options may come before or after targets; "--" ends them. */
-    targets = calloc((size_t)argc, sizeof(*targets));
-    if (targets == NULL) {
-        fprintf(stderr, "sluice: check: out of memory\n");
+    memset(&o, 0, sizeof(o));
+    rc = parse_args(&o, &settings_path, argc, argv);
+    if (rc != 0)
+        return rc - 1;
+    if (cli_load_settings(&s, settings_path) < 0)
         return 2;
-    }
-    for (a = 1; a < argc; a++) {
-        const char *o = argv[a];
-        if (strcmp(o, "--") == 0) {
-            for (a++; a < argc; a++)
-                targets[ntargets++] = argv[a];
-            break;
-        }
-        if (o[0] != '-' || o[1] == '\0') {
-            targets[ntargets++] = o;
-        } else if (strcmp(o, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(o, "--resolve") == 0) {
-            resolve = 1;
-        } else if (strcmp(o, "--settings") == 0 || strcmp(o, "--expect") == 0) {
-            if (a + 1 >= argc) {
-                fprintf(stderr, "sluice: check: %s needs a FILE argument\n", o);
-                free(targets);
-                return 2;
-            }
-            if (o[2] == 's')
-                settings_path = argv[++a];
-            else
-                expect_path = argv[++a];
-        } else if (strncmp(o, "--settings=", 11) == 0) {
-            settings_path = o + 11;
-        } else if (strncmp(o, "--expect=", 9) == 0) {
-            expect_path = o + 9;
-        } else if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
-            cli_check_usage(stdout);
-            free(targets);
-            return 0;
-        } else {
-            fprintf(stderr, "sluice: check: unknown option '%s'\n", o);
-            cli_check_usage(stderr);
-            free(targets);
-            return 2;
-        }
-    }
-    if (expect_path != NULL && ntargets > 0) {
-        fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
-        free(targets);
-        return 2;
-    }
-    if (expect_path == NULL && ntargets == 0) {
-        fprintf(stderr, "sluice: check: no targets given\n");
-        cli_check_usage(stderr);
-        free(targets);
-        return 2;
-    }
-
-    if (cli_load_settings(&s, settings_path) < 0) {
-        free(targets);
-        return 2;
-    }
-    if (policy_compile(&s, &p, &err) < 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        goto out;
-    }
-
-    if (expect_path != NULL) {
-        long got = read_expect(expect_path, &expect_buf, &items);
-        if (got < 0)
-            goto out;
-        n = (size_t)got;
-    } else {
-        n = ntargets;
-        items = calloc(n, sizeof(*items));
-        if (items == NULL) {
-            fprintf(stderr, "sluice: check: out of memory\n");
-            goto out;
-        }
-        for (i = 0; i < n; i++)
-            items[i].target = targets[i];
-    }
-
-    for (i = 0; i < n; i++) {
-        struct check_item *it = &items[i];
-        if (policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0) {
-            char esc[1024];
-            escaped(it->target, esc, sizeof(esc));
-            if (it->file != NULL)
-                fprintf(stderr, "%s:%u: invalid target '%s': %s\n", it->file, it->line, esc,
-                        it->why);
-            else
-                fprintf(stderr, "sluice: check: invalid target '%s': %s\n", esc, it->why);
-            bad_target = 1;
-            continue;
-        }
-        it->valid = 1;
-        policy_decide(p, &it->host, it->port, &it->d);
-    }
-    if (expect_path != NULL && bad_target)
-        goto out;
-
-    if (resolve) {
-        cli_set_local(p, NULL, NULL, 0);
-        if (resolve_all(&s, items, n) < 0)
-            goto out;
-        for (i = 0; i < n; i++)
-            apply_guard(p, &items[i]);
-    }
-
-    for (i = 0; i < n; i++) {
-        struct check_item *it = &items[i];
-        if (!it->valid)
-            continue;
-        if (expect_path != NULL) {
-            char hp[POLICY_HOST_MAX + 16];
-            if (it->d.verdict == it->expect) {
-                passed++;
-                continue;
-            }
-            failed++;
-            host_port(it, hp, sizeof(hp));
-            printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
-                   verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
-        } else if (json) {
-            print_json(it, resolve);
-        } else {
-            print_text(it, resolve);
-        }
-    }
-    if (expect_path != NULL) {
-        printf("%zu passed, %zu failed\n", passed, failed);
-        rc = failed > 0 ? 1 : 0;
-    } else {
-        rc = bad_target ? 2 : 0;
-    }
-out:
-    fflush(stdout);
-    free(targets);
-    free(items);
-    free(expect_buf);
-    policy_free(p);
+    rc = check_run(&o, &s);
     settings_free(&s);
     return rc;
 }

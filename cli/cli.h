@@ -33,9 +33,12 @@ void cli_connect_usage(FILE *f);
  * located message and returns -1 (the caller exits 2). */
 int cli_load_settings(struct settings *s, const char *explicit_path);
 
-/* Tells the guard this host's own addresses (getifaddrs) and the proxy's own
- * listeners (port 0 = any port). */
-void cli_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
-                   size_t nlisteners);
+/* Prints "sluice VERSION (commit COMMIT)" to stdout; returns 0. */
+int cli_version(void);
+
+/* getopt_long returned '?' (unknown option) or ':' (missing value): prints
+ * "sluice: CMD: ..." naming the option, and the usage, to stderr. The
+ * caller exits 2 (or 125 for run). */
+void cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *f));
 
 #endif

@@ -1,12 +1,11 @@
 /* cli/common.c - helpers shared by subcommands. */
 #include "cli/cli.h"
+#include "common/common.h"
 #include "policy/policy.h"
 
-#include <ifaddrs.h>
-#include <netinet/in.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 int cli_load_settings(struct settings *s, const char *explicit_path)
 {
@@ -25,35 +24,34 @@ int cli_load_settings(struct settings *s, const char *explicit_path)
     return 0;
 }
 
-/* This host's own addresses, so the guard can refuse them. */
-void cli_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
-                   size_t nlisteners)
-{
-    struct ifaddrs *ifa = NULL, *i;
-    struct policy_addr self[64];
-    size_t n = 0;
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+#ifndef SLUICE_COMMIT
+#define SLUICE_COMMIT "unknown"
+#endif
 
-    if (getifaddrs(&ifa) < 0) {
-        (void)policy_set_local(p, NULL, 0, listeners, ports, nlisteners);
+int cli_version(void)
+{
+    printf("sluice %s (commit %s)\n", SLUICE_VERSION, SLUICE_COMMIT);
+    return 0;
+}
+
+void cli_bad_option(const char *cmd, int c, char **argv, void (*usage)(FILE *f))
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    char name[256], esc[1024];
+
+    if (strncmp(arg, "--", 2) != 0) /* a short option, maybe in a cluster */
+        arg = shortopt;
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+    common_escape(name, esc, sizeof(esc));
+    if (c == ':') {
+        fprintf(stderr, "sluice: %s: option '%s' needs a value\n", cmd, esc);
         return;
     }
-    for (i = ifa; i != NULL && n < 64; i = i->ifa_next) {
-        if (i->ifa_addr == NULL)
-            continue;
-        memset(&self[n], 0, sizeof(self[n]));
-        if (i->ifa_addr->sa_family == AF_INET) {
-            const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
-            self[n].family = 4;
-            memcpy(self[n].bytes, &sin->sin_addr, 4);
-            n++;
-        } else if (i->ifa_addr->sa_family == AF_INET6) {
-            const struct sockaddr_in6 *s6 =
-                (const struct sockaddr_in6 *)(const void *)i->ifa_addr;
-            self[n].family = 6;
-            memcpy(self[n].bytes, &s6->sin6_addr, 16);
-            n++;
-        }
-    }
-    freeifaddrs(ifa);
-    (void)policy_set_local(p, self, n, listeners, ports, nlisteners);
+    fprintf(stderr, "sluice: %s: unknown option '%s'%s\n", cmd, esc,
+            strcmp(cmd, "run") == 0 ? " (the command goes after --)" : "");
+    usage(stderr);
 }

@@ -17,6 +17,7 @@
 #include "bridge/bridge.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -37,7 +38,14 @@ void cli_connect_usage(FILE *f)
                "\n"
                "Tunnels stdin/stdout to HOST:PORT through an HTTP proxy with CONNECT\n"
                "(default 127.0.0.1:3128, or $SLUICE_CONNECT_PROXY). For ssh:\n"
-               "  ssh -o ProxyCommand='sluice connect %%h %%p' git@example.com\n");
+               "  ssh -o ProxyCommand='sluice connect %%h %%p' git@example.com\n"
+               "\n"
+               "  --proxy ADDR:PORT  the proxy (or unix:PATH)\n"
+               "  -h, --help         show this help\n"
+               "  -V, --version      print the version and exit\n"
+               "\n"
+               "exit status: 0 the tunnel ended, 1 the proxy refused or failed, 2 bad\n"
+               "arguments\n");
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -216,36 +224,41 @@ static int pump(int s)
     return 0;
 }
 
+enum { OPT_PROXY = 256 };
+
+static const struct option connect_options[] = {
+    {"proxy", required_argument, NULL, OPT_PROXY},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
 int cli_connect(int argc, char **argv)
 {
     const char *proxy = getenv("SLUICE_CONNECT_PROXY");
     const char *host = NULL, *port_s = NULL;
     char req[600];
     unsigned port = 0;
-    int i, s, v6, n;
+    int i, s, v6, n, c;
 
     if (proxy == NULL || proxy[0] == '\0')
         proxy = "127.0.0.1:3128";
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:hV", connect_options, NULL)) != -1) {
+        if (c == 'h') {
             cli_connect_usage(stdout);
             return 0;
         }
-        if (strcmp(argv[i], "--proxy") == 0 && i + 1 < argc) {
-            proxy = argv[++i];
-            continue;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if (argv[i][0] == '-') {
-            fprintf(stderr, "sluice: connect: unknown option '%s'\n", argv[i]);
-            cli_connect_usage(stderr);
+        if (c == 'V')
+            return cli_version();
+        if (c != OPT_PROXY) {
+            cli_bad_option("connect", c, argv, cli_connect_usage);
             return 2;
         }
-        break;
+        proxy = optarg;
     }
+    i = optind;
     if (argc - i != 2) {
         cli_connect_usage(stderr);
         return 2;

@@ -12,6 +12,7 @@
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,14 @@ void cli_explain_usage(FILE *f)
                "\n"
                "Describes the restrictions `sluice run` applies with these settings:\n"
                "network, filesystem, Unix sockets and syscalls, environment, and when a\n"
-               "command may run without the sandbox.\n");
+               "command may run without the sandbox.\n"
+               "\n"
+               "  --settings FILE  settings file (also $SLUICE_SETTINGS)\n"
+               "  --json           the same as one JSON object\n"
+               "  -h, --help       show this help\n"
+               "  -V, --version    print the version and exit\n"
+               "\n"
+               "exit status: 0 ok, 1 out of memory, 2 bad arguments or settings\n");
 }
 
 static json_t *list_json(const struct settings_list *l)
@@ -188,26 +196,44 @@ static void print_text(const struct settings *s)
                   &s->sandbox.excluded_commands, "none");
 }
 
+enum { OPT_SETTINGS = 256, OPT_JSON };
+
+static const struct option explain_options[] = {
+    {"settings", required_argument, NULL, OPT_SETTINGS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
 int cli_explain(int argc, char **argv)
 {
     struct settings s;
     const char *path = NULL;
-    int json = 0, rc = 0;
+    int json = 0, rc = 0, c;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hV", explain_options, NULL)) != -1) {
+        if (c == 'h') {
             cli_explain_usage(stdout);
             return 0;
         }
-        if (strcmp(argv[i], "--json") == 0) {
+        if (c == 'V')
+            return cli_version();
+        if (c == OPT_JSON) {
             json = 1;
-        } else if (strcmp(argv[i], "--settings") == 0 && i + 1 < argc) {
-            path = argv[++i];
+        } else if (c == OPT_SETTINGS) {
+            path = optarg;
         } else {
-            fprintf(stderr, "sluice: explain: unexpected argument '%s'\n", argv[i]);
-            cli_explain_usage(stderr);
+            cli_bad_option("explain", c, argv, cli_explain_usage);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sluice: explain: unexpected argument '%s'\n", argv[optind]);
+        cli_explain_usage(stderr);
+        return 2;
     }
     if (cli_load_settings(&s, path) < 0)
         return 2;

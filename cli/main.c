@@ -5,10 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef SLUICE_VERSION
-#define SLUICE_VERSION "0.1.0"
-#endif
-
 struct subcommand {
     const char *name;
     int (*main)(int argc, char **argv);
@@ -38,9 +34,10 @@ static void usage(FILE *f)
           "  bridge    relay connections between Unix sockets and TCP (replaces socat)\n"
           "  connect   tunnel stdin/stdout through an HTTP proxy (ssh ProxyCommand)\n"
           "  help      show this help, or 'sluice help COMMAND'\n"
-          "  version   print the version\n"
+          "  version   print the version and commit (also -V, --version)\n"
           "\n"
-          "Run 'sluice COMMAND --help' for a command's options.\n",
+          "Run 'sluice COMMAND --help' for a command's options.\n"
+          "Exit status: the command's; 2 for an unknown command.\n",
           f);
 }
 
@@ -52,20 +49,31 @@ static const struct subcommand *find(const char *name)
     return NULL;
 }
 
+/* Called as `srt` (a link or copy named srt): srt's command line, which is
+ * `sluice run`'s. `srt inner` stays the in-sandbox helper, since the
+ * sandbox starts our own binary by its path as `SELF inner`. */
+static int called_as_srt(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+
+    return strcmp(base != NULL ? base + 1 : argv0, "srt") == 0;
+}
+
 int main(int argc, char **argv)
 {
     const struct subcommand *c;
     const char *cmd;
+
+    if (argc >= 1 && called_as_srt(argv[0]) && !(argc >= 2 && strcmp(argv[1], "inner") == 0))
+        return cli_run(argc, argv);
 
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     cmd = argv[1];
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("sluice %s\n", SLUICE_VERSION);
-        return 0;
-    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)
+        return cli_version();
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         c = argc > 2 ? find(argv[2]) : NULL;
         if (c != NULL && c->usage != NULL)

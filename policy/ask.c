@@ -34,7 +34,7 @@
 #include <string.h>
 #include <uv.h>
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define ASK_KEY_MAX (POLICY_HOST_MAX + 7) /* "host:65535" and NUL */
 #define ASK_CACHE_MAX 65536               /* remembered session answers */

@@ -39,7 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define HTTP_IN_START 2048                   /* client input buffer at first (a head) */
 #define HTTP_IN_MIN (16 * 1024)              /* ... grown up to this for bodies, at least */
@@ -152,6 +152,8 @@ struct http_conn {
     int code;
     char verdict[12];
     char *rule, *reason; /* NULL or heap copies */
+    char method[16];     /* plain HTTP only, else "" */
+    char *url;           /* plain HTTP only: without the query; NULL or a heap copy */
     char client[48];
     char addr[48];
     const char *end;
@@ -225,6 +227,8 @@ static void emit(struct http_conn *c, enum connlog_event ev)
     rec.bytes_down = c->bytes_down + c->relay.b.nread;
     rec.duration_ms = now >= c->relay.started_ms ? now - c->relay.started_ms : 0;
     rec.end = c->end != NULL ? c->end : "closed";
+    rec.method = c->method[0] != '\0' ? c->method : NULL;
+    rec.url = c->url;
     c->f->log(c->f->log_ctx, &rec);
 }
 
@@ -295,6 +299,7 @@ static void on_relay_closed(struct relay *r)
     emit(c, CONNLOG_CLOSE);
     frontend_remove(f, &c->fc);
     free(c->rule);
+    free(c->url);
     free(c->reason);
     free(c);
     if (f->conn_ended != NULL)
@@ -1781,6 +1786,26 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
     return ok;
 }
 
+/* For the log of a plain HTTP request: the method, and the URL without its
+ * query string (nor fragment): scheme, canonical host, port unless 80, path. */
+static void note_url(struct http_conn *c, const struct http_request *rq, const char *in)
+{
+    char url[POLICY_HOST_MAX + 600], port[8] = "";
+    const char *path = in + rq->path.off;
+    size_t plen = 0;
+    int v6 = c->host.kind == POLICY_HOST_IPV6;
+
+    while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
+        plen++;
+    snprintf(c->method, sizeof(c->method), "%.*s", (int)rq->method_text.len,
+             in + rq->method_text.off);
+    if (c->port != 80)
+        snprintf(port, sizeof(port), ":%u", (unsigned)c->port);
+    snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
+             port, (int)(plen < 512 ? plen : 512), path);
+    set_text(&c->url, url);
+}
+
 /* A complete head of end bytes at the start of w->in. */
 static void handle_head(struct http_conn *c, size_t end)
 {
@@ -1797,6 +1822,8 @@ static void handle_head(struct http_conn *c, size_t end)
     c->verdict[0] = '\0';
     c->addr[0] = '\0';
     set_text(&c->rule, NULL);
+    set_text(&c->url, NULL);
+    c->method[0] = '\0';
     set_reason(c, NULL);
     c->code = -1;
     if (c->overloaded) {
@@ -1833,6 +1860,8 @@ static void handle_head(struct http_conn *c, size_t end)
     }
     c->have_host = 1;
     c->port = rq.port;
+    if (!w->is_connect)
+        note_url(c, &rq, w->in);
     if (!auth_ok(c, &rq, w->in)) {
         struct http_reply r;
         int keep =
@@ -2074,7 +2103,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         conn_close(c, "accept failed");
         return rc;
     }
-    frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    common_peer_name(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
     if (kind == RELAY_TCP && !listener_nodelay(l))
         (void)uv_tcp_nodelay(&c->relay.a.u.tcp, 1);
     if (kind == RELAY_TCP)

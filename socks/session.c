@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 #define SOCKS_READ_SIZE 512 /* greeting <= 257, auth <= 513 comes in pieces, request <= 262 */
 #define SOCKS_LINGER_MS 1000       /* reading after a refusal before closing */
@@ -672,7 +672,7 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         conn_close(c, "accept failed");
         return rc;
     }
-    frontend_peer(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    common_peer_name(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
     if (listener_nodelay(l))
         c->relay.a.nodelay = 1;
     socks5_parser_init(&c->hs->parser, f->auth_user != NULL);

@@ -50,7 +50,7 @@
 #define WATCHDOG_MS 30000
 #define MAX_EXTRA_FDS 64
 
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#include "common/common.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixture                                                                   */

@@ -118,7 +118,7 @@ fail=$((fail + $(grep -c '^not ok - ' "$T/run.out")))
 out=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$HP" "http://denied.test:$PO/")
 [ "$out" = 403 ] && ok "the proxy still answers after every row" || bad "proxy after the rows" "$out $(tail -5 "$T/main.err")"
 kill -0 "$PROXY_PID" 2>/dev/null && ok "the proxy is still running" || bad "proxy died" "$(tail -20 "$T/main.err")"
-bad_allow=$(grep 'event=decision' "$T/main.log" | grep 'verdict=allow' |
+bad_allow=$(grep 'event=decision' "$T/main.log" | grep 'decision=allow' |
     grep -vE " host=(allowed\.test|127\.0\.0\.1|::1|portonly\.test|a\.wild\.test|mapped1\.wild\.test|lo6\.wild\.test|[a-z0-9._-]*\.wild\.test) " || true)
 [ -z "$bad_allow" ] && ok "log: every allow decision is for an allow-listed target" || bad "log: unexpected allow" "$bad_allow"
 if grep -aq $'[\x01-\x08\x0b-\x1f\x7f]' "$T/main.log"; then bad "log: control bytes from hostile targets reached the log" "$(grep -a $'[\x01-\x08\x0b-\x1f\x7f]' "$T/main.log" | od -c | head -5)"

@@ -43,7 +43,7 @@ out=$(curl -s --max-time 10 --socks5-hostname "127.0.0.1:$PORT" "http://allow1.e
 grep -q '"host":"allow1.example","port":'"$OPORT"',"protocol":"socks5","client":"127.0.0.1:' "$T/questions" \
     && ok "exec: the question is canonical JSON with host, port, protocol, client" || bad "exec question" "$(cat "$T/questions")"
 expect_reply "exec: 'deny too risky' denies (0x02)" deny.example 02
-grep -q 'host=deny.example .*verdict=deny .*reason="too risky"' "$T/exec.log" && ok "exec: the handler's reason is logged" || bad "exec reason" "$(grep deny.example "$T/exec.log")"
+grep -q 'host=deny.example .*decision=deny .*reason="too risky"' "$T/exec.log" && ok "exec: the handler's reason is logged" || bad "exec reason" "$(grep deny.example "$T/exec.log")"
 : > "$T/count"
 expect_reply "exec: allow-session allows" session.example 00
 expect_reply "exec: allow-session is cached" session.example 00

@@ -210,7 +210,7 @@ direction() {
     else
         ok "$name: 6 MiB echo both ways, byte-exact"
     fi
-    if wait_log "$T/$name.log" 'conn 1 from [^:]*(:[0-9]+)?: 6291456 bytes up, 6291456 bytes down, [0-9]+ ms, done$'; then
+    if wait_log "$T/$name.log" '^time=[^ ]+ level=info event=close id=1 client=[^ ]+ protocol=forward host=[^ ]+ (port=[0-9]+ )?bytes_up=6291456 bytes_down=6291456 duration_ms=[0-9]+ end=done$'; then
         ok "$name: log line with bytes both ways and 'done'"
     else
         bad "$name: log line" "$(cat "$T/$name.log")"
@@ -230,7 +230,7 @@ else
 fi
 
 # Peers in the log: ip:port for tcp clients, "unix" for unix clients.
-if grep -qE 'conn 1 from 127\.0\.0\.1:[0-9]+:' "$T/tcp->tcp.log" && grep -qE 'conn 1 from unix:' "$T/unix->tcp.log"; then
+if grep -qE 'event=close id=1 client=127\.0\.0\.1:[0-9]+ ' "$T/tcp->tcp.log" && grep -qE 'event=close id=1 client=unix ' "$T/unix->tcp.log"; then
     ok "log names the peer (ip:port, or unix)"
 else
     bad "log names the peer" "$(cat "$T/tcp->tcp.log" "$T/unix->tcp.log")"
@@ -265,7 +265,7 @@ fi
 FREE_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_bridge refused tcp:127.0.0.1:0 "tcp:127.0.0.1:$FREE_PORT"
 expect_run "upstream refused: client sees EOF, not a reset" 0 '^EOF$' timeout 10 python3 "$T/client.py" refused "$LISTEN"
-if wait_log "$T/refused.log" 'conn 1 from 127\.0\.0\.1:[0-9]+: 0 bytes up, 0 bytes down, [0-9]+ ms, connect failed: ECONNREFUSED$'; then
+if wait_log "$T/refused.log" 'event=close id=1 client=127\.0\.0\.1:[0-9]+ protocol=forward host=127\.0\.0\.1 port=[0-9]+ bytes_up=0 bytes_down=0 duration_ms=[0-9]+ end="connect failed: ECONNREFUSED"$'; then
     ok "upstream refused: logged as 'connect failed: ECONNREFUSED'"
 else
     bad "upstream refused: log line" "$(cat "$T/refused.log")"
@@ -275,7 +275,7 @@ stop_bridge "$BRIDGE_PID" || bad "bridge $LISTEN: SIGTERM exits 0 (status $?)"
 
 start_bridge refused-unix "unix:$T/b-ref.sock" "unix:$T/nobody.sock"
 expect_run "unix upstream missing: client sees EOF" 0 '^EOF$' timeout 10 python3 "$T/client.py" refused "$LISTEN"
-if wait_log "$T/refused-unix.log" 'from unix: .*connect failed: ENOENT$'; then
+if wait_log "$T/refused-unix.log" 'client=unix .*end="connect failed: ENOENT"$'; then
     ok "unix upstream missing: logged as 'connect failed: ENOENT'"
 else
     bad "unix upstream missing: log line" "$(cat "$T/refused-unix.log")"
@@ -299,7 +299,7 @@ stop_bridge "$BRIDGE_PID" || bad "bridge $LISTEN: SIGTERM exits 0 (status $?)"
 start_bridge idle --idle 0.5 tcp:127.0.0.1:0 "$OTCP"
 expect_run "--idle 0.5 closes a silent connection" 0 '^closed after 0\.[4-9][0-9]s: EOF$|^closed after 1\.[0-9]+s: EOF$' \
     timeout 10 python3 "$T/client.py" hold "$LISTEN"
-if wait_log "$T/idle.log" 'ms, idle timeout$'; then ok "idle timeout logged"; else bad "idle timeout logged" "$(cat "$T/idle.log")"; fi
+if wait_log "$T/idle.log" 'duration_ms=[0-9]+ end="idle timeout"$'; then ok "idle timeout logged"; else bad "idle timeout logged" "$(cat "$T/idle.log")"; fi
 stop_bridge "$BRIDGE_PID" || bad "bridge $LISTEN: SIGTERM exits 0 (status $?)"
 
 start_bridge shutdown "unix:$T/b-stop.sock" "$OTCP"
@@ -310,7 +310,7 @@ wait_log "$T/shutdown.log" 'listening' && wait_for "$T/hold.out" '^relayed$' $((
 kill -INT "$BRIDGE_PID"; wait "$BRIDGE_PID"; st=$?
 wait "$HOLD"
 if [ "$st" -eq 0 ] && grep -q 'closed after' "$T/hold.out" && grep -q 'SIGINT, closing 1 connection$' "$T/shutdown.log" &&
-    grep -qE 'conn 1 from unix: 1 bytes up, 1 bytes down, [0-9]+ ms, closed at shutdown$' "$T/shutdown.log" &&
+    grep -qE 'event=close id=1 client=unix .*bytes_up=1 bytes_down=1 duration_ms=[0-9]+ end="closed at shutdown"$' "$T/shutdown.log" &&
     [ ! -e "$T/b-stop.sock" ]; then
     ok "SIGINT with a live connection: closes it, removes the socket, exits 0"
 else

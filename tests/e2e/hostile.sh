@@ -185,7 +185,7 @@ metrics_get "$AP1"
 [ "$(metric 'sluice_connections_active{protocol="http"}')" = 0 ] && [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 0 ] \
     && ok "1: sluice_connections_active is 0 for both front ends" || bad "1: connections still active" "$(grep active "$T/metrics.txt")"
 # the log (buffered: wait for it): one close per hostile socket, with the
-# proxy's own duration in ms=, none shorter than the timeout
+# proxy's own duration in duration_ms=, none shorter than the timeout
 for i in $(seq 100); do
     [ "$(grep -c 'end="head timeout"' "$T/c1.log")" -ge "$N" ] && [ "$(grep -c 'end="handshake timeout"' "$T/c1.log")" -ge "$N" ] && break
     sleep 0.1
@@ -193,7 +193,7 @@ done
 nh=$(grep -c 'end="head timeout"' "$T/c1.log") ns=$(grep -c 'end="handshake timeout"' "$T/c1.log")
 [ "$nh" = "$N" ] && ok "1: the log has $N HTTP closes with end=\"head timeout\"" || bad "1: head timeouts logged: $nh, want $N"
 [ "$ns" = "$N" ] && ok "1: the log has $N SOCKS5 closes with end=\"handshake timeout\"" || bad "1: handshake timeouts logged: $ns, want $N"
-read -r msmin msmax <<< "$(grep -E 'end="(head|handshake) timeout"' "$T/c1.log" | sed -n 's/.* ms=\([0-9]*\) .*/\1/p' | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
+read -r msmin msmax <<< "$(grep -E 'end="(head|handshake) timeout"' "$T/c1.log" | sed -n 's/.* duration_ms=\([0-9]*\) .*/\1/p' | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
 [ -n "$msmin" ] && [ "$msmin" -ge $((TO * 1000 - 50)) ] && [ "${msmax:-0}" -le $((TO * 1000 + 4000)) ] \
     && ok "1: the logged durations are $msmin..$msmax ms for a ${TO} s timeout" || bad "1: logged durations $msmin..$msmax ms"
 grep -q 'EMFILE\|too many open files' "$T/c1.log" "$T/c1.err" && bad "1: the proxy ran out of descriptors" "$(grep -m3 EMFILE "$T/c1.log")" \

@@ -294,17 +294,17 @@ if origin_saw 't=denied1' || origin_saw 't=leak'; then bad "a denied request rea
 grep -q 'conn A' "$T/A.log" && ok "origin log works (sanity)" || bad "origin log empty"
 
 # --- the log ---------------------------------------------------------------------------------------
-grep -q "event=decision client=127.0.0.1:[0-9]* proto=http host=denied.test port=$PA verdict=deny rule=\"'denied.test' network.deniedDomains\[0\]" "$T/main.log" \
-    && ok "log: decision line for absolute-form" || bad "log decision http" "$(grep denied.test "$T/main.log" | head -3)"
-grep -q "event=decision client=127.0.0.1:[0-9]* proto=connect host=origin.test port=$PA verdict=allow .*code=200" "$T/main.log" \
+grep -q "level=warn event=decision id=[0-9]* client=127.0.0.1:[0-9]* protocol=http host=denied.test port=$PA method=GET url=http://denied.test:$PA/[^ ?]* decision=deny rule=\"'denied.test' network.deniedDomains\[0\]" "$T/main.log" \
+    && ok "log: decision line for absolute-form, with method and URL" || bad "log decision http" "$(grep denied.test "$T/main.log" | head -3)"
+grep -q "level=info event=decision id=[0-9]* client=127.0.0.1:[0-9]* protocol=connect host=origin.test port=$PA decision=allow .*code=200" "$T/main.log" \
     && ok "log: decision line for CONNECT" || bad "log decision connect"
-grep -q "event=close .*proto=connect host=tls.test port=$PT verdict=allow .*addr=127.0.0.1 code=200 up=[1-9][0-9]* down=[1-9][0-9]* ms=[0-9]* end=done" "$T/main.log" \
+grep -q "event=close .*protocol=connect host=tls.test port=$PT decision=allow .*addr=127.0.0.1 code=200 bytes_up=[1-9][0-9]* bytes_down=[1-9][0-9]* duration_ms=[0-9]* end=done" "$T/main.log" \
     && ok "log: close line of a tunnel with bytes and how it ended" || bad "log close tunnel" "$(grep 'event=close.*tls.test' "$T/main.log")"
-grep -q "event=close .*proto=http host=origin.test port=$PA .*code=200 up=[1-9][0-9]* down=[1-9][0-9]*" "$T/main.log" \
+grep -q "event=close .*protocol=http host=origin.test port=$PA method=GET url=http://origin.test:$PA/[^ ?]* .*code=200 bytes_up=[1-9][0-9]* bytes_down=[1-9][0-9]*" "$T/main.log" \
     && ok "log: close line of a kept-alive HTTP connection" || bad "log close http"
 # the A -> B -> A run: one client connection, three requests
-id=$(awk '/event=decision/ { n[$2]++ } END { for (i in n) if (n[i] == 3) print i }' "$T/main.log" | head -1)
-[ -n "$id" ] && [ "$(grep -c "$id event=close" "$T/main.log")" = 1 ] \
+id=$(awk '/event=decision/ { n[$4]++ } END { for (i in n) if (n[i] == 3) print i }' "$T/main.log" | head -1)
+[ -n "$id" ] && [ "$(grep -c "event=close $id " "$T/main.log")" = 1 ] \
     && ok "log: one decision per request, one close per connection" || bad "decision/close counts" "$id"
 
 kill -TERM "$PROXY_PID"; wait "$PROXY_PID"; rc=$?

@@ -156,7 +156,9 @@ JSON
     grep -q "sluice: blocked 1 connection: 127.0.0.1:$PB" <<< "$out" &&
         ok "ignoreViolations for another command does not hide it" || bad "ignoreViolations per command" "$out"
     sr --log "$T/run.log" -c "curl $X -o /dev/null http://127.0.0.1:$PA/hello.txt; curl $X -o /dev/null http://127.0.0.1:$PB/x" 2>/dev/null
-    grep -q "target=127.0.0.1:$PA decision=allow" "$T/run.log" && grep -q "target=127.0.0.1:$PB decision=deny" "$T/run.log" &&
+    grep -q "event=decision .*host=127.0.0.1 port=$PA .*decision=allow" "$T/run.log" &&
+        grep -q "level=warn event=decision .*host=127.0.0.1 port=$PB .*decision=deny" "$T/run.log" &&
+        grep -q "event=close .*host=127.0.0.1 port=$PA .*bytes_down=[1-9][0-9]* duration_ms=[0-9]* end=" "$T/run.log" &&
         ok "--log writes a decision line per connection" || bad "--log" "$(cat "$T/run.log" 2>&1)"
 
     out=$(sr -c "curl --max-time 5 -sS --noproxy '*' http://127.0.0.1:$PA/hello.txt; echo rc=\$?" 2>&1)

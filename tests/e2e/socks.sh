@@ -140,9 +140,9 @@ if grep -q 'denied.test' "$T/dnsmasq.log"; then bad "denied.test was resolved" "
 if grep -q 'example.org' "$T/dnsmasq.log"; then bad "unmatched name was resolved"; else ok "unmatched name never reached DNS"; fi
 
 # --- the log ---------------------------------------------------------------------
-grep -q "event=decision client=127.0.0.1:[0-9]* proto=socks5 host=denied.test port=80 verdict=deny rule=\"'denied.test' network.deniedDomains\[0\]" "$T/main.log" \
+grep -q "event=decision id=[0-9]* client=127.0.0.1:[0-9]* protocol=socks5 host=denied.test port=80 decision=deny rule=\"'denied.test' network.deniedDomains\[0\]" "$T/main.log" \
     && ok "log: decision line names the deny rule" || bad "log decision line" "$(grep denied.test "$T/main.log")"
-grep -q "event=close .*proto=socks5 host=origin.test port=$OPORT verdict=allow .*addr=127.0.0.1 code=0 up=[0-9]* down=[1-9][0-9]* ms=[0-9]* end=done" "$T/main.log" \
+grep -q "event=close .*protocol=socks5 host=origin.test port=$OPORT decision=allow .*addr=127.0.0.1 code=0 bytes_up=[0-9]* bytes_down=[1-9][0-9]* duration_ms=[0-9]* end=done" "$T/main.log" \
     && ok "log: close line with bytes, duration and how it ended" || bad "log close line" "$(grep 'event=close' "$T/main.log" | head -3)"
 grep -q 'end="handshake timeout"' "$T/main.log" && ok "log: handshake timeout recorded" || bad "log handshake timeout"
 

@@ -1,0 +1,37 @@
+/* common/common.h - small helpers every module uses, defined once: the
+ * container_of macro, UTC timestamps, escaping of untrusted text for logs
+ * and terminals, logfmt values, and the text of a connected peer. Nothing
+ * here knows about policy, relays or settings. */
+#ifndef SLUICE_COMMON_H
+#define SLUICE_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <uv.h>
+
+/* The struct that embeds MEMBER at PTR (libuv's src/uv-common.h). */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/* Room for common_timestamp's text. */
+#define COMMON_TIME_MAX 32
+
+/* "2025-01-31T12:34:56.789Z" (UTC, milliseconds) into buf; "-" if the
+ * clock cannot be read. Returns buf. */
+const char *common_timestamp(char *buf, size_t len);
+
+/* Copies in with control bytes, non-ASCII bytes and '\' written as \xNN, so
+ * a hostile name cannot inject lines into logs or terminals; cut to fit
+ * len. Returns buf. */
+const char *common_escape(const char *in, char *buf, size_t len);
+
+/* Writes " key=value" (logfmt; no leading space when first): the value is quoted when empty or when it
+ * holds a space, '"', '=', '\' or a control byte; inside quotes '"' and
+ * '\' are backslash-escaped and control bytes written as \xNN. Nothing is
+ * written for a NULL value. */
+void common_logfmt(FILE *f, int first, const char *key, const char *value);
+
+/* Text of a connected stream's peer: "ip:port", "[v6]:port", "unix" for a
+ * pipe, "-" when the kernel cannot tell. Returns buf. */
+const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len);
+
+#endif

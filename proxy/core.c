@@ -1,0 +1,132 @@
+/* proxy/core.c - the start-up that `sluice proxy` and `sluice run` share:
+ * the resolver, the ask broker and handler, the egress environment over the
+ * policy, the front ends' settings, and the guard's view of this host's own
+ * addresses. Written once here; proxy/server.c and sandbox/launch.c call it. */
+#include "proxy/server.h"
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static int start_resolver(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
+                          char *err, size_t errlen)
+{
+    const char **servers = NULL;
+    size_t n = s->network.dns_servers.n;
+    int rc;
+
+    if (n > 0) {
+        servers = calloc(n, sizeof(*servers));
+        if (servers == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            servers[i] = s->network.dns_servers.items[i].value;
+    }
+    rc = resolver_init(&c->resolver, loop, servers, n, s->proxy.dns_timeout_ms);
+    free(servers);
+    if (rc < 0) {
+        c->resolver = NULL;
+        snprintf(err, errlen, "cannot start the DNS resolver: %s", uv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int proxy_core_start(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
+                     struct policy *p, const char *ask_spec, char *err, size_t errlen)
+{
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    if (start_resolver(c, loop, s, err, errlen) < 0)
+        return -1;
+    if (ask_spec != NULL) {
+        const char *why = NULL;
+        rc = ask_broker_new(&c->broker, loop, s->proxy.ask_timeout_ms, s->proxy.max_pending_asks);
+        if (rc == 0)
+            rc = ask_handler_open(&c->handler, loop, ask_spec, c->broker, &why);
+        if (rc < 0) {
+            c->handler = NULL;
+            snprintf(err, errlen, "--ask '%s': %s", ask_spec, why != NULL ? why : uv_strerror(rc));
+            proxy_core_close(c, NULL, NULL);
+            return -1;
+        }
+    }
+    rc = egress_env_new(&c->egress, loop, p, c->resolver, c->broker, s->proxy.dial_timeout_ms);
+    if (rc < 0) {
+        c->egress = NULL;
+        snprintf(err, errlen, "cannot start the proxies: %s", uv_strerror(rc));
+        proxy_core_close(c, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+void proxy_core_close(struct proxy_core *c, void (*done)(void *), void *arg)
+{
+    /* the broker first: its close withdraws every question, so the handler
+     * never answers a freed broker (bridge.h, ask_handler_close) */
+    if (c->broker != NULL)
+        ask_broker_close(c->broker, done, arg);
+    if (c->handler != NULL)
+        ask_handler_close(c->handler, done, arg);
+    if (c->resolver != NULL)
+        resolver_close(c->resolver, done, arg);
+    c->handler = NULL;
+    c->broker = NULL;
+    c->resolver = NULL;
+}
+
+void proxy_core_free(struct proxy_core *c)
+{
+    egress_env_free(c->egress);
+    c->egress = NULL;
+}
+
+void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth)
+{
+    fe->auth_user = auth ? s->proxy.auth_username : NULL;
+    fe->auth_pass = auth ? s->proxy.auth_password : NULL;
+    fe->handshake_timeout_ms = s->proxy.handshake_timeout_ms;
+    fe->head_timeout_ms = s->proxy.head_timeout_ms;
+    fe->idle_timeout_ms = s->proxy.idle_timeout_ms;
+    fe->max_head_bytes = s->proxy.max_head_bytes;
+    fe->max_conns = s->proxy.max_connections;
+}
+
+/* This host's own addresses, so the guard can refuse them. */
+void proxy_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
+                     size_t nlisteners)
+{
+    struct ifaddrs *ifa = NULL, *i;
+    struct policy_addr self[64];
+    size_t n = 0;
+
+    if (getifaddrs(&ifa) < 0) {
+        (void)policy_set_local(p, NULL, 0, listeners, ports, nlisteners);
+        return;
+    }
+    for (i = ifa; i != NULL && n < 64; i = i->ifa_next) {
+        if (i->ifa_addr == NULL)
+            continue;
+        memset(&self[n], 0, sizeof(self[n]));
+        if (i->ifa_addr->sa_family == AF_INET) {
+            const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+            self[n].family = 4;
+            memcpy(self[n].bytes, &sin->sin_addr, 4);
+            n++;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const struct sockaddr_in6 *s6 =
+                (const struct sockaddr_in6 *)(const void *)i->ifa_addr;
+            self[n].family = 6;
+            memcpy(self[n].bytes, &s6->sin6_addr, 16);
+            n++;
+        }
+    }
+    freeifaddrs(ifa);
+    (void)policy_set_local(p, self, n, listeners, ports, nlisteners);
+}

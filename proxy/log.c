@@ -1,0 +1,219 @@
+/* proxy/log.c - the connection log of the proxy service: one line per
+ * decision and per closed connection, and server events (start, reload,
+ * drain), as logfmt text or JSON. Lines are buffered and written out once
+ * per loop iteration (a terminal is line-buffered). Single-threaded: the
+ * loop that owns the log writes it. */
+#include "proxy/server.h"
+
+#include "common/common.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROXY_LOG_BUF (64 * 1024) /* the log is flushed once per loop iteration */
+
+/* The one log record: the same keys, in the same order, in both renderings
+ * (README "Connection log"). A field is a key with a string or a number;
+ * absent fields are left out of both. */
+#define LOG_MAX_FIELDS 24
+
+struct log_field {
+    const char *key;
+    const char *str; /* NULL: num */
+    unsigned long long num;
+};
+
+struct log_line {
+    struct log_field f[LOG_MAX_FIELDS];
+    size_t n;
+    char time[COMMON_TIME_MAX];
+};
+
+static void put_str(struct log_line *l, const char *key, const char *v)
+{
+    if (v != NULL && v[0] != '\0' && l->n < LOG_MAX_FIELDS)
+        l->f[l->n++] = (struct log_field){key, v, 0};
+}
+
+static void put_num(struct log_line *l, const char *key, unsigned long long v)
+{
+    if (l->n < LOG_MAX_FIELDS)
+        l->f[l->n++] = (struct log_field){key, NULL, v};
+}
+
+static void line_begin(struct log_line *l, const char *level, const char *event)
+{
+    l->n = 0;
+    put_str(l, "time", common_timestamp(l->time, sizeof(l->time)));
+    put_str(l, "level", level);
+    put_str(l, "event", event);
+}
+
+static void render_text(FILE *f, const struct log_line *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct log_field *x = &l->f[i];
+        if (x->str != NULL) {
+            common_logfmt(f, i == 0, x->key, x->str);
+            continue;
+        }
+        fprintf(f, "%s%s=%llu", i == 0 ? "" : " ", x->key, x->num);
+    }
+    fputc('\n', f);
+}
+
+static void render_json(FILE *f, const struct log_line *l)
+{
+    json_t *o = json_object();
+    char *text;
+
+    if (o == NULL)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct log_field *x = &l->f[i];
+        json_object_set_new(o, x->key, x->str != NULL ? json_string(x->str)
+                                                     : json_integer((json_int_t)x->num));
+    }
+    text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
+    if (text != NULL) {
+        fprintf(f, "%s\n", text);
+        free(text);
+    }
+    json_decref(o);
+}
+
+static void emit(struct proxy_log *lg, const struct log_line *l)
+{
+    if (lg->json)
+        render_json(lg->f, l);
+    else
+        render_text(lg->f, l);
+    /* a log with no loop flushing it (sluice bridge's stderr, run --log)
+     * writes each line through */
+    if (lg->flush_on)
+        lg->dirty = 1;
+    else
+        fflush(lg->f);
+}
+
+/* warn for a refusal, info for the rest */
+static const char *record_level(const struct connlog *r)
+{
+    if (r->verdict != NULL && strcmp(r->verdict, "allow") != 0)
+        return "warn";
+    return "info";
+}
+
+void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
+{
+    struct log_line l;
+
+    line_begin(&l, record_level(r), r->event == CONNLOG_DECISION ? "decision" : "close");
+    put_num(&l, "id", r->id);
+    put_str(&l, "client", r->client);
+    put_str(&l, "protocol", r->protocol);
+    if (r->host != NULL) {
+        put_str(&l, "host", r->host);
+        if (r->port != 0)
+            put_num(&l, "port", r->port);
+    }
+    put_str(&l, "method", r->method);
+    put_str(&l, "url", r->url);
+    put_str(&l, "decision", r->verdict);
+    put_str(&l, "rule", r->rule);
+    put_str(&l, "source", r->source);
+    put_str(&l, "reason", r->reason);
+    put_str(&l, "addr", r->addr);
+    if (r->code >= 0)
+        put_num(&l, "code", (unsigned long long)r->code);
+    if (r->event == CONNLOG_CLOSE) {
+        put_num(&l, "bytes_up", r->bytes_up);
+        put_num(&l, "bytes_down", r->bytes_down);
+        put_num(&l, "duration_ms", r->duration_ms);
+        put_str(&l, "end", r->end);
+    }
+    emit(lg, &l);
+}
+
+void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg)
+{
+    struct log_line l;
+
+    line_begin(&l, level, event);
+    put_str(&l, "message", msg);
+    emit(lg, &l);
+}
+
+/* Before the loop waits: what was logged during this iteration goes out in
+ * one write (a file or a pipe is fully buffered; a terminal line-buffered). */
+static void on_log_flush(uv_prepare_t *h)
+{
+    struct proxy_log *lg = h->data;
+
+    if (lg->dirty) {
+        lg->dirty = 0;
+        fflush(lg->f);
+    }
+}
+
+int proxy_log_open(struct proxy_log *lg, const char *path, int json)
+{
+    memset(lg, 0, sizeof(*lg));
+    lg->json = json;
+    lg->f = stderr;
+    if (path != NULL) {
+        lg->f = fopen(path, "ae");
+        if (lg->f == NULL) {
+            lg->f = stderr;
+            return -1;
+        }
+        lg->owned = 1;
+    }
+    return 0;
+}
+
+void proxy_log_buffer(struct proxy_log *lg)
+{
+    static char buf[PROXY_LOG_BUF];
+
+    if (isatty(fileno(lg->f)))
+        (void)setvbuf(lg->f, NULL, _IOLBF, BUFSIZ);
+    else
+        (void)setvbuf(lg->f, buf, _IOFBF, sizeof(buf));
+}
+
+static void on_flush_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop)
+{
+    uv_prepare_init(loop, &lg->flush);
+    lg->flush.data = lg;
+    uv_prepare_start(&lg->flush, on_log_flush);
+    uv_unref((uv_handle_t *)&lg->flush);
+    lg->flush_on = 1;
+}
+
+void proxy_log_stop(struct proxy_log *lg)
+{
+    if (!lg->flush_on)
+        return;
+    lg->flush_on = 0;
+    uv_close((uv_handle_t *)&lg->flush, on_flush_closed);
+}
+
+void proxy_log_close(struct proxy_log *lg)
+{
+    if (lg->f == NULL)
+        return;
+    if (lg->owned)
+        fclose(lg->f);
+    else
+        fflush(lg->f);
+    lg->f = NULL;
+}

@@ -1,0 +1,109 @@
+/* proxy/server.h - the proxy service that `sluice proxy` and `sluice run`
+ * both start (design.md "The proxy").
+ *
+ *   proxy/core.c     the shared start-up: resolver, ask broker and handler,
+ *                    egress, front-end settings, the guard's local addresses
+ *   proxy/log.c      the connection log (text or JSON), flushed per loop turn
+ *   proxy/server.c   `sluice proxy`: listeners, limits, drain, reload, signals
+ *   proxy/admin.c    the admin listener: /healthz, /readyz, /metrics
+ *   proxy/metrics.c  the counters and their Prometheus text
+ */
+#ifndef SLUICE_PROXY_SERVER_H
+#define SLUICE_PROXY_SERVER_H
+
+#include "bridge/bridge.h"
+#include "policy/policy.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uv.h>
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Core (proxy/core.c): what both `proxy` and `run` start on their loop      */
+
+struct proxy_core {
+    struct resolver *resolver;
+    struct ask_broker *broker;   /* NULL without an ask handler */
+    struct ask_handler *handler; /* NULL without an ask handler */
+    struct egress_env *egress;
+};
+
+/* Starts the resolver (settings' DNS servers and timeout), the ask broker
+ * and handler when ask_spec is not NULL, and the egress environment over
+ * policy p, which it takes on success. -1 with a message in err (p is then
+ * still the caller's); what was started is closed again. */
+int proxy_core_start(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
+                     struct policy *p, const char *ask_spec, char *err, size_t errlen);
+
+/* Closes what proxy_core_start opened (asynchronously: run the loop);
+ * done is called once per closed part, may be NULL. Idempotent. */
+void proxy_core_close(struct proxy_core *c, void (*done)(void *), void *arg);
+
+/* Frees the egress environment once the loop has run the closes. */
+void proxy_core_free(struct proxy_core *c);
+
+/* Copies the settings' timeouts and limits into a front end; auth: with the
+ * settings' proxy credentials (the standalone proxy) or without (run). */
+void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth);
+
+/* Tells the guard this host's own addresses (getifaddrs) and the proxy's own
+ * listeners (port 0 = any port). */
+void proxy_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
+                     size_t nlisteners);
+
+/* ------------------------------------------------------------------------ */
+/* Connection log (proxy/log.c)                                              */
+
+struct proxy_log {
+    FILE *f;
+    int json;
+    int dirty; /* written since the last flush */
+    int owned; /* f was opened by proxy_log_open */
+    uv_prepare_t flush;
+    int flush_on;
+};
+
+/* Opens path for appending (NULL: stderr). -1 with errno set when the file
+ * cannot be opened. */
+int proxy_log_open(struct proxy_log *lg, const char *path, int json);
+/* Fully buffers the stream (line-buffered on a terminal), before anything
+ * is written to it; for a log that proxy_log_start will flush. */
+void proxy_log_buffer(struct proxy_log *lg);
+/* Flushes once per loop iteration, before the loop waits (without it every
+ * line is flushed as it is written). */
+void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop);
+void proxy_log_stop(struct proxy_log *lg);
+/* Closes the file (not stderr), after a final flush. */
+void proxy_log_close(struct proxy_log *lg);
+void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
+/* A server event (start, reload, drain): level "info", "warn" or "error". */
+void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* The standalone proxy (proxy/server.c)                                     */
+
+struct proxy_opts {
+    const char *settings_path; /* NULL: the default layers */
+    const char *ask_spec;      /* NULL: deny unmatched */
+    struct endpoint http, socks, admin;
+    int http_on, socks_on, admin_on;
+    const char *health_path; /* NULL: none */
+    const char *log_path;    /* NULL: stderr */
+    int json;
+};
+
+/* Default endpoints: HTTP tcp:127.0.0.1:3128, SOCKS tcp:127.0.0.1:1080, no
+ * admin listener. */
+void proxy_opts_init(struct proxy_opts *o);
+
+/* Serves until SIGTERM/SIGINT and the drain; the exit status (0 after a
+ * clean stop, 1 when a listener or the service cannot start, 2 for bad
+ * settings or a bad ask handler). */
+int proxy_server_run(const struct proxy_opts *o);
+
+#endif

@@ -1,0 +1,105 @@
+/* sandbox/launch-int.h - state of one `sluice run`, shared by
+ * sandbox/launch.c, sandbox/rundir.c and sandbox/summary.c. */
+#ifndef SLUICE_SANDBOX_LAUNCH_INT_H
+#define SLUICE_SANDBOX_LAUNCH_INT_H
+
+#include "bridge/bridge.h"
+#include "policy/policy.h"
+#include "proxy/server.h"
+#include "sandbox/launch.h"
+#include "sandbox/sandbox.h"
+
+#include <sys/stat.h>
+
+#define RUN_MAX_BLOCKED 64 /* distinct entries kept for the summary */
+#define RUN_PATH_MAX 4096
+
+struct blocked {
+    char *what;   /* "host:port" */
+    char *reason; /* one line, may be "" */
+    unsigned count;
+};
+
+struct run;
+
+struct run_listener {
+    struct run *run;
+    struct listener *l;
+    enum sb_listener_kind kind;
+};
+
+/* A connection relayed to an external proxy (httpProxyPort/socksProxyPort). */
+struct fwd_conn {
+    struct relay relay;
+    struct run *run;
+    struct dialer *dialer;
+    struct fwd_conn *prev, *next;
+};
+
+struct run {
+    const struct sb_launch_opts *o;
+    struct settings *settings;
+    uv_loop_t loop;
+    struct proxy_log log; /* --log FILE */
+    int log_on;
+    struct proxy_core core;
+    struct frontend http_fe, socks_fe;
+    struct run_listener ls[4];
+    size_t nls;
+    struct fwd_conn fwd; /* list head */
+    uint64_t next_id;
+    uv_process_t proc;
+    int proc_started, proc_exited;
+    int64_t exit_status;
+    int term_signal;
+    int cmd_pidfd;
+    int interrupted; /* last forwarded signal */
+    uv_signal_t sigs[4];
+    size_t nsigs;
+    char **cmd;
+    char *shell_argv[4];
+    char *cmdline; /* the command as one string, for excludedCommands */
+    struct blocked blocked[RUN_MAX_BLOCKED];
+    size_t nblocked;
+    unsigned blocked_total;
+    unsigned blocked_dropped; /* beyond RUN_MAX_BLOCKED distinct entries */
+    /* set-up */
+    char self[RUN_PATH_MAX], cwd[RUN_PATH_MAX], bwrap_buf[RUN_PATH_MAX];
+    char rundir[RUN_PATH_MAX], hosttmp[RUN_PATH_MAX + 100], err[1200];
+    char runmask[RUN_PATH_MAX];  /* issue 14: the run directories' parent (reaper.c) */
+    struct sb_reaper reaper;     /* issue 14 */
+    struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
+    const char *bwrap;
+    struct stat bwrap_st;
+    struct sb_strv env;
+    struct sb_plan plan;
+    struct sb_handoff h;
+    struct sb_gitwatch gw;
+    int sp[2];
+    int have_rundir, loop_ok;
+};
+
+/* sandbox/summary.c */
+void run_note_decision(struct run *run, const struct connlog *r);
+void run_print_summary(struct run *run);
+void run_summary_free(struct run *run);
+/* "[SandboxDebug] ..." on stderr when -d / SRT_DEBUG is on. */
+void run_debug(const struct run *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* sandbox/rundir.c */
+const char *run_find_in_path(const char *name, char *buf, size_t len);
+/* Can bwrap make its namespaces here? A message naming the fix, or NULL. */
+const char *run_namespaces_problem(int bwrap_setuid);
+/* The run directory, its removal, the reaper and the sweep: reaper.c
+ * (sb_rundir_make, sb_rundir_remove, sb_reaper_*). */
+/* ".git", ".vscode" or ".idea" when one of them is a component of path. */
+const char *run_protected_component(const char *path);
+/* The working directory exists inside the sandbox. */
+int run_cwd_visible(const struct sb_plan *plan, const char *cwd);
+/* sandbox.excludedCommands matches the command line. */
+int run_is_excluded(const struct settings *s, const char *cmd);
+/* argv joined with single spaces (malloc'ed), or NULL. */
+char *run_join_args(char *const *argv);
+
+#endif

@@ -1,0 +1,716 @@
+/* sandbox/launch.c - `sluice run`: the host side of the sandbox launcher
+ * (design.md "The sandbox"). cli/run.c parses the options and loads the
+ * settings; from there:
+ *   1. the permission layers (sandbox.enabled, the bypass flag,
+ *      excludedCommands) may run the command unsandboxed;
+ *   2. host checks and a private run directory (0700) holding the sandbox's
+ *      /tmp (sandbox/reaper.c: also the reaper that cleans up after a SIGKILL);
+ *   3. bwrap, spawned with the environment of sandbox/env.c and the argv of
+ *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
+ *   4. `sluice inner` (the first program inside) sends back the listening
+ *      sockets it made in the sandbox's network namespace; the HTTP and
+ *      SOCKS front ends of the proxy service (proxy/core.c) accept on them
+ *      directly, in this process, so a connection from the sandbox reaches
+ *      the policy with no relay hop (with network.httpProxyPort /
+ *      socksProxyPort set, accepted connections are relayed to that
+ *      external proxy instead);
+ *   5. 'G' tells inner to seal itself (no_new_privs, seccomp) and exec the
+ *      command. Nothing of sluice keeps running inside;
+ *   6. SIGINT/SIGTERM/SIGHUP/SIGQUIT are forwarded to the command (a pidfd
+ *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
+ *      128+N when killed by signal N, never 0 for an interrupted run;
+ *   7. afterwards: the summary of blocked connections (sandbox/summary.c),
+ *      the mount points bwrap created for protected files removed, the run
+ *      directory removed.
+ * One loop; nothing here is shared between threads.
+ */
+#define _GNU_SOURCE
+#include "sandbox/launch-int.h"
+
+#include "common/common.h"
+#include "proxy/proxy.h"
+#include "socks/socks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define RUN_INNER_FD 3
+#define RUN_HTTP_PORT 3128u
+#define RUN_SOCKS_PORT 1080u
+#define RUN_HANDOFF_MS 30000u
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------ */
+/* External proxy: relay accepted connections to 127.0.0.1:PORT               */
+
+static void fwd_closed(struct relay *r)
+{
+    struct fwd_conn *c = container_of(r, struct fwd_conn, relay);
+
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    free(c);
+}
+
+static void fwd_dialed(void *arg, int status, int fd, size_t index)
+{
+    struct fwd_conn *c = arg;
+    int rc;
+
+    (void)index;
+    c->dialer = NULL;
+    if (status < 0) {
+        relay_close(&c->relay, status);
+        return;
+    }
+    rc = relay_open_b(&c->relay, fd); /* closes fd on error */
+    if (rc == 0)
+        rc = relay_start(&c->relay, c->run->settings->proxy.idle_timeout_ms);
+    if (rc < 0)
+        relay_close(&c->relay, rc);
+}
+
+static void fwd_accept(struct run *run, struct listener *l, unsigned port)
+{
+    struct fwd_conn *c = calloc(1, sizeof(*c));
+    struct dialer_target t;
+    int rc;
+
+    if (c == NULL) {
+        listener_pause(l); /* resumed by nothing: out of memory is the end */
+        return;
+    }
+    c->run = run;
+    c->next = run->fwd.next;
+    c->prev = &run->fwd;
+    run->fwd.next->prev = c;
+    run->fwd.next = c;
+    relay_init(&run->loop, &c->relay, (enum relay_kind)listener_kind(l), RELAY_TCP, fwd_closed, c);
+    rc = listener_accept(l, &c->relay.a.u.s);
+    if (rc < 0) {
+        relay_close(&c->relay, rc);
+        return;
+    }
+    memset(&t, 0, sizeof(t));
+    t.addr.family = 4;
+    t.addr.bytes[0] = 127;
+    t.addr.bytes[3] = 1;
+    t.port = (uint16_t)port;
+    rc = dialer_start(&c->dialer, &run->loop, &t, 1, run->settings->proxy.dial_timeout_ms,
+                      fwd_dialed, c);
+    if (rc < 0) {
+        c->dialer = NULL;
+        relay_close(&c->relay, rc);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Listeners                                                                 */
+
+static void on_accept(struct listener *l, void *arg)
+{
+    struct run_listener *rl = arg;
+    struct run *run = rl->run;
+    struct frontend *fe = rl->kind == SB_L_HTTP ? &run->http_fe : &run->socks_fe;
+    unsigned ext = rl->kind == SB_L_HTTP ? run->settings->network.http_proxy_port
+                                         : run->settings->network.socks_proxy_port;
+    int rc;
+
+    if (ext != 0) {
+        fwd_accept(run, l, ext);
+        return;
+    }
+    rc = rl->kind == SB_L_HTTP
+             ? http_session_accept(fe, l, fe->nconns >= run->settings->proxy.max_connections)
+             : socks_session_accept(fe, l, fe->nconns >= run->settings->proxy.max_connections);
+    (void)rc;
+}
+
+static void on_connlog(void *ctx, const struct connlog *r)
+{
+    run_note_decision(ctx, r);
+}
+
+static void frontend_setup(struct run *run, struct frontend *fe)
+{
+    frontend_init(fe, &run->loop, &run->next_id);
+    fe->egress = run->core.egress;
+    proxy_frontend_apply(fe, run->settings, 0); /* the sandbox is the only client */
+    fe->log = on_connlog;
+    fe->log_ctx = run;
+    fe->data = run;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The process                                                               */
+
+static int run_pidfd_open(int pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static int run_pidfd_signal(int pidfd, int sig)
+{
+#ifdef SYS_pidfd_send_signal
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+    (void)pidfd;
+    (void)sig;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void close_all(struct run *run)
+{
+    for (size_t i = 0; i < run->nls; i++) {
+        listener_close(run->ls[i].l, NULL, NULL);
+        run->ls[i].l = NULL;
+    }
+    frontend_close_all(&run->http_fe);
+    frontend_close_all(&run->socks_fe);
+    for (struct fwd_conn *c = run->fwd.next; c != &run->fwd; c = c->next) {
+        if (c->dialer != NULL) {
+            dialer_cancel(c->dialer);
+            c->dialer = NULL;
+        }
+        relay_close(&c->relay, UV_ECANCELED);
+    }
+    for (size_t i = 0; i < run->nsigs; i++)
+        uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
+    run->nsigs = 0;
+    proxy_core_close(&run->core, NULL, NULL);
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
+{
+    struct run *run = container_of(p, struct run, proc);
+
+    run->proc_exited = 1;
+    run->exit_status = status;
+    run->term_signal = term_signal;
+    uv_close((uv_handle_t *)p, on_handle_closed);
+    close_all(run);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct run *run = h->data;
+
+    run->interrupted = signum;
+    if (run->cmd_pidfd >= 0 && run_pidfd_signal(run->cmd_pidfd, signum) == 0)
+        return;
+    /* no pidfd (or the command is gone): signal bwrap, whose death takes
+     * the sandbox with it (--die-with-parent) */
+    if (run->proc_started && !run->proc_exited)
+        (void)uv_process_kill(&run->proc, signum);
+}
+
+static int start_signals(struct run *run)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        uv_signal_init(&run->loop, &run->sigs[i]);
+        run->sigs[i].data = run;
+        run->nsigs = i + 1;
+        if (uv_signal_start(&run->sigs[i], on_signal, sigs[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int start_services(struct run *run, char *err, size_t errlen)
+{
+    struct settings_error serr;
+    struct policy *p = NULL;
+
+    if (policy_compile(run->settings, &p, &serr) < 0) {
+        snprintf(err, errlen, "%s", serr.msg);
+        return -1;
+    }
+    proxy_set_local(p, NULL, NULL, 0);
+    if (proxy_core_start(&run->core, &run->loop, run->settings, p, run->o->ask_spec, err,
+                         errlen) < 0) {
+        policy_free(p);
+        return -1;
+    }
+    frontend_setup(run, &run->http_fe);
+    frontend_setup(run, &run->socks_fe);
+    return 0;
+}
+
+static int open_listeners(struct run *run, struct sb_handoff *h, char *err, size_t errlen)
+{
+    size_t nhttp = 0, nsocks = 0;
+
+    for (size_t i = 0; i < h->n; i++) {
+        struct endpoint ep;
+        const char *why = NULL;
+        struct run_listener *rl = &run->ls[run->nls];
+        int rc;
+
+        memset(&ep, 0, sizeof(ep));
+        ep.kind = ENDPOINT_FD;
+        ep.fd = h->fds[i];
+        rl->run = run;
+        rl->kind = h->kind[i];
+        rc = listener_open(&rl->l, &run->loop, &ep, on_accept, rl, &why);
+        if (rc < 0) {
+            /* the listener did not take the fd: close it and the rest */
+            for (size_t j = i; j < h->n; j++)
+                close(h->fds[j]);
+            snprintf(err, errlen, "cannot serve the sandbox's proxy socket: %s",
+                     why != NULL ? why : uv_strerror(rc));
+            return -1;
+        }
+        h->fds[i] = -1;
+        run->nls++;
+        if (rl->kind == SB_L_HTTP)
+            nhttp++;
+        else
+            nsocks++;
+    }
+    if (nhttp == 0 || nsocks == 0) {
+        snprintf(err, errlen, "the sandbox did not hand over both proxy sockets");
+        return -1;
+    }
+    return 0;
+}
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, on_handle_closed);
+}
+
+static int exit_code(const struct run *run)
+{
+    int code;
+
+    if (run->term_signal != 0)
+        code = 128 + run->term_signal;
+    else
+        code = (int)run->exit_status;
+    if (code == 0 && run->interrupted != 0)
+        code = 128 + run->interrupted;
+    return code;
+}
+
+/* The sandbox is off for this command: exec it as it is. Never returns
+ * unless exec fails. */
+static int exec_unsandboxed(char *const *cmd, const char *why)
+{
+    fprintf(stderr, "sluice: running without the sandbox: %s\n", why);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "sluice: run: %s: %s\n", cmd[0], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
+
+static int bwrap_setuid(const struct run *run)
+{
+    return (run->bwrap_st.st_mode & S_ISUID) != 0 && run->bwrap_st.st_uid == 0;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* The steps of a run                                                        */
+
+/* The command as argv (-c STRING: $SHELL -c STRING) and as one line. */
+static int prepare_cmd(struct run *run)
+{
+    if (run->o->cstr != NULL) {
+        const char *sh = getenv("SHELL");
+        if (sh == NULL || sh[0] != '/' || access(sh, X_OK) != 0)
+            sh = "/bin/sh";
+        run->shell_argv[0] = (char *)sh;
+        run->shell_argv[1] = (char *)"-c";
+        run->shell_argv[2] = (char *)run->o->cstr;
+        run->cmd = run->shell_argv;
+        run->cmdline = strdup(run->o->cstr);
+    } else {
+        run->cmd = run->o->cmd;
+        run->cmdline = run_join_args(run->cmd);
+    }
+    if (run->cmdline == NULL) {
+        fprintf(stderr, "sluice: run: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The permission layers: -1 to go on sandboxed, else the exit status of
+ * the unsandboxed exec that failed. */
+static int permission_layers(struct run *run)
+{
+    const struct settings *s = run->settings;
+
+    if (s->sandbox.enabled == SETTINGS_FALSE)
+        return exec_unsandboxed(run->cmd, "sandbox.enabled is false in the settings");
+    if (run->o->bypass) {
+        if (s->sandbox.allow_unsandboxed_commands == SETTINGS_FALSE)
+            fprintf(stderr, "sluice: run: --dangerously-disable-sandbox refused: "
+                            "sandbox.allowUnsandboxedCommands is false; running sandboxed\n");
+        else
+            return exec_unsandboxed(run->cmd, "--dangerously-disable-sandbox");
+    }
+    if (run_is_excluded(s, run->cmdline))
+        return exec_unsandboxed(run->cmd, "the command matches sandbox.excludedCommands");
+    return -1;
+}
+
+/* What the sandbox needs from this host: our binary, the working directory,
+ * bwrap, user namespaces, the run directory. 0 or -1 after a message. */
+static int host_checks(struct run *run)
+{
+    const char *bw = run->settings->bwrap_path != NULL ? run->settings->bwrap_path : "bwrap";
+    const char *why;
+    ssize_t n;
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+    fprintf(stderr, "sluice: run: unsupported architecture: the seccomp filter is built for "
+                    "x86-64 and aarch64 only; the command was not run\n");
+    return -1;
+#endif
+    n = readlink("/proc/self/exe", run->self, sizeof(run->self) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(run->self) - 1) {
+        fprintf(stderr, "sluice: run: cannot find my own binary (/proc/self/exe): %s\n",
+                strerror(errno));
+        return -1;
+    }
+    run->self[n] = '\0';
+    if (getcwd(run->cwd, sizeof(run->cwd)) == NULL) {
+        fprintf(stderr, "sluice: run: cannot read the working directory: %s\n", strerror(errno));
+        return -1;
+    }
+    run->bwrap = run_find_in_path(bw, run->bwrap_buf, sizeof(run->bwrap_buf));
+    if (run->bwrap == NULL) {
+        fprintf(stderr, "sluice: run: bubblewrap not found (%s): install it (Debian: apt-get "
+                        "install bubblewrap) or set bwrapPath; the command was not run\n",
+                run->settings->bwrap_path != NULL ? run->settings->bwrap_path : "bwrap in PATH");
+        return -1;
+    }
+    if (stat(run->bwrap, &run->bwrap_st) < 0) {
+        fprintf(stderr, "sluice: run: %s: %s\n", run->bwrap, strerror(errno));
+        return -1;
+    }
+    why = run_namespaces_problem(bwrap_setuid(run));
+    if (why != NULL) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", why);
+        return -1;
+    }
+    if (sb_rundir_make(run->rundir, sizeof(run->rundir), run->hosttmp, sizeof(run->hosttmp),
+                       run->runmask, sizeof(run->runmask), run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    run->have_rundir = 1;
+    run_debug(run, "bwrap %s, run directory %s", run->bwrap, run->rundir);
+    return 0;
+}
+
+/* The environment and bwrap's arguments. 0 or -1 after a message. */
+static int build_plan(struct run *run)
+{
+    struct sb_env_opts eo = {
+        .s = run->settings,
+        .host_env = environ,
+        .http_port = RUN_HTTP_PORT,
+        .socks_port = RUN_SOCKS_PORT,
+        .tmpdir = "/tmp",
+        .self_exe = run->self,
+    };
+    struct sb_bwrap_opts bo = {
+        .s = run->settings,
+        .bwrap = run->bwrap,
+        .bwrap_setuid = bwrap_setuid(run),
+        .stdin_tty = isatty(0),
+        .restrict_network = 1,
+        .cwd = run->cwd,
+        .home = getenv("HOME"),
+        .host_tmpdir = run->hosttmp,
+        .self_exe = run->self,
+        .inner_fd = RUN_INNER_FD,
+        .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
+        .mask_dir = run->runmask,
+        .cmd = run->cmd,
+    };
+
+    if (sb_env_build(&eo, &run->env, run->err, sizeof(run->err)) < 0 ||
+        sb_bwrap_build(&bo, &run->plan, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    for (size_t i = 0; run->o->debug && i < run->plan.argv.n; i++)
+        run_debug(run, "bwrap argv[%zu] %s", i, run->plan.argv.v[i]);
+    return 0;
+}
+
+/* The working directory must be visible inside and not in a protected
+ * directory; protected links are watched; the log opened. */
+static int check_cwd_and_log(struct run *run)
+{
+    const char *bad = run_protected_component(run->cwd);
+
+    if (bad != NULL) {
+        fprintf(stderr,
+                "sluice: run: the working directory '%s' is inside a protected '%s' "
+                "directory, which the sandbox must keep read-only: run from the project "
+                "directory instead; the command was not run\n",
+                run->cwd, bad);
+        return -1;
+    }
+    if (!run_cwd_visible(&run->plan, run->cwd)) {
+        fprintf(stderr,
+                "sluice: run: the working directory '%s' is under /tmp, which is private to the "
+                "sandbox, and filesystem.allowWrite does not include it: add it (or \".\") to "
+                "filesystem.allowWrite, or run from elsewhere; the command was not run\n",
+                run->cwd);
+        return -1;
+    }
+    if (sb_gitwatch_begin(run->cwd, run->settings->mandatory_deny_search_depth, &run->gw,
+                          run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    /* issue 14: cleans up after us if we are killed (before bwrap starts) */
+    if (sb_reaper_start(&run->reaper, run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    if (run->o->log_path != NULL) {
+        if (proxy_log_open(&run->log, run->o->log_path, run->o->log_json) < 0) {
+            fprintf(stderr, "sluice: run: cannot open log file '%s': %s\n", run->o->log_path,
+                    strerror(errno));
+            return -1;
+        }
+        run->log_on = 1;
+    }
+    return 0;
+}
+
+/* The loop, the socketpair to inner, the proxy service; then bwrap. */
+static int spawn_sandbox(struct run *run)
+{
+    uv_stdio_container_t stdio[RUN_INNER_FD + 1];
+    uv_process_options_t po;
+    int one = 1, rc;
+
+    if (uv_loop_init(&run->loop) != 0) {
+        fprintf(stderr, "sluice: run: cannot create the event loop\n");
+        return -1;
+    }
+    run->loop_ok = 1;
+    /* close_all() walks the front ends' connection lists: valid (empty)
+     * from here on, even when start_services() fails before setting them up */
+    frontend_init(&run->http_fe, &run->loop, &run->next_id);
+    frontend_init(&run->socks_fe, &run->loop, &run->next_id);
+    signal(SIGPIPE, SIG_IGN);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, run->sp) < 0 ||
+        setsockopt(run->sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+        fprintf(stderr, "sluice: run: socketpair: %s\n", strerror(errno));
+        return -1;
+    }
+    if (start_services(run, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    memset(&po, 0, sizeof(po));
+    for (int i = 0; i < 3; i++) {
+        stdio[i].flags = UV_INHERIT_FD;
+        stdio[i].data.fd = i;
+    }
+    stdio[RUN_INNER_FD].flags = UV_INHERIT_FD;
+    stdio[RUN_INNER_FD].data.fd = run->sp[1];
+    po.file = run->plan.argv.v[0];
+    po.args = run->plan.argv.v;
+    po.env = run->env.v;
+    po.stdio = stdio;
+    po.stdio_count = RUN_INNER_FD + 1;
+    po.exit_cb = on_exit_cb;
+    rc = uv_spawn(&run->loop, &run->proc, &po);
+    if (rc < 0) {
+        fprintf(stderr, "sluice: run: cannot start %s: %s; the command was not run\n",
+                run->plan.argv.v[0], uv_strerror(rc));
+        uv_close((uv_handle_t *)&run->proc, on_handle_closed);
+        return -1;
+    }
+    run->proc_started = 1;
+    sb_reaper_watch(&run->reaper, run->proc.pid);
+    close(run->sp[1]);
+    run->sp[1] = -1;
+    return 0;
+}
+
+/* issue 14: root is exempt from RLIMIT_NPROC: inner goes into a pids
+ * cgroup (limits.c) before the go byte. Where none can be used the default
+ * limit is best effort, and a limit set in the settings is refused (it
+ * would be ignored). 0, or -1 after a message. */
+static int limit_processes(struct run *run)
+{
+    unsigned procs = run->settings->sandbox.limits.processes;
+    int rc;
+
+    run->err[0] = '\0';
+    rc = sb_cgroup_make(&run->cgroup, procs, run->err, sizeof(run->err));
+    if (rc == 0 && (run->h.cmd_pid <= 0 ||
+                    sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0)) {
+        if (run->h.cmd_pid <= 0)
+            snprintf(run->err, sizeof(run->err), "limits: the sandbox's pid is unknown");
+        sb_cgroup_remove(&run->cgroup);
+        rc = -1;
+    }
+    if (rc != 0 && getuid() == 0 && procs != SETTINGS_DEFAULT_PROCESSES) {
+        fprintf(stderr,
+                "sluice: run: sandbox.limits.processes cannot be enforced: root is exempt from "
+                "RLIMIT_NPROC and no pids cgroup could be used%s%s%s; the command was not run\n",
+                run->err[0] != '\0' ? " (" : "", run->err, run->err[0] != '\0' ? ")" : "");
+        return -1;
+    }
+    if (rc == 0)
+        run_debug(run, "pids cgroup %s", run->cgroup.path);
+    return 0;
+}
+
+/* inner's listeners in, signals watched, 'G' out: the command starts. */
+static int handoff(struct run *run)
+{
+    const char *fail = NULL;
+
+    if (sb_handoff_recv(run->sp[0], RUN_HANDOFF_MS, &run->h, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
+                run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    if (open_listeners(run, &run->h, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    run_debug(run, "sandbox up: %zu proxy listeners, command pid %d", run->nls,
+              (int)run->h.cmd_pid);
+    if (run->h.cmd_pid > 0)
+        run->cmd_pidfd = run_pidfd_open(run->h.cmd_pid);
+    if (limit_processes(run) < 0) {
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    if (start_signals(run) < 0)
+        fail = "sluice: run: cannot watch signals\n";
+    else if (write(run->sp[0], "G", 1) != 1)
+        fail = "sluice: run: the sandbox went away before the command started\n";
+    if (fail != NULL) {
+        fputs(fail, stderr);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    close(run->sp[0]);
+    run->sp[0] = -1;
+    return 0;
+}
+
+static void cleanup(struct run *run)
+{
+    if (run->loop_ok) {
+        if (run->proc_started && !run->proc_exited) {
+            /* error path: wait for bwrap to go */
+            while (!run->proc_exited && uv_run(&run->loop, UV_RUN_ONCE) != 0)
+                ;
+        }
+        close_all(run);
+        uv_walk(&run->loop, walk_close, NULL);
+        uv_run(&run->loop, UV_RUN_DEFAULT);
+        (void)uv_loop_close(&run->loop);
+    }
+    for (int i = 0; i < 2; i++)
+        if (run->sp[i] >= 0)
+            close(run->sp[i]);
+    if (run->cmd_pidfd >= 0)
+        close(run->cmd_pidfd);
+    for (size_t i = 0; i < run->h.n; i++)
+        if (run->h.fds[i] >= 0)
+            close(run->h.fds[i]);
+    if (run->proc_started) {
+        run_print_summary(run);
+        (void)sb_gitwatch_end(&run->gw, stderr);
+    }
+    sb_gitwatch_free(&run->gw);
+    sb_plan_cleanup(&run->plan);
+    sb_plan_free(&run->plan);
+    if (run->have_rundir)
+        sb_rundir_remove(run->rundir);
+    sb_cgroup_remove(&run->cgroup);
+    sb_reaper_finish(&run->reaper);
+    sb_strv_free(&run->env);
+    proxy_core_free(&run->core);
+    run_summary_free(run);
+    if (run->log_on)
+        proxy_log_close(&run->log);
+    free(run->cmdline);
+}
+
+int sb_launch(const struct sb_launch_opts *o, struct settings *s)
+{
+    struct run *run = calloc(1, sizeof(*run));
+    int code = SB_LAUNCH_FAIL, rc;
+
+    if (run == NULL) {
+        fprintf(stderr, "sluice: run: out of memory\n");
+        return SB_LAUNCH_FAIL;
+    }
+    run->o = o;
+    run->settings = s;
+    run->cmd_pidfd = -1;
+    run->sp[0] = run->sp[1] = -1;
+    run->reaper.pid = run->reaper.fd = -1;
+    run->fwd.next = run->fwd.prev = &run->fwd;
+    if (o->control_fd >= 0) {
+        /* srt's live settings updates: not implemented yet, so refused
+         * rather than accepted and ignored */
+        fprintf(stderr, "sluice: run: --control-fd is not supported yet; the command was not "
+                        "run\n");
+        goto out;
+    }
+    if (prepare_cmd(run) < 0)
+        goto out;
+    rc = permission_layers(run);
+    if (rc >= 0) {
+        code = rc;
+        goto out;
+    }
+    if (host_checks(run) < 0 || build_plan(run) < 0 || check_cwd_and_log(run) < 0 ||
+        spawn_sandbox(run) < 0 || handoff(run) < 0)
+        goto out;
+    /* serve until the command (bwrap) exits */
+    uv_run(&run->loop, UV_RUN_DEFAULT);
+    code = exit_code(run);
+out:
+    cleanup(run);
+    free(run);
+    return code;
+}
