@@ -413,10 +413,6 @@ int sb_inner_main(int argc, char **argv)
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
         return INNER_FAIL;
     }
-    if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {
-        inner_err("%s", err);
-        return INNER_FAIL;
-    }
     rc = sb_landlock_confine(err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
@@ -432,6 +428,12 @@ int sb_inner_main(int argc, char **argv)
         return INNER_FAIL;
     }
 
+    /* sandbox.limits last: nothing of inner's own (an ASan build's
+     * allocator, Landlock's mountinfo reading) runs under them */
+    if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {
+        inner_err("%s", err);
+        return INNER_FAIL;
+    }
     execvp(a.cmd[0], a.cmd);
     e = errno;
     inner_err("%s: %s", a.cmd[0], strerror(e));

@@ -1,5 +1,5 @@
 /* sandbox/limits.c - sandbox.limits (issue 14), applied by `sluice inner`
- * inside the sandbox just before Landlock and seccomp, so they bind the
+ * inside the sandbox after Landlock and seccomp, just before exec: they bind the
  * command and everything it starts, and nothing of sluice on the host.
  *
  *   processes  RLIMIT_NPROC, soft and hard. The kernel counts it per user
