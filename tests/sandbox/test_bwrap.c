@@ -838,6 +838,32 @@ static void test_cwd_special(void **state)
     sb_plan_free(&p);
 }
 
+/* issue 14: the run directories' parent is masked by an empty tmpfs after
+ * every bind, so no allowWrite/allowRead can show another run's /tmp; the
+ * sandbox.limits options reach inner. */
+static void test_mask_and_limits(void **state)
+{
+    struct fx *f = *state;
+    /* the mask is the last mount, after the bind that would show it */
+    const char *const masked[] = {"--bind R/run R/run ", "--tmpfs R/run/sluice --chdir", NULL};
+    const char *const limits[] = {
+        "--limit-processes=100 --limit-memory-mib=512 --limit-open-files=256 -- make test", NULL};
+    const char *const no_mask[] = {"sluice --chdir", NULL};
+    char mask[PATH_MAX + 16], json[PATH_MAX + 64];
+
+    snprintf(mask, sizeof(mask), "%s/run/sluice", f->root);
+    mkdir_(f, "run/sluice");
+    expect_has(f, NULL, no_mask);
+    f->o.mask_dir = mask;
+    snprintf(json, sizeof(json), "{\"filesystem\": {\"allowWrite\": [\".\", \"%s/run\"]}}",
+             f->root);
+    settings(f, json);
+    expect_has(f, masked, NULL);
+    settings(f, "{\"sandbox\": {\"limits\": {\"processes\": 100, \"memory\": 512, "
+                "\"openFiles\": 256}}}");
+    expect_has(f, limits, NULL);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -866,6 +892,7 @@ int main(void)
         T(test_profile_workdir),
         T(test_deny_read_relative_globs),
         T(test_cwd_special),
+        T(test_mask_and_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
