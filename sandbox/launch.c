@@ -429,6 +429,11 @@ static int host_checks(struct run *run)
         return -1;
     }
     run->have_rundir = 1;
+    /* issue 14: cleans up after us if we are killed from here on */
+    if (sb_reaper_start(&run->reaper, run->rundir, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
     run_debug(run, "bwrap %s, run directory %s", run->bwrap, run->rundir);
     return 0;
 }
@@ -497,8 +502,9 @@ static int check_cwd_and_log(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
-    /* issue 14: cleans up after us if we are killed (before bwrap starts) */
-    if (sb_reaper_start(&run->reaper, run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
+    /* issue 14: the mount points bwrap will make, for the reaper and the
+     * sweep (before bwrap starts) */
+    if (sb_reaper_record(run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }

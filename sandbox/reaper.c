@@ -1,7 +1,8 @@
 /* sandbox/reaper.c - the run directory, and nothing of a run left behind
  * when `sluice run` is killed (issue 14).
  *
- * Run directory. PARENT/run.XXXXXX (mode 0700), PARENT being
+ * Run directory. PARENT/run.PID.START.XXXXXX (mode 0700; PID and START
+ * name the launcher, as in the record below), PARENT being
  * $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute directory of
  * ours, else /tmp/sluice-UID; PARENT is 0700, ours and not a symbolic link,
  * or the run stops. It holds the sandbox's /tmp (RUN/tmp) and the record
@@ -15,21 +16,24 @@
  *     in the project (sb_plan.created, parents first), each ended by a NUL.
  * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
  *
- * The reaper. A process forked before bwrap, in a session of its own (a
- * kill of the launcher's process group does not reach it), holding the read
- * end of a pipe whose write end only the launcher has. The launcher sends
- * 'P' + bwrap's pid once it runs, and 'D' when it has cleaned up itself.
- * EOF without 'D' means the launcher died (SIGKILL, a crash): the reaper
- * waits for bwrap to go (--die-with-parent kills it and with it the whole
- * sandbox; at most 10 s), then removes the mount points that are still what
- * bwrap made (an empty directory or an empty file, deepest first) and the
- * run directory.
+ * The reaper. A process forked right after the run directory is made, in a
+ * session of its own (a kill of the launcher's process group does not
+ * reach it), holding the read end of a pipe whose write end only the
+ * launcher has. The launcher sends 'P' + bwrap's pid once it runs, and 'D'
+ * when it has cleaned up itself. EOF without 'D' means the launcher died
+ * (SIGKILL, a crash): the reaper waits for bwrap to go (--die-with-parent
+ * kills it and with it the whole sandbox; at most 10 s), then reads the
+ * record (rewritten with the mount points before bwrap started), removes
+ * the mount points that are still what bwrap made (an empty directory or an
+ * empty file, deepest first) and the run directory.
  *
  * The sweep. Each run first looks through PARENT for run directories with
  * a record whose launcher is gone (no such pid, or another start time) and
  * cleans them as the reaper would: this covers a reaper that was killed too,
- * or a machine that went down. Nothing without a record, nothing outside
- * PARENT and no mount point that is no longer empty is touched. */
+ * or a machine that went down. A run directory killed before its first
+ * record was written (no mount point can exist yet) is known by its name.
+ * Nothing else, nothing outside PARENT and no mount point that is no longer
+ * empty is touched. */
 #define _GNU_SOURCE
 #include "sandbox/sandbox.h"
 
@@ -220,8 +224,10 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
     return rc;
 }
 
-/* Cleans RUNDIR when its record names a launcher that is gone. */
-static void sweep_one(const char *rundir)
+/* Cleans RUNDIR (its record's mount points, then the directory) when its
+ * record, or its name, names a launcher that is gone; with ANY_LAUNCHER
+ * (the reaper, whose launcher is gone) without asking. */
+static void clean_run(const char *rundir, int any_launcher)
 {
     char path[PATH_MAX], *buf = NULL, *p, *end;
     struct sb_strv paths = {0};
@@ -234,8 +240,16 @@ static void sweep_one(const char *rundir)
     if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path)
         return;
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return; /* not ours, or a run just starting */
+    if (fd < 0) {
+        /* killed before its first record was in place (bwrap had not
+         * started: no mount points yet): the name says whose it is */
+        const char *name = strrchr(rundir, '/');
+        if (errno == ENOENT && name != NULL &&
+            sscanf(name + 1, "run.%ld.%llu.", &pid, &start) == 2 &&
+            (any_launcher || !process_alive(pid, start)))
+            sb_remove_tree(rundir);
+        return;
+    }
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         st.st_size <= 0 || (unsigned long long)st.st_size > RECORD_MAX ||
         (buf = malloc((size_t)st.st_size + 1)) == NULL) {
@@ -250,7 +264,7 @@ static void sweep_one(const char *rundir)
     if (strncmp(buf, RECORD_MAGIC, strlen(RECORD_MAGIC)) != 0 ||
         sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu", &pid, &start) != 2)
         goto out;
-    if (process_alive(pid, start))
+    if (!any_launcher && process_alive(pid, start))
         goto out;
     p = strchr(buf, '\n');
     if (p == NULL)
@@ -281,7 +295,7 @@ static void sweep(const char *parent)
         if ((size_t)snprintf(path, sizeof path, "%s/%s", parent, e->d_name) >= sizeof path)
             continue;
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-            sweep_one(path);
+            clean_run(path, 0);
     }
     closedir(d);
 }
@@ -329,7 +343,10 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
         return -1;
     sweep(mask);
     sb_cgroup_sweep(process_alive);
-    if ((size_t)snprintf(dir, len, "%s/run.XXXXXX", mask) >= len) {
+    /* run.PID.START.XXXXXX: recognisable as this launcher's even before
+     * its record is written */
+    if ((size_t)snprintf(dir, len, "%s/run.%ld.%llu.XXXXXX", mask, (long)getpid(),
+                         start_time((long)getpid())) >= len) {
         snprintf(err, errlen, "the run directory's path is too long");
         return -1;
     }
@@ -365,7 +382,7 @@ static int64_t mono_ms(void)
 }
 
 /* In the reaper: until EOF or 'D' on FD. */
-static void reaper_main(int fd, const char *rundir, const struct sb_plan *plan)
+static void reaper_main(int fd, const char *rundir)
 {
     int pidfd = -1, done = 0;
     unsigned char c;
@@ -411,25 +428,31 @@ static void reaper_main(int fd, const char *rundir, const struct sb_plan *plan)
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    remove_placeholders(plan->created.v, plan->created.n);
-    sb_rundir_remove(rundir);
+    /* the record on disk is the latest word: the mount points, once the
+     * launcher knew them (sb_reaper_record) */
+    clean_run(rundir, 1);
+    sb_rundir_remove(rundir); /* what is left, and the parent when empty */
     sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
 }
 
-int sb_reaper_start(struct sb_reaper *r, const char *rundir, const struct sb_plan *plan,
-                    char *err, size_t errlen)
+int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen)
 {
-    int p[2];
-    pid_t pid;
-    int rc;
+    int rc = write_record(rundir, plan);
 
-    r->pid = -1;
-    r->fd = -1;
-    rc = write_record(rundir, plan);
     if (rc < 0) {
         snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", rundir, strerror(-rc));
         return -1;
     }
+    return 0;
+}
+
+int sb_reaper_start(struct sb_reaper *r, const char *rundir, char *err, size_t errlen)
+{
+    int p[2];
+    pid_t pid;
+
+    r->pid = -1;
+    r->fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "reaper: pipe: %s", strerror(errno));
         return -1;
@@ -462,7 +485,7 @@ int sb_reaper_start(struct sb_reaper *r, const char *rundir, const struct sb_pla
         for (int fd = 3; fd < 1024; fd++)
             if (fd != p[0])
                 (void)close(fd);
-        reaper_main(p[0], rundir, plan);
+        reaper_main(p[0], rundir);
         _exit(0);
     }
     close(p[0]);

@@ -198,11 +198,12 @@ struct sb_reaper {
     int fd;  /* our end of its pipe */
 };
 
-/* Writes RUNDIR's record (this process, PLAN's mount points) and forks the
- * reaper, which cleans both up if this process dies before
- * sb_reaper_finish(). Call before bwrap starts; -1 with a message in err. */
-int sb_reaper_start(struct sb_reaper *r, const char *rundir, const struct sb_plan *plan,
-                    char *err, size_t errlen);
+/* Forks the reaper, which cleans RUNDIR and the mount points its record
+ * names up if this process dies before sb_reaper_finish(). Call right after
+ * sb_rundir_make(); -1 with a message in err. */
+int sb_reaper_start(struct sb_reaper *r, const char *rundir, char *err, size_t errlen);
+/* Rewrites RUNDIR's record with PLAN's mount points: before bwrap starts. */
+int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen);
 /* Tells the reaper bwrap's pid, to wait for it before cleaning. */
 void sb_reaper_watch(struct sb_reaper *r, int pid);
 /* After this process cleaned up itself: the reaper exits, and is waited. */

@@ -203,6 +203,11 @@ static void test_sweep(void **state)
     fake_run(parent, "run.live", (long)getpid(), my_start(getpid()), paths);
     fake_run(parent, "run.reused", (long)getpid(), my_start(getpid()) + 1, NULL); /* pid reused */
     fake_run(parent, "run.norecord", 0, 0, NULL);
+    /* killed before its first record: known by its name alone */
+    snprintf(p, sizeof(p), "run.%ld.12345.AbCdEf", dead);
+    fake_run(parent, p, 0, 0, NULL);
+    snprintf(p, sizeof(p), "run.%ld.%llu.GhIjKl", (long)getpid(), my_start(getpid()));
+    fake_run(parent, p, 0, 0, NULL);
     fake_run(parent, "other.dead", dead, 12345, NULL); /* not a run.* name */
 
     /* the next run sweeps */
@@ -216,6 +221,9 @@ static void test_sweep(void **state)
     assert_false(exists("%s/run.reused", parent));
     assert_true(exists("%s/run.live/tmp/data", parent));
     assert_true(exists("%s/run.norecord/tmp/data", parent));
+    assert_false(exists("%s/run.%ld.12345.AbCdEf", parent, dead));
+    assert_true(exists("%s/run.%ld.%llu.GhIjKl/tmp/data", parent, (long)getpid(),
+                       my_start(getpid())));
     assert_true(exists("%s/other.dead/tmp/data", parent));
     assert_false(exists("%s", bashrc));
     assert_false(exists("%s", mcp));
@@ -241,7 +249,8 @@ static pid_t fake_launcher(const char *placeholder, int finish)
         if (sb_strv_push(&plan.created, placeholder) < 0 ||
             sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), err,
                            sizeof(err)) < 0 ||
-            sb_reaper_start(&r, dir, &plan, err, sizeof(err)) < 0)
+            sb_reaper_start(&r, dir, err, sizeof(err)) < 0 ||
+            sb_reaper_record(dir, &plan, err, sizeof(err)) < 0)
             _exit(2);
         if (mkdir(placeholder, 0755) < 0)
             _exit(3);
