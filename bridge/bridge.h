@@ -255,6 +255,27 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
 void dialer_cancel(struct dialer *d);
 
 /* ------------------------------------------------------------------------ */
+/* parent proxy (bridge/parent.c)                                            */
+/*                                                                           */
+/* A tunnel through network.parentProxy: connect to the parent (its name     */
+/* resolved with resolver), CONNECT authority, wait for 2xx. Used by egress  */
+/* after the policy and the guard allowed the destination.                   */
+
+struct parent_dial;
+
+/* status 0: fd is the tunnel (non-blocking, close-on-exec), the caller owns
+ * it. status < 0: why says what failed (UV_ETIMEDOUT, UV_ECONNREFUSED, ...,
+ * UV_EPROTO when the parent answered something other than 2xx). Called
+ * once, never inside parent_dial_start(), unless cancelled first. */
+typedef void (*parent_dial_cb)(void *arg, int status, int fd, const char *why);
+
+int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver *resolver,
+                      const struct policy_parent_proxy *pp, const char *authority,
+                      unsigned timeout_ms, parent_dial_cb cb, void *arg);
+/* The callback will not run; the socket is closed. Not after the callback. */
+void parent_dial_cancel(struct parent_dial *d);
+
+/* ------------------------------------------------------------------------ */
 /* relay (bridge/relay.c)                                                    */
 /*                                                                           */
 /* Splices two libuv streams, a (client side) and b (upstream side), each a   */
@@ -464,13 +485,24 @@ struct egress_outcome {
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
     int fd;                   /* EGRESS_CONNECTED only, else -1 */
+    /* how long each step took (ns), for latency histograms; a step not
+     * taken has its EGRESS_TIMED_* bit clear in timed */
+    unsigned timed;
+    uint64_t ask_ns, dns_ns, dial_ns, total_ns;
 };
+#define EGRESS_TIMED_ASK 1u
+#define EGRESS_TIMED_DNS 2u
+#define EGRESS_TIMED_DIAL 4u
 
 /* Called exactly once per started request that was not cancelled, possibly
  * before egress_start() returns (denied by a rule, an IP literal refused,
  * ...): the caller sets its state first and forgets *req in the callback.
  * The outcome is valid during the call only. */
 typedef void (*egress_cb)(void *arg, const struct egress_outcome *o);
+
+/* An observer sees every outcome just before the request's callback (for
+ * metrics); NULL removes it. */
+void egress_env_set_observer(struct egress_env *e, egress_cb fn, void *ctx);
 
 /* The shared context of a server. policy: the compiled policy (the env takes
  * ownership). resolver and ask (may be NULL) stay the caller's. */
@@ -541,6 +573,8 @@ typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
 struct frontend_conn {
     struct frontend_conn *prev, *next;
     void (*force_close)(struct frontend_conn *c); /* drain timeout / shutdown */
+    /* bytes relayed so far each way, for metrics while it is open; may be NULL */
+    void (*bytes)(const struct frontend_conn *c, uint64_t *up, uint64_t *down);
 };
 
 struct frontend {
@@ -572,6 +606,8 @@ struct frontend {
 void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);
 void frontend_add(struct frontend *f, struct frontend_conn *c);
 void frontend_remove(struct frontend *f, struct frontend_conn *c);
+/* Adds the bytes relayed so far by every live connection to *up and *down. */
+void frontend_bytes(const struct frontend *f, uint64_t *up, uint64_t *down);
 /* Calls force_close on every live connection (they end asynchronously). */
 void frontend_close_all(struct frontend *f);
 /* Constant-time comparison of a secret: 1 when equal (same length, same

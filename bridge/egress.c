@@ -29,6 +29,8 @@ struct egress_env {
     struct ask_broker *ask;
     unsigned dial_timeout_ms;
     size_t inflight;
+    egress_cb observer; /* metrics: sees every outcome */
+    void *observer_ctx;
 };
 
 enum req_state {
@@ -36,6 +38,7 @@ enum req_state {
     REQ_ASK,        /* owns aw (detachable ask) */
     REQ_RESOLVE,    /* owns q (detachable lookup) */
     REQ_DIAL,       /* owns dialer (cancellable) */
+    REQ_PARENT,     /* owns pdial (through the parent proxy; cancellable) */
 };
 
 struct egress_req {
@@ -52,7 +55,10 @@ struct egress_req {
     struct ask_wait *aw;
     struct resolver_query *q;
     struct dialer *dialer;
+    struct parent_dial *pdial;
+    char parent_shown[POLICY_HOST_MAX + 16];
     struct egress_outcome o;
+    uint64_t t0, t_step; /* uv_hrtime() at the start, and of the step under way */
     size_t ntargets;
     struct dialer_target targets[RESOLVER_MAX_ADDRS];
 };
@@ -122,6 +128,12 @@ void egress_env_free(struct egress_env *e)
     free(e);
 }
 
+void egress_env_set_observer(struct egress_env *e, egress_cb fn, void *ctx)
+{
+    e->observer = fn;
+    e->observer_ctx = ctx;
+}
+
 size_t egress_inflight(const struct egress_env *e)
 {
     return e->inflight;
@@ -170,6 +182,9 @@ static void finish(struct egress_req *r, enum egress_result res, int status)
         r->o.verdict = "deny";
     else
         r->o.verdict = r->o.would_deny ? "would_deny" : "allow";
+    r->o.total_ns = uv_hrtime() - r->t0;
+    if (r->env->observer != NULL)
+        r->env->observer(r->env->observer_ctx, &r->o);
     r->cb(r->arg, &r->o);
     req_free(r);
 }
@@ -180,17 +195,6 @@ static void deny(struct egress_req *r, enum egress_stage stage, const char *reas
     if (reason != NULL)
         snprintf(r->o.reason, sizeof(r->o.reason), "%s", reason);
     finish(r, EGRESS_DENIED, 0);
-}
-
-static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
-{
-    char src[300];
-
-    policy_rule_source(rule, src, sizeof(src));
-    if (strstr(rule->list, "Files") != NULL)
-        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
 }
 
 static const char *host_port(const struct egress_req *r, char *buf, size_t len)
@@ -211,6 +215,8 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     char a[64];
 
     r->dialer = NULL;
+    r->o.dial_ns = uv_hrtime() - r->t_step;
+    r->o.timed |= EGRESS_TIMED_DIAL;
     if (status == 0) {
         r->o.addr = r->targets[index].addr;
         r->o.have_addr = 1;
@@ -249,11 +255,65 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     }
 }
 
+/* Through the parent proxy (bridge/parent.c): the tunnel is to the
+ * destination as judged (canonical name or address). */
+static void on_parent(void *arg, int status, int fd, const char *why)
+{
+    struct egress_req *r = arg;
+    char via[sizeof(r->o.reason)];
+
+    r->pdial = NULL;
+    r->o.addr = r->targets[0].addr;
+    r->o.have_addr = 1;
+    if (status == 0) {
+        r->o.fd = fd;
+        snprintf(via, sizeof(via), "%s", r->o.reason);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the parent proxy %.260s", via,
+                 via[0] != '\0' ? "; " : "", r->parent_shown);
+        finish(r, EGRESS_CONNECTED, 0);
+        return;
+    }
+    r->o.stage = EGRESS_BY_GUARD;
+    snprintf(r->o.reason, sizeof(r->o.reason), "%s", why);
+    finish(r, status == UV_ETIMEDOUT       ? EGRESS_DIAL_TIMEOUT
+              : status == UV_ECONNREFUSED ? EGRESS_REFUSED
+              : status == UV_ENOMEM       ? EGRESS_ERROR
+                                          : EGRESS_UNREACHABLE,
+           status);
+}
+
+/* 1 when the request went to the parent proxy (network.parentProxy or the
+ * environment's HTTP(S)_PROXY; loopback and NO_PROXY go direct). */
+static int via_parent(struct egress_req *r)
+{
+    const struct policy_parent_proxy *pp = policy_parent_pick(
+        policy_parent(r->pol->p), &r->host, strcmp(r->protocol, "http") == 0);
+    char hp[300];
+    int rc;
+
+    if (pp == NULL)
+        return 0;
+    snprintf(r->parent_shown, sizeof(r->parent_shown), "%s", pp->shown);
+    r->state = REQ_PARENT;
+    rc = parent_dial_start(&r->pdial, r->env->loop, r->env->resolver, pp,
+                           host_port(r, hp, sizeof(hp)), r->env->dial_timeout_ms, on_parent, r);
+    if (rc < 0) {
+        r->pdial = NULL;
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot use the parent proxy %s: %s",
+                 pp->shown, uv_strerror(rc));
+        finish(r, EGRESS_ERROR, rc);
+    }
+    return 1;
+}
+
 static void dial(struct egress_req *r)
 {
     int rc;
 
+    if (via_parent(r))
+        return;
     r->state = REQ_DIAL;
+    r->t_step = uv_hrtime();
     rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
                       on_dialed, r);
     if (rc < 0) {
@@ -275,19 +335,23 @@ static int report_may_dial(enum policy_addr_class c)
            c != POLICY_CLASS_UNSPECIFIED;
 }
 
+/* The verdict with the answers (for an IP literal, the literal itself):
+ * which addresses to dial, or the guard's refusal. */
 static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
 {
     struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS]; /* on the stack: ~14 KB, transient */
-    size_t ok;
+    struct policy_judgment j;
 
     if (n > RESOLVER_MAX_ADDRS)
         n = RESOLVER_MAX_ADDRS;
+    policy_verdict(r->pol->p, &r->host, r->port, addrs, n, gv, &j);
+    addrs = r->host.kind == POLICY_HOST_NAME ? addrs : &r->host.addr;
+    n = j.naddrs;
     r->o.naddrs = n;
-    ok = policy_guard(r->pol->p, &r->host, r->port, addrs, n, gv);
     r->ntargets = 0;
     for (size_t i = 0; i < n; i++) {
         int take = gv[i].allowed;
-        if (!take && ok == 0 && r->report && report_may_dial(gv[i].cls))
+        if (!take && j.nallowed == 0 && r->report && report_may_dial(gv[i].cls))
             take = 1;
         if (!take)
             continue;
@@ -296,17 +360,18 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
         r->targets[r->ntargets].port = r->port;
         r->ntargets++;
     }
-    if (ok == 0) {
+    if (j.nallowed == 0) {
         /* the first refusal explains it; its rule, if an IP rule decided */
         if (gv[0].rule != NULL)
-            format_rule(gv[0].rule, r->o.rule, sizeof(r->o.rule));
+            policy_rule_format(gv[0].rule, r->o.rule, sizeof(r->o.rule));
         if (r->ntargets > 0) {
             r->o.would_deny = 1;
-            snprintf(r->o.reason, sizeof(r->o.reason), "%s", gv[0].why);
+            snprintf(r->o.reason, sizeof(r->o.reason), "%s",
+                     j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
         } else {
             r->o.addr = addrs[0];
             r->o.have_addr = 1;
-            deny(r, EGRESS_BY_GUARD, gv[0].why);
+            deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
             return;
         }
     }
@@ -322,6 +387,8 @@ static void on_resolved(void *arg, enum resolver_status st, const struct policy_
     struct egress_req *r = arg;
 
     r->q = NULL;
+    r->o.dns_ns = uv_hrtime() - r->t_step;
+    r->o.timed |= EGRESS_TIMED_DNS;
     switch (st) {
     case RESOLVER_OK:
         guard(r, addrs, n);
@@ -367,6 +434,7 @@ static void proceed(struct egress_req *r)
         return;
     }
     r->state = REQ_RESOLVE;
+    r->t_step = uv_hrtime();
     rc = resolver_query(r->env->resolver, r->host.name, on_resolved, r, &r->q);
     if (rc < 0) {
         r->q = NULL;
@@ -385,6 +453,8 @@ static void on_answer(void *arg, int allow, const char *reason)
     char hp[300];
 
     r->aw = NULL;
+    r->o.ask_ns = uv_hrtime() - r->t_step;
+    r->o.timed |= EGRESS_TIMED_ASK;
     r->o.stage = EGRESS_BY_ASK;
     if (allow) {
         r->o.reason[0] = '\0';
@@ -409,6 +479,7 @@ static void ask(struct egress_req *r)
 
     r->state = REQ_ASK;
     r->o.asked = 1;
+    r->t_step = uv_hrtime();
     rc = ask_broker_ask(r->env->ask, r->host.name, r->port, r->protocol, r->client, on_answer, r,
                         &r->aw);
     if (rc == 0)
@@ -430,12 +501,14 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    struct policy_decision d;
+    struct policy_guard_verdict gv[1];
+    struct policy_judgment j;
     struct egress_req *r = calloc(1, sizeof(*r));
 
     if (r == NULL)
         return UV_ENOMEM;
     r->env = e;
+    r->t0 = uv_hrtime();
     r->pol = e->cur;
     r->pol->refs++;
     e->inflight++;
@@ -450,23 +523,28 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->o.verdict = "deny";
     *req = r;
 
-    policy_decide(r->pol->p, host, port, &d);
-    if (d.rule != NULL)
-        format_rule(d.rule, r->o.rule, sizeof(r->o.rule));
+    /* the rule decision; an IP literal is guarded here too, but dialed
+     * only through proceed() -> guard() */
+    policy_verdict(r->pol->p, host, port, NULL, 0, gv, &j);
+    snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
     r->o.stage = EGRESS_BY_POLICY;
-    switch (d.verdict) {
+    if (j.origin == POLICY_BY_GUARD) { /* an IP literal the guard refuses */
+        proceed(r);
+        return 0;
+    }
+    switch (j.verdict) {
     case POLICY_ALLOW:
         proceed(r);
         break;
     case POLICY_ASK:
     case POLICY_DENY:
     default:
-        if (d.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
+        if (j.verdict == POLICY_ASK && !r->report && e->ask != NULL) {
             ask(r);
             break;
         }
         /* denied, or no rule decides and nobody to ask */
-        snprintf(r->o.reason, sizeof(r->o.reason), "%s", d.reason);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%s", j.reason);
         if (r->report) {
             r->o.would_deny = 1;
             proceed(r);
@@ -491,6 +569,9 @@ void egress_cancel(struct egress_req *r)
         break;
     case REQ_DIAL:
         dialer_cancel(r->dialer);
+        break;
+    case REQ_PARENT:
+        parent_dial_cancel(r->pdial);
         break;
     case REQ_DECIDE:
         break;

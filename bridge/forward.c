@@ -30,9 +30,8 @@ struct forwarder {
     struct dialer_target target;
     enum relay_kind b_kind;
     char host[ENDPOINT_STR_MAX]; /* the target's text, for the log */
-    uv_timer_t retry;            /* allocation failure with nothing live */
-    struct listener *paused[FORWARD_MAX_LISTENERS];
-    size_t npaused;
+    struct conn_limit own;       /* when the owner gives none */
+    struct conn_limit *limit;
     struct fwd_conn *conns;
     size_t live;
     uint64_t own_id;
@@ -41,11 +40,18 @@ struct forwarder {
     void *done_arg;
 };
 
+static size_t live_of(void *ctx)
+{
+    const struct forwarder *f = ctx;
+
+    return f->live;
+}
+
 int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_opts *o)
 {
     struct forwarder *f;
 
-    if (o->max_conns == 0 || o->connect_ms == 0 ||
+    if ((o->limit == NULL && o->max_conns == 0) || o->connect_ms == 0 ||
         (o->connect.kind != ENDPOINT_TCP && o->connect.kind != ENDPOINT_UNIX))
         return UV_EINVAL;
     f = calloc(1, sizeof(*f));
@@ -66,8 +72,11 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
         f->b_kind = RELAY_TCP;
         policy_addr_str(&o->connect.addr, f->host, sizeof(f->host));
     }
-    uv_timer_init(loop, &f->retry);
-    f->retry.data = f;
+    f->limit = o->limit;
+    if (f->limit == NULL) {
+        conn_limit_init(&f->own, loop, o->max_conns, live_of, f);
+        f->limit = &f->own;
+    }
     *out = f;
     return 0;
 }
@@ -75,33 +84,6 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
 size_t forwarder_live(const struct forwarder *f)
 {
     return f->live;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The over-limit rule                                                       */
-
-static void pause_listener(struct forwarder *f, struct listener *l)
-{
-    for (size_t i = 0; i < f->npaused; i++)
-        if (f->paused[i] == l)
-            return;
-    if (f->npaused == FORWARD_MAX_LISTENERS)
-        return; /* never: run has two listeners, bridge one */
-    listener_pause(l);
-    f->paused[f->npaused++] = l;
-}
-
-static void resume_listeners(struct forwarder *f)
-{
-    while (!f->stopping && f->npaused > 0 && f->live < f->o.max_conns) {
-        struct listener *l = f->paused[--f->npaused];
-        listener_resume(l); /* may accept (forwarder_accept) before it returns */
-    }
-}
-
-static void on_retry(uv_timer_t *t)
-{
-    resume_listeners(t->data);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -140,9 +122,9 @@ static void log_conn(const struct fwd_conn *c)
     c->f->o.log(c->f->o.log_ctx, &rec);
 }
 
-static void on_retry_closed(uv_handle_t *h)
+static void on_own_closed(uv_handle_t *h)
 {
-    struct forwarder *f = h->data;
+    struct forwarder *f = container_of(h, struct forwarder, own.retry);
 
     if (f->done != NULL)
         f->done(f->done_arg);
@@ -151,10 +133,18 @@ static void on_retry_closed(uv_handle_t *h)
 
 static void maybe_free(struct forwarder *f)
 {
-    if (f->stopping == 1 && f->live == 0) {
-        f->stopping = 2;
-        uv_close((uv_handle_t *)&f->retry, on_retry_closed);
+    if (f->stopping != 1 || f->live != 0)
+        return;
+    f->stopping = 2;
+    if (f->limit != &f->own) {
+        if (f->done != NULL)
+            f->done(f->done_arg);
+        free(f);
+        return;
     }
+    /* the own limit's timer: closed here, so f is freed after it */
+    f->own.stopped = 1;
+    uv_close((uv_handle_t *)&f->own.retry, on_own_closed);
 }
 
 static void on_conn_closed(struct relay *r)
@@ -174,7 +164,7 @@ static void on_conn_closed(struct relay *r)
     if (f->stopping)
         maybe_free(f);
     else
-        resume_listeners(f);
+        conn_limit_released(f->limit);
 }
 
 /* Dial failed: drop what the client sends, close once it has closed. One
@@ -248,15 +238,12 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     struct fwd_conn *c;
     int rc;
 
-    if (f->stopping)
+    if (f->stopping || conn_limit_admit(f->limit, l) < 0)
         return;
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
-        /* the connection stays held by the listener; a connection that
-         * ends resumes, or the timer when none is live */
-        pause_listener(f, l);
-        if (f->live == 0)
-            uv_timer_start(&f->retry, on_retry, FORWARD_OOM_RETRY_MS, 0);
+        /* the connection stays held by the listener until resumed */
+        conn_limit_accepted(f->limit, l, UV_ENOMEM);
         return;
     }
     c->f = f;
@@ -268,9 +255,8 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     f->live++;
     relay_init(f->loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind, on_conn_closed,
                c);
-    if (f->live >= f->o.max_conns)
-        pause_listener(f, l);
     rc = listener_accept(l, &c->relay.a.u.s);
+    conn_limit_accepted(f->limit, l, rc);
     if (rc < 0) {
         snprintf(c->peer, sizeof(c->peer), "-");
         c->accept_status = rc;
@@ -295,8 +281,8 @@ void forwarder_close(struct forwarder *f, void (*done)(void *), void *arg)
     f->stopping = 1;
     f->done = done;
     f->done_arg = arg;
-    f->npaused = 0;
-    uv_timer_stop(&f->retry);
+    if (f->limit == &f->own)
+        f->own.npaused = 0; /* the listeners are being closed */
     for (struct fwd_conn *c = f->conns; c != NULL; c = c->next) {
         if (c->dialer != NULL) {
             dialer_cancel(c->dialer);

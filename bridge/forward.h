@@ -3,11 +3,13 @@
  * `sluice bridge` and `sluice run`'s relay to an external proxy
  * (network.httpProxyPort / socksProxyPort) both use it.
  *
- * Over the limit: with max_conns connections live (dialing or relaying)
- * the forwarder pauses every listener it accepted from; further clients
- * wait in the kernel backlog. The first connection that ends below the
- * limit resumes them. An allocation failure at accept pauses likewise and
- * is resumed the same way (or by the retry timer when nothing is live).
+ * Over the limit: the one rule of bridge/limit.h. With max_conns
+ * connections live (dialing or relaying) the forwarder pauses every
+ * listener it accepted from; further clients wait in the kernel backlog.
+ * The first connection that ends below the limit resumes them. An
+ * allocation failure at accept pauses likewise. A forwarder may instead
+ * share its owner's limit (`sluice run`: one limit for the front ends and
+ * the relays).
  *
  * A connection whose dial fails is closed cleanly: what the client already
  * sent is read and dropped and our write half is shut down first, so the
@@ -22,18 +24,19 @@
 #define SLUICE_BRIDGE_FORWARD_H
 
 #include "bridge/bridge.h"
+#include "bridge/limit.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
-#define FORWARD_LINGER_MS 1000u   /* how long a refused client gets to close first */
-#define FORWARD_OOM_RETRY_MS 100u /* accept retry after an allocation failure, none live */
-#define FORWARD_MAX_LISTENERS 8
+#define FORWARD_LINGER_MS 1000u /* how long a refused client gets to close first */
 
 struct forward_opts {
     struct endpoint connect; /* ENDPOINT_TCP (an address, no name) or ENDPOINT_UNIX */
-    unsigned max_conns;      /* > 0 */
+    unsigned max_conns;      /* > 0; unused with limit */
+    struct conn_limit *limit; /* NULL: the forwarder's own, of max_conns; else the
+                                 owner's, told of every connection that ends */
     unsigned idle_ms;        /* 0: no idle timeout */
     unsigned connect_ms;     /* dial timeout, > 0 */
     connlog_fn log;          /* per closed connection; may be NULL */

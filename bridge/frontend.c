@@ -82,3 +82,10 @@ int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
     p = frontend_secret_equal(pass, plen, (const uint8_t *)f->auth_pass, strlen(f->auth_pass));
     return u & p;
 }
+
+void frontend_bytes(const struct frontend *f, uint64_t *up, uint64_t *down)
+{
+    for (const struct frontend_conn *c = f->conns.next; c != &f->conns; c = c->next)
+        if (c->bytes != NULL)
+            c->bytes(c, up, down);
+}

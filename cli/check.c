@@ -3,6 +3,7 @@
  *
  *   sluice check [--settings FILE] [--json] [--resolve] TARGET...
  *   sluice check [--settings FILE] [--resolve] --expect FILE
+ *   sluice check --settings FILE          (the config test, proxy/checkconf.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -20,8 +21,11 @@ void cli_check_usage(FILE *f)
 {
     fputs("usage: sluice check [--settings FILE] [--json] [--resolve] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] --expect FILE\n"
+          "       sluice check --settings FILE\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
+          "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
+          "one-line summary: rules by kind, mode, listeners (a config test).\n"
           "TARGET is host, host:port, an IPv4 literal, [v6] or [v6]:port (port 443 when omitted).\n"
           "\n"
           "  --settings FILE  settings file (default: $SLUICE_SETTINGS, then the user file)\n"
@@ -87,6 +91,15 @@ static int parse_args(struct check_opts *o, const char **settings, int argc, cha
         fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
         return 1 + 2;
     }
+    if (o->expect_path == NULL && o->ntargets == 0 && *settings != NULL) {
+        if (o->json || o->resolve) {
+            fprintf(stderr, "sluice: check: --settings without a target is the config test: "
+                            "no --json or --resolve\n");
+            return 1 + 2;
+        }
+        o->config_test = 1; /* issue 16: the config test (proxy/checkconf.c) */
+        return 0;
+    }
     if (o->expect_path == NULL && o->ntargets == 0) {
         fprintf(stderr, "sluice: check: no targets given\n");
         cli_check_usage(stderr);
@@ -108,7 +121,7 @@ int cli_check(int argc, char **argv)
         return rc - 1;
     if (cli_load_settings(&s, settings_path) < 0)
         return 2;
-    rc = check_run(&o, &s);
+    rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
     settings_free(&s);
     return rc;
 }

@@ -18,9 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const protected_names[] = {
-    ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".gitconfig", ".gitmodules",
-    ".ripgreprc", ".mcp.json", ".vscode/", ".idea/", ".git/hooks/", ".git/config", NULL};
 
 void cli_explain_usage(FILE *f)
 {
@@ -66,18 +63,22 @@ static int bypass_allowed(const struct settings *s)
 
 static int print_json(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .allow_local_binding = s->network.allow_local_binding,
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
     const char *const *sc = sb_seccomp_describe(&so);
     json_t *o, *sys = json_array(), *prot = json_array();
     char *text;
 
     for (size_t i = 0; sc[i] != NULL; i++)
         json_array_append_new(sys, json_string(sc[i]));
-    for (size_t i = 0; protected_names[i] != NULL; i++)
+    const char *const *protected_names = sb_protect_names();
+
+    for (size_t i = 0; protected_names[i] != NULL && !s->filesystem.disabled; i++)
         if (!(s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0))
             json_array_append_new(prot, json_string(protected_names[i]));
     o = json_pack(
-        "{s:b, s:{s:s, s:s, s:o, s:o, s:s, s:b, s:s, s:b}, s:{s:o, s:o, s:o, s:o, s:o, s:i, s:s},"
+        "{s:b, s:{s:s, s:s, s:o, s:o, s:s, s:b, s:s, s:b}, s:{s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i, s:s},"
         " s:{s:b, s:o}, s:{s:b, s:o, s:o}, s:{s:b, s:b, s:o}}",
         "sandboxed", s->sandbox.enabled != SETTINGS_FALSE,
         "network",
@@ -88,11 +89,13 @@ static int print_json(const struct settings *s)
         "unmatched", s->network.allow_all_domains ? "allowed" : "denied (or asked with --ask)",
         "deny_private_addresses", s->network.deny_private_addresses == SETTINGS_TRUE,
         "mode", s->network.mode == SETTINGS_MODE_REPORT ? "report" : "enforce",
-        "direct_connections", 0,
+        "direct_connections", !s->network.isolate,
         "filesystem",
+        "restricted", !s->filesystem.disabled,
+        "weaker_nested_proc", s->enable_weaker_nested_sandbox != 0,
         "deny_read", list_json(&s->filesystem.deny_read),
         "allow_read", list_json(&s->filesystem.allow_read),
-        "allow_write", list_json(&s->filesystem.allow_write),
+        "allow_write", s->filesystem.disabled ? json_pack("[s]", "/") : list_json(&s->filesystem.allow_write),
         "deny_write", list_json(&s->filesystem.deny_write),
         "protected", prot,
         "protected_search_depth", (int)s->mandatory_deny_search_depth,
@@ -120,7 +123,9 @@ static int print_json(const struct settings *s)
 
 static void print_text(const struct settings *s)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets};
+    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
+                                 .allow_local_binding = s->network.allow_local_binding,
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
     const char *const *sc = sb_seccomp_describe(&so);
     FILE *f = stdout;
 
@@ -129,6 +134,12 @@ static void print_text(const struct settings *s)
                    "restrictions.\n\n");
     fprintf(f, "Commands run in a sandbox with these restrictions:\n\n");
     fprintf(f, "Network\n");
+    if (!s->network.isolate) {
+        fprintf(f, "  - THE NETWORK IS OPEN (network.isolate is false): commands use the "
+                   "host's network directly; no allow or deny list, address guard or log "
+                   "applies to them.\n");
+        goto filesystem;
+    }
     fprintf(f, "  - No direct network access: the only way out is the HTTP proxy at "
                "http://127.0.0.1:3128 and the SOCKS5 proxy at socks5h://127.0.0.1:1080 "
                "(HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and friends are set).\n");
@@ -142,31 +153,90 @@ static void print_text(const struct settings *s)
                    "refused.\n");
     if (s->network.mode == SETTINGS_MODE_REPORT)
         fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
+    if (s->network.refuse_opaque_tunnels)
+        fprintf(f, "  - Tunnels are refused (network.refuseOpaqueTunnels): no HTTPS through the "
+                   "proxy (CONNECT gets 403) and no SOCKS; only plain http:// requests.\n");
+    if (s->network.require_host_match)
+        fprintf(f, "  - A plain HTTP request whose Host header names another host is refused "
+                   "(421).\n");
+    {
+        struct policy *p = NULL;
+        struct settings_error e;
+        if (policy_compile(s, &p, &e) == 0) {
+            const struct policy_parent *pp = policy_parent(p);
+            struct policy_host any;
+            const char *why;
+            if (pp != NULL &&
+                policy_host_normalize("example.com", 11, &any, &why) == 0 &&
+                policy_parent_pick(pp, &any, 0) != NULL)
+                fprintf(f, "  - Allowed connections leave through the parent proxy %s "
+                           "(%s), except loopback%s.\n",
+                        policy_parent_pick(pp, &any, 0)->shown,
+                        s->network.parent_proxy.set ? "network.parentProxy"
+                                                    : "HTTPS_PROXY of sluice's environment",
+                        !s->network.parent_proxy.set ? " and NO_PROXY entries"
+                        : s->network.parent_proxy.no_proxy != NULL
+                            ? " and network.parentProxy.noProxy entries"
+                            : "");
+            policy_free(p);
+        }
+    }
+filesystem:
     fprintf(f, "\nFilesystem\n");
-    fprintf(f, "  - Read: everything, except denyRead paths");
-    if (s->filesystem.deny_read.n > 0) {
-        fprintf(f, " (");
-        for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
-            fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
-        fprintf(f, ")");
+    if (s->filesystem.disabled) {
+        fprintf(f, "  - NO FILESYSTEM RESTRICTIONS (filesystem.disabled): the command can read "
+                   "and write everything the user running it can on the host");
+        if (s->filesystem.deny_read.n > 0) {
+            fprintf(f, ", except these paths, which are hidden: ");
+            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
+        }
+        fprintf(f, ". No file is protected: shell start-up files, git hooks and settings can "
+                   "be changed.\n");
+        if (s->filesystem.allow_read.n > 0)
+            list_text(f, "- Visible again inside those", &s->filesystem.allow_read, "none");
+        fprintf(f, "  - /tmp is private to the run and removed after it; /dev%s the "
+                   "sandbox's own, /proc/sys is read-only.\n",
+                s->enable_weaker_nested_sandbox ? " is" : " and /proc are");
+    } else {
+        const char *const *protected_names = sb_protect_names();
+
+        fprintf(f, "  - Read: everything, except denyRead paths");
+        if (s->filesystem.deny_read.n > 0) {
+            fprintf(f, " (");
+            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
+                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
+            fprintf(f, "; a hidden directory appears empty and what the command writes there "
+                       "is discarded after the run, a hidden file appears empty)");
+        }
+        fprintf(f, ".\n");
+        if (s->filesystem.allow_read.n > 0)
+            list_text(f, "- Re-allowed for reading inside those", &s->filesystem.allow_read,
+                      "none");
+        list_text(f, "- Write (everything else is read-only)", &s->filesystem.allow_write,
+                  "the working directory");
+        fprintf(f, "  - Also writable: /tmp and $TMPDIR (private to the run, removed after "
+                   "it).\n");
+        if (s->filesystem.deny_write.n > 0)
+            list_text(f, "- Never writable", &s->filesystem.deny_write, "none");
+        fprintf(f, "  - Protected: at the top of each writable directory these cannot be "
+                   "created, changed, renamed or replaced, and where they already exist up to "
+                   "%u levels below it they are read-only: ",
+                s->mandatory_deny_search_depth);
+        for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
+            if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
+                continue;
+            fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
+            first = 0;
+        }
+        fprintf(f, ". A .git that does not exist at the top of a writable directory cannot be "
+                   "created there (no `git init`).\n");
     }
-    fprintf(f, ".\n");
-    if (s->filesystem.allow_read.n > 0)
-        list_text(f, "- Re-allowed for reading inside those", &s->filesystem.allow_read, "none");
-    list_text(f, "- Write", &s->filesystem.allow_write, "the working directory");
-    fprintf(f, "  - Also writable: /tmp and $TMPDIR (private to the run, removed after it).\n");
-    if (s->filesystem.deny_write.n > 0)
-        list_text(f, "- Never writable", &s->filesystem.deny_write, "none");
-    fprintf(f, "  - Protected (read-only, cannot be created, renamed or replaced) within %u "
-               "levels of each writable directory: ",
-            s->mandatory_deny_search_depth);
-    for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
-        if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
-            continue;
-        fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
-        first = 0;
-    }
-    fprintf(f, ".\n");
+    if (s->enable_weaker_nested_sandbox)
+        fprintf(f, "  - WEAKER NESTED MODE (enableWeakerNestedSandbox): /proc is the host's, "
+                   "not the sandbox's own: every process on the host and its command line are "
+                   "visible, and the environment and open files of processes of the same user "
+                   "may be readable.\n");
     fprintf(f, "\nUnix sockets and syscalls\n");
     for (size_t i = 0; sc[i] != NULL; i++)
         fprintf(f, "  - %s\n", sc[i]);

@@ -30,12 +30,17 @@ void cli_proxy_usage(FILE *f)
           "                        with 200 ok, e.g. /healthz (default: none, 400)\n"
           "  --log FILE            append the connection log to FILE (default stderr)\n"
           "  --log-format FORMAT   text (default) or json\n"
+          "  --watch               reload when the settings file or a list file changes\n"
+          "                        (also a ConfigMap-style swap of their directory)\n"
+          "  --workers N           event loops; only 1 is supported in this build\n"
           "  -h, --help            show this help\n"
           "  -V, --version         print the version and exit\n"
           "\n"
           "Endpoints: tcp:IP:PORT, tcp:[IPv6]:PORT, unix:PATH, fd:N (an inherited\n"
           "listening socket) or fd:NAME (systemd LISTEN_FDNAMES).\n"
-          "Signals: SIGHUP reloads the settings; SIGTERM/SIGINT drain and exit.\n"
+          "Signals: SIGHUP reopens the log and reloads the settings; SIGUSR1 reopens the\n"
+          "log; SIGTERM/SIGINT drain and exit; SIGUSR2, SIGPIPE and SIGALRM are ignored.\n"
+          "With NOTIFY_SOCKET set, speaks the systemd notify protocol (Type=notify).\n"
           "\n"
           "exit status: 0 stopped by SIGTERM/SIGINT after the drain, 1 cannot listen or\n"
           "start, 2 bad arguments, settings or ask handler\n",
@@ -75,7 +80,18 @@ static const char *health_path_error(const char *p)
     return NULL;
 }
 
-enum { OPT_SETTINGS = 256, OPT_HTTP, OPT_SOCKS, OPT_ASK, OPT_ADMIN, OPT_HEALTH, OPT_LOG, OPT_FMT };
+enum {
+    OPT_SETTINGS = 256,
+    OPT_HTTP,
+    OPT_SOCKS,
+    OPT_ASK,
+    OPT_ADMIN,
+    OPT_HEALTH,
+    OPT_LOG,
+    OPT_FMT,
+    OPT_WORKERS,
+    OPT_WATCH,
+};
 
 static const struct option proxy_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},
@@ -86,6 +102,8 @@ static const struct option proxy_options[] = {
     {"health-path", required_argument, NULL, OPT_HEALTH},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_FMT},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -120,6 +138,16 @@ static int proxy_option(struct proxy_opts *o, int c, const char *v)
     case OPT_LOG:
         o->log_path = v;
         return 0;
+    case OPT_WATCH:
+        o->watch = 1;
+        return 0;
+    case OPT_WORKERS:
+        /* one event loop today: more are refused, not silently ignored */
+        if (strcmp(v, "1") == 0)
+            return 0;
+        fprintf(stderr, "sluice: proxy: --workers '%s': only 1 (one event loop) is supported "
+                        "in this build\n", v);
+        return 2;
     case OPT_FMT:
         if (strcmp(v, "json") == 0 || strcmp(v, "text") == 0) {
             o->json = strcmp(v, "json") == 0;

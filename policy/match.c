@@ -279,7 +279,20 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
 
     memset(&r, 0, sizeof(r));
     if (list_id == POLICY_LIST_RESOLVED_DENIED) {
-        rc = policy_pattern_parse(it->value, 0, &r, name, &why);
+        /* addresses take no port here, so an IPv6 address or CIDR may be
+         * written unbracketed, as the reference writes them (fc00::/7) */
+        const char *v = it->value, *slash = strchr(v, '/'), *c1 = strchr(v, ':');
+        char br[POLICY_HOST_MAX + 8];
+
+        if (v[0] != '[' && c1 != NULL && strchr(c1 + 1, ':') != NULL &&
+            strlen(v) < POLICY_HOST_MAX) {
+            if (slash != NULL)
+                snprintf(br, sizeof(br), "[%.*s]%s", (int)(slash - v), v, slash);
+            else
+                snprintf(br, sizeof(br), "[%s]", v);
+            v = br;
+        }
+        rc = policy_pattern_parse(v, 0, &r, name, &why);
         if (rc == 0 && (r.kind != POLICY_RULE_CIDR || r.port != 0)) {
             why = "must be an IP address or CIDR without a port";
             rc = -EINVAL;
@@ -350,6 +363,40 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     return -EINVAL;
 }
 
+const struct policy_http_opts *policy_http_opts(const struct policy *p)
+{
+    return &p->http;
+}
+
+static int http_opts(struct policy *p, const struct settings *s)
+{
+    const struct settings_list *l = &s->network.strip_response_headers;
+
+    p->http.refuse_opaque_tunnels = s->network.refuse_opaque_tunnels;
+    p->http.require_host_match = s->network.require_host_match;
+    p->http.ambiguous = s->network.ambiguous_request_target;
+    if (l->n == 0)
+        return 0;
+    p->http.strip = calloc(l->n, sizeof(*p->http.strip));
+    if (p->http.strip == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->n; i++) {
+        char *v = strdup(l->items[i].value);
+        if (v == NULL)
+            return -ENOMEM;
+        for (char *q = v; *q != '\0'; q++)
+            if (*q >= 'A' && *q <= 'Z')
+                *q = (char)(*q - 'A' + 'a');
+        p->http.strip[p->http.nstrip++] = v;
+    }
+    return 0;
+}
+
+const struct policy_parent *policy_parent(const struct policy *p)
+{
+    return p != NULL ? p->parent : NULL;
+}
+
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err)
 {
     struct policy *p = calloc(1, sizeof(*p));
@@ -372,6 +419,12 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     for (i = 0; rc == 0 && i < s->network.denied_resolved_addresses.n; i++)
         rc = add_rule(p, s, &s->network.denied_resolved_addresses.items[i],
                       POLICY_LIST_RESOLVED_DENIED, err);
+    if (rc == 0) {
+        extern char **environ;
+        rc = policy_parent_build(s, environ, &p->parent, err);
+    }
+    if (rc == 0)
+        rc = http_opts(p, s);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -388,6 +441,10 @@ void policy_free(struct policy *p)
 
     if (p == NULL)
         return;
+    policy_parent_free(p->parent);
+    for (size_t k = 0; k < p->http.nstrip; k++)
+        free(p->http.strip[k]);
+    free(p->http.strip);
     ptab_free(&p->deny_exact);
     ptab_free(&p->deny_wild);
     ptab_free(&p->allow_exact);

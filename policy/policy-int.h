@@ -40,6 +40,8 @@ struct pcidr {
 struct pchunk;
 
 struct policy {
+    struct policy_parent *parent; /* network.parentProxy or the environment's; NULL: none */
+    struct policy_http_opts http;
     struct policy_rule *rules;
     uint32_t *chain; /* next rule index with the same key, or POLICY_NO_RULE */
     size_t nrules, caprules;

@@ -62,6 +62,8 @@ struct settings_item {
     unsigned line, col;
     const char *list; /* "network.allowedDomains", "network.allowedDomainsFiles", ... */
     size_t index;     /* index in that list (0-based); line number for list files */
+    int literal;      /* a path entry written {"path": ..., "literal": true}: no ~,
+                         $HOME or glob expansion */
 };
 
 struct settings_list {
@@ -104,16 +106,35 @@ struct settings {
         enum settings_mode mode;
         struct settings_list allowed_domains_files;
         struct settings_list denied_domains_files;
+        struct {
+            int set;         /* the key was given (else the environment's) */
+            char *http;      /* proxy URLs, or NULL */
+            char *https;
+            char *no_proxy;  /* comma-separated, or NULL */
+        } parent_proxy;      /* network.parentProxy */
+        /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
+        struct settings_list strip_response_headers; /* names removed from responses */
+        int refuse_opaque_tunnels;                   /* CONNECT and SOCKS refused */
+        int isolate; /* 1 (default): own network namespace; 0: the host's network */
+        int require_host_match;                      /* Host != target: 421 */
+        enum settings_ambiguous {
+            SETTINGS_AMBIGUOUS_AS_SPELLED = 0,
+            SETTINGS_AMBIGUOUS_REFUSE,
+            SETTINGS_AMBIGUOUS_NORMALIZE,
+        } ambiguous_request_target;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
+        struct settings_list create_write; /* allowWrite, created when missing */
         int allow_git_config;
         int disabled;
     } filesystem;
     struct settings_map ignore_violations;
     int enable_weaker_nested_sandbox;
+    int allow_nested_user_namespaces; /* lift the new-user-namespace seccomp rules */
     unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
     char *bwrap_path;
+    char *java_agent_jar_path; /* javaAgentJarPath: -javaagent: in JAVA_TOOL_OPTIONS */
     struct settings_list git_safe_directories;
 
     /* "sandbox" object (permission layers, reference 001 §1-6). */
@@ -152,7 +173,7 @@ struct settings {
         unsigned dial_timeout_ms;      /* each connect attempt; default 10 s */
         unsigned idle_timeout_ms;      /* tunnel without traffic; 0 = none; default 15 min */
         unsigned drain_timeout_ms;     /* SIGTERM drain; default 10 s */
-        unsigned max_connections;      /* default 1024 */
+        unsigned max_connections;      /* 0 (default): from RLIMIT_NOFILE, proxy/core.c */
         unsigned max_pending_asks;     /* default 256 */
         unsigned max_head_bytes;       /* default 8192 */
     } proxy;
@@ -236,6 +257,48 @@ struct policy_rule {
 
 struct policy; /* opaque compiled policy */
 
+/* ------------------------------------------------------------------------ */
+/* parent (corporate) proxy (policy/parent.c)                                */
+
+struct policy_parent_proxy {
+    int set;
+    struct policy_host host; /* name or address of the parent */
+    uint16_t port;
+    char auth[400];          /* "Basic ..." from the URL's credentials, or "" */
+    char shown[POLICY_HOST_MAX + 16]; /* "host:port" for logs (no credentials) */
+};
+
+struct policy_parent;
+
+/* Parses one proxy URL ([http://][USER[:PASS]@]HOST[:PORT][/]). 0, or
+ * -EINVAL with *why set. */
+int policy_parent_parse_url(const char *url, struct policy_parent_proxy *out, const char **why);
+/* Checks a NO_PROXY list (comma/space separated). 0 or -EINVAL with *why. */
+int policy_parent_check_noproxy(const char *list, const char **why);
+/* From network.parentProxy, else from HTTP(S)_PROXY / NO_PROXY in env (may
+ * be NULL). *out is NULL when there is no parent. */
+int policy_parent_build(const struct settings *s, char *const *env, struct policy_parent **out,
+                        struct settings_error *err);
+void policy_parent_free(struct policy_parent *pp);
+/* The parent to go through for host h (plain_http: an absolute-form HTTP
+ * request), or NULL for a direct connection (loopback, NO_PROXY, none). */
+const struct policy_parent_proxy *policy_parent_pick(const struct policy_parent *pp,
+                                                     const struct policy_host *h, int plain_http);
+/* The compiled policy's parent (NULL when none). */
+const struct policy_parent *policy_parent(const struct policy *p);
+
+/* Request-level options (network.stripResponseHeaders, refuseOpaqueTunnels,
+ * requireHostMatch, ambiguousRequestTarget), compiled with the policy so a
+ * reload or a --control-fd line changes them for new requests. */
+struct policy_http_opts {
+    int refuse_opaque_tunnels;
+    int require_host_match;
+    enum settings_ambiguous ambiguous;
+    size_t nstrip;
+    char **strip; /* lower-case header names */
+};
+const struct policy_http_opts *policy_http_opts(const struct policy *p);
+
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
@@ -264,8 +327,10 @@ struct policy_decision {
     char reason[256];               /* one line, printable ASCII */
 };
 
-/* Decides a normalised request. ASK means no rule decided and the caller may
- * ask a handler; without one the caller must treat it as DENY. */
+/* The rule step of policy_verdict: decides a normalised request by its
+ * rules. ASK means no rule decided and the caller may ask a handler; without
+ * one the caller must treat it as DENY. Callers use policy_verdict, which
+ * adds the guard; this is public for the tests and the fuzz harnesses. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
@@ -307,9 +372,10 @@ struct policy_guard_verdict {
     char why[400];
 };
 
-/* The guard: for a request (already allowed by policy_decide, by rule or by
- * an ask) and its resolved addresses, fills out[i] for each addrs[i] and
- * returns how many may be dialed. Pure: no I/O. */
+/* The guard step of policy_verdict: for a request and its resolved
+ * addresses, fills out[i] for each addrs[i] and returns how many may be
+ * dialed. Pure: no I/O. Callers use policy_verdict, which folds this into the
+ * decision; this is public for the tests. */
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out);
 
@@ -323,6 +389,49 @@ int policy_set_local(struct policy *p, const struct policy_addr *self, size_t ns
 int policy_mode_report(const struct policy *p);
 int policy_deny_private(const struct policy *p);
 size_t policy_rule_count(const struct policy *p);
+
+/* ------------------------------------------------------------------------ */
+/* The verdict (policy/verdict.c)                                            */
+/*                                                                           */
+/* The one place a decision is composed: the rule decision (policy_decide:   */
+/* deny and allow rules, IP literals in a denied class, allowAllDomains,     */
+/* strictAllowlist, "ask") and the resolved-address guard (denied classes,   */
+/* IP rules, the proxy's own listeners, localhost only to loopback). Egress, */
+/* HTTP upstream reuse and `sluice check` all call it.                       */
+
+struct policy_judgment {
+    enum policy_verdict verdict;    /* the decision: ALLOW, DENY, or ASK (no rule decides:
+                                       ask a handler; deny when none is configured) */
+    enum policy_origin origin;      /* what decided; POLICY_BY_GUARD when every answer was
+                                       refused */
+    const struct policy_rule *rule; /* the deciding rule (for a guard refusal: the IP rule
+                                       that refused the first answer, else the rule that
+                                       allowed the name); NULL when none */
+    char rule_text[512];            /* "'PATTERN' LIST[INDEX] (FILE:LINE)", or "" */
+    char source[300];               /* "FILE:LINE" of rule, or "" */
+    int guarded;                    /* 1 when answers were judged by the guard */
+    enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
+                                       or of the first one when none did */
+    size_t naddrs;                  /* answers judged (gv[0..naddrs-1] filled) */
+    size_t nallowed;                /* answers that may be dialed */
+    char reason[400];               /* one line, printable ASCII */
+};
+
+/* Judges host:port (a normalised host). answers: the resolved addresses of
+ * a name, or NULL when the name has not been resolved (a name is resolved
+ * only when this returned ALLOW or ASK without answers). An IP literal is
+ * its own answer: addrs is ignored and the literal is guarded (gv needs one
+ * slot). With answers, gv (n slots, or 1 for a literal) receives each
+ * answer's guard verdict, also when the rule decision is DENY (report mode
+ * dials anyway and needs them); a decision of ALLOW or ASK becomes DENY
+ * (origin POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may
+ * be NULL only when no answer is judged (a name with addrs NULL). Pure. */
+void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
+                    struct policy_judgment *j);
+
+/* Formats a rule as policy_judgment.rule_text does. */
+const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* The ask broker (policy/ask.c)                                             */

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <ctype.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,10 +56,11 @@ enum layer_flag {
     LF_ENV_ALLOW = 1u << 23,
     LF_ENV_INHERIT = 1u << 24,
     LF_ENV_PATH = 1u << 25,
-    /* sandbox.limits (issue 14): the top bits, away from other additions */
-    LF_LIM_PROCS = 1u << 29,
-    LF_LIM_MEM = 1u << 30,
-    LF_LIM_FILES = 1u << 31,
+    LF_NESTED_USERNS = 1u << 26,
+    LF_JAVA_AGENT = 1u << 27,
+    LF_PARENT = 1u << 28,
+    LF_HTTP_OPTS = 1u << 29,
+    LF_ISOLATE = 1u << 30,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -73,6 +76,10 @@ enum proxy_flag {
     PF_MAX_CONNS = 1u << 8,
     PF_MAX_ASKS = 1u << 9,
     PF_MAX_HEAD = 1u << 10,
+    /* sandbox.limits (issue 14): here, the layer flags are all taken */
+    PF_LIM_PROCS = 1u << 20,
+    PF_LIM_MEM = 1u << 21,
+    PF_LIM_FILES = 1u << 22,
 };
 
 /* Parsing state for one layer. */
@@ -165,6 +172,7 @@ static int list_push(struct settings_list *l, char *value, const char *file, uns
     it->col = col;
     it->list = list;
     it->index = index;
+    it->literal = 0;
     return 0;
 }
 
@@ -238,6 +246,7 @@ void settings_init(struct settings *s)
 {
     memset(s, 0, sizeof(*s));
     s->network.mode = SETTINGS_MODE_ENFORCE;
+    s->network.isolate = 1;
     s->network.deny_private_addresses = SETTINGS_UNSET;
     s->mandatory_deny_search_depth = 3;
     s->sandbox.enabled = SETTINGS_UNSET;
@@ -251,7 +260,7 @@ void settings_init(struct settings *s)
     s->proxy.dial_timeout_ms = 10000;
     s->proxy.idle_timeout_ms = 15 * 60 * 1000;
     s->proxy.drain_timeout_ms = 10000;
-    s->proxy.max_connections = 1024;
+    s->proxy.max_connections = 0; /* follow the machine: proxy_max_connections() */
     s->proxy.max_pending_asks = 256;
     s->proxy.max_head_bytes = 8192;
 }
@@ -272,8 +281,14 @@ void settings_free(struct settings *s)
     list_free(&s->filesystem.allow_read);
     list_free(&s->filesystem.allow_write);
     list_free(&s->filesystem.deny_write);
+    list_free(&s->filesystem.create_write);
     map_free(&s->ignore_violations);
     free(s->bwrap_path);
+    free(s->java_agent_jar_path);
+    free(s->network.parent_proxy.http);
+    free(s->network.parent_proxy.https);
+    free(s->network.parent_proxy.no_proxy);
+    list_free(&s->network.strip_response_headers);
     list_free(&s->git_safe_directories);
     list_free(&s->sandbox.excluded_commands);
     list_free(&s->environment.allow);
@@ -609,7 +624,38 @@ static int want_seconds(struct ctx *c, json_t *v, unsigned min, unsigned max, un
     return 0;
 }
 
-/* Checks that v is an array of strings (non-empty ones if asked). */
+/* A path entry written as an object, as the reference allows:
+ * {"path": "NON-EMPTY", "literal": BOOL}; nothing else. */
+static int check_path_object(struct ctx *c, json_t *e)
+{
+    const char *key;
+    json_t *m;
+    int rc = 0;
+
+    json_object_foreach(e, key, m) {
+        push_key(c, key);
+        if (strcmp(key, "path") == 0) {
+            if (!json_is_string(m))
+                rc = fail(c, 0, "expected a string, got %s", type_name(m));
+            else if (json_string_length(m) == 0)
+                rc = fail(c, 0, "must not be an empty string");
+        } else if (strcmp(key, "literal") == 0) {
+            if (!json_is_boolean(m))
+                rc = fail(c, 0, "expected a boolean, got %s", type_name(m));
+        } else {
+            rc = fail(c, 0, "unknown key in a path entry (only \"path\" and \"literal\")");
+        }
+        pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    if (json_object_get(e, "path") == NULL)
+        return fail(c, 0, "a path entry written as an object needs \"path\"");
+    return 0;
+}
+
+/* Checks that v is an array of strings (non-empty ones if asked; 2: path
+ * entries, which may also be {"path", "literal"} objects). */
 static int check_strlist(struct ctx *c, json_t *v, int nonempty)
 {
     size_t i;
@@ -620,8 +666,14 @@ static int check_strlist(struct ctx *c, json_t *v, int nonempty)
     json_array_foreach(v, i, e) {
         int rc = 0;
         push_index(c, i);
-        if (!json_is_string(e))
-            rc = fail(c, 0, "expected a string, got %s", type_name(e));
+        if (nonempty == 2 && json_is_object(e))
+            rc = check_path_object(c, e);
+        else if (!json_is_string(e))
+            rc = fail(c, 0,
+                      nonempty == 2 ? "expected a path string or {\"path\": ..., \"literal\": "
+                                      "true}, got %s"
+                                    : "expected a string, got %s",
+                      type_name(e));
         else if (nonempty && json_string_length(e) == 0)
             rc = fail(c, 0, "must not be an empty string");
         pop(c);
@@ -655,7 +707,12 @@ static int take_strlist(struct ctx *c, json_t *v, struct settings_list *out, con
         found = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(v, i);
-        char *val = strdup(json_string_value(e));
+        int literal = json_is_object(e) && json_is_true(json_object_get(e, "literal"));
+        char *val;
+
+        if (json_is_object(e))
+            e = json_object_get(e, "path");
+        val = strdup(json_string_value(e));
         if (i >= found) { /* cannot happen for text jansson accepted */
             pos[i].line = 1;
             pos[i].col = 1;
@@ -669,6 +726,7 @@ static int take_strlist(struct ctx *c, json_t *v, struct settings_list *out, con
             rc = fail_nomem(c);
             goto out;
         }
+        out->items[out->n - 1].literal = literal;
     }
 out:
     free(pos);
@@ -711,6 +769,8 @@ static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
     case KD_REFUSED: {
         char path[512];
         format_path(c, path, sizeof(path));
+        if (d->note != NULL)
+            return fail(c, 1, "'%s' is not supported by sluice: %s", path, d->note);
         return fail(c, 1,
                     "'%s' is not implemented by sluice yet; remove it (sluice refuses rather "
                     "than silently drop a rule)",
@@ -1056,6 +1116,183 @@ static int fn_bwrap(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* javaAgentJarPath: an absolute path without whitespace (it goes into
+ * JAVA_TOOL_OPTIONS as -javaagent:PATH, which the JVM splits at spaces). */
+static int fn_java_agent(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *p;
+    char q[128];
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected a string, got %s", type_name(v));
+    p = json_string_value(v);
+    quote(q, sizeof(q), p);
+    if (p[0] != '/')
+        return fail(c, 0, "must be an absolute path, got \"%s\"", q);
+    if (strpbrk(p, " \t\n\r\v\f") != NULL)
+        return fail(c, 0,
+                    "\"%s\" contains whitespace, which JAVA_TOOL_OPTIONS cannot carry; move "
+                    "the jar to a path without spaces",
+                    q);
+    free(c->v->java_agent_jar_path);
+    c->v->java_agent_jar_path = strdup(p);
+    if (c->v->java_agent_jar_path == NULL)
+        return fail_nomem(c);
+    return 0;
+}
+
+/* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
+ * are checked here so a mistake is reported where it is written. noProxy
+ * may be a string ("a.com,10.0.0.0/8") or an array of entries. */
+static int fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *key, *why;
+    json_t *m;
+    int rc = 0;
+    char *http = NULL, *https = NULL, *np = NULL;
+
+    (void)d;
+    if (!json_is_object(v))
+        return fail(c, 0, "expected an object {\"http\", \"https\", \"noProxy\"}, got %s",
+                    type_name(v));
+    json_object_foreach(v, key, m) {
+        push_key(c, key);
+        if (strcmp(key, "http") == 0 || strcmp(key, "https") == 0) {
+            struct policy_parent_proxy pp;
+            if (!json_is_string(m)) {
+                rc = fail(c, 0, "expected a proxy URL string, got %s", type_name(m));
+            } else if (policy_parent_parse_url(json_string_value(m), &pp, &why) < 0) {
+                rc = fail(c, 0, "%s", why);
+            } else {
+                char **dst = key[4] == 's' ? &https : &http;
+                free(*dst);
+                *dst = strdup(json_string_value(m));
+                if (*dst == NULL)
+                    rc = fail_nomem(c);
+            }
+        } else if (strcmp(key, "noProxy") == 0) {
+            size_t i, len = 1;
+            json_t *e;
+            if (json_is_string(m)) {
+                np = strdup(json_string_value(m));
+            } else if (json_is_array(m)) {
+                json_array_foreach(m, i, e) {
+                    if (!json_is_string(e)) {
+                        push_index(c, i);
+                        rc = fail(c, 0, "expected a string, got %s", type_name(e));
+                        pop(c);
+                        break;
+                    }
+                    len += json_string_length(e) + 1;
+                }
+                if (rc == 0 && (np = calloc(1, len)) != NULL) {
+                    json_array_foreach(m, i, e) {
+                        if (i > 0)
+                            strcat(np, ",");
+                        strcat(np, json_string_value(e));
+                    }
+                }
+            } else {
+                rc = fail(c, 0, "expected a string or an array of strings, got %s", type_name(m));
+            }
+            if (rc == 0 && np == NULL)
+                rc = fail_nomem(c);
+            if (rc == 0 && policy_parent_check_noproxy(np, &why) < 0)
+                rc = fail(c, 0, "%s", why);
+        } else {
+            rc = fail(c, 1, "unknown key '%s' (parentProxy has http, https and noProxy)", key);
+        }
+        pop(c);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0 && http == NULL && https == NULL && np != NULL)
+        rc = fail(c, 0, "noProxy without http or https: name the parent proxy");
+    if (rc < 0) {
+        free(http);
+        free(https);
+        free(np);
+        return rc;
+    }
+    free(c->v->network.parent_proxy.http);
+    free(c->v->network.parent_proxy.https);
+    free(c->v->network.parent_proxy.no_proxy);
+    c->v->network.parent_proxy.http = http;
+    c->v->network.parent_proxy.https = https;
+    c->v->network.parent_proxy.no_proxy = np;
+    c->v->network.parent_proxy.set = 1;
+    return 0;
+}
+
+/* network.ambiguousRequestTarget: "refuse" | "asSpelled" | "normalize". */
+static int fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+
+    (void)d;
+    if (!json_is_string(v))
+        return fail(c, 0, "expected \"refuse\", \"asSpelled\" or \"normalize\", got %s",
+                    type_name(v));
+    m = json_string_value(v);
+    if (strcmp(m, "refuse") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_REFUSE;
+    else if (strcmp(m, "asSpelled") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_AS_SPELLED;
+    else if (strcmp(m, "normalize") == 0)
+        c->v->network.ambiguous_request_target = SETTINGS_AMBIGUOUS_NORMALIZE;
+    else
+        return fail(c, 0, "expected \"refuse\", \"asSpelled\" or \"normalize\"");
+    return 0;
+}
+
+/* network.allowPlaintextHeaderSet: lets filterRequest/credentials set
+ * headers on plain HTTP in srt. sluice sets no header on a request (both
+ * are refused), so true would promise something that cannot happen. */
+static int fn_plaintext_set(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int b = 0, rc;
+
+    (void)d;
+    rc = want_bool(c, v, &b);
+    if (rc == 0 && b)
+        return fail(c, 0,
+                    "true has no meaning in sluice: it never sets headers on requests "
+                    "(filterRequest and credentials injection are not supported); remove it");
+    return rc;
+}
+
+/* network.stripResponseHeaders: header names (tokens); the framing fields
+ * cannot be stripped. */
+static int fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    size_t i;
+    json_t *e;
+    int rc;
+
+    rc = check_strlist(c, v, 1);
+    if (rc < 0)
+        return rc;
+    json_array_foreach(v, i, e) {
+        const char *n = json_string_value(e);
+        const char *why = NULL;
+        for (const char *q = n; *q != '\0' && why == NULL; q++)
+            if (!(isalnum((unsigned char)*q) || strchr("!#$%&'*+-.^_`|~", *q) != NULL))
+                why = "is not a header name (letters, digits and !#$%&'*+-.^_`|~)";
+        if (why == NULL && (strcasecmp(n, "content-length") == 0 ||
+                            strcasecmp(n, "transfer-encoding") == 0))
+            why = "frames the body and cannot be stripped";
+        if (why != NULL) {
+            push_index(c, i);
+            rc = fail(c, 0, "\"%s\" %s", n, why);
+            pop(c);
+            return rc;
+        }
+    }
+    list_free(&c->v->network.strip_response_headers);
+    return take_strlist(c, v, &c->v->network.strip_response_headers, d->list, 1);
+}
+
 /* "1..65535", digits only, no leading zero. */
 static int parse_port(const char *s, size_t len)
 {
@@ -1245,6 +1482,19 @@ static int fn_denied_files(struct ctx *c, json_t *v, const struct key_def *d)
                         &c->v->network.denied_domains, "network.deniedDomainsFiles");
 }
 
+/* filesystem.{denyRead,allowRead,allowWrite,denyWrite}Files: list files
+ * (one path per line, '#' comments, globs) appended to the list at d->off,
+ * like network.allowedDomainsFiles; the files are protected in the sandbox
+ * like every settings file. */
+static int fn_fs_files(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_list names = {0};
+    int rc = domain_files(c, v, d, &names, (struct settings_list *)field(c, d), d->list);
+
+    list_free(&names);
+    return rc;
+}
+
 static int fn_ignore(struct ctx *c, json_t *v, const struct key_def *d)
 {
     struct settings_map *m = &c->v->ignore_violations;
@@ -1352,6 +1602,7 @@ static int fn_auth(struct ctx *c, json_t *v, const struct key_def *d)
 #define OFF(f) offsetof(struct settings, f)
 #define NOTE_LINUX "not applicable on Linux, ignored"
 #define REFUSED(n) {.name = n, .kind = KD_REFUSED}
+#define REFUSED_SAY(n, msg) {.name = n, .kind = KD_REFUSED, .note = msg}
 #define STRLIST(n, f, fl, l, ne) \
     {.name = n, .kind = KD_STRLIST, .off = OFF(f), .flag = fl, .list = l, .nonempty = ne}
 #define BOOL(n, f, fl) {.name = n, .kind = KD_BOOL, .off = OFF(f), .flag = fl}
@@ -1385,17 +1636,40 @@ static const struct key_def network_keys[] = {
     CUSTOM("allowedDomainsFiles", fn_allowed_files, LF_ALLOWED_DOMAINS,
            "network.allowedDomainsFiles"),
     CUSTOM("deniedDomainsFiles", fn_denied_files, 0, "network.deniedDomainsFiles"),
-    REFUSED("mitmProxy"),
-    REFUSED("tlsTerminate"),
-    REFUSED("parentProxy"),
-    REFUSED("filterRequest"),
+    REFUSED_SAY("mitmProxy",
+                "remove it; to send allowed traffic through another proxy, name it in "
+                "network.parentProxy (sluice sends CONNECT to it)"),
+    REFUSED_SAY("tlsTerminate",
+                "sluice does not decrypt TLS and decides by host and port; remove it, and "
+                "inspect content in a proxy you control named in network.parentProxy"),
+    CUSTOM("parentProxy", fn_parent, LF_PARENT, NULL),
+    CUSTOM("allowPlaintextHeaderSet", fn_plaintext_set, 0, NULL),
+    CUSTOM("stripResponseHeaders", fn_strip, LF_HTTP_OPTS, "network.stripResponseHeaders"),
+    BOOL("refuseOpaqueTunnels", network.refuse_opaque_tunnels, LF_HTTP_OPTS),
+    BOOL("requireHostMatch", network.require_host_match, LF_HTTP_OPTS),
+    BOOL("isolate", network.isolate, LF_ISOLATE),
+    CUSTOM("ambiguousRequestTarget", fn_ambiguous, LF_HTTP_OPTS, NULL),
+    REFUSED_SAY("filterRequest",
+                "it is a callback of the JavaScript library, which a settings file cannot "
+                "carry; decide per request with an ask handler (sluice run --ask "
+                "exec:PROGRAM or socket:PATH)"),
 };
 
 static const struct key_def filesystem_keys[] = {
-    STRLIST("denyRead", filesystem.deny_read, 0, "filesystem.denyRead", 1),
-    STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 1),
-    STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 1),
-    STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 1),
+    STRLIST("denyRead", filesystem.deny_read, 0, "filesystem.denyRead", 2),
+    STRLIST("allowRead", filesystem.allow_read, LF_ALLOW_READ, "filesystem.allowRead", 2),
+    STRLIST("allowWrite", filesystem.allow_write, LF_ALLOW_WRITE, "filesystem.allowWrite", 2),
+    STRLIST("denyWrite", filesystem.deny_write, 0, "filesystem.denyWrite", 2),
+    STRLIST("createWrite", filesystem.create_write, LF_ALLOW_WRITE, "filesystem.createWrite", 2),
+    {.name = "denyReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files, .off = OFF(filesystem.deny_read),
+     .list = "filesystem.denyReadFiles"},
+    {.name = "allowReadFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.allow_read), .flag = LF_ALLOW_READ, .list = "filesystem.allowReadFiles"},
+    {.name = "allowWriteFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.allow_write), .flag = LF_ALLOW_WRITE,
+     .list = "filesystem.allowWriteFiles"},
+    {.name = "denyWriteFiles", .kind = KD_CUSTOM, .fn = fn_fs_files,
+     .off = OFF(filesystem.deny_write), .list = "filesystem.denyWriteFiles"},
     BOOL("allowGitConfig", filesystem.allow_git_config, LF_GIT_CONFIG),
     BOOL("disabled", filesystem.disabled, LF_FS_DISABLED),
     {.name = "autoAllowSystemPaths", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET,
@@ -1408,9 +1682,12 @@ static const struct key_def git_keys[] = {
 
 /* "sandbox.limits" (issue 14): strict ranges; see README "Resource limits" */
 static const struct key_def sandbox_limit_keys[] = {
-    UINT("processes", sandbox.limits.processes, LF_LIM_PROCS, 16, 4194304),
-    UINT("memory", sandbox.limits.memory_mib, LF_LIM_MEM, 64, 1u << 26),
-    UINT("openFiles", sandbox.limits.open_files, LF_LIM_FILES, 64, 1u << 24),
+    {.name = "processes", .kind = KD_UINT, .off = OFF(sandbox.limits.processes),
+     .pflag = PF_LIM_PROCS, .min = 16, .max = 4194304},
+    {.name = "memory", .kind = KD_UINT, .off = OFF(sandbox.limits.memory_mib),
+     .pflag = PF_LIM_MEM, .min = 64, .max = 1u << 26},
+    {.name = "openFiles", .kind = KD_UINT, .off = OFF(sandbox.limits.open_files),
+     .pflag = PF_LIM_FILES, .min = 64, .max = 1u << 24},
 };
 
 /* "sandbox": the permission layers of reference 001 (used by sluice run). */
@@ -1480,8 +1757,10 @@ static const struct key_def top_keys[] = {
     OBJECT("filesystem", filesystem_keys),
     CUSTOM("ignoreViolations", fn_ignore, LF_IGNORE, NULL),
     BOOL("enableWeakerNestedSandbox", enable_weaker_nested_sandbox, LF_NESTED),
+    BOOL("allowNestedUserNamespaces", allow_nested_user_namespaces, LF_NESTED_USERNS),
     UINT("mandatoryDenySearchDepth", mandatory_deny_search_depth, LF_DEPTH, 1, 10),
     CUSTOM("bwrapPath", fn_bwrap, LF_BWRAP, NULL),
+    CUSTOM("javaAgentJarPath", fn_java_agent, LF_JAVA_AGENT, NULL),
     OBJECT("git", git_keys),
     OBJECT("proxy", proxy_keys),
     OBJECT("sandbox", sandbox_keys),
@@ -1500,7 +1779,11 @@ static const struct key_def top_keys[] = {
      .note = NOTE_LINUX},
     {.name = "allowPty", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET, .note = NOTE_LINUX},
     {.name = "windows", .kind = KD_CHECK_OBJECT, .note_when = NOTE_ALWAYS, .note = NOTE_LINUX},
-    REFUSED("credentials"),
+    REFUSED_SAY("credentials",
+                "sluice neither masks nor injects credentials; keep secrets out of the "
+                "sandbox with environment.deny and filesystem.denyRead (common secret "
+                "variables are dropped by default), and let a proxy you control named in "
+                "network.parentProxy add them"),
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1603,8 +1886,10 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->network.mode = L->network.mode;
     if (set & LF_ALLOW_READ)
         move_replace(&s->filesystem.allow_read, &L->filesystem.allow_read);
-    if (set & LF_ALLOW_WRITE)
+    if (set & LF_ALLOW_WRITE) {
         move_replace(&s->filesystem.allow_write, &L->filesystem.allow_write);
+        move_replace(&s->filesystem.create_write, &L->filesystem.create_write);
+    }
     if (set & LF_GIT_CONFIG)
         s->filesystem.allow_git_config = L->filesystem.allow_git_config;
     if (set & LF_FS_DISABLED)
@@ -1616,12 +1901,38 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
     }
     if (set & LF_NESTED)
         s->enable_weaker_nested_sandbox = L->enable_weaker_nested_sandbox;
+    if (set & LF_NESTED_USERNS)
+        s->allow_nested_user_namespaces = L->allow_nested_user_namespaces;
     if (set & LF_DEPTH)
         s->mandatory_deny_search_depth = L->mandatory_deny_search_depth;
     if (set & LF_BWRAP) {
         free(s->bwrap_path);
         s->bwrap_path = L->bwrap_path;
         L->bwrap_path = NULL;
+    }
+    if (set & LF_ISOLATE)
+        s->network.isolate = L->network.isolate;
+    if (set & LF_HTTP_OPTS) {
+        /* hardening: a later layer adds to it, never turns it off */
+        if (L->network.strip_response_headers.n > 0)
+            move_replace(&s->network.strip_response_headers,
+                         &L->network.strip_response_headers);
+        s->network.refuse_opaque_tunnels |= L->network.refuse_opaque_tunnels;
+        s->network.require_host_match |= L->network.require_host_match;
+        if (L->network.ambiguous_request_target != SETTINGS_AMBIGUOUS_AS_SPELLED)
+            s->network.ambiguous_request_target = L->network.ambiguous_request_target;
+    }
+    if (set & LF_PARENT) {
+        free(s->network.parent_proxy.http);
+        free(s->network.parent_proxy.https);
+        free(s->network.parent_proxy.no_proxy);
+        s->network.parent_proxy = L->network.parent_proxy;
+        memset(&L->network.parent_proxy, 0, sizeof(L->network.parent_proxy));
+    }
+    if (set & LF_JAVA_AGENT) {
+        free(s->java_agent_jar_path);
+        s->java_agent_jar_path = L->java_agent_jar_path;
+        L->java_agent_jar_path = NULL;
     }
     if (set & LF_SAFE_DIRS)
         move_replace(&s->git_safe_directories, &L->git_safe_directories);
@@ -1631,11 +1942,11 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->sandbox.allow_unsandboxed_commands = L->sandbox.allow_unsandboxed_commands;
     if (set & LF_EXCLUDED)
         move_replace(&s->sandbox.excluded_commands, &L->sandbox.excluded_commands);
-    if (set & LF_LIM_PROCS)
+    if (pset & PF_LIM_PROCS)
         s->sandbox.limits.processes = L->sandbox.limits.processes;
-    if (set & LF_LIM_MEM)
+    if (pset & PF_LIM_MEM)
         s->sandbox.limits.memory_mib = L->sandbox.limits.memory_mib;
-    if (set & LF_LIM_FILES)
+    if (pset & PF_LIM_FILES)
         s->sandbox.limits.open_files = L->sandbox.limits.open_files;
     if (set & LF_ENV_ALLOW)
         move_replace(&s->environment.allow, &L->environment.allow);

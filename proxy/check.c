@@ -1,6 +1,6 @@
 /* proxy/check.c - `sluice check`'s engine: what the proxy would decide for
- * each target (the rule decision, and with --resolve the resolved-address
- * guard on every answer), printed as text or JSON, or compared with an
+ * each target (policy_verdict, the proxy's own verdict: the rule decision,
+ * and with --resolve the resolved-address guard on every answer), printed as text or JSON, or compared with an
  * expectation file. No traffic is sent except DNS with --resolve.
  * cli/check.c parses the options and loads the settings. */
 #include "proxy/check.h"
@@ -30,7 +30,7 @@ struct check_item {
     const char *why; /* parse error */
     struct policy_host host;
     uint16_t port;
-    struct policy_decision d;
+    struct policy_judgment d; /* policy_verdict */
     /* --resolve */
     int resolving;
     enum resolver_status rst;
@@ -148,9 +148,9 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
 /* Writes a decision's reason, cut at its size: a reason is a one-line
  * summary, and a long host name may not fit (gcc's -Wformat-truncation knew
  * that and said so; here it is meant). */
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
+static void set_reason(struct policy_judgment *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void set_reason(struct policy_decision *d, const char *fmt, ...)
+static void set_reason(struct policy_judgment *d, const char *fmt, ...)
 {
     va_list ap;
 
@@ -159,29 +159,22 @@ static void set_reason(struct policy_decision *d, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Applies the guard and folds it into the final decision. */
+/* The verdict again, with the answers (an IP literal is its own answer). A
+ * failed lookup is reported as a denial, as nothing could be dialed; the rule
+ * that let the name through stays, as in the proxy's log. */
 static void apply_guard(const struct policy *p, struct check_item *it)
 {
     if (!it->valid || it->d.verdict == POLICY_DENY)
         return;
-    if (it->host.kind != POLICY_HOST_NAME) {
-        it->addrs[0] = it->host.addr;
-        it->naddrs = 1;
-        it->rst = RESOLVER_OK;
-    } else if (it->rst != RESOLVER_OK) {
+    if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }
-    it->nallowed = policy_guard(p, &it->host, it->port, it->addrs, it->naddrs, it->gv);
-    if (it->nallowed == 0 && it->naddrs > 0) {
-        it->d.verdict = POLICY_DENY;
-        it->d.origin = POLICY_BY_GUARD;
-        it->d.rule = NULL;
-        set_reason(&it->d, "every resolved address is refused: %s", it->gv[0].why);
-    }
+    policy_verdict(p, &it->host, it->port, it->addrs, it->naddrs, it->gv, &it->d);
+    it->naddrs = it->d.naddrs;
+    it->nallowed = it->d.nallowed;
 }
 
 /* ---- output ---- */
@@ -189,12 +182,11 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 static void print_text(const struct check_item *it, int resolve)
 {
     char hp[POLICY_HOST_MAX + 16];
-    char src[512];
+    const char *src = it->d.source;
     size_t i;
 
     host_port(it, hp, sizeof(hp));
     if (it->d.rule != NULL) {
-        policy_rule_source(it->d.rule, src, sizeof(src));
         if (strstr(it->d.rule->list, "Files") != NULL)
             printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.verdict), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
@@ -216,7 +208,6 @@ static void print_text(const struct check_item *it, int resolve)
 
 static void print_json(const struct check_item *it, int resolve)
 {
-    char src[512];
     json_t *o = json_object();
     char *s;
     size_t i;
@@ -227,8 +218,7 @@ static void print_json(const struct check_item *it, int resolve)
     json_object_set_new(o, "decision", json_string(verdict_name(it->d.verdict)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
-        json_object_set_new(o, "source",
-                            json_string(policy_rule_source(it->d.rule, src, sizeof(src))));
+        json_object_set_new(o, "source", json_string(it->d.source));
         json_object_set_new(o, "list", json_string(it->d.rule->list));
         json_object_set_new(o, "index", json_integer((json_int_t)it->d.rule->index));
     } else {
@@ -408,7 +398,7 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
             continue;
         }
         it->valid = 1;
-        policy_decide(p, &it->host, it->port, &it->d);
+        policy_verdict(p, &it->host, it->port, NULL, 0, it->gv, &it->d);
     }
     return bad_target;
 }

@@ -13,6 +13,7 @@ struct check_opts {
     const char *expect_path; /* --expect FILE, or NULL (then targets) */
     int json;
     int resolve;
+    int config_test; /* --settings and no target: check_config */
 };
 
 /* Decides (and with resolve, resolves and guards) every target, or every
@@ -20,5 +21,11 @@ struct check_opts {
  * 1 when an expectation failed, 2 for bad input (settings, targets,
  * expectation lines). */
 int check_run(const struct check_opts *o, const struct settings *s);
+
+/* The config test (proxy/checkconf.c): compiles the settings loaded from
+ * path and prints a one-line summary (rules by kind, mode, unmatched
+ * destinations, private addresses, default listeners). 0, or 2 after
+ * printing the located error. */
+int check_config(const struct settings *s, const char *path);
 
 #endif

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 static int start_resolver(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
@@ -95,7 +96,42 @@ void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int aut
     fe->head_timeout_ms = s->proxy.head_timeout_ms;
     fe->idle_timeout_ms = s->proxy.idle_timeout_ms;
     fe->max_head_bytes = s->proxy.max_head_bytes;
-    fe->max_conns = s->proxy.max_connections;
+    fe->max_conns = proxy_max_connections(s);
+}
+
+unsigned long proxy_raise_nofile(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            (void)getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1UL << 30)
+        return 1UL << 30;
+    return (unsigned long)rl.rlim_cur;
+}
+
+unsigned proxy_max_connections(const struct settings *s)
+{
+    struct rlimit rl;
+    unsigned long nofile = 1024, n;
+
+    if (s->proxy.max_connections != 0)
+        return s->proxy.max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1UL << 30 ? 1UL << 30
+                                                                          : (unsigned long)rl.rlim_cur;
+    n = nofile > 2 * PROXY_FD_HEADROOM ? (nofile - PROXY_FD_HEADROOM) / 2 : nofile / 4;
+    if (n < 1)
+        n = 1;
+    if (n > 1000000)
+        n = 1000000;
+    return (unsigned)n;
 }
 
 /* This host's own addresses, so the guard can refuse them. */

@@ -986,6 +986,8 @@ const char *http_status_phrase(int status)
         return "Content Too Large";
     case 417:
         return "Expectation Failed";
+    case 421:
+        return "Misdirected Request";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

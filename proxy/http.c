@@ -321,6 +321,14 @@ static void conn_close(struct http_conn *c, const char *end)
     relay_close(&c->relay, 0);
 }
 
+static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *down)
+{
+    const struct http_conn *c = container_of(fc, const struct http_conn, fc);
+
+    *up += c->bytes_up + c->relay.a.nread;
+    *down += c->bytes_down + c->relay.b.nread;
+}
+
 static void force_close(struct frontend_conn *fc)
 {
     struct http_conn *c = container_of(fc, struct http_conn, fc);
@@ -1401,6 +1409,11 @@ static int response_head(struct http_conn *c, size_t end)
         upstream_bad(c, why);
         return -1;
     }
+    {
+        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+        if (ho->nstrip > 0) /* network.stripResponseHeaders */
+            reqopt_strip(w->uin, &rs, ho->strip, ho->nstrip);
+    }
     w->resp_skip_body = w->is_head;
     if (llhttp_check_head(c, &w->resp, &resp_settings, HTTP_RESPONSE, w->uin, end, rs.body,
                           rs.content_length) < 0) {
@@ -1719,17 +1732,6 @@ static void start_egress(struct http_conn *c)
     }
 }
 
-static void format_rule(const struct policy_rule *rule, char *buf, size_t len)
-{
-    char src[300];
-
-    policy_rule_source(rule, src, sizeof(src));
-    if (strstr(rule->list, "Files") != NULL)
-        snprintf(buf, len, "'%s' %s (%s)", rule->pattern, rule->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", rule->pattern, rule->list, rule->index, src);
-}
-
 /* The kept upstream serves this request when it goes to the same canonical
  * host:port and the policy as it is now allows it by rule and the guard
  * still passes the address it is connected to. Anything else (a deny, an
@@ -1738,23 +1740,18 @@ static int can_reuse(struct http_conn *c)
 {
     struct http_up *u = c->w->up;
     const struct policy *pol = egress_env_policy(c->f->egress);
-    struct policy_decision d;
     struct policy_guard_verdict gv;
-    char rule[600];
+    struct policy_judgment j;
 
     if (u == NULL || u->closing || !u->idle || u->port != c->port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
-    policy_decide(pol, &c->host, c->port, &d);
-    if (d.verdict != POLICY_ALLOW)
+    /* the verdict with the connected address as the only answer */
+    policy_verdict(pol, &c->host, c->port, &u->addr, 1, &gv, &j);
+    if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
-    if (policy_guard(pol, &c->host, c->port, &u->addr, 1, &gv) != 1)
-        return 0;
-    rule[0] = '\0';
-    if (d.rule != NULL)
-        format_rule(d.rule, rule, sizeof(rule));
     snprintf(c->verdict, sizeof(c->verdict), "allow");
-    set_text(&c->rule, rule);
+    set_text(&c->rule, j.rule_text);
     set_reason(c, "reusing the kept upstream connection");
     policy_addr_str(&u->addr, c->addr, sizeof(c->addr));
     c->code = -1;
@@ -1813,6 +1810,7 @@ static void handle_head(struct http_conn *c, size_t end)
     static _Thread_local struct http_request rq;
     const char *why = NULL;
     char authority[POLICY_HOST_MAX + 16];
+    char *norm_head = NULL; /* the head with a normalised path (ambiguousRequestTarget) */
     int st;
 
     timer_set(c, TIMER_NONE, 0);
@@ -1878,8 +1876,47 @@ static void handle_head(struct http_conn *c, size_t end)
         return;
     }
 
+    /* request-level options (srt 0.0.83; proxy/reqopts.c) */
+    {
+        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+        if (w->is_connect && ho->refuse_opaque_tunnels) {
+            refuse(c, 403,
+                   "tunnels are refused (network.refuseOpaqueTunnels): sluice cannot see "
+                   "inside CONNECT",
+                   1, "tunnel refused");
+            return;
+        }
+        if (!w->is_connect && ho->require_host_match &&
+            reqopt_host_mismatch(w->in, &rq, &c->host, c->port)) {
+            refuse(c, 421,
+                   "the Host header names another host than the request target "
+                   "(network.requireHostMatch)",
+                   1, "host mismatch");
+            return;
+        }
+        if (!w->is_connect && ho->ambiguous != SETTINGS_AMBIGUOUS_AS_SPELLED &&
+            reqopt_target_ambiguous(w->in + rq.path.off, rq.path.len)) {
+            size_t plen = 0, cap = (size_t)rq.path.len + 2;
+            char *nb = ho->ambiguous == SETTINGS_AMBIGUOUS_NORMALIZE ? malloc(end + cap) : NULL;
+            if (nb == NULL || reqopt_normalize(w->in + rq.path.off, rq.path.len, nb + end, cap,
+                                               &plen) < 0) {
+                free(nb);
+                refuse(c, 400,
+                       "ambiguous request target (dot segments, a backslash or an encoded "
+                       "slash; network.ambiguousRequestTarget)",
+                       1, "ambiguous request target");
+                return;
+            }
+            memcpy(nb, w->in, end);
+            rq.path.off = (uint32_t)end;
+            rq.path.len = (uint32_t)plen;
+            norm_head = nb;
+        }
+    }
+
     if (!w->is_connect) {
         size_t n;
+        const char *hb = norm_head != NULL ? norm_head : w->in;
         if (c->host.kind == POLICY_HOST_IPV6)
             snprintf(authority, sizeof(authority), "[%s]", c->host.name);
         else
@@ -1888,14 +1925,16 @@ static void handle_head(struct http_conn *c, size_t end)
             size_t al = strlen(authority);
             snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->port);
         }
-        n = http_request_build(w->in, &rq, authority, !rq.keep_alive, NULL, 0);
+        n = http_request_build(hb, &rq, authority, !rq.keep_alive, NULL, 0);
         free(w->out);
         w->out = malloc(n);
         if (w->out == NULL) {
+            free(norm_head);
             conn_close(c, "out of memory");
             return;
         }
-        w->out_len = http_request_build(w->in, &rq, authority, !rq.keep_alive, w->out, n);
+        w->out_len = http_request_build(hb, &rq, authority, !rq.keep_alive, w->out, n);
+        free(norm_head);
     }
     consume_in(w, end);
     client_hold(c); /* CONNECT too: early bytes wait for the dial (in w->in) */
@@ -2094,6 +2133,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     c->overloaded = overloaded != 0;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
     c->fc.force_close = force_close;
+    c->fc.bytes = conn_bytes;
     frontend_add(f, &c->fc);
     c->id = ++*f->next_id;
     set_state(c, HTTP_ST_HEAD);

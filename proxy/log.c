@@ -175,6 +175,29 @@ int proxy_log_open(struct proxy_log *lg, const char *path, int json)
     return 0;
 }
 
+int proxy_log_reopen(struct proxy_log *lg, const char *path)
+{
+    FILE *f;
+    char msg[600];
+
+    if (path == NULL || !lg->owned)
+        return 0;
+    f = fopen(path, "ae");
+    if (f == NULL) {
+        snprintf(msg, sizeof(msg), "cannot reopen the log file, still writing the old one: %s",
+                 strerror(errno));
+        proxy_log_event(lg, "error", "log_reopen_failed", msg);
+        return -1;
+    }
+    fflush(lg->f);
+    fclose(lg->f);
+    lg->f = f;
+    proxy_log_buffer(lg);
+    lg->dirty = 0;
+    proxy_log_event(lg, "info", "log_reopened", path);
+    return 0;
+}
+
 void proxy_log_buffer(struct proxy_log *lg)
 {
     static char buf[PROXY_LOG_BUF];

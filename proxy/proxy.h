@@ -11,6 +11,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
 
 /* ------------------------------------------------------------------------ */
 /* Head validator (proxy/head.c)                                             */
@@ -235,5 +238,44 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded);
 void http_frontend_drain(struct frontend *f);
 
 /* end of session */
+
+/* ------------------------------------------------------------------------ */
+/* request-level options (proxy/reqopts.c)                                   */
+
+struct policy_host;
+
+/* 1 when the path of an absolute-form target is ambiguous (dot segments,
+ * also %2e-encoded; a backslash; %2f or %5c). */
+int reqopt_target_ambiguous(const char *path, size_t len);
+/* The normalised path (unreserved %XX decoded, dot segments removed, query
+ * kept) into out; -1 when it cannot be (an encoded separator) or out (cap
+ * >= len + 2) is too small. */
+int reqopt_normalize(const char *path, size_t len, char *out, size_t cap, size_t *outlen);
+/* 1 when a Host field names another host or port than target:port. */
+int reqopt_host_mismatch(const char *head, const struct http_request *rq,
+                         const struct policy_host *target, uint16_t port);
+/* Marks the response fields named in names (lower case) as dropped. */
+void reqopt_strip(const char *head, struct http_response *rs, char *const *names, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* --control-fd (proxy/control.c)                                            */
+
+struct proxy_control;
+struct policy;
+
+/* Called with each policy compiled from a valid line; takes ownership. */
+typedef void (*proxy_control_policy_fn)(void *arg, struct policy *p);
+
+/* Reads JSON lines from fd (>= 3; the control owns and closes it), each a
+ * complete settings document with the managed file (managed, NULL: the
+ * default path) applied over it: valid ones are compiled and handed to fn,
+ * invalid ones reported on report (may be NULL) and ignored. Stops at end
+ * of file. 0, or UV_E* (fd not a pipe, socket or terminal: UV_EINVAL...). */
+int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, const char *managed,
+                       proxy_control_policy_fn fn, void *arg, FILE *report);
+/* Stops and frees (from a close callback: run the loop once more). */
+void proxy_control_close(struct proxy_control *c);
+/* Lines applied and refused so far. */
+void proxy_control_counts(const struct proxy_control *c, unsigned *applied, unsigned *refused);
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef SLUICE_PROXY_SERVER_INT_H
 #define SLUICE_PROXY_SERVER_INT_H
 
+#include "bridge/limit.h"
+#include "proxy/ops.h"
 #include "proxy/server.h"
 
 struct proxy_srv;
@@ -17,7 +19,6 @@ struct service {
     int on;
     struct listener *l;
     struct frontend fe;
-    int paused;
     int (*accept)(struct frontend *f, struct listener *l, int overloaded);
     uint64_t accepted;   /* connections served (metrics) */
     uint64_t overloaded; /* of them, refused over the connection limit */
@@ -32,6 +33,9 @@ struct proxy_metrics {
     uint64_t decisions[MPROTO_N][MDEC_N];
     uint64_t bytes_up, bytes_down;
     uint64_t reloads_ok, reloads_failed;
+    int last_reload_ok;         /* 1 until a load fails; the next good one sets it again */
+    double last_reload_ok_time; /* wall-clock seconds of the last good load */
+    struct histogram h_dns, h_dial, h_ask, h_decision;
 };
 
 struct admin {
@@ -59,6 +63,15 @@ struct proxy_srv {
     uint16_t lport[3];
     size_t nlisten;
     struct proxy_metrics m;
+    /* operations (issue 16): proxy/ops.h */
+    uv_signal_t sig_usr1;
+    const char *log_path;
+    int watch_on;
+    struct notify *notify;
+    struct watch *watch;
+    struct conn_limit limit; /* maxConnections + PROXY_OVERLOAD_SLACK, both front ends */
+    size_t max_conns;        /* proxy_max_connections() of the settings in use */
+    unsigned long nofile;    /* RLIMIT_NOFILE after raising it */
 };
 
 /* proxy/server.c: NULL when ready to serve, else why not (for /readyz). */
@@ -68,6 +81,10 @@ const char *proxy_not_ready(const struct proxy_srv *srv);
 void proxy_metrics_init(struct proxy_metrics *m);
 /* Counts a log record: decisions by protocol and verdict, bytes at close. */
 void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r);
+/* Latency histograms from an egress outcome (egress_env_set_observer). */
+void proxy_metrics_outcome(void *m, const struct egress_outcome *o);
+/* A load of the settings (start, SIGHUP, --watch) and its result. */
+void proxy_metrics_reload(struct proxy_metrics *m, int ok);
 /* The Prometheus text (format 0.0.4), malloc'ed; NULL when out of memory. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len);
 

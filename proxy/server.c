@@ -4,7 +4,8 @@
  * resolver and one ask broker (proxy/core.c). This file owns the listeners,
  * the connection limit (over proxy.limits.maxConnections a connection is
  * refused quickly; PROXY_OVERLOAD_SLACK beyond it, or when descriptors or
- * memory run out, accepting pauses until a connection ends), reload
+ * memory run out, accepting pauses until a connection ends: the one rule
+ * of bridge/limit.h), reload
  * (SIGHUP re-reads the settings and swaps the policy for new requests; a
  * bad file keeps the old one), and drain: SIGTERM/SIGINT stop accepting,
  * close kept-alive HTTP connections that wait between requests, let the
@@ -14,6 +15,7 @@
  */
 #include "proxy/server-int.h"
 
+#include "bridge/limit.h"
 #include "proxy/proxy.h"
 #include "socks/socks.h"
 
@@ -24,7 +26,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define PROXY_OVERLOAD_SLACK 64 /* connections refused quickly before accept pauses */
+#define WATCH_DEBOUNCE_MS 500 /* --watch: one reload per burst of changes */
 
 static void on_connlog(void *ctx, const struct connlog *r)
 {
@@ -60,21 +62,37 @@ static void reload(struct proxy_srv *srv)
     struct policy *p = NULL;
     char msg[1200];
 
+    notify_reloading(srv->notify);
     if (load_policy(srv, &s, &p, &err) < 0) {
-        srv->m.reloads_failed++;
+        proxy_metrics_reload(&srv->m, 0);
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         proxy_log_event(&srv->log, "error", "reload_failed", msg);
         settings_free(&s);
+        notify_ready(srv->notify); /* still serving, on the old policy */
         return;
     }
-    srv->m.reloads_ok++;
+    proxy_metrics_reload(&srv->m, 1);
     egress_env_set_policy(srv->core.egress, p);
     settings_free(&srv->settings);
     srv->settings = s;
     proxy_frontend_apply(&srv->socks.fe, &srv->settings, 1);
     proxy_frontend_apply(&srv->http.fe, &srv->settings, 1);
+    srv->max_conns = proxy_max_connections(&srv->settings);
+    conn_limit_set(&srv->limit, srv->max_conns + PROXY_OVERLOAD_SLACK);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
     proxy_log_event(&srv->log, "info", "reload", msg);
+    if (srv->watch != NULL && watch_update(srv->watch, &srv->settings) < 0)
+        proxy_log_event(&srv->log, "error", "watch_failed",
+                        "cannot watch the settings' directories any more");
+    notify_ready(srv->notify);
+}
+
+static void on_watch(void *ctx)
+{
+    struct proxy_srv *srv = ctx;
+
+    if (!srv->stopping)
+        reload(srv);
 }
 
 /* NULL when ready: serving (listeners open, not paused for overload) with a
@@ -86,7 +104,7 @@ const char *proxy_not_ready(const struct proxy_srv *srv)
         return "draining";
     if (srv->core.egress == NULL || egress_env_policy(srv->core.egress) == NULL)
         return "no policy loaded";
-    if ((srv->http.on && srv->http.paused) || (srv->socks.on && srv->socks.paused))
+    if (conn_limit_paused(&srv->limit))
         return "over the connection limit: not accepting";
     return NULL;
 }
@@ -119,8 +137,14 @@ static void finish(struct proxy_srv *srv)
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
+    uv_close((uv_handle_t *)&srv->sig_usr1, on_handle_closed);
+    watch_close(srv->watch, NULL, NULL);
+    srv->watch = NULL;
+    notify_close(srv->notify, NULL, NULL);
+    srv->notify = NULL;
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     proxy_log_stop(&srv->log);
+    conn_limit_close(&srv->limit);
     proxy_admin_close(srv);
 }
 
@@ -134,17 +158,7 @@ static void on_conn_ended(struct frontend *f)
             finish(srv);
         return;
     }
-    /* resume accepting once below the limit */
-    if (live_conns(srv) < srv->settings.proxy.max_connections) {
-        if (srv->socks.paused) {
-            srv->socks.paused = 0;
-            listener_resume(srv->socks.l);
-        }
-        if (srv->http.paused) {
-            srv->http.paused = 0;
-            listener_resume(srv->http.l);
-        }
-    }
+    conn_limit_released(&srv->limit); /* resumes accepting below the limit */
 }
 
 static void on_accept(struct listener *l, void *arg)
@@ -152,27 +166,17 @@ static void on_accept(struct listener *l, void *arg)
     struct service *svc = arg;
     struct proxy_srv *srv = svc->srv;
     size_t live = live_conns(srv);
-    size_t max = srv->settings.proxy.max_connections;
-    int rc;
+    int over = live >= srv->max_conns, rc;
 
-    if (srv->stopping)
+    if (srv->stopping || conn_limit_admit(&srv->limit, l) < 0)
         return;
-    if (live >= max + PROXY_OVERLOAD_SLACK) {
-        svc->paused = 1;
-        listener_pause(l);
-        return;
-    }
-    rc = svc->accept(&svc->fe, l, live >= max);
+    rc = svc->accept(&svc->fe, l, over);
     if (rc == 0) {
         svc->accepted++;
-        if (live >= max)
+        if (over)
             svc->overloaded++;
     }
-    if (rc == UV_ENOMEM || rc == UV_EMFILE || rc == UV_ENFILE) {
-        /* no memory or descriptors: stop accepting until a connection ends */
-        svc->paused = 1;
-        listener_pause(l);
-    }
+    conn_limit_accepted(&srv->limit, l, rc);
 }
 
 static void on_drain_timeout(uv_timer_t *t)
@@ -193,9 +197,11 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     if (srv->stopping)
         return;
     srv->stopping = 1;
+    conn_limit_close(&srv->limit);
     snprintf(msg, sizeof(msg), "%s: no longer accepting; draining %zu connections for up to %u ms",
              why, live_conns(srv), srv->settings.proxy.drain_timeout_ms);
     proxy_log_event(&srv->log, "info", "drain", msg);
+    notify_stopping(srv->notify);
     if (srv->socks.l != NULL)
         listener_close(srv->socks.l, NULL, NULL);
     if (srv->http.l != NULL)
@@ -216,7 +222,12 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct proxy_srv *srv = h->data;
 
+    if (signum == SIGUSR1) {
+        proxy_log_reopen(&srv->log, srv->log_path);
+        return;
+    }
     if (signum == SIGHUP) {
+        proxy_log_reopen(&srv->log, srv->log_path);
         if (!srv->stopping)
             reload(srv);
         return;
@@ -295,14 +306,9 @@ static void init_service(struct proxy_srv *srv, struct service *svc, const char 
     svc->fe.conn_ended = on_conn_ended;
 }
 
-static void raise_fd_limit(void)
+static size_t live_of(void *ctx)
 {
-    struct rlimit rl;
-
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        (void)setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    return live_conns(ctx);
 }
 
 static void walk_close(uv_handle_t *h, void *arg)
@@ -353,6 +359,9 @@ static int start(struct proxy_srv *srv)
     srv->http.fe.egress = srv->core.egress;
     proxy_frontend_apply(&srv->socks.fe, &srv->settings, 1);
     proxy_frontend_apply(&srv->http.fe, &srv->settings, 1);
+    egress_env_set_observer(srv->core.egress, proxy_metrics_outcome, &srv->m);
+    srv->max_conns = proxy_max_connections(&srv->settings);
+    conn_limit_set(&srv->limit, srv->max_conns + PROXY_OVERLOAD_SLACK);
     return 0;
 }
 
@@ -368,20 +377,68 @@ static void start_signals(struct proxy_srv *srv)
     uv_signal_start(&srv->sig_hup, on_signal, SIGHUP);
     uv_signal_start(&srv->sig_term, on_signal, SIGTERM);
     uv_signal_start(&srv->sig_int, on_signal, SIGINT);
+    uv_signal_init(&srv->loop, &srv->sig_usr1);
+    srv->sig_usr1.data = srv;
+    uv_signal_start(&srv->sig_usr1, on_signal, SIGUSR1);
+}
+
+/* STATUS= for systemd: what `systemctl status` shows. */
+static void notify_status_text(void *ctx, char *buf, size_t len)
+{
+    struct proxy_srv *srv = ctx;
+    uint64_t allowed = 0, denied = 0;
+
+    for (int p = 0; p < MPROTO_N; p++) {
+        allowed += srv->m.decisions[p][MDEC_ALLOW];
+        denied += srv->m.decisions[p][MDEC_DENY] + srv->m.decisions[p][MDEC_WOULD_DENY];
+    }
+    snprintf(buf, len,
+             "%s%zu connections (http %zu, socks5 %zu); %llu allowed, %llu denied; "
+             "%zu rules; %llu reloads, %llu failed",
+             srv->stopping ? "draining: " : "", live_conns(srv), srv->http.fe.nconns,
+             srv->socks.fe.nconns, (unsigned long long)allowed, (unsigned long long)denied,
+             srv->core.egress != NULL ? policy_rule_count(egress_env_policy(srv->core.egress)) : 0,
+             (unsigned long long)srv->m.reloads_ok, (unsigned long long)srv->m.reloads_failed);
+}
+
+/* The notify socket and --watch (proxy/ops.h), once everything else is up:
+ * 0, or 2 after printing why. */
+static int start_ops(struct proxy_srv *srv)
+{
+    const char *why = NULL;
+    const char *path = srv->settings_path != NULL ? srv->settings_path : getenv("SLUICE_SETTINGS");
+
+    if (srv->watch_on &&
+        watch_start(&srv->watch, &srv->loop, path, &srv->settings, WATCH_DEBOUNCE_MS, on_watch,
+                    srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: --watch: %s\n", why);
+        return 2;
+    }
+    if (notify_open(&srv->notify, &srv->loop, notify_status_text, srv, &why) < 0) {
+        fprintf(stderr, "sluice: proxy: NOTIFY_SOCKET: %s\n", why);
+        return 2;
+    }
+    return 0;
 }
 
 static void log_start(struct proxy_srv *srv)
 {
     char msg[800], e1[200], e2[200], e3[200];
 
-    snprintf(msg, sizeof(msg), "sluice %s listening: http %s, socks5 %s%s%s; %zu rules%s%s",
+    snprintf(msg, sizeof(msg),
+             "sluice %s listening: http %s, socks5 %s%s%s; %zu rules%s%s; maxConnections %zu%s, "
+             "descriptors %lu",
              SLUICE_VERSION, service_str(&srv->http, e1, sizeof(e1)),
              service_str(&srv->socks, e2, sizeof(e2)), srv->admin.on ? ", admin " : "",
              srv->admin.on ? listen_str(1, &srv->admin.ep, srv->admin.l, e3, sizeof(e3)) : "",
              policy_rule_count(egress_env_policy(srv->core.egress)),
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
-             srv->ask_spec != NULL ? "; asking unmatched" : "");
+             srv->ask_spec != NULL ? "; asking unmatched" : "", srv->max_conns,
+             srv->settings.proxy.max_connections == 0 ? " (from the descriptor limit)" : "",
+             srv->nofile);
     proxy_log_event(&srv->log, "info", "start", msg);
+    fflush(srv->log.f); /* the start line is out before READY=1 */
+    notify_ready(srv->notify);
 }
 
 /* Error paths close whatever was opened; a clean stop has closed it all. */
@@ -394,6 +451,8 @@ static int cleanup(struct proxy_srv *srv, int code)
             listener_close(srv->http.l, NULL, NULL);
         proxy_admin_close(srv);
         proxy_core_close(&srv->core, NULL, NULL);
+        watch_close(srv->watch, NULL, NULL);
+        notify_close(srv->notify, NULL, NULL);
         uv_walk(&srv->loop, walk_close, NULL);
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }
@@ -429,6 +488,8 @@ int proxy_server_run(const struct proxy_opts *o)
     settings_init(&srv->settings);
     srv->settings_path = o->settings_path;
     srv->ask_spec = o->ask_spec;
+    srv->log_path = o->log_path;
+    srv->watch_on = o->watch;
     srv->admin.ep = o->admin;
     srv->admin.on = o->admin_on;
     proxy_metrics_init(&srv->m);
@@ -444,10 +505,17 @@ int proxy_server_run(const struct proxy_opts *o)
     }
     proxy_log_buffer(&srv->log);
     signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
+    /* no signal an operator may send kills the proxy by default */
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGALRM, SIG_IGN);
+    srv->nofile = proxy_raise_nofile();
+    conn_limit_init(&srv->limit, &srv->loop, 1, live_of, srv);
     code = start(srv);
     if (code == 0) {
         start_signals(srv);
+        code = start_ops(srv);
+    }
+    if (code == 0) {
         log_start(srv);
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }

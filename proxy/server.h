@@ -51,6 +51,21 @@ void proxy_core_free(struct proxy_core *c);
  * settings' proxy credentials (the standalone proxy) or without (run). */
 void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth);
 
+/* Connections refused quickly (HTTP 503, SOCKS5 0x01) beyond
+ * proxy.limits.maxConnections before accepting pauses (bridge/limit.h). */
+#define PROXY_OVERLOAD_SLACK 64
+/* Descriptors kept for listeners, DNS, the log and the ask handler. */
+#define PROXY_FD_HEADROOM 64
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit (once per process);
+ * returns the soft limit now in force. */
+unsigned long proxy_raise_nofile(void);
+
+/* proxy.limits.maxConnections, or when it is 0 (the default) what the
+ * descriptor limit allows: (RLIMIT_NOFILE - PROXY_FD_HEADROOM) / 2, a tunnel
+ * holding two descriptors; at least 1, at most 1,000,000. */
+unsigned proxy_max_connections(const struct settings *s);
+
 /* Tells the guard this host's own addresses (getifaddrs) and the proxy's own
  * listeners (port 0 = any port). */
 void proxy_set_local(struct policy *p, const struct policy_addr *listeners, const uint16_t *ports,
@@ -78,6 +93,9 @@ void proxy_log_buffer(struct proxy_log *lg);
  * line is flushed as it is written). */
 void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop);
 void proxy_log_stop(struct proxy_log *lg);
+/* SIGUSR1/SIGHUP: reopens path by name (logrotate) after writing what is
+ * buffered to the old file; on failure keeps the old one. 0 or -1. */
+int proxy_log_reopen(struct proxy_log *lg, const char *path);
 /* Closes the file (not stderr), after a final flush. */
 void proxy_log_close(struct proxy_log *lg);
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
@@ -95,6 +113,7 @@ struct proxy_opts {
     const char *health_path; /* NULL: none */
     const char *log_path;    /* NULL: stderr */
     int json;
+    int watch; /* --watch: reload when the settings' files change (proxy/watch.c) */
 };
 
 /* Default endpoints: HTTP tcp:127.0.0.1:3128, SOCKS tcp:127.0.0.1:1080, no

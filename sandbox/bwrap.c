@@ -13,14 +13,16 @@
  *         --proc /proc             (--bind /proc /proc with enableWeakerNestedSandbox)
  *         --bind HOST_TMPDIR /tmp
  *         MOUNTS...
- *         [--remount-ro D]...      (each filesystem.denyRead directory)
  *         --chdir CWD
- *         -- SELF inner --fd N [--allow-unix-sockets] -- CMD...
+ *         -- SELF inner --fd N [--allow-unix-sockets] [--allow-local-binding]
+ *            [--allow-user-namespaces] -- CMD...
  *
  * MOUNTS come from five sources:
  *   W   filesystem.allowWrite (default: the working directory): --bind P P
  *   P   the protected files inside each writable directory (protect.c, to
  *       mandatoryDenySearchDepth): FILE/DIR --ro-bind P P, PIN --bind P P,
+ *       MKDIR (a missing .claude holding ABSENT entries) nothing: bwrap
+ *       creates it as their parent, recorded in plan->created like them,
  *       ABSENT --tmpfs P --remount-ro P: an empty read-only directory, which
  *       blocks a file or a directory of that name alike (it cannot be
  *       written into, removed or renamed: EBUSY). bwrap creates P on the host
@@ -37,19 +39,23 @@
  *       so a command cannot rewrite what confines the next run
  *   DW  filesystem.denyWrite, existing paths: --ro-bind P P
  *   DR  filesystem.denyRead, existing paths: a directory becomes an empty
- *       tmpfs (read-only at the end: --remount-ro), a file /dev/null
+ *       tmpfs the command may write into, discarded after the run (as both
+ *       shell sandboxes do: tools that keep caches and logs under a hidden
+ *       $HOME keep working), a file /dev/null; also ~/.npm/_logs when it
+ *       exists outside every writable directory (add_scratch)
  *   AR  filesystem.allowRead inside a denied directory: --ro-bind P P
  *
  * A later mount over P hides what earlier mounts did at and below P (bwrap
  * takes the source from the host), so MOUNTS are emitted in tree order,
  * parents first, and the most specific rule for a path wins. On the same
- * path: AR, P (FILE/DIR), W, DR, PIN, ABSENT, DW: a deny on the very path of
+ * path: AR, P (FILE/DIR), W, DR, PIN, MKDIR, ABSENT, DW: a deny on the very path of
  * an allow wins, a protected path stays read-only even when allowWrite names
  * it, and nothing is pinned or bound where it is hidden. Each mount is then
  * kept only where it means something, judged by the nearest kept mount above
  * it (or on the same path, earlier):
  *   W   always, except below a protected FILE/DIR (mandatory protection wins)
- *   PIN, P, DW   only in a writable region (nearest is W or PIN): in a
+ *   PIN, P, MKDIR, ABSENT, DW  only in a writable region (nearest is W, PIN
+ *       or MKDIR): in a
  *       read-only or hidden region they would re-expose host content or, for
  *       ABSENT, fail to create their mount point
  *   DR  unless already inside a denied directory
@@ -57,12 +63,18 @@
  * So a writable directory inside a denied one is visible and writable again
  * (writing implies reading), with its own protections and denials.
  *
- * Paths in the lists: "~" and "~/..." expand with the home directory
- * (resolved); relative paths are relative to the working directory; ".",
- * ".." and repeated '/' are folded lexically; a path with * ? or [ is a
- * glob(3) pattern expanded now (without matches it is taken literally).
- * Missing paths are skipped, as srt does (nothing to bind; a missing
- * allowWrite path cannot be created by the command). Paths under /dev and
+ * Paths in the lists: "~", "~/...", "$HOME", "$HOME/..." (and "${HOME}")
+ * expand with the home directory (resolved); any other leading '$' is an
+ * error (never a silent skip); relative paths are relative to the working
+ * directory; a trailing slash-star-star is dropped (DIR and everything
+ * below it is DIR, as the reference reads it); ".", ".." and repeated '/'
+ * are folded lexically; a path with * ? or [ is a glob(3) pattern expanded now (without
+ * matches it is taken literally if that path exists, else a warning naming
+ * the entry is printed). An entry written {"path": P, "literal": true} is
+ * taken as written: no ~, $HOME, slash-star-star or glob. Missing paths are
+ * skipped, as srt does (nothing to bind; a missing allowWrite path cannot be created
+ * by the command); a path that exists but cannot be resolved (EACCES,
+ * ELOOP, ...) is an error. Paths under /dev and
  * /proc are skipped for allowWrite and denyWrite (the sandbox has its own).
  * An allowWrite or allowRead path that resolves through a symbolic link to a
  * place outside the path as written is an error (a link planted by an
@@ -77,6 +89,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -96,6 +109,7 @@ enum op_kind {
     OP_DR_DIR,
     OP_DR_FILE,
     OP_PIN,
+    OP_MKDIR,  /* no mount: bwrap creates it as the parent of ABSENT entries */
     OP_ABSENT, /* an empty read-only directory where nothing exists */
     OP_DW,
 };
@@ -272,20 +286,58 @@ static int cmp_op(const void *pa, const void *pb)
 /* ------------------------------------------------------------------------ */
 /* Settings lists                                                            */
 
+/* "$HOME" or "${HOME}" at the start of v, followed by the end or '/': the
+ * length of that prefix, else 0. */
+static size_t home_var(const char *v)
+{
+    size_t n = 0;
+
+    if (strncmp(v, "$HOME", 5) == 0)
+        n = 5;
+    else if (strncmp(v, "${HOME}", 7) == 0)
+        n = 7;
+    return n > 0 && (v[n] == '\0' || v[n] == '/') ? n : 0;
+}
+
+__attribute__((format(printf, 3, 4))) static void warn_item(struct ctx *c,
+                                                           const struct settings_item *it,
+                                                           const char *fmt, ...)
+{
+    FILE *w = c->o->warn != NULL ? c->o->warn : stderr;
+    va_list ap;
+
+    fprintf(w, "sluice: warning: %s:%u:%u: %s[%zu]: ", it->file, it->line, it->col, it->list,
+            it->index);
+    va_start(ap, fmt);
+    vfprintf(w, fmt, ap);
+    va_end(ap);
+    fputc('\n', w);
+}
+
 /* Expands one list entry into absolute, lexically normal paths (appended to
- * out): ~, relative paths, globs. */
+ * out): ~ and $HOME, relative paths, a trailing slash-star-star, globs. */
 static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv *out)
 {
     const char *v = it->value;
     char *abs;
+    size_t hv, len;
     int rc = 0;
 
-    if (v[0] == '~') {
+    if (!it->literal && v[0] == '~') {
         if (v[1] != '\0' && v[1] != '/')
             return fail_item(c, -EINVAL, it, "'%s': only '~' and '~/' are supported", v);
         if (c->home == NULL)
             return fail_item(c, -EINVAL, it, "'%s': '~' needs $HOME, which is not set", v);
         abs = concat(c->home, v + 1, "");
+    } else if (!it->literal && (hv = home_var(v)) > 0) {
+        if (c->home == NULL)
+            return fail_item(c, -EINVAL, it, "'%s': '$HOME' is not set", v);
+        abs = concat(c->home, v + hv, "");
+    } else if (!it->literal && v[0] == '$') {
+        return fail_item(c, -EINVAL, it,
+                         "'%s': only $HOME (or ${HOME}) and '~' are expanded in paths; write "
+                         "the path out",
+                         v);
     } else if (v[0] != '/') {
         abs = concat(c->o->cwd, "/", v);
     } else {
@@ -293,10 +345,15 @@ static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv 
     }
     if (abs == NULL)
         return nomem(c);
+    /* DIR + slash-star-star is DIR and everything below it: DIR itself (the
+     * reference drops the suffix; glob(3) would list only what exists now) */
+    len = strlen(abs);
+    if (!it->literal && len > 3 && strcmp(abs + len - 3, "/**") == 0)
+        abs[len - 3] = '\0';
     normalize(abs);
-    if (strpbrk(abs, "*?[") != NULL) {
+    if (!it->literal && strpbrk(abs, "*?[") != NULL) {
         glob_t g;
-        int grc = glob(abs, GLOB_NOCHECK, NULL, &g);
+        int grc = glob(abs, 0, NULL, &g);
 
         if (grc == GLOB_NOSPACE) {
             rc = nomem(c);
@@ -304,6 +361,12 @@ static int expand(struct ctx *c, const struct settings_item *it, struct sb_strv 
             for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
                 if (sb_strv_push(out, g.gl_pathv[i]) < 0)
                     rc = nomem(c);
+        } else if (access(abs, F_OK) == 0) {
+            /* no match as a pattern, but a path of that very name */
+            if (sb_strv_push(out, abs) < 0)
+                rc = nomem(c);
+        } else {
+            warn_item(c, it, "'%s' matches nothing; the entry has no effect", it->value);
         }
         globfree(&g);
     } else if (sb_strv_push(out, abs) < 0) {
@@ -322,8 +385,15 @@ static int resolve(struct ctx *c, const struct settings_item *it, const char *le
 {
     char *r = realpath(lexical, NULL);
 
-    if (r == NULL)
-        return errno == ENOMEM ? nomem(c) : 1;
+    if (r == NULL) {
+        int e = errno;
+        if (e == ENOMEM)
+            return nomem(c);
+        if (e == ENOENT || e == ENOTDIR)
+            return 1;
+        /* it may exist, but the rule cannot be applied: never a skip */
+        return fail_item(c, -EINVAL, it, "'%s' cannot be resolved: %s", lexical, strerror(e));
+    }
     if (grant && !path_within(r, lexical)) {
         int rc = fail_item(c, -EINVAL, it,
                            "'%s' resolves to '%s' through a symbolic link outside it; name the "
@@ -390,6 +460,34 @@ static int add_write(struct ctx *c, const struct settings_item *it, const char *
     return op_add(c, real, OP_W, it);
 }
 
+/* filesystem.createWrite: like allowWrite, but a missing path is created
+ * first (a name ending in '/' as a directory, mode 0700, else an empty file,
+ * mode 0600; its parent must exist), as the agent wrapper does for
+ * ~/.claude and ~/.claude.json. The one thing the builder changes on the
+ * host, and only for paths the settings name this way. */
+static int add_create_write(struct ctx *c, const struct settings_item *it, const char *lexical)
+{
+    struct stat st;
+    size_t n = strlen(it->value);
+    int dir = n > 0 && it->value[n - 1] == '/';
+
+    if (lstat(lexical, &st) < 0 && errno == ENOENT) {
+        int rc = 0;
+        if (dir) {
+            rc = mkdir(lexical, 0700);
+        } else {
+            int fd = open(lexical, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+            if (fd < 0)
+                rc = -1;
+            else
+                close(fd);
+        }
+        if (rc < 0 && errno != EEXIST)
+            return fail_item(c, -errno, it, "cannot create '%s': %s", lexical, strerror(errno));
+    }
+    return add_write(c, it, lexical);
+}
+
 static int add_deny_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
@@ -432,6 +530,45 @@ static int add_allow_read(struct ctx *c, const struct settings_item *it, const c
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     return op_add(c, real, OP_AR, it);
+}
+
+/* Places where common tools write logs and state they do not need to keep
+ * (npm writes a debug log on every run and fails noisily when it cannot):
+ * when one exists and is not writable anyway, an empty tmpfs the command
+ * may write into, discarded after the run, like a hidden directory. */
+static int add_scratch(struct ctx *c)
+{
+    static const char *const rel[] = {"/.npm/_logs"};
+    static const struct settings_item scratch_item = {
+        .value = (char *)"~/.npm/_logs", .file = "<built-in>", .list = "scratch"};
+    struct stat st;
+
+    if (c->home == NULL)
+        return 0;
+    for (size_t i = 0; i < COUNT(rel); i++) {
+        char *p = concat(c->home, rel[i], ""), *real;
+        int covered = 0;
+
+        if (p == NULL)
+            return nomem(c);
+        real = realpath(p, NULL);
+        free(p);
+        if (real == NULL)
+            continue;
+        if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            free(real);
+            continue;
+        }
+        for (size_t j = 0; j < c->roots.n && !covered; j++)
+            covered = path_within(real, c->roots.v[j]);
+        if (covered) {
+            free(real);
+            continue;
+        }
+        if (op_add(c, real, OP_DR_DIR, &scratch_item) < 0)
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 /* Read-only protection for a file sluice itself depends on (its binary,
@@ -480,6 +617,7 @@ static int add_protected(struct ctx *c, const char *root)
             continue; /* no mount covers a link: verify.c watches it */
         enum op_kind k = l.v[i].kind == SB_PROT_PIN      ? OP_PIN
                          : l.v[i].kind == SB_PROT_ABSENT ? OP_ABSENT
+                         : l.v[i].kind == SB_PROT_MKDIR  ? OP_MKDIR
                                                          : OP_PROT;
         rc = op_add(c, l.v[i].path, k, NULL);
         l.v[i].path = NULL; /* owned by the op (or freed by op_add) */
@@ -498,7 +636,7 @@ static int is_deny_read(enum op_kind k)
 
 static int writable(const struct op *near)
 {
-    return near != NULL && (near->kind == OP_W || near->kind == OP_PIN);
+    return near != NULL && (near->kind == OP_W || near->kind == OP_PIN || near->kind == OP_MKDIR);
 }
 
 static int keep(const struct op *op, const struct op *near)
@@ -510,6 +648,7 @@ static int keep(const struct op *op, const struct op *near)
         return writable(near) && strcmp(near->path, op->path) != 0;
     case OP_PROT:
     case OP_ABSENT:
+    case OP_MKDIR:
     case OP_DW:
         return writable(near);
     case OP_DR_DIR:
@@ -611,13 +750,15 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
 
     /* what to mount */
     if (!disabled) {
-        if (s->filesystem.allow_write.n == 0) {
+        if (s->filesystem.allow_write.n == 0 && s->filesystem.create_write.n == 0) {
             static const struct settings_item cwd_item = {
                 .value = (char *)".", .file = "<default>", .list = "filesystem.allowWrite"};
             rc = add_write(&c, &cwd_item, o->cwd);
         } else {
             rc = each_entry(&c, &s->filesystem.allow_write, add_write);
         }
+        if (rc == 0)
+            rc = each_entry(&c, &s->filesystem.create_write, add_create_write);
         for (size_t i = 0; i < c.roots.n && rc == 0; i++)
             rc = add_protected(&c, c.roots.v[i]);
         if (rc == 0)
@@ -631,6 +772,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     }
     if (rc == 0)
         rc = each_entry(&c, &s->filesystem.deny_read, add_deny_read);
+    if (rc == 0 && !disabled)
+        rc = add_scratch(&c);
     if (rc == 0)
         rc = each_entry(&c, &s->filesystem.allow_read, add_allow_read);
     if (rc == 0)
@@ -660,8 +803,15 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     if (!o->stdin_tty)
         PUSH("--new-session");
     PUSH("--die-with-parent");
-    if (o->restrict_network)
+    if (o->restrict_network && s->network.isolate)
         PUSH("--unshare-net");
+    else if (!s->network.isolate) {
+        FILE *w = o->warn != NULL ? o->warn : stderr;
+        fprintf(w, "sluice: WARNING: network.isolate is false: the command uses the host's "
+                   "network directly, with NO network policy (no allow or deny list, no "
+                   "address guard, nothing logged); the filesystem, syscall and environment "
+                   "rules still apply\n");
+    }
     PUSH("--unshare-pid");
     PUSH("--unshare-ipc");
     PUSH("--unshare-uts");
@@ -701,6 +851,11 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         const struct op *op = &c.ops.v[i];
         if (!op->keep)
             continue;
+        if (op->kind == OP_MKDIR) {
+            if (sb_strv_push(&p.created, op->path) < 0)
+                rc = nomem(&c);
+            continue;
+        }
         switch (op->kind) {
         case OP_W:
         case OP_PIN:
@@ -721,6 +876,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         case OP_DR_DIR:
             PUSH("--tmpfs");
             break;
+        case OP_MKDIR:
+            break;
         }
         PUSH(op->path);
         if (op->kind == OP_ABSENT) {
@@ -728,12 +885,6 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
             PUSH(op->path);
             if (rc == 0 && sb_strv_push(&p.created, op->path) < 0)
                 rc = nomem(&c);
-        }
-    }
-    for (size_t i = 0; i < c.ops.n && rc == 0; i++) {
-        if (c.ops.v[i].keep && c.ops.v[i].kind == OP_DR_DIR) {
-            PUSH("--remount-ro");
-            PUSH(c.ops.v[i].path);
         }
     }
     /* the run directories of every run (issue 14): after every bind, so
@@ -762,6 +913,18 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         rc = nomem(&c);
     if (o->allow_unix_sockets)
         PUSH("--allow-unix-sockets");
+    if (!s->network.isolate) {
+        /* inner's listeners land in the host's namespace: ephemeral
+         * loopback ports nothing points at, not 3128/1080 */
+        PUSH("--http-port");
+        PUSH("0");
+        PUSH("--socks-port");
+        PUSH("0");
+    }
+    if (s->network.allow_local_binding)
+        PUSH("--allow-local-binding");
+    if (s->allow_nested_user_namespaces)
+        PUSH("--allow-user-namespaces");
     /* sandbox.limits (issue 14; limits.c), each only when set */
     if (rc == 0 && s->sandbox.limits.processes > 0 &&
         sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)

@@ -491,6 +491,37 @@ static int add_own(const struct sb_env_opts *o, struct sb_strv *a, char *err, si
     return rc;
 }
 
+/* JAVA_TOOL_OPTIONS: the JVM ignores HTTP_PROXY, so its proxy system
+ * properties go here (after the host's own options, when they passed the
+ * filters: a later -D wins), and -javaagent:PATH for javaAgentJarPath. */
+static int add_java(const struct sb_env_opts *o, const char *host_value, struct sb_strv *a,
+                    char *err, size_t errlen)
+{
+    const char *agent = o->s->java_agent_jar_path;
+    char props[256] = "";
+    int rc;
+
+    if (o->http_port != 0)
+        snprintf(props, sizeof(props),
+                 "-Dhttp.proxyHost=%s -Dhttp.proxyPort=%u -Dhttps.proxyHost=%s "
+                 "-Dhttps.proxyPort=%u -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
+                 SB_PROXY_HOST, o->http_port, SB_PROXY_HOST, o->http_port);
+    if (props[0] == '\0' && agent == NULL) {
+        if (host_value == NULL)
+            return 0;
+        rc = push_var(a, "JAVA_TOOL_OPTIONS", host_value);
+    } else {
+        rc = sb_strv_pushf(a, "JAVA_TOOL_OPTIONS=%s%s%s%s%s%s",
+                           host_value != NULL ? host_value : "",
+                           host_value != NULL && host_value[0] != '\0' ? " " : "", props,
+                           props[0] != '\0' && agent != NULL ? " " : "",
+                           agent != NULL ? "-javaagent:" : "", agent != NULL ? agent : "");
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* environment.set and environment.pathAppend                                */
 
@@ -657,6 +688,55 @@ static int add_settings(const struct settings *s, const char *home, const char *
     return rc;
 }
 
+/* git.safeDirectories: each entry becomes a safe.directory through git's
+ * environment configuration (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n,
+ * GIT_CONFIG_VALUE_n, git 2.31+), after any such entries passed from the
+ * host, so git inside the sandbox trusts those repositories ("dubious
+ * ownership" otherwise, e.g. a repository owned by another user). "~" and
+ * "~/..." expand with $HOME. */
+static int add_git_safe(const struct settings *s, const char *home, struct sb_strv *a,
+                        char *err, size_t errlen)
+{
+    const struct settings_list *l = &s->git_safe_directories;
+    unsigned long base = 0;
+    int rc = 0;
+
+    if (l->n == 0)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (strncmp(a->v[i], "GIT_CONFIG_COUNT=", 17) == 0) {
+            char *end;
+            errno = 0;
+            base = strtoul(a->v[i] + 17, &end, 10);
+            if (errno != 0 || *end != '\0' || base > 10000)
+                base = 0;
+            free(a->v[i]);
+            memmove(&a->v[i], &a->v[i + 1], (a->n - i) * sizeof(*a->v)); /* with the NULL */
+            a->n--;
+            break;
+        }
+    }
+    for (size_t i = 0; i < l->n && rc == 0; i++) {
+        const struct settings_item *it = &l->items[i];
+        char what[600], *v;
+
+        snprintf(what, sizeof(what), "%s:%u:%u: %s[%zu]", it->file, it->line, it->col, it->list,
+                 it->index);
+        v = expand_home(it->value, home, what, err, errlen);
+        if (v == NULL)
+            return -EINVAL;
+        rc = sb_strv_pushf(a, "GIT_CONFIG_KEY_%lu=safe.directory", base + i);
+        if (rc == 0)
+            rc = sb_strv_pushf(a, "GIT_CONFIG_VALUE_%lu=%s", base + i, v);
+        free(v);
+    }
+    if (rc == 0)
+        rc = sb_strv_pushf(a, "GIT_CONFIG_COUNT=%lu", base + l->n);
+    if (rc < 0)
+        snprintf(err, errlen, "environment: out of memory");
+    return rc;
+}
+
 int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, size_t errlen)
 {
     static char *const empty[] = {NULL};
@@ -665,8 +745,9 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     struct sb_strv a = {0};
     struct name_set seen = {0};
     size_t n = 0;
-    int proxies = o->http_port != 0 || o->socks_port != 0;
-    const char *home = NULL, *host_path = NULL;
+    struct sb_env_opts own;
+    int proxies;
+    const char *home = NULL, *host_path = NULL, *host_java = NULL;
     int rc;
 
     if (s == NULL || o->http_port > 65535 || o->socks_port > 65535 ||
@@ -674,6 +755,13 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
         snprintf(err, errlen, "environment: invalid options (settings, ports or sluice's path)");
         return -EINVAL;
     }
+    /* network.isolate false: the command has the host's network, so no
+     * proxy variables point it at listeners it does not have */
+    own = *o;
+    if (!s->network.isolate)
+        own.http_port = own.socks_port = 0;
+    o = &own;
+    proxies = o->http_port != 0 || o->socks_port != 0;
     while (env[n] != NULL)
         n++;
     rc = name_set_init(&seen, n);
@@ -707,6 +795,10 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
             host_path = e + 5;
             continue;
         }
+        if (len == 17 && memcmp(e, "JAVA_TOOL_OPTIONS", 17) == 0) {
+            host_java = e + 18; /* merged with sluice's below */
+            continue;
+        }
         rc = sb_strv_push(&a, e);
         if (rc < 0) {
             snprintf(err, errlen, "environment: out of memory");
@@ -716,7 +808,13 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
     rc = add_settings(s, home, host_path, &a, err, errlen);
     if (rc < 0)
         goto out;
+    rc = add_git_safe(s, home, &a, err, errlen);
+    if (rc < 0)
+        goto out;
     rc = add_own(o, &a, err, errlen);
+    if (rc < 0)
+        goto out;
+    rc = add_java(o, host_java, &a, err, errlen);
     if (rc < 0)
         goto out;
     sb_strv_free(out);

@@ -88,6 +88,7 @@ static void inner_err(const char *fmt, ...)
 struct inner_args {
     int fd;
     int allow_unix_sockets;
+    int allow_local_binding, allow_user_namespaces;
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -120,6 +121,8 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
 
     a->fd = -1;
     a->allow_unix_sockets = 0;
+    a->allow_local_binding = 0;
+    a->allow_user_namespaces = 0;
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -145,6 +148,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
                 inner_err("%s", why);
                 return -1;
             }
+            continue;
+        }
+        if (strcmp(opt, "--allow-local-binding") == 0) {
+            a->allow_local_binding = 1;
+            continue;
+        }
+        if (strcmp(opt, "--allow-user-namespaces") == 0) {
+            a->allow_user_namespaces = 1;
             continue;
         }
         if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
@@ -422,6 +433,8 @@ int sb_inner_main(int argc, char **argv)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
                   "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
     so.allow_unix_sockets = a.allow_unix_sockets;
+    so.allow_local_binding = a.allow_local_binding;
+    so.allow_user_namespaces = a.allow_user_namespaces;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);

@@ -4,6 +4,8 @@
 #define SLUICE_SANDBOX_LAUNCH_INT_H
 
 #include "bridge/bridge.h"
+#include "bridge/forward.h"
+#include "bridge/limit.h"
 #include "policy/policy.h"
 #include "proxy/server.h"
 #include "sandbox/launch.h"
@@ -28,14 +30,6 @@ struct run_listener {
     enum sb_listener_kind kind;
 };
 
-/* A connection relayed to an external proxy (httpProxyPort/socksProxyPort). */
-struct fwd_conn {
-    struct relay relay;
-    struct run *run;
-    struct dialer *dialer;
-    struct fwd_conn *prev, *next;
-};
-
 struct run {
     const struct sb_launch_opts *o;
     struct settings *settings;
@@ -43,10 +37,15 @@ struct run {
     struct proxy_log log; /* --log FILE */
     int log_on;
     struct proxy_core core;
+    struct proxy_control *control; /* --control-fd, or NULL */
     struct frontend http_fe, socks_fe;
     struct run_listener ls[4];
     size_t nls;
-    struct fwd_conn fwd; /* list head */
+    /* httpProxyPort / socksProxyPort: accepted connections relayed there */
+    struct forwarder *fwd_http, *fwd_socks;
+    struct conn_limit limit; /* every listener: maxConnections + PROXY_OVERLOAD_SLACK */
+    int limit_on;
+    size_t max_conns;
     uint64_t next_id;
     uv_process_t proc;
     int proc_started, proc_exited;

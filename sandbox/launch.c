@@ -55,93 +55,82 @@ extern char **environ;
 /* ------------------------------------------------------------------------ */
 /* External proxy: relay accepted connections to 127.0.0.1:PORT               */
 
-static void fwd_closed(struct relay *r)
+static void on_connlog(void *ctx, const struct connlog *r)
 {
-    struct fwd_conn *c = container_of(r, struct fwd_conn, relay);
-
-    c->prev->next = c->next;
-    c->next->prev = c->prev;
-    free(c);
+    run_note_decision(ctx, r);
 }
 
-static void fwd_dialed(void *arg, int status, int fd, size_t index)
+static void on_fwd_log(void *ctx, const struct connlog *r)
 {
-    struct fwd_conn *c = arg;
-    int rc;
-
-    (void)index;
-    c->dialer = NULL;
-    if (status < 0) {
-        relay_close(&c->relay, status);
-        return;
-    }
-    rc = relay_open_b(&c->relay, fd); /* closes fd on error */
-    if (rc == 0)
-        rc = relay_start(&c->relay, c->run->settings->proxy.idle_timeout_ms);
-    if (rc < 0)
-        relay_close(&c->relay, rc);
+    run_note_decision(ctx, r);
 }
 
-static void fwd_accept(struct run *run, struct listener *l, unsigned port)
+static size_t live_conns(void *ctx)
 {
-    struct fwd_conn *c = calloc(1, sizeof(*c));
-    struct dialer_target t;
-    int rc;
+    const struct run *run = ctx;
+    size_t n = run->http_fe.nconns + run->socks_fe.nconns;
 
-    if (c == NULL) {
-        listener_pause(l); /* resumed by nothing: out of memory is the end */
-        return;
-    }
-    c->run = run;
-    c->next = run->fwd.next;
-    c->prev = &run->fwd;
-    run->fwd.next->prev = c;
-    run->fwd.next = c;
-    relay_init(&run->loop, &c->relay, (enum relay_kind)listener_kind(l), RELAY_TCP, fwd_closed, c);
-    rc = listener_accept(l, &c->relay.a.u.s);
-    if (rc < 0) {
-        relay_close(&c->relay, rc);
-        return;
-    }
-    memset(&t, 0, sizeof(t));
-    t.addr.family = 4;
-    t.addr.bytes[0] = 127;
-    t.addr.bytes[3] = 1;
-    t.port = (uint16_t)port;
-    rc = dialer_start(&c->dialer, &run->loop, &t, 1, run->settings->proxy.dial_timeout_ms,
-                      fwd_dialed, c);
-    if (rc < 0) {
-        c->dialer = NULL;
-        relay_close(&c->relay, rc);
-    }
+    if (run->fwd_http != NULL)
+        n += forwarder_live(run->fwd_http);
+    if (run->fwd_socks != NULL)
+        n += forwarder_live(run->fwd_socks);
+    return n;
+}
+
+/* One forwarder per external proxy port: 127.0.0.1:PORT on the host. */
+static int start_forwarder(struct run *run, struct forwarder **out, unsigned port)
+{
+    struct forward_opts o;
+
+    if (port == 0)
+        return 0;
+    memset(&o, 0, sizeof(o));
+    o.connect.kind = ENDPOINT_TCP;
+    o.connect.addr.family = 4;
+    o.connect.addr.bytes[0] = 127;
+    o.connect.addr.bytes[3] = 1;
+    o.connect.port = (uint16_t)port;
+    o.limit = &run->limit;
+    o.idle_ms = run->settings->proxy.idle_timeout_ms;
+    o.connect_ms = run->settings->proxy.dial_timeout_ms;
+    o.log = run->log_on ? on_fwd_log : NULL;
+    o.log_ctx = run;
+    o.next_id = &run->next_id;
+    return forwarder_new(out, &run->loop, &o);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Listeners                                                                 */
 
+/* The one over-limit rule (bridge/limit.h) for the sandbox's listeners:
+ * over maxConnections a connection is refused quickly, PROXY_OVERLOAD_SLACK
+ * beyond it accepting pauses until a connection ends. */
 static void on_accept(struct listener *l, void *arg)
 {
     struct run_listener *rl = arg;
     struct run *run = rl->run;
     struct frontend *fe = rl->kind == SB_L_HTTP ? &run->http_fe : &run->socks_fe;
-    unsigned ext = rl->kind == SB_L_HTTP ? run->settings->network.http_proxy_port
-                                         : run->settings->network.socks_proxy_port;
-    int rc;
+    struct forwarder *fwd = rl->kind == SB_L_HTTP ? run->fwd_http : run->fwd_socks;
+    int over = live_conns(run) >= run->max_conns, rc;
 
-    if (ext != 0) {
-        fwd_accept(run, l, ext);
+    if (fwd != NULL) {
+        forwarder_accept(fwd, l); /* applies the same limit */
         return;
     }
-    rc = rl->kind == SB_L_HTTP
-             ? http_session_accept(fe, l, fe->nconns >= run->settings->proxy.max_connections)
-             : socks_session_accept(fe, l, fe->nconns >= run->settings->proxy.max_connections);
-    (void)rc;
+    if (conn_limit_admit(&run->limit, l) < 0)
+        return;
+    rc = rl->kind == SB_L_HTTP ? http_session_accept(fe, l, over)
+                               : socks_session_accept(fe, l, over);
+    conn_limit_accepted(&run->limit, l, rc);
 }
 
-static void on_connlog(void *ctx, const struct connlog *r)
+static void on_conn_ended(struct frontend *f)
 {
-    run_note_decision(ctx, r);
+    struct run *run = f->data;
+
+    conn_limit_released(&run->limit);
 }
+
 
 static void frontend_setup(struct run *run, struct frontend *fe)
 {
@@ -151,6 +140,7 @@ static void frontend_setup(struct run *run, struct frontend *fe)
     fe->log = on_connlog;
     fe->log_ctx = run;
     fe->data = run;
+    fe->conn_ended = on_conn_ended;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -192,17 +182,21 @@ static void close_all(struct run *run)
     }
     frontend_close_all(&run->http_fe);
     frontend_close_all(&run->socks_fe);
-    for (struct fwd_conn *c = run->fwd.next; c != &run->fwd; c = c->next) {
-        if (c->dialer != NULL) {
-            dialer_cancel(c->dialer);
-            c->dialer = NULL;
-        }
-        relay_close(&c->relay, UV_ECANCELED);
+    if (run->fwd_http != NULL)
+        forwarder_close(run->fwd_http, NULL, NULL);
+    if (run->fwd_socks != NULL)
+        forwarder_close(run->fwd_socks, NULL, NULL);
+    run->fwd_http = run->fwd_socks = NULL;
+    if (run->limit_on) {
+        conn_limit_close(&run->limit);
+        run->limit_on = 0;
     }
     for (size_t i = 0; i < run->nsigs; i++)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
     proxy_core_close(&run->core, NULL, NULL);
+    proxy_control_close(run->control);
+    run->control = NULL;
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
@@ -243,6 +237,16 @@ static int start_signals(struct run *run)
     return 0;
 }
 
+/* --control-fd (proxy/control.c): each valid line's policy replaces the
+ * network policy for new connections; filesystem rules stay. */
+static void on_control_policy(void *arg, struct policy *p)
+{
+    struct run *run = arg;
+
+    proxy_set_local(p, NULL, NULL, 0);
+    egress_env_set_policy(run->core.egress, p);
+}
+
 static int start_services(struct run *run, char *err, size_t errlen)
 {
     struct settings_error serr;
@@ -260,6 +264,23 @@ static int start_services(struct run *run, char *err, size_t errlen)
     }
     frontend_setup(run, &run->http_fe);
     frontend_setup(run, &run->socks_fe);
+    if (run->o->control_fd >= 0) {
+        int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
+                                    on_control_policy, run, stderr);
+        if (rc < 0) {
+            snprintf(err, errlen, "--control-fd %d: cannot read it: %s", run->o->control_fd,
+                     uv_strerror(rc));
+            return -1;
+        }
+    }
+    run->max_conns = proxy_max_connections(run->settings);
+    conn_limit_init(&run->limit, &run->loop, run->max_conns + PROXY_OVERLOAD_SLACK, live_conns, run);
+    run->limit_on = 1;
+    if (start_forwarder(run, &run->fwd_http, run->settings->network.http_proxy_port) < 0 ||
+        start_forwarder(run, &run->fwd_socks, run->settings->network.socks_proxy_port) < 0) {
+        snprintf(err, errlen, "cannot start the relay to the external proxy: out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -694,12 +715,12 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
     run->reaper.pid = run->reaper.fd = -1;
-    run->fwd.next = run->fwd.prev = &run->fwd;
-    if (o->control_fd >= 0) {
-        /* srt's live settings updates: not implemented yet, so refused
-         * rather than accepted and ignored */
-        fprintf(stderr, "sluice: run: --control-fd is not supported yet; the command was not "
-                        "run\n");
+    /* --control-fd must be open now, before the run opens descriptors of
+     * its own (one of which could otherwise take its number) */
+    if (o->control_fd >= 0 && fcntl(o->control_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        fprintf(stderr, "sluice: run: --control-fd %d: cannot read it: %s; the command was "
+                        "not run\n",
+                o->control_fd, strerror(errno));
         goto out;
     }
     if (prepare_cmd(run) < 0)

@@ -14,10 +14,21 @@
  * into a protected directory (all of it is read-only anyway) or into .git
  * (handled below), and skips directories it cannot open.
  *
- * In every scanned directory:
+ * The list is the reference's mandatory denies as of srt 0.0.83
+ * (../shared/reference/srt-0.0.83-cli-and-settings.md, "Mandatory denies":
+ * .bashrc .bash_profile .zshrc .zprofile .profile .gitconfig .gitmodules
+ * .ripgreprc .mcp.json, .vscode/ .idea/ .claude/commands/ .claude/agents/
+ * .git/hooks/ .git/config). In every scanned directory:
  *   - .bashrc .bash_profile .zshrc .zprofile .profile .gitconfig .gitmodules
  *     .ripgreprc .mcp.json .vscode .idea: an existing one is FILE or DIR
  *     (by what it is);
+ *   - .claude/commands and .claude/agents (an agent's slash commands and
+ *     subagent definitions, which it runs later with its own permissions):
+ *     FILE or DIR when they exist; in ROOT, ABSENT when missing, and when
+ *     .claude itself is missing it is MKDIR (the rest of .claude stays
+ *     writable); a .claude that is a symbolic link is handled as a
+ *     protected link (its target inside ROOT read-only), a .claude that is
+ *     a file is FILE;
  *   - .git as a FILE (a "gitdir:" pointer of a worktree or submodule) is
  *     FILE: it cannot be pointed elsewhere;
  *   - .git as a directory is a git directory, see below.
@@ -84,7 +95,20 @@ static const char *const prot_names[] = {
     ".gitmodules", ".ripgreprc",    ".mcp.json", ".vscode",   ".idea",
 };
 
+static const char *const claude_names[] = {"commands", "agents"};
+
+static const char *const display_names[] = {
+    ".bashrc",     ".bash_profile", ".zshrc",   ".zprofile",         ".profile",
+    ".gitconfig",  ".gitmodules",   ".ripgreprc", ".mcp.json",       ".vscode/",
+    ".idea/",      ".claude/commands/", ".claude/agents/", ".git/hooks/", ".git/config",
+    NULL};
+
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+const char *const *sb_protect_names(void)
+{
+    return display_names;
+}
 
 struct walk {
     struct sb_prot_list *l;
@@ -350,6 +374,49 @@ static int is_prot_name(const char *name)
     return 0;
 }
 
+/* DIR/.claude/commands and DIR/.claude/agents (see the top). */
+static int protect_claude(struct walk *w, int dfd, const char *dir, int at_root)
+{
+    struct stat st;
+    char *c;
+    int rc = 0, cfd;
+
+    if (fstatat(dfd, ".claude", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT || !at_root || faccessat(dfd, ".", W_OK, 0) != 0)
+            return 0;
+        c = join(dir, ".claude");
+        if (c == NULL || list_add(w->l, c, SB_PROT_MKDIR) < 0)
+            goto nomem;
+        for (size_t i = 0; i < COUNT(claude_names) && rc == 0; i++)
+            rc = add(w, c, claude_names[i], SB_PROT_ABSENT);
+        return rc;
+    }
+    if (S_ISLNK(st.st_mode))
+        return protect_link(w, dir, ".claude");
+    if (!S_ISDIR(st.st_mode))
+        return add(w, dir, ".claude", SB_PROT_FILE);
+    cfd = open_subdir(dfd, ".claude");
+    c = join(dir, ".claude");
+    if (c == NULL) {
+        if (cfd >= 0)
+            close(cfd);
+        goto nomem;
+    }
+    if (cfd < 0) { /* cannot look inside: keep all of it read-only */
+        if (list_add(w->l, c, SB_PROT_DIR) < 0)
+            goto nomem;
+        return 0;
+    }
+    for (size_t i = 0; i < COUNT(claude_names) && rc == 0; i++)
+        rc = protect_name(w, cfd, c, claude_names[i], at_root);
+    free(c);
+    close(cfd);
+    return rc;
+nomem:
+    snprintf(w->err, w->errlen, "protected files: out of memory");
+    return -ENOMEM;
+}
+
 /* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0). */
 static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, unsigned depth)
 {
@@ -360,6 +427,8 @@ static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, un
 
     for (size_t i = 0; i < COUNT(prot_names) && rc == 0; i++)
         rc = protect_name(w, dfd, dir, prot_names[i], at_root);
+    if (rc == 0)
+        rc = protect_claude(w, dfd, dir, at_root);
     if (rc < 0)
         return rc;
 

@@ -82,7 +82,17 @@ enum sb_prot_kind {
                          bound there; the post-run check (verify.c) puts it
                          back if the command replaced it. Its target, when
                          inside ROOT, is listed as FILE or DIR as well */
+    SB_PROT_MKDIR,    /* a missing directory holding ABSENT entries
+                         (ROOT/.claude for .claude/commands and
+                         .claude/agents): no mount; bwrap creates it on the
+                         host as the parent of their mount points, writable
+                         as its parent is; sluice removes it after the run
+                         when it is still empty */
 };
+
+/* The protected names as a person reads them ("DIR/" for directories),
+ * NULL-terminated: what the scan protects in each directory it visits. */
+const char *const *sb_protect_names(void);
 
 struct sb_prot {
     char *path; /* absolute */
@@ -146,6 +156,7 @@ struct sb_bwrap_opts {
     const char *mask_dir;    /* NULL, or a host directory hidden by an empty
                                 tmpfs (the parent of every run directory) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
+    FILE *warn;              /* warnings (a glob matching nothing); NULL: stderr */
 };
 
 struct sb_plan {
@@ -164,13 +175,17 @@ void sb_plan_free(struct sb_plan *p);
 /* seccomp (sandbox/seccomp.c)                                               */
 
 struct sb_seccomp_opts {
-    int allow_unix_sockets; /* network.allowAllUnixSockets */
+    int allow_unix_sockets;  /* network.allowAllUnixSockets */
+    int allow_local_binding; /* network.allowLocalBinding: else bind/listen EPERM */
+    int allow_user_namespaces; /* allowNestedUserNamespaces: no CLONE_NEWUSER rules */
 };
 
 /* Builds and loads the filter into the calling thread (no_new_privs must be
  * set already). After it: socket(AF_UNIX) -> EPERM (unless allowed; the
  * domain compared masked to 32 bits), io_uring_* -> EPERM, unshare/clone
- * with CLONE_NEWUSER -> EPERM, clone3 -> ENOSYS, ioctl TIOCSTI/TIOCLINUX ->
+ * with CLONE_NEWUSER -> EPERM, clone3 -> ENOSYS (both lifted by
+ * allow_user_namespaces), bind/listen -> EPERM (unless allow_local_binding),
+ * ioctl TIOCSTI/TIOCLINUX ->
  * EPERM, on every ABI the kernel runs (x86-64: native, x32, i386 including
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
@@ -251,7 +266,8 @@ int sb_landlock_confine(char *err, size_t errlen);
 /* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */
 
-/* `sluice inner --fd N [--allow-unix-sockets] [--http-port P] [--socks-port P]
+/* `sluice inner --fd N [--allow-unix-sockets] [--allow-local-binding]
+ * [--allow-user-namespaces] [--http-port P] [--socks-port P]
  * -- CMD ARGS...`: never returns on success (execs CMD); 125 on error with a
  * message on stderr, 127/126 when CMD cannot be executed. */
 int sb_inner_main(int argc, char **argv);

@@ -26,6 +26,13 @@
  *   keyctl, add_key, request_key
  *                           ENOSYS: the caller's session, user (@u) and
  *                           user-session keyrings stay out of reach.
+ *   bind(), listen()        EPERM, unless network.allowLocalBinding (issue
+ *                           15: the key was accepted and did nothing). The
+ *                           address is behind a pointer, so every bind is
+ *                           refused (Unix, netlink and IP alike); the
+ *                           sandbox's own proxy listeners are made by inner
+ *                           before the filter. On i386 socketcall(SYS_BIND)
+ *                           and socketcall(SYS_LISTEN) too.
  *   io_uring_setup/_enter/_register
  *                           EPERM. io_uring performs socket(), connect(),
  *                           ... from kernel context, out of this filter's
@@ -37,7 +44,8 @@
  *                           flags are arg 0 of clone on x86-64, x32, i386,
  *                           aarch64 and arm (only s390 and cris swap the
  *                           first two arguments: not built here).
- *   clone3()                ENOSYS. Its flags are in a struct behind a
+ *                           Both lifted by allowNestedUserNamespaces.
+ *   clone3()                ENOSYS (unless allowNestedUserNamespaces). Its flags are in a struct behind a
  *                           pointer that seccomp cannot read; ENOSYS makes
  *                           libc (glibc >= 2.34, musl) fall back to clone(),
  *                           whose flags the rule above inspects.
@@ -245,6 +253,19 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     rc = add_hardening_rules(ctx, o, err, errlen);
     if (rc < 0)
         return rc;
+    if (!o->allow_local_binding) {
+        rc = add_rule(ctx, eperm, SCMP_SYS(bind), "bind", 0, none, err, errlen);
+        if (rc == 0)
+            rc = add_rule(ctx, eperm, SCMP_SYS(listen), "listen", 0, none, err, errlen);
+        if (rc == 0)
+            rc = add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall(SYS_BIND)", 1,
+                          SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_BIND, 0), err, errlen);
+        if (rc == 0)
+            rc = add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall(SYS_LISTEN)", 1,
+                          SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_LISTEN, 0), err, errlen);
+        if (rc < 0)
+            return rc;
+    }
 
     rc = add_rule(ctx, eperm, SCMP_SYS(io_uring_setup), "io_uring_setup", 0, none, err, errlen);
     if (rc == 0)
@@ -255,6 +276,8 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     if (rc < 0)
         return rc;
 
+    if (o->allow_user_namespaces)
+        goto ptrace_rules;
     rc = add_rule(
         ctx, eperm, SCMP_SYS(unshare), "unshare", 1,
         SCMP_A0_64(SCMP_CMP_MASKED_EQ, (scmp_datum_t)CLONE_NEWUSER, (scmp_datum_t)CLONE_NEWUSER),
@@ -270,6 +293,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     if (rc < 0)
         return rc;
 
+ptrace_rules:
     /* PID 1 is bwrap's init, outside this filter: no ptrace of it and no
      * access to its memory (inner.c's Landlock domain covers /proc/1/mem). */
     rc = add_rule(ctx, eperm, SCMP_SYS(ptrace), "ptrace(pid 1)", 1,
@@ -337,54 +361,70 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
-#define DESCRIBE_FAMILIES \
-    "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets (above) " \
-    "and AF_NETLINK (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: a network namespace does " \
-    "not scope them all), and AF_NETLINK only with NETLINK_ROUTE (what glibc's getaddrinfo " \
-    "and getifaddrs use)", \
-    "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without keys, " \
-    "which keyutils, krb5 and systemd fall back from): the caller's session, user and " \
-    "user-session keyrings cannot be read or written",
-
-/* The lines both lists share (they differ in their first lines only). */
-#define DESCRIBE_COMMON \
-    "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM", \
-    "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user namespaces)", \
-    "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags are checked", \
-    "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection into the " \
-    "terminal)", \
-    "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's init, " \
-    "outside the filter) fail with EPERM; where the kernel has Landlock the command is also " \
-    "in a Landlock domain, so it cannot ptrace or open /proc/PID/mem of any process outside it", \
-    "where the kernel has Landlock, a file can be opened for writing only beneath the " \
-    "sandbox's writable paths and on the command's own stdin, stdout and stderr, so host FIFOs " \
-    "and device nodes under the read-only root cannot be written (without Landlock the command " \
-    "runs with a warning that this is missing)", \
-    "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; aarch64: " \
-    "native and arm); a syscall from any other architecture kills the process", \
-    "no_new_privs is set before the filter is loaded",
-
-static const char *const describe_refused[] = {
-    "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is false; the domain "
-    "is compared on its low 32 bits)",
-    "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain (its arguments are "
-    "behind a pointer): 32-bit programs must use the direct socket syscall",
-    "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)",
-    DESCRIBE_FAMILIES
-    DESCRIBE_COMMON
-    NULL,
-};
-
-static const char *const describe_allowed[] = {
-    "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)",
-    "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain (its arguments are "
-    "behind a pointer): 32-bit programs must use the direct socket syscall",
-    DESCRIBE_FAMILIES
-    DESCRIBE_COMMON
-    NULL,
-};
-
+/* The lines `sluice explain` prints, chosen by the options. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    return (o != NULL && o->allow_unix_sockets) ? describe_allowed : describe_refused;
+    static const char *all[8][20]; /* one list per combination of the options */
+    int unix_ok = o != NULL && o->allow_unix_sockets;
+    int bind_ok = o != NULL && o->allow_local_binding;
+    int userns_ok = o != NULL && o->allow_user_namespaces;
+    const char **lines = all[(unix_ok ? 1 : 0) | (bind_ok ? 2 : 0) | (userns_ok ? 4 : 0)];
+    size_t n = 0;
+
+    if (unix_ok) {
+        lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";
+        lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
+                     "(its arguments are behind a pointer, and the family list below must "
+                     "hold): 32-bit programs must use the direct socket syscall";
+    } else {
+        lines[n++] = "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is "
+                     "false; the domain is compared on its low 32 bits)";
+        lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
+                     "(its arguments are behind a pointer): 32-bit programs must use the "
+                     "direct socket syscall";
+        lines[n++] = "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)";
+    }
+    /* issue 14 */
+    lines[n++] = "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets "
+                 "(above) and AF_NETLINK (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: "
+                 "a network namespace does not scope them all), and AF_NETLINK only with "
+                 "NETLINK_ROUTE (what glibc's getaddrinfo and getifaddrs use)";
+    lines[n++] = "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without "
+                 "keys, which keyutils, krb5 and systemd fall back from): the caller's session, "
+                 "user and user-session keyrings cannot be read or written";
+    if (bind_ok)
+        lines[n++] = "bind() and listen() are allowed (network.allowLocalBinding is true): "
+                     "servers can listen on the sandbox's own loopback, which nothing outside "
+                     "the sandbox can reach";
+    else
+        lines[n++] = "bind() and listen() fail with EPERM (network.allowLocalBinding is false): "
+                     "no server can be started, not even on loopback or a Unix socket";
+    lines[n++] = "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM";
+    if (userns_ok)
+        lines[n++] = "new user namespaces are allowed (allowNestedUserNamespaces is true): "
+                     "unshare() and clone() with CLONE_NEWUSER and clone3() work, so nested "
+                     "sandboxes (bwrap, podman) can run inside";
+    else {
+        lines[n++] = "unshare() and clone() with CLONE_NEWUSER fail with EPERM (no new user "
+                     "namespaces)";
+        lines[n++] = "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags "
+                     "are checked";
+    }
+    lines[n++] = "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection "
+                 "into the terminal)";
+    lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
+                 "init, outside the filter) fail with EPERM; where the kernel has Landlock the "
+                 "command is also in a Landlock domain, so it cannot ptrace or open "
+                 "/proc/PID/mem of any process outside it";
+    lines[n++] = "where the kernel has Landlock, a file can be opened for writing only beneath "
+                 "the sandbox's writable paths and on the command's own stdin, stdout and "
+                 "stderr, so host FIFOs and device nodes under the read-only root cannot be "
+                 "written (without Landlock the command runs with a warning that this is "
+                 "missing)";
+    lines[n++] = "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; "
+                 "aarch64: native and arm); a syscall from any other architecture kills the "
+                 "process";
+    lines[n++] = "no_new_privs is set before the filter is loaded";
+    lines[n] = NULL;
+    return lines;
 }

@@ -9,7 +9,16 @@ pkgs=(
     libidn2-dev libpsl-dev publicsuffix libcmocka-dev
     bubblewrap curl dnsmasq-base socat python3 openssl tinyproxy microsocks
     clang libclang-rt-14-dev valgrind
+    dpkg-dev file fakeroot lintian mandoc bash-completion yamllint prometheus systemd
 )
+# Packaging and operability tests (tests/package/): dpkg-dev and file for
+# CPack's dpkg-shlibdeps, lintian, mandoc (man page lint), bash-completion,
+# yamllint, prometheus (promtool check metrics), systemd (systemd-analyze).
+# kubectl comes from Debian's kubernetes-client unless one is already
+# installed (another kubectl package owns /usr/bin/kubectl and would conflict).
+if ! command -v kubectl >/dev/null 2>&1; then
+    pkgs+=(kubernetes-client)
+fi
 # clang builds the ASan+UBSan suite and the libFuzzer harnesses (its fuzzer
 # runtime is libclang-rt-14-dev); valgrind runs tests/valgrind.sh.
 

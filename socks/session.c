@@ -162,6 +162,14 @@ static void conn_close(struct socks_conn *c, const char *end)
     relay_close(&c->relay, 0);
 }
 
+static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *down)
+{
+    const struct socks_conn *c = container_of(fc, const struct socks_conn, fc);
+
+    *up += c->relay.a.nread;
+    *down += c->relay.b.nread;
+}
+
 static void force_close(struct frontend_conn *fc)
 {
     struct socks_conn *c = container_of(fc, struct socks_conn, fc);
@@ -468,6 +476,11 @@ static void request(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
+    if (policy_http_opts(egress_env_policy(c->f->egress))->refuse_opaque_tunnels) {
+        set_text(&c->reason, "tunnels are refused (network.refuseOpaqueTunnels)");
+        reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
+        return;
+    }
     set_state(c, SOCKS_ST_EGRESS);
     rc = egress_start(c->f->egress, &c->hs->host, c->port, "socks5", c->client, on_egress, c, &c->req);
     if (rc < 0) {
@@ -663,6 +676,7 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
     c->overloaded = overloaded;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
     c->fc.force_close = force_close;
+    c->fc.bytes = conn_bytes;
     frontend_add(f, &c->fc);
     c->id = ++*f->next_id;
     set_state(c, SOCKS_ST_HANDSHAKE);

@@ -22,7 +22,10 @@
 #       GET through the proxy to loadgen's tiny origin (direct: origin form)
 #   (d) PSS per idle tunnel: a fresh proxy, IDLE_N tunnels (each did one
 #       100-byte echo) left idle, /proc/PID/smaps_rollup Pss before and
-#       after, divided by N; N is cut so 2N fds fit under ulimit -Hn
+#       after, divided by N; N is cut so 2N fds fit under ulimit -Hn. sluice
+#       runs here with its default limits (no maxConnections in the
+#       settings) and a soft descriptor limit of 1024, so the tunnels open
+#       only because it raises the limit and sizes maxConnections itself
 #   (e) denied CONNECTs/s at 64 clients (a name the policy denies: 403, no
 #       DNS, no dial), against direct open+echo+close at 64
 # Each number has its ratio to direct and, for the proxies, the CPU time
@@ -426,13 +429,17 @@ cat > "$SETTINGS" <<EOF
   }
 }
 EOF
+# the idle lane: sluice's defaults (maxConnections from the descriptor limit)
+SETTINGS_DEFAULT=$T/sluice-default.json
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); del s["proxy"]["limits"]; json.dump(s, open(sys.argv[2], "w"))' \
+    "$SETTINGS" "$SETTINGS_DEFAULT"
 
-# start_sluice NAME: sets SL_PID, SL_HTTP and SL_SOCKS.
+# start_sluice NAME [SETTINGS [SOFT_NOFILE]]: sets SL_PID, SL_HTTP and SL_SOCKS.
 start_sluice() {
-    local log=$SLUICE_LOG i line=
+    local log=$SLUICE_LOG i line= settings=${2:-$SETTINGS} soft=${3:-$(ulimit -Sn)}
     [ "$1" = main ] || log=$T/sluice-$1.log
-    "${PROXY_CPU[@]}" "$SLUICE" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
-        --settings "$SETTINGS" --log "$log" 2>"$T/sluice-$1.err" & SL_PID=$!
+    ( ulimit -Sn "$soft"; exec "${PROXY_CPU[@]}" "$SLUICE" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
+        --settings "$settings" --log "$log" ) 2>"$T/sluice-$1.err" & SL_PID=$!
     PIDS+=($SL_PID)
     if [ "$log" = /dev/null ]; then # no start line to read: fixed ports
         log "SLUICE_LOG=/dev/null needs the start line; use a file"; exit 2
@@ -578,10 +585,11 @@ idle_run() {
 stop "$SL_PID"
 [ "$HAVE_TINYPROXY" = 1 ] && stop "$TP_PID"
 [ "$HAVE_MICROSOCKS" = 1 ] && stop "$MS_PID"
-start_sluice idle
+start_sluice idle "$SETTINGS_DEFAULT" 1024
 idle_run "sluice CONNECT" "$SL_PID" "$SL_HTTP" http
+put "sluice CONNECT" idle_max_connections "$(grep -m1 -o 'maxConnections [0-9]*' "$T/sluice-idle.log" | cut -d' ' -f2)"
 stop "$SL_PID"
-start_sluice idle2
+start_sluice idle2 "$SETTINGS_DEFAULT" 1024
 idle_run "sluice SOCKS5" "$SL_PID" "$SL_SOCKS" socks5
 stop "$SL_PID"
 if [ "$HAVE_TINYPROXY" = 1 ]; then

@@ -155,9 +155,13 @@ for n, line in enumerate(sys.stdin.read().split("\n"), 1):
     if not m:
         print("%d: not 'name{labels} value': %s" % (n, line))
         continue
-    if m.group(1) not in types:
+    base = m.group(1)
+    for suffix in ("_bucket", "_sum", "_count"):  # a histogram's series
+        if base.endswith(suffix) and types.get(base[:-len(suffix)]) == "histogram":
+            base = base[:-len(suffix)]
+    if base not in types:
         print("%d: %s without a TYPE line before it" % (n, m.group(1)))
-    if m.group(1) not in helps:
+    if base not in helps:
         print("%d: %s without a HELP line" % (n, m.group(1)))
     if types.get(m.group(1)) == "counter" and not m.group(1).endswith("_total"):
         print("%d: counter %s does not end in _total" % (n, m.group(1)))

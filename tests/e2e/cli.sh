@@ -38,10 +38,11 @@ expect_run "proxy --log-format=bad" 2 "--log-format must be 'text' or 'json', go
 expect_run "proxy --http= bad endpoint" 2 "--http 'nope'" "$SLUICE" proxy --http=nope
 expect_run "proxy unknown option" 2 "unknown option '--bogus'" "$SLUICE" proxy --bogus=1
 expect_run "proxy missing value" 2 "option '--settings' needs a value" "$SLUICE" proxy --settings
+expect_run "proxy --workers=2 refused, not ignored" 2 "--workers '2': only 1" "$SLUICE" proxy --workers=2
 expect_run "bridge --idle=x" 2 "invalid --idle 'x'" "$SLUICE" bridge --idle=x tcp:127.0.0.1:0 tcp:127.0.0.1:1
 
 "$SLUICE" proxy --settings="$T/s.json" --http=tcp:127.0.0.1:0 --socks=off --log="$T/p.log" \
-    --log-format=json 2>"$T/p.err" &
+    --log-format=json --workers=1 2>"$T/p.err" &
 pid=$!
 PIDS+=($pid)
 for i in $(seq $((200 * SLOW))); do
@@ -63,7 +64,8 @@ expect_run "run --settings=F, options stop at the command" 0 '^-s x --settings y
 expect_run "run -s F -c STRING" 7 'running without the sandbox' "$SLUICE" run -s "$T/off.json" -c 'exit 7'
 expect_run "run -c then an argument" 125 "-c takes one string" "$SLUICE" run -s "$T/off.json" -c 'true' extra
 expect_run "run unknown option" 125 "unknown option '--nope' \(the command goes after --\)" "$SLUICE" run --nope true
-expect_run "run --control-fd refused" 125 "--control-fd is not supported yet" "$SLUICE" run -s "$T/off.json" --control-fd 3 true
+# what --control-fd does is tested in dropin.sh; a descriptor that is not open fails closed
+expect_run "run --control-fd N not open" 125 "--control-fd 9: cannot read it" "$SLUICE" run --control-fd 9 true 9<&-
 expect_run "run --control-fd=1 invalid" 125 "--control-fd '1': must be a descriptor number >= 3" "$SLUICE" run --control-fd=1 true
 
 # called as srt

@@ -133,8 +133,17 @@ check "strict-home: the working directory under the home is visible and writable
     "readme-text
 w
 $W"
-check "strict-home: the rest of the home is read-only" strict-home \
-    'touch ~/new 2>/dev/null && echo wrote || echo refused' "refused"
+check "strict-home: the rest of the home is writable inside, as in the shell sandboxes" strict-home \
+    'touch ~/new && mkdir -p ~/.local/state/tool ~/.npm/_logs && echo s >~/.local/state/tool/s &&
+     echo l >~/.npm/_logs/l.log && echo b >~/.local/bin/mine && echo wrote' "wrote"
+if [ ! -e "$HOME/new" ] && [ ! -e "$HOME/.local/state" ] && [ ! -e "$HOME/.npm" ] &&
+    [ ! -e "$HOME/.local/bin/mine" ]; then
+    ok "strict-home: ... and what was written there is discarded after the run"
+else
+    bad "strict-home: writes to the hidden home reached the host" "$(ls -la "$HOME" "$HOME/.local/bin")"
+fi
+check "strict-home: ~/.ssh stays hidden even after a write into the hidden home" strict-home \
+    "$SHOW"'echo x >~/.ssh/new 2>/dev/null; show ~/.ssh/id_ed25519' "hidden"
 # the host's PATH has ~/.local/bin first (as Debian's ~/.profile does): it
 # must end up last, and only uv of it is visible
 OLDPATH=$PATH
@@ -155,6 +164,33 @@ if command -v git >/dev/null; then
     check "strict-home: git reads no system config" strict-home \
         'git config --system --list >/dev/null 2>&1; git config --show-origin --list --system 2>/dev/null | wc -l' "0"
 fi
+
+# ---------------------------------------------------------------- agent
+# wrapping an agent itself: its own credentials kept, others dropped; ~/.claude
+# and ~/.claude.json writable (created when missing); a curated git config
+rm -rf "$HOME/.claude" "$HOME/.claude.json"
+mkdir -p "$HOME/.config/sluice"
+printf '[user]\n\tname = Agent Curated\n' >"$HOME/.config/sluice/agent.gitconfig"
+ANTHROPIC_API_KEY=sk-ant-test CLAUDE_CODE_OAUTH_TOKEN=oauth-test CLAUDE_CONFIG_FLAG=1 \
+    GITHUB_TOKEN=ghp-SECRET AWS_SECRET_ACCESS_KEY=AWS-SECRET \
+    check "agent: its own credentials are kept, other secrets are not" agent \
+    'echo "$ANTHROPIC_API_KEY $CLAUDE_CODE_OAUTH_TOKEN $CLAUDE_CONFIG_FLAG [${GITHUB_TOKEN:-}${AWS_SECRET_ACCESS_KEY:-}]"' \
+    "sk-ant-test oauth-test 1 []"
+check "agent: ~/.claude and ~/.claude.json exist and are writable" agent \
+    'echo s >~/.claude/settings.json && echo "{}" >~/.claude.json && echo wrote' "wrote"
+[ "$(cat "$HOME/.claude/settings.json" "$HOME/.claude.json" 2>/dev/null)" = "s
+{}" ] && ok "agent: writes to ~/.claude and ~/.claude.json reached the host" ||
+    bad "agent: writes to ~/.claude and ~/.claude.json reached the host"
+if command -v git >/dev/null; then
+    check "agent: git sees the curated config, not ~/.gitconfig" agent \
+        'git config --get user.name; git config --get protocol.ext.allow; git config --get core.fsmonitor;
+         cat ~/.gitconfig 2>/dev/null || echo gitconfig-hidden' \
+        "Agent Curated
+never
+false
+gitconfig-hidden"
+fi
+check "agent: ~/.ssh is hidden" agent "$SHOW"'show ~/.ssh/id_ed25519' "hidden"
 
 # ---------------------------------------------------------------- workdir
 check "workdir: .env, .env.local, *.pem and secrets/ in the working directory are hidden" workdir \

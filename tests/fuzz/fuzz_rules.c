@@ -250,6 +250,44 @@ static void check_decision(const struct policy *pol, const struct policy_host *h
     }
 }
 
+/* policy_verdict is the fold of policy_decide and policy_guard, nothing more:
+ * not resolved (addrs NULL), a name gets the rule decision; an IP literal is
+ * its own answer; with answers (maybe none) a rule deny stays and anything else is denied by the
+ * guard exactly when no answer passes. */
+static void check_verdict(const struct policy *pol, const struct policy_host *h, uint16_t port,
+                          const struct policy_addr *addrs, size_t n)
+{
+    static struct policy_guard_verdict g1[MAX_ADDRS], g2[MAX_ADDRS];
+    static struct policy_judgment j;
+    struct policy_decision d;
+    size_t ok;
+
+    policy_decide(pol, h, port, &d);
+    policy_verdict(pol, h, port, addrs, n, g2, &j);
+    FUZZ_CHECK(memchr(j.reason, '\0', sizeof(j.reason)) != NULL);
+    for (const char *c = j.reason; *c; c++)
+        FUZZ_CHECK(*c >= 0x20 && *c <= 0x7e);
+    if (h->kind == POLICY_HOST_NAME && addrs == NULL) {
+        FUZZ_CHECK(!j.guarded && j.verdict == d.verdict && j.origin == d.origin &&
+                   j.rule == d.rule && strcmp(j.reason, d.reason) == 0);
+        return;
+    }
+    if (h->kind != POLICY_HOST_NAME) {
+        addrs = &h->addr;
+        n = 1;
+    }
+    ok = n > 0 ? policy_guard(pol, h, port, addrs, n, g1) : 0;
+    FUZZ_CHECK(j.guarded && j.naddrs == n && j.nallowed == ok);
+    for (size_t k = 0; k < n; k++)
+        FUZZ_CHECK(g1[k].allowed == g2[k].allowed && g1[k].cls == g2[k].cls);
+    if (d.verdict == POLICY_DENY)
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.origin == d.origin && j.rule == d.rule);
+    else if (ok == 0)
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.origin == POLICY_BY_GUARD);
+    else
+        FUZZ_CHECK(j.verdict == d.verdict && j.origin == d.origin && j.rule == d.rule);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct parsed_rule deny[MAX_LINES];
@@ -332,6 +370,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    s.network.denied_resolved_addresses.n);
     for (size_t i = 0; i < ntargets; i++) {
         check_decision(pol, &targets[i], tports[i], deny, ndeny, s.network.allow_all_domains);
+        check_verdict(pol, &targets[i], tports[i], NULL, 0);
+        check_verdict(pol, &targets[i], tports[i], addrs, naddrs);
         if (naddrs > 0) {
             size_t ok = policy_guard(pol, &targets[i], tports[i], addrs, naddrs, gv), count = 0;
             FUZZ_CHECK(ok <= naddrs);

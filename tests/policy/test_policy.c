@@ -161,7 +161,7 @@ struct cfg {
     const char *name;
     const char *allow[12];
     const char *deny[8];
-    const char *rdeny[4];
+    const char *rdeny[6];
     const char *reason_key[3];
     const char *reason_val[3];
     int strict, allow_all, deny_private;
@@ -225,7 +225,9 @@ static const struct cfg cfgs[C_COUNT] = {
         .allow = {"example.com", "127.0.0.1", "127.0.0.2:3000", "127.0.0.5", "127.0.0.6",
                   "10.0.0.0/8", "[::1]:8080"},
         .deny = {"10.1.2.3", "8.8.4.4", "127.0.0.6"},
-        .rdeny = {"93.184.216.0/24", "[2606:4700::]/32", "127.0.0.5"},
+        .rdeny = {"93.184.216.0/24", "[2606:4700::]/32", "127.0.0.5",
+                  /* unbracketed, as srt writes them */
+                  "2a00:1450::/32", "2a01:4f8::1"},
     },
     [C_GUARD_PRIV] = {
         .name = "guard-deny-private",
@@ -1378,6 +1380,9 @@ static const struct guard_row guard_rows[] = {
     G_NO_(C_GUARD, "example.com", 443, "93.184.216.34"),
     G_NO_(C_GUARD, "example.com", 443, "93.184.216.255"),
     G_NO_(C_GUARD, "example.com", 443, "2606:4700::1111"),
+    G_NO_(C_GUARD, "example.com", 443, "2a00:1450:4001::1"),
+    G_NO_(C_GUARD, "example.com", 443, "2a01:4f8::1"),
+    G_OK(C_GUARD, "example.com", 443, "2a01:4f8::2", PUBLIC),
     /* allow IP rules open a denied class; deny still wins */
     G_OK(C_GUARD, "example.com", 443, "127.0.0.1", LOOPBACK),
     G_NO(C_GUARD, "example.com", 443, "127.0.0.3", LOOPBACK),
@@ -1903,6 +1908,100 @@ static void test_many_rules(void **state)
         fail_msg("%d many-rules check(s) failed", nfail);
 }
 
+/* network.parentProxy: URL parsing, which parent, and NO_PROXY (Go's
+ * semantics: suffixes, CIDRs, "*", ports ignored); loopback always direct. */
+static const char *pick(const struct policy_parent *pp, const char *host, int plain)
+{
+    static char buf[300];
+    struct policy_host h;
+    const char *why;
+    const struct policy_parent_proxy *p;
+
+    assert_int_equal(policy_host_normalize(host, strlen(host), &h, &why), 0);
+    p = policy_parent_pick(pp, &h, plain);
+    snprintf(buf, sizeof(buf), "%s", p == NULL ? "direct" : p->shown);
+    return buf;
+}
+
+static void test_parent_proxy(void **state)
+{
+    struct policy_parent_proxy u;
+    struct policy_parent *pp = NULL;
+    struct settings s;
+    struct settings_error err;
+    const char *why;
+    static const char json[] =
+        "{\"network\": {\"parentProxy\": {\"http\": \"http://plain.corp:8080\", "
+        "\"https\": \"http://us%40r:p%3Ass@[2001:db8::1]:3128/\", "
+        "\"noProxy\": [\"internal.example\", \".svc.local\", \"*.k8s\", \"10.0.0.0/8\", "
+        "\"192.0.2.7:443\", \"fd00::/8\"]}}}";
+    char *env_none[] = {NULL};
+    char *env[] = {(char *)"https_proxy=http://low:1", (char *)"HTTPS_PROXY=http://up:2",
+                   (char *)"no_proxy=*", NULL};
+
+    (void)state;
+    assert_int_equal(policy_parent_parse_url("proxy.corp", &u, &why), 0);
+    assert_string_equal(u.shown, "proxy.corp:80");
+    assert_string_equal(u.auth, "");
+    assert_int_equal(policy_parent_parse_url("http://a:b@10.1.2.3:3128", &u, &why), 0);
+    assert_string_equal(u.shown, "10.1.2.3:3128");
+    assert_string_equal(u.auth, "Basic YTpi");
+    assert_int_equal(policy_parent_parse_url("https://p:1", &u, &why), -EINVAL);
+    assert_int_equal(policy_parent_parse_url("socks5://p:1", &u, &why), -EINVAL);
+    assert_int_equal(policy_parent_parse_url("http://p:0", &u, &why), -EINVAL);
+    assert_int_equal(policy_parent_parse_url("http://p:1/path", &u, &why), -EINVAL);
+    assert_int_equal(policy_parent_parse_url("http://:1", &u, &why), -EINVAL);
+
+    settings_init(&s);
+    assert_int_equal(settings_apply_buffer(&s, "t.json", json, strlen(json), &err), 0);
+    assert_int_equal(policy_parent_build(&s, env_none, &pp, &err), 0);
+    assert_non_null(pp);
+    assert_string_equal(pick(pp, "example.com", 1), "plain.corp:8080");
+    assert_string_equal(pick(pp, "example.com", 0), "[2001:db8::1]:3128");
+    /* loopback always direct */
+    assert_string_equal(pick(pp, "127.0.0.1", 0), "direct");
+    assert_string_equal(pick(pp, "127.9.9.9", 0), "direct");
+    assert_string_equal(pick(pp, "[::1]", 0), "direct");
+    assert_string_equal(pick(pp, "localhost", 0), "direct");
+    assert_string_equal(pick(pp, "a.localhost", 0), "direct");
+    /* a name matches itself and its subdomains; .x and *.x subdomains only */
+    assert_string_equal(pick(pp, "internal.example", 0), "direct");
+    assert_string_equal(pick(pp, "a.b.internal.example", 0), "direct");
+    assert_string_equal(pick(pp, "xinternal.example", 0), "[2001:db8::1]:3128");
+    assert_string_equal(pick(pp, "svc.local", 0), "[2001:db8::1]:3128");
+    assert_string_equal(pick(pp, "db.svc.local", 0), "direct");
+    assert_string_equal(pick(pp, "k8s", 0), "[2001:db8::1]:3128");
+    assert_string_equal(pick(pp, "api.k8s", 0), "direct");
+    /* CIDRs and addresses (port ignored) match addresses, never names */
+    assert_string_equal(pick(pp, "10.20.30.40", 0), "direct");
+    assert_string_equal(pick(pp, "11.0.0.1", 0), "[2001:db8::1]:3128");
+    assert_string_equal(pick(pp, "192.0.2.7", 0), "direct");
+    assert_string_equal(pick(pp, "[fd12::1]", 0), "direct");
+    policy_parent_free(pp);
+    pp = NULL;
+    settings_free(&s);
+
+    /* no key: the environment, upper case first; NO_PROXY=* bypasses all */
+    settings_init(&s);
+    assert_int_equal(policy_parent_build(&s, env, &pp, &err), 0);
+    assert_non_null(pp);
+    assert_string_equal(pick(pp, "example.com", 0), "direct");
+    policy_parent_free(pp);
+    pp = NULL;
+    env[2] = NULL;
+    assert_int_equal(policy_parent_build(&s, env, &pp, &err), 0);
+    assert_string_equal(pick(pp, "example.com", 0), "up:2");
+    assert_string_equal(pick(pp, "example.com", 1), "up:2"); /* https serves both */
+    policy_parent_free(pp);
+    pp = NULL;
+    env[1] = (char *)"HTTPS_PROXY=https://tls:1";
+    assert_int_equal(policy_parent_build(&s, env, &pp, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "HTTPS_PROXY in sluice's environment: https://"));
+    assert_int_equal(policy_parent_build(&s, env_none, &pp, &err), 0);
+    assert_null(pp);
+    settings_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1913,6 +2012,7 @@ int main(void)
         cmocka_unit_test(test_guard_many),    cmocka_unit_test(test_set_local),
         cmocka_unit_test(test_compile_errors), cmocka_unit_test(test_rule_source),
         cmocka_unit_test(test_long_names),    cmocka_unit_test(test_many_rules),
+        cmocka_unit_test(test_parent_proxy),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

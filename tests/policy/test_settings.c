@@ -342,7 +342,22 @@ static const struct error_case error_cases[] = {
     {"{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"\"]}}",
      "t.json:1:40: filesystem.denyRead[1]: must not be an empty string"},
     {"{\"filesystem\": {\"allowWrite\": [[\".\"]]}}",
-     "t.json:1:32: filesystem.allowWrite[0]: expected a string, got an array"},
+     "t.json:1:32: filesystem.allowWrite[0]: expected a path string or {\"path\": ..., "
+     "\"literal\": true}, got an array"},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"a\", \"glob\": true}]}}",
+     "t.json:1:52: filesystem.denyRead[0].glob: unknown key in a path entry (only \"path\" "
+     "and \"literal\")"},
+    {"{\"javaAgentJarPath\": \"agent.jar\"}",
+     "t.json:1:22: javaAgentJarPath: must be an absolute path, got \"agent.jar\""},
+    {"{\"javaAgentJarPath\": \"/my jars/a.jar\"}",
+     "t.json:1:22: javaAgentJarPath: \"/my jars/a.jar\" contains whitespace, which "
+     "JAVA_TOOL_OPTIONS cannot carry; move the jar to a path without spaces"},
+    {"{\"filesystem\": {\"denyRead\": [{\"literal\": true}]}}",
+     "t.json:1:30: filesystem.denyRead[0]: a path entry written as an object needs \"path\""},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"\"}]}}",
+     "t.json:1:39: filesystem.denyRead[0].path: must not be an empty string"},
+    {"{\"filesystem\": {\"denyRead\": [{\"path\": \"a\", \"literal\": 1}]}}",
+     "t.json:1:55: filesystem.denyRead[0].literal: expected a boolean, got an integer"},
     {"{\"ignoreViolations\": {\"npm test\": \"/tmp\"}}",
      "t.json:1:35: ignoreViolations[\"npm test\"]: expected an array of strings, got a string"},
     {"{\"ignoreViolations\": {\"*\": [1]}}",
@@ -384,20 +399,36 @@ static const struct error_case error_cases[] = {
      "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 99999999999"},
     /* refused rather than silently dropped */
     {"{\"network\": {\"tlsTerminate\": {}}}",
-     "t.json:1:14: network.tlsTerminate: 'network.tlsTerminate' is not implemented by sluice "
-     "yet; remove it (sluice refuses rather than silently drop a rule)"},
+     "t.json:1:14: network.tlsTerminate: 'network.tlsTerminate' is not supported by sluice: "
+     "sluice does not decrypt TLS and decides by host and port; remove it, and inspect "
+     "content in a proxy you control named in network.parentProxy"},
     {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\"}}}",
-     "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not implemented by sluice yet; "
-     "remove it (sluice refuses rather than silently drop a rule)"},
+     "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not supported by sluice: remove "
+     "it; to send allowed traffic through another proxy, name it in network.parentProxy "
+     "(sluice sends CONNECT to it)"},
     {"{\"network\": {\"parentProxy\": \"http://p:3128\"}}",
-     "t.json:1:14: network.parentProxy: 'network.parentProxy' is not implemented by sluice "
-     "yet; remove it (sluice refuses rather than silently drop a rule)"},
+     "t.json:1:29: network.parentProxy: expected an object {\"http\", \"https\", "
+     "\"noProxy\"}, got a string"},
+    {"{\"network\": {\"parentProxy\": {\"https\": \"https://p:3128\"}}}",
+     "t.json:1:39: network.parentProxy.https: https:// parent proxies (TLS to the proxy) are "
+     "not supported; give its plain http:// address"},
+    {"{\"network\": {\"parentProxy\": {\"http\": \"http://p:99999\"}}}",
+     "t.json:1:38: network.parentProxy.http: bad port in the proxy URL (1-65535)"},
+    {"{\"network\": {\"parentProxy\": {\"http\": \"http://p:1\", \"noProxy\": \"a.com,/8\"}}}",
+     "t.json:1:63: network.parentProxy.noProxy: bad noProxy entry: expected a host name "
+     "(.suffix or *.suffix for subdomains), an IP address, a CIDR, or *"},
+    {"{\"network\": {\"parentProxy\": {\"socks\": \"x\"}}}",
+     "t.json:1:30: network.parentProxy.socks: unknown key 'socks' (parentProxy has http, https "
+     "and noProxy)"},
     {"{\"network\": {\"filterRequest\": true}}",
-     "t.json:1:14: network.filterRequest: 'network.filterRequest' is not implemented by "
-     "sluice yet; remove it (sluice refuses rather than silently drop a rule)"},
+     "t.json:1:14: network.filterRequest: 'network.filterRequest' is not supported by sluice: "
+     "it is a callback of the JavaScript library, which a settings file cannot carry; decide "
+     "per request with an ask handler (sluice run --ask exec:PROGRAM or socket:PATH)"},
     {"{\"credentials\": {}}",
-     "t.json:1:2: credentials: 'credentials' is not implemented by sluice yet; remove it "
-     "(sluice refuses rather than silently drop a rule)"},
+     "t.json:1:2: credentials: 'credentials' is not supported by sluice: sluice neither masks "
+     "nor injects credentials; keep secrets out of the sandbox with environment.deny and "
+     "filesystem.denyRead (common secret variables are dropped by default), and let a proxy "
+     "you control named in network.parentProxy add them"},
     /* dnsServers */
     {"{\"network\": {\"dnsServers\": [\"1.1.1.1\", \"1.1.1\"]}}",
      "t.json:1:40: network.dnsServers[1]: invalid DNS server \"1.1.1\" (expected IP, IP:PORT, "
@@ -1379,7 +1410,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 79); /* 18 top-level keys, 46 nested, 15 at the third level */
+    assert_int_equal(count, 95); /* 20 top-level keys, 57 nested, 18 at the third level */
     json_decref(schema);
 }
 

@@ -227,7 +227,9 @@ static void expect_error(struct fx *f, int rc, const char *msg)
 /* protections of R/home/proj as the fixture makes it */
 /* an empty read-only directory where a protected name does not exist */
 #define AB(P) "--tmpfs " P " --remount-ro " P
-#define PROJ_PROT_A(P) AB(P "/.bash_profile") " " AB(P "/.bashrc")
+#define PROJ_PROT_A(P)                                                                             \
+    AB(P "/.bash_profile") " " AB(P "/.bashrc") " " AB(P "/.claude/agents") " " AB(              \
+        P "/.claude/commands")
 #define PROJ_PROT_B(P)                                                                                                                         \
     "--bind " P "/.git " P "/.git --ro-bind " P "/.git/config " P "/.git/config " AB(                                                          \
         P                                                                                                                                      \
@@ -249,8 +251,9 @@ static void test_minimal_sequence(void **state)
     struct fx *f = *state;
     struct sb_plan p;
     static const char *const created[] = {
-        ".bash_profile", ".bashrc",  ".git/config.worktree", ".gitconfig", ".gitmodules", ".idea",
-        ".mcp.json",     ".profile", ".ripgreprc",           ".vscode",    ".zprofile",   ".zshrc"};
+        ".bash_profile", ".bashrc",    ".claude", ".claude/agents", ".claude/commands",
+        ".git/config.worktree", ".gitconfig", ".gitmodules", ".idea", ".mcp.json", ".profile",
+        ".ripgreprc",    ".vscode",    ".zprofile", ".zshrc"};
 
     expect(f, NS " " BASE " --bind R/home/proj R/home/proj " PROJ_PROT("R/home/proj") " " TAIL);
 
@@ -423,6 +426,98 @@ static void test_tilde_errors(void **state)
                  "supported");
 }
 
+/* $HOME and ${HOME} expand like ~ (a denyRead of $HOME/.bashrc must hide it,
+ * not be skipped); any other variable is an error naming the entry. */
+static void test_home_variable(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {DN " R/home/.bashrc", "--tmpfs R/home/.ssh",
+                               "--bind R/home/cache R/home/cache", NULL};
+
+    mkfile(f, "home/.bashrc");
+    mkdir_(f, "home/.ssh");
+    mkdir_(f, "home/cache");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOME/.bashrc\", \"${HOME}/.ssh\"], "
+                "\"allowWrite\": [\".\", \"$HOME/cache\"]}}");
+    expect_has(f, yes, NULL);
+
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$XDG_DATA_HOME/x\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '$XDG_DATA_HOME/x': only $HOME (or "
+                 "${HOME}) and '~' are expanded in paths; write the path out");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOMEDIR/x\"]}}");
+    expect_error(f, -EINVAL,
+                 "t.json:1:30: filesystem.denyRead[0]: '$HOMEDIR/x': only $HOME (or "
+                 "${HOME}) and '~' are expanded in paths; write the path out");
+    settings_free(&f->s);
+    settings_init(&f->s);
+    f->o.home = NULL;
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"$HOME/.ssh\"]}}");
+    expect_error(f, -EINVAL, "t.json:1:30: filesystem.denyRead[0]: '$HOME/.ssh': '$HOME' is not set");
+}
+
+/* DIR followed by slash-star-star makes DIR itself writable (new files too),
+ * as the reference does, instead of only the entries that exist now. */
+static void test_trailing_double_star(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {"--bind R/home/proj/out R/home/proj/out", "--tmpfs R/home/.ssh",
+                               NULL};
+    const char *const no[] = {"--bind R/home/proj/out/a ", NULL};
+
+    mkdir_(f, "home/proj/out/a");
+    mkdir_(f, "home/.ssh/keys");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"out/**\"], \"denyRead\": [\"~/.ssh/**\"]}}");
+    expect_has(f, yes, no);
+}
+
+/* A glob that matches nothing warns, naming the entry and where it is. */
+static void test_glob_no_match_warns(void **state)
+{
+    struct fx *f = *state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *w = open_memstream(&buf, &len);
+    struct sb_plan p;
+
+    assert_non_null(w);
+    f->o.warn = w;
+    mkdir_(f, "home/proj/build-a");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"build-*\", \"nomatch-*\"],\n"
+                "  \"denyRead\": [\"~/.aws*\"]}}");
+    build_ok(f, &p);
+    sb_plan_free(&p);
+    fclose(w);
+    f->o.warn = NULL;
+    assert_non_null(buf);
+    if (strstr(buf, "sluice: warning: t.json:1:43: filesystem.allowWrite[1]: 'nomatch-*' matches "
+                    "nothing; the entry has no effect\n") == NULL ||
+        strstr(buf, "t.json:2:16: filesystem.denyRead[0]: '~/.aws*' matches nothing") == NULL ||
+        strstr(buf, "build-*") != NULL)
+        fail_msg("warnings:\n%s", buf);
+    free(buf);
+}
+
+/* {"path": P, "literal": true}: taken as written, no glob, no ~. */
+static void test_literal_entries(void **state)
+{
+    struct fx *f = *state;
+    const char *const yes[] = {"--bind R/home/proj/a* R/home/proj/a*",
+                               "--bind R/home/proj/~ R/home/proj/~", NULL};
+    const char *const no[] = {"--bind R/home/proj/ab ", NULL};
+
+    mkdir_(f, "home/proj/a*");
+    mkdir_(f, "home/proj/ab");
+    mkdir_(f, "home/proj/~");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [{\"path\": \"a*\", \"literal\": true}, "
+                "{\"path\": \"~\", \"literal\": true}]}}");
+    expect_has(f, yes, no);
+}
+
 static void test_root_refused(void **state)
 {
     struct fx *f = *state;
@@ -473,13 +568,13 @@ static void test_deny_read_and_allow_read(void **state)
     settings(f, "{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"~/.aws/credentials\", "
                 "\"~/.netrc\", \"~/missing\"], \"allowRead\": [\"~/.ssh/known_hosts\", "
                 "\"~/public.txt\", \"~/.netrc\"]}}");
-    /* a directory: empty tmpfs, read-only at the end; a file: /dev/null;
+    /* a directory: empty tmpfs (writable, discarded); a file: /dev/null;
      * allowRead inside a denied directory re-allows, elsewhere it is a no-op
      * (and on the very path of a denied file the deny wins) */
     expect(f, NS " " BASE " " DN " R/home/.aws/credentials " DN " R/home/.netrc "
                  "--tmpfs R/home/.ssh --ro-bind R/home/.ssh/known_hosts "
                  "R/home/.ssh/known_hosts --bind R/home/proj R/home/proj " PROJ_PROT(
-                     "R/home/proj") " --remount-ro R/home/.ssh " TAIL);
+                     "R/home/proj") " " TAIL);
 }
 
 static void test_deny_read_around_writable(void **state)
@@ -499,8 +594,7 @@ static void test_deny_read_around_writable(void **state)
                "R/home/proj") " " DN
                               " R/home/proj/.env " PROJ_PROT_B(
                                   "R/home/proj") " "
-                                                 "--tmpfs R/home/proj/secrets --remount-ro R/home "
-                                                 "--remount-ro R/home/proj/secrets " TAIL);
+                                                 "--tmpfs R/home/proj/secrets " TAIL);
 }
 
 static void test_cwd_hidden(void **state)
@@ -515,7 +609,7 @@ static void test_cwd_hidden(void **state)
     settings(f, "{\"filesystem\": {\"allowRead\": [\".\"]}}");
     {
         const char *const yes[] = {"--tmpfs R/home --bind R/home/other R/home/other",
-                                   "--ro-bind R/home/proj R/home/proj --remount-ro R/home", NULL};
+                                   "--ro-bind R/home/proj R/home/proj --chdir", NULL};
         expect_has(f, yes, NULL);
     }
 }
@@ -616,9 +710,13 @@ static void test_cleanup(void **state)
     struct sb_plan p;
     char path[PATH_MAX * 2];
     struct stat st;
+    size_t c, d;
 
     build_ok(f, &p);
     assert_true(p.created.n >= 5);
+    /* the last two: plain mount points (the .claude family sits in between) */
+    c = p.created.n - 2;
+    d = p.created.n - 1;
     /* what bwrap makes: empty directories. Then, during the run, one got a
      * file (on the host), one was replaced by an empty file, one by a file
      * with data, one by a symlink */
@@ -628,26 +726,26 @@ static void test_cleanup(void **state)
     assert_int_equal(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
     assert_int_equal(rmdir(p.created.v[1]), 0);
     assert_int_equal(close(open(p.created.v[1], O_CREAT | O_WRONLY, 0644)), 0);
-    assert_int_equal(rmdir(p.created.v[2]), 0);
+    assert_int_equal(rmdir(p.created.v[c]), 0);
     {
-        int fd = open(p.created.v[2], O_CREAT | O_WRONLY, 0644);
+        int fd = open(p.created.v[c], O_CREAT | O_WRONLY, 0644);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "data", 4), 4);
         close(fd);
     }
-    assert_int_equal(rmdir(p.created.v[3]), 0);
-    assert_int_equal(symlink(".", p.created.v[3]), 0);
+    assert_int_equal(rmdir(p.created.v[d]), 0);
+    assert_int_equal(symlink(".", p.created.v[d]), 0);
 
     sb_plan_cleanup(&p);
     assert_int_equal(lstat(p.created.v[0], &st), 0); /* non-empty directory: kept */
     assert_true(S_ISDIR(st.st_mode));
     assert_int_equal(lstat(p.created.v[1], &st), -1); /* empty file: removed */
-    assert_int_equal(lstat(p.created.v[2], &st), 0);  /* a file with data: kept */
+    assert_int_equal(lstat(p.created.v[c], &st), 0);  /* a file with data: kept */
     assert_int_equal(st.st_size, 4);
-    assert_int_equal(lstat(p.created.v[3], &st), 0); /* a symlink: kept, not followed */
+    assert_int_equal(lstat(p.created.v[d], &st), 0); /* a symlink: kept, not followed */
     assert_true(S_ISLNK(st.st_mode));
-    for (size_t i = 4; i < p.created.n; i++)
-        assert_int_equal(lstat(p.created.v[i], &st), -1); /* empty directories: removed */
+    for (size_t i = 2; i < c; i++) /* empty directories (.claude too): removed */
+        assert_int_equal(lstat(p.created.v[i], &st), -1);
     /* nothing else was touched */
     snprintf(path, sizeof(path), "%s/.git/config", f->cwd);
     assert_int_equal(lstat(path, &st), 0);
@@ -726,9 +824,10 @@ static void test_profile_strict_home(void **state)
         "--bind R/home/.local/share R/home/.local/share ",
         "--tmpfs R/home/.local/share/applications ",
         "--bind R/home/proj R/home/proj ",
-        "--remount-ro R/home --remount-ro R/home/.local/share/applications --chdir",
         NULL};
-    const char *const no[] = {".ssh",         "R/home/.config/other", "R/home/.config ",
+    const char *const no[] = {"--remount-ro R/home ", /* the hidden home is writable, discarded */
+                              "--remount-ro R/home/.local/share/applications",
+                              ".ssh",         "R/home/.config/other", "R/home/.config ",
                               "glab-cli",     "uvx",                  "R/home/.local/bin ",
                               "R/home/.gitconfig", NULL};
 
@@ -772,7 +871,6 @@ static void test_profile_workdir(void **state)
                                DN " R/home/proj/a.pem ",
                                DN " R/home/proj/b.pem ",
                                "--tmpfs R/home/proj/secrets ",
-                               "--remount-ro R/home/proj/secrets ",
                                DN " R/home/proj/deploy.key ",
                                "--bind R/home/proj R/home/proj ",
                                NULL};
@@ -793,8 +891,9 @@ static void test_profile_workdir(void **state)
         expect_has(f, var, NULL);
     }
     if (stat("/home", &st) == 0 && S_ISDIR(st.st_mode)) {
-        const char *const home[] = {"--tmpfs /home ", "--remount-ro /home ", NULL};
-        expect_has(f, home, NULL);
+        const char *const home[] = {"--tmpfs /home ", NULL};
+        const char *const nohome[] = {"--remount-ro /home ", NULL};
+        expect_has(f, home, nohome);
     }
 }
 
@@ -877,7 +976,11 @@ int main(void)
         T(test_allow_write_symlink_escape),
         T(test_symlinked_home),
         T(test_tilde_errors),
-        T(test_root_refused),
+        T(test_home_variable),
+    T(test_trailing_double_star),
+    T(test_glob_no_match_warns),
+    T(test_literal_entries),
+    T(test_root_refused),
         T(test_deny_write),
         T(test_deny_read_and_allow_read),
         T(test_deny_read_around_writable),

@@ -112,6 +112,9 @@ static const char *const own_vars[] = {
     "all_proxy=socks5h://127.0.0.1:1080",
     "FTP_PROXY=socks5h://127.0.0.1:1080",
     "ftp_proxy=socks5h://127.0.0.1:1080",
+    "JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+    "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+    "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]",
 };
 #define NOWN (sizeof(own_vars) / sizeof(own_vars[0]))
 
@@ -626,6 +629,63 @@ static void build_err(const struct settings *s, const char *const *host, const c
     assert_string_equal(err, want);
 }
 
+/* git.safeDirectories reaches git as safe.directory entries, after any
+ * GIT_CONFIG_* entries of the host; ~ expands. */
+static void test_git_safe_directories(void **state)
+{
+    const char *host[] = {"HOME=/home/u", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.pager",
+                          "GIT_CONFIG_VALUE_0=cat", NULL};
+    const char *none[] = {"HOME=/home/u", NULL};
+    struct settings s;
+    struct sb_strv a;
+
+    (void)state;
+    load(&s, "{\"git\": {\"safeDirectories\": [\"/srv/repo\", \"~/src/*\", \"*\"]}}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_string_equal(get(&a, "GIT_CONFIG_COUNT"), "4");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_0"), "core.pager");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_1"), "safe.directory");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_1"), "/srv/repo");
+    assert_string_equal(get(&a, "GIT_CONFIG_KEY_2"), "safe.directory");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_2"), "/home/u/src/*");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_3"), "*");
+    sb_strv_free(&a);
+    build(&s, none, &a);
+    assert_string_equal(get(&a, "GIT_CONFIG_COUNT"), "3");
+    assert_string_equal(get(&a, "GIT_CONFIG_VALUE_0"), "/srv/repo");
+    sb_strv_free(&a);
+    settings_free(&s);
+
+    /* none configured: nothing added */
+    load(&s, NULL);
+    build(&s, none, &a);
+    assert_null(get(&a, "GIT_CONFIG_COUNT"));
+    sb_strv_free(&a);
+    settings_free(&s);
+}
+
+/* JAVA_TOOL_OPTIONS: the host's options first, then the proxy properties,
+ * then -javaagent: for javaAgentJarPath. */
+static void test_java_tool_options(void **state)
+{
+    const char *host[] = {"JAVA_TOOL_OPTIONS=-Xmx1g", NULL};
+    struct settings s;
+    struct sb_strv a;
+
+    (void)state;
+    load(&s, "{\"javaAgentJarPath\": \"/opt/agent/proxy.jar\"}");
+    build(&s, host, &a);
+    assert_unique(&a);
+    assert_string_equal(get(&a, "JAVA_TOOL_OPTIONS"),
+                        "-Xmx1g -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+                        "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128 "
+                        "-Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1] "
+                        "-javaagent:/opt/agent/proxy.jar");
+    sb_strv_free(&a);
+    settings_free(&s);
+}
+
 static void test_set(void **state)
 {
     const char *host[] = {"PATH=/bin",  "HOME=/home/u/", "GIT_CONFIG_SYSTEM=/etc/gitconfig",
@@ -807,6 +867,8 @@ int main(void)
         cmocka_unit_test(test_ports_and_tmpdir),
         cmocka_unit_test(test_git_ssh_command_quoting),
         cmocka_unit_test(test_set),
+        cmocka_unit_test(test_java_tool_options),
+        cmocka_unit_test(test_git_safe_directories),
         cmocka_unit_test(test_path_append),
     };
 

@@ -106,6 +106,8 @@ static const char *kind_name(enum sb_prot_kind k)
         return "PIN";
     case SB_PROT_LINK:
         return "LINK";
+    case SB_PROT_MKDIR:
+        return "MKDIR";
     }
     return "?";
 }
@@ -165,7 +167,7 @@ static void scan_expect(const struct tree *t, unsigned depth, int allow_git_conf
 }
 
 /* Every protected name is missing at the root. */
-#define ROOT_ABSENT_BEFORE_GIT "ABSENT .bash_profile\nABSENT .bashrc\n"
+#define ROOT_ABSENT_BEFORE_GIT "ABSENT .bash_profile\nABSENT .bashrc\nMKDIR .claude\nABSENT .claude/agents\nABSENT .claude/commands\n"
 #define ROOT_ABSENT_AFTER_GIT                                                                      \
     "ABSENT .gitconfig\nABSENT .gitmodules\nABSENT .idea\nABSENT .mcp.json\nABSENT .profile\n"     \
     "ABSENT .ripgreprc\nABSENT .vscode\nABSENT .zprofile\nABSENT .zshrc\n"
@@ -197,7 +199,7 @@ static void test_existing_and_git(void **state)
     mkfile(t, ".git/objects/ab/cdef");
     scan_expect(t, 3, 0,
                 "ABSENT .bash_profile\n"
-                "FILE .bashrc\n"
+                "FILE .bashrc\nMKDIR .claude\nABSENT .claude/agents\nABSENT .claude/commands\n"
                 "PIN .git\n"
                 "FILE .git/config\n"
                 "ABSENT .git/config.worktree\n"
@@ -258,7 +260,7 @@ static void test_depth(void **state)
     mkfile(t, "a/b/c/d/.zshrc");
     mkfile(t, "x/y/plain.txt");
 
-#define TOP "ABSENT .bash_profile\nFILE .bashrc\nFILE .git\nFILE .gitconfig\n"
+#define TOP "ABSENT .bash_profile\nFILE .bashrc\nMKDIR .claude\nABSENT .claude/agents\nABSENT .claude/commands\nFILE .git\nFILE .gitconfig\n"
 #define REST                                                                                       \
     "ABSENT .gitmodules\nABSENT .idea\nABSENT .mcp.json\nABSENT .profile\nABSENT .ripgreprc\n"     \
     "ABSENT .vscode\nABSENT .zprofile\nABSENT .zshrc\n"
@@ -333,7 +335,7 @@ static void test_symlinks(void **state)
     /* every link is listed (LINK) for the post-run check: no mount covers it */
     scan_expect(t, 4, 0,
                 "ABSENT .bash_profile\n"
-                "LINK .bashrc\n"
+                "LINK .bashrc\nMKDIR .claude\nABSENT .claude/agents\nABSENT .claude/commands\n"
                 "FILE .git\n"
                 "ABSENT .gitconfig\n"
                 "ABSENT .gitmodules\n"
@@ -369,7 +371,7 @@ static void test_git_symlink_and_ro_cover(void **state)
     mklink(t, ".idea", "proj");
     scan_expect(t, 3, 0,
                 "ABSENT .bash_profile\n"
-                "ABSENT .bashrc\n"
+                "ABSENT .bashrc\nMKDIR .claude\nABSENT .claude/agents\nABSENT .claude/commands\n"
                 "LINK .git\n"
                 "ABSENT .gitconfig\n"
                 "ABSENT .gitmodules\n"
@@ -458,10 +460,29 @@ static void test_appends_and_errors(void **state)
     assert_non_null(strstr(err, "missing"));
     snprintf(p, sizeof(p), "%s/.git", t->root);
     assert_int_equal(sb_protect_scan(p, 3, 0, &l, err, sizeof(err)), -ENOTDIR);
-    assert_int_equal(l.n, 13);
+    assert_int_equal(l.n, 16);
     sb_prot_list_free(&l);
     assert_null(l.v);
     sb_prot_list_free(&l); /* twice is fine */
+}
+
+/* .claude/commands and .claude/agents (srt 0.0.83's mandatory denies): an
+ * existing .claude is pinned, its commands/agents protected (ABSENT at the
+ * root when missing); a missing .claude at the root is MKDIR; deeper, only
+ * what exists. */
+static void test_claude(void **state)
+{
+    const struct tree *t = *state;
+
+    mkfile(t, ".git");
+    mkdir_(t, ".claude/commands");
+    mkfile(t, ".claude/settings.local.json");
+    mkdir_(t, "sub/.claude/agents");
+    mkdir_(t, "other/.claude");
+    scan_expect(t, 2, 0,
+                "ABSENT .bash_profile\nABSENT .bashrc\nPIN .claude\nABSENT .claude/agents\n"
+                "DIR .claude/commands\nFILE .git\n" ROOT_ABSENT_AFTER_GIT
+                "PIN sub\nPIN sub/.claude\nDIR sub/.claude/agents\n");
 }
 
 static void test_wide_tree(void **state)
@@ -480,9 +501,10 @@ static void test_wide_tree(void **state)
     }
     assert_int_equal(sb_protect_scan(t->root, 3, 0, &l, err, sizeof(err)), 0);
     assert_parents_first(&l);
-    /* 12 at the root, the vendor pin, and for each repository: pins on it and
-     * its .git, hooks, config and config.worktree */
-    assert_int_equal(l.n, 12 + 1 + 300 * 5);
+    /* 12 at the root and 3 for .claude (MKDIR, commands, agents), the vendor
+     * pin, and for each repository: pins on it and its .git, hooks, config
+     * and config.worktree */
+    assert_int_equal(l.n, 12 + 3 + 1 + 300 * 5);
     sb_prot_list_free(&l);
 }
 
@@ -584,7 +606,8 @@ int main(void)
         T(test_watch_links),
         T(test_submodules_and_worktrees),
         T(test_appends_and_errors),
-        T(test_wide_tree),
+        T(test_claude),
+    T(test_wide_tree),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

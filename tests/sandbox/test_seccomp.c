@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -82,7 +83,13 @@
 #define X32_SOCKET 41
 #define X32_IOCTL 514
 
-enum filter_mode { NO_FILTER = -1, REFUSE_UNIX = 0, ALLOW_UNIX = 1 };
+enum filter_mode {
+    NO_FILTER = -1,
+    REFUSE_UNIX = 0,
+    ALLOW_UNIX = 1,
+    ALLOW_BIND = 2,   /* network.allowLocalBinding */
+    ALLOW_USERNS = 3, /* allowNestedUserNamespaces */
+};
 
 /* ------------------------------------------------------------------------ */
 /* Child plumbing                                                            */
@@ -114,7 +121,9 @@ static int run_op(enum filter_mode mode, int (*op)(void))
         close(p[0]);
         child_init();
         if (mode != NO_FILTER) {
-            struct sb_seccomp_opts o = {.allow_unix_sockets = mode == ALLOW_UNIX};
+            struct sb_seccomp_opts o = {.allow_unix_sockets = mode == ALLOW_UNIX,
+                                        .allow_local_binding = mode == ALLOW_BIND,
+                                        .allow_user_namespaces = mode == ALLOW_USERNS};
             char err[256];
             if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0 ||
                 sb_seccomp_load(&o, err, sizeof err) < 0) {
@@ -253,6 +262,34 @@ static int op_unshare_user(void)
 static int op_unshare_user_mnt(void)
 {
     return errno_of(unshare(CLONE_NEWUSER | CLONE_NEWNS));
+}
+
+/* bind() of a TCP socket to 127.0.0.1 port 0, then listen() */
+static int op_bind_inet(void)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
+    if (fd < 0)
+        return errno;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    e = errno_of(bind(fd, (struct sockaddr *)&a, sizeof a));
+    close(fd);
+    return e;
+}
+
+/* listen() on an unbound TCP socket (the kernel binds it to a port) */
+static int op_listen_unbound(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
+    if (fd < 0)
+        return errno;
+    e = errno_of(listen(fd, 1));
+    close(fd);
+    return e;
 }
 
 static int op_unshare_mnt(void)
@@ -686,6 +723,37 @@ static void test_clone_user_refused(void **state)
     /* plain process creation still works, through clone and through libc */
     assert_int_equal(run_op(REFUSE_UNIX, op_clone_plain), 0);
     assert_int_equal(run_op(REFUSE_UNIX, op_fork), 0);
+}
+
+/* network.allowLocalBinding: bind() and listen() refused unless it is set */
+static void test_bind_listen(void **state)
+{
+    (void)state;
+    assert_int_equal(run_op(NO_FILTER, op_bind_inet), 0);
+    assert_int_equal(run_op(NO_FILTER, op_listen_unbound), 0);
+    expect(REFUSE_UNIX, op_bind_inet, EPERM, "bind(127.0.0.1:0)");
+    expect(REFUSE_UNIX, op_listen_unbound, EPERM, "listen() on an unbound socket");
+    expect(ALLOW_UNIX, op_bind_inet, EPERM, "bind(127.0.0.1:0) (unix allowed)");
+    assert_int_equal(run_op(ALLOW_BIND, op_bind_inet), 0);
+    assert_int_equal(run_op(ALLOW_BIND, op_listen_unbound), 0);
+}
+
+/* allowNestedUserNamespaces lifts the CLONE_NEWUSER rules and clone3's ENOSYS */
+static void test_user_namespaces_allowed(void **state)
+{
+    int control;
+
+    (void)state;
+    expect(REFUSE_UNIX, op_unshare_user, EPERM, "unshare(CLONE_NEWUSER)");
+    assert_int_not_equal(run_op(ALLOW_USERNS, op_clone3), ENOSYS);
+    control = run_op(NO_FILTER, op_unshare_user);
+    if (control != 0) {
+        print_message("skipped: unshare(CLONE_NEWUSER) fails here without the filter (%s)\n",
+                      strerror(control));
+        skip();
+    }
+    assert_int_equal(run_op(ALLOW_USERNS, op_unshare_user), 0);
+    assert_int_equal(run_op(ALLOW_USERNS, op_clone_user), 0);
 }
 
 static void test_clone3_enosys(void **state)
@@ -1530,6 +1598,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unshare_mnt_not_refused),
         cmocka_unit_test(test_clone_user_refused),
         cmocka_unit_test(test_clone3_enosys),
+        cmocka_unit_test(test_bind_listen),
+        cmocka_unit_test(test_user_namespaces_allowed),
         cmocka_unit_test(test_ioctl_tty_injection_refused),
         cmocka_unit_test(test_x32),
 #if HAVE_I386

@@ -295,6 +295,12 @@ def main():
         a_.close()
         _, st = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(st)
+        if not msg and code == 125:
+            # inner could not even make its listeners (bind refused: the
+            # sandbox's filter without network.allowLocalBinding): the
+            # command never ran
+            print("BLOCKED inner could not start (bind refused)")
+            sys.exit(0)
         # the child printed its own verdict (BLOCKED/OPEN) when it got to run
         sys.exit(1 if code == 1 else 0)
     skip("unknown probe " + what)

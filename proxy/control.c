@@ -1,0 +1,188 @@
+/* proxy/control.c - `--control-fd N`: new network policies while running.
+ *
+ * The reference's protocol (srt 0.0.83): the descriptor carries JSON lines,
+ * each a complete settings document. A valid line replaces the network
+ * policy (allowedDomains, deniedDomains, deniedDomainReasons,
+ * deniedResolvedAddresses, parentProxy, the request-level keys, ...) for
+ * connections that start from then on; connections already open keep the
+ * policy they started with. An invalid line (bad JSON, an unknown key, a bad
+ * pattern) is reported with its line number and ignored: the policy in force
+ * stays. Filesystem rules are fixed when the sandbox starts and are not
+ * changed by a line. The managed file (/etc/sluice/managed.json) is applied
+ * over every line, as over every other layer, so a line cannot lift its
+ * rules. End of file stops reading; the run goes on with the last policy.
+ *
+ * The owner (the run launcher or the proxy server) supplies what to do with
+ * a compiled policy (typically: note its own listeners in it and give it to
+ * egress_env_set_policy()).
+ */
+#include "proxy/proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+#define CONTROL_LINE_MAX (4u << 20) /* one settings document */
+
+struct proxy_control {
+    uv_pipe_t pipe;
+    proxy_control_policy_fn fn;
+    void *arg;
+    FILE *report;
+    const char *managed; /* managed file path, NULL: the default */
+    char *buf;
+    size_t len, cap;
+    unsigned line;
+    int skipping; /* an overlong line: dropping bytes up to its newline */
+    unsigned applied, refused;
+    int eof;
+};
+
+static void on_closed(uv_handle_t *h)
+{
+    struct proxy_control *c = h->data;
+
+    free(c->buf);
+    free(c);
+}
+
+static void one_line(struct proxy_control *c, const char *text, size_t len)
+{
+    struct settings s;
+    struct settings_error err;
+    struct policy *p = NULL;
+    char name[48];
+
+    while (len > 0 && (text[len - 1] == '\r' || text[len - 1] == ' ' || text[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return;
+    snprintf(name, sizeof(name), "control-fd line %u", c->line);
+    settings_init(&s);
+    if (settings_apply_buffer(&s, name, text, len, &err) != 0 ||
+        settings_apply_managed(&s, c->managed, &err) < 0 || policy_compile(&s, &p, &err) < 0) {
+        c->refused++;
+        if (c->report != NULL)
+            fprintf(c->report, "sluice: control: %s; ignored, the current policy stays\n",
+                    err.msg);
+        settings_free(&s);
+        return;
+    }
+    settings_free(&s);
+    c->applied++;
+    c->fn(c->arg, p);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct proxy_control *c = h->data;
+
+    (void)suggested;
+    if (c->cap - c->len < 65536) {
+        size_t ncap = c->cap ? c->cap * 2 : 65536;
+        char *nb;
+        if (ncap > CONTROL_LINE_MAX + 65536)
+            ncap = CONTROL_LINE_MAX + 65536;
+        nb = ncap > c->cap ? realloc(c->buf, ncap) : NULL;
+        if (nb != NULL) {
+            c->buf = nb;
+            c->cap = ncap;
+        }
+    }
+    buf->base = c->buf + c->len;
+    buf->len = c->cap - c->len;
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct proxy_control *c = st->data;
+    size_t start = 0;
+
+    (void)buf;
+    if (n < 0) {
+        if (n != UV_EOF && c->report != NULL)
+            fprintf(c->report, "sluice: control: reading the control descriptor: %s\n",
+                    uv_strerror((int)n));
+        if (c->len > 0 && !c->skipping) { /* a last line without a newline */
+            c->line++;
+            one_line(c, c->buf, c->len);
+        }
+        c->len = 0;
+        c->eof = 1;
+        uv_read_stop(st); /* the handle stays until proxy_control_close() */
+        return;
+    }
+    c->len += (size_t)n;
+    for (size_t i = c->len - (size_t)n; i < c->len; i++) {
+        if (c->buf[i] != '\n')
+            continue;
+        c->line++;
+        if (!c->skipping)
+            one_line(c, c->buf + start, i - start);
+        c->skipping = 0;
+        start = i + 1;
+    }
+    memmove(c->buf, c->buf + start, c->len - start);
+    c->len -= start;
+    if (c->len > CONTROL_LINE_MAX) {
+        if (!c->skipping && c->report != NULL)
+            fprintf(c->report,
+                    "sluice: control: line %u is longer than %u bytes; ignored\n", c->line + 1,
+                    CONTROL_LINE_MAX);
+        c->skipping = 1;
+        c->refused++;
+        c->len = 0;
+    }
+}
+
+int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, const char *managed,
+                       proxy_control_policy_fn fn, void *arg, FILE *report)
+{
+    struct proxy_control *c;
+    int rc;
+
+    if (fd < 3 || fn == NULL)
+        return UV_EINVAL;
+    /* never inherited by bwrap or the command */
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return UV_EBADF;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UV_ENOMEM;
+    c->fn = fn;
+    c->arg = arg;
+    c->report = report;
+    c->managed = managed;
+    rc = uv_pipe_init(loop, &c->pipe, 0);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    c->pipe.data = c;
+    rc = uv_pipe_open(&c->pipe, fd);
+    if (rc == 0)
+        rc = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+    if (rc < 0) {
+        uv_close((uv_handle_t *)&c->pipe, on_closed);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void proxy_control_close(struct proxy_control *c)
+{
+    if (c == NULL || uv_is_closing((uv_handle_t *)&c->pipe))
+        return;
+    uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+void proxy_control_counts(const struct proxy_control *c, unsigned *applied, unsigned *refused)
+{
+    *applied = c->applied;
+    *refused = c->refused;
+}
