@@ -445,16 +445,12 @@ static int host_checks(struct run *run)
         return -1;
     }
     if (sb_rundir_make(run->rundir, sizeof(run->rundir), run->hosttmp, sizeof(run->hosttmp),
-                       run->runmask, sizeof(run->runmask), run->err, sizeof(run->err)) < 0) {
+                       run->runmask, sizeof(run->runmask), &run->reaper, run->err,
+                       sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
     run->have_rundir = 1;
-    /* issue 14: cleans up after us if we are killed from here on */
-    if (sb_reaper_start(&run->reaper, run->rundir, run->err, sizeof(run->err)) < 0) {
-        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
-        return -1;
-    }
     run_debug(run, "bwrap %s, run directory %s", run->bwrap, run->rundir);
     return 0;
 }

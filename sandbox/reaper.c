@@ -16,16 +16,18 @@
  *     in the project (sb_plan.created, parents first), each ended by a NUL.
  * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
  *
- * The reaper. A process forked right after the run directory is made, in a
+ * The reaper. A process forked just before the run directory is made, in a
  * session of its own (a kill of the launcher's process group does not
  * reach it), holding the read end of a pipe whose write end only the
  * launcher has. The launcher sends 'P' + bwrap's pid once it runs, and 'D'
  * when it has cleaned up itself. EOF without 'D' means the launcher died
  * (SIGKILL, a crash): the reaper waits for bwrap to go (--die-with-parent
- * kills it and with it the whole sandbox; at most 10 s), then reads the
- * record (rewritten with the mount points before bwrap started), removes
- * the mount points that are still what bwrap made (an empty directory or an
- * empty file, deepest first) and the run directory.
+ * kills it and with it the whole sandbox; at most 10 s), then sweeps
+ * PARENT as below, its launcher counting as dead: the launcher's run
+ * directory is found by its record (rewritten with the mount points before
+ * bwrap started) or its name, and the mount points that are still what
+ * bwrap made (an empty directory or an empty file, deepest first) go with
+ * it.
  *
  * The sweep. Each run first looks through PARENT for run directories with
  * a record whose launcher is gone (no such pid, or another start time) and
@@ -164,16 +166,40 @@ static unsigned long long start_time(long pid)
     return v;
 }
 
+/* The state letter of /proc/PID/stat (field 3); '?' when unknown. */
+static char proc_state(long pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return '?';
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return (p != NULL && p[1] == ' ' && p[2] != '\0') ? p[2] : '?';
+}
+
+/* PID is the process that started at START and has not exited (a zombie,
+ * killed but not yet waited for by its parent, has). */
 static int process_alive(long pid, unsigned long long start)
 {
     unsigned long long now;
+    char st;
 
     if (pid <= 0)
         return 0;
     if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
         return 0;
     now = start_time(pid);
-    return now != 0 && now == start;
+    st = proc_state(pid);
+    return now != 0 && now == start && st != 'Z' && st != 'X';
 }
 
 /* ------------------------------------------------------------------------ */
@@ -225,9 +251,9 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
 }
 
 /* Cleans RUNDIR (its record's mount points, then the directory) when its
- * record, or its name, names a launcher that is gone; with ANY_LAUNCHER
- * (the reaper, whose launcher is gone) without asking. */
-static void clean_run(const char *rundir, int any_launcher)
+ * record, or its name, names a launcher that is gone (DEAD_PID, the
+ * reaper's own launcher, is gone without asking). */
+static void clean_run(const char *rundir, long dead_pid)
 {
     char path[PATH_MAX], *buf = NULL, *p, *end;
     struct sb_strv paths = {0};
@@ -246,7 +272,7 @@ static void clean_run(const char *rundir, int any_launcher)
         const char *name = strrchr(rundir, '/');
         if (errno == ENOENT && name != NULL &&
             sscanf(name + 1, "run.%ld.%llu.", &pid, &start) == 2 &&
-            (any_launcher || !process_alive(pid, start)))
+            (pid == dead_pid || !process_alive(pid, start)))
             sb_remove_tree(rundir);
         return;
     }
@@ -264,7 +290,7 @@ static void clean_run(const char *rundir, int any_launcher)
     if (strncmp(buf, RECORD_MAGIC, strlen(RECORD_MAGIC)) != 0 ||
         sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu", &pid, &start) != 2)
         goto out;
-    if (!any_launcher && process_alive(pid, start))
+    if (pid != dead_pid && process_alive(pid, start))
         goto out;
     p = strchr(buf, '\n');
     if (p == NULL)
@@ -280,7 +306,9 @@ out:
     free(buf);
 }
 
-static void sweep(const char *parent)
+/* Cleans every dead run's directory in PARENT; DEAD_PID's (the reaper's
+ * launcher) counts as dead whatever /proc says. */
+static void sweep(const char *parent, long dead_pid)
 {
     DIR *d = opendir(parent);
     struct dirent *e;
@@ -295,7 +323,7 @@ static void sweep(const char *parent)
         if ((size_t)snprintf(path, sizeof path, "%s/%s", parent, e->d_name) >= sizeof path)
             continue;
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-            clean_run(path, 0);
+            clean_run(path, dead_pid);
     }
     closedir(d);
 }
@@ -336,13 +364,19 @@ toolong:
     return -1;
 }
 
+static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen);
+
 int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
-                   char *err, size_t errlen)
+                   struct sb_reaper *r, char *err, size_t errlen)
 {
     if (parent_dir(mask, mlen, err, errlen) < 0)
         return -1;
-    sweep(mask);
+    sweep(mask, 0);
     sb_cgroup_sweep(process_alive);
+    /* the reaper before the run directory: from here on a kill leaves
+     * nothing behind */
+    if (reaper_fork(r, mask, err, errlen) < 0)
+        return -1;
     /* run.PID.START.XXXXXX: recognisable as this launcher's even before
      * its record is written */
     if ((size_t)snprintf(dir, len, "%s/run.%ld.%llu.XXXXXX", mask, (long)getpid(),
@@ -382,7 +416,7 @@ static int64_t mono_ms(void)
 }
 
 /* In the reaper: until EOF or 'D' on FD. */
-static void reaper_main(int fd, const char *rundir)
+static void reaper_main(int fd, const char *parent, long launcher)
 {
     int pidfd = -1, done = 0;
     unsigned char c;
@@ -428,10 +462,11 @@ static void reaper_main(int fd, const char *rundir)
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    /* the record on disk is the latest word: the mount points, once the
-     * launcher knew them (sb_reaper_record) */
-    clean_run(rundir, 1);
-    sb_rundir_remove(rundir); /* what is left, and the parent when empty */
+    /* the records on disk are the latest word: the launcher's run
+     * directory (by its record, with the mount points once the launcher
+     * knew them, or by its name) and any other dead run's */
+    sweep(parent, launcher);
+    (void)rmdir(parent); /* when no other run uses it */
     sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
 }
 
@@ -446,8 +481,9 @@ int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, 
     return 0;
 }
 
-int sb_reaper_start(struct sb_reaper *r, const char *rundir, char *err, size_t errlen)
+static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen)
 {
+    long launcher = (long)getpid();
     int p[2];
     pid_t pid;
 
@@ -485,7 +521,7 @@ int sb_reaper_start(struct sb_reaper *r, const char *rundir, char *err, size_t e
         for (int fd = 3; fd < 1024; fd++)
             if (fd != p[0])
                 (void)close(fd);
-        reaper_main(p[0], rundir);
+        reaper_main(p[0], parent, launcher);
         _exit(0);
     }
     close(p[0]);

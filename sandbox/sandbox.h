@@ -196,27 +196,26 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
 /* ------------------------------------------------------------------------ */
 /* run directory, reaper and sweep (sandbox/reaper.c)                        */
 
-/* Makes PARENT/run.XXXXXX (0700) and RUN/tmp, PARENT ($XDG_RUNTIME_DIR/sluice
- * or /tmp/sluice-UID, 0700) going to MASK (every sandbox gets an empty tmpfs
- * there), after sweeping PARENT of the run directories and project mount
- * points of dead runs. -1 with a message in err. */
+struct sb_reaper {
+    int pid; /* the reaper, -1 when none */
+    int fd;  /* our end of its pipe */
+};
+
+/* Makes PARENT/run.PID.START.XXXXXX (0700) and RUN/tmp, PARENT
+ * ($XDG_RUNTIME_DIR/sluice or /tmp/sluice-UID, 0700) going to MASK (every
+ * sandbox gets an empty tmpfs there), after sweeping PARENT of the run
+ * directories and project mount points of dead runs, and forks the reaper
+ * (R), which cleans them up if this process dies before
+ * sb_reaper_finish(). -1 with a message in err. */
 int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
-                   char *err, size_t errlen);
+                   struct sb_reaper *r, char *err, size_t errlen);
 /* rm -rf RUNDIR (no symlink followed, 000 directories included), then its
  * parent when empty. */
 void sb_rundir_remove(const char *rundir);
 /* rm -rf PATH, not following symbolic links nor crossing mounts. */
 void sb_remove_tree(const char *path);
 
-struct sb_reaper {
-    int pid; /* the reaper, -1 when none */
-    int fd;  /* our end of its pipe */
-};
 
-/* Forks the reaper, which cleans RUNDIR and the mount points its record
- * names up if this process dies before sb_reaper_finish(). Call right after
- * sb_rundir_make(); -1 with a message in err. */
-int sb_reaper_start(struct sb_reaper *r, const char *rundir, char *err, size_t errlen);
 /* Rewrites RUNDIR's record with PLAN's mount points: before bwrap starts. */
 int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen);
 /* Tells the reaper bwrap's pid, to wait for it before cleaning. */

@@ -25,6 +25,7 @@
 #include "sandbox/sandbox.h"
 
 static char base[PATH_MAX]; /* XDG_RUNTIME_DIR for the tests */
+static struct sb_reaper reaper; /* the tests' own runs': finished at teardown */
 
 static int exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int exists(const char *fmt, ...)
@@ -112,6 +113,7 @@ static long dead_pid(void)
 static int setup(void **state)
 {
     (void)state;
+    reaper.pid = reaper.fd = -1;
     snprintf(base, sizeof(base), "/tmp/sluice-test-reaper.XXXXXX");
     if (mkdtemp(base) == NULL)
         return -1;
@@ -122,6 +124,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    sb_reaper_finish(&reaper);
     sb_remove_tree(base);
     return 0;
 }
@@ -132,8 +135,8 @@ static void test_rundir_private(void **state)
     struct stat st;
 
     (void)state;
-    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), err,
-                                    sizeof(err)),
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
                      0);
     snprintf(want, sizeof(want), "%s/sluice", base);
     assert_string_equal(mask, want);
@@ -157,8 +160,8 @@ static void test_parent_not_ours(void **state)
     (void)state;
     snprintf(p, sizeof(p), "%s/sluice", base);
     assert_int_equal(mkdir(p, 0755), 0); /* group/other can read: refused */
-    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), err,
-                                    sizeof(err)),
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
                      -1);
     assert_non_null(strstr(err, "mode 0700"));
     assert_int_equal(rmdir(p), 0);
@@ -211,8 +214,8 @@ static void test_sweep(void **state)
     fake_run(parent, "other.dead", dead, 12345, NULL); /* not a run.* name */
 
     /* the next run sweeps */
-    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), err,
-                                    sizeof(err)),
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
                      0);
     /* the live run's record names the same paths: the dead run's sweep
      * still removes what is empty (the live run's own mounts would be
@@ -247,9 +250,8 @@ static pid_t fake_launcher(const char *placeholder, int finish)
 
         memset(&plan, 0, sizeof(plan));
         if (sb_strv_push(&plan.created, placeholder) < 0 ||
-            sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), err,
+            sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), &r, err,
                            sizeof(err)) < 0 ||
-            sb_reaper_start(&r, dir, err, sizeof(err)) < 0 ||
             sb_reaper_record(dir, &plan, err, sizeof(err)) < 0)
             _exit(2);
         if (mkdir(placeholder, 0755) < 0)
