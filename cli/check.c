@@ -1,7 +1,7 @@
 /* cli/check.c - `sluice check`: its options, help and exit codes. The
  * engine (decide, resolve, guard, print, expectations) is proxy/check.c.
  *
- *   sluice check [--settings FILE] [--json] [--resolve] TARGET...
+ *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...
  *   sluice check [--settings FILE] [--resolve] --expect FILE
  *   sluice check --settings FILE          (the config test, proxy/checkconf.c)
  *
@@ -19,7 +19,7 @@
 
 void cli_check_usage(FILE *f)
 {
-    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] TARGET...\n"
+    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] --expect FILE\n"
           "       sluice check --settings FILE\n"
           "\n"
@@ -33,6 +33,8 @@ void cli_check_usage(FILE *f)
           "                   source, reason (and addresses with --resolve)\n"
           "  --resolve        also resolve names (network.dnsServers or /etc/resolv.conf) and\n"
           "                   judge every answer with the address guard\n"
+          "  --transparent    also say what transparent mode's resolver answers for each\n"
+          "                   name (on when network.transparent is true)\n"
           "  -h, --help       show this help\n"
           "  -V, --version    print the version and exit\n"
           "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
@@ -42,12 +44,13 @@ void cli_check_usage(FILE *f)
           f);
 }
 
-enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT };
+enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT, OPT_TRANSPARENT };
 
 static const struct option check_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},
     {"json", no_argument, NULL, OPT_JSON},
     {"resolve", no_argument, NULL, OPT_RESOLVE},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"expect", required_argument, NULL, OPT_EXPECT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -71,6 +74,9 @@ static int parse_args(struct check_opts *o, const char **settings, int argc, cha
             break;
         case OPT_RESOLVE:
             o->resolve = 1;
+            break;
+        case OPT_TRANSPARENT:
+            o->transparent = 1;
             break;
         case OPT_EXPECT:
             o->expect_path = optarg;
@@ -121,6 +127,8 @@ int cli_check(int argc, char **argv)
         return rc - 1;
     if (cli_load_settings(&s, settings_path) < 0)
         return 2;
+    if (s.network.transparent)
+        o.transparent = 1;
     rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
     settings_free(&s);
     return rc;

@@ -65,7 +65,8 @@ static int print_json(const struct settings *s)
 {
     struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
                                  .allow_local_binding = s->network.allow_local_binding,
-                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces,
+                                 .transparent = s->network.transparent};
     const char *const *sc = sb_seccomp_describe(&so);
     json_t *o, *sys = json_array(), *prot = json_array();
     char *text;
@@ -125,7 +126,8 @@ static void print_text(const struct settings *s)
 {
     struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
                                  .allow_local_binding = s->network.allow_local_binding,
-                                 .allow_user_namespaces = s->allow_nested_user_namespaces};
+                                 .allow_user_namespaces = s->allow_nested_user_namespaces,
+                                 .transparent = s->network.transparent};
     const char *const *sc = sb_seccomp_describe(&so);
     FILE *f = stdout;
 

@@ -38,6 +38,9 @@ void cli_run_usage(FILE *f)
             "  --log-format FORMAT  text (default) or json\n"
             "  -q, --quiet          no summary of blocked connections after the run\n"
             "  -d, --debug          [SandboxDebug] lines on stderr (also SRT_DEBUG=1)\n"
+            "  --transparent        judge every TCP connect() and answer DNS in the\n"
+            "                       sandbox (network.transparent), for programs that\n"
+            "                       ignore proxy variables\n"
             "  --control-fd N       read JSON lines on descriptor N, each a complete\n"
             "                       settings document: a valid one replaces the network\n"
             "                       policy for new connections, an invalid one is\n"
@@ -56,7 +59,7 @@ void cli_run_usage(FILE *f)
             "are bad (the command did not run).\n");
 }
 
-enum { OPT_ASK = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_BYPASS, OPT_CONTROL_FD };
+enum { OPT_ASK = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_BYPASS, OPT_CONTROL_FD, OPT_TRANSPARENT };
 
 static const struct option run_options[] = {
     {"settings", required_argument, NULL, 's'},
@@ -67,6 +70,7 @@ static const struct option run_options[] = {
     {"debug", no_argument, NULL, 'd'},
     {"control-fd", required_argument, NULL, OPT_CONTROL_FD},
     {"dangerously-disable-sandbox", no_argument, NULL, OPT_BYPASS},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -123,6 +127,9 @@ static int run_option(struct sb_launch_opts *o, const char **settings, int c, ch
         return 0;
     case OPT_BYPASS:
         o->bypass = 1;
+        return 0;
+    case OPT_TRANSPARENT:
+        o->transparent = 1;
         return 0;
     case OPT_CONTROL_FD:
         return parse_fd(optarg, &o->control_fd) < 0 ? 1 + SB_LAUNCH_FAIL : 0;

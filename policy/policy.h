@@ -98,6 +98,7 @@ struct settings {
         struct settings_list denied_resolved_addresses; /* IPs and CIDRs */
         struct settings_list allow_unix_sockets;        /* macOS only in srt; kept */
         int allow_all_unix_sockets;
+        int transparent; /* network.transparent: seccomp-notify connect + DNS (issue 17) */
         int allow_local_binding;
         unsigned http_proxy_port;  /* 0 = unset */
         unsigned socks_proxy_port; /* 0 = unset */
@@ -333,6 +334,15 @@ struct policy_decision {
  * adds the guard; this is public for the tests and the fuzz harnesses. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
+
+/* Transparent mode's resolver (policy/dns.c): 1 when a name must be answered
+ * NXDOMAIN, i.e. a port-less deny rule denies it on every port (never in
+ * report mode, never for an IP literal); 0 when it gets an address and is
+ * decided with its port at connect(). d: policy_verdict's judgment at
+ * port 0 without answers. */
+struct policy_judgment;
+int policy_dns_refused(const struct policy *p, const struct policy_host *h,
+                       struct policy_judgment *d);
 
 /* Formats "FILE:LINE" of a rule into buf. */
 const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t len);

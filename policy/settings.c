@@ -61,6 +61,7 @@ enum layer_flag {
     LF_PARENT = 1u << 28,
     LF_HTTP_OPTS = 1u << 29,
     LF_ISOLATE = 1u << 30,
+    LF_TRANSPARENT = 1u << 31,
 };
 
 /* Which "proxy" keys a layer sets (struct ctx.pset). */
@@ -1625,6 +1626,7 @@ static const struct key_def network_keys[] = {
      .note = "macOS only in srt; on Linux sluice blocks Unix sockets with seccomp unless "
              "allowAllUnixSockets"},
     BOOL("allowAllUnixSockets", network.allow_all_unix_sockets, LF_ALL_UNIX),
+    BOOL("transparent", network.transparent, LF_TRANSPARENT),
     BOOL("allowLocalBinding", network.allow_local_binding, LF_LOCAL_BINDING),
     UINT("httpProxyPort", network.http_proxy_port, LF_HTTP_PORT, 1, 65535),
     UINT("socksProxyPort", network.socks_proxy_port, LF_SOCKS_PORT, 1, 65535),
@@ -1872,6 +1874,8 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         move_replace(&s->network.allow_unix_sockets, &L->network.allow_unix_sockets);
     if (set & LF_ALL_UNIX)
         s->network.allow_all_unix_sockets = L->network.allow_all_unix_sockets;
+    if (set & LF_TRANSPARENT)
+        s->network.transparent = L->network.transparent;
     if (set & LF_LOCAL_BINDING)
         s->network.allow_local_binding = L->network.allow_local_binding;
     if (set & LF_HTTP_PORT)

@@ -206,7 +206,10 @@ static void print_text(const struct check_item *it, int resolve)
     }
 }
 
-static void print_json(const struct check_item *it, int resolve)
+static const char *transparent_dns(const struct policy *p, const struct check_item *it,
+                                   struct policy_judgment *dd);
+
+static void print_json(const struct check_item *it, int resolve, const struct policy *tp)
 {
     json_t *o = json_object();
     char *s;
@@ -239,6 +242,13 @@ static void print_json(const struct check_item *it, int resolve)
             json_array_append_new(arr, a);
         }
         json_object_set_new(o, "addresses", arr);
+    }
+    if (tp != NULL) {
+        struct policy_judgment dd;
+        const char *dns = transparent_dns(tp, it, &dd);
+        json_t *t = json_object();
+        json_object_set_new(t, "dns", strcmp(dns, "ip") != 0 ? json_string(dns) : json_null());
+        json_object_set_new(o, "transparent", t);
     }
     s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
     if (s != NULL) {
@@ -403,9 +413,37 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
     return bad_target;
 }
 
+/* Transparent mode (issue 17): what the sandbox's resolver answers for the
+ * target, by the same policy_dns_refused it uses; the connect() itself is
+ * decided as printed above (the same egress pipeline). "ip" for an IP
+ * literal: no DNS. */
+static const char *transparent_dns(const struct policy *p, const struct check_item *it,
+                                   struct policy_judgment *dd)
+{
+    if (it->host.kind != POLICY_HOST_NAME)
+        return "ip";
+    return policy_dns_refused(p, &it->host, dd) ? "nxdomain" : "synthetic";
+}
+
+static void print_transparent(const struct policy *p, const struct check_item *it)
+{
+    struct policy_judgment dd;
+    const char *dns = transparent_dns(p, it, &dd);
+
+    if (strcmp(dns, "ip") == 0)
+        printf("      transparent: connect() to this address is judged as the IP literal above\n");
+    else if (strcmp(dns, "nxdomain") == 0)
+        printf("      transparent: the sandbox's resolver answers NXDOMAIN (%s)\n", dd.reason);
+    else
+        printf("      transparent: the sandbox's resolver answers a synthetic address "
+               "(198.18.0.0/15, fd53:6c75:6963:6500::/64) that maps back to %s; connect() to "
+               "port %u is decided as above\n",
+               it->host.name, (unsigned)it->port);
+}
+
 /* Prints every item (or every mismatch); the exit status. */
-static int report(const struct check_opts *o, const struct check_item *items, size_t n,
-                  int bad_target)
+static int report(const struct check_opts *o, const struct policy *p,
+                  const struct check_item *items, size_t n, int bad_target)
 {
     size_t passed = 0, failed = 0;
 
@@ -424,9 +462,11 @@ static int report(const struct check_opts *o, const struct check_item *items, si
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
                    verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
         } else if (o->json) {
-            print_json(it, o->resolve);
+            print_json(it, o->resolve, o->transparent ? p : NULL);
         } else {
             print_text(it, o->resolve);
+            if (o->transparent)
+                print_transparent(p, it);
         }
     }
     if (o->expect_path != NULL) {
@@ -474,7 +514,7 @@ int check_run(const struct check_opts *o, const struct settings *s)
         for (size_t i = 0; i < n; i++)
             apply_guard(p, &items[i]);
     }
-    rc = report(o, items, n, bad_target);
+    rc = report(o, p, items, n, bad_target);
 out:
     fflush(stdout);
     free(items);

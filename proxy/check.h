@@ -14,6 +14,7 @@ struct check_opts {
     int json;
     int resolve;
     int config_test; /* --settings and no target: check_config */
+    int transparent; /* --transparent / network.transparent: the resolver's answer too */
 };
 
 /* Decides (and with resolve, resolves and guards) every target, or every

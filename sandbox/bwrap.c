@@ -820,7 +820,6 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--unshare-user");
     PUSH("--cap-drop");
     PUSH("ALL");
-
     /* filesystem */
     PUSH(disabled ? "--bind" : "--ro-bind");
     PUSH("/");
@@ -901,6 +900,13 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
+    if (o->transparent && o->resolv_conf != NULL) {
+        /* the sandbox's resolver: bound over the file /etc/resolv.conf
+         * leads to (the host's may be a link into /run) */
+        PUSH("--ro-bind");
+        PUSH(o->resolv_conf);
+        PUSH(o->resolv_conf_dest != NULL ? o->resolv_conf_dest : "/etc/resolv.conf");
+    }
     PUSH("--chdir");
     PUSH(o->cwd);
 
@@ -925,6 +931,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-local-binding");
     if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
+    if (o->transparent)
+        PUSH("--transparent");
     /* sandbox.limits (issue 14; limits.c), each only when set */
     if (rc == 0 && s->sandbox.limits.processes > 0 &&
         sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)

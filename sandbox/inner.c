@@ -1,7 +1,7 @@
 /* sandbox/inner.c - `sluice inner`, the first program inside the sandbox,
  * and the host's end of its handoff (design.md "The sandbox").
  *
- *   sluice inner --fd N [--allow-unix-sockets] [--http-port P]
+ *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--http-port P]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
  *                [--limit-open-files=N] -- CMD ARGS...
  *
@@ -37,6 +37,12 @@
  *   host -> inner, one byte:
  *     'G'      "go": the host is serving the listeners; inner execs CMD.
  *              Anything else, or EOF, makes inner exit 125.
+ *   inner -> host, transparent mode only (--transparent), after 'G' and
+ *   after the filter with connect() -> SCMP_ACT_NOTIFY is loaded:
+ *     payload  'N'; control: one SCM_RIGHTS descriptor, the seccomp
+ *              listener (sb_handoff_recv_notify checks it is one). inner
+ *              closes its copy before it execs CMD: a command holding it
+ *              could answer its own connect()s.
  * A socketpair of type SOCK_STREAM or SOCK_SEQPACKET works: the message is
  * a single small write either way. */
 /* SCM_CREDENTIALS, struct ucred, MSG_CMSG_CLOEXEC and syscall() are Linux
@@ -69,6 +75,7 @@
 #define HANDOFF_GO 'G'
 #define KIND_HTTP 'H'
 #define KIND_SOCKS 'S'
+#define KIND_NOTIFY 'N' /* transparent mode: the seccomp listener, after the go byte */
 
 static void inner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void inner_err(const char *fmt, ...)
@@ -89,6 +96,7 @@ struct inner_args {
     int fd;
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
+    int transparent;
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -123,6 +131,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->allow_unix_sockets = 0;
     a->allow_local_binding = 0;
     a->allow_user_namespaces = 0;
+    a->transparent = 0;
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -148,6 +157,10 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
                 inner_err("%s", why);
                 return -1;
             }
+            continue;
+        }
+        if (strcmp(opt, "--transparent") == 0) {
+            a->transparent = 1;
             continue;
         }
         if (strcmp(opt, "--allow-local-binding") == 0) {
@@ -384,7 +397,7 @@ int sb_inner_main(int argc, char **argv)
     char kinds[INNER_MAX_L];
     size_t n = 0;
     char err[256];
-    int rc, e;
+    int rc, e, notify_fd = -1;
 
     if (parse_args(argc, argv, &a) < 0)
         return INNER_FAIL;
@@ -417,8 +430,10 @@ int sb_inner_main(int argc, char **argv)
 
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
-    close(a.fd);
-    close_from_3();
+    if (!a.transparent) {
+        close(a.fd);
+        close_from_3();
+    }
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0) {
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
@@ -432,13 +447,29 @@ int sb_inner_main(int argc, char **argv)
     if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
                   "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
+    memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;
     so.allow_user_namespaces = a.allow_user_namespaces;
+    so.transparent = a.transparent;
+    so.notify_fd = &notify_fd;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
+    }
+    if (a.transparent) {
+        /* the listener goes to the host, and no copy stays here: a command
+         * holding it could answer its own connect()s */
+        const char kind = KIND_NOTIFY;
+        rc = send_listeners(a.fd, &notify_fd, &kind, 1);
+        close(notify_fd);
+        if (rc < 0) {
+            inner_err("sending the seccomp listener on fd %d: %s", a.fd, strerror(-rc));
+            return INNER_FAIL;
+        }
+        close(a.fd);
+        close_from_3();
     }
 
     /* sandbox.limits last: nothing of inner's own (an ASan build's
@@ -530,6 +561,71 @@ static const char *listener_problem(int fd)
     if (v != 1)
         return "not listening";
     return NULL;
+}
+
+int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * RX_MAX_FDS)];
+    } ctl;
+    unsigned char payload[4];
+    int fds[RX_MAX_FDS];
+    size_t nfds = 0;
+    struct iovec iov;
+    struct msghdr msg;
+    struct cmsghdr *c;
+    char path[64], link[64];
+    ssize_t r, k;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    rc = wait_readable(sock, timeout_ms);
+    if (rc < 0)
+        return handoff_fail(err, errlen, rc, "no seccomp listener: %s", strerror(-rc));
+    memset(&ctl, 0, sizeof ctl);
+    memset(&msg, 0, sizeof msg);
+    iov.iov_base = payload;
+    iov.iov_len = sizeof payload;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        rc = -errno;
+        return handoff_fail(err, errlen, rc, "recvmsg: %s", strerror(-rc));
+    }
+    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+            continue;
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            if (nfds < RX_MAX_FDS)
+                fds[nfds++] = fd;
+            else
+                close(fd);
+        }
+    }
+    if (r != 1 || payload[0] != KIND_NOTIFY || nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (r == 0)
+            return handoff_fail(err, errlen, -EPIPE,
+                                "inner exited before sending the seccomp listener");
+        return handoff_fail(err, errlen, -EPROTO, "expected one seccomp listener");
+    }
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    k = readlink(path, link, sizeof link - 1);
+    if (k <= 0 || (link[k] = '\0', strcmp(link, "anon_inode:seccomp notify") != 0)) {
+        close(fds[0]);
+        return handoff_fail(err, errlen, -EPROTO, "the descriptor is not a seccomp listener");
+    }
+    return fds[0];
 }
 
 int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen)

@@ -76,6 +76,12 @@ struct run {
     struct sb_gitwatch gw;
     int sp[2];
     int have_rundir, loop_ok;
+    /* transparent mode (sandbox/launch_tp.c) */
+    struct tp *tp;
+    int tp_fds[3]; /* the resolver's UDP and TCP sockets, sock_diag; -1 */
+    dev_t tp_ns_dev;
+    ino_t tp_ns_ino;
+    char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
 };
 
 /* sandbox/summary.c */
@@ -85,6 +91,14 @@ void run_summary_free(struct run *run);
 /* "[SandboxDebug] ..." on stderr when -d / SRT_DEBUG is on. */
 void run_debug(const struct run *run, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* sandbox/launch_tp.c: transparent mode's steps; each 0, or -1 after a
+ * message (and bwrap killed once it runs). No-ops when the mode is off. */
+int run_tp_prepare(struct run *run);
+int run_tp_before_go(struct run *run);
+int run_tp_after_go(struct run *run);
+void run_tp_close(struct run *run);
+void run_tp_free(struct run *run);
 
 /* sandbox/rundir.c */
 const char *run_find_in_path(const char *name, char *buf, size_t len);

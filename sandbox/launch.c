@@ -15,7 +15,9 @@
  *      socksProxyPort set, accepted connections are relayed to that
  *      external proxy instead);
  *   5. 'G' tells inner to seal itself (no_new_privs, seccomp) and exec the
- *      command. Nothing of sluice keeps running inside;
+ *      command. Nothing of sluice keeps running inside. In transparent mode
+ *      (sandbox/launch_tp.c) the resolver's sockets are made before 'G' and
+ *      inner's seccomp listener is taken over after it;
  *   6. SIGINT/SIGTERM/SIGHUP/SIGQUIT are forwarded to the command (a pidfd
  *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
  *      128+N when killed by signal N, never 0 for an interrupted run;
@@ -194,6 +196,7 @@ static void close_all(struct run *run)
     for (size_t i = 0; i < run->nsigs; i++)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
+    run_tp_close(run);
     proxy_core_close(&run->core, NULL, NULL);
     proxy_control_close(run->control);
     run->control = NULL;
@@ -479,6 +482,9 @@ static int build_plan(struct run *run)
         .inner_fd = RUN_INNER_FD,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
         .mask_dir = run->runmask,
+        .transparent = run->settings->network.transparent,
+        .resolv_conf = run->tp_resolv_file,
+        .resolv_conf_dest = run->tp_resolv_dest,
         .cmd = run->cmd,
     };
 
@@ -643,6 +649,8 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
+    if (run_tp_before_go(run) < 0)
+        return -1;
     if (start_signals(run) < 0)
         fail = "sluice: run: cannot watch signals\n";
     else if (write(run->sp[0], "G", 1) != 1)
@@ -652,6 +660,8 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
+    if (run_tp_after_go(run) < 0)
+        return -1;
     close(run->sp[0]);
     run->sp[0] = -1;
     return 0;
@@ -690,6 +700,7 @@ static void cleanup(struct run *run)
     sb_cgroup_remove(&run->cgroup);
     sb_reaper_finish(&run->reaper);
     sb_strv_free(&run->env);
+    run_tp_free(run);
     proxy_core_free(&run->core);
     run_summary_free(run);
     if (run->log_on)
@@ -711,6 +722,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
     run->reaper.pid = run->reaper.fd = -1;
+    run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
     /* --control-fd must be open now, before the run opens descriptors of
      * its own (one of which could otherwise take its number) */
     if (o->control_fd >= 0 && fcntl(o->control_fd, F_SETFD, FD_CLOEXEC) < 0) {
@@ -726,7 +738,8 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         code = rc;
         goto out;
     }
-    if (host_checks(run) < 0 || build_plan(run) < 0 || check_cwd_and_log(run) < 0 ||
+    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || build_plan(run) < 0 ||
+        check_cwd_and_log(run) < 0 ||
         spawn_sandbox(run) < 0 || handoff(run) < 0)
         goto out;
     /* serve until the command (bwrap) exits */

@@ -20,6 +20,7 @@ struct sb_launch_opts {
     int bypass;           /* --dangerously-disable-sandbox */
     int debug;            /* -d / SRT_DEBUG: [SandboxDebug] lines on stderr */
     int control_fd;       /* --control-fd N (N >= 3), or -1 */
+    int transparent;      /* --transparent: network.transparent on */
     char **cmd;           /* NULL-terminated; unused with cstr */
     const char *cstr;     /* -c STRING, or NULL */
 };

@@ -155,6 +155,9 @@ struct sb_bwrap_opts {
     int allow_unix_sockets;  /* passed to inner (seccomp) */
     const char *mask_dir;    /* NULL, or a host directory hidden by an empty
                                 tmpfs (the parent of every run directory) */
+    int transparent;         /* network.transparent: inner gets --transparent */
+    const char *resolv_conf;      /* transparent: host file bound read-only at */
+    const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
     FILE *warn;              /* warnings (a glob matching nothing); NULL: stderr */
 };
@@ -178,6 +181,8 @@ struct sb_seccomp_opts {
     int allow_unix_sockets;  /* network.allowAllUnixSockets */
     int allow_local_binding; /* network.allowLocalBinding: else bind/listen EPERM */
     int allow_user_namespaces; /* allowNestedUserNamespaces: no CLONE_NEWUSER rules */
+    int transparent;           /* network.transparent: connect() -> SCMP_ACT_NOTIFY */
+    int *notify_fd;            /* transparent: receives the listener descriptor */
 };
 
 /* Builds and loads the filter into the calling thread (no_new_privs must be
@@ -284,5 +289,10 @@ struct sb_handoff {
 /* Host side: receives inner's one message on SOCK (blocking, with a timeout
  * in ms). Every fd is CLOEXEC. */
 int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen);
+
+/* Transparent mode, host side: after the go byte, inner sends the seccomp
+ * listener descriptor (kind 'N'). Returns it (CLOEXEC) or -errno with err
+ * set. The descriptor is checked to be a seccomp notification fd. */
+int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen);
 
 #endif

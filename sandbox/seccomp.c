@@ -55,6 +55,11 @@
  *                           refused syscall. inner.c also puts the command
  *                           in a Landlock domain (where the kernel has it),
  *                           which covers /proc/1/mem too.
+ *   connect()               transparent mode only (network.transparent):
+ *                           SCMP_ACT_NOTIFY, answered by the host
+ *                           (transparent.c). The filter is then loaded with
+ *                           seccomp(2) itself (load_with_listener) to get
+ *                           the listener descriptor and WAIT_KILLABLE_RECV.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
@@ -81,16 +86,22 @@
  *
  * The filter is loaded by the calling thread only (inner is single-threaded
  * when it loads it) and is inherited by everything the command starts. */
+#define _GNU_SOURCE /* syscall(), memfd_create number */
 #include "sandbox/sandbox.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/net.h> /* SYS_SOCKET, socketcall's call numbers */
 #include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef CLONE_NEWUSER
 #define CLONE_NEWUSER 0x10000000
@@ -253,6 +264,15 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     rc = add_hardening_rules(ctx, o, err, errlen);
     if (rc < 0)
         return rc;
+    if (o->transparent) {
+        /* Transparent mode (transparent.c): every connect() waits for the
+         * host's answer. libseccomp also routes i386 socketcall(SYS_CONNECT)
+         * here (the host reads its argument block). */
+        rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), "connect", 0, none, err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+
     if (!o->allow_local_binding) {
         rc = add_rule(ctx, eperm, SCMP_SYS(bind), "bind", 0, none, err, errlen);
         if (rc == 0)
@@ -315,6 +335,73 @@ ptrace_rules:
     return rc;
 }
 
+#ifndef SECCOMP_SET_MODE_FILTER
+#define SECCOMP_SET_MODE_FILTER 1
+#endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+
+/* Transparent mode: the filter is exported as BPF and loaded with
+ * seccomp(2) directly, because libseccomp 2.5 cannot ask for
+ * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19): once the host has
+ * read a connect()'s notification, a non-fatal signal no longer interrupts
+ * the wait (without it every Go program's preemption signal would restart
+ * connect() and the host's dial with it). Kernels without the flag (EINVAL)
+ * get the filter without it. The listener descriptor goes to *o->notify_fd. */
+static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err,
+                              size_t errlen)
+{
+    struct sock_fprog prog;
+    unsigned char *buf;
+    off_t size;
+    long fd;
+    int mfd, rc;
+
+    mfd = (int)syscall(SYS_memfd_create, "sluice-seccomp", 1U /* MFD_CLOEXEC */);
+    if (mfd < 0)
+        return fail(err, errlen, "memfd_create", -errno);
+    rc = seccomp_export_bpf(ctx, mfd);
+    if (rc < 0) {
+        close(mfd);
+        return fail(err, errlen, "seccomp_export_bpf", rc);
+    }
+    size = lseek(mfd, 0, SEEK_END);
+    if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+        size > (off_t)(sizeof(struct sock_filter) * 65535)) {
+        close(mfd);
+        return fail(err, errlen, "seccomp_export_bpf (size)", -EINVAL);
+    }
+    buf = malloc((size_t)size);
+    if (buf == NULL || pread(mfd, buf, (size_t)size, 0) != (ssize_t)size) {
+        free(buf);
+        close(mfd);
+        return fail(err, errlen, "reading the exported filter", -EIO);
+    }
+    close(mfd);
+    prog.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+    prog.filter = (struct sock_filter *)(void *)buf;
+    fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+    if (fd < 0 && errno == EINVAL)
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+    rc = fd < 0 ? -errno : 0;
+    free(buf);
+    if (rc < 0)
+        return fail(err, errlen,
+                    "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER) (transparent mode needs seccomp "
+                    "user notification, Linux 5.0+)",
+                    rc);
+    if (o->notify_fd != NULL)
+        *o->notify_fd = (int)fd;
+    else
+        close((int)fd);
+    return 0;
+}
+
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx;
@@ -351,8 +438,11 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     if (rc < 0)
         goto out;
 
-    rc = seccomp_load(ctx);
-    if (rc < 0)
+    if (o->transparent)
+        rc = load_with_listener(ctx, o, err, errlen);
+    else
+        rc = seccomp_load(ctx);
+    if (rc < 0 && !o->transparent)
         rc = fail(err, errlen, "seccomp_load", rc);
 out:
     seccomp_release(ctx);
@@ -364,12 +454,20 @@ out:
 /* The lines `sluice explain` prints, chosen by the options. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[8][20]; /* one list per combination of the options */
+    static const char *all[16][20]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;
-    const char **lines = all[(unix_ok ? 1 : 0) | (bind_ok ? 2 : 0) | (userns_ok ? 4 : 0)];
+    int tp = o != NULL && o->transparent;
+    const char **lines =
+        all[(unix_ok ? 1 : 0) | (bind_ok ? 2 : 0) | (userns_ok ? 4 : 0) | (tp ? 8 : 0)];
     size_t n = 0;
+
+    if (tp)
+        lines[n++] = "connect() waits for sluice on the host (transparent mode: seccomp user "
+                     "notification); sluice decides it with the policy and puts its own "
+                     "connected socket in place, or lets the kernel run it where it can reach "
+                     "only the sandbox's own namespace";
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";

@@ -15,7 +15,10 @@ static void note_blocked(struct run *run, const struct connlog *r)
     char what[300];
     const char *reason = r->reason != NULL ? r->reason : "";
 
-    snprintf(what, sizeof(what), "%s:%u", r->host != NULL ? r->host : "?", (unsigned)r->port);
+    if (r->port == 0) /* a name the sandbox's resolver refused (transparent mode) */
+        snprintf(what, sizeof(what), "%s (dns)", r->host != NULL ? r->host : "?");
+    else
+        snprintf(what, sizeof(what), "%s:%u", r->host != NULL ? r->host : "?", (unsigned)r->port);
     run->blocked_total++;
     for (size_t i = 0; i < run->nblocked; i++) {
         if (strcmp(run->blocked[i].what, what) == 0 && strcmp(run->blocked[i].reason, reason) == 0) {

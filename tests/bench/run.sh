@@ -39,9 +39,22 @@
 #     per-round ratios (each round's direct download is its reference: the
 #     machine's pace drifts between rounds).
 #     Target: in-sandbox >= 0.8x direct.
+#     Transparent mode (issue 17): the same download by curl --noproxy '*'
+#     inside `sluice run --transparent` (sluice connects, the command holds
+#     the real socket: no relay). Targets: >= 0.95x direct, and not below the
+#     proxy path.
+# (c) connects: CONN_N (2000) sequential TCP connects (connect, close) to
+#     a local accept-and-close server, timed inside one python process:
+#     direct (outside), `sluice run --transparent` (every connect() decided
+#     and dialed by sluice through seccomp user notification), and the proxy
+#     path (a CONNECT through the in-sandbox proxy, until its 200). Reported
+#     as connects/s and mean µs per connect, median of CONN_ROUNDS (3).
+#     Targets: transparent latency within 3x direct, and not slower than the
+#     proxy path.
 #
 # Output: the table on stdout, JSON to --json PATH (default ./bench-run.json).
-# Knobs: RUNS (30), RSS_RUNS (5), DL_BYTES (1073741824), DL_ROUNDS (5), SLUICE (the binary,
+# Knobs: RUNS (30), RSS_RUNS (5), DL_BYTES (1073741824), DL_ROUNDS (5), CONN_N (2000),
+# CONN_ROUNDS (3), SKIP_STARTUP=1 (only (b) and (c)), SLUICE (the binary,
 # default BUILD_DIR/sluice), KEEP=1 (keep the temporary directory).
 set -uo pipefail
 
@@ -60,6 +73,9 @@ RUNS=${RUNS:-30}
 RSS_RUNS=${RSS_RUNS:-5}
 DL_BYTES=${DL_BYTES:-1073741824}
 DL_ROUNDS=${DL_ROUNDS:-5}
+CONN_N=${CONN_N:-2000}
+CONN_ROUNDS=${CONN_ROUNDS:-3}
+export CONN_N CONN_ROUNDS SKIP_STARTUP=${SKIP_STARTUP:-}
 
 for need in python3 curl bwrap; do
     command -v "$need" >/dev/null || { echo "run.sh: $need is needed" >&2; exit 2; }
@@ -143,6 +159,9 @@ rows = [("true", ["true"]), ("sluice --version", [sluice, "--version"]),
 if srt:
     rows.append(("srt -c true", [srt, "-c", "true"]))
 raw = {name: ([], []) for name, _ in rows}
+skip_startup = os.environ.get("SKIP_STARTUP") == "1"
+if skip_startup:
+    runs = 1
 for name, argv in rows:  # warm-up: page cache, first-run costs
     spawn(argv)
 for _ in range(runs):
@@ -150,11 +169,11 @@ for _ in range(runs):
         ms, rss = spawn(argv)
         raw[name][0].append(ms)
         raw[name][1].append(rss)
-startup = {name: summary(raw[name][0], peak_rss(argv)) for name, argv in rows}
+startup = {name: summary(raw[name][0], None if skip_startup else peak_rss(argv)) for name, argv in rows}
 
 # bwrap exactly as sluice builds it, `true` instead of `sluice inner`
 built = None
-if argv_file:
+if argv_file and not skip_startup:
     text = open(argv_file).read()
     m = re.search(r'execve\("[^"]*bwrap", \[(.*?)\], ', text)
     if m:
@@ -235,16 +254,36 @@ def accept_loop():
 
 
 threading.Thread(target=accept_loop, daemon=True).start()
+
+# the connect server: accept and close, as fast as it can
+csrv = socket.socket()
+csrv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+csrv.bind(("127.0.0.1", 0))
+csrv.listen(4096)
+cport = csrv.getsockname()[1]
+
+
+def caccept_loop():
+    while True:
+        try:
+            c, _ = csrv.accept()
+        except OSError:
+            return
+        c.close()
+
+
+threading.Thread(target=caccept_loop, daemon=True).start()
 settings = os.path.join(tmp, "dl.json")
 with open(settings, "w") as f:
-    json.dump({"network": {"allowedDomains": ["127.0.0.1:%d" % port]}}, f)
+    json.dump({"network": {"allowedDomains": ["127.0.0.1:%d" % port, "127.0.0.1:%d" % cport]}}, f)
 url = "http://127.0.0.1:%d/" % port
 fmt = "%{http_code} %{size_download} %{speed_download} %{time_total}"
 curl_direct = ["curl", "-s", "--noproxy", "*", "-o", "/dev/null", "-w", fmt, url]
 curl_in = ["curl", "-s", "--noproxy", "", "-x", "http://127.0.0.1:3128", "-o", "/dev/null", "-w", fmt, url]
 dl_rows = [("direct (outside, no proxy)", curl_direct),
            ("sluice run: proxied GET", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in),
-           ("sluice run: CONNECT tunnel", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in[:1] + ["-p"] + curl_in[1:])]
+           ("sluice run: CONNECT tunnel", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in[:1] + ["-p"] + curl_in[1:]),
+           ("sluice run --transparent: direct", [sluice, "run", "--quiet", "--transparent", "--settings", settings, "--"] + curl_direct)]
 dl_raw = {n: [] for n, _ in dl_rows}
 for rnd in range(dl_rounds + 1):  # round 0: warm-up, not counted
     for name, argv in dl_rows:
@@ -255,6 +294,53 @@ for rnd in range(dl_rounds + 1):  # round 0: warm-up, not counted
         if rnd > 0:
             dl_raw[name].append((float(parts[2]) / 1048576, float(parts[3])))
 srv.close()
+
+# ---------------------------------------------------------------- (c) connects
+conn_n, conn_rounds = int(os.environ.get("CONN_N", "2000")), int(os.environ.get("CONN_ROUNDS", "3"))
+CONN_PY = r"""
+import socket, sys, time
+mode, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+req = b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port)
+def one():
+    if mode == "proxy":
+        s = socket.create_connection(("127.0.0.1", 3128))
+        s.sendall(req)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = s.recv(4096)
+            if not d:
+                raise SystemExit("proxy closed")
+            buf += d
+        if not buf.startswith(b"HTTP/1.1 200"):
+            raise SystemExit("proxy said %r" % buf[:60])
+    else:
+        s = socket.create_connection(("127.0.0.1", port))
+    s.close()
+for _ in range(50):
+    one()
+t = time.perf_counter()
+for _ in range(n):
+    one()
+print("%.6f" % (time.perf_counter() - t))
+"""
+conn_rows = [("direct (outside)", ["python3", "-c", CONN_PY, "direct", str(cport), str(conn_n)]),
+             ("sluice run --transparent", [sluice, "run", "--quiet", "--transparent", "--settings", settings, "--",
+                                           "python3", "-c", CONN_PY, "direct", str(cport), str(conn_n)]),
+             ("sluice run: CONNECT via proxy", [sluice, "run", "--quiet", "--settings", settings, "--",
+                                                "python3", "-c", CONN_PY, "proxy", str(cport), str(conn_n)])]
+conn_raw = {n: [] for n, _ in conn_rows}
+for rnd in range(conn_rounds):
+    for name, argv in conn_rows:
+        p = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise SystemExit("run.sh: connects %r failed: rc %d %r" % (name, p.returncode, p.stderr[-500:]))
+        conn_raw[name].append(float(p.stdout.split()[-1]))
+csrv.close()
+connects = {}
+for name, _ in conn_rows:
+    sec = statistics.median(conn_raw[name])
+    connects[name] = {"connects_s": round(conn_n / sec), "us_per_connect": round(sec / conn_n * 1e6, 1),
+                      "rounds_s": [round(x, 4) for x in conn_raw[name]]}
 download = {}
 for name, _ in dl_rows:
     v = dl_raw[name]
@@ -289,9 +375,19 @@ if srt:
     r = startup["srt -c true"]["median_ms"] / s
     targets.append({"check": "sluice run -- true >= 25x faster than srt -c true", "value": round(r, 1),
                     "pass": r >= 25})
-for name, _ in dl_rows[1:]:
+for name, _ in dl_rows[1:3]:
     targets.append({"check": "%s >= 0.8x direct" % name, "value": download[name]["ratio"],
                     "pass": download[name]["ratio"] is not None and download[name]["ratio"] >= 0.8})
+tpd = download["sluice run --transparent: direct"]["ratio"]
+targets.append({"check": "transparent download >= 0.95x direct", "value": tpd, "pass": tpd >= 0.95})
+best_proxy = max(download["sluice run: proxied GET"]["ratio"], download["sluice run: CONNECT tunnel"]["ratio"])
+targets.append({"check": "transparent download >= the proxy path", "value": round(tpd - best_proxy, 3),
+                "pass": tpd >= best_proxy})
+lat = connects["sluice run --transparent"]["us_per_connect"] / connects["direct (outside)"]["us_per_connect"]
+targets.append({"check": "transparent connect latency <= 3x direct", "value": round(lat, 2), "pass": lat <= 3})
+targets.append({"check": "transparent connects/s >= the proxy path",
+                "value": connects["sluice run --transparent"]["connects_s"] - connects["sluice run: CONNECT via proxy"]["connects_s"],
+                "pass": connects["sluice run --transparent"]["connects_s"] >= connects["sluice run: CONNECT via proxy"]["connects_s"]})
 
 print("sluice run benchmark  %s  %s, %d CPUs, kernel %s, %s, uid %d" %
       (meta["date"], meta["cpu"], meta["cpus"], meta["kernel"], bw, meta["uid"]))
@@ -329,12 +425,19 @@ for name, _ in dl_rows:
     r = download[name]
     print("%-34s %9.1f %9.3f %6.2fx   %s" % (name, r["mib_s"], r["seconds"], r["ratio"], " ".join("%.0f" % x for x in r["rounds"])))
 print()
+print("(c) %d sequential connects (connect, close) to 127.0.0.1, median of %d rounds" % (conn_n, conn_rounds))
+print("%-34s %11s %12s   %s" % ("", "connects/s", "µs/connect", "rounds (s)"))
+for name, _ in conn_rows:
+    r = connects[name]
+    print("%-34s %11d %12.1f   %s" % (name, r["connects_s"], r["us_per_connect"], " ".join("%.3f" % x for x in r["rounds_s"])))
+print()
 print("targets")
 for t in targets:
     v = t.get("value_ms", t.get("value"))
     print("  %-4s %-55s %s" % ("pass" if t["pass"] else "MISS", t["check"], v))
 with open(out, "w") as f:
     json.dump({"meta": meta, "startup": startup, "bwrap_as_built": built, "download": download,
+               "connects": connects,
                "targets": targets, "raw": {"startup_ms": {k: v[0] for k, v in raw.items()},
                                            "download_mib_s": {k: [x[0] for x in v] for k, v in dl_raw.items()}}},
               f, indent=2)

@@ -8,6 +8,10 @@
 # connection reached the host's sockets, no process left, no git
 # redirection left). Run as root it runs every case again as an
 # unprivileged user (run-helpers/twice.sh). Everything is on 127.0.0.1/::1.
+# SLUICE_E2E_TRANSPARENT=1 runs every case with network.transparent (issue
+# 17; ctest e2e_run_escape_transparent): the same safe outcomes, except that
+# the allow-listed origin 127.0.0.1:$PA is then reached by a direct connect()
+# (as through the proxy) and the sandbox has one more listener (its resolver).
 #
 # A case line:   c NAME EXPECT 'SNIPPET'
 #   SNIPPET runs as `sluice run --settings $CSET -c SNIPPET` in $CWD with
@@ -135,19 +139,25 @@ PY
         sleep 0.1
     done
 
+    local TPV=false NL=2
+    [ -n "${SLUICE_E2E_TRANSPARENT:-}" ] && TPV=true NL=3
     cat > "$T/s.json" <<JSON
-{"network": {"allowedDomains": ["127.0.0.1:$PA"]},
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "transparent": $TPV},
  "filesystem": {"denyRead": ["$W/secret.txt", "$W/secretdir"]}}
 JSON
     cat > "$T/unix.json" <<JSON
-{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true}}
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true, "transparent": $TPV}}
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
-    c "direct TCP to the host's 127.0.0.1 origin"        probe "python3 probe.py tcp 127.0.0.1 $PA"
+    if [ $TPV = true ]; then
+        c "transparent: the allow-listed origin is reached directly" ok "python3 probe.py tcp 127.0.0.1 $PA | grep -q ^OPEN"
+    else
+        c "direct TCP to the host's 127.0.0.1 origin"    probe "python3 probe.py tcp 127.0.0.1 $PA"
+    fi
     c "direct TCP to the host's dnsmasq (tcp)"           probe "python3 probe.py tcp 127.0.0.1 $DPORT"
     c "direct TCP to another loopback address"           probe "python3 probe.py tcp 127.0.0.2 $PA"
     c "UDP DNS query to the host's dnsmasq"              probe "python3 probe.py udp-dns 127.0.0.1 $DPORT"
@@ -157,7 +167,7 @@ JSON
         c "direct TCP to the host's [::1] origin"        probe "python3 probe.py tcp ::1 $P6"
     else skip "direct TCP to [::1]" "no IPv6 loopback on the host"; fi
     c "/proc/net/tcp shows only the sandbox's listeners" ok \
-        "! grep -qi ':$(printf %04X "$PA") ' /proc/net/tcp /proc/net/tcp6 && [ \$(awk 'NR>1' /proc/net/tcp | wc -l) -le 2 ]"
+        "! grep -qi ':$(printf %04X "$PA") ' /proc/net/tcp /proc/net/tcp6 && [ \$(awk 'NR>1' /proc/net/tcp | wc -l) -le $NL ]"
     c "/proc/net/dev lists only lo"                      ok "[ \"\$(awk 'NR>2 {print \$1}' /proc/net/dev)\" = lo: ]"
     c "/proc/net/unix shows none of the host's sockets"  ok "! grep -q '$AS\\|host.sock' /proc/net/unix"
     c "host abstract unix socket (default)"              probe "python3 probe.py abstract $AS"

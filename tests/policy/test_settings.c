@@ -1394,6 +1394,27 @@ static void check_schema_keys(json_t *props, const char *parent, const char *gra
     }
 }
 
+/* network.transparent (issue 17): a bool, false by default, replaced by a
+ * later layer like the other booleans. */
+static void test_transparent_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.network.transparent, 0);
+    assert_int_equal(apply(&s, "{\"network\": {\"transparent\": true}}", &err), 0);
+    assert_int_equal(s.network.transparent, 1);
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.transparent, 1); /* a layer without the key keeps it */
+    assert_int_equal(apply(&s, "{\"network\": {\"transparent\": false}}", &err), 0);
+    assert_int_equal(s.network.transparent, 0);
+    assert_int_equal(apply(&s, "{\"network\": {\"transparent\": \"yes\"}}", &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "transparent"));
+    settings_free(&s);
+}
+
 static void test_schema_matches_loader(void **state)
 {
     json_error_t je;
@@ -1410,7 +1431,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 95); /* 20 top-level keys, 57 nested, 18 at the third level */
+    assert_int_equal(count, 96); /* 20 top-level keys, 58 nested, 18 at the third level */
     json_decref(schema);
 }
 
@@ -1458,6 +1479,7 @@ int main(void)
         cmocka_unit_test(test_sandbox_environment_keys),
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
+        cmocka_unit_test(test_transparent_key),
     };
     int rc;
 

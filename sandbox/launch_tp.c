@@ -1,0 +1,131 @@
+/* sandbox/launch_tp.c - the launcher's side of transparent mode (issue 17):
+ * the hooks sandbox/launch.c calls, kept here so that launch.c only has one
+ * line per step. The mode itself is sandbox/transparent.c.
+ *
+ *   run_tp_prepare     after the host checks: kernel pieces, settings that
+ *                      cannot go with it, the sandbox's resolv.conf in the
+ *                      run directory (bound by bwrap.c);
+ *   run_tp_before_go   inner is waiting: the sandbox's network namespace
+ *                      identified, the resolver's sockets made in it;
+ *   run_tp_after_go    inner sends the seccomp listener once its filter is
+ *                      loaded: transparent.c starts serving it. */
+#include "sandbox/launch-int.h"
+#include "sandbox/transparent.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUN_TP_HANDOFF_MS 30000u
+
+int run_tp_prepare(struct run *run)
+{
+    const char *why;
+
+    if (run->o->transparent)
+        run->settings->network.transparent = 1;
+    if (!run->settings->network.transparent)
+        return 0;
+    why = tp_preflight();
+    if (why != NULL) {
+        fprintf(stderr,
+                "sluice: run: transparent mode needs %s, which this kernel lacks; the "
+                "command was not run\n",
+                why);
+        return -1;
+    }
+    if (!run->settings->network.isolate) {
+        fprintf(stderr, "sluice: run: network.transparent needs the sandbox's own network "
+                        "namespace, and network.isolate is false; the command was not run\n");
+        return -1;
+    }
+    if (run->settings->network.http_proxy_port != 0 ||
+        run->settings->network.socks_proxy_port != 0) {
+        fprintf(stderr, "sluice: run: network.transparent cannot be combined with "
+                        "network.httpProxyPort/socksProxyPort (an external proxy); the command "
+                        "was not run\n");
+        return -1;
+    }
+    if (tp_resolv_conf(run->rundir, run->tp_resolv_file, sizeof(run->tp_resolv_file),
+                       run->tp_resolv_dest, sizeof(run->tp_resolv_dest), run->err,
+                       sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    run_debug(run, "transparent mode: resolv.conf bound at %s", run->tp_resolv_dest);
+    return 0;
+}
+
+int run_tp_before_go(struct run *run)
+{
+    if (!run->settings->network.transparent)
+        return 0;
+    if (tp_dns_sockets(run->h.cmd_pid, &run->tp_fds[0], &run->tp_fds[1], &run->tp_fds[2],
+                       &run->tp_ns_dev, &run->tp_ns_ino, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_tp_log(void *ctx, const struct connlog *r)
+{
+    run_note_decision(ctx, r);
+}
+
+int run_tp_after_go(struct run *run)
+{
+    struct tp_opts to;
+
+    if (!run->settings->network.transparent)
+        return 0;
+    memset(&to, 0, sizeof(to));
+    to.loop = &run->loop;
+    to.egress = run->core.egress;
+    to.notify_fd =
+        sb_handoff_recv_notify(run->sp[0], RUN_TP_HANDOFF_MS, run->err, sizeof(run->err));
+    to.cmd_pid = run->h.cmd_pid;
+    to.ns_dev = run->tp_ns_dev;
+    to.ns_ino = run->tp_ns_ino;
+    to.dns_udp_fd = run->tp_fds[0];
+    to.dns_tcp_fd = run->tp_fds[1];
+    to.diag_fd = run->tp_fds[2];
+    to.log = on_tp_log;
+    to.log_ctx = run;
+    to.next_id = &run->next_id;
+    to.max_pending = run->settings->proxy.max_connections;
+    run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1; /* tp_start takes them */
+    if (to.notify_fd < 0) {
+        fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
+                run->err);
+        for (int i = 0; i < 3; i++) {
+            int fd = i == 0 ? to.dns_udp_fd : i == 1 ? to.dns_tcp_fd : to.diag_fd;
+            if (fd >= 0)
+                close(fd);
+        }
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    if (tp_start(&run->tp, &to, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    run_debug(run, "transparent mode: serving connect() and DNS for pid %d", run->h.cmd_pid);
+    return 0;
+}
+
+void run_tp_close(struct run *run)
+{
+    tp_close(run->tp);
+    run->tp = NULL;
+}
+
+void run_tp_free(struct run *run)
+{
+    for (int i = 0; i < 3; i++)
+        if (run->tp_fds[i] >= 0)
+            close(run->tp_fds[i]);
+}

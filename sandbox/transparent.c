@@ -1,0 +1,1668 @@
+/* sandbox/transparent.c - transparent mode for `sluice run`
+ * (network.transparent, `sluice run --transparent`; design.md "Transparent
+ * mode"). Host side only; inner.c makes the sockets and the seccomp listener.
+ *
+ * Owns three things, all on the run's event loop:
+ *
+ * 1. connect() interception. inner's filter (seccomp.c) answers every
+ *    connect() of the command with SCMP_ACT_NOTIFY; the listener descriptor
+ *    reaches the host after the go byte. For each notification the host:
+ *      a. opens /proc/PID/mem, checks the notification is still valid
+ *         (SECCOMP_IOCTL_NOTIF_ID_VALID: the pid is still the caller), reads
+ *         the sockaddr (for i386 socketcall(SYS_CONNECT), the argument block
+ *         first);
+ *      b. takes a copy of the command's socket (pidfd_getfd) and looks at
+ *         it: its network namespace must be the sandbox's (SIOCGSKNS; a
+ *         socket from anywhere else is refused with EPERM), its domain and
+ *         type, whether it is already connected;
+ *      c. lets the kernel run the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
+ *         only where the kernel's own connect() can reach nothing but the
+ *         sandbox's namespace, see "Why CONTINUE is safe" below: sockets
+ *         that are not TCP over IPv4/IPv6 (UDP, Unix, netlink), AF_UNSPEC
+ *         (disconnect), a socket already connected or listening, a bad
+ *         address length, and a loopback or unspecified destination where
+ *         something listens on that port inside the sandbox (the proxy
+ *         listeners, the command's own servers);
+ *      d. otherwise judges the destination as the proxies do: a synthetic
+ *         address the sandbox's resolver gave out (below) maps back to its
+ *         name, exactly; any other address is an IP literal. The egress
+ *         pipeline (verdict -> ask -> resolve -> guard -> dial) connects
+ *         from the host's namespace to a vetted address;
+ *      e. connected: the socket options the command set (O_NONBLOCK,
+ *         FD_CLOEXEC, SO_KEEPALIVE, TCP_NODELAY, SO_RCVTIMEO/SO_SNDTIMEO,
+ *         SO_LINGER, SO_PRIORITY, IP_TOS/IPV6_TCLASS, TCP keepalive timers,
+ *         TCP_USER_TIMEOUT, buffer sizes that differ from a fresh socket's)
+ *         are copied onto the host's socket, kcmp(KCMP_FILE) checks the
+ *         command's descriptor number still holds the socket it called
+ *         connect() on, and SECCOMP_IOCTL_NOTIF_ADDFD with
+ *         SECCOMP_ADDFD_FLAG_SETFD puts the host's socket at that number;
+ *         the call then returns 0, or EINPROGRESS for a non-blocking socket
+ *         (the socket is already connected: poll() reports it writable at
+ *         once and SO_ERROR is 0). The kernel never runs the command's
+ *         connect(), so the address the command could rewrite after (a)
+ *         is never used;
+ *      f. denied or failed: the call fails at once, ECONNREFUSED for a
+ *         denial (and a record in the log and the blocked summary, same
+ *         fields as the proxies', protocol "transparent"), ETIMEDOUT,
+ *         EHOSTUNREACH, ENETUNREACH for what the dial met.
+ *    Limits, documented in the README: getpeername() shows the address
+ *    dialed, not the synthetic one the command asked for; a socket bound
+ *    before connect() loses its local address; an IPv6 socket may get an
+ *    IPv4 connection (the upstream's address family); a non-blocking
+ *    connect() returns only once the dial ended (the command's thread waits
+ *    in connect(), at most the dial timeout); bytes are not counted (no
+ *    close record): the command holds the real connection, no relay.
+ *
+ *    Why CONTINUE is safe: a socket belongs to the network namespace it
+ *    was created in, whatever address it is given. Every socket the command
+ *    can create is in the sandbox's namespace, which has a loopback device
+ *    and nothing else: no route leaves it. (b) checks the namespace of the
+ *    very socket the call is about, so a socket from outside (an inherited
+ *    descriptor) never gets CONTINUE. The kernel re-reads the address from
+ *    the command's memory after CONTINUE, and the command may have changed
+ *    it in between; any address it can put there is reached (or not) from
+ *    inside the sandbox's namespace only. The same holds for UDP: it stays
+ *    closed in transparent mode as before, apart from the sandbox's own
+ *    resolver.
+ *
+ * 2. Synthetic addresses. Each name the resolver answers for gets its own
+ *    IPv4 address from 198.18.0.0/15 (RFC 2544 benchmarking space, never
+ *    routed) and IPv6 address from fd53:6c75:6963:6500::/64 (a ULA), by the
+ *    order in which names were first asked: 131,070 names per run. Two
+ *    names never share an address, so a connect() is decided by the name
+ *    that produced its address, even when the real names resolve to the
+ *    same host.
+ *
+ * 3. The sandbox's resolver. inner binds UDP and TCP sockets to
+ *    127.0.0.1:53 in the sandbox's namespace; the command's
+ *    /etc/resolv.conf (bwrap.c) names only that server. A query (one
+ *    question, class IN, opcode QUERY) for a name a port-less deny rule
+ *    denies gets NXDOMAIN and a blocked record; any other name gets its
+ *    synthetic address (A, AAAA) or an empty NOERROR (every other type);
+ *    the real decision, with the port, is made at connect(). Other opcodes:
+ *    NOTIMP; malformed: FORMERR. Nothing is resolved upstream here: the
+ *    egress pipeline resolves the name once, at connect(), through sluice's
+ *    own resolver (network.dnsServers), and the guard applies to that. */
+#define _GNU_SOURCE
+#include "sandbox/transparent.h"
+
+#include "common/common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <linux/kcmp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
+#include <linux/net.h>
+#include <linux/seccomp.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
+#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
+#endif
+
+#define TP_V4_BASE 0xC6120000u /* 198.18.0.0/15 */
+#define TP_V4_COUNT 131070u    /* .0.1 .. .255.254 of the /15, no .0.0 or last */
+static const uint8_t tp_v6_prefix[8] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65, 0x00};
+
+#define DNS_TTL 300u
+#define DNS_TCP_MAX 65535u
+#define DNS_TCP_IDLE_MS 10000u
+
+/* The options copied onto sluice's socket when the command set them
+ * before connect(): compared with a fresh socket's value (tp->optdef, read
+ * once at start) so that only what the command changed costs a setsockopt.
+ * Buffer sizes are among them: setting one turns the kernel's autotuning
+ * off, so it is copied only when changed. */
+static const struct {
+    int level, name, family; /* family 0: both */
+} int_opts[] = {
+    {SOL_SOCKET, SO_KEEPALIVE, 0},
+    {SOL_SOCKET, SO_PRIORITY, 0},
+    {SOL_SOCKET, SO_OOBINLINE, 0},
+    {SOL_SOCKET, SO_RCVBUF, 0},
+    {SOL_SOCKET, SO_SNDBUF, 0},
+    {IPPROTO_TCP, TCP_NODELAY, 0},
+    {IPPROTO_TCP, TCP_KEEPIDLE, 0},
+    {IPPROTO_TCP, TCP_KEEPINTVL, 0},
+    {IPPROTO_TCP, TCP_KEEPCNT, 0},
+    {IPPROTO_TCP, TCP_USER_TIMEOUT, 0},
+    {IPPROTO_TCP, TCP_NOTSENT_LOWAT, 0},
+    {IPPROTO_IP, IP_TOS, AF_INET},
+    {IPPROTO_IPV6, IPV6_TCLASS, AF_INET6},
+};
+#define N_INT_OPTS (sizeof(int_opts) / sizeof(int_opts[0]))
+
+struct tp_req {
+    struct tp *t;
+    struct tp_req *prev, *next;
+    uint64_t id;   /* seccomp notification id */
+    int pid;       /* the calling thread (host pid namespace) */
+    int target_fd; /* the descriptor number in the command */
+    int orig;      /* our copy of the command's socket */
+    int family;    /* its domain */
+    struct egress_req *er;
+    char host[POLICY_HOST_MAX + 1]; /* for the log record */
+    uint16_t port;
+    char client[64];
+    uint64_t conn_id;
+};
+
+struct dns_conn {
+    uv_tcp_t tcp;
+    uv_timer_t idle;
+    struct tp *t;
+    struct dns_conn *prev, *next;
+    uint8_t buf[2 + DNS_TCP_MAX];
+    size_t have;
+    int closing, nclosed;
+};
+
+struct tp {
+    uv_loop_t *loop;
+    struct egress_env *egress;
+    connlog_fn log;
+    void *log_ctx;
+    uint64_t *next_id;
+    int notify_fd;
+    int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
+    int optdef[2][N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
+    int self_pid;
+    dev_t ns_dev; /* the sandbox's network namespace */
+    ino_t ns_ino;
+    int pid; /* the command's pid */
+    uv_poll_t poll;
+    int poll_open;
+    uv_udp_t udp;
+    int udp_open;
+    uv_tcp_t tcp;
+    int tcp_open;
+    int handles; /* open handles; tp is freed when the last closes */
+    int closing;
+    struct seccomp_notif *notif;
+    struct seccomp_notif_resp *resp;
+    struct tp_req reqs; /* list head */
+    size_t npending, max_pending;
+    struct dns_conn dconns; /* list head (only prev/next used) */
+    int nr_connect[3];      /* per ABI below, -1 unknown */
+    uint32_t arch[3];
+    int nr_socketcall; /* i386 */
+    struct tp_names names;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Names and synthetic addresses                                             */
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+
+    for (; *s != '\0'; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+void tp_names_free(struct tp_names *n)
+{
+    for (size_t i = 0; i < n->n; i++)
+        free(n->v[i]);
+    free(n->v);
+    free(n->slots);
+    memset(n, 0, sizeof(*n));
+}
+
+static int slots_grow(struct tp_names *n)
+{
+    size_t cap = n->scap != 0 ? n->scap * 2 : 256;
+    uint32_t *s = calloc(cap, sizeof(*s));
+
+    if (s == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n->n; i++) {
+        size_t j = name_hash(n->v[i]) & (cap - 1);
+        while (s[j] != 0)
+            j = (j + 1) & (cap - 1);
+        s[j] = (uint32_t)(i + 1);
+    }
+    free(n->slots);
+    n->slots = s;
+    n->scap = cap;
+    return 0;
+}
+
+long tp_names_find(const struct tp_names *n, const char *name)
+{
+    if (n->scap == 0)
+        return -1;
+    for (size_t j = name_hash(name) & (n->scap - 1);; j = (j + 1) & (n->scap - 1)) {
+        uint32_t k = n->slots[j];
+        if (k == 0)
+            return -1;
+        if (strcmp(n->v[k - 1], name) == 0)
+            return (long)(k - 1);
+    }
+}
+
+long tp_names_add(struct tp_names *n, const char *name)
+{
+    long i = tp_names_find(n, name);
+    size_t j;
+
+    if (i >= 0)
+        return i;
+    if (n->n >= TP_V4_COUNT)
+        return -ENOSPC;
+    if ((n->n + 1) * 2 > n->scap && slots_grow(n) < 0)
+        return -ENOMEM;
+    if (n->n == n->cap) {
+        size_t cap = n->cap != 0 ? n->cap * 2 : 64;
+        char **v = realloc(n->v, cap * sizeof(*v));
+        if (v == NULL)
+            return -ENOMEM;
+        n->v = v;
+        n->cap = cap;
+    }
+    n->v[n->n] = strdup(name);
+    if (n->v[n->n] == NULL)
+        return -ENOMEM;
+    for (j = name_hash(name) & (n->scap - 1); n->slots[j] != 0; j = (j + 1) & (n->scap - 1))
+        ;
+    n->slots[j] = (uint32_t)(n->n + 1);
+    return (long)n->n++;
+}
+
+void tp_synthetic(size_t index, int family, struct policy_addr *a)
+{
+    uint32_t v = (uint32_t)index + 1;
+
+    memset(a, 0, sizeof(*a));
+    if (family == 4) {
+        uint32_t ip = TP_V4_BASE + v;
+        a->family = 4;
+        a->bytes[0] = (uint8_t)(ip >> 24);
+        a->bytes[1] = (uint8_t)(ip >> 16);
+        a->bytes[2] = (uint8_t)(ip >> 8);
+        a->bytes[3] = (uint8_t)ip;
+    } else {
+        a->family = 6;
+        memcpy(a->bytes, tp_v6_prefix, sizeof(tp_v6_prefix));
+        a->bytes[12] = (uint8_t)(v >> 24);
+        a->bytes[13] = (uint8_t)(v >> 16);
+        a->bytes[14] = (uint8_t)(v >> 8);
+        a->bytes[15] = (uint8_t)v;
+    }
+}
+
+const char *tp_names_lookup(const struct tp_names *n, const struct policy_addr *a)
+{
+    uint32_t v;
+
+    if (a->family == 4) {
+        uint32_t ip = (uint32_t)a->bytes[0] << 24 | (uint32_t)a->bytes[1] << 16 |
+                      (uint32_t)a->bytes[2] << 8 | a->bytes[3];
+        if ((ip & 0xFFFE0000u) != TP_V4_BASE)
+            return NULL;
+        v = ip - TP_V4_BASE;
+    } else if (a->family == 6) {
+        if (memcmp(a->bytes, tp_v6_prefix, sizeof(tp_v6_prefix)) != 0 || a->bytes[8] != 0 ||
+            a->bytes[9] != 0 || a->bytes[10] != 0 || a->bytes[11] != 0)
+            return NULL;
+        v = (uint32_t)a->bytes[12] << 24 | (uint32_t)a->bytes[13] << 16 |
+            (uint32_t)a->bytes[14] << 8 | a->bytes[15];
+    } else {
+        return NULL;
+    }
+    if (v == 0 || v > n->n)
+        return NULL;
+    return n->v[v - 1];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rule text for the log                              */
+
+/* ------------------------------------------------------------------------ */
+/* DNS messages                                                              */
+
+enum { DNS_NOERROR = 0, DNS_FORMERR = 1, DNS_NXDOMAIN = 3, DNS_NOTIMP = 4 };
+
+static void put16(uint8_t *p, unsigned v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void dns_log_denied(struct tp *t, const char *name, const struct policy_judgment *d)
+{
+    struct connlog r;
+
+    if (t->log == NULL)
+        return;
+    memset(&r, 0, sizeof(r));
+    r.event = CONNLOG_DECISION;
+    r.id = t->next_id != NULL ? ++*t->next_id : 0;
+    r.client = "sandbox";
+    r.protocol = "dns";
+    r.host = name;
+    r.port = 0;
+    r.verdict = "deny";
+    r.rule = d->rule_text;
+    r.reason = d->reason;
+    r.addr = "";
+    r.code = DNS_NXDOMAIN;
+    t->log(t->log_ctx, &r);
+}
+
+/* Builds the answer to query q in out (cap >= 512). Returns its length, or 0
+ * to drop the query (too short, or a response). */
+size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, size_t cap)
+{
+    char name[POLICY_HOST_MAX + 2];
+    size_t pos = 12, nlen = 0, qend, o;
+    unsigned opcode, qtype, qclass, rcode = DNS_NOERROR, ancount = 0;
+    struct policy_host h;
+    struct policy_judgment d;
+    const char *why;
+
+    if (qlen < 12 || cap < 512 || (q[2] & 0x80) != 0)
+        return 0;
+    opcode = (q[2] >> 3) & 0x0F;
+    memcpy(out, q, 4);
+    out[2] = (uint8_t)(0x80 | (q[2] & 0x79)); /* QR, opcode, RD */
+    out[3] = 0x80;                            /* RA */
+    memset(out + 4, 0, 8);
+    if (opcode != 0) {
+        out[3] |= DNS_NOTIMP;
+        return 12;
+    }
+    if (q[4] != 0 || q[5] != 1) {
+        out[3] |= DNS_FORMERR;
+        return 12;
+    }
+    /* the question's name: plain labels, no compression */
+    for (;;) {
+        unsigned l;
+        if (pos >= qlen)
+            goto formerr;
+        l = q[pos++];
+        if (l == 0)
+            break;
+        if (l > 63 || pos + l > qlen || nlen + l + 1 > POLICY_HOST_MAX)
+            goto formerr;
+        if (nlen > 0)
+            name[nlen++] = '.';
+        memcpy(name + nlen, q + pos, l);
+        nlen += l;
+        pos += l;
+    }
+    name[nlen] = '\0';
+    if (pos + 4 > qlen)
+        goto formerr;
+    qtype = (unsigned)q[pos] << 8 | q[pos + 1];
+    qclass = (unsigned)q[pos + 2] << 8 | q[pos + 3];
+    qend = pos + 4;
+    if (qend > cap - 64)
+        goto formerr;
+    memcpy(out + 12, q + 12, qend - 12);
+    put16(out + 4, 1);
+    o = qend;
+    if (qclass != 1 && qclass != 255) {
+        rcode = DNS_NOTIMP;
+        goto done;
+    }
+    if (nlen == 0 || memchr(name, '\0', nlen) != NULL ||
+        policy_host_normalize(name, nlen, &h, &why) < 0 || h.kind != POLICY_HOST_NAME) {
+        rcode = nlen == 0 ? DNS_NOERROR : DNS_NXDOMAIN;
+        goto done;
+    }
+    if (policy_dns_refused(egress_env_policy(t->egress), &h, &d)) {
+        dns_log_denied(t, h.name, &d);
+        rcode = DNS_NXDOMAIN;
+        goto done;
+    }
+    if (qtype == 1 || qtype == 28) {
+        long i = tp_names_add(&t->names, h.name);
+        struct policy_addr a;
+        size_t rdlen = qtype == 1 ? 4 : 16;
+        if (i < 0) {
+            out[3] |= 2; /* SERVFAIL: out of addresses or memory */
+            return o;
+        }
+        tp_synthetic((size_t)i, qtype == 1 ? 4 : 6, &a);
+        out[o++] = 0xC0; /* the name in the question */
+        out[o++] = 12;
+        put16(out + o, qtype);
+        put16(out + o + 2, 1);
+        out[o + 4] = 0;
+        out[o + 5] = 0;
+        put16(out + o + 6, DNS_TTL);
+        put16(out + o + 8, (unsigned)rdlen);
+        o += 10;
+        memcpy(out + o, a.bytes, rdlen);
+        o += rdlen;
+        ancount = 1;
+    }
+done:
+    out[3] = (uint8_t)(out[3] | rcode);
+    put16(out + 6, ancount);
+    return o;
+formerr:
+    memset(out + 4, 0, 8);
+    out[3] |= DNS_FORMERR;
+    return 12;
+}
+
+static void on_handle_closed(uv_handle_t *h);
+
+static void udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static char rx[4096];
+
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(rx, sizeof(rx));
+}
+
+static void udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from,
+                     unsigned flags)
+{
+    struct tp *t = container_of(u, struct tp, udp);
+    uint8_t out[1024];
+    size_t len;
+    uv_buf_t b;
+
+    if (n <= 0 || from == NULL || (flags & UV_UDP_PARTIAL))
+        return;
+    len = tp_dns_answer(t, (const uint8_t *)buf->base, (size_t)n, out, sizeof(out));
+    if (len == 0)
+        return;
+    b = uv_buf_init((char *)out, (unsigned)len);
+    (void)uv_udp_try_send(u, &b, 1, from); /* a full socket buffer drops it, as UDP does */
+}
+
+/* DNS over TCP: two-byte length, message; several per connection. */
+static void dconn_closed(uv_handle_t *h)
+{
+    struct dns_conn *c = h->data;
+
+    if (++c->nclosed == 2) {
+        struct tp *t = c->t;
+        free(c);
+        if (--t->handles == 0)
+            free(t);
+    }
+}
+
+static void dconn_close(struct dns_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    uv_close((uv_handle_t *)&c->tcp, dconn_closed);
+    uv_close((uv_handle_t *)&c->idle, dconn_closed);
+}
+
+static void dconn_idle(uv_timer_t *tm)
+{
+    dconn_close(tm->data);
+}
+
+static void dconn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct dns_conn *c = h->data;
+
+    (void)suggested;
+    *buf = uv_buf_init((char *)c->buf + c->have, (unsigned)(sizeof(c->buf) - c->have));
+}
+
+struct dwrite {
+    uv_write_t w;
+    uint8_t data[2 + 1024];
+};
+
+static void dwrite_done(uv_write_t *w, int status)
+{
+    (void)status;
+    free(container_of(w, struct dwrite, w));
+}
+
+static void dconn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct dns_conn *c = s->data;
+
+    (void)buf;
+    if (n < 0) {
+        dconn_close(c);
+        return;
+    }
+    c->have += (size_t)n;
+    (void)uv_timer_start(&c->idle, dconn_idle, DNS_TCP_IDLE_MS, 0);
+    while (c->have >= 2) {
+        size_t mlen = (size_t)c->buf[0] << 8 | c->buf[1];
+        struct dwrite *w;
+        size_t len;
+        uv_buf_t b;
+
+        if (c->have < 2 + mlen)
+            break;
+        w = malloc(sizeof(*w));
+        if (w == NULL) {
+            dconn_close(c);
+            return;
+        }
+        len = tp_dns_answer(c->t, c->buf + 2, mlen, w->data + 2, sizeof(w->data) - 2);
+        memmove(c->buf, c->buf + 2 + mlen, c->have - 2 - mlen);
+        c->have -= 2 + mlen;
+        if (len == 0) {
+            free(w);
+            continue;
+        }
+        put16(w->data, (unsigned)len);
+        b = uv_buf_init((char *)w->data, (unsigned)(len + 2));
+        if (uv_write(&w->w, s, &b, 1, dwrite_done) < 0) {
+            free(w);
+            dconn_close(c);
+            return;
+        }
+    }
+}
+
+static void tcp_accept(uv_stream_t *l, int status)
+{
+    struct tp *t = container_of(l, struct tp, tcp);
+    struct dns_conn *c;
+
+    if (status < 0 || t->closing)
+        return;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->t = t;
+    uv_tcp_init(t->loop, &c->tcp);
+    uv_timer_init(t->loop, &c->idle);
+    c->tcp.data = c;
+    c->idle.data = c;
+    c->next = t->dconns.next;
+    c->prev = &t->dconns;
+    t->dconns.next->prev = c;
+    t->dconns.next = c;
+    t->handles++;
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, dconn_alloc, dconn_read) < 0) {
+        dconn_close(c);
+        return;
+    }
+    (void)uv_timer_start(&c->idle, dconn_idle, DNS_TCP_IDLE_MS, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* connect() notifications                                                   */
+
+static void respond(struct tp *t, uint64_t id, int error, int cont)
+{
+    memset(t->resp, 0, sizeof(*t->resp));
+    t->resp->id = id;
+    t->resp->error = cont ? 0 : -error;
+    t->resp->val = 0;
+    t->resp->flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+    (void)seccomp_notify_respond(t->notify_fd, t->resp); /* ENOENT: the caller is gone */
+}
+
+static void req_free(struct tp_req *r)
+{
+    r->t->npending--;
+    r->prev->next = r->next;
+    r->next->prev = r->prev;
+    if (r->orig >= 0)
+        close(r->orig);
+    free(r);
+}
+
+static int read_mem(int memfd, uint64_t addr, void *buf, size_t len)
+{
+    ssize_t n = pread(memfd, buf, len, (off_t)addr);
+
+    return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Would a connection to DST:PORT be accepted by a listener in the sandbox's
+ * namespace (one bound to that address or to any; a dual-stack [::] one for
+ * IPv4 too)? One sock_diag request (no dump) over DIAG, a netlink socket
+ * made in that namespace (tp_dns_sockets): the kernel runs the lookup an
+ * incoming SYN would. Errors say no (the connection is then judged by the
+ * policy, which fails closed). */
+static int sandbox_listens(int diag, const struct policy_addr *dst, unsigned port)
+{
+    struct {
+        struct nlmsghdr nh;
+        struct inet_diag_req_v2 r;
+    } req;
+    union {
+        struct nlmsghdr align;
+        char buf[1024];
+    } rx;
+    struct nlmsghdr *h = &rx.align;
+    ssize_t n;
+
+    if (diag < 0)
+        return 0;
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_len = sizeof(req);
+    req.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.nh.nlmsg_flags = NLM_F_REQUEST;
+    req.r.sdiag_family = dst->family == 4 ? AF_INET : AF_INET6;
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = ~0u;
+    req.r.id.idiag_sport = htons((uint16_t)port);
+    memcpy(req.r.id.idiag_src, dst->bytes, dst->family == 4 ? 4 : 16);
+    memcpy(req.r.id.idiag_dst, dst->bytes, dst->family == 4 ? 4 : 16);
+    req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if (send(diag, &req, sizeof(req), 0) < 0)
+        return 0;
+    n = recv(diag, rx.buf, sizeof(rx.buf), 0);
+    if (n < (ssize_t)sizeof(struct nlmsghdr) || !NLMSG_OK(h, (size_t)n))
+        return 0;
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+        h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+        return 0; /* NLMSG_ERROR: ENOENT, nothing there */
+    return ((const struct inet_diag_msg *)NLMSG_DATA(h))->idiag_state == 10; /* TCP_LISTEN */
+}
+
+/* The thread group of thread TID, from /proc; TID itself when unknown. */
+static int tgid_of(int tid)
+{
+    char path[64], line[128];
+    int tgid = tid;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", tid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return tid;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "Tgid: %d", &tgid) == 1)
+            break;
+    fclose(f);
+    return tgid > 0 ? tgid : tid;
+}
+
+static int is_loopback_or_any(const struct policy_addr *a)
+{
+    static const uint8_t zero[16];
+
+    if (a->family == 4)
+        return a->bytes[0] == 127 || memcmp(a->bytes, zero, 4) == 0;
+    return memcmp(a->bytes, zero, 15) == 0 && (a->bytes[15] == 1 || a->bytes[15] == 0);
+}
+
+static void read_defaults(int (*def)[N_INT_OPTS])
+{
+    for (int f = 0; f < 2; f++) {
+        int fresh = socket(f == 0 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        for (size_t i = 0; i < N_INT_OPTS; i++) {
+            socklen_t len = sizeof(int);
+            def[f][i] = INT_MIN; /* unknown: always copied */
+            if (fresh >= 0 &&
+                getsockopt(fresh, int_opts[i].level, int_opts[i].name, &def[f][i], &len) < 0)
+                def[f][i] = INT_MIN;
+        }
+        if (fresh >= 0)
+            close(fresh);
+    }
+}
+
+static void copy_opts(const struct tp *t, int from, int from_family, int to, int to_family)
+{
+    struct timeval tv;
+    struct linger lg;
+    socklen_t len;
+    int v;
+
+    for (size_t i = 0; i < N_INT_OPTS; i++) {
+        if (int_opts[i].family != 0 &&
+            (int_opts[i].family != from_family || int_opts[i].family != to_family))
+            continue;
+        len = sizeof(v);
+        if (getsockopt(from, int_opts[i].level, int_opts[i].name, &v, &len) < 0 ||
+            v == t->optdef[from_family == AF_INET6][i])
+            continue;
+        if (int_opts[i].level == SOL_SOCKET &&
+            (int_opts[i].name == SO_RCVBUF || int_opts[i].name == SO_SNDBUF))
+            v /= 2; /* the kernel doubles what is set */
+        (void)setsockopt(to, int_opts[i].level, int_opts[i].name, &v, sizeof(v));
+    }
+    len = sizeof(lg);
+    if (getsockopt(from, SOL_SOCKET, SO_LINGER, &lg, &len) == 0 && lg.l_onoff != 0)
+        (void)setsockopt(to, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    len = sizeof(tv);
+    if (getsockopt(from, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+        (void)setsockopt(to, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    len = sizeof(tv);
+    if (getsockopt(from, SOL_SOCKET, SO_SNDTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+        (void)setsockopt(to, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* FD_CLOEXEC of the command's descriptor FD, from /proc/PID/fdinfo. */
+static int remote_cloexec(int pid, int fd)
+{
+    char path[64], buf[256];
+    const char *f;
+    ssize_t n;
+    int pf;
+
+    snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+    pf = open(path, O_RDONLY | O_CLOEXEC);
+    if (pf < 0)
+        return 0;
+    n = read(pf, buf, sizeof(buf) - 1);
+    close(pf);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    f = strstr(buf, "flags:");
+    return f != NULL && (strtoul(f + 6, NULL, 8) & O_CLOEXEC) != 0;
+}
+
+static int errno_of(const struct egress_outcome *o)
+{
+    switch (o->result) {
+    case EGRESS_CONNECTED:
+        return 0;
+    case EGRESS_DENIED:
+    case EGRESS_REFUSED:
+        return ECONNREFUSED;
+    case EGRESS_DNS_FAILED:
+        return EHOSTUNREACH;
+    case EGRESS_DNS_TIMEOUT:
+    case EGRESS_DIAL_TIMEOUT:
+        return ETIMEDOUT;
+    case EGRESS_UNREACHABLE:
+        if (o->status == UV_ENETUNREACH)
+            return ENETUNREACH;
+        if (o->status == UV_ECONNRESET)
+            return ECONNRESET;
+        return EHOSTUNREACH;
+    case EGRESS_ERROR:
+    default:
+        return ENOBUFS;
+    }
+}
+
+static void install(struct tp_req *r, int fd)
+{
+    struct tp *t = r->t;
+    struct seccomp_notif_addfd add;
+    int fl, nonblock, family = AF_INET;
+    socklen_t len = sizeof(family);
+
+    (void)getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len);
+    copy_opts(t, r->orig, r->family, fd, family);
+    fl = fcntl(r->orig, F_GETFL);
+    nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
+    fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+    /* the command's descriptor still holds the socket it connect()ed? (a
+     * thread may have closed it and opened something else there) */
+    if (syscall(SYS_kcmp, t->self_pid, r->pid, KCMP_FILE, r->orig, r->target_fd) != 0) {
+        close(fd);
+        respond(t, r->id, EBADF, 0);
+        return;
+    }
+    memset(&add, 0, sizeof(add));
+    add.id = r->id;
+    add.flags = SECCOMP_ADDFD_FLAG_SETFD;
+    add.srcfd = (uint32_t)fd;
+    add.newfd = (uint32_t)r->target_fd;
+    add.newfd_flags = remote_cloexec(r->pid, r->target_fd) ? O_CLOEXEC : 0;
+    if (ioctl(t->notify_fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0) {
+        int e = errno;
+        close(fd);
+        if (e != ENOENT) /* ENOENT: the call was interrupted or the caller died */
+            respond(t, r->id, ECONNABORTED, 0);
+        return;
+    }
+    close(fd);
+    respond(t, r->id, nonblock ? EINPROGRESS : 0, 0);
+}
+
+/* The decision record (the front ends log from their egress callbacks;
+ * this is the transparent front end's), then the answer. */
+static void on_egress(void *arg, const struct egress_outcome *o)
+{
+    struct tp_req *r = arg;
+    struct tp *t = r->t;
+    char addr[64] = "";
+
+    r->er = NULL;
+    if (t->log != NULL) {
+        struct connlog rec;
+        memset(&rec, 0, sizeof(rec));
+        if (o->have_addr)
+            policy_addr_str(&o->addr, addr, sizeof(addr));
+        rec.event = CONNLOG_DECISION;
+        rec.id = r->conn_id;
+        rec.client = r->client;
+        rec.protocol = "transparent";
+        rec.host = r->host;
+        rec.port = r->port;
+        rec.verdict = o->verdict;
+        rec.rule = o->rule;
+        rec.reason = o->reason;
+        rec.addr = o->result == EGRESS_CONNECTED ? addr : "";
+        rec.code = errno_of(o);
+        t->log(t->log_ctx, &rec);
+    }
+    if (o->result == EGRESS_CONNECTED)
+        install(r, o->fd);
+    else
+        respond(t, r->id, errno_of(o), 0);
+    req_free(r);
+}
+
+/* One connect() as the command made it. */
+struct call {
+    int fd; /* its descriptor number */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+        struct sockaddr_storage ss;
+    } sa;
+    size_t len; /* address length */
+};
+
+/* Reads the call's arguments and address from the caller's memory (for
+ * i386 socketcall(SYS_CONNECT), its argument block first), after checking
+ * the notification still stands for that caller. 0, or -1 when the call
+ * has been answered (or its caller is gone). */
+static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c)
+{
+    uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_len = n->data.args[2];
+    char path[64];
+    int abi = -1, memfd, rc;
+
+    for (int i = 0; i < 3; i++)
+        if (n->data.arch == t->arch[i])
+            abi = i;
+    if (abi < 0) {
+        respond(t, n->id, EPERM, 0);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/mem", (int)n->pid);
+    memfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (memfd < 0) {
+        respond(t, n->id, EPERM, 0);
+        return -1;
+    }
+    if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
+        close(memfd); /* the caller is gone: nothing to answer */
+        return -1;
+    }
+    if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
+        uint32_t blk[3];
+        if (a_fd != SYS_CONNECT) {
+            close(memfd);
+            respond(t, n->id, 0, 1);
+            return -1;
+        }
+        if (read_mem(memfd, a_addr, blk, sizeof(blk)) < 0) {
+            close(memfd);
+            respond(t, n->id, EFAULT, 0);
+            return -1;
+        }
+        a_fd = blk[0];
+        a_addr = blk[1];
+        a_len = blk[2];
+    } else if (n->data.nr != t->nr_connect[abi] &&
+               !(abi == 0 && t->nr_connect[1] >= 0 && n->data.nr == t->nr_connect[1])) {
+        /* x32 system calls arrive with the x86-64 audit arch and their own
+         * numbers (__X32_SYSCALL_BIT) */
+        close(memfd);
+        respond(t, n->id, EPERM, 0);
+        return -1;
+    }
+    a_len &= 0xffffffffu;
+    memset(c, 0, sizeof(*c));
+    if (a_len > sizeof(c->sa.ss) || a_len < sizeof(c->sa.sa.sa_family)) {
+        close(memfd);
+        respond(t, n->id, EINVAL, 0);
+        return -1;
+    }
+    rc = read_mem(memfd, a_addr, &c->sa, (size_t)a_len);
+    close(memfd);
+    if (rc < 0) {
+        respond(t, n->id, EFAULT, 0);
+        return -1;
+    }
+    c->fd = (int)(a_fd & 0x7fffffff);
+    c->len = (size_t)a_len;
+    return 0;
+}
+
+/* A copy of the command's socket FD (pidfd_getfd), checked to belong to the
+ * sandbox's network namespace, with its domain in *domain. The copy, or -1
+ * when the call has been answered. */
+static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int *domain)
+{
+    struct stat st;
+    int pidfd, orig = -1, nsfd, e, rc;
+
+    /* n->pid is the calling thread: pidfd_open wants the thread group's
+     * leader (threads share the descriptor table) */
+    pidfd = (int)syscall(SYS_pidfd_open, (int)n->pid, 0U);
+    if (pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
+        /* not a thread group leader (EINVAL before Linux 6.9, ENOENT after) */
+        int tgid = tgid_of((int)n->pid);
+        if (tgid != (int)n->pid)
+            pidfd = (int)syscall(SYS_pidfd_open, tgid, 0U);
+    }
+    if (pidfd >= 0) {
+        orig = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0U);
+        e = errno;
+        close(pidfd);
+    } else {
+        e = errno;
+    }
+    if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
+        if (orig >= 0)
+            close(orig);
+        return -1;
+    }
+    if (orig < 0) {
+        respond(t, n->id, e == EBADF ? EBADF : EPERM, 0);
+        return -1;
+    }
+    nsfd = ioctl(orig, SIOCGSKNS);
+    if (nsfd < 0) {
+        e = errno;
+        close(orig);
+        respond(t, n->id, e == ENOTTY || e == ENOTSOCK ? ENOTSOCK : EPERM, 0);
+        return -1;
+    }
+    rc = fstat(nsfd, &st);
+    close(nsfd);
+    if (rc < 0 || st.st_dev != t->ns_dev || st.st_ino != t->ns_ino) {
+        close(orig); /* not a socket of the sandbox's namespace: never CONTINUE */
+        respond(t, n->id, EPERM, 0);
+        return -1;
+    }
+    {
+        socklen_t len = sizeof(*domain);
+        *domain = 0;
+        (void)getsockopt(orig, SOL_SOCKET, SO_DOMAIN, domain, &len);
+    }
+    return orig;
+}
+
+/* Whether sluice makes this connection: a TCP socket of the sandbox's
+ * namespace, not connected or listening, given an address of its own family.
+ * Then *dst and *port are set. 0 when the kernel may run the call instead
+ * (see "Why CONTINUE is safe" at the top). */
+static int intercepted(int orig, int domain, const struct call *c, struct policy_addr *dst,
+                       uint16_t *port)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    struct sockaddr_storage peer;
+    socklen_t len;
+    int type = 0, acc = 0;
+
+    len = sizeof(type);
+    (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
+    if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
+        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
+    len = sizeof(peer);
+    if (getpeername(orig, (struct sockaddr *)&peer, &len) == 0)
+        return 0; /* EISCONN from the kernel */
+    len = sizeof(acc);
+    if (getsockopt(orig, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc != 0)
+        return 0; /* EINVAL from the kernel */
+    memset(dst, 0, sizeof(*dst));
+    if (c->sa.sa.sa_family == AF_INET && domain == AF_INET && c->len >= sizeof(c->sa.in4)) {
+        dst->family = 4;
+        memcpy(dst->bytes, &c->sa.in4.sin_addr, 4);
+        *port = ntohs(c->sa.in4.sin_port);
+        return 1;
+    }
+    if (c->sa.sa.sa_family == AF_INET6 && domain == AF_INET6 && c->len >= 24) {
+        if (memcmp(&c->sa.in6.sin6_addr, mapped, 12) == 0) {
+            dst->family = 4;
+            memcpy(dst->bytes, (const uint8_t *)&c->sa.in6.sin6_addr + 12, 4);
+        } else {
+            dst->family = 6;
+            memcpy(dst->bytes, &c->sa.in6.sin6_addr, 16);
+        }
+        *port = ntohs(c->sa.in6.sin6_port);
+        return 1;
+    }
+    return 0; /* AF_UNSPEC, a family mismatch, a short address: the kernel's answer */
+}
+
+/* Judges and dials DST:PORT for the call (egress pipeline); on_egress
+ * answers it. Takes orig. */
+static void start_request(struct tp *t, const struct seccomp_notif *n, const struct call *c,
+                          int orig, int domain, const struct policy_addr *dst, uint16_t port)
+{
+    const char *name = tp_names_lookup(&t->names, dst), *why;
+    struct policy_host host;
+    struct tp_req *r;
+    char text[64];
+    int rc;
+
+    if (name == NULL)
+        name = policy_addr_str(dst, text, sizeof(text)); /* judged as an IP literal */
+    rc = policy_host_normalize(name, strlen(name), &host, &why);
+    if (t->npending >= t->max_pending) {
+        /* as many connect()s in flight as the proxies' maxConnections:
+         * the host's descriptors are not the command's to exhaust */
+        close(orig);
+        respond(t, n->id, EAGAIN, 0);
+        return;
+    }
+    r = calloc(1, sizeof(*r));
+    if (rc < 0 || r == NULL) {
+        free(r);
+        close(orig);
+        respond(t, n->id, rc < 0 ? ECONNREFUSED : ENOBUFS, 0);
+        return;
+    }
+    r->t = t;
+    r->id = n->id;
+    r->pid = (int)n->pid;
+    r->target_fd = c->fd;
+    r->orig = orig;
+    r->family = domain;
+    r->next = t->reqs.next;
+    r->prev = &t->reqs;
+    t->reqs.next->prev = r;
+    t->reqs.next = r;
+    t->npending++;
+    snprintf(r->host, sizeof(r->host), "%s", host.name);
+    r->port = port;
+    snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
+    r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
+    rc = egress_start(t->egress, &host, port, "transparent", r->client, on_egress, r, &r->er);
+    if (rc < 0) {
+        r->er = NULL;
+        respond(t, r->id, ENOBUFS, 0);
+        req_free(r);
+    }
+}
+
+/* One notification: read, inspect, then let the kernel run it, refuse it,
+ * or make the connection. */
+static void handle(struct tp *t, const struct seccomp_notif *n)
+{
+    struct call c;
+    struct policy_addr dst;
+    uint16_t port = 0;
+    int orig, domain;
+
+    if (read_call(t, n, &c) < 0)
+        return;
+    orig = take_socket(t, n, c.fd, &domain);
+    if (orig < 0)
+        return;
+    if (!intercepted(orig, domain, &c, &dst, &port) ||
+        (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
+        /* confined to the sandbox's namespace; for loopback: the proxy
+         * listeners, the command's own servers */
+        close(orig);
+        respond(t, n->id, 0, 1);
+        return;
+    }
+    if (port == 0) {
+        close(orig);
+        respond(t, n->id, ECONNREFUSED, 0);
+        return;
+    }
+    start_request(t, n, &c, orig, domain, &dst, port);
+}
+
+static void on_notify(uv_poll_t *p, int status, int events)
+{
+    struct tp *t = container_of(p, struct tp, poll);
+
+    if (status < 0 || (events & UV_READABLE) == 0)
+        return;
+    for (int i = 0; i < 64; i++) {
+        struct pollfd pf = {.fd = t->notify_fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) != 1)
+            return;
+        if ((pf.revents & POLLIN) == 0) {
+            /* POLLHUP: no task is left under the filter (the command and
+             * all its children are gone); nothing more will come */
+            if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
+                (void)uv_poll_stop(p);
+            return;
+        }
+        memset(t->notif, 0, sizeof(*t->notif));
+        if (seccomp_notify_receive(t->notify_fd, t->notif) < 0)
+            return; /* ENOENT: the caller went away before we read it */
+        handle(t, t->notif);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop                                                            */
+
+static const char *kernel_problem(void)
+{
+    struct utsname u;
+    unsigned maj = 0, min = 0;
+    long fd;
+
+    /* pidfd_getfd (5.6): EBADF for a bad pidfd, ENOSYS when missing */
+    fd = syscall(SYS_pidfd_getfd, -1, 0, 0U);
+    if (fd < 0 && errno == ENOSYS)
+        return "pidfd_getfd(2) (Linux 5.6+)";
+    if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &maj, &min) == 2 &&
+        (maj < 5 || (maj == 5 && min < 14)))
+        return "SECCOMP_ADDFD_FLAG_SETFD (Linux 5.14+)";
+    return NULL;
+}
+
+const char *tp_preflight(void)
+{
+    return kernel_problem();
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct tp *t = h->data;
+
+    if (h == (uv_handle_t *)&t->poll)
+        close(t->notify_fd);
+    if (--t->handles == 0)
+        free(t);
+}
+
+int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
+{
+    static const uint32_t arches[3] = {
+#if defined(__x86_64__)
+        SCMP_ARCH_X86_64,
+        SCMP_ARCH_X32,
+        SCMP_ARCH_X86,
+#elif defined(__aarch64__)
+        SCMP_ARCH_AARCH64,
+        SCMP_ARCH_ARM,
+        0,
+#else
+        0,
+        0,
+        0,
+#endif
+    };
+    struct tp *t;
+    const char *why = kernel_problem();
+    int rc, udp_taken = 0, tcp_taken = 0;
+
+    *out = NULL;
+    if (why != NULL) {
+        snprintf(err, errlen, "transparent mode needs %s, which this kernel lacks", why);
+        rc = -ENOSYS;
+        goto early;
+    }
+    if (o->ns_ino == 0) {
+        snprintf(err, errlen, "transparent mode: the sandbox's network namespace is unknown");
+        rc = -ESRCH;
+        goto early;
+    }
+    t = calloc(1, sizeof(*t));
+    if (t == NULL || seccomp_notify_alloc(&t->notif, &t->resp) < 0) {
+        free(t);
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto early;
+    }
+    t->loop = o->loop;
+    t->egress = o->egress;
+    t->log = o->log;
+    t->log_ctx = o->log_ctx;
+    t->next_id = o->next_id;
+    t->notify_fd = o->notify_fd;
+    t->pid = o->cmd_pid;
+    t->diag_fd = o->diag_fd;
+    t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;
+    t->self_pid = (int)getpid();
+    read_defaults(t->optdef);
+    t->ns_dev = o->ns_dev;
+    t->ns_ino = o->ns_ino;
+    t->reqs.next = t->reqs.prev = &t->reqs;
+    t->dconns.next = t->dconns.prev = &t->dconns;
+    t->nr_socketcall = -1;
+    for (int i = 0; i < 3; i++) {
+        t->arch[i] = arches[i];
+        t->nr_connect[i] =
+            arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "connect") : -1;
+    }
+#if defined(__x86_64__)
+    t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");
+#endif
+    t->handles = 1; /* our own reference, dropped by tp_close */
+
+    rc = uv_poll_init(t->loop, &t->poll, t->notify_fd);
+    if (rc == 0) {
+        t->poll.data = t;
+        t->poll_open = 1;
+        t->handles++;
+        rc = uv_poll_start(&t->poll, UV_READABLE, on_notify);
+    }
+    if (rc == 0 && o->dns_udp_fd >= 0) {
+        rc = uv_udp_init(t->loop, &t->udp);
+        if (rc == 0) {
+            t->udp.data = t;
+            t->udp_open = 1;
+            t->handles++;
+            rc = uv_udp_open(&t->udp, o->dns_udp_fd);
+            if (rc == 0)
+                udp_taken = 1;
+            if (rc == 0)
+                rc = uv_udp_recv_start(&t->udp, udp_alloc, udp_recv);
+        }
+    }
+    if (rc == 0 && o->dns_tcp_fd >= 0) {
+        rc = uv_tcp_init(t->loop, &t->tcp);
+        if (rc == 0) {
+            t->tcp.data = t;
+            t->tcp_open = 1;
+            t->handles++;
+            rc = uv_tcp_open(&t->tcp, o->dns_tcp_fd);
+            if (rc == 0)
+                tcp_taken = 1;
+            if (rc == 0)
+                rc = uv_listen((uv_stream_t *)&t->tcp, 128, tcp_accept);
+        }
+    }
+    *out = t;
+    if (!udp_taken && o->dns_udp_fd >= 0)
+        close(o->dns_udp_fd);
+    if (!tcp_taken && o->dns_tcp_fd >= 0)
+        close(o->dns_tcp_fd);
+    if (rc < 0) {
+        snprintf(err, errlen,
+                 "transparent mode: cannot serve the seccomp listener or the "
+                 "resolver: %s",
+                 uv_strerror(rc));
+        return rc;
+    }
+    return 0;
+early:
+    close(o->notify_fd);
+    if (o->diag_fd >= 0)
+        close(o->diag_fd);
+    if (o->dns_udp_fd >= 0)
+        close(o->dns_udp_fd);
+    if (o->dns_tcp_fd >= 0)
+        close(o->dns_tcp_fd);
+    return rc;
+}
+
+struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
+{
+    struct tp *t = calloc(1, sizeof(*t));
+
+    if (t == NULL)
+        return NULL;
+    t->egress = egress;
+    t->log = log;
+    t->log_ctx = ctx;
+    t->notify_fd = -1;
+    t->diag_fd = -1;
+    t->reqs.next = t->reqs.prev = &t->reqs;
+    t->dconns.next = t->dconns.prev = &t->dconns;
+    return t;
+}
+
+void tp_free_for_test(struct tp *t)
+{
+    if (t == NULL)
+        return;
+    tp_names_free(&t->names);
+    free(t);
+}
+
+const struct tp_names *tp_names_of(const struct tp *t)
+{
+    return &t->names;
+}
+
+void tp_close(struct tp *t)
+{
+    if (t == NULL || t->closing)
+        return;
+    t->closing = 1;
+    while (t->reqs.next != &t->reqs) {
+        struct tp_req *r = t->reqs.next;
+        egress_cancel(r->er);
+        /* the egress callback will not run: its log context goes too */
+        respond(t, r->id, ECONNREFUSED, 0);
+        req_free(r);
+    }
+    while (t->dconns.next != &t->dconns)
+        dconn_close(t->dconns.next);
+    if (t->poll_open)
+        uv_close((uv_handle_t *)&t->poll, on_handle_closed);
+    if (t->udp_open)
+        uv_close((uv_handle_t *)&t->udp, on_handle_closed);
+    if (t->tcp_open)
+        uv_close((uv_handle_t *)&t->tcp, on_handle_closed);
+    else
+        close(t->notify_fd);
+    if (t->diag_fd >= 0)
+        close(t->diag_fd);
+    seccomp_notify_free(t->notif, t->resp);
+    tp_names_free(&t->names);
+    if (--t->handles == 0)
+        free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The sandbox's /etc/resolv.conf                                            */
+
+int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t dlen, char *err,
+                   size_t errlen)
+{
+    char *real;
+    FILE *f;
+
+    if ((size_t)snprintf(file, flen, "%s/resolv.conf", dir) >= flen) {
+        snprintf(err, errlen, "transparent mode: run directory path too long");
+        return -ENAMETOOLONG;
+    }
+    f = fopen(file, "we");
+    if (f == NULL ||
+        fputs("# sluice run --transparent: the sandbox's own resolver\n"
+              "nameserver 127.0.0.1\noptions timeout:5 attempts:2\n",
+              f) < 0 ||
+        fclose(f) != 0) {
+        snprintf(err, errlen, "transparent mode: cannot write %s: %s", file, strerror(errno));
+        return -EIO;
+    }
+    /* The host's /etc/resolv.conf may be a link (systemd-resolved,
+     * NetworkManager, resolvconf): a mount follows links, so the file is
+     * bound over what the link leads to, which must exist. */
+    real = realpath("/etc/resolv.conf", NULL);
+    if (real == NULL) {
+        struct stat st;
+        if (lstat("/etc/resolv.conf", &st) == 0) {
+            snprintf(err, errlen,
+                     "transparent mode: /etc/resolv.conf is a link to nothing (%s); the "
+                     "sandbox's resolver cannot be put in its place",
+                     strerror(errno));
+            return -ENOENT;
+        }
+        snprintf(err, errlen,
+                 "transparent mode: this host has no /etc/resolv.conf to put the "
+                 "sandbox's resolver in place of");
+        return -ENOENT;
+    }
+    if ((size_t)snprintf(dest, dlen, "%s", real) >= dlen) {
+        free(real);
+        snprintf(err, errlen, "transparent mode: /etc/resolv.conf's target path too long");
+        return -ENAMETOOLONG;
+    }
+    free(real);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The resolver's sockets                                                    */
+
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS 0xb701 /* _IO(0xb7, 0x1), <linux/nsfs.h> */
+#endif
+
+/* A bound socket on 127.0.0.1:53 in the calling process's namespace. */
+static int dns_socket(int type)
+{
+    struct sockaddr_in a;
+    const int one = 1;
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Adds ADDR/prefix to the loopback device (ifindex 1 in a new network
+ * namespace) over rtnetlink. 0 or -1. */
+static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefix)
+{
+    struct {
+        struct nlmsghdr nh;
+        struct ifaddrmsg ifa;
+        char attrs[64];
+    } req;
+    struct rtattr *rta;
+    struct sockaddr_nl sa;
+    char ack[256];
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_type = RTM_NEWADDR;
+    req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+    req.nh.nlmsg_seq = 1;
+    req.ifa.ifa_family = (unsigned char)family;
+    req.ifa.ifa_prefixlen = (unsigned char)prefix;
+    req.ifa.ifa_scope = RT_SCOPE_HOST;
+    req.ifa.ifa_index = 1;
+    rta = (struct rtattr *)(void *)req.attrs;
+    rta->rta_type = IFA_LOCAL;
+    rta->rta_len = (unsigned short)RTA_LENGTH(alen);
+    memcpy(RTA_DATA(rta), addr, alen);
+    rta = (struct rtattr *)(void *)(req.attrs + RTA_ALIGN(rta->rta_len));
+    rta->rta_type = IFA_ADDRESS;
+    rta->rta_len = (unsigned short)RTA_LENGTH(alen);
+    memcpy(RTA_DATA(rta), addr, alen);
+    req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.ifa)) + 2 * RTA_ALIGN(RTA_LENGTH(alen)));
+    memset(&sa, 0, sizeof(sa));
+    sa.nl_family = AF_NETLINK;
+    if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    r = recv(fd, ack, sizeof(ack), 0);
+    close(fd);
+    if (r < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+        return -1;
+    {
+        struct nlmsghdr *h = (struct nlmsghdr *)(void *)ack;
+        struct nlmsgerr *e = NLMSG_DATA(h);
+        return h->nlmsg_type == NLMSG_ERROR && e->error == 0 ? 0 : -1;
+    }
+}
+
+/* The child: joins the user namespace that owns the sandbox's network
+ * namespace (the host user owns it, so it has every capability there, and
+ * with it CAP_NET_BIND_SERVICE for that network namespace), then the network
+ * namespace, makes the two sockets and sends them back. Only system calls
+ * after fork(): the host may have threads. Exit status: 0, or a step
+ * number. */
+static void dns_child(int pid, int sock)
+{
+    char path[64];
+    int netfd, userfd, fds[3];
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 3)];
+    } ctl;
+    struct msghdr msg;
+    struct iovec iov;
+    struct cmsghdr *c;
+    char byte = 'D';
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    netfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (netfd < 0)
+        _exit(10);
+    userfd = ioctl(netfd, NS_GET_USERNS);
+    if (userfd < 0)
+        _exit(11);
+    /* EINVAL: already in it (a setuid bwrap made no user namespace) */
+    if (syscall(SYS_setns, userfd, CLONE_NEWUSER) < 0 && errno != EINVAL)
+        _exit(12);
+    if (syscall(SYS_setns, netfd, CLONE_NEWNET) < 0)
+        _exit(13);
+    /* getaddrinfo(AI_ADDRCONFIG) answers nothing for a family with no
+     * address but loopback: one host-scoped address of each family, outside
+     * the ranges handed out, makes the synthetic answers usable (best
+     * effort for IPv6, which the namespace may not have) */
+    {
+        static const uint8_t v4[4] = {198, 18, 0, 0};
+        static const uint8_t v6[16] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65, 0xff,
+                                       0,    0,    0,    0,    0,    0,    0,    1};
+        if (add_lo_addr(AF_INET, v4, sizeof(v4), 32) < 0)
+            _exit(16);
+        (void)add_lo_addr(AF_INET6, v6, sizeof(v6), 128);
+    }
+    fds[0] = dns_socket(SOCK_DGRAM);
+    fds[1] = dns_socket(SOCK_STREAM);
+    fds[2] = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fds[0] < 0 || fds[1] < 0)
+        _exit(14);
+    if (fds[2] < 0)
+        _exit(17);
+    memset(&ctl, 0, sizeof(ctl));
+    memset(&msg, 0, sizeof(msg));
+    iov.iov_base = &byte;
+    iov.iov_len = 1;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
+    memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1)
+        _exit(15);
+    _exit(0);
+}
+
+int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
+                   char *err, size_t errlen)
+{
+    static const char *const steps[] = {"open the sandbox's network namespace",
+                                        "find the user namespace that owns it",
+                                        "join that user namespace (setns)",
+                                        "join the network namespace (setns)",
+                                        "bind 127.0.0.1:53 there",
+                                        "pass the sockets back",
+                                        "give the loopback device an address for AI_ADDRCONFIG",
+                                        "open a sock_diag socket there"};
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 4)];
+    } ctl;
+    struct msghdr msg;
+    struct iovec iov;
+    struct cmsghdr *c;
+    char byte;
+    int sp[2], st = 0, n = 0, fds[4];
+    pid_t child;
+    ssize_t r;
+
+    *udp = *tcp = *diag = -1;
+    {
+        char path[64];
+        struct stat nst;
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", cmd_pid);
+        if (cmd_pid <= 0 || stat(path, &nst) < 0) {
+            snprintf(err, errlen,
+                     "transparent mode: cannot identify the sandbox's network namespace (%s)",
+                     cmd_pid <= 0 ? "no pid from inner" : strerror(errno));
+            return -ESRCH;
+        }
+        *ns_dev = nst.st_dev;
+        *ns_ino = nst.st_ino;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        snprintf(err, errlen, "transparent mode: socketpair: %s", strerror(errno));
+        return -errno;
+    }
+    child = fork();
+    if (child < 0) {
+        snprintf(err, errlen, "transparent mode: fork: %s", strerror(errno));
+        close(sp[0]);
+        close(sp[1]);
+        return -EAGAIN;
+    }
+    if (child == 0) {
+        close(sp[0]);
+        dns_child(cmd_pid, sp[1]);
+    }
+    close(sp[1]);
+    memset(&ctl, 0, sizeof(ctl));
+    memset(&msg, 0, sizeof(msg));
+    iov.iov_base = &byte;
+    iov.iov_len = 1;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    do
+        r = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    close(sp[0]);
+    for (c = CMSG_FIRSTHDR(&msg); r > 0 && c != NULL; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < 4; i++)
+                memcpy(&fds[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (n != 3 || byte != 'D') {
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        snprintf(err, errlen, "transparent mode: cannot make the sandbox's resolver: could not %s",
+                 code >= 10 && code <= 17 ? steps[code - 10] : "start the helper");
+        return -EPROTO;
+    }
+    *udp = fds[0];
+    *tcp = fds[1];
+    *diag = fds[2];
+    return 0;
+}

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""tests/e2e/transparent-helpers/probe.py - run inside `sluice run
+--transparent` by transparent.sh. One subcommand per check; prints one
+line of facts that the script compares."""
+import ctypes
+import errno
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+
+
+def fetch(sock, host, path="/hello.txt"):
+    sock.sendall(("GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" % (path, host)).encode())
+    sock.shutdown(socket.SHUT_WR)
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+
+
+def cmd_create(host, port):
+    s = socket.create_connection((host, int(port)), timeout=10)
+    print("body=%s" % fetch(s, host))
+
+
+def cmd_thread(host, port):
+    """getaddrinfo and connect() in a second thread (curl's resolver does
+    both there): the host must find the thread's process."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(socket.create_connection((host, int(port)), timeout=10)))
+    t.start()
+    t.join()
+    print("body=%s" % fetch(out[0], host))
+
+
+def cmd_x32(host, port):
+    """connect() through the x32 ABI (x86-64 audit arch, __X32_SYSCALL_BIT
+    on the number): judged like the native one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    sa = ctypes.create_string_buffer(struct.pack("=H", socket.AF_INET) + struct.pack(">H", addr[1]) +
+                                     socket.inet_aton(addr[0]) + bytes(8), 16)
+    s = socket.socket()
+    r = libc.syscall(ctypes.c_long(0x40000000 | 42), ctypes.c_long(s.fileno()), sa, ctypes.c_long(16))
+    if r != 0:
+        print("x32 errno=%s" % errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+        return
+    print("body=%s" % fetch(s, host))
+
+
+def cmd_nonblock(host, port):
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    s = socket.socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    s.setblocking(False)
+    r = s.connect_ex(addr)
+    _, w, _ = select.select([], [s], [], 10)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    nodelay = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    keep = s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+    nb = (s.getblocking() is False)
+    peer = s.getpeername()[0]
+    s.setblocking(True)
+    body = fetch(s, host)
+    print("connect=%s writable=%d so_error=%d nodelay=%d keepalive=%d nonblock=%d peer=%s body=%s"
+          % (errno.errorcode.get(r, r), len(w), err, nodelay != 0, keep != 0, nb, peer, body))
+
+
+def cmd_epoll(host, port):
+    """Go's and libuv's order: non-blocking connect(), then the socket into
+    an epoll set, EPOLLOUT, SO_ERROR."""
+    addr = socket.getaddrinfo(host, int(port), socket.AF_UNSPEC, socket.SOCK_STREAM)[0]
+    s = socket.socket(addr[0], socket.SOCK_STREAM)
+    s.setblocking(False)
+    r = s.connect_ex(addr[4])
+    ep = select.epoll()
+    ep.register(s.fileno(), select.EPOLLOUT)
+    ev = ep.poll(10)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    s.setblocking(True)
+    print("connect=%s events=%d so_error=%d body=%s" % (errno.errorcode.get(r, r), len(ev), err, fetch(s, host)))
+
+
+def cmd_refused(host, port):
+    try:
+        socket.create_connection((host, int(port)), timeout=10)
+        print("connected")
+    except OSError as e:
+        print("errno=%s" % errno.errorcode.get(e.errno, e.errno))
+
+
+def cmd_dns(name, qtype, proto):
+    qt = {"A": 1, "AAAA": 28, "MX": 15, "TXT": 16}[qtype]
+    q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack(">HH", qt, 1)
+    if proto == "udp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(5)
+        s.sendto(q, ("127.0.0.1", 53))
+        r = s.recv(4096)
+    else:
+        s = socket.create_connection(("127.0.0.1", 53), timeout=5)
+        s.sendall(struct.pack(">H", len(q)) + q)
+        n = struct.unpack(">H", s.recv(2))[0]
+        r = b""
+        while len(r) < n:
+            r += s.recv(n - len(r))
+    rid, flags, qd, an = struct.unpack(">HHHH", r[:8])
+    print("id=%x rcode=%d answers=%d" % (rid, flags & 15, an))
+
+
+def cmd_own_server():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    a, _ = srv.accept()
+    c.sendall(b"ping")
+    print("own=%s" % a.recv(4).decode())
+
+
+def cmd_fd0(port):
+    """stdin is a TCP socket made in the host's namespace."""
+    s = socket.socket(fileno=0)
+    try:
+        s.connect(("127.0.0.1", int(port)))
+        print("fd0=connected")
+    except OSError as e:
+        print("fd0=%s" % errno.errorcode.get(e.errno, e.errno))
+    s.detach()
+
+
+def cmd_udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(b"x", ("192.0.2.1", 9))
+        print("udp=sent")
+    except OSError as e:
+        print("udp=%s" % errno.errorcode.get(e.errno, e.errno))
+
+
+def cmd_race(good, bad, rounds):
+    """connect() on a sockaddr another thread rewrites between an allowed
+    port and a denied one: the host reads it once and dials what it read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(16)
+    ports = [struct.pack(">H", int(good)), struct.pack(">H", int(bad))]
+    struct.pack_into(">HH4s", buf, 0, socket.AF_INET, int(good), socket.inet_aton("127.0.0.1"))
+    buf[0:2] = struct.pack("=H", socket.AF_INET)
+    stop = [False]
+
+    def flip():
+        i = 0
+        while not stop[0]:
+            buf[2:4] = ports[i & 1]
+            i += 1
+
+    t = threading.Thread(target=flip)
+    t.start()
+    ok = refused = 0
+    for _ in range(int(rounds)):
+        s = socket.socket()
+        if libc.connect(s.fileno(), buf, 16) == 0:
+            ok += 1
+        else:
+            refused += 1
+        s.close()
+    stop[0] = True
+    t.join()
+    print("race ok=%d refused=%d" % (ok, refused))
+
+
+def cmd_limit(host, p1, p2, p3):
+    """Two connect()s wait for an ask handler that never answers (it leaves
+    a file asked.PID in the working directory for each question); with
+    proxy.limits.maxConnections 2 the third fails at once with EAGAIN."""
+    import glob
+    import time
+    res = {}
+
+    def conn(p):
+        try:
+            socket.create_connection((host, int(p)), timeout=60)
+            res[p] = "connected"
+        except OSError as e:
+            res[p] = errno.errorcode.get(e.errno, e.errno)
+
+    ts = [threading.Thread(target=conn, args=(p,)) for p in (p1, p2)]
+    for t in ts:
+        t.start()
+    for _ in range(600):
+        if len(glob.glob("asked.*")) >= 2:
+            break
+        time.sleep(0.05)
+    conn(p3)
+    for t in ts:
+        t.join()
+    print("limit third=%s first=%s second=%s" % (res[p3], res[p1], res[p2]))
+
+
+def cmd_fds():
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink("/proc/self/fd/" + fd))
+        except OSError:
+            pass
+    print("seccomp_fds=%d" % sum("seccomp" in n for n in names))
+
+
+getattr(sys.modules[__name__], "cmd_" + sys.argv[1])(*sys.argv[2:])

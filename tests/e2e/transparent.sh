@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# tests/e2e/transparent.sh - `sluice run --transparent` (network.transparent)
+# end to end: every TCP connect() in the sandbox judged by the policy and
+# connected by sluice (seccomp user notification + ADDFD), the sandbox's
+# resolver (synthetic address per name), as root and (run-helpers/twice.sh)
+# as an unprivileged user. Origins are python http.servers on the host's
+# 127.0.0.1, allow-listed as IP literals as the other e2e tests do; the e2e
+# lib's dnsmasq is sluice's upstream resolver (network.dnsServers) and answers
+# 127.0.0.1 for every test name, so the names share one address and can only
+# be told apart by name. Nothing leaves 127.0.0.1.
+set -uo pipefail
+SLUICE=${1:?usage: transparent.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/run-helpers/twice.sh"
+PROBE=$HERE/transparent-helpers/probe.py
+
+cases() {
+    local W=$T/work S=$T/s.json S2=$T/s2.json PA PB out err rc i
+    export XDG_RUNTIME_DIR=$T/xdg
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    mkdir -p "$W" "$T/www"
+    cd "$W" || return
+    echo hello-origin > "$T/www/hello.txt"
+    truncate -s 256M "$T/www/big.bin" # sparse: page cache only
+
+    # the kernel pieces: a run that cannot have them must refuse, not degrade
+    out=$("$SLUICE" run --transparent -- true 2>&1); rc=$?
+    if [ $rc -ne 0 ]; then
+        if grep -q 'transparent mode needs' <<< "$out"; then
+            skip "transparent mode" "this kernel lacks a piece (refused, as it must): $out"
+            return 0
+        fi
+    fi
+
+    PA=$(free_port); PB=$(free_port)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/www" "$PA" >"$T/A.err" 2>&1 &
+    PIDS+=($!)
+    python3 -m http.server --bind 127.0.0.1 --directory "$T/www" "$PB" >"$T/B.err" 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do
+        curl -s --noproxy '*' "http://127.0.0.1:$PA/hello.txt" >/dev/null &&
+            curl -s --noproxy '*' "http://127.0.0.1:$PB/hello.txt" >/dev/null && break
+        sleep 0.1
+    done
+    # a git daemon for git:// (allow-listed like the origins)
+    GPORT=
+    if [ -x /usr/lib/git-core/git-daemon ] || git daemon -h >/dev/null 2>&1 || [ $? -eq 129 ]; then
+        mkdir -p "$T/git"
+        if git init -q --bare "$T/git/repo.git" && git -C "$T/git/repo.git" symbolic-ref HEAD refs/heads/main &&
+            git init -q "$T/gitw" && git -C "$T/gitw" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init &&
+            git -C "$T/gitw" push -q "$T/git/repo.git" HEAD:refs/heads/main; then
+            GPORT=$(free_port)
+            git daemon --reuseaddr --base-path="$T/git" --export-all --listen=127.0.0.1 --port="$GPORT" "$T/git" \
+                >"$T/gitd.err" 2>&1 &
+            PIDS+=($!)
+            for i in $(seq 100); do
+                git ls-remote "git://127.0.0.1:$GPORT/repo.git" >/dev/null 2>&1 && break
+                sleep 0.1
+            done
+        fi
+    fi
+    : > "$T/B.err" # from here on, any request line in it is a connection that got through
+    start_dnsmasq --address=/origin.test/127.0.0.1 --address=/twin.test/127.0.0.1 \
+        --address=/evil.test/127.0.0.1 --address=/other.test/127.0.0.1
+    if [ -z "$DPORT" ]; then
+        bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
+        return 0
+    fi
+    cat > "$S" <<JSON
+{"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA", "127.0.0.1:${GPORT:-1}"],
+             "deniedDomains": ["evil.test"], "dnsServers": ["127.0.0.1:$DPORT"], "transparent": true}}
+JSON
+    cat > "$S2" <<JSON
+{"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$DPORT"]}}
+JSON
+    echo '{"network": {"isolate": false}}' > "$T/noiso.json"
+    sr() { "$SLUICE" run --settings "$S" "$@"; }
+
+    # --- the resolver ----------------------------------------------------------------------
+    out=$(sr -- cat /etc/resolv.conf 2>&1)
+    [ "$(grep -c '^nameserver' <<< "$out")" = 1 ] && grep -q '^nameserver 127.0.0.1$' <<< "$out" &&
+        ok "resolv.conf in the sandbox names only the sandbox's resolver" || bad "resolv.conf" "$out"
+    out=$(sr -- getent ahostsv4 origin.test 2>&1)
+    grep -q '^198\.1[89]\.' <<< "$out" && ok "getent: an allowed name gets a synthetic 198.18/15 address" ||
+        bad "getent ahostsv4 origin.test" "$out"
+    out=$(sr -- getent ahostsv6 origin.test 2>&1)
+    grep -q '^fd53:6c75:6963:6500::' <<< "$out" && ok "getent: AAAA from fd53:6c75:6963:6500::/64" ||
+        bad "getent ahostsv6 origin.test" "$out"
+    out=$(sr -c 'getent ahostsv4 origin.test | head -1; getent ahostsv4 twin.test | head -1' 2>&1)
+    [ "$(awk '{print $1}' <<< "$out" | sort -u | wc -l)" = 2 ] &&
+        ok "two names get two addresses" || bad "distinct synthetic addresses" "$out"
+    out=$(sr -c 'getent hosts evil.test; echo rc=$?' 2>&1)
+    grep -q 'rc=2' <<< "$out" && grep -q 'evil.test (dns)' <<< "$out" &&
+        ok "a denied name: NXDOMAIN, and in the blocked summary" || bad "denied name NXDOMAIN" "$out"
+    grep -q 'evil.test' "$T/dnsmasq.log" && bad "a denied name was resolved upstream" "$(grep evil "$T/dnsmasq.log")" ||
+        ok "a denied name is never sent upstream"
+    for p in udp tcp; do
+        out=$(sr -- python3 "$PROBE" dns origin.test A $p 2>&1)
+        [ "$out" = "id=1234 rcode=0 answers=1" ] && ok "DNS over $p: A answered" || bad "DNS $p A" "$out"
+    done
+    out=$(sr -- python3 "$PROBE" dns origin.test MX udp 2>&1)
+    [ "$out" = "id=1234 rcode=0 answers=0" ] && ok "DNS: MX gets an empty NOERROR" || bad "DNS MX" "$out"
+    out=$(sr -- python3 "$PROBE" dns evil.test AAAA tcp 2>&1)
+    grep -q "rcode=3 answers=0" <<< "$out" && ok "DNS over tcp: a denied name is NXDOMAIN" || bad "DNS tcp NXDOMAIN" "$out"
+
+    # --- connections by name ---------------------------------------------------------------
+    out=$(sr -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" 2>&1)
+    [ "$out" = hello-origin ] && ok "curl --noproxy '*' to an allowed name" || bad "curl --noproxy" "$out"
+    out=$(sr -- python3 "$PROBE" create origin.test "$PA" 2>&1)
+    [ "$out" = body=hello-origin ] && ok "python socket.create_connection to an allowed name" ||
+        bad "create_connection" "$out"
+    out=$(sr -- python3 "$PROBE" thread origin.test "$PA" 2>&1)
+    [ "$out" = body=hello-origin ] && ok "connect() from a thread other than the main one" ||
+        bad "connect from a thread" "$out"
+    out=$(sr -- python3 "$PROBE" epoll origin.test "$PA" 2>&1)
+    [ "$out" = "connect=EINPROGRESS events=1 so_error=0 body=hello-origin" ] &&
+        ok "non-blocking connect, then epoll (Go's and libuv's order)" || bad "epoll after connect" "$out"
+    out=$(sr -- curl --max-time 60 -sS --noproxy '*' -o /dev/null -w '%{http_code} %{size_download}' \
+        "http://origin.test:$PA/big.bin" 2>&1)
+    [ "$out" = "200 268435456" ] && ok "a 256 MiB download on the connection sluice handed over: every byte" ||
+        bad "256 MiB download" "$out"
+    out=$(sr -- python3 "$PROBE" x32 origin.test "$PA" 2>&1)
+    [ "$out" = body=hello-origin ] && ok "connect() through the x32 ABI is judged like the native one" ||
+        bad "x32 connect" "$out"
+    out=$(sr -- python3 "$PROBE" x32 twin.test "$PA" 2>&1)
+    grep -q "^x32 errno=ECONNREFUSED" <<< "$out" && ok "x32 connect() to a name the policy refuses: ECONNREFUSED" ||
+        bad "x32 refused" "$out"
+    out=$(sr -- python3 "$PROBE" nonblock origin.test "$PA" 2>&1)
+    [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
+        ok "non-blocking connect: EINPROGRESS, poll, SO_ERROR 0, options kept, shutdown" ||
+        bad "non-blocking connect" "$out"
+    if command -v nc >/dev/null 2>&1; then
+        out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | nc -q 5 origin.test $PA 2>&1 | tail -1")
+        [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"
+    else
+        skip "nc to an allowed name" "nc is not installed"
+    fi
+    if command -v socat >/dev/null 2>&1; then
+        out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | socat -t 5 - TCP:origin.test:$PA 2>&1 | tail -1")
+        [ "$out" = hello-origin ] && ok "socat TCP: to an allowed name" || bad "socat" "$out"
+    else
+        skip "socat to an allowed name" "socat is not installed"
+    fi
+    if command -v node >/dev/null 2>&1; then
+        out=$(sr -- node -e "require('http').get('http://origin.test:$PA/hello.txt', r => { let b = ''; r.on('data', d => b += d); r.on('end', () => console.log(r.statusCode + ' ' + b.trim())); }).on('error', e => console.log('error ' + e.code))" 2>&1)
+        [ "$out" = "200 hello-origin" ] && ok "node http.get (libuv, threaded getaddrinfo) to an allowed name" ||
+            bad "node" "$out"
+    else
+        skip "node http.get" "node is not installed"
+    fi
+    if [ -n "$GPORT" ]; then
+        out=$(sr -- git ls-remote "git://origin.test:$GPORT/repo.git" 2>&1)
+        grep -q 'refs/heads/main' <<< "$out" && ok "git ls-remote over git:// to an allowed name" ||
+            bad "git://" "$out"
+    else
+        skip "git over git://" "git daemon is not available"
+    fi
+    out=$(sr -- sh -c "curl --max-time 10 -sS --noproxy '*' http://twin.test:$PA/hello.txt; echo rc=\$?" 2>&1)
+    grep -q 'rc=7' <<< "$out" && grep -q "twin.test:$PA" <<< "$out" &&
+        ok "same address, other name: refused by name and reported" || bad "twin.test refused" "$out"
+    out=$(sr -- python3 "$PROBE" refused twin.test "$PA" 2>&1)
+    grep -q 'errno=ECONNREFUSED' <<< "$out" && ok "a denied connect() fails with ECONNREFUSED" ||
+        bad "denied errno" "$out"
+    out=$(sr -- sh -c "curl --max-time 10 -sS --noproxy '*' http://evil.test:$PA/hello.txt; echo rc=\$?" 2>&1)
+    grep -q 'rc=6' <<< "$out" && ok "curl to a denied name fails to resolve" || bad "curl evil.test" "$out"
+
+    # --- IP literals ------------------------------------------------------------------------
+    out=$(sr -- python3 "$PROBE" create 127.0.0.1 "$PA" 2>&1)
+    [ "$out" = body=hello-origin ] && ok "an allow-listed IP literal is reached" || bad "IP literal allowed" "$out"
+    out=$(sr -- python3 "$PROBE" refused 127.0.0.1 "$PB" 2>&1)
+    grep -q 'errno=ECONNREFUSED' <<< "$out" && grep -q "127.0.0.1:$PB" <<< "$out" &&
+        ok "an IP literal no rule allows is refused and reported" || bad "IP literal refused" "$out"
+    out=$(sr -- python3 "$PROBE" refused 198.18.200.7 "$PA" 2>&1)
+    grep -q 'errno=ECONNREFUSED' <<< "$out" && ok "a synthetic address no name produced is an IP literal (refused)" ||
+        bad "unused synthetic address" "$out"
+
+    # --- what must keep working -------------------------------------------------------------
+    out=$(sr -- curl --max-time 10 -sS -x http://127.0.0.1:3128 "http://origin.test:$PA/hello.txt" 2>&1)
+    [ "$out" = hello-origin ] && ok "the proxy listeners still work" || bad "proxy listener" "$out"
+    # a server of the command's own (bind() and listen() need network.allowLocalBinding)
+    cat > "$T/bind.json" <<JSON
+{"network": {"allowLocalBinding": true, "transparent": true, "dnsServers": ["127.0.0.1:$DPORT"]}}
+JSON
+    out=$("$SLUICE" run --settings "$T/bind.json" -- python3 "$PROBE" own_server 2>&1)
+    [ "$out" = own=ping ] && ok "the command's own loopback server is reached inside" || bad "own server" "$out"
+    out=$("$SLUICE" run --settings "$T/noiso.json" --transparent -- true 2>&1); rc=$?
+    [ $rc -eq 125 ] && grep -q 'network.isolate is false' <<< "$out" &&
+        ok "transparent mode refuses network.isolate false (no namespace of its own)" ||
+        bad "transparent without isolate" "rc=$rc $out"
+    out=$("$SLUICE" run --settings "$S2" --transparent -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" 2>&1)
+    [ "$out" = hello-origin ] && ok "sluice run --transparent (flag, setting off)" || bad "--transparent flag" "$out"
+    out=$("$SLUICE" run --settings "$S2" -- sh -c "curl --max-time 10 -sS --noproxy '*' http://origin.test:$PA/hello.txt; echo rc=\$?" 2>&1)
+    grep -q 'rc=6' <<< "$out" && ok "without transparent mode nothing changes (no resolver)" || bad "off by default" "$out"
+    sr --log "$T/run.log" -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" >/dev/null 2>&1
+    grep -q "protocol=transparent host=origin.test port=$PA decision=allow" "$T/run.log" &&
+        ok "the log has the transparent decision" || bad "log line" "$(cat "$T/run.log")"
+
+    # connect()s in flight are bounded by proxy.limits.maxConnections
+    cat > "$T/lim.json" <<JSON
+{"network": {"dnsServers": ["127.0.0.1:$DPORT"], "transparent": true},
+ "proxy": {"limits": {"maxConnections": 2}, "timeouts": {"ask": 3}}}
+JSON
+    printf '#!/bin/sh\ntouch "%s/asked.$$"\nexec sleep 30\n' "$W" > "$T/never.sh"
+    chmod 755 "$T/never.sh"
+    rm -f "$W"/asked.*
+    out=$("$SLUICE" run --settings "$T/lim.json" --ask "exec:$T/never.sh" -- python3 "$PROBE" limit other.test 1001 1002 1003 2>&1)
+    grep -q '^limit third=EAGAIN first=ECONNREFUSED second=ECONNREFUSED' <<< "$out" &&
+        ok "connect()s in flight beyond maxConnections fail at once with EAGAIN" || bad "in-flight limit" "$out"
+    rm -f "$W"/asked.*
+
+    # --- sluice check explains it (same verdict functions) ------------------------------------
+    out=$("$SLUICE" check --settings "$S" evil.test:80 "origin.test:$PA" "twin.test:$PA" "127.0.0.1:$PB" 2>&1)
+    grep -A1 '^deny  evil.test:80' <<< "$out" | grep -q "resolver answers NXDOMAIN" &&
+        grep -A1 "^allow origin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
+        grep -A1 "^ask   twin.test:$PA" <<< "$out" | grep -q 'synthetic address' &&
+        grep -A1 "127.0.0.1:$PB" <<< "$out" | grep -q 'IP literal' &&
+        ok "sluice check explains the transparent decisions" || bad "check" "$out"
+    out=$("$SLUICE" check --settings "$S" --json evil.test 2>&1)
+    grep -q '"transparent":{"dns":"nxdomain"}' <<< "$out" && ok "sluice check --json: transparent.dns" ||
+        bad "check --json" "$out"
+
+    # --- no new way out ---------------------------------------------------------------------
+    out=$(sr -- grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status 2>&1)
+    [ "$(grep -c ':[[:space:]]*0000000000000000$' <<< "$out")" = 5 ] &&
+        ok "the command holds no capability (bounding and ambient sets empty)" || bad "capabilities" "$out"
+    out=$(sr -- python3 "$PROBE" fds 2>&1)
+    [ "$out" = seccomp_fds=0 ] && ok "no seccomp listener in the command's descriptors" || bad "notify fd leak" "$out"
+    out=$(sr -- python3 "$PROBE" udp 2>&1)
+    [ "$out" != udp=sent ] && ok "UDP other than DNS stays closed ($out)" || bad "UDP" "$out"
+    out=$(python3 -c '
+import socket, subprocess, sys
+s = socket.socket()
+r = subprocess.run(sys.argv[1:], stdin=s.fileno(), capture_output=True, text=True)
+print(r.stdout.strip())' "$SLUICE" run --settings "$S" -- python3 "$PROBE" fd0 "$PB" 2>&1)
+    [ "$out" = fd0=EPERM ] && ok "a socket from the host's namespace is never connected by the kernel" ||
+        bad "host socket as stdin" "$out"
+    out=$(sr --quiet -- python3 "$PROBE" race "$PA" "$PB" 300 2>&1)
+    grep -q '^race ok=' <<< "$out" && ok "connect() on an address rewritten by another thread: $out" ||
+        bad "race" "$out"
+    if grep -q 'GET' "$T/B.err"; then
+        bad "a connection reached the origin no rule allows" "$(cat "$T/B.err")"
+    else
+        ok "the origin no rule allows saw no connection"
+    fi
+}
+
+e2e_twice cases "$HERE/transparent.sh" "$SLUICE"
+e2e_finish
