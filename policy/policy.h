@@ -143,6 +143,14 @@ struct settings {
         enum settings_bool enabled;                    /* unset = true */
         enum settings_bool allow_unsandboxed_commands; /* unset = true */
         struct settings_list excluded_commands; /* "cmd", "prefix ", "prefix:*" */
+        /* sandbox.limits (issue 14), applied to the command by `sluice
+         * inner`; 0 = no limit of sluice's (the inherited one stays) */
+        struct {
+#define SETTINGS_DEFAULT_PROCESSES 8192u
+            unsigned processes;  /* RLIMIT_NPROC in the sandbox; default 8192 */
+            unsigned memory_mib; /* RLIMIT_AS per process, MiB; default 0 */
+            unsigned open_files; /* RLIMIT_NOFILE per process; default 0 */
+        } limits;
     } sandbox;
 
     /* "environment" object: what of the host environment reaches the command. */
