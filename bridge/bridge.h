@@ -131,6 +131,7 @@ struct endpoint {
     uint16_t port;           /* ENDPOINT_TCP */
     char path[ENDPOINT_PATH_MAX]; /* ENDPOINT_UNIX */
     int fd;                       /* ENDPOINT_FD */
+    int reuseport;                /* ENDPOINT_TCP listeners: SO_REUSEPORT (workers) */
 };
 
 /* Parses an endpoint string. for_listen: port 0 is accepted (tcp), fd: is
@@ -186,6 +187,8 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
 
 /* RELAY_TCP or RELAY_PIPE: what stream type accepted connections are. */
 int listener_kind(const struct listener *l);
+/* The listening socket (to dup for another loop), or -1. */
+int listener_fd(const struct listener *l);
 
 /* 1 when the connections l accepts already have TCP_NODELAY: a TCP
  * listener sets it on its listening socket and Linux copies it to every

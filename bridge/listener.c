@@ -35,6 +35,7 @@
  * listener_nodelay() tells the owner, which passes it on to the relay
  * (relay_side.nodelay).
  */
+#define _DEFAULT_SOURCE /* SO_REUSEPORT */
 #include "bridge/bridge.h"
 
 #include <errno.h>
@@ -121,6 +122,10 @@ static int open_tcp(const struct endpoint *ep, int *out, const char **why)
     }
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0) {
         *why = "cannot set SO_REUSEADDR";
+        goto fail;
+    }
+    if (ep->reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0) {
+        *why = "cannot set SO_REUSEPORT";
         goto fail;
     }
     if (ss.ss_family == AF_INET6 &&
@@ -512,6 +517,15 @@ int listener_open(struct listener **out, uv_loop_t *loop, const struct endpoint 
     save_address(l);
     *out = l;
     return 0;
+}
+
+int listener_fd(const struct listener *l)
+{
+    uv_os_fd_t fd;
+
+    if (uv_fileno(&l->u.h, &fd) != 0)
+        return -1;
+    return fd;
 }
 
 int listener_kind(const struct listener *l)

@@ -6,6 +6,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define HEALTH_PATH_MAX 200
@@ -32,7 +33,8 @@ void cli_proxy_usage(FILE *f)
           "  --log-format FORMAT   text (default) or json\n"
           "  --watch               reload when the settings file or a list file changes\n"
           "                        (also a ConfigMap-style swap of their directory)\n"
-          "  --workers N           event loops; only 1 is supported in this build\n"
+          "  --workers N           event loops in threads, 1-64 (default: the online\n"
+          "                        CPUs); 1 is a single loop\n"
           "  -h, --help            show this help\n"
           "  -V, --version         print the version and exit\n"
           "\n"
@@ -141,13 +143,16 @@ static int proxy_option(struct proxy_opts *o, int c, const char *v)
     case OPT_WATCH:
         o->watch = 1;
         return 0;
-    case OPT_WORKERS:
-        /* one event loop today: more are refused, not silently ignored */
-        if (strcmp(v, "1") == 0)
-            return 0;
-        fprintf(stderr, "sluice: proxy: --workers '%s': only 1 (one event loop) is supported "
-                        "in this build\n", v);
-        return 2;
+    case OPT_WORKERS: {
+        char *end;
+        unsigned long n = strtoul(v, &end, 10);
+        if (v[0] < '1' || v[0] > '9' || *end != '\0' || n > 64) {
+            fprintf(stderr, "sluice: proxy: --workers '%s': a number from 1 to 64\n", v);
+            return 2;
+        }
+        o->workers = (unsigned)n;
+        return 0;
+    }
     case OPT_FMT:
         if (strcmp(v, "json") == 0 || strcmp(v, "text") == 0) {
             o->json = strcmp(v, "json") == 0;

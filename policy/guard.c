@@ -239,6 +239,28 @@ static int addr_eq(const struct policy_addr *a, const struct policy_addr *b)
     return a->family == b->family && memcmp(a->bytes, b->bytes, a->family == 4 ? 4 : 16) == 0;
 }
 
+/* 1 when a listener on the wildcard address L (0.0.0.0 or ::) accepts a
+ * connection to A: every loopback address (all of 127/8, ::1) and every
+ * address of this host's interfaces. A "::" listener is dual-stack unless it
+ * was made v6-only, so it takes IPv4 destinations too (counting them is the
+ * safe side). A is never IPv4-mapped here: judge() unmaps it first. */
+static int reaches_wildcard(const struct policy *p, const struct policy_addr *l,
+                            const struct policy_addr *a, enum policy_addr_class natural)
+{
+    static const uint8_t zero[16];
+
+    if (memcmp(l->bytes, zero, l->family == 4 ? 4 : 16) != 0)
+        return 0;
+    if (l->family == 4 && a->family != 4)
+        return 0;
+    if (natural == POLICY_CLASS_LOOPBACK)
+        return 1;
+    for (size_t i = 0; i < p->nself; i++)
+        if (addr_eq(&p->self[i], a))
+            return 1;
+    return 0;
+}
+
 /* The class of an address, taking this host's and the proxy's own addresses
  * into account. */
 enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
@@ -248,7 +270,7 @@ enum policy_addr_class policy__local_class(const struct policy *p, const struct 
     size_t i;
 
     for (i = 0; i < p->nlisteners; i++) {
-        if (addr_eq(&p->listeners[i], a) &&
+        if ((addr_eq(&p->listeners[i], a) || reaches_wildcard(p, &p->listeners[i], a, natural)) &&
             (p->listener_ports[i] == 0 || p->listener_ports[i] == port))
             return POLICY_CLASS_PROXY;
     }

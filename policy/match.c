@@ -405,6 +405,7 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
 
     if (p == NULL)
         return -ENOMEM;
+    p->refs = 1;
     p->deny_any = POLICY_NO_RULE;
     p->deny_any_tail = POLICY_NO_RULE;
     p->allow_all = s->network.allow_all_domains;
@@ -435,11 +436,17 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     return 0;
 }
 
+struct policy *policy_ref(struct policy *p)
+{
+    __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
 void policy_free(struct policy *p)
 {
     int f;
 
-    if (p == NULL)
+    if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     policy_parent_free(p->parent);
     for (size_t k = 0; k < p->http.nstrip; k++)

@@ -60,6 +60,7 @@ struct policy {
     size_t nlisteners;
 
     struct pchunk *arena;
+    unsigned refs; /* policy_ref / policy_free, atomic: workers share one policy */
 };
 
 const char *policy__article(enum policy_addr_class c);

@@ -143,6 +143,14 @@ struct settings {
         enum settings_bool enabled;                    /* unset = true */
         enum settings_bool allow_unsandboxed_commands; /* unset = true */
         struct settings_list excluded_commands; /* "cmd", "prefix ", "prefix:*" */
+        /* sandbox.limits (issue 14), applied to the command by `sluice
+         * inner`; 0 = no limit of sluice's (the inherited one stays) */
+        struct {
+#define SETTINGS_DEFAULT_PROCESSES 8192u
+            unsigned processes;  /* RLIMIT_NPROC in the sandbox; default 8192 */
+            unsigned memory_mib; /* RLIMIT_AS per process, MiB; default 0 */
+            unsigned open_files; /* RLIMIT_NOFILE per process; default 0 */
+        } limits;
     } sandbox;
 
     /* "environment" object: what of the host environment reaches the command. */
@@ -296,6 +304,9 @@ const struct policy_http_opts *policy_http_opts(const struct policy *p);
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
 void policy_free(struct policy *p);
+/* One more owner of p (thread-safe; read-only sharing between event loops):
+ * each policy_free() drops one, the last frees. Returns p. */
+struct policy *policy_ref(struct policy *p);
 
 /* Parses one pattern the way policy_compile does (for tests and tools).
  * in_denied: '*' is accepted. On success fills kind/port/addr/prefix and

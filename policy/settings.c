@@ -77,6 +77,10 @@ enum proxy_flag {
     PF_MAX_CONNS = 1u << 8,
     PF_MAX_ASKS = 1u << 9,
     PF_MAX_HEAD = 1u << 10,
+    /* sandbox.limits (issue 14): here, the layer flags are all taken */
+    PF_LIM_PROCS = 1u << 20,
+    PF_LIM_MEM = 1u << 21,
+    PF_LIM_FILES = 1u << 22,
 };
 
 /* Parsing state for one layer. */
@@ -249,6 +253,7 @@ void settings_init(struct settings *s)
     s->sandbox.enabled = SETTINGS_UNSET;
     s->sandbox.allow_unsandboxed_commands = SETTINGS_UNSET;
     s->environment.inherit = 1;
+    s->sandbox.limits.processes = SETTINGS_DEFAULT_PROCESSES;
     s->proxy.head_timeout_ms = 10000;
     s->proxy.handshake_timeout_ms = 10000;
     s->proxy.ask_timeout_ms = 30000;
@@ -1677,8 +1682,19 @@ static const struct key_def git_keys[] = {
     STRLIST("safeDirectories", git_safe_directories, LF_SAFE_DIRS, "git.safeDirectories", 0),
 };
 
+/* "sandbox.limits" (issue 14): strict ranges; see README "Resource limits" */
+static const struct key_def sandbox_limit_keys[] = {
+    {.name = "processes", .kind = KD_UINT, .off = OFF(sandbox.limits.processes),
+     .pflag = PF_LIM_PROCS, .min = 16, .max = 4194304},
+    {.name = "memory", .kind = KD_UINT, .off = OFF(sandbox.limits.memory_mib),
+     .pflag = PF_LIM_MEM, .min = 64, .max = 1u << 26},
+    {.name = "openFiles", .kind = KD_UINT, .off = OFF(sandbox.limits.open_files),
+     .pflag = PF_LIM_FILES, .min = 64, .max = 1u << 24},
+};
+
 /* "sandbox": the permission layers of reference 001 (used by sluice run). */
 static const struct key_def sandbox_keys[] = {
+    OBJECT("limits", sandbox_limit_keys),
     {.name = "enabled", .kind = KD_CUSTOM, .fn = fn_tribool, .off = OFF(sandbox.enabled),
      .flag = LF_SANDBOX_ENABLED},
     {.name = "allowUnsandboxedCommands", .kind = KD_CUSTOM, .fn = fn_tribool,
@@ -1930,6 +1946,12 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         s->sandbox.allow_unsandboxed_commands = L->sandbox.allow_unsandboxed_commands;
     if (set & LF_EXCLUDED)
         move_replace(&s->sandbox.excluded_commands, &L->sandbox.excluded_commands);
+    if (pset & PF_LIM_PROCS)
+        s->sandbox.limits.processes = L->sandbox.limits.processes;
+    if (pset & PF_LIM_MEM)
+        s->sandbox.limits.memory_mib = L->sandbox.limits.memory_mib;
+    if (pset & PF_LIM_FILES)
+        s->sandbox.limits.open_files = L->sandbox.limits.open_files;
     if (set & LF_ENV_ALLOW)
         move_replace(&s->environment.allow, &L->environment.allow);
     if (set & LF_ENV_INHERIT)

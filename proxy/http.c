@@ -2135,7 +2135,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     frontend_add(f, &c->fc);
-    c->id = ++*f->next_id;
+    c->id = __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED); /* workers share it */
     set_state(c, HTTP_ST_HEAD);
     rc = listener_accept(l, &c->relay.a.u.s);
     if (rc < 0) {

@@ -1,8 +1,9 @@
 /* proxy/log.c - the connection log of the proxy service: one line per
  * decision and per closed connection, and server events (start, reload,
  * drain), as logfmt text or JSON. Lines are buffered and written out once
- * per loop iteration (a terminal is line-buffered). Single-threaded: the
- * loop that owns the log writes it. */
+ * per loop iteration (a terminal is line-buffered). Several loops (the
+ * proxy's workers) may write one log: a line is rendered and written under
+ * the log's mutex, and each loop flushes it before it waits. */
 #include "proxy/server.h"
 
 #include "common/common.h"
@@ -87,6 +88,7 @@ static void render_json(FILE *f, const struct log_line *l)
 
 static void emit(struct proxy_log *lg, const struct log_line *l)
 {
+    uv_mutex_lock(&lg->mu);
     if (lg->json)
         render_json(lg->f, l);
     else
@@ -97,6 +99,7 @@ static void emit(struct proxy_log *lg, const struct log_line *l)
         lg->dirty = 1;
     else
         fflush(lg->f);
+    uv_mutex_unlock(&lg->mu);
 }
 
 /* warn for a refusal, info for the rest */
@@ -149,19 +152,27 @@ void proxy_log_event(struct proxy_log *lg, const char *level, const char *event,
 
 /* Before the loop waits: what was logged during this iteration goes out in
  * one write (a file or a pipe is fully buffered; a terminal line-buffered). */
-static void on_log_flush(uv_prepare_t *h)
+void proxy_log_flush(struct proxy_log *lg)
 {
-    struct proxy_log *lg = h->data;
-
+    uv_mutex_lock(&lg->mu);
     if (lg->dirty) {
         lg->dirty = 0;
         fflush(lg->f);
     }
+    uv_mutex_unlock(&lg->mu);
+}
+
+static void on_log_flush(uv_prepare_t *h)
+{
+    proxy_log_flush(h->data);
 }
 
 int proxy_log_open(struct proxy_log *lg, const char *path, int json)
 {
     memset(lg, 0, sizeof(*lg));
+    if (uv_mutex_init(&lg->mu) != 0)
+        return -1;
+    lg->mu_ok = 1;
     lg->json = json;
     lg->f = stderr;
     if (path != NULL) {
@@ -189,11 +200,13 @@ int proxy_log_reopen(struct proxy_log *lg, const char *path)
         proxy_log_event(lg, "error", "log_reopen_failed", msg);
         return -1;
     }
+    uv_mutex_lock(&lg->mu); /* workers may be writing */
     fflush(lg->f);
     fclose(lg->f);
     lg->f = f;
     proxy_log_buffer(lg);
     lg->dirty = 0;
+    uv_mutex_unlock(&lg->mu);
     proxy_log_event(lg, "info", "log_reopened", path);
     return 0;
 }
@@ -222,6 +235,11 @@ void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop)
     lg->flush_on = 1;
 }
 
+void proxy_log_buffered(struct proxy_log *lg)
+{
+    lg->flush_on = 1;
+}
+
 void proxy_log_stop(struct proxy_log *lg)
 {
     if (!lg->flush_on)
@@ -239,4 +257,7 @@ void proxy_log_close(struct proxy_log *lg)
     else
         fflush(lg->f);
     lg->f = NULL;
+    if (lg->mu_ok)
+        uv_mutex_destroy(&lg->mu);
+    lg->mu_ok = 0;
 }

@@ -1,7 +1,7 @@
 /* proxy/metrics.c - the counters of `sluice proxy` (from the connection log
  * records, the accept path and reloads) and their Prometheus text for the
- * admin listener's /metrics. Everything runs on the server's loop: nothing
- * is locked. */
+ * admin listener's /metrics. Each worker counts in its own struct with
+ * relaxed atomic adds; /metrics (main thread) sums them with atomic loads. */
 #include "proxy/server-int.h"
 
 #include <stdlib.h>
@@ -11,29 +11,24 @@
 static const char *const mproto_names[MPROTO_N] = {"http", "connect", "socks5"};
 static const char *const mdec_names[MDEC_N] = {"allow", "deny", "would_deny", "other"};
 
-void proxy_metrics_init(struct proxy_metrics *m)
+static int metric_index(const char *s, const char *const *names, int n, int other)
 {
-    struct timespec ts;
-
-    memset(m, 0, sizeof(*m));
-    clock_gettime(CLOCK_REALTIME, &ts);
-    m->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    m->last_reload_ok = 1;
-    m->last_reload_ok_time = m->start_time;
+    for (int i = 0; s != NULL && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return other;
 }
 
-void proxy_metrics_reload(struct proxy_metrics *m, int ok)
+void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r)
 {
-    struct timespec ts;
-
-    if (ok)
-        m->reloads_ok++;
-    else
-        m->reloads_failed++;
-    m->last_reload_ok = ok;
-    if (ok) {
-        clock_gettime(CLOCK_REALTIME, &ts);
-        m->last_reload_ok_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    if (r->event == CONNLOG_DECISION) {
+        int p = metric_index(r->protocol, mproto_names, MPROTO_N, -1);
+        int d = metric_index(r->verdict, mdec_names, MDEC_OTHER, MDEC_OTHER);
+        if (p >= 0)
+            __atomic_fetch_add(&m->decisions[p][d], 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_add(&m->bytes_up, r->bytes_up, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&m->bytes_down, r->bytes_down, __ATOMIC_RELAXED);
     }
 }
 
@@ -50,24 +45,18 @@ void proxy_metrics_outcome(void *ctx, const struct egress_outcome *o)
     histogram_observe(&m->h_decision, (double)o->total_ns / 1e9);
 }
 
-static int metric_index(const char *s, const char *const *names, int n, int other)
+void proxy_metrics_reload(struct proxy_srv *srv, int ok)
 {
-    for (int i = 0; s != NULL && i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return other;
-}
+    struct timespec ts;
 
-void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r)
-{
-    if (r->event == CONNLOG_DECISION) {
-        int p = metric_index(r->protocol, mproto_names, MPROTO_N, -1);
-        int d = metric_index(r->verdict, mdec_names, MDEC_OTHER, MDEC_OTHER);
-        if (p >= 0)
-            m->decisions[p][d]++;
-    } else {
-        m->bytes_up += r->bytes_up;
-        m->bytes_down += r->bytes_down;
+    if (ok)
+        srv->reloads_ok++;
+    else
+        srv->reloads_failed++;
+    srv->last_reload_ok = ok;
+    if (ok) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        srv->last_reload_ok_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
     }
 }
 
@@ -76,30 +65,55 @@ static void metric_head(FILE *m, const char *name, const char *type, const char 
     fprintf(m, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Prometheus text exposition format 0.0.4. */
-char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
-{
-    const struct service *svcs[2] = {&srv->http, &srv->socks};
-    char *text = NULL;
-    FILE *m = open_memstream(&text, len);
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-    if (m == NULL)
-        return NULL;
-    metric_head(m, "sluice_build_info", "gauge", "Build information; the value is always 1.");
-    fprintf(m, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION);
-    metric_head(m, "process_start_time_seconds", "gauge",
-                "Start time of the process since the Unix epoch in seconds.");
-    fprintf(m, "process_start_time_seconds %.3f\n", srv->m.start_time);
+/* Counters summed over the workers (each written by its own thread). */
+struct metric_sums {
+    uint64_t accepted[2], overloaded, decisions[MPROTO_N][MDEC_N], bytes_up, bytes_down;
+    size_t active[2], inflight, dns;
+    int paused;
+    struct histogram h_dns, h_dial, h_ask, h_decision;
+};
+
+static void sum_workers(const struct proxy_srv *srv, struct metric_sums *t)
+{
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        const struct proxy_worker *w = srv->workers[i];
+        const struct service *svcs[2] = {&w->http, &w->socks};
+        for (int k = 0; k < 2; k++) {
+            t->accepted[k] += LOAD(svcs[k]->accepted);
+            t->overloaded += LOAD(svcs[k]->overloaded);
+            t->active[k] += LOAD(svcs[k]->live);
+        }
+        for (int p = 0; p < MPROTO_N; p++)
+            for (int d = 0; d < MDEC_N; d++)
+                t->decisions[p][d] += LOAD(w->m.decisions[p][d]);
+        /* closed connections, plus what the open ones moved so far */
+        t->bytes_up += LOAD(w->m.bytes_up) + LOAD(w->m.open_up);
+        t->bytes_down += LOAD(w->m.bytes_down) + LOAD(w->m.open_down);
+        histogram_add(&t->h_dns, &w->m.h_dns);
+        histogram_add(&t->h_dial, &w->m.h_dial);
+        histogram_add(&t->h_ask, &w->m.h_ask);
+        histogram_add(&t->h_decision, &w->m.h_decision);
+        t->inflight += LOAD(w->inflight);
+        t->dns += LOAD(w->dns);
+        t->paused |= LOAD(w->paused);
+    }
+}
+
+static void connections(FILE *m, const struct proxy_srv *srv, const struct metric_sums *t)
+{
+    static const char *const names[2] = {"http", "socks5"};
 
     metric_head(m, "sluice_connections_total", "counter",
                 "Client connections accepted, by front end.");
     for (int i = 0; i < 2; i++)
-        fprintf(m, "sluice_connections_total{protocol=\"%s\"} %llu\n", svcs[i]->name,
-                (unsigned long long)svcs[i]->accepted);
+        fprintf(m, "sluice_connections_total{protocol=\"%s\"} %llu\n", names[i],
+                (unsigned long long)t->accepted[i]);
     metric_head(m, "sluice_connections_active", "gauge", "Client connections open now.");
     for (int i = 0; i < 2; i++)
-        fprintf(m, "sluice_connections_active{protocol=\"%s\"} %zu\n", svcs[i]->name,
-                svcs[i]->fe.nconns);
+        fprintf(m, "sluice_connections_active{protocol=\"%s\"} %zu\n", names[i], t->active[i]);
     metric_head(m, "sluice_connections_max", "gauge",
                 "Client connections served at once (proxy.limits.maxConnections, or from the "
                 "descriptor limit).");
@@ -108,64 +122,82 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
     fprintf(m, "process_max_fds %lu\n", srv->nofile);
     metric_head(m, "sluice_accept_paused", "gauge",
                 "1 while accepting is paused at the connection limit.");
-    fprintf(m, "sluice_accept_paused %d\n", conn_limit_paused(&srv->limit));
+    fprintf(m, "sluice_accept_paused %d\n", t->paused ? 1 : 0);
     metric_head(m, "sluice_overloaded_total", "counter",
                 "Connections refused over proxy.limits.maxConnections (HTTP 503, SOCKS 0x01).");
-    fprintf(m, "sluice_overloaded_total %llu\n",
-            (unsigned long long)(srv->http.overloaded + srv->socks.overloaded));
+    fprintf(m, "sluice_overloaded_total %llu\n", (unsigned long long)t->overloaded);
+    metric_head(m, "sluice_workers", "gauge", "Event loops serving the proxy (--workers).");
+    fprintf(m, "sluice_workers %u\n", srv->nworkers);
+    metric_head(m, "sluice_worker_connections_total", "counter",
+                "Client connections accepted, by worker (event loop).");
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        fprintf(m, "sluice_worker_connections_total{worker=\"%u\"} %llu\n", i,
+                (unsigned long long)(LOAD(srv->workers[i]->http.accepted) +
+                                     LOAD(srv->workers[i]->socks.accepted)));
+}
 
+static void decisions(FILE *m, const struct metric_sums *t)
+{
     metric_head(m, "sluice_decisions_total", "counter",
                 "Egress decisions (one per request), by protocol and decision.");
     for (int p = 0; p < MPROTO_N; p++)
         for (int d = 0; d < MDEC_N; d++)
-            if (d != MDEC_OTHER || srv->m.decisions[p][d] > 0)
+            if (d != MDEC_OTHER || t->decisions[p][d] > 0)
                 fprintf(m, "sluice_decisions_total{protocol=\"%s\",decision=\"%s\"} %llu\n",
-                        mproto_names[p], mdec_names[d],
-                        (unsigned long long)srv->m.decisions[p][d]);
-    {
-        uint64_t up = srv->m.bytes_up, down = srv->m.bytes_down; /* closed, + open so far */
-        frontend_bytes(&srv->http.fe, &up, &down);
-        frontend_bytes(&srv->socks.fe, &up, &down);
-        metric_head(m, "sluice_bytes_total", "counter",
-                    "Bytes relayed, counted while connections are open: up is client to upstream.");
-        fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)up);
-        fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n", (unsigned long long)down);
-    }
+                        mproto_names[p], mdec_names[d], (unsigned long long)t->decisions[p][d]);
+    metric_head(m, "sluice_bytes_total", "counter",
+                "Bytes relayed, counted while connections are open: up is client to upstream.");
+    fprintf(m, "sluice_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)t->bytes_up);
+    fprintf(m, "sluice_bytes_total{direction=\"down\"} %llu\n",
+            (unsigned long long)t->bytes_down);
+}
 
+/* Prometheus text exposition format 0.0.4. Main thread. */
+char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
+{
+    struct metric_sums t;
+    char *text = NULL;
+    FILE *m = open_memstream(&text, len);
+
+    if (m == NULL)
+        return NULL;
+    sum_workers(srv, &t);
+    metric_head(m, "sluice_build_info", "gauge", "Build information; the value is always 1.");
+    fprintf(m, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION);
+    metric_head(m, "process_start_time_seconds", "gauge",
+                "Start time of the process since the Unix epoch in seconds.");
+    fprintf(m, "process_start_time_seconds %.3f\n", srv->start_time);
+    connections(m, srv, &t);
+    decisions(m, &t);
     metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
-    fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->m.reloads_ok);
+    fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);
     fprintf(m, "sluice_reloads_total{result=\"error\"} %llu\n",
-            (unsigned long long)srv->m.reloads_failed);
+            (unsigned long long)srv->reloads_failed);
     metric_head(m, "sluice_policy_rules", "gauge", "Rules in the policy in use.");
-    fprintf(m, "sluice_policy_rules %zu\n",
-            srv->core.egress != NULL ? policy_rule_count(egress_env_policy(srv->core.egress)) : 0);
+    fprintf(m, "sluice_policy_rules %zu\n", srv->policy != NULL ? policy_rule_count(srv->policy) : 0);
     metric_head(m, "sluice_asks_pending", "gauge", "Questions waiting for the ask handler.");
-    fprintf(m, "sluice_asks_pending %zu\n",
-            srv->core.broker != NULL ? ask_broker_pending(srv->core.broker) : 0);
+    fprintf(m, "sluice_asks_pending %zu\n", srv->broker != NULL ? ask_broker_pending(srv->broker) : 0);
     metric_head(m, "sluice_egress_inflight", "gauge",
                 "Requests deciding, resolving or dialing now.");
-    fprintf(m, "sluice_egress_inflight %zu\n",
-            srv->core.egress != NULL ? egress_inflight(srv->core.egress) : 0);
+    fprintf(m, "sluice_egress_inflight %zu\n", t.inflight);
     metric_head(m, "sluice_dns_outstanding", "gauge", "DNS lookups in progress.");
-    fprintf(m, "sluice_dns_outstanding %zu\n",
-            srv->core.resolver != NULL ? resolver_outstanding(srv->core.resolver) : 0);
+    fprintf(m, "sluice_dns_outstanding %zu\n", t.dns);
     metric_head(m, "sluice_draining", "gauge", "1 while draining after SIGTERM/SIGINT.");
     fprintf(m, "sluice_draining %d\n", srv->stopping ? 1 : 0);
     metric_head(m, "sluice_config_last_reload_successful", "gauge",
                 "1 when the last load of the settings (start, SIGHUP, --watch) succeeded.");
-    fprintf(m, "sluice_config_last_reload_successful %d\n", srv->m.last_reload_ok);
+    fprintf(m, "sluice_config_last_reload_successful %d\n", srv->last_reload_ok);
     metric_head(m, "sluice_config_last_reload_success_timestamp_seconds", "gauge",
                 "Wall-clock time of the last successful load of the settings.");
     fprintf(m, "sluice_config_last_reload_success_timestamp_seconds %.3f\n",
-            srv->m.last_reload_ok_time);
-    histogram_write(m, "sluice_dns_seconds", "DNS lookups of allowed names.", &srv->m.h_dns);
+            srv->last_reload_ok_time);
+    histogram_write(m, "sluice_dns_seconds", "DNS lookups of allowed names.", &t.h_dns);
     histogram_write(m, "sluice_dial_seconds", "Connecting to vetted addresses (all attempts).",
-                    &srv->m.h_dial);
-    histogram_write(m, "sluice_ask_seconds", "Waiting for the ask handler's answer.",
-                    &srv->m.h_ask);
+                    &t.h_dial);
+    histogram_write(m, "sluice_ask_seconds", "Waiting for the ask handler's answer.", &t.h_ask);
     histogram_write(m, "sluice_decision_seconds",
                     "From a parsed request to its outcome: rules, ask, DNS, guard and dial.",
-                    &srv->m.h_decision);
+                    &t.h_decision);
     procmetrics_write(m);
     if (fclose(m) != 0) {
         free(text);

@@ -76,10 +76,14 @@ void procmetrics_write(FILE *m);
 struct histogram {
     uint64_t count[HIST_BUCKETS + 1]; /* per bucket, +Inf last (not cumulative) */
     uint64_t n;
-    double sum;
+    uint64_t sum_ns;
 };
 
+/* Relaxed atomic adds: one thread observes, another may sum (the workers'
+ * histograms into /metrics). */
 void histogram_observe(struct histogram *h, double seconds);
+/* dst += src, src read with atomic loads. */
+void histogram_add(struct histogram *dst, const struct histogram *src);
 /* Writes NAME_bucket{le=...}, NAME_sum and NAME_count (with HELP and TYPE). */
 void histogram_write(FILE *m, const char *name, const char *help, const struct histogram *h);
 

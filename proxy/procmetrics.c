@@ -22,9 +22,17 @@ void histogram_observe(struct histogram *h, double seconds)
         seconds = 0;
     while (i < HIST_BUCKETS && seconds > hist_bounds[i])
         i++;
-    h->count[i]++;
-    h->n++;
-    h->sum += seconds;
+    __atomic_fetch_add(&h->count[i], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&h->n, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&h->sum_ns, (uint64_t)(seconds * 1e9), __ATOMIC_RELAXED);
+}
+
+void histogram_add(struct histogram *dst, const struct histogram *src)
+{
+    for (size_t i = 0; i <= HIST_BUCKETS; i++)
+        dst->count[i] += __atomic_load_n(&src->count[i], __ATOMIC_RELAXED);
+    dst->n += __atomic_load_n(&src->n, __ATOMIC_RELAXED);
+    dst->sum_ns += __atomic_load_n(&src->sum_ns, __ATOMIC_RELAXED);
 }
 
 void histogram_write(FILE *m, const char *name, const char *help, const struct histogram *h)
@@ -38,7 +46,8 @@ void histogram_write(FILE *m, const char *name, const char *help, const struct h
     }
     cum += h->count[HIST_BUCKETS];
     fprintf(m, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
-    fprintf(m, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->n);
+    fprintf(m, "%s_sum %.6f\n%s_count %llu\n", name, (double)h->sum_ns / 1e9, name,
+            (unsigned long long)h->n);
 }
 
 static size_t open_fds(void)

@@ -1,7 +1,19 @@
 /* proxy/server-int.h - the standalone proxy's state, shared by
- * proxy/server.c (listeners, limits, drain, reload, signals), proxy/admin.c
- * (the admin listener) and proxy/metrics.c (the counters). Not for other
- * modules: they use proxy/server.h. */
+ * proxy/server.c (the process: start, reload, signals, drain),
+ * proxy/worker.c (one event loop: listeners, front ends, limits),
+ * proxy/askrelay.c (questions from workers to the one ask broker),
+ * proxy/admin.c (the admin listener) and proxy/metrics.c (the counters).
+ * Not for other modules: they use proxy/server.h.
+ *
+ * Threads. The main loop runs signals, the admin listener, reload, the
+ * drain timer, the ask broker and its handler, and worker 0. Workers 1..N-1
+ * each run their own loop in a thread. A worker's state is touched by its
+ * own thread only, except: the fields marked "atomic" (read by the main
+ * thread for /metrics and the process-wide limit, with __atomic builtins),
+ * and its message queue (under its mutex). Messages go main -> worker
+ * (new configuration, stop, close all, nudge, ask answers) and worker ->
+ * main (ask questions and withdrawals, done), each queue woken by a
+ * uv_async_t. The log is one stream under its own mutex. */
 #ifndef SLUICE_PROXY_SERVER_INT_H
 #define SLUICE_PROXY_SERVER_INT_H
 
@@ -9,33 +21,101 @@
 #include "proxy/ops.h"
 #include "proxy/server.h"
 
+#define PROXY_MAX_WORKERS 64
+
 struct proxy_srv;
+struct proxy_worker;
 struct admin_conn;
+struct relay_wait;
 
 struct service {
-    struct proxy_srv *srv;
+    struct proxy_worker *w;
     const char *name; /* "socks5", "http" */
     struct endpoint ep;
     int on;
     struct listener *l;
     struct frontend fe;
     int (*accept)(struct frontend *f, struct listener *l, int overloaded);
-    uint64_t accepted;   /* connections served (metrics) */
-    uint64_t overloaded; /* of them, refused over the connection limit */
+    uint64_t accepted;   /* atomic: connections served (metrics) */
+    uint64_t overloaded; /* atomic: of them, refused over the connection limit */
+    size_t live;         /* atomic: fe.nconns, published */
 };
 
 /* Decision counters by the log record's protocol and verdict. */
 enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_N };
 enum { MDEC_ALLOW = 0, MDEC_DENY, MDEC_WOULD_DENY, MDEC_OTHER, MDEC_N };
 
+/* Per worker; every field atomic. */
 struct proxy_metrics {
-    double start_time;
     uint64_t decisions[MPROTO_N][MDEC_N];
-    uint64_t bytes_up, bytes_down;
-    uint64_t reloads_ok, reloads_failed;
-    int last_reload_ok;         /* 1 until a load fails; the next good one sets it again */
-    double last_reload_ok_time; /* wall-clock seconds of the last good load */
-    struct histogram h_dns, h_dial, h_ask, h_decision;
+    uint64_t bytes_up, bytes_down;           /* of closed connections */
+    uint64_t open_up, open_down;             /* of open ones, published (worker.c) */
+    struct histogram h_dns, h_dial, h_ask, h_decision; /* histogram_observe is atomic */
+};
+
+/* What a worker takes from the settings: copies, so the main thread may
+ * free the settings they came from. */
+struct worker_conf {
+    struct policy *policy; /* a reference for the worker's egress, or NULL */
+    char *auth_user, *auth_pass;
+    unsigned handshake_ms, head_ms, idle_ms, max_head;
+    size_t max_conns;
+};
+
+enum wmsg_kind {
+    WMSG_CONF,      /* main -> worker: conf */
+    WMSG_STOP,      /* main -> worker: drain */
+    WMSG_CLOSE_ALL, /* main -> worker: the drain time is up */
+    WMSG_NUDGE,     /* main/worker -> worker: a connection ended elsewhere */
+    WMSG_ANSWER,    /* main -> worker: answer to question id */
+    WMSG_ASK,       /* worker -> main: question id */
+    WMSG_WITHDRAW,  /* worker -> main: question id ended */
+    WMSG_DONE,      /* worker -> main: everything closed */
+};
+
+struct wmsg {
+    struct wmsg *next;
+    enum wmsg_kind kind;
+    struct proxy_worker *w;
+    struct worker_conf *conf;
+    uint64_t id;
+    int allow;
+    uint16_t port;
+    char *host, *protocol, *client, *reason;
+};
+
+/* A queue of messages for one loop, woken by an async handle. */
+struct wqueue {
+    uv_mutex_t mu;
+    uv_async_t async;
+    struct wmsg *head, *tail;
+    int closed; /* the async is closing: nothing more is queued */
+};
+
+struct proxy_worker {
+    struct proxy_srv *srv;
+    unsigned index;
+    uv_loop_t own_loop;
+    uv_loop_t *loop; /* worker 0: the main loop */
+    uv_thread_t thread;
+    int threaded, loop_ok, thread_ok, q_ok;
+    struct resolver *resolver;
+    struct ask_broker *broker; /* worker 0: the main broker; others: a relay */
+    int own_broker;
+    struct egress_env *egress;
+    struct service http, socks;
+    struct conn_limit limit;
+    int limit_on;
+    struct wqueue q;
+    uv_prepare_t prep; /* flushes the log and publishes gauges */
+    uint64_t bytes_at; /* uv_now of the last publish_bytes */
+    struct worker_conf *conf;
+    int stopping; /* 1 draining, 2 closing */
+    int done_sent;
+    struct proxy_metrics m;
+    size_t inflight, dns; /* atomic: published gauges */
+    int paused;           /* atomic: accepting paused */
+    struct askrelay *relay;
 };
 
 struct admin {
@@ -51,40 +131,95 @@ struct proxy_srv {
     struct settings settings;
     const char *settings_path;
     const char *ask_spec;
-    struct proxy_core core;
-    struct service socks, http;
+    struct ask_broker *broker;   /* the one ask broker (main loop), or NULL */
+    struct ask_handler *handler; /* its handler, or NULL */
+    struct policy *policy;       /* the policy in use (the main thread's reference) */
+    struct proxy_worker *workers[PROXY_MAX_WORKERS];
+    unsigned nworkers, ndone;
+    unsigned nworkers_made; /* created (for the error paths) */
+    struct wqueue q; /* worker -> main */
+    int q_ok;
+    struct relay_wait *waits; /* questions from workers at the broker (askrelay.c) */
     struct admin admin;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
     struct proxy_log log;
-    uint64_t next_id;
-    int stopping; /* 1 draining, 2 everything closed */
+    uint64_t next_id; /* atomic: connection ids, process-wide */
+    size_t live;      /* atomic: client connections, process-wide */
+    int stopping;     /* 1 draining, 2 everything closed */
     struct policy_addr laddr[3];
     uint16_t lport[3];
     size_t nlisten;
-    struct proxy_metrics m;
-    /* operations (issue 16): proxy/ops.h */
+    double start_time;
+    uint64_t reloads_ok, reloads_failed;
+    size_t max_conns;     /* proxy_max_connections() of the settings in use */
+    unsigned long nofile; /* RLIMIT_NOFILE after raising it */
+    struct proxy_opts o;
+    int last_reload_ok;         /* 1 until a load fails; the next good one sets it again */
+    double last_reload_ok_time; /* wall-clock seconds of the last good load */
+    /* operations (issue 16): proxy/ops.h; main loop */
     uv_signal_t sig_usr1;
     const char *log_path;
     int watch_on;
     struct notify *notify;
     struct watch *watch;
-    struct conn_limit limit; /* maxConnections + PROXY_OVERLOAD_SLACK, both front ends */
-    size_t max_conns;        /* proxy_max_connections() of the settings in use */
-    unsigned long nofile;    /* RLIMIT_NOFILE after raising it */
 };
 
-/* proxy/server.c: NULL when ready to serve, else why not (for /readyz). */
+/* proxy/server.c */
 const char *proxy_not_ready(const struct proxy_srv *srv);
+/* A worker has closed everything (main thread). */
+void proxy_worker_done(struct proxy_srv *srv, struct proxy_worker *w);
+
+/* proxy/worker.c */
+int wqueue_init(struct wqueue *q, uv_loop_t *loop, uv_async_cb cb, void *data);
+/* Queues m; 0, or -1 when the queue is closed (m is then freed). */
+int wqueue_push(struct wqueue *q, struct wmsg *m);
+/* Takes every queued message (a list, oldest first). */
+struct wmsg *wqueue_take(struct wqueue *q);
+/* Closes the async (on its loop's thread); pushes are refused from now on. */
+void wqueue_close(struct wqueue *q);
+/* Frees what is left and the mutex, once nobody can push any more. */
+void wqueue_destroy(struct wqueue *q);
+void wmsg_free(struct wmsg *m);
+struct wmsg *wmsg_new(enum wmsg_kind kind, struct proxy_worker *w);
+
+/* Builds a worker's configuration from settings and policy p (referenced). */
+struct worker_conf *worker_conf_new(const struct settings *s, struct policy *p);
+void worker_conf_free(struct worker_conf *c);
+/* Creates worker index on its loop (the main loop for 0): listeners
+ * (tcp: SO_REUSEPORT when several; fd:/unix: the first worker's, shared),
+ * resolver, egress, front ends. 0, or the exit status after a message. */
+int proxy_worker_new(struct proxy_srv *srv, unsigned index, struct worker_conf *conf,
+                     struct proxy_worker **out);
+/* The second half, once the policy is loaded (main thread): resolver, ask
+ * relay, egress, front ends, limit. 0, or 1 with a message in err. */
+int proxy_worker_setup(struct proxy_worker *w, char *err, size_t errlen);
+/* Starts the worker's thread (workers 1..N-1). */
+int proxy_worker_start(struct proxy_worker *w);
+/* Sends a message to a worker (from the main thread). */
+void proxy_worker_send(struct proxy_worker *w, struct wmsg *m);
+/* Closes what an unstarted worker opened (error paths; main thread). */
+void proxy_worker_abort(struct proxy_worker *w);
+/* After the worker is done (thread joined): frees it. */
+void proxy_worker_free(struct proxy_worker *w);
+
+/* proxy/askrelay.c: questions of worker w's own broker go to the main one */
+struct askrelay;
+int askrelay_new(struct proxy_worker *w, struct askrelay **out);
+void askrelay_answer(struct askrelay *r, uint64_t id, int allow, const char *reason);
+/* main thread: a question or a withdrawal from a worker */
+void askrelay_main_ask(struct proxy_srv *srv, struct wmsg *m);
+void askrelay_main_withdraw(struct proxy_srv *srv, struct wmsg *m);
+/* main thread: the worker is done; its questions are dropped */
+void askrelay_main_forget(struct proxy_srv *srv, struct proxy_worker *w);
+void askrelay_free(struct askrelay *r);
 
 /* proxy/metrics.c */
-void proxy_metrics_init(struct proxy_metrics *m);
-/* Counts a log record: decisions by protocol and verdict, bytes at close. */
 void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r);
 /* Latency histograms from an egress outcome (egress_env_set_observer). */
 void proxy_metrics_outcome(void *m, const struct egress_outcome *o);
-/* A load of the settings (start, SIGHUP, --watch) and its result. */
-void proxy_metrics_reload(struct proxy_metrics *m, int ok);
+/* A load of the settings (start, SIGHUP, --watch) and its result (main). */
+void proxy_metrics_reload(struct proxy_srv *srv, int ok);
 /* The Prometheus text (format 0.0.4), malloc'ed; NULL when out of memory. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len);
 

@@ -1,39 +1,38 @@
-/* proxy/server.c - `sluice proxy`: the standalone egress proxy service.
+/* proxy/server.c - `sluice proxy`: the standalone egress proxy service, the
+ * process side.
  *
- * One libuv loop serves the SOCKS5 and HTTP front ends over one policy, one
- * resolver and one ask broker (proxy/core.c). This file owns the listeners,
- * the connection limit (over proxy.limits.maxConnections a connection is
- * refused quickly; PROXY_OVERLOAD_SLACK beyond it, or when descriptors or
- * memory run out, accepting pauses until a connection ends: the one rule
- * of bridge/limit.h), reload
- * (SIGHUP re-reads the settings and swaps the policy for new requests; a
- * bad file keeps the old one), and drain: SIGTERM/SIGINT stop accepting,
- * close kept-alive HTTP connections that wait between requests, let the
- * rest finish for proxy.timeouts.drain, close what is left and exit 0. The
- * admin listener is proxy/admin.c, the counters proxy/metrics.c, the log
- * proxy/log.c.
+ * N workers (proxy/worker.c; --workers, default the online CPUs, at most
+ * 64; 1 is a single event loop) serve the SOCKS5 and HTTP front ends; this
+ * file owns what there is one of: the settings and the one policy (each
+ * worker's egress holds a reference; SIGHUP compiles a new one and hands
+ * every worker a reference, a bad file keeps the old one), the one ask
+ * broker and its handler (proxy/askrelay.c brings the workers' questions
+ * to it), signals, the admin listener (proxy/admin.c) and its metrics
+ * (proxy/metrics.c, summed over workers), the one log stream
+ * (proxy/log.c), and drain: SIGTERM/SIGINT tell every worker to stop
+ * accepting, close kept-alive HTTP connections that wait between requests
+ * and let the rest finish for proxy.timeouts.drain; then what is left is
+ * closed and the process exits 0. The connection limit is process-wide
+ * (server-int.h, bridge/limit.h): over proxy.limits.maxConnections a
+ * connection is refused quickly; PROXY_OVERLOAD_SLACK beyond it, or when
+ * descriptors or memory run out, accepting pauses until a connection ends.
  */
 #include "proxy/server-int.h"
 
-#include "bridge/limit.h"
 #include "proxy/proxy.h"
-#include "socks/socks.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_DEBOUNCE_MS 500 /* --watch: one reload per burst of changes */
 
-static void on_connlog(void *ctx, const struct connlog *r)
+static size_t live_conns(const struct proxy_srv *srv)
 {
-    struct proxy_srv *srv = ctx;
-
-    proxy_metrics_note(&srv->m, r);
-    proxy_log_record(&srv->log, r);
+    return __atomic_load_n(&srv->live, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -60,25 +59,50 @@ static void reload(struct proxy_srv *srv)
     struct settings s;
     struct settings_error err;
     struct policy *p = NULL;
+    struct worker_conf *confs[PROXY_MAX_WORKERS];
     char msg[1200];
+    unsigned i;
 
     notify_reloading(srv->notify);
     if (load_policy(srv, &s, &p, &err) < 0) {
-        proxy_metrics_reload(&srv->m, 0);
+        proxy_metrics_reload(srv, 0);
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         proxy_log_event(&srv->log, "error", "reload_failed", msg);
         settings_free(&s);
         notify_ready(srv->notify); /* still serving, on the old policy */
         return;
     }
-    proxy_metrics_reload(&srv->m, 1);
-    egress_env_set_policy(srv->core.egress, p);
-    settings_free(&srv->settings);
+    for (i = 0; i < srv->nworkers; i++) {
+        confs[i] = worker_conf_new(&s, p);
+        if (confs[i] == NULL)
+            break;
+    }
+    if (i < srv->nworkers) { /* all or nothing: one policy for every worker */
+        while (i-- > 0)
+            worker_conf_free(confs[i]);
+        proxy_metrics_reload(srv, 0);
+        proxy_log_event(&srv->log, "error", "reload_failed",
+                        "reload failed, keeping the current policy: out of memory");
+        policy_free(p);
+        settings_free(&s);
+        notify_ready(srv->notify);
+        return;
+    }
+    for (i = 0; i < srv->nworkers; i++) {
+        struct wmsg *m = wmsg_new(WMSG_CONF, srv->workers[i]);
+        if (m == NULL) {
+            worker_conf_free(confs[i]);
+            continue;
+        }
+        m->conf = confs[i];
+        proxy_worker_send(srv->workers[i], m);
+    }
+    proxy_metrics_reload(srv, 1);
+    policy_free(srv->policy);
+    srv->policy = p;
+    settings_free(&srv->settings); /* the workers hold copies of what they use */
     srv->settings = s;
-    proxy_frontend_apply(&srv->socks.fe, &srv->settings, 1);
-    proxy_frontend_apply(&srv->http.fe, &srv->settings, 1);
     srv->max_conns = proxy_max_connections(&srv->settings);
-    conn_limit_set(&srv->limit, srv->max_conns + PROXY_OVERLOAD_SLACK);
     snprintf(msg, sizeof(msg), "settings reloaded: %zu rules", policy_rule_count(p));
     proxy_log_event(&srv->log, "info", "reload", msg);
     if (srv->watch != NULL && watch_update(srv->watch, &srv->settings) < 0)
@@ -102,20 +126,16 @@ const char *proxy_not_ready(const struct proxy_srv *srv)
 {
     if (srv->stopping)
         return "draining";
-    if (srv->core.egress == NULL || egress_env_policy(srv->core.egress) == NULL)
+    if (srv->policy == NULL)
         return "no policy loaded";
-    if (conn_limit_paused(&srv->limit))
-        return "over the connection limit: not accepting";
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        if (__atomic_load_n(&srv->workers[i]->paused, __ATOMIC_RELAXED))
+            return "over the connection limit: not accepting";
     return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Accepting, limits, shutdown                                               */
-
-static size_t live_conns(const struct proxy_srv *srv)
-{
-    return srv->socks.fe.nconns + srv->http.fe.nconns;
-}
+/* Stopping                                                                  */
 
 static void shutdown_done(void *arg)
 {
@@ -127,13 +147,20 @@ static void on_handle_closed(uv_handle_t *h)
     (void)h;
 }
 
+/* Every worker is done: close what the process holds; the loop ends. */
 static void finish(struct proxy_srv *srv)
 {
     if (srv->stopping == 2)
         return;
     srv->stopping = 2;
     proxy_log_event(&srv->log, "info", "stopped", "all connections closed");
-    proxy_core_close(&srv->core, shutdown_done, NULL);
+    /* the broker first: its close withdraws every question (bridge.h) */
+    if (srv->broker != NULL)
+        ask_broker_close(srv->broker, shutdown_done, NULL);
+    if (srv->handler != NULL)
+        ask_handler_close(srv->handler, shutdown_done, NULL);
+    srv->broker = NULL;
+    srv->handler = NULL;
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
@@ -144,39 +171,21 @@ static void finish(struct proxy_srv *srv)
     srv->notify = NULL;
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     proxy_log_stop(&srv->log);
-    conn_limit_close(&srv->limit);
     proxy_admin_close(srv);
+    wqueue_close(&srv->q);
 }
 
-static void on_conn_ended(struct frontend *f)
+void proxy_worker_done(struct proxy_srv *srv, struct proxy_worker *w)
 {
-    struct service *svc = f->data;
-    struct proxy_srv *srv = svc->srv;
-
-    if (srv->stopping) {
-        if (live_conns(srv) == 0)
-            finish(srv);
-        return;
-    }
-    conn_limit_released(&srv->limit); /* resumes accepting below the limit */
+    askrelay_main_forget(srv, w);
+    if (++srv->ndone == srv->nworkers)
+        finish(srv);
 }
 
-static void on_accept(struct listener *l, void *arg)
+static void send_all(struct proxy_srv *srv, enum wmsg_kind kind)
 {
-    struct service *svc = arg;
-    struct proxy_srv *srv = svc->srv;
-    size_t live = live_conns(srv);
-    int over = live >= srv->max_conns, rc;
-
-    if (srv->stopping || conn_limit_admit(&srv->limit, l) < 0)
-        return;
-    rc = svc->accept(&svc->fe, l, over);
-    if (rc == 0) {
-        svc->accepted++;
-        if (over)
-            svc->overloaded++;
-    }
-    conn_limit_accepted(&srv->limit, l, rc);
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        proxy_worker_send(srv->workers[i], wmsg_new(kind, srv->workers[i]));
 }
 
 static void on_drain_timeout(uv_timer_t *t)
@@ -186,8 +195,7 @@ static void on_drain_timeout(uv_timer_t *t)
 
     snprintf(msg, sizeof(msg), "drain time is up: closing %zu connections", live_conns(srv));
     proxy_log_event(&srv->log, "warn", "drain_timeout", msg);
-    frontend_close_all(&srv->socks.fe);
-    frontend_close_all(&srv->http.fe);
+    send_all(srv, WMSG_CLOSE_ALL);
 }
 
 static void begin_stop(struct proxy_srv *srv, const char *why)
@@ -197,25 +205,13 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     if (srv->stopping)
         return;
     srv->stopping = 1;
-    conn_limit_close(&srv->limit);
     snprintf(msg, sizeof(msg), "%s: no longer accepting; draining %zu connections for up to %u ms",
              why, live_conns(srv), srv->settings.proxy.drain_timeout_ms);
     proxy_log_event(&srv->log, "info", "drain", msg);
     notify_stopping(srv->notify);
-    if (srv->socks.l != NULL)
-        listener_close(srv->socks.l, NULL, NULL);
-    if (srv->http.l != NULL)
-        listener_close(srv->http.l, NULL, NULL);
-    srv->socks.l = srv->http.l = NULL;
-    /* kept-alive HTTP connections waiting between requests close now, the
-     * others after their current answer; tunnels run on until the timer */
-    srv->socks.fe.draining = 1;
-    http_frontend_drain(&srv->http.fe);
-    if (live_conns(srv) == 0) {
-        finish(srv);
-        return;
-    }
+    /* tunnels run on until the timer; each worker reports when it is done */
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->settings.proxy.drain_timeout_ms, 0);
+    send_all(srv, WMSG_STOP);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -239,33 +235,34 @@ static void on_signal(uv_signal_t *h, int signum)
     begin_stop(srv, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+/* Questions and withdrawals from the workers' brokers; workers done. */
+static void on_main_messages(uv_async_t *a)
+{
+    struct proxy_srv *srv = a->data;
+    struct wmsg *m = wqueue_take(&srv->q);
+
+    while (m != NULL) {
+        struct wmsg *next = m->next;
+        if (m->kind == WMSG_ASK)
+            askrelay_main_ask(srv, m);
+        else if (m->kind == WMSG_WITHDRAW)
+            askrelay_main_withdraw(srv, m);
+        else if (m->kind == WMSG_DONE)
+            proxy_worker_done(srv, m->w);
+        wmsg_free(m);
+        m = next;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Start-up                                                                  */
 
 /* The listener's address for the guard (the proxy never dials itself). */
 static void note_listener(struct proxy_srv *srv, struct listener *l)
 {
-    if (srv->nlisten < 3 &&
+    if (l != NULL && srv->nlisten < 3 &&
         listener_address(l, &srv->laddr[srv->nlisten], &srv->lport[srv->nlisten]) == 0)
         srv->nlisten++;
-}
-
-static int open_service(struct proxy_srv *srv, struct service *svc)
-{
-    const char *why = NULL;
-    char ep[200];
-    int rc;
-
-    if (!svc->on)
-        return 0;
-    rc = listener_open(&svc->l, &srv->loop, &svc->ep, on_accept, svc, &why);
-    if (rc < 0) {
-        fprintf(stderr, "sluice: proxy: cannot listen on %s (%s): %s\n",
-                endpoint_str(&svc->ep, ep, sizeof(ep)), svc->name, why != NULL ? why : uv_strerror(rc));
-        return -1;
-    }
-    note_listener(srv, svc->l);
-    return 0;
 }
 
 /* The endpoint as bound (tcp port 0 resolved). */
@@ -290,78 +287,73 @@ static const char *service_str(const struct service *svc, char *buf, size_t len)
     return listen_str(svc->on, &svc->ep, svc->l, buf, len);
 }
 
-static void init_service(struct proxy_srv *srv, struct service *svc, const char *name,
-                         const struct endpoint *ep, int on,
-                         int (*accept)(struct frontend *, struct listener *, int))
+/* The ask broker and handler, on the main loop. 0 or the exit status. */
+static int start_ask(struct proxy_srv *srv)
 {
-    svc->srv = srv;
-    svc->name = name;
-    svc->on = on;
-    svc->ep = *ep;
-    svc->accept = accept;
-    frontend_init(&svc->fe, &srv->loop, &srv->next_id);
-    svc->fe.data = svc;
-    svc->fe.log = on_connlog;
-    svc->fe.log_ctx = srv;
-    svc->fe.conn_ended = on_conn_ended;
-}
-
-static size_t live_of(void *ctx)
-{
-    return live_conns(ctx);
-}
-
-static void walk_close(uv_handle_t *h, void *arg)
-{
-    (void)arg;
-    if (!uv_is_closing(h))
-        uv_close(h, NULL);
-}
-
-
-void proxy_opts_init(struct proxy_opts *o)
-{
+    const struct settings *s = &srv->settings;
     const char *why = NULL;
+    int rc;
 
-    memset(o, 0, sizeof(*o));
-    (void)endpoint_parse("tcp:127.0.0.1:3128", 1, &o->http, &why);
-    (void)endpoint_parse("tcp:127.0.0.1:1080", 1, &o->socks, &why);
-    o->http_on = o->socks_on = 1;
+    if (srv->ask_spec == NULL)
+        return 0;
+    rc = ask_broker_new(&srv->broker, &srv->loop, s->proxy.ask_timeout_ms,
+                        s->proxy.max_pending_asks);
+    if (rc == 0)
+        rc = ask_handler_open(&srv->handler, &srv->loop, srv->ask_spec, srv->broker, &why);
+    if (rc < 0) {
+        srv->handler = NULL;
+        fprintf(stderr, "sluice: proxy: --ask '%s': %s\n", srv->ask_spec,
+                why != NULL ? why : uv_strerror(rc));
+        return 2;
+    }
+    return 0;
 }
 
-/* Listeners first, so the guard knows their addresses; then the policy and
- * the core. The exit status on failure, 0 on success. */
+/* Listeners first, so the guard knows their addresses; then the policy, the
+ * ask broker and the workers' resolvers and egress. 0 or the exit status. */
 static int start(struct proxy_srv *srv)
 {
     struct settings_error err;
     struct policy *p = NULL;
     char msg[1200];
+    int code;
 
-    if (open_service(srv, &srv->http) < 0 || open_service(srv, &srv->socks) < 0 ||
-        proxy_admin_open(srv) < 0)
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        code = proxy_worker_new(srv, i, NULL, &srv->workers[i]);
+        if (srv->workers[i] != NULL)
+            srv->nworkers_made = i + 1;
+        if (code != 0)
+            return code;
+    }
+    note_listener(srv, srv->workers[0]->http.l);
+    note_listener(srv, srv->workers[0]->socks.l);
+    if (proxy_admin_open(srv) < 0)
         return 1;
-    if (srv->admin.l != NULL)
-        note_listener(srv, srv->admin.l);
+    note_listener(srv, srv->admin.l);
     if (load_policy(srv, &srv->settings, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         policy_free(p);
         return 2;
     }
+    srv->policy = p;
     for (size_t i = 0; i < srv->settings.notices.n; i++)
         fprintf(stderr, "sluice: warning: %s\n", srv->settings.notices.items[i].value);
-    if (proxy_core_start(&srv->core, &srv->loop, &srv->settings, p, srv->ask_spec, msg,
-                         sizeof(msg)) < 0) {
-        fprintf(stderr, "sluice: proxy: %s\n", msg);
-        policy_free(p);
-        return srv->ask_spec != NULL && strncmp(msg, "--ask", 5) == 0 ? 2 : 1;
-    }
-    srv->socks.fe.egress = srv->core.egress;
-    srv->http.fe.egress = srv->core.egress;
-    proxy_frontend_apply(&srv->socks.fe, &srv->settings, 1);
-    proxy_frontend_apply(&srv->http.fe, &srv->settings, 1);
-    egress_env_set_observer(srv->core.egress, proxy_metrics_outcome, &srv->m);
     srv->max_conns = proxy_max_connections(&srv->settings);
-    conn_limit_set(&srv->limit, srv->max_conns + PROXY_OVERLOAD_SLACK);
+    code = start_ask(srv);
+    if (code != 0)
+        return code;
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        struct proxy_worker *w = srv->workers[i];
+        w->conf = worker_conf_new(&srv->settings, p);
+        if (w->conf == NULL) {
+            fprintf(stderr, "sluice: proxy: out of memory\n");
+            return 1;
+        }
+        if (proxy_worker_setup(w, msg, sizeof(msg)) != 0) {
+            fprintf(stderr, "sluice: proxy: %s\n", msg);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -382,23 +374,30 @@ static void start_signals(struct proxy_srv *srv)
     uv_signal_start(&srv->sig_usr1, on_signal, SIGUSR1);
 }
 
-/* STATUS= for systemd: what `systemctl status` shows. */
+/* STATUS= for systemd: what `systemctl status` shows (summed over workers). */
 static void notify_status_text(void *ctx, char *buf, size_t len)
 {
     struct proxy_srv *srv = ctx;
     uint64_t allowed = 0, denied = 0;
+    size_t http = 0, socks = 0;
 
-    for (int p = 0; p < MPROTO_N; p++) {
-        allowed += srv->m.decisions[p][MDEC_ALLOW];
-        denied += srv->m.decisions[p][MDEC_DENY] + srv->m.decisions[p][MDEC_WOULD_DENY];
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        const struct proxy_worker *w = srv->workers[i];
+        for (int p = 0; p < MPROTO_N; p++) {
+            allowed += __atomic_load_n(&w->m.decisions[p][MDEC_ALLOW], __ATOMIC_RELAXED);
+            denied += __atomic_load_n(&w->m.decisions[p][MDEC_DENY], __ATOMIC_RELAXED) +
+                      __atomic_load_n(&w->m.decisions[p][MDEC_WOULD_DENY], __ATOMIC_RELAXED);
+        }
+        http += __atomic_load_n(&w->http.live, __ATOMIC_RELAXED);
+        socks += __atomic_load_n(&w->socks.live, __ATOMIC_RELAXED);
     }
     snprintf(buf, len,
              "%s%zu connections (http %zu, socks5 %zu); %llu allowed, %llu denied; "
              "%zu rules; %llu reloads, %llu failed",
-             srv->stopping ? "draining: " : "", live_conns(srv), srv->http.fe.nconns,
-             srv->socks.fe.nconns, (unsigned long long)allowed, (unsigned long long)denied,
-             srv->core.egress != NULL ? policy_rule_count(egress_env_policy(srv->core.egress)) : 0,
-             (unsigned long long)srv->m.reloads_ok, (unsigned long long)srv->m.reloads_failed);
+             srv->stopping ? "draining: " : "", live_conns(srv), http, socks,
+             (unsigned long long)allowed, (unsigned long long)denied,
+             srv->policy != NULL ? policy_rule_count(srv->policy) : 0,
+             (unsigned long long)srv->reloads_ok, (unsigned long long)srv->reloads_failed);
 }
 
 /* The notify socket and --watch (proxy/ops.h), once everything else is up:
@@ -423,47 +422,110 @@ static int start_ops(struct proxy_srv *srv)
 
 static void log_start(struct proxy_srv *srv)
 {
-    char msg[800], e1[200], e2[200], e3[200];
+    const struct proxy_worker *w0 = srv->workers[0];
+    char msg[900], e1[200], e2[200], e3[200];
 
     snprintf(msg, sizeof(msg),
              "sluice %s listening: http %s, socks5 %s%s%s; %zu rules%s%s; maxConnections %zu%s, "
-             "descriptors %lu",
-             SLUICE_VERSION, service_str(&srv->http, e1, sizeof(e1)),
-             service_str(&srv->socks, e2, sizeof(e2)), srv->admin.on ? ", admin " : "",
+             "descriptors %lu; %u worker%s",
+             SLUICE_VERSION, service_str(&w0->http, e1, sizeof(e1)),
+             service_str(&w0->socks, e2, sizeof(e2)), srv->admin.on ? ", admin " : "",
              srv->admin.on ? listen_str(1, &srv->admin.ep, srv->admin.l, e3, sizeof(e3)) : "",
-             policy_rule_count(egress_env_policy(srv->core.egress)),
+             policy_rule_count(srv->policy),
              srv->settings.network.mode == SETTINGS_MODE_REPORT ? "; report mode" : "",
              srv->ask_spec != NULL ? "; asking unmatched" : "", srv->max_conns,
              srv->settings.proxy.max_connections == 0 ? " (from the descriptor limit)" : "",
-             srv->nofile);
+             srv->nofile, srv->nworkers, srv->nworkers == 1 ? "" : "s");
     proxy_log_event(&srv->log, "info", "start", msg);
     fflush(srv->log.f); /* the start line is out before READY=1 */
     notify_ready(srv->notify);
+}
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
 }
 
 /* Error paths close whatever was opened; a clean stop has closed it all. */
 static int cleanup(struct proxy_srv *srv, int code)
 {
     if (srv->stopping != 2) {
-        if (srv->socks.l != NULL)
-            listener_close(srv->socks.l, NULL, NULL);
-        if (srv->http.l != NULL)
-            listener_close(srv->http.l, NULL, NULL);
+        for (unsigned i = 0; i < srv->nworkers_made; i++)
+            proxy_worker_abort(srv->workers[i]);
         proxy_admin_close(srv);
-        proxy_core_close(&srv->core, NULL, NULL);
+        if (srv->broker != NULL)
+            ask_broker_close(srv->broker, NULL, NULL);
+        if (srv->handler != NULL)
+            ask_handler_close(srv->handler, NULL, NULL);
         watch_close(srv->watch, NULL, NULL);
         notify_close(srv->notify, NULL, NULL);
+        srv->watch = NULL;
+        srv->notify = NULL;
         uv_walk(&srv->loop, walk_close, NULL);
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }
+    for (unsigned i = 0; i < srv->nworkers_made; i++)
+        proxy_worker_free(srv->workers[i]); /* joins the threads */
+    if (srv->q_ok)
+        wqueue_destroy(&srv->q);
     if (uv_loop_close(&srv->loop) != 0 && code == 0) {
         fprintf(stderr, "sluice: proxy: handles left open at exit\n");
         code = 1;
     }
-    proxy_core_free(&srv->core);
+    policy_free(srv->policy);
     settings_free(&srv->settings);
     proxy_log_close(&srv->log);
     return code;
+}
+
+void proxy_opts_init(struct proxy_opts *o)
+{
+    const char *why = NULL;
+
+    memset(o, 0, sizeof(*o));
+    (void)endpoint_parse("tcp:127.0.0.1:3128", 1, &o->http, &why);
+    (void)endpoint_parse("tcp:127.0.0.1:1080", 1, &o->socks, &why);
+    o->http_on = o->socks_on = 1;
+    o->workers = 0;
+}
+
+unsigned proxy_default_workers(void)
+{
+    unsigned n = uv_available_parallelism();
+
+    return n < 1 ? 1 : n > PROXY_MAX_WORKERS ? PROXY_MAX_WORKERS : n;
+}
+
+static struct proxy_srv *srv_new(const struct proxy_opts *o)
+{
+    struct proxy_srv *srv = calloc(1, sizeof(*srv));
+    struct timespec ts;
+
+    if (srv == NULL) {
+        fprintf(stderr, "sluice: proxy: out of memory\n");
+        return NULL;
+    }
+    if (uv_loop_init(&srv->loop) != 0) {
+        fprintf(stderr, "sluice: proxy: cannot create the event loop\n");
+        free(srv);
+        return NULL;
+    }
+    settings_init(&srv->settings);
+    srv->o = *o;
+    srv->settings_path = o->settings_path;
+    srv->ask_spec = o->ask_spec;
+    srv->admin.ep = o->admin;
+    srv->admin.on = o->admin_on;
+    srv->log_path = o->log_path;
+    srv->watch_on = o->watch;
+    srv->nworkers = o->workers > 0 ? o->workers : proxy_default_workers();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    srv->start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    srv->last_reload_ok = 1;
+    srv->last_reload_ok_time = srv->start_time;
+    return srv;
 }
 
 int proxy_server_run(const struct proxy_opts *o)
@@ -475,30 +537,12 @@ int proxy_server_run(const struct proxy_opts *o)
         fprintf(stderr, "sluice: proxy: both --http and --socks are off: nothing to serve\n");
         return 2;
     }
-    srv = calloc(1, sizeof(*srv));
-    if (srv == NULL) {
-        fprintf(stderr, "sluice: proxy: out of memory\n");
+    srv = srv_new(o);
+    if (srv == NULL)
         return 1;
-    }
-    if (uv_loop_init(&srv->loop) != 0) {
-        fprintf(stderr, "sluice: proxy: cannot create the event loop\n");
-        free(srv);
-        return 1;
-    }
-    settings_init(&srv->settings);
-    srv->settings_path = o->settings_path;
-    srv->ask_spec = o->ask_spec;
-    srv->log_path = o->log_path;
-    srv->watch_on = o->watch;
-    srv->admin.ep = o->admin;
-    srv->admin.on = o->admin_on;
-    proxy_metrics_init(&srv->m);
-    init_service(srv, &srv->http, "http", &o->http, o->http_on, http_session_accept);
-    init_service(srv, &srv->socks, "socks5", &o->socks, o->socks_on, socks_session_accept);
-    srv->http.fe.health_path = o->health_path;
     if (proxy_log_open(&srv->log, o->log_path, o->json) < 0) {
-        fprintf(stderr, "sluice: proxy: cannot open log file '%s': %s\n", o->log_path,
-                strerror(errno));
+        fprintf(stderr, "sluice: proxy: cannot open log file '%s': %s\n",
+                o->log_path != NULL ? o->log_path : "-", strerror(errno));
         code = cleanup(srv, 1);
         free(srv);
         return code;
@@ -509,14 +553,30 @@ int proxy_server_run(const struct proxy_opts *o)
     signal(SIGUSR2, SIG_IGN);
     signal(SIGALRM, SIG_IGN);
     srv->nofile = proxy_raise_nofile();
-    conn_limit_init(&srv->limit, &srv->loop, 1, live_of, srv);
-    code = start(srv);
+    code = wqueue_init(&srv->q, &srv->loop, on_main_messages, srv) == 0 ? 0 : 1;
+    srv->q_ok = code == 0;
+    if (code == 0)
+        code = start(srv);
     if (code == 0) {
         start_signals(srv);
         code = start_ops(srv);
     }
     if (code == 0) {
-        log_start(srv);
+        for (unsigned i = 1; i < srv->nworkers; i++) {
+            if (code != 0) { /* never started: closed here, counted as done */
+                proxy_worker_abort(srv->workers[i]);
+                srv->ndone++;
+            } else if (proxy_worker_start(srv->workers[i]) < 0) {
+                fprintf(stderr, "sluice: proxy: cannot start worker %u\n", i);
+                code = 1;
+                proxy_worker_abort(srv->workers[i]);
+                srv->ndone++;
+            }
+        }
+        if (code != 0) /* the started workers drain and stop */
+            begin_stop(srv, "a worker could not start");
+        else
+            log_start(srv); /* and READY=1: every worker is running */
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     }
     code = cleanup(srv, code);

@@ -75,6 +75,8 @@ void proxy_set_local(struct policy *p, const struct policy_addr *listeners, cons
 /* Connection log (proxy/log.c)                                              */
 
 struct proxy_log {
+    uv_mutex_t mu; /* one line at a time, from any loop */
+    int mu_ok;
     FILE *f;
     int json;
     int dirty; /* written since the last flush */
@@ -93,6 +95,10 @@ void proxy_log_buffer(struct proxy_log *lg);
  * line is flushed as it is written). */
 void proxy_log_start(struct proxy_log *lg, uv_loop_t *loop);
 void proxy_log_stop(struct proxy_log *lg);
+/* Buffered mode without a flush handle of its own: other loops flush it
+ * with proxy_log_flush (the proxy's workers, before each waits). */
+void proxy_log_buffered(struct proxy_log *lg);
+void proxy_log_flush(struct proxy_log *lg);
 /* SIGUSR1/SIGHUP: reopens path by name (logrotate) after writing what is
  * buffered to the old file; on failure keeps the old one. 0 or -1. */
 int proxy_log_reopen(struct proxy_log *lg, const char *path);
@@ -113,14 +119,19 @@ struct proxy_opts {
     const char *health_path; /* NULL: none */
     const char *log_path;    /* NULL: stderr */
     int json;
+    unsigned workers; /* event loops, 1..64; 0: proxy_default_workers() */
     int watch; /* --watch: reload when the settings' files change (proxy/watch.c) */
 };
+
+/* The online CPUs, at most 64. */
+unsigned proxy_default_workers(void);
 
 /* Default endpoints: HTTP tcp:127.0.0.1:3128, SOCKS tcp:127.0.0.1:1080, no
  * admin listener. */
 void proxy_opts_init(struct proxy_opts *o);
 
-/* Serves until SIGTERM/SIGINT and the drain; the exit status (0 after a
+/* Serves with o->workers event loops (worker 0 on the calling thread, the
+ * others in threads) until SIGTERM/SIGINT and the drain; the exit status (0 after a
  * clean stop, 1 when a listener or the service cannot start, 2 for bad
  * settings or a bad ask handler). */
 int proxy_server_run(const struct proxy_opts *o);

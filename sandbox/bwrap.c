@@ -886,6 +886,12 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
                 rc = nomem(&c);
         }
     }
+    /* the run directories of every run (issue 14): after every bind, so
+     * no allowWrite or allowRead can show them again */
+    if (o->mask_dir != NULL) {
+        PUSH("--tmpfs");
+        PUSH(o->mask_dir);
+    }
     /* /tmp inside is the private one: sluice's binary under the host's
      * /tmp (a build tree) is bound back, read-only, at the same path, so
      * inner and `sluice connect` are found where they are named */
@@ -929,6 +935,16 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--transparent");
     if (o->watch_writes)
         PUSH("--watch-writes");
+    /* sandbox.limits (issue 14; limits.c), each only when set */
+    if (rc == 0 && s->sandbox.limits.processes > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)
+        rc = nomem(&c);
+    if (rc == 0 && s->sandbox.limits.memory_mib > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-memory-mib=%u", s->sandbox.limits.memory_mib) < 0)
+        rc = nomem(&c);
+    if (rc == 0 && s->sandbox.limits.open_files > 0 &&
+        sb_strv_pushf(&p.argv, "--limit-open-files=%u", s->sandbox.limits.open_files) < 0)
+        rc = nomem(&c);
     PUSH("--");
     for (size_t i = 0; o->cmd[i] != NULL; i++)
         PUSH(o->cmd[i]);

@@ -18,8 +18,9 @@
  *      layers, so a managed deny wins over any allow);
  *   4. environment.allow matches: kept, even if on a list below;
  *   5. environment.inherit is false: dropped (only allowed names pass);
- *   6. on the built-in secret list (secret_globs) or the loader list
- *      (loader_names): dropped;
+ *   6. on the built-in secret list (secret_globs, names compared
+ *      upper-cased), a value that is a URL with credentials, or on the
+ *      loader list (loader_names): dropped;
  *   7. kept.
  * A host variable named in environment.set is dropped (replaced), and so is
  * PATH when environment.pathAppend is not empty (rebuilt below).
@@ -84,7 +85,19 @@ static const char *const secret_globs[] = {
     "PGPASSWORD",
     "MYSQL_PWD",
     "DATABASE_URL", /* usually postgres://user:password@host/db */
+    /* issue 14: what a secret scanner flags besides */
+    "*_SECRET*",   /* *_SECRETS, *_SECRET_ACCESS_KEY, *_SECRET_ID */
+    "*_APIKEY",
+    "*_API_KEY*",  /* *_API_KEY_ID, *_API_KEYS */
+    "*_DSN",       /* SENTRY_DSN: https://KEY@host/project */
+    "*_AUTH",      /* NPM_CONFIG__AUTH, *_BASIC_AUTH */
+    "*_COOKIE",
 };
+/* The names are compared upper-cased: github_token, db_password and
+ * npm_config__auth are the same secrets. A variable whose VALUE is a URL
+ * with a password in it (scheme://user:password@host) is dropped whatever
+ * its name, and so is one named *_URL or *_URI with any user part
+ * (https://TOKEN@github.com): see url_has_credentials(). */
 
 /* Dynamic-loader variables that make every program (sluice's own `inner`
  * first, before its seccomp filter is loaded) run host-chosen code: dropped
@@ -148,11 +161,70 @@ static int match_list(const struct settings_list *l, const char *name, size_t le
 
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
 
+/* The secret list, on NAME upper-cased (a name too long for the buffer is
+ * compared as it is, and also with its first 255 bytes upper-cased). */
+static int is_secret_name(const char *name, size_t len)
+{
+    char up[256];
+    size_t n = len < sizeof(up) ? len : sizeof(up);
+
+    for (size_t i = 0; i < n; i++)
+        up[i] = (name[i] >= 'a' && name[i] <= 'z') ? (char)(name[i] - 'a' + 'A') : name[i];
+    if (match_table(secret_globs, COUNT(secret_globs), up, n))
+        return 1;
+    return len > n && match_table(secret_globs, COUNT(secret_globs), name, len);
+}
+
+static int has_suffix_ci(const char *name, size_t len, const char *suffix)
+{
+    size_t sl = strlen(suffix);
+
+    if (len < sl)
+        return 0;
+    for (size_t i = 0; i < sl; i++) {
+        char ch = name[len - sl + i];
+        if (ch >= 'a' && ch <= 'z')
+            ch = (char)(ch - 'a' + 'A');
+        if (ch != suffix[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when VALUE holds "SCHEME://USERINFO@" with a password (a ':' in
+ * USERINFO), or with any USERINFO when any_user (a *_URL or *_URI name:
+ * https://TOKEN@host is how tokens ride in URLs). Every "://" in the value
+ * is looked at (a list of URLs). */
+static int url_has_credentials(const char *value, int any_user)
+{
+    for (const char *p = strstr(value, "://"); p != NULL; p = strstr(p + 1, "://")) {
+        const char *a = p + 3;
+        size_t alen = strcspn(a, "/?#\\ \t,;");
+        const char *at = memchr(a, '@', alen);
+        if (at == NULL || at == a)
+            continue;
+        if (any_user || memchr(a, ':', (size_t)(at - a)) != NULL)
+            return 1;
+    }
+    return 0;
+}
+
+/* Step 6 for NAME=VALUE (E), NAME being LEN bytes. */
+static int is_secret_var(const char *e, size_t len)
+{
+    const char *value = e[len] == '=' ? e + len + 1 : "";
+
+    if (is_secret_name(e, len))
+        return 1;
+    return url_has_credentials(value, has_suffix_ci(e, len, "_URL") ||
+                                          has_suffix_ci(e, len, "_URI"));
+}
+
 int sb_env_is_secret(const char *name)
 {
     if (name == NULL)
         return 0;
-    return match_table(secret_globs, COUNT(secret_globs), name, strlen(name));
+    return is_secret_name(name, strlen(name));
 }
 
 static int is_loader(const char *name, size_t len)
@@ -716,7 +788,7 @@ int sb_env_build(const struct sb_env_opts *o, struct sb_strv *out, char *err, si
         if (!match_list(&s->environment.allow, e, len)) {
             if (!s->environment.inherit)
                 continue;
-            if (match_table(secret_globs, COUNT(secret_globs), e, len) || is_loader(e, len))
+            if (is_secret_var(e, len) || is_loader(e, len))
                 continue;
         }
         if (s->environment.path_append.n > 0 && len == 4 && memcmp(e, "PATH", 4) == 0) {

@@ -297,8 +297,38 @@ static int on_ro_mount(int fd)
     return fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
 }
 
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+
+/* Does inner's Landlock domain (landlock.c) apply here? It refuses opening
+ * a FIFO or device node for writing outside the writable mounts, which a
+ * read-only mount alone allows. */
+static int landlock_on(void)
+{
+    static int on = -1;
+
+    if (on < 0) /* LANDLOCK_CREATE_RULESET_VERSION: the ABI version, or ENOSYS/EOPNOTSUPP */
+        on = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, 1U << 0) >= 1;
+    return on;
+}
+
+/* Is ST one of PID's standard descriptors (which the domain leaves open
+ * for writing: what the user handed the command)? */
+static int is_stdio(int pid, const struct stat *st)
+{
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        struct stat fst;
+        snprintf(name, sizeof(name), "/proc/%d/fd/%d", pid, i);
+        if (stat(name, &fst) == 0 && fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+            return 1;
+    }
+    return 0;
+}
+
 /* Would the sandbox refuse this write to ABS? */
-static int refused(int rootfd, const char *abs, enum fsw_kind kind, uint64_t oflags)
+static int refused(int pid, int rootfd, const char *abs, enum fsw_kind kind, uint64_t oflags)
 {
     int follow = kind == K_OPEN || kind == K_CHANGE;
     int fd = lookup(rootfd, abs, follow);
@@ -316,10 +346,14 @@ static int refused(int rootfd, const char *abs, enum fsw_kind kind, uint64_t ofl
         if (kind == K_CREATE)
             return 0; /* EEXIST, whatever the mount */
         if (kind == K_OPEN) {
-            /* O_CREAT alone opens an existing file read-only; a device,
-             * FIFO or socket opens for writing on a read-only mount */
-            if ((oflags & (O_WRONLY | O_RDWR | O_TRUNC)) == 0 || special)
+            /* O_CREAT alone opens an existing file read-only */
+            if ((oflags & (O_WRONLY | O_RDWR | O_TRUNC)) == 0)
                 return 0;
+            /* a device or FIFO opens for writing on a read-only mount; the
+             * Landlock domain refuses it there unless it is the command's
+             * own stdin, stdout or stderr */
+            if (special)
+                return ro && landlock_on() && !is_stdio(pid, &st);
         }
         return ro;
     }
@@ -458,7 +492,7 @@ static void inspect(int notify_fd, const struct seccomp_notif *n, const struct f
     for (int i = 0; i < 2; i++) {
         if (!p[i].have || absolute((int)n->pid, p[i].dfd, p[i].path, abs, sizeof(abs)) < 0)
             continue;
-        if (refused(rootfd, abs, p[i].kind, oflags)) {
+        if (refused((int)n->pid, rootfd, abs, p[i].kind, oflags)) {
             tidy(abs);
             report(ctx, abs, c->name);
             break; /* one report per call */

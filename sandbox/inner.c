@@ -2,7 +2,8 @@
  * and the host's end of its handoff (design.md "The sandbox").
  *
  *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes] [--http-port P]
- *                [--socks-port P] -- CMD ARGS...
+ *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
+ *                [--limit-open-files=N] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
  * is the proxy. In order it:
@@ -98,6 +99,7 @@ struct inner_args {
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
     int transparent, watch_writes;
+    struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
 };
@@ -133,6 +135,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->allow_user_namespaces = 0;
     a->transparent = 0;
     a->watch_writes = 0;
+    memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
     a->cmd = NULL;
@@ -149,6 +152,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--allow-unix-sockets") == 0) {
             a->allow_unix_sockets = 1;
+            continue;
+        }
+        if (strncmp(opt, "--limit-", 8) == 0) {
+            char why[160];
+            if (sb_limits_parse_arg(&a->limits, opt, why, sizeof why) < 0) {
+                inner_err("%s", why);
+                return -1;
+            }
             continue;
         }
         if (strcmp(opt, "--transparent") == 0) {
@@ -371,34 +382,10 @@ static int wait_for_go(int sock)
 /* PID 1 of the sandbox is bwrap's init: same uid as the command, dumpable,
  * and not under the seccomp filter (it was forked before inner ran). A
  * command that can ptrace it or write its /proc/1/mem makes it run any
- * syscall the filter refuses: socket(AF_UNIX) + connect() to the host's
- * D-Bus, docker.sock or ssh-agent, TIOCSTI on the user's terminal.
- * A Landlock domain stops that: a process in a domain may only ptrace (or
- * open /proc/PID/mem of) processes in the same domain or one nested in it,
- * and bwrap's init is in none. The ruleset handles one access right the
- * command cannot use anyway (making block devices needs CAP_MKNOD), so it
- * restricts nothing else; the command and its children share the domain,
- * so strace and gdb keep working on them. Best effort: kernels without
- * Landlock (< 5.13, or not in the lsm= list) keep only the seccomp rules on
- * ptrace and process_vm_* aimed at PID 1 (seccomp.c). */
-static void confine_ptrace(void)
-{
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
-#ifndef SYS_landlock_restrict_self
-#define SYS_landlock_restrict_self 446
-#endif
-    struct {
-        uint64_t handled_access_fs;
-    } attr = {1ULL << 11}; /* LANDLOCK_ACCESS_FS_MAKE_BLOCK, ABI 1 */
-    long fd = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
-
-    if (fd < 0)
-        return;
-    (void)syscall(SYS_landlock_restrict_self, (int)fd, 0U);
-    close((int)fd);
-}
+ * syscall the filter refuses. The Landlock domain of landlock.c stops that
+ * (a process in a domain may only ptrace processes in the same domain or
+ * one nested in it, and bwrap's init is in none), besides closing host
+ * FIFOs and device nodes outside the writable paths. */
 
 int sb_inner_main(int argc, char **argv)
 {
@@ -459,7 +446,14 @@ int sb_inner_main(int argc, char **argv)
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
         return INNER_FAIL;
     }
-    confine_ptrace();
+    rc = sb_landlock_confine(err, sizeof err);
+    if (rc < 0) {
+        inner_err("%s", err);
+        return INNER_FAIL;
+    }
+    if (rc > 0)
+        inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
+                  "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;
@@ -486,6 +480,12 @@ int sb_inner_main(int argc, char **argv)
         close_from_3();
     }
 
+    /* sandbox.limits last: nothing of inner's own (an ASan build's
+     * allocator, Landlock's mountinfo reading) runs under them */
+    if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {
+        inner_err("%s", err);
+        return INNER_FAIL;
+    }
     execvp(a.cmd[0], a.cmd);
     e = errno;
     inner_err("%s: %s", a.cmd[0], strerror(e));

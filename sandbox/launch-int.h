@@ -67,6 +67,9 @@ struct run {
     /* set-up */
     char self[RUN_PATH_MAX], cwd[RUN_PATH_MAX], bwrap_buf[RUN_PATH_MAX];
     char rundir[RUN_PATH_MAX], hosttmp[RUN_PATH_MAX + 100], err[1200];
+    char runmask[RUN_PATH_MAX];  /* issue 14: the run directories' parent (reaper.c) */
+    struct sb_reaper reaper;     /* issue 14 */
+    struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
     const char *bwrap;
     struct stat bwrap_st;
     struct sb_strv env;
@@ -121,10 +124,8 @@ void run_fsw_close(struct run *run);
 const char *run_find_in_path(const char *name, char *buf, size_t len);
 /* Can bwrap make its namespaces here? A message naming the fix, or NULL. */
 const char *run_namespaces_problem(int bwrap_setuid);
-/* A private 0700 directory holding the sandbox's /tmp: 0 or -errno. */
-int run_make_dir(char *dir, size_t len, char *tmp, size_t tlen);
-/* rm -rf without following symlinks (directories made traversable first). */
-void run_remove_tree(const char *path);
+/* The run directory, its removal, the reaper and the sweep: reaper.c
+ * (sb_rundir_make, sb_rundir_remove, sb_reaper_*). */
 /* ".git", ".vscode" or ".idea" when one of them is a component of path. */
 const char *run_protected_component(const char *path);
 /* The working directory exists inside the sandbox. */

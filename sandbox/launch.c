@@ -4,7 +4,7 @@
  *   1. the permission layers (sandbox.enabled, the bypass flag,
  *      excludedCommands) may run the command unsandboxed;
  *   2. host checks and a private run directory (0700) holding the sandbox's
- *      /tmp (sandbox/rundir.c);
+ *      /tmp (sandbox/reaper.c: also the reaper that cleans up after a SIGKILL);
  *   3. bwrap, spawned with the environment of sandbox/env.c and the argv of
  *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
  *   4. `sluice inner` (the first program inside) sends back the listening
@@ -448,8 +448,10 @@ static int host_checks(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", why);
         return -1;
     }
-    if (run_make_dir(run->rundir, sizeof(run->rundir), run->hosttmp, sizeof(run->hosttmp)) < 0) {
-        fprintf(stderr, "sluice: run: cannot create the run directory: %s\n", strerror(errno));
+    if (sb_rundir_make(run->rundir, sizeof(run->rundir), run->hosttmp, sizeof(run->hosttmp),
+                       run->runmask, sizeof(run->runmask), &run->reaper, run->err,
+                       sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
     run->have_rundir = 1;
@@ -480,6 +482,7 @@ static int build_plan(struct run *run)
         .self_exe = run->self,
         .inner_fd = RUN_INNER_FD,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
+        .mask_dir = run->runmask,
         .transparent = run->settings->network.transparent,
         .watch_writes = run->watch_writes,
         .resolv_conf = run->tp_resolv_file,
@@ -521,6 +524,12 @@ static int check_cwd_and_log(struct run *run)
     }
     if (sb_gitwatch_begin(run->cwd, run->settings->mandatory_deny_search_depth, &run->gw,
                           run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    /* issue 14: the mount points bwrap will make, for the reaper and the
+     * sweep (before bwrap starts) */
+    if (sb_reaper_record(run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
@@ -582,8 +591,39 @@ static int spawn_sandbox(struct run *run)
         return -1;
     }
     run->proc_started = 1;
+    sb_reaper_watch(&run->reaper, run->proc.pid);
     close(run->sp[1]);
     run->sp[1] = -1;
+    return 0;
+}
+
+/* issue 14: root is exempt from RLIMIT_NPROC: inner goes into a pids
+ * cgroup (limits.c) before the go byte. Where none can be used the default
+ * limit is best effort, and a limit set in the settings is refused (it
+ * would be ignored). 0, or -1 after a message. */
+static int limit_processes(struct run *run)
+{
+    unsigned procs = run->settings->sandbox.limits.processes;
+    int rc;
+
+    run->err[0] = '\0';
+    rc = sb_cgroup_make(&run->cgroup, procs, run->err, sizeof(run->err));
+    if (rc == 0 && (run->h.cmd_pid <= 0 ||
+                    sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0)) {
+        if (run->h.cmd_pid <= 0)
+            snprintf(run->err, sizeof(run->err), "limits: the sandbox's pid is unknown");
+        sb_cgroup_remove(&run->cgroup);
+        rc = -1;
+    }
+    if (rc != 0 && getuid() == 0 && procs != SETTINGS_DEFAULT_PROCESSES) {
+        fprintf(stderr,
+                "sluice: run: sandbox.limits.processes cannot be enforced: root is exempt from "
+                "RLIMIT_NPROC and no pids cgroup could be used%s%s%s; the command was not run\n",
+                run->err[0] != '\0' ? " (" : "", run->err, run->err[0] != '\0' ? ")" : "");
+        return -1;
+    }
+    if (rc == 0)
+        run_debug(run, "pids cgroup %s", run->cgroup.path);
     return 0;
 }
 
@@ -607,6 +647,10 @@ static int handoff(struct run *run)
               (int)run->h.cmd_pid);
     if (run->h.cmd_pid > 0)
         run->cmd_pidfd = run_pidfd_open(run->h.cmd_pid);
+    if (limit_processes(run) < 0) {
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
     if (run_tp_before_go(run) < 0)
         return -1;
     if (start_signals(run) < 0)
@@ -654,7 +698,9 @@ static void cleanup(struct run *run)
     sb_plan_cleanup(&run->plan);
     sb_plan_free(&run->plan);
     if (run->have_rundir)
-        run_remove_tree(run->rundir);
+        sb_rundir_remove(run->rundir);
+    sb_cgroup_remove(&run->cgroup);
+    sb_reaper_finish(&run->reaper);
     sb_strv_free(&run->env);
     run_tp_free(run);
     proxy_core_free(&run->core);
@@ -677,6 +723,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->settings = s;
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
+    run->reaper.pid = run->reaper.fd = -1;
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
     /* --control-fd must be open now, before the run opens descriptors of
      * its own (one of which could otherwise take its number) */

@@ -1,12 +1,11 @@
 /* sandbox/rundir.c - what `sluice run` checks on the host before it starts
  * bwrap (bwrap in PATH, user namespaces, the working directory, the
- * permission layers' excludedCommands) and its private run directory,
- * created 0700 and removed afterwards without following symlinks. */
+ * permission layers' excludedCommands). The private run directory is
+ * sandbox/reaper.c's. */
 #define _GNU_SOURCE
 #include "sandbox/launch-int.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,67 +68,8 @@ const char *run_namespaces_problem(int bwrap_setuid)
     return NULL;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Run directory                                                             */
-
-static int rm_unreadable; /* a directory nftw could not open in this pass */
-
-static int rm_chmod(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)ftw;
-    if (type == FTW_DNR)
-        rm_unreadable = 1;
-    if (type == FTW_D || type == FTW_DNR)
-        (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (type == FTW_DP || type == FTW_D || type == FTW_DNR)
-        (void)rmdir(path);
-    else
-        (void)unlink(path);
-    return 0;
-}
-
-/* rm -rf without following symlinks, making directories we own traversable
- * first (a command may leave a 0500 directory in TMPDIR). */
-void run_remove_tree(const char *path)
-{
-    /* nftw opens a directory before reporting it, so one it cannot read
-     * (FTW_DNR) is made traversable without being entered: repeat until a
-     * pass meets none (each pass reaches one level deeper; bounded) */
-    for (int pass = 0; pass < 64; pass++) {
-        rm_unreadable = 0;
-        (void)nftw(path, rm_chmod, 16, FTW_PHYS | FTW_MOUNT);
-        if (!rm_unreadable)
-            break;
-    }
-    (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
-}
-
-int run_make_dir(char *dir, size_t len, char *tmp, size_t tlen)
-{
-    const char *base = getenv("XDG_RUNTIME_DIR");
-    struct stat st;
-
-    if (base == NULL || base[0] != '/' || stat(base, &st) < 0 || !S_ISDIR(st.st_mode) ||
-        st.st_uid != geteuid() || access(base, W_OK) != 0)
-        base = "/tmp";
-    if ((size_t)snprintf(dir, len, "%s/sluice-run.XXXXXX", base) >= len)
-        return -ENAMETOOLONG;
-    if (mkdtemp(dir) == NULL)
-        return -errno;
-    if ((size_t)snprintf(tmp, tlen, "%s/tmp", dir) >= tlen || mkdir(tmp, 0700) < 0) {
-        int e = errno;
-        (void)rmdir(dir);
-        return -e;
-    }
-    return 0;
-}
+/* The run directory is made, removed and swept by sandbox/reaper.c
+ * (issue 14: private to its run, nothing left after a SIGKILL). */
 
 /* ------------------------------------------------------------------------ */
 /* Permission layers                                                         */

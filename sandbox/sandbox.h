@@ -153,6 +153,8 @@ struct sb_bwrap_opts {
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
+    const char *mask_dir;    /* NULL, or a host directory hidden by an empty
+                                tmpfs (the parent of every run directory) */
     int transparent;         /* network.transparent: inner gets --transparent */
     int watch_writes;        /* inner gets --watch-writes (write denials reported) */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
@@ -197,6 +199,75 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
 
 /* One line per rule, for `sluice explain` and the README. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
+
+/* ------------------------------------------------------------------------ */
+/* run directory, reaper and sweep (sandbox/reaper.c)                        */
+
+struct sb_reaper {
+    int pid; /* the reaper, -1 when none */
+    int fd;  /* our end of its pipe */
+};
+
+/* Makes PARENT/run.PID.START.XXXXXX (0700) and RUN/tmp, PARENT
+ * ($XDG_RUNTIME_DIR/sluice or /tmp/sluice-UID, 0700) going to MASK (every
+ * sandbox gets an empty tmpfs there), after sweeping PARENT of the run
+ * directories and project mount points of dead runs, and forks the reaper
+ * (R), which cleans them up if this process dies before
+ * sb_reaper_finish(). -1 with a message in err. */
+int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
+                   struct sb_reaper *r, char *err, size_t errlen);
+/* rm -rf RUNDIR (no symlink followed, 000 directories included), then its
+ * parent when empty. */
+void sb_rundir_remove(const char *rundir);
+/* rm -rf PATH, not following symbolic links nor crossing mounts. */
+void sb_remove_tree(const char *path);
+
+
+/* Rewrites RUNDIR's record with PLAN's mount points: before bwrap starts. */
+int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen);
+/* Tells the reaper bwrap's pid, to wait for it before cleaning. */
+void sb_reaper_watch(struct sb_reaper *r, int pid);
+/* After this process cleaned up itself: the reaper exits, and is waited. */
+void sb_reaper_finish(struct sb_reaper *r);
+
+/* ------------------------------------------------------------------------ */
+/* resource limits (sandbox/limits.c)                                        */
+
+struct sb_limits {
+    unsigned long processes;  /* 0: unchanged */
+    unsigned long memory_mib; /* 0: unchanged */
+    unsigned long open_files; /* 0: unchanged */
+};
+
+/* One `inner` option "--limit-processes=N", "--limit-memory-mib=N" or
+ * "--limit-open-files=N" into L; -1 with a message in why. */
+int sb_limits_parse_arg(struct sb_limits *l, const char *opt, char *why, size_t whylen);
+/* Sets the rlimits (soft and hard, never above the inherited hard one);
+ * -1 with a message in err. */
+int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen);
+
+/* Host side, for a root launcher only (the kernel exempts uid 0 from
+ * RLIMIT_NPROC): a pids cgroup with pids.max = PIDS_MAX. 0 made, 1 not
+ * needed or not available (path empty), -1 with a message in err. */
+struct sb_cgroup {
+    char path[4352];
+};
+int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen);
+/* Moves PID (inner, before the command starts) into it. */
+int sb_cgroup_enter(const struct sb_cgroup *cg, int pid, char *err, size_t errlen);
+void sb_cgroup_remove(struct sb_cgroup *cg);
+/* Removes empty sluice-run.PID.START cgroups whose launcher ALIVE says is
+ * gone. */
+void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
+
+/* ------------------------------------------------------------------------ */
+/* Landlock (sandbox/landlock.c)                                             */
+
+/* Puts the calling thread (no_new_privs set) in a Landlock domain where
+ * files may be opened for writing only beneath the sandbox's writable mounts
+ * and on fds 0-2. 0 done, 1 the kernel has no Landlock (nothing done), -1
+ * with a message in err. */
+int sb_landlock_confine(char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */

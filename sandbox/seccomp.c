@@ -15,6 +15,17 @@
  *                           ...) and must be refused too. socketpair() is
  *                           not filtered: it makes an anonymous connected
  *                           pair that can reach nothing outside.
+ *   socket(FAMILY, ...)     EPERM for every family but AF_INET, AF_INET6,
+ *                           AF_UNIX (rule above) and AF_NETLINK, and for
+ *                           AF_NETLINK any protocol but NETLINK_ROUTE
+ *                           (glibc's getaddrinfo/getifaddrs/if_nameindex).
+ *                           A network namespace does not scope AF_VSOCK (a
+ *                           VM's hypervisor), AF_BLUETOOTH, AF_ALG (kernel
+ *                           crypto attack surface) or AF_KEY, and other
+ *                           netlink protocols reach kernel-wide state.
+ *   keyctl, add_key, request_key
+ *                           ENOSYS: the caller's session, user (@u) and
+ *                           user-session keyrings stay out of reach.
  *   bind(), listen()        EPERM, unless network.allowLocalBinding (issue
  *                           15: the key was accepted and did nothing). The
  *                           address is behind a pointer, so every bind is
@@ -148,6 +159,102 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, const char *na
     return 0;
 }
 
+/* --- issue 14: keyrings and the socket-family allow-list ---------------- */
+
+/* Socket families the command may create (AF_UNIX has its own rule above,
+ * under network.allowAllUnixSockets). Every other value of the domain in
+ * [0, SB_FAMILY_SCAN) fails with EPERM, and so does any domain >=
+ * SB_FAMILY_SCAN compared on all 64 bits (a value with high bits set is
+ * refused, whatever the kernel would make of its low half). */
+#define SB_FAMILY_SCAN 64
+#ifndef AF_NETLINK
+#define AF_NETLINK 16
+#endif
+#define SB_NETLINK_ROUTE 0
+
+static int family_allowed(unsigned f)
+{
+    return f == AF_UNIX || f == AF_INET || f == AF_INET6 || f == AF_NETLINK;
+}
+
+/* A rule on socket(), always EPERM. libseccomp rewrites an i386 socket()
+ * rule into socketcall(SYS_SOCKET) as well, without the argument
+ * comparisons (they are behind a pointer there): every socket() rule thus
+ * also makes "socketcall(SYS_SOCKET) -> its action", and two different
+ * actions there collide (-EEXIST, and the rule is added on no ABI). So
+ * every socket() refusal, the AF_UNIX one included, is the same EPERM. */
+static int add_socket_rule(scmp_filter_ctx ctx, uint32_t action, unsigned n,
+                           const struct scmp_arg_cmp *cmp, const char *name, char *err,
+                           size_t errlen)
+{
+    char what[80];
+    int rc = seccomp_rule_add_array(ctx, action, SCMP_SYS(socket), n, cmp);
+
+    if (rc == 0)
+        return 0;
+    snprintf(what, sizeof what, "seccomp_rule_add(%s)", name);
+    return fail(err, errlen, what, rc);
+}
+
+static int add_hardening_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err,
+                               size_t errlen)
+{
+    const struct scmp_arg_cmp none = {0, SCMP_CMP_EQ, 0, 0};
+    const uint32_t enosys = SCMP_ACT_ERRNO(ENOSYS);
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+    int rc;
+
+    (void)o;
+    /* keyrings: ENOSYS, the kernel's own answer without CONFIG_KEYS, which
+     * keyutils, krb5 (KEYRING: caches) and systemd treat as "no keyring
+     * here" and fall back from; EPERM/EACCES read as a denied key instead.
+     * Refusing the syscalls (rather than a fresh session keyring) also hides
+     * the per-uid user keyring (@u) and user-session keyring (@us), which a
+     * new session keyring would still link to. */
+    rc = add_rule(ctx, enosys, SCMP_SYS(keyctl), "keyctl", 0, none, err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, enosys, SCMP_SYS(add_key), "add_key", 0, none, err, errlen);
+    if (rc == 0)
+        rc = add_rule(ctx, enosys, SCMP_SYS(request_key), "request_key", 0, none, err, errlen);
+    if (rc < 0)
+        return rc;
+
+    for (unsigned f = 0; f < SB_FAMILY_SCAN && rc == 0; f++) {
+        if (family_allowed(f))
+            continue;
+        const struct scmp_arg_cmp cmp = SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)f, 0);
+        rc = add_socket_rule(ctx, eperm, 1, &cmp, "socket(family)", err, errlen);
+    }
+    if (rc == 0) {
+        const struct scmp_arg_cmp cmp = SCMP_A0_64(SCMP_CMP_GE, (scmp_datum_t)SB_FAMILY_SCAN, 0);
+        rc = add_socket_rule(ctx, eperm, 1, &cmp, "socket(family >= 64)", err, errlen);
+    }
+    if (rc < 0)
+        return rc;
+    /* AF_NETLINK: NETLINK_ROUTE only (glibc's getaddrinfo AI_ADDRCONFIG,
+     * getifaddrs and if_nameindex; it sees the sandbox's own namespace) */
+    {
+        /* protocol compared on all 64 bits: one with high bits set is
+         * refused too */
+        const struct scmp_arg_cmp cmp[2] = {
+            SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)AF_NETLINK, 0),
+            SCMP_A2_64(SCMP_CMP_GT, (scmp_datum_t)SB_NETLINK_ROUTE, 0),
+        };
+        rc = add_socket_rule(ctx, eperm, 2, cmp,
+                             "socket(AF_NETLINK, protocol)", err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    /* i386 socketcall(SYS_SOCKET, ...) hides its arguments behind a pointer:
+     * refused whatever the domain (and so whatever allowAllUnixSockets
+     * says), or it would get round the list above. Only i386 has
+     * socketcall here; on the other ABIs libseccomp adds no rule. */
+    return add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall(SYS_SOCKET)", 1,
+                    SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_SOCKET, 0), err, errlen);
+}
+
+/* --- end of issue 14's rules ------------------------------------------- */
+
 static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -159,14 +266,11 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
                       SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)AF_UNIX), err, errlen);
         if (rc < 0)
             return rc;
-        /* Only i386 has socketcall here; on the other ABIs libseccomp
-         * resolves the name to nothing and adds no rule. */
-        rc = add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall", 1,
-                      SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_SOCKET, 0), err, errlen);
-        if (rc < 0)
-            return rc;
     }
 
+    rc = add_hardening_rules(ctx, o, err, errlen);
+    if (rc < 0)
+        return rc;
     if (o->watch_writes) {
         /* write-intent syscalls -> the host, which reports the refused ones
          * (fswatch.c) and lets each run */
@@ -365,7 +469,7 @@ out:
 /* The lines `sluice explain` prints, chosen by the options. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[16][16]; /* one list per combination of the options */
+    static const char *all[16][20]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;
@@ -382,6 +486,9 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";
+        lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
+                     "(its arguments are behind a pointer, and the family list below must "
+                     "hold): 32-bit programs must use the direct socket syscall";
     } else {
         lines[n++] = "socket(AF_UNIX, ...) fails with EPERM (network.allowAllUnixSockets is "
                      "false; the domain is compared on its low 32 bits)";
@@ -390,6 +497,14 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "direct socket syscall";
         lines[n++] = "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)";
     }
+    /* issue 14 */
+    lines[n++] = "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets "
+                 "(above) and AF_NETLINK (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: "
+                 "a network namespace does not scope them all), and AF_NETLINK only with "
+                 "NETLINK_ROUTE (what glibc's getaddrinfo and getifaddrs use)";
+    lines[n++] = "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without "
+                 "keys, which keyutils, krb5 and systemd fall back from): the caller's session, "
+                 "user and user-session keyrings cannot be read or written";
     if (bind_ok)
         lines[n++] = "bind() and listen() are allowed (network.allowLocalBinding is true): "
                      "servers can listen on the sandbox's own loopback, which nothing outside "
@@ -420,6 +535,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                  "init, outside the filter) fail with EPERM; where the kernel has Landlock the "
                  "command is also in a Landlock domain, so it cannot ptrace or open "
                  "/proc/PID/mem of any process outside it";
+    lines[n++] = "where the kernel has Landlock, a file can be opened for writing only beneath "
+                 "the sandbox's writable paths and on the command's own stdin, stdout and "
+                 "stderr, so host FIFOs and device nodes under the read-only root cannot be "
+                 "written (without Landlock the command runs with a warning that this is "
+                 "missing)";
     lines[n++] = "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; "
                  "aarch64: native and arm); a syscall from any other architecture kills the "
                  "process";

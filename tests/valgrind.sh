@@ -33,7 +33,8 @@
 # reports as the real binary) sealing itself with no_new_privs, Landlock
 # and seccomp natively. Children are not traced (--trace-children=no) and
 # are silent between fork and exec (--child-silent-after-fork=yes): sluice
-# forks only through uv_spawn, to exec bwrap or an ask handler at once.
+# forks through uv_spawn, to exec bwrap or an ask handler at once, and
+# `sluice run` forks its reaper (sandbox/reaper.c), which never execs.
 #
 # A sluice that ends without an ERROR SUMMARY was killed by SIGKILL or
 # replaced itself by exec (`sluice run` running the command unsandboxed:
@@ -43,7 +44,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-600}
 t0=$SECONDS
@@ -54,6 +55,7 @@ NO_SUMMARY_OK=(
     "run|run --settings .*/off\\.json |2|sandbox.enabled false: execs the command unsandboxed (root and user pass)"
     "run|run --settings .* --dangerously-disable-sandbox |2|--dangerously-disable-sandbox: execs the command unsandboxed (root and user pass)"
     "run|run --settings .*/excl\\.json |6|excludedCommands: execs the command unsandboxed (3 cases, root and user pass)"
+    "run_escape|run --settings .* -c sleep 30; : kill14 |14|issue 14: sluice run killed with SIGKILL on purpose to check for debris (7 cases, root and user pass)"
 )
 
 die() { echo "valgrind.sh: $*" >&2; exit 2; }

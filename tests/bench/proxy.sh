@@ -28,6 +28,10 @@
 #       only because it raises the limit and sizes maxConnections itself
 #   (e) denied CONNECTs/s at 64 clients (a name the policy denies: 403, no
 #       DNS, no dial), against direct open+echo+close at 64
+#   (f) sluice CONNECT tunnels/s at c=64 with --workers 1 and --workers 2,
+#       the proxy allowed on both CPUs: CPU us per tunnel (scaling
+#       efficiency: 2 workers against 1) and the accepts of each worker.
+#       Sections (a)-(e) run sluice with --workers 1 (a single loop)
 # Each number has its ratio to direct and, for the proxies, the CPU time
 # the proxy spent (utime+stime from /proc/PID/stat) per GB, per tunnel or
 # per request. Rows run in ROUNDS interleaved rounds; a cell is the median.
@@ -152,7 +156,7 @@ for r, m in rows.items():
         m[d + "_cpu0_s_per_gb"] = per_round(r, d + "_cpu0_s", d + "_bytes", 1e9)
         m[d + "_ratio"] = ratio(g(r, d + "_mib_s"), g(D, d + "_mib_s"))
     for p, k in (("c1", "conn_s"), ("c64", "conn_s"), ("c512", "conn_s"), ("http1", "req_s"),
-                 ("http64", "req_s")):
+                 ("http64", "req_s"), ("w64", "conn_s")):
         m[p + "_ratio"] = ratio(g(r, p + "_" + k), g(D, p + "_" + k))
         n = p + ("_reqs" if p.startswith("http") else "_conns")
         m[p + "_cpu_us_per_op"] = per_round(r, p + "_cpu_s", n, 1e6)
@@ -213,6 +217,19 @@ for r in order:
         fnum(g(r, "idle_pss_before_kb")), fnum(g(r, "idle_pss_after_kb")),
         fnum(g(r, "idle_pss_kib_per_tunnel"), "{:.2f}"), fnum(g(r, "idle_proxy_threads")),
         fnum(g(r, "idle_closed_while_idle"))))
+
+P("")
+P("(f) sluice CONNECT tunnels/s at c=64 with --workers 1 and 2 (proxy on both CPUs, load on CPU 1)")
+P("{:<24} {:>8} {:>13} {:>11} {:>10} {:>16}".format("", "c=64", "p50/p99", "CPU us/tun", "vs 1", "accepts w0/w1"))
+w1 = g("sluice --workers 1", "w64_cpu_us_per_op")
+for r in order:
+    if g(r, "w64_conn_s") is None:
+        continue
+    cu = g(r, "w64_cpu_us_per_op")
+    P("{:<24} {:>8} {:>13} {:>11} {:>10} {:>16}".format(
+        r, fnum(g(r, "w64_conn_s")), "{}/{}".format(fnum(g(r, "w64_p50_us")), fnum(g(r, "w64_p99_us"))),
+        fnum(cu, "{:.1f}"), fr(ratio(cu, w1)),
+        "{}/{}".format(fnum(g(r, "w64_accepts_w0")), fnum(g(r, "w64_accepts_w1")))))
 
 P("")
 P("(e) denied CONNECT (403, no DNS, no dial), c=64; ratio to direct open+echo+close at c=64")
@@ -434,12 +451,17 @@ SETTINGS_DEFAULT=$T/sluice-default.json
 python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); del s["proxy"]["limits"]; json.dump(s, open(sys.argv[2], "w"))' \
     "$SETTINGS" "$SETTINGS_DEFAULT"
 
-# start_sluice NAME [SETTINGS [SOFT_NOFILE]]: sets SL_PID, SL_HTTP and SL_SOCKS.
+# start_sluice NAME [SETTINGS [SOFT_NOFILE [WORKERS [CPUS]]]]: sets SL_PID,
+# SL_HTTP, SL_SOCKS and SL_ADMIN. One worker (a single loop) unless WORKERS;
+# on the proxy CPU unless CPUS (a taskset list).
 start_sluice() {
-    local log=$SLUICE_LOG i line= settings=${2:-$SETTINGS} soft=${3:-$(ulimit -Sn)}
+    local log=$SLUICE_LOG i line= settings=${2:-$SETTINGS} soft=${3:-$(ulimit -Sn)} workers=${4:-1}
+    local cpu=("${PROXY_CPU[@]}")
+    [ -n "${5:-}" ] && [ ${#PROXY_CPU[@]} -gt 0 ] && cpu=(taskset -c "$5")
     [ "$1" = main ] || log=$T/sluice-$1.log
-    ( ulimit -Sn "$soft"; exec "${PROXY_CPU[@]}" "$SLUICE" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
-        --settings "$settings" --log "$log" ) 2>"$T/sluice-$1.err" & SL_PID=$!
+    ( ulimit -Sn "$soft"; exec "${cpu[@]}" "$SLUICE" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
+        --admin tcp:127.0.0.1:0 --workers "$workers" --settings "$settings" --log "$log" ) \
+        2>"$T/sluice-$1.err" & SL_PID=$!
     PIDS+=($SL_PID)
     if [ "$log" = /dev/null ]; then # no start line to read: fixed ports
         log "SLUICE_LOG=/dev/null needs the start line; use a file"; exit 2
@@ -452,6 +474,7 @@ start_sluice() {
     done
     SL_HTTP=$(printf '%s' "$line" | sed -n 's/.*http tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p')
     SL_SOCKS=$(printf '%s' "$line" | sed -n 's/.*socks5 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p')
+    SL_ADMIN=$(printf '%s' "$line" | sed -n 's/.* admin tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p')
     [ -n "$SL_HTTP" ] && [ -n "$SL_SOCKS" ] || { log "sluice did not start: $(cat "$T/sluice-$1.err")"; exit 1; }
 }
 
@@ -602,6 +625,20 @@ if [ "$HAVE_MICROSOCKS" = 1 ]; then
     idle_run "microsocks SOCKS5" "$MS_PID" "$MS_PORT" socks5
     stop "$MS_PID"
 fi
+# (f) --workers 1 vs 2: the proxy may use both CPUs (the load generator
+# stays on CPU 1), ROUNDS runs each; accepts per worker from /metrics.
+for W in 1 2; do
+    start_sluice "w$W" "$SETTINGS" "$(ulimit -Sn)" "$W" 0,1
+    for round in $(seq 1 "$ROUNDS"); do
+        run "sluice --workers $W" w64 "$SL_PID" rate "tcp:127.0.0.1:$SL_HTTP" --proxy http \
+            --target "127.0.0.1:$ECHO" --clients 64 --seconds "$RATE_SECONDS" --latency --wait-eof
+    done
+    for w in $(seq 0 $((W - 1))); do
+        put "sluice --workers $W" "w64_accepts_w$w" "$(curl -s "http://127.0.0.1:$SL_ADMIN/metrics" |
+            awk -v k="sluice_worker_connections_total{worker=\"$w\"}" '$1 == k { print $2 }')"
+    done
+    stop "$SL_PID"
+done
 log "all done ($(( $(date +%s) - T0 ))s)"
 
 # ---------------------------------------------------------------------------

@@ -38,11 +38,12 @@ expect_run "proxy --log-format=bad" 2 "--log-format must be 'text' or 'json', go
 expect_run "proxy --http= bad endpoint" 2 "--http 'nope'" "$SLUICE" proxy --http=nope
 expect_run "proxy unknown option" 2 "unknown option '--bogus'" "$SLUICE" proxy --bogus=1
 expect_run "proxy missing value" 2 "option '--settings' needs a value" "$SLUICE" proxy --settings
-expect_run "proxy --workers=2 refused, not ignored" 2 "--workers '2': only 1" "$SLUICE" proxy --workers=2
+expect_run "proxy --workers=65 refused" 2 "--workers '65': a number from 1 to 64" "$SLUICE" proxy --workers=65
+expect_run "proxy --workers 0 refused" 2 "--workers '0': a number from 1 to 64" "$SLUICE" proxy --workers 0
 expect_run "bridge --idle=x" 2 "invalid --idle 'x'" "$SLUICE" bridge --idle=x tcp:127.0.0.1:0 tcp:127.0.0.1:1
 
 "$SLUICE" proxy --settings="$T/s.json" --http=tcp:127.0.0.1:0 --socks=off --log="$T/p.log" \
-    --log-format=json --workers=1 2>"$T/p.err" &
+    --log-format=json --workers=2 2>"$T/p.err" &
 pid=$!
 PIDS+=($pid)
 for i in $(seq $((200 * SLOW))); do
@@ -50,7 +51,7 @@ for i in $(seq $((200 * SLOW))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
 done
-if grep -q '"event":"start".*socks5 off' "$T/p.log" 2>/dev/null; then
+if grep -q '"event":"start".*socks5 off.*2 workers' "$T/p.log" 2>/dev/null; then
     ok "proxy takes --opt=value for every option"
 else
     bad "proxy takes --opt=value for every option" "$(cat "$T/p.log" "$T/p.err" 2>/dev/null)"

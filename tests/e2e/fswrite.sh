@@ -61,9 +61,24 @@ JSON
     [ "$line" = 'sluice: blocked 1 write: /etc/a\x1b[31mb (read-only)' ] &&
         ok "a control byte in the path is escaped (\\x1b)" || bad "escape" "$(printf '%q' "$out")"
 
+    # a FIFO on a read-only path: the open for writing is refused by the
+    # Landlock domain (landlock.c), not by the mount; timeout in case it is not
+    F=/var/tmp/sluice-fsw-fifo.$$.$WHO
+    rm -f "$F"
+    if mkfifo "$F" 2>/dev/null; then
+        out=$(sr -- timeout 5 sh -c "echo x > $F" 2>&1)
+        if grep -qi "landlock" <<< "$out"; then
+            skip "a host FIFO outside the writable paths" "no Landlock here"
+        else
+            [ "$(wline "$out")" = "sluice: blocked 1 write: $F (read-only)" ] &&
+                ok "a host FIFO outside the writable paths (Landlock refuses it)" || bad "fifo" "$out"
+        fi
+        rm -f "$F"
+    else skip "a host FIFO outside the writable paths" "cannot mkfifo in /var/tmp"; fi
+
     # --- not reported --------------------------------------------------------------------
     out=$(sr -- sh -c 'echo x > here.txt; mkdir -p sub/d; mv here.txt sub/d/; rm -r sub/d; echo t > /tmp/t;
-                       cat /etc/passwd > /dev/null; echo n > /dev/null;
+                       cat /etc/passwd > /dev/null; echo n > /dev/null; echo e > /dev/stderr;
                        python3 -c "import os; os.close(os.open(\"/etc/passwd\", os.O_RDONLY | os.O_CREAT))"' 2>&1)
     [ -z "$(wline "$out")" ] &&
         ok "writes to the working directory and /tmp, reads, O_CREAT of an existing file, /dev/null: no write line" ||

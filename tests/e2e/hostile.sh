@@ -318,7 +318,10 @@ cat > "$T/c3.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$UPORT"], "dnsServers": ["127.0.0.1:$DPORT"]},
  "proxy": {"timeouts": {"idle": $IDLE}}}
 JSON
-start_proxy c3 "$T/c3.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
+# one worker: the relay keeps a few spare splice pipes per thread, so with
+# several workers the first tunnel each one serves adds to the count this
+# section compares with its baseline
+start_proxy c3 "$T/c3.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 --workers 1
 [ -n "$HPORT" ] || { e2e_finish; exit 1; }
 P3=$PROXY_PID
 # RSS bound. Per direction the relay stops reading at RELAY_HIGH_WATER

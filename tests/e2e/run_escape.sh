@@ -65,7 +65,7 @@ $out"; fi ;;
 # every file with a dot component (.git, .vscode, .bashrc, ...) as
 # "PATH sha256 HASH": compared before and after the cases.
 fingerprint() {
-    (cd "$1" && find . \( -name probe.py -o -name hijack_pid1.py -o -name host.sock \) -prune -o \
+    (cd "$1" && find . \( -name probe.py -o -name hijack_pid1.py -o -name harden.py -o -name host.sock \) -prune -o \
         -printf '%p %y %m %l\n'
      cd "$1" && find . -type f -path '*/.*' -exec sha256sum {} + 2>/dev/null |
         awk '{ print $2, "sha256", $1 }') | LC_ALL=C sort
@@ -94,7 +94,7 @@ cases() {
     echo TOPSECRET-file > "$W/secret.txt"
     mkdir -p "$W/secretdir" && echo TOPSECRET-dir > "$W/secretdir/s"
     git -C "$W" worktree add -q "$W3" -b wt 2>/dev/null || git -C "$W" worktree add "$W3" -b wt
-    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/hijack_pid1.py" "$d/"; done
+    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/hijack_pid1.py" "$HERE/run-helpers/harden.py" "$d/"; done
 
     # --- host services -----------------------------------------------------------------------
     mkdir -p "$T/www" && echo hello-origin > "$T/www/hello.txt"
@@ -360,6 +360,8 @@ PY" 2>&1 >/dev/null)
     if printf '%s' "$out" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'; then bad "control bytes reach the summary on stderr" "$(printf '%s' "$out" | od -c | head)"
     else ok "hostile host names put no control bytes on the user's terminal"; fi
 
+    issue14
+
     # === host-side checks after everything =============================================================
     # the cases leave files of their own in W (x, l1..l4, h): only what is
     # protected (dot names, .git, .vscode) must be byte-identical
@@ -386,6 +388,172 @@ PY" 2>&1 >/dev/null)
         bad "host: run directory left" "$(ls -laR "$XDG_RUNTIME_DIR" | head -20)"
     [ -f "$W/.bashrc" ] && [ ! -L "$W/.bashrc" ] && [ "$(cat "$W/.bashrc")" = '# user bashrc' ] &&
         ok "host: .bashrc survived the TMPDIR cleanup (symlink not followed)" || bad "host: .bashrc after cleanup"
+}
+
+# === issue 14: keyrings, FIFOs, socket families, private run directories, crash debris, limits ======
+# Each of these failed on main at 6022450 (see the issue); a few controls
+# (netlink route, the default limit) show what must keep working.
+issue14() {
+    local V=/var/tmp/sluice14-$TOKEN-$(id -u) KEY=sluice14-$TOKEN K=$T/killrepo d pid rpid i out rc clean
+    mkdir -p -m 755 "$V"
+
+    # --- keyrings: the caller's session keyring holds a key -------------------------------------
+    python3 - "$KEY" <<'PY' >/dev/null 2>&1
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long
+libc.syscall(ctypes.c_long(248), b"user", sys.argv[1].encode(), b"TOPSECRET-key", ctypes.c_long(13), ctypes.c_long(-3))
+PY
+    c "keyring: read the caller's session key, add a key, keyctl" probe "python3 harden.py keyring $KEY"
+
+    # --- host FIFOs and device nodes outside the writable paths ---------------------------------
+    # a reader on the host for each attempt (it ends at the first writer's
+    # close); the sandbox side never blocks: O_NONBLOCK, or timeout
+    mkfifo "$V/fifo" && chmod 666 "$V/fifo"
+    : > "$T/fifo.got"
+    fifo_reader() { (timeout 10 cat "$V/fifo" >> "$T/fifo.got" 2>/dev/null &); sleep 0.3; }
+    fifo_release() { timeout 2 sh -c ": > '$V/fifo'" 2>/dev/null; sleep 0.2; }
+    fifo_reader
+    c "host FIFO outside the writable paths: open for writing" probe "python3 harden.py fifo $V/fifo"
+    fifo_release; fifo_reader
+    c "shell redirect into a host FIFO fails"           fail "timeout 5 sh -c 'echo ESCAPED > $V/fifo' && exit 0; [ \$? != 124 ] && exit 1; exit 0"
+    fifo_release
+    [ ! -s "$T/fifo.got" ] && ok "host: the FIFO's reader got nothing" || bad "host: the FIFO's reader got data" "$(cat "$T/fifo.got")"
+    if [ "$(id -u)" = 0 ] && mknod "$V/null" c 1 3 2>/dev/null; then
+        c "host character device outside the writable paths" probe "python3 harden.py chardev $V/null"
+    else skip "host character device" "mknod needs root"; fi
+    c "a FIFO inside the writable paths keeps working"  ok "mkfifo ./f14 && (cat ./f14 > /dev/null &) && echo x > ./f14; rm -f ./f14"
+    c "a FIFO in the private /tmp keeps working"        ok "mkfifo /tmp/f14 && (cat /tmp/f14 > /dev/null &) && echo x > /tmp/f14"
+    c "echo > /dev/stderr and /dev/tty-less redirects work" ok "echo x > /dev/stderr && echo y > /dev/null && : > ./w14 && rm ./w14"
+
+    # --- socket families --------------------------------------------------------------------------
+    c "socket(AF_VSOCK)"                                probe "python3 harden.py family 40 1"
+    c "socket(AF_PACKET)"                               probe "python3 harden.py family 17 2"
+    c "socket(AF_BLUETOOTH)"                            probe "python3 harden.py family 31 1"
+    c "socket(AF_ALG)"                                  probe "python3 harden.py family 38 5"
+    c "socket(AF_KEY)"                                  probe "python3 harden.py family 15 3 2"
+    c "socket(AF_UNSPEC)"                               probe "python3 harden.py family 0 1"
+    c "socket(64) (above AF_MAX)"                       probe "python3 harden.py family 64 1"
+    c "socket(0x7fffffff)"                              probe "python3 harden.py family 0x7fffffff 1"
+    c "socket(AF_NETLINK, NETLINK_AUDIT)"               probe "python3 harden.py family 16 3 9"
+    c "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)"      probe "python3 harden.py family 16 2 15"
+    # (only the socket: glibc's netlink users also bind(), which
+    # network.allowLocalBinding decides)
+    c "socket(AF_NETLINK, NETLINK_ROUTE) is allowed"    ok "python3 -c 'import socket; socket.socket(16, 3, 0)'"
+    CSET=$T/unix.json
+    c "allowAllUnixSockets: socket(AF_VSOCK) still refused" probe "python3 harden.py family 40 1"
+    c "allowAllUnixSockets: i386 socketcall(SYS_SOCKET) refused" probe "python3 probe.py socketcall-i386"
+    CSET=$T/s.json
+
+    # --- secrets: lower-case names, scanner names, URLs with credentials ---------------------------
+    CENV=(github_token=s3cr3t-lc MY_SECRET_ID=s3cr3t-sid SENTRY_DSN=https://s3cr3t@o1.ingest.test/1
+          REDIS_URL=redis://:s3cr3t@cache:6379/0 MIRROR=ftp://u:s3cr3t@mirror.test/ WEATHER_APIKEY=s3cr3t-wk)
+    c "secrets: lower-case, *_SECRET*, *_DSN, *_APIKEY, URLs with passwords" ok "! env | grep -q 's3cr[3]t'"
+    CENV=(github_token=s3cr3t-lc)
+    printf '{"environment": {"allow": ["github_token"]}}' > "$T/envallow.json"
+    out=$(cd "$W" && env "${CENV[@]}" "$SLUICE" run --settings "$T/envallow.json" -c 'printf %s "$github_token"' 2>&1)
+    [ "$out" = s3cr3t-lc ] && ok "environment.allow re-admits a secret name" || bad "environment.allow" "$out"
+    CENV=()
+
+    # --- the run directory is private to its run ---------------------------------------------------
+    mkdir -p -m 700 "$V/xdg"
+    (cd "$W" && XDG_RUNTIME_DIR=$V/xdg "$SLUICE" run --settings "$CSET" -c "echo RUNDIR-SECRET-$TOKEN > /tmp/a14; sleep 8" >/dev/null 2>&1 &)
+    for i in $(seq 100); do [ -n "$(find "$V/xdg" -name a14 2>/dev/null)" ] && break; sleep 0.05; done
+    [ -n "$(find "$V/xdg" -name a14 2>/dev/null)" ] || bad "run A did not start" ""
+    CENV=(XDG_RUNTIME_DIR=$V/xdg)
+    c "another run cannot read run A's /tmp (XDG_RUNTIME_DIR)" ok "! grep -rqs RUNDIR-SECRET-$TOKEN $V/xdg /tmp"
+    CENV=()
+    # even with the run directories' parent named in allowWrite (a
+    # settings file cannot make them visible: the mask comes after every
+    # bind). Not "/tmp" itself: its protected-file scan would reach into
+    # other users' test trees there.
+    printf '{"filesystem": {"allowWrite": [".", "%s"]}, "network": {"allowedDomains": ["127.0.0.1:%s"]}}' "$V/xdg" "$PA" > "$T/xdgw.json"
+    out=$(cd "$W" && XDG_RUNTIME_DIR=$V/xdg "$SLUICE" run --settings "$T/xdgw.json" -c "grep -rls RUNDIR-SECRET-$TOKEN $V/xdg /tmp 2>/dev/null; true" 2>&1)
+    [ -z "$out" ] && ok "another run with allowWrite on XDG_RUNTIME_DIR cannot read run A's /tmp" || bad "run A's /tmp readable" "$out"
+    for i in $(seq 250); do [ -z "$(ls -A "$V/xdg")" ] && break; sleep 0.05; done
+    [ -z "$(ls -A "$V/xdg")" ] && ok "host: run A's directory removed" || bad "host: run A left" "$(ls -laR "$V/xdg" | head)"
+
+    # --- SIGKILL of sluice run leaves nothing in the project -------------------------------------------
+    git -c init.defaultBranch=main init -q "$K"
+    git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+    rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
+    mkdir -p -m 700 "$V/kx"
+    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
+                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
+        for i in $(seq 200); do
+            [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
+                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
+            sleep 0.05
+        done
+        clean=$(ls -A "$K" | tr '\n' ' ')
+        out=$(git -C "$K" status --porcelain 2>&1) rc=$?
+        if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
+            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
+            ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
+        else
+            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree; do
+                rmdir "$K/$d" 2>/dev/null
+            done
+        fi
+    }
+    for d in 0 0.05 0.2 0.5 1.5; do
+        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+        pid=$!
+        sleep $d
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        killcheck "after ${d}s"
+    done
+    # the whole process group (an agent harness killing its job): the
+    # reaper is in a session of its own
+    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
+    killcheck "of the process group"
+    # launcher and reaper killed together: the next run sweeps
+    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    rpid=$(pgrep -P $pid -x sluice-reaper)
+    kill -9 $pid $rpid 2>/dev/null; wait $pid 2>/dev/null
+    sleep 0.5
+    (cd "$K" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c true) >/dev/null 2>&1
+    killcheck "of launcher and reaper, then one more run (the sweep)"
+
+    # --- resource limits ---------------------------------------------------------------------------------
+    printf '{"sandbox": {"limits": {"processes": 64, "openFiles": 128, "memory": 2048}}, "network": {"allowedDomains": ["127.0.0.1:%s"]}}' "$PA" > "$T/lim.json"
+    out=$(cd "$W" && "$SLUICE" run --settings "$T/lim.json" -- python3 -c '
+import os, resource, sys, time
+n, err = 0, ""
+try:
+    for i in range(300):
+        if os.fork() == 0:
+            time.sleep(2); os._exit(0)
+        n += 1
+except OSError as e:
+    err = e.strerror
+print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, err)' 2>&1)
+    set -- $out
+    if grep -q 'sandbox.limits.processes cannot be enforced' <<< "$out"; then
+        skip "sandbox.limits: fork bomb" "root and no usable pids cgroup here (refused, 125): $(grep -m1 'cannot be enforced' <<< "$out")"
+    elif [ "${1:-300}" -lt 64 ] && [ "${2:-}" = 128 ] && [ "${3:-}" = 2048 ] && grep -q 'Resource temporarily unavailable' <<< "$out"; then
+        ok "sandbox.limits: fork bomb stopped at ${1} processes (EAGAIN), openFiles 128, memory 2048 MiB"
+    else bad "sandbox.limits not applied" "$out"; fi
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -- python3 -c 'import resource; print(resource.getrlimit(resource.RLIMIT_NPROC)[0])' 2>&1)
+    [ "$out" = 8192 ] && ok "sandbox.limits.processes defaults to 8192" || bad "default process limit" "$out"
+    printf '{"sandbox": {"limits": {"processes": 2}}}' > "$T/lim-bad.json"
+    out=$(cd "$W" && "$SLUICE" run --settings "$T/lim-bad.json" -c true 2>&1); rc=$?
+    [ $rc = 125 ] && grep -q 'sandbox.limits.processes' <<< "$out" && ok "sandbox.limits.processes 2 refused with a message naming it" ||
+        bad "bad limit accepted" "rc $rc: $out"
+
+    # --- host-side -----------------------------------------------------------------------------------------
+    python3 - <<'PY' && ok "host: no key added to the caller's session keyring" || bad "host: the sandbox added a key to the caller's session keyring"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long
+r = libc.syscall(ctypes.c_long(249), b"user", b"sluice-from-sandbox", None, ctypes.c_long(0))
+sys.exit(0 if r < 0 else 1)
+PY
+    rm -rf "$V"
 }
 
 start=$SECONDS

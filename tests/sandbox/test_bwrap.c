@@ -222,7 +222,7 @@ static void expect_error(struct fx *f, int rc, const char *msg)
     "--unshare-cgroup-try --unshare-user --cap-drop ALL"
 #define SYSRO "--ro-bind /proc/sys /proc/sys --ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger"
 #define BASE "--ro-bind / / --dev /dev --proc /proc " SYSRO " --bind R/run/tmp /tmp"
-#define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 -- make test"
+#define TAIL "--chdir R/home/proj -- " SELF " inner --fd 3 --limit-processes=8192 -- make test"
 #define DN "--ro-bind /dev/null"
 /* protections of R/home/proj as the fixture makes it */
 /* an empty read-only directory where a protected name does not exist */
@@ -279,7 +279,8 @@ static void test_flags(void **state)
     const char *const setuid_no[] = {"--unshare-user", NULL};
     const char *const open_yes[] = {"--die-with-parent --unshare-pid", NULL};
     const char *const open_no[] = {"--unshare-net", NULL};
-    const char *const unix_yes[] = {"inner --fd 7 --allow-unix-sockets -- make test", NULL};
+    const char *const unix_yes[] = {
+        "inner --fd 7 --allow-unix-sockets --limit-processes=8192 -- make test", NULL};
     const char *const nested_yes[] = {"--dev /dev --bind /proc /proc " SYSRO " --bind R/run/tmp /tmp",
                                       NULL};
     const char *const nested_no[] = {"--proc", NULL};
@@ -936,6 +937,32 @@ static void test_cwd_special(void **state)
     sb_plan_free(&p);
 }
 
+/* issue 14: the run directories' parent is masked by an empty tmpfs after
+ * every bind, so no allowWrite/allowRead can show another run's /tmp; the
+ * sandbox.limits options reach inner. */
+static void test_mask_and_limits(void **state)
+{
+    struct fx *f = *state;
+    /* the mask is the last mount, after the bind that would show it */
+    const char *const masked[] = {"--bind R/run R/run ", "--tmpfs R/run/sluice --chdir", NULL};
+    const char *const limits[] = {
+        "--limit-processes=100 --limit-memory-mib=512 --limit-open-files=256 -- make test", NULL};
+    const char *const no_mask[] = {"sluice --chdir", NULL};
+    char mask[PATH_MAX + 16], json[PATH_MAX + 64];
+
+    snprintf(mask, sizeof(mask), "%s/run/sluice", f->root);
+    mkdir_(f, "run/sluice");
+    expect_has(f, NULL, no_mask);
+    f->o.mask_dir = mask;
+    snprintf(json, sizeof(json), "{\"filesystem\": {\"allowWrite\": [\".\", \"%s/run\"]}}",
+             f->root);
+    settings(f, json);
+    expect_has(f, masked, NULL);
+    settings(f, "{\"sandbox\": {\"limits\": {\"processes\": 100, \"memory\": 512, "
+                "\"openFiles\": 256}}}");
+    expect_has(f, limits, NULL);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -968,6 +995,7 @@ int main(void)
         T(test_profile_workdir),
         T(test_deny_read_relative_globs),
         T(test_cwd_special),
+        T(test_mask_and_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,7 +177,21 @@ static void test_is_secret(void **state)
         {"KEYBOARD", 0},
         {"KEY_FILE", 0},
         {"KUBECONFIG", 0},   /* a path: the file is what to hide */
-        {"github_token", 0}, /* case-sensitive */
+        {"github_token", 1}, /* upper-cased before matching (issue 14) */
+        {"db_password", 1},
+        {"Stripe_Secret_Key", 1},
+        {"AWS_SECRETS", 1},
+        {"MY_SECRET_ID", 1},
+        {"WEATHER_APIKEY", 1},
+        {"OPENAI_API_KEY_2", 1},
+        {"SENTRY_DSN", 1},
+        {"sentry_dsn", 1},
+        {"NPM_CONFIG__AUTH", 1},
+        {"SESSION_COOKIE", 1},
+        {"SECRETARY", 0},
+        {"AUTHOR", 0},
+        {"GIT_AUTHOR_NAME", 0},
+        {"DSN", 0},
         {"GITHUB_TOKEN_FILE", 0},
         {"SSH_AUTH_SOCKET", 0},
         {"AWS", 0},
@@ -219,6 +233,11 @@ static void test_secrets_dropped(void **state)
                           "LD_LIBRARY_PATH=/opt/lib",
                           "KUBECONFIG=/home/u/.kube/config",
                           "github_token=lower",
+                          "REDIS_URL=redis://:hunter2@cache:6379/0",
+                          "REPO_URL=https://ghp_tok@github.com/o/r.git",
+                          "MIRRORS=http://a.example/ ftp://u:pw@b.example/",
+                          "HOMEPAGE_URL=https://example.com/a@b",
+                          "UPSTREAM=git@github.com:o/r.git",
                           "TERM=xterm",
                           "EMPTY=",
                           NULL};
@@ -226,7 +245,8 @@ static void test_secrets_dropped(void **state)
                                        "HOME=/home/u",
                                        "LD_LIBRARY_PATH=/opt/lib",
                                        "KUBECONFIG=/home/u/.kube/config",
-                                       "github_token=lower",
+                                       "HOMEPAGE_URL=https://example.com/a@b",
+                                       "UPSTREAM=git@github.com:o/r.git",
                                        "TERM=xterm",
                                        "EMPTY="};
     struct settings s;

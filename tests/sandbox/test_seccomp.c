@@ -607,8 +607,72 @@ static void test_socket_unix_allowed(void **state)
 {
     (void)state;
     assert_int_equal(run_op(ALLOW_UNIX, op_socket_unix), 0);
-    assert_int_equal(run_op(ALLOW_UNIX, op_socket_unix_hibits), 0);
+    /* issue 14: a domain with high bits set is refused whatever its low
+     * half (the family allow-list compares all 64 bits) */
+    expect(ALLOW_UNIX, op_socket_unix_hibits, EPERM, "socket(0x100000001) (unix allowed)");
     assert_int_equal(run_op(ALLOW_UNIX, op_socket_inet), 0);
+}
+
+/* issue 14: the socket-family allow-list and the keyring syscalls */
+static int sock_errno(long family, long type, long proto)
+{
+    long fd = syscall(SYS_socket, family, type, proto);
+    int e = errno_of(fd);
+    if (fd >= 0)
+        close((int)fd);
+    return e;
+}
+static int op_socket_vsock(void) { return sock_errno(40, SOCK_STREAM, 0); }
+static int op_socket_packet(void) { return sock_errno(17, SOCK_DGRAM, 0); }
+static int op_socket_bluetooth(void) { return sock_errno(31, SOCK_STREAM, 0); }
+static int op_socket_alg(void) { return sock_errno(38, SOCK_SEQPACKET, 0); }
+static int op_socket_key(void) { return sock_errno(15, SOCK_RAW, 2); }
+static int op_socket_above_max(void) { return sock_errno(64, SOCK_STREAM, 0); }
+static int op_socket_int_max(void) { return sock_errno(0x7fffffffL, SOCK_STREAM, 0); }
+static int op_socket_family0(void) { return sock_errno(0, SOCK_STREAM, 0); }
+static int op_netlink_route(void) { return sock_errno(16, SOCK_RAW, 0); }
+static int op_netlink_audit(void) { return sock_errno(16, SOCK_RAW, 9); }
+static int op_netlink_uevent(void) { return sock_errno(16, SOCK_DGRAM, 15); }
+static int op_netlink_hibits(void) { return sock_errno(16, SOCK_RAW, 0x100000000L); }
+static int op_keyctl(void) { return errno_of(syscall(SYS_keyctl, 0L /* GET_KEYRING_ID */, -3L, 0L)); }
+static int op_add_key(void)
+{
+    return errno_of(syscall(SYS_add_key, "user", "sluice-test", "x", 1L, -3L /* @s */));
+}
+static int op_request_key(void)
+{
+    return errno_of(syscall(SYS_request_key, "user", "sluice-test", NULL, 0L));
+}
+
+static void test_socket_families(void **state)
+{
+    (void)state;
+    for (int allow = 0; allow < 2; allow++) {
+        int f = allow ? ALLOW_UNIX : REFUSE_UNIX;
+        expect(f, op_socket_vsock, EPERM, "socket(AF_VSOCK)");
+        expect(f, op_socket_packet, EPERM, "socket(AF_PACKET)");
+        expect(f, op_socket_bluetooth, EPERM, "socket(AF_BLUETOOTH)");
+        expect(f, op_socket_alg, EPERM, "socket(AF_ALG)");
+        expect(f, op_socket_key, EPERM, "socket(AF_KEY)");
+        expect(f, op_socket_above_max, EPERM, "socket(64)");
+        expect(f, op_socket_int_max, EPERM, "socket(INT_MAX)");
+        expect(f, op_socket_family0, EPERM, "socket(AF_UNSPEC)");
+        expect(f, op_netlink_audit, EPERM, "socket(AF_NETLINK, NETLINK_AUDIT)");
+        expect(f, op_netlink_uevent, EPERM, "socket(AF_NETLINK, NETLINK_KOBJECT_UEVENT)");
+        expect(f, op_netlink_hibits, EPERM, "socket(AF_NETLINK, 0x100000000)");
+        assert_int_equal(run_op(f, op_netlink_route), 0);
+        assert_int_equal(run_op(f, op_socket_inet), 0);
+        assert_int_equal(run_op(f, op_socket_inet6), 0);
+    }
+}
+
+static void test_keyrings(void **state)
+{
+    (void)state;
+    expect(REFUSE_UNIX, op_keyctl, ENOSYS, "keyctl");
+    expect(REFUSE_UNIX, op_add_key, ENOSYS, "add_key");
+    expect(REFUSE_UNIX, op_request_key, ENOSYS, "request_key");
+    expect(ALLOW_UNIX, op_keyctl, ENOSYS, "keyctl (unix allowed)");
 }
 
 /* socketpair() is left alone on purpose: an anonymous connected pair
@@ -742,7 +806,9 @@ static void test_i386_socketcall_refused(void **state)
     expect(REFUSE_UNIX, op_i386_socketcall_unix, EPERM, "i386 socketcall(SYS_SOCKET, AF_UNIX)");
     /* documented: its arguments are unreadable, so any domain is refused */
     expect(REFUSE_UNIX, op_i386_socketcall_inet, EPERM, "i386 socketcall(SYS_SOCKET, AF_INET)");
-    assert_int_equal(run_op(ALLOW_UNIX, op_i386_socketcall_unix), 0);
+    /* issue 14: refused with Unix sockets allowed too, or it would get
+     * round the family allow-list */
+    expect(ALLOW_UNIX, op_i386_socketcall_unix, EPERM, "i386 socketcall(SYS_SOCKET) (unix allowed)");
 }
 
 static void test_i386_socket_refused(void **state)
@@ -1524,6 +1590,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_socket_inet_allowed),
         cmocka_unit_test(test_socket_unix_hibits_refused),
         cmocka_unit_test(test_socket_unix_allowed),
+        cmocka_unit_test(test_socket_families),
+        cmocka_unit_test(test_keyrings),
         cmocka_unit_test(test_socketpair_not_affected),
         cmocka_unit_test(test_io_uring_refused),
         cmocka_unit_test(test_unshare_user_refused),

@@ -616,16 +616,17 @@ async def amain(a):
                        if base_table.get(k) != v)
         diff += "".join("\n    gone fd %d: %s" % (k, v) for k, v in sorted(base_table.items())
                         if k not in now)
-    # The relay keeps up to RELAY_PIPE_POOL_MAX (8) empty splice pipes for
-    # reuse: those may differ from the baseline, nothing else may.
+    # The relay keeps up to RELAY_PIPE_POOL_MAX (8) empty splice pipes per
+    # worker thread for reuse: those may differ from the baseline, nothing
+    # else may.
     end_table = fd_table(a.pid)
     pipes = lambda tb: sum(1 for v in tb.values() if v.startswith("pipe:"))
     other = lambda tb: len(tb) - pipes(tb)
-    check("fds", other(end_table) == other(base_table) and pipes(end_table) <= pipes(start_table) + 16,
+    check("fds", other(end_table) == other(base_table) and pipes(end_table) <= pipes(start_table) + 16 * a.workers,
           "baseline %d, end %d; other than pipes: %d -> %d; pipe ends: %d at start (libuv's), "
-          "%d at baseline, %d at end (at most 16 more: the relay's pool)%s"
+          "%d at baseline, %d at end (at most %d more: the relay's pool in %d workers)%s"
           % (base_fds, end_fds, other(base_table), other(end_table), pipes(start_table),
-             pipes(base_table), pipes(end_table), diff))
+             pipes(base_table), pipes(end_table), 16 * a.workers, a.workers, diff))
     run = [s for s in soak.samples if s["phase"] == "run"]
     q = max(1, len(run) // 4)
     first = sum(s["rss_kb"] for s in run[:q]) / q if run else 0
@@ -718,6 +719,7 @@ def main():
     ap.add_argument("--socks", type=int, required=True)
     ap.add_argument("--ports", required=True)
     ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--log", required=True)
     ap.add_argument("--tunnels", type=int, default=200000)
     ap.add_argument("--warmup", type=int, default=2000)

@@ -103,8 +103,10 @@ JSON
 # the RSS check meaningful.
 # A normal build ignores the variable.
 export ASAN_OPTIONS="quarantine_size_mb=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-"$SLUICE" proxy --settings "$T/settings.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
-    --admin tcp:127.0.0.1:0 --ask "socket:$T/ask.sock" --log "$T/proxy.log" --log-format json \
+# Two event loops (--workers 2), so the threads' hand-offs are soaked too.
+WORKERS=${SOAK_WORKERS:-2}
+"$SLUICE" proxy --settings "$T/settings.json" --workers "$WORKERS" --http tcp:127.0.0.1:0 \
+    --socks tcp:127.0.0.1:0 --admin tcp:127.0.0.1:0 --ask "socket:$T/ask.sock" --log "$T/proxy.log" --log-format json \
     2>"$T/proxy.err" &
 PROXY_PID=$!
 line=
@@ -124,7 +126,7 @@ echo "soak: $TUNNELS tunnels (+$WARMUP warm-up), seed $SEED, concurrency $CONC; 
 
 # --- the load and its checks ---------------------------------------------------------
 python3 "$HERE/driver.py" --http "$HPORT" --socks "$SPORT" --ports "$T/ports.json" \
-    --pid "$PROXY_PID" --log "$T/proxy.log" --tunnels "$TUNNELS" --warmup "$WARMUP" \
+    --pid "$PROXY_PID" --workers "$WORKERS" --log "$T/proxy.log" --tunnels "$TUNNELS" --warmup "$WARMUP" \
     --seed "$SEED" --concurrency "$CONC" --csv "$T/samples.csv" --summary "$T/summary.json" \
     >"$T/driver.out" 2>&1
 drc=$?

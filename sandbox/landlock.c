@@ -1,0 +1,167 @@
+/* sandbox/landlock.c - the Landlock domain `sluice inner` puts the command
+ * in, just before the seccomp filter (issue 14).
+ *
+ * A read-only bind stops writes to regular files but not open(O_WRONLY) of
+ * a named pipe or a device node: they are not written through the
+ * filesystem. A host FIFO (`mkfifo /var/tmp/f`, /run/initctl as root) would
+ * be a channel around the network namespace, and seccomp cannot see paths.
+ * So the domain handles LANDLOCK_ACCESS_FS_WRITE_FILE (opening any file for
+ * writing) and allows it only:
+ *   - beneath every mount of the sandbox that is writable (fstatvfs without
+ *     ST_RDONLY: the working directory and filesystem.allowWrite, the
+ *     private /tmp, bwrap's /dev and its devpts and /dev/shm, /proc), read
+ *     from /proc/self/mountinfo as the sandbox sees it. A FIFO in a writable
+ *     path stays usable: the command could make one there anyway;
+ *   - on the command's stdin, stdout and stderr when they are files, ttys or
+ *     FIFOs of the host (what the user handed the command), so
+ *     `echo x > /dev/stderr` keeps working. Pipes and sockets are not on a
+ *     filesystem and Landlock never restricts them.
+ * LANDLOCK_ACCESS_FS_MAKE_BLOCK is handled too (no rule allows it).
+ *
+ * Being in any domain also scopes ptrace: the command can ptrace (or open
+ * /proc/PID/mem of) only processes in its domain, and bwrap's init (PID 1,
+ * outside the seccomp filter) is in none (see inner.c).
+ *
+ * Kernels without Landlock (before 5.13, or not in the lsm= list): the
+ * documented fallback is to run without it, with one line on stderr saying
+ * that host FIFOs and device nodes outside the writable paths are not
+ * closed, and that ptrace of PID 1 is left to the seccomp rules. Any other
+ * failure (the ruleset cannot be built or applied) is fatal: the command
+ * does not run. */
+#define _GNU_SOURCE
+#include "sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+
+#define LL_WRITE_FILE (1ULL << 1)
+#define LL_MAKE_BLOCK (1ULL << 11)
+#define LL_RULE_PATH_BENEATH 1
+
+struct ll_ruleset_attr {
+    uint64_t handled_access_fs;
+};
+
+struct ll_path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+/* Undoes mountinfo's octal escapes (\040 space, \011, \012, \134) in place. */
+static void unescape(char *s)
+{
+    char *w = s;
+
+    for (char *r = s; *r != '\0'; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+static int add_rule(int ruleset, int fd)
+{
+    struct ll_path_beneath pb = {.allowed_access = LL_WRITE_FILE, .parent_fd = fd};
+
+    return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0U);
+}
+
+/* Adds a rule for every writable mount; -1 with err set on failure. */
+static int add_writable_mounts(int ruleset, char *err, size_t errlen)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "landlock: /proc/self/mountinfo: %s", strerror(errno));
+        return -1;
+    }
+    while (rc == 0 && getline(&line, &cap, f) > 0) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ... */
+        char *save = NULL, *mp = NULL;
+        struct statvfs sv;
+        int fd;
+
+        (void)strtok_r(line, " ", &save);
+        for (int i = 0; i < 4; i++)
+            mp = strtok_r(NULL, " ", &save);
+        if (mp == NULL || mp[0] != '/')
+            continue;
+        unescape(mp);
+        fd = open(mp, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* hidden below a later mount, or gone */
+        /* the mount the path reaches now (the top one), read-only by its
+         * own flag or its superblock's */
+        if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) == 0 && add_rule(ruleset, fd) < 0) {
+            snprintf(err, errlen, "landlock: rule for the writable mount '%s': %s", mp,
+                     strerror(errno));
+            rc = -1;
+        }
+        close(fd);
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+int sb_landlock_confine(char *err, size_t errlen)
+{
+    struct ll_ruleset_attr attr = {.handled_access_fs = LL_WRITE_FILE | LL_MAKE_BLOCK};
+    long ruleset;
+    int rc = -1;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
+    if (ruleset < 0) {
+        if (errno == ENOSYS || errno == EOPNOTSUPP)
+            return 1;
+        snprintf(err, errlen, "landlock: landlock_create_ruleset: %s", strerror(errno));
+        return -1;
+    }
+    if (add_writable_mounts((int)ruleset, err, errlen) < 0)
+        goto out;
+    /* the host's files, ttys or FIFOs the command was given as 0, 1, 2;
+     * pipes and sockets are refused by add_rule (not on a filesystem) and
+     * are never restricted anyway */
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) ||
+                                    S_ISFIFO(st.st_mode) || S_ISBLK(st.st_mode)))
+            (void)add_rule((int)ruleset, fd);
+    }
+    if (syscall(SYS_landlock_restrict_self, (int)ruleset, 0U) < 0) {
+        snprintf(err, errlen, "landlock: landlock_restrict_self: %s", strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    close((int)ruleset);
+    return rc;
+}

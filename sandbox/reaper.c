@@ -1,0 +1,557 @@
+/* sandbox/reaper.c - the run directory, and nothing of a run left behind
+ * when `sluice run` is killed (issue 14).
+ *
+ * Run directory. PARENT/run.PID.START.XXXXXX (mode 0700; PID and START
+ * name the launcher, as in the record below), PARENT being
+ * $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute directory of
+ * ours, else /tmp/sluice-UID; PARENT is 0700, ours and not a symbolic link,
+ * or the run stops. It holds the sandbox's /tmp (RUN/tmp) and the record
+ * below. Every sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir),
+ * so a command never sees another run's directory, whatever it may read or
+ * write (a 0700 mode does not stop a process of the same uid).
+ *
+ * The record, RUN/sluice-run, written as the directory is made and again,
+ * with the mount points, before bwrap starts (each time whole, by rename):
+ *     "sluice-run 1 PID STARTTIME\n" then each mount point bwrap will create
+ *     in the project (sb_plan.created, parents first), each ended by a NUL.
+ * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
+ *
+ * The reaper. A process forked just before the run directory is made, in a
+ * session of its own (a kill of the launcher's process group does not
+ * reach it), holding the read end of a pipe whose write end only the
+ * launcher has. The launcher sends 'P' + bwrap's pid once it runs, and 'D'
+ * when it has cleaned up itself. EOF without 'D' means the launcher died
+ * (SIGKILL, a crash): the reaper waits for bwrap to go (--die-with-parent
+ * kills it and with it the whole sandbox; at most 10 s), then sweeps
+ * PARENT as below, its launcher counting as dead: the launcher's run
+ * directory is found by its record (rewritten with the mount points before
+ * bwrap started) or its name, and the mount points that are still what
+ * bwrap made (an empty directory or an empty file, deepest first) go with
+ * it.
+ *
+ * The sweep. Each run first looks through PARENT for run directories with
+ * a record whose launcher is gone (no such pid, or another start time) and
+ * cleans them as the reaper would: this covers a reaper that was killed too,
+ * or a machine that went down. A run directory killed before its first
+ * record was written (no mount point can exist yet) is known by its name.
+ * Nothing else, nothing outside PARENT and no mount point that is no longer
+ * empty is touched. */
+#define _GNU_SOURCE
+#include "sandbox/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RECORD_NAME "sluice-run"
+#define RECORD_MAGIC "sluice-run 1 "
+#define RECORD_MAX (1u << 20)
+#define REAPER_WAIT_MS 10000
+
+/* ------------------------------------------------------------------------ */
+/* removal                                                                   */
+
+static int rm_unreadable; /* a directory nftw could not open in this pass */
+
+static int rm_chmod(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_DNR)
+        rm_unreadable = 1;
+    if (type == FTW_D || type == FTW_DNR)
+        (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP || type == FTW_D || type == FTW_DNR)
+        (void)rmdir(path);
+    else
+        (void)unlink(path);
+    return 0;
+}
+
+void sb_remove_tree(const char *path)
+{
+    /* nftw opens a directory before reporting it, so one it cannot read
+     * (FTW_DNR) is made traversable without being entered: repeat until a
+     * pass meets none (each pass reaches one level deeper; bounded) */
+    for (int pass = 0; pass < 64; pass++) {
+        rm_unreadable = 0;
+        (void)nftw(path, rm_chmod, 16, FTW_PHYS | FTW_MOUNT);
+        if (!rm_unreadable)
+            break;
+    }
+    (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
+}
+
+/* Removes the mount points of PATHS[0..N) (parents first) that are still
+ * what bwrap made, deepest first. */
+static void remove_placeholders(char *const *paths, size_t n)
+{
+    for (size_t i = n; i-- > 0;) {
+        struct stat st;
+        if (lstat(paths[i], &st) < 0)
+            continue;
+        if (S_ISREG(st.st_mode) && st.st_size == 0)
+            (void)unlink(paths[i]);
+        else if (S_ISDIR(st.st_mode))
+            (void)rmdir(paths[i]); /* fails, as it should, unless empty */
+    }
+}
+
+/* The run directory and its parent (when no other run uses it). */
+void sb_rundir_remove(const char *rundir)
+{
+    char parent[PATH_MAX];
+    char *slash;
+
+    sb_remove_tree(rundir);
+    if (strlen(rundir) >= sizeof parent)
+        return;
+    strcpy(parent, rundir);
+    slash = strrchr(parent, '/');
+    if (slash != NULL && slash != parent) {
+        *slash = '\0';
+        (void)rmdir(parent);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* processes                                                                 */
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unknown. */
+static unsigned long long start_time(long pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long v = 0;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    if (p == NULL)
+        return 0;
+    p++;
+    /* fields 3.. follow; the start time is the 20th of them */
+    for (int field = 3; field < 22 && p != NULL; field++)
+        p = strchr(p + 1, ' ');
+    if (p == NULL || sscanf(p, " %llu", &v) != 1)
+        return 0;
+    return v;
+}
+
+/* The state letter of /proc/PID/stat (field 3); '?' when unknown. */
+static char proc_state(long pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return '?';
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return '?';
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return (p != NULL && p[1] == ' ' && p[2] != '\0') ? p[2] : '?';
+}
+
+/* PID is the process that started at START and has not exited (a zombie,
+ * killed but not yet waited for by its parent, has). */
+static int process_alive(long pid, unsigned long long start)
+{
+    unsigned long long now;
+    char st;
+
+    if (pid <= 0)
+        return 0;
+    if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+        return 0;
+    now = start_time(pid);
+    st = proc_state(pid);
+    return now != 0 && now == start && st != 'Z' && st != 'X';
+}
+
+/* ------------------------------------------------------------------------ */
+/* the record and the sweep                                                  */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes RUNDIR's record (PLAN may be NULL: no mount points yet) through a
+ * temporary file renamed over it, so the sweep never reads half a record. */
+static int write_record(const char *rundir, const struct sb_plan *plan)
+{
+    char path[PATH_MAX], tmp[PATH_MAX], head[128];
+    int fd, rc = 0;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s/" RECORD_NAME ".new", rundir) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu\n", (long)getpid(),
+             start_time((long)getpid()));
+    if (write_all(fd, head, strlen(head)) < 0)
+        rc = -errno;
+    for (size_t i = 0; rc == 0 && plan != NULL && i < plan->created.n; i++)
+        if (write_all(fd, plan->created.v[i], strlen(plan->created.v[i]) + 1) < 0)
+            rc = -errno;
+    if (close(fd) < 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    if (rc < 0)
+        (void)unlink(tmp);
+    return rc;
+}
+
+/* Cleans RUNDIR (its record's mount points, then the directory) when its
+ * record, or its name, names a launcher that is gone (DEAD_PID, the
+ * reaper's own launcher, is gone without asking). */
+static void clean_run(const char *rundir, long dead_pid)
+{
+    char path[PATH_MAX], *buf = NULL, *p, *end;
+    struct sb_strv paths = {0};
+    unsigned long long start;
+    long pid;
+    struct stat st;
+    ssize_t n;
+    int fd;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path)
+        return;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        /* killed before its first record was in place (bwrap had not
+         * started: no mount points yet): the name says whose it is */
+        const char *name = strrchr(rundir, '/');
+        if (errno == ENOENT && name != NULL &&
+            sscanf(name + 1, "run.%ld.%llu.", &pid, &start) == 2 &&
+            (pid == dead_pid || !process_alive(pid, start)))
+            sb_remove_tree(rundir);
+        return;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        st.st_size <= 0 || (unsigned long long)st.st_size > RECORD_MAX ||
+        (buf = malloc((size_t)st.st_size + 1)) == NULL) {
+        close(fd);
+        return;
+    }
+    n = read(fd, buf, (size_t)st.st_size);
+    close(fd);
+    if (n != st.st_size)
+        goto out;
+    buf[n] = '\0';
+    if (strncmp(buf, RECORD_MAGIC, strlen(RECORD_MAGIC)) != 0 ||
+        sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu", &pid, &start) != 2)
+        goto out;
+    if (pid != dead_pid && process_alive(pid, start))
+        goto out;
+    p = strchr(buf, '\n');
+    if (p == NULL)
+        goto out;
+    end = buf + n;
+    for (p++; p < end; p += strlen(p) + 1)
+        if (p[0] == '/' && sb_strv_push(&paths, p) < 0)
+            goto out;
+    remove_placeholders(paths.v, paths.n);
+    sb_remove_tree(rundir);
+out:
+    sb_strv_free(&paths);
+    free(buf);
+}
+
+/* Cleans every dead run's directory in PARENT; DEAD_PID's (the reaper's
+ * launcher) counts as dead whatever /proc says. */
+static void sweep(const char *parent, long dead_pid)
+{
+    DIR *d = opendir(parent);
+    struct dirent *e;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        char path[PATH_MAX];
+        struct stat st;
+        if (strncmp(e->d_name, "run.", 4) != 0)
+            continue;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", parent, e->d_name) >= sizeof path)
+            continue;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            clean_run(path, dead_pid);
+    }
+    closedir(d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run directory                                                         */
+
+static int parent_dir(char *out, size_t len, char *err, size_t errlen)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+
+    if (base != NULL && base[0] == '/' && stat(base, &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == geteuid() && access(base, W_OK) == 0) {
+        if ((size_t)snprintf(out, len, "%s/sluice", base) >= len)
+            goto toolong;
+    } else if ((size_t)snprintf(out, len, "/tmp/sluice-%lu", (unsigned long)geteuid()) >= len) {
+        goto toolong;
+    }
+    if (mkdir(out, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create the run directory '%s': %s", out, strerror(errno));
+        return -1;
+    }
+    if (lstat(out, &st) < 0) {
+        snprintf(err, errlen, "'%s': %s", out, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        snprintf(err, errlen,
+                 "'%s' is not a directory of uid %lu with mode 0700 (someone else made it?): "
+                 "remove it, or set XDG_RUNTIME_DIR to a directory of yours",
+                 out, (unsigned long)geteuid());
+        return -1;
+    }
+    return 0;
+toolong:
+    snprintf(err, errlen, "the run directory's path is too long");
+    return -1;
+}
+
+static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen);
+
+int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
+                   struct sb_reaper *r, char *err, size_t errlen)
+{
+    if (parent_dir(mask, mlen, err, errlen) < 0)
+        return -1;
+    sweep(mask, 0);
+    sb_cgroup_sweep(process_alive);
+    /* the reaper before the run directory: from here on a kill leaves
+     * nothing behind */
+    if (reaper_fork(r, mask, err, errlen) < 0)
+        return -1;
+    /* run.PID.START.XXXXXX: recognisable as this launcher's even before
+     * its record is written */
+    if ((size_t)snprintf(dir, len, "%s/run.%ld.%llu.XXXXXX", mask, (long)getpid(),
+                         start_time((long)getpid())) >= len) {
+        snprintf(err, errlen, "the run directory's path is too long");
+        return -1;
+    }
+    if (mkdtemp(dir) == NULL) {
+        snprintf(err, errlen, "cannot create the run directory in '%s': %s", mask,
+                 strerror(errno));
+        return -1;
+    }
+    /* the record first (no mount points yet): a run killed from here on is
+     * recognised by the sweep */
+    if (write_record(dir, NULL) < 0) {
+        snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", dir, strerror(errno));
+        sb_remove_tree(dir);
+        return -1;
+    }
+    if ((size_t)snprintf(tmp, tlen, "%s/tmp", dir) >= tlen || mkdir(tmp, 0700) < 0) {
+        snprintf(err, errlen, "cannot create '%s/tmp': %s", dir, strerror(errno));
+        sb_remove_tree(dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the reaper                                                                */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* In the reaper: until EOF or 'D' on FD. */
+static void reaper_main(int fd, const char *parent, long launcher)
+{
+    int pidfd = -1, done = 0;
+    unsigned char c;
+
+    for (;;) {
+        ssize_t r = read(fd, &c, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (c == 'D') {
+            done = 1;
+            break;
+        }
+        if (c == 'P') {
+            int32_t pid;
+            size_t got = 0;
+            while (got < sizeof pid) {
+                r = read(fd, (char *)&pid + got, sizeof pid - got);
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r <= 0)
+                    break;
+                got += (size_t)r;
+            }
+            if (got == sizeof pid && pid > 0 && pidfd < 0)
+                pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0U);
+        }
+    }
+    if (done)
+        return;
+    /* the launcher is gone: let bwrap (killed by --die-with-parent) and the
+     * sandbox go first */
+    if (pidfd >= 0) {
+        int64_t deadline = mono_ms() + REAPER_WAIT_MS;
+        for (;;) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            int64_t left = deadline - mono_ms();
+            if (left <= 0 || poll(&p, 1, (int)left) != 0)
+                break;
+        }
+    } else {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    /* the records on disk are the latest word: the launcher's run
+     * directory (by its record, with the mount points once the launcher
+     * knew them, or by its name) and any other dead run's */
+    sweep(parent, launcher);
+    (void)rmdir(parent); /* when no other run uses it */
+    sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
+}
+
+int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen)
+{
+    int rc = write_record(rundir, plan);
+
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", rundir, strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen)
+{
+    long launcher = (long)getpid();
+    int p[2];
+    pid_t pid;
+
+    r->pid = -1;
+    r->fd = -1;
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "reaper: pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "reaper: fork: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        close(p[1]);
+        (void)setsid();
+        (void)prctl(PR_SET_NAME, "sluice-reaper", 0UL, 0UL, 0UL);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        if (null >= 0) {
+            /* a caller reading our stdout to EOF must not wait for us */
+            (void)dup2(null, 0);
+            (void)dup2(null, 1);
+            (void)dup2(null, 2);
+        }
+        /* every other descriptor but the pipe */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != p[0])
+                (void)close(fd);
+        reaper_main(p[0], parent, launcher);
+        _exit(0);
+    }
+    close(p[0]);
+    r->pid = pid;
+    r->fd = p[1];
+    return 0;
+}
+
+void sb_reaper_watch(struct sb_reaper *r, int pid)
+{
+    unsigned char msg[1 + sizeof(int32_t)];
+    int32_t v = pid;
+
+    if (r->fd < 0 || pid <= 0)
+        return;
+    msg[0] = 'P';
+    memcpy(msg + 1, &v, sizeof v);
+    (void)write_all(r->fd, msg, sizeof msg);
+}
+
+void sb_reaper_finish(struct sb_reaper *r)
+{
+    if (r->fd >= 0) {
+        (void)write_all(r->fd, "D", 1);
+        close(r->fd);
+        r->fd = -1;
+    }
+    if (r->pid > 0) {
+        while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        r->pid = -1;
+    }
+}

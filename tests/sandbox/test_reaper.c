@@ -1,0 +1,321 @@
+/* tests/sandbox/test_reaper.c - issue 14: the run directory, the sweep of
+ * dead runs' leftovers and the reaper (sandbox/reaper.c), on real trees
+ * under /tmp. What must hold: only what sluice's record names is removed,
+ * only when its launcher is gone, and a mount point only while it is still
+ * empty; a launcher that dies is cleaned up after by its reaper; one that
+ * finishes is not second-guessed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sandbox/sandbox.h"
+
+static char base[PATH_MAX]; /* XDG_RUNTIME_DIR for the tests */
+static struct sb_reaper reaper; /* the tests' own runs': finished at teardown */
+
+static int exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int exists(const char *fmt, ...)
+{
+    char p[PATH_MAX * 2];
+    struct stat st;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof(p), fmt, ap);
+    va_end(ap);
+    return lstat(p, &st) == 0;
+}
+
+static void mk(const char *path, int dir, const char *content)
+{
+    if (dir) {
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+            fail_msg("mkdir %s: %s", path, strerror(errno));
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        fail_msg("fopen %s: %s", path, strerror(errno));
+    if (content != NULL)
+        fputs(content, f);
+    fclose(f);
+}
+
+static unsigned long long my_start(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long v = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    p = strrchr(buf, ')');
+    assert_non_null(p);
+    for (int field = 2; field < 22 && p != NULL; field++)
+        p = strchr(p + 1, ' ');
+    assert_non_null(p);
+    assert_int_equal(sscanf(p, " %llu", &v), 1);
+    return v;
+}
+
+/* A run directory DIR/NAME with a record for PID/START naming PATHS. */
+static void fake_run(const char *dir, const char *name, long pid, unsigned long long start,
+                     const char *const *paths)
+{
+    char p[PATH_MAX * 2];
+    FILE *f;
+
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    mk(p, 1, NULL);
+    snprintf(p, sizeof(p), "%s/%s/tmp", dir, name);
+    mk(p, 1, NULL);
+    snprintf(p, sizeof(p), "%s/%s/tmp/data", dir, name);
+    mk(p, 0, "left by the command");
+    if (start == 0)
+        return; /* no record */
+    snprintf(p, sizeof(p), "%s/%s/sluice-run", dir, name);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "sluice-run 1 %ld %llu\n", pid, start);
+    for (size_t i = 0; paths != NULL && paths[i] != NULL; i++)
+        fwrite(paths[i], 1, strlen(paths[i]) + 1, f);
+    fclose(f);
+}
+
+static long dead_pid(void)
+{
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    return (long)pid;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    reaper.pid = reaper.fd = -1;
+    snprintf(base, sizeof(base), "/tmp/sluice-test-reaper.XXXXXX");
+    if (mkdtemp(base) == NULL)
+        return -1;
+    setenv("XDG_RUNTIME_DIR", base, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sb_reaper_finish(&reaper);
+    sb_remove_tree(base);
+    return 0;
+}
+
+static void test_rundir_private(void **state)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], want[PATH_MAX + 16];
+    struct stat st;
+
+    (void)state;
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    snprintf(want, sizeof(want), "%s/sluice", base);
+    assert_string_equal(mask, want);
+    assert_int_equal(strncmp(dir, want, strlen(want)), 0);
+    assert_int_equal(lstat(mask, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(lstat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_true(exists("%s/sluice-run", dir)); /* the record, from the start */
+    assert_true(exists("%s", tmp));
+    mk(tmp, 1, NULL);
+    sb_rundir_remove(dir);
+    assert_false(exists("%s", dir));
+    assert_false(exists("%s", mask)); /* the parent too, once empty */
+}
+
+static void test_parent_not_ours(void **state)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], p[PATH_MAX + 16];
+
+    (void)state;
+    snprintf(p, sizeof(p), "%s/sluice", base);
+    assert_int_equal(mkdir(p, 0755), 0); /* group/other can read: refused */
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "mode 0700"));
+    assert_int_equal(rmdir(p), 0);
+}
+
+static void test_sweep(void **state)
+{
+    char parent[PATH_MAX + 16], proj[PATH_MAX + 16], p[PATH_MAX * 3];
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256];
+    char bashrc[PATH_MAX * 2], mcp[PATH_MAX * 2], idea[PATH_MAX * 2], profile[PATH_MAX * 2];
+    char gitcfg[PATH_MAX * 2];
+    const char *paths[6];
+    long dead = dead_pid();
+
+    (void)state;
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    assert_int_equal(mkdir(parent, 0700), 0);
+    snprintf(proj, sizeof(proj), "%s/proj", base);
+    mk(proj, 1, NULL);
+    snprintf(p, sizeof(p), "%s/.git", proj);
+    mk(p, 1, NULL);
+    snprintf(bashrc, sizeof(bashrc), "%s/.bashrc", proj);  /* placeholder dir: removed */
+    snprintf(mcp, sizeof(mcp), "%s/.mcp.json", proj);      /* placeholder file: removed */
+    snprintf(gitcfg, sizeof(gitcfg), "%s/.git/config", proj); /* the worst one: removed */
+    snprintf(idea, sizeof(idea), "%s/.idea", proj);        /* the user filled it: kept */
+    snprintf(profile, sizeof(profile), "%s/.profile", proj); /* not empty: kept */
+    mk(bashrc, 1, NULL);
+    mk(mcp, 0, NULL);
+    mk(gitcfg, 1, NULL);
+    mk(idea, 1, NULL);
+    snprintf(p, sizeof(p), "%s/workspace.xml", idea);
+    mk(p, 0, "<project/>");
+    mk(profile, 0, "export A=1\n");
+    paths[0] = bashrc;
+    paths[1] = gitcfg;
+    paths[2] = idea;
+    paths[3] = mcp;
+    paths[4] = profile;
+    paths[5] = NULL;
+
+    fake_run(parent, "run.dead", dead, 12345, paths);
+    fake_run(parent, "run.live", (long)getpid(), my_start(getpid()), paths);
+    fake_run(parent, "run.reused", (long)getpid(), my_start(getpid()) + 1, NULL); /* pid reused */
+    fake_run(parent, "run.norecord", 0, 0, NULL);
+    /* killed before its first record: known by its name alone */
+    snprintf(p, sizeof(p), "run.%ld.12345.AbCdEf", dead);
+    fake_run(parent, p, 0, 0, NULL);
+    snprintf(p, sizeof(p), "run.%ld.%llu.GhIjKl", (long)getpid(), my_start(getpid()));
+    fake_run(parent, p, 0, 0, NULL);
+    fake_run(parent, "other.dead", dead, 12345, NULL); /* not a run.* name */
+
+    /* the next run sweeps */
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    /* the live run's record names the same paths: the dead run's sweep
+     * still removes what is empty (the live run's own mounts would be
+     * busy, not empty, on a real system) */
+    assert_false(exists("%s/run.dead", parent));
+    assert_false(exists("%s/run.reused", parent));
+    assert_true(exists("%s/run.live/tmp/data", parent));
+    assert_true(exists("%s/run.norecord/tmp/data", parent));
+    assert_false(exists("%s/run.%ld.12345.AbCdEf", parent, dead));
+    assert_true(exists("%s/run.%ld.%llu.GhIjKl/tmp/data", parent, (long)getpid(),
+                       my_start(getpid())));
+    assert_true(exists("%s/other.dead/tmp/data", parent));
+    assert_false(exists("%s", bashrc));
+    assert_false(exists("%s", mcp));
+    assert_false(exists("%s", gitcfg));
+    assert_true(exists("%s/workspace.xml", idea));
+    assert_true(exists("%s", profile));
+    sb_rundir_remove(dir);
+}
+
+/* A child that makes a run directory, starts the reaper, makes the mount
+ * point bwrap would, then dies (FINISH 0) or finishes properly (1). */
+static pid_t fake_launcher(const char *placeholder, int finish)
+{
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256];
+        struct sb_plan plan;
+        struct sb_reaper r;
+
+        memset(&plan, 0, sizeof(plan));
+        if (sb_strv_push(&plan.created, placeholder) < 0 ||
+            sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), &r, err,
+                           sizeof(err)) < 0 ||
+            sb_reaper_record(dir, &plan, err, sizeof(err)) < 0)
+            _exit(2);
+        if (mkdir(placeholder, 0755) < 0)
+            _exit(3);
+        if (finish) {
+            sb_rundir_remove(dir); /* cleans its run directory, "forgets" the mount point */
+            sb_reaper_finish(&r);
+        }
+        _exit(0); /* finish 0: as if killed, nothing cleaned */
+    }
+    return pid;
+}
+
+static int wait_gone(const char *path)
+{
+    struct stat st;
+
+    for (int i = 0; i < 400; i++) {
+        if (lstat(path, &st) < 0)
+            return 1;
+        struct timespec ts = {0, 25 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void test_reaper(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], parent[PATH_MAX + 16];
+    int st;
+    pid_t pid;
+
+    (void)state;
+    snprintf(proj, sizeof(proj), "%s/proj2", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.zshrc", proj);
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+
+    /* dies: the reaper removes the mount point and the run directory */
+    pid = fake_launcher(ph, 0);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_true(wait_gone(ph));
+    assert_true(wait_gone(parent));
+
+    /* finishes: the reaper does nothing (the launcher cleaned up itself) */
+    pid = fake_launcher(ph, 1);
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(exists("%s", ph));
+    assert_int_equal(rmdir(ph), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rundir_private, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parent_not_ours, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
