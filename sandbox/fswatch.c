@@ -7,7 +7,7 @@
  * creat, openat2, mkdir, mknod, unlink, rmdir, rename, link, symlink,
  * truncate, chmod, chown and utime families) to the host; for each one the
  * host:
- *   1. reads the path(s) from /proc/PID/mem, then checks the notification is
+ *   1. reads the path(s) from its memory (process_vm_readv), then checks the notification is
  *      still valid (SECCOMP_IOCTL_NOTIF_ID_VALID: PID is still the caller);
  *   2. makes the path absolute in the sandbox's view (the caller's cwd or
  *      dirfd through /proc/PID/cwd, /proc/PID/fd/N) and looks it up below
@@ -51,6 +51,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,9 +179,19 @@ static const struct fsw_call *call_of(uint32_t arch, int nr)
     return found;
 }
 
-/* A NUL-terminated string at ADDR in the caller (page by page, so a string
- * near the end of a mapping reads). 0, or -1. */
-static int read_str(int memfd, uint64_t addr, char *buf, size_t cap)
+/* LEN bytes at ADDR in PID's memory (process_vm_readv: the memory PID has
+ * now, one syscall, no descriptor to keep). The bytes read, or -1. */
+static ssize_t peek(int pid, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = {buf, len};
+    struct iovec remote = {(void *)(uintptr_t)addr, len};
+
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+/* A NUL-terminated string at ADDR in PID (page by page, so a string near
+ * the end of a mapping reads). 0, or -1. */
+static int read_str(int pid, uint64_t addr, char *buf, size_t cap)
 {
     size_t got = 0;
     const size_t page = 4096;
@@ -191,7 +202,7 @@ static int read_str(int memfd, uint64_t addr, char *buf, size_t cap)
 
         if (want > cap - got)
             want = cap - got;
-        n = pread(memfd, buf + got, want, (off_t)(addr + got));
+        n = peek(pid, addr + got, buf + got, want);
         if (n <= 0)
             return -1;
         if (memchr(buf + got, '\0', (size_t)n) != NULL)
@@ -398,40 +409,9 @@ struct one {
     int have;
 };
 
-/* /proc/PID/mem of the last caller, kept open: a write-heavy command (tar,
- * git) makes its calls from one process. The descriptor stays tied to the
- * memory it was opened on, so after an exec, or when the pid is reused, it
- * reads nothing, and mem_of is asked again with FRESH set. */
-static struct {
-    unsigned pid;
-    int fd;
-} memcache = {0, -1};
-
-static int mem_of(unsigned pid, int fresh)
-{
-    char name[64];
-
-    if (!fresh && memcache.fd >= 0 && memcache.pid == pid)
-        return memcache.fd;
-    if (memcache.fd >= 0)
-        close(memcache.fd);
-    snprintf(name, sizeof(name), "/proc/%u/mem", pid);
-    memcache.fd = open(name, O_RDONLY | O_CLOEXEC);
-    memcache.pid = pid;
-    return memcache.fd;
-}
-
-static void mem_forget(void)
-{
-    if (memcache.fd >= 0)
-        close(memcache.fd);
-    memcache.fd = -1;
-    memcache.pid = 0;
-}
-
 /* Reads the call's paths (and openat2's flags) from the caller's memory.
  * 0, or -1 when its memory cannot be read. */
-static int read_args(int memfd, const struct seccomp_notif *n, const struct fsw_call *c,
+static int read_args(int pid, const struct seccomp_notif *n, const struct fsw_call *c,
                      struct one *p, uint64_t *oflags)
 {
     int any = 0;
@@ -447,7 +427,7 @@ static int read_args(int memfd, const struct seccomp_notif *n, const struct fsw_
         if (p[i].addr == 0) /* utimensat(fd, NULL, ...): the descriptor itself */
             p[i].have = 1;
         else
-            p[i].have = read_str(memfd, p[i].addr, p[i].path, sizeof(p[i].path)) == 0;
+            p[i].have = read_str(pid, p[i].addr, p[i].path, sizeof(p[i].path)) == 0;
         any |= p[i].have;
     }
     *oflags = 0;
@@ -455,7 +435,7 @@ static int read_args(int memfd, const struct seccomp_notif *n, const struct fsw_
         *oflags = n->data.args[c->flags];
     } else if (c->flags == -2) { /* openat2: struct open_how, flags first */
         uint64_t f;
-        if (pread(memfd, &f, sizeof(f), (off_t)n->data.args[2]) != (ssize_t)sizeof(f))
+        if (peek(pid, n->data.args[2], &f, sizeof(f)) != (ssize_t)sizeof(f))
             return -1;
         *oflags = f;
     } else if (c->kind == K_OPEN) {
@@ -470,16 +450,10 @@ static void inspect(int notify_fd, const struct seccomp_notif *n, const struct f
     struct one p[2];
     char rootname[64], abs[FSW_PATH_MAX * 2];
     uint64_t oflags = 0;
-    int memfd, rootfd;
+    int rootfd;
 
-    memfd = mem_of(n->pid, 0);
-    if (memfd < 0 || read_args(memfd, n, c, p, &oflags) < 0) {
-        memfd = mem_of(n->pid, 1); /* an exec, or a new process with that pid */
-        if (memfd < 0 || read_args(memfd, n, c, p, &oflags) < 0) {
-            mem_forget();
-            return;
-        }
-    }
+    if (read_args((int)n->pid, n, c, p, &oflags) < 0)
+        return;
     /* what we read is what the caller passed only if it is still waiting */
     if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) != 0)
         return;
@@ -731,7 +705,6 @@ static void on_closed(uv_handle_t *h)
 
 void fsw_close(struct fsw *w)
 {
-    mem_forget();
     if (w == NULL)
         return;
     uv_close((uv_handle_t *)&w->poll, on_closed);
