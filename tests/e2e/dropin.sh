@@ -171,13 +171,13 @@ JSON
     printf '{}\n' > "$S"
     err=$(sr -- python3 -c "$BIND" 2>&1); rc=$?
     if [ "$rc" -ne 0 ] && grep -q 'PermissionError\|Operation not permitted' <<< "$err" &&
-        "$SLUICE" explain --settings "$S" | grep -q 'bind() and listen() fail with EPERM'; then
+        grep -q 'bind() and listen() fail with EPERM' <<< "$("$SLUICE" explain --settings "$S")"; then
         ok "without allowLocalBinding a command cannot listen, and explain says so"
     else bad "bind refused without allowLocalBinding" "exit $rc: $err"; fi
     printf '{"network": {"allowLocalBinding": true}}\n' > "$S"
     err=$(sr -- python3 -c "$BIND" 2>&1); rc=$?
     if [ "$rc" -eq 0 ] && grep -q LISTENING <<< "$err" &&
-        "$SLUICE" explain --settings "$S" | grep -q 'bind() and listen() are allowed'; then
+        grep -q 'bind() and listen() are allowed' <<< "$("$SLUICE" explain --settings "$S")"; then
         ok "allowLocalBinding: true lets it listen on the sandbox's loopback, and explain says so"
     else bad "allowLocalBinding true" "exit $rc: $err"; fi
 
@@ -188,7 +188,7 @@ JSON
     else bad "unshare -U worked without allowNestedUserNamespaces"; fi
     printf '{"allowNestedUserNamespaces": true}\n' > "$S"
     err=$(sr -- unshare -U true 2>&1); rc=$?
-    if [ "$rc" -eq 0 ] && "$SLUICE" explain --settings "$S" | grep -q 'new user namespaces are allowed'; then
+    if [ "$rc" -eq 0 ] && grep -q 'new user namespaces are allowed' <<< "$("$SLUICE" explain --settings "$S")"; then
         ok "allowNestedUserNamespaces: true lets the command make one, and explain says so"
     else bad "allowNestedUserNamespaces" "exit $rc: $err"; fi
 
@@ -357,7 +357,7 @@ JSON
     if [ "$out" = "req-opts
 []
 ro" ] && grep -q 'WARNING: network.isolate is false' "$T/iso.err" &&
-        "$SLUICE" explain --settings "$S" | grep -q 'THE NETWORK IS OPEN'; then
+        grep -q 'THE NETWORK IS OPEN' <<< "$("$SLUICE" explain --settings "$S")"; then
         ok "network.isolate false: direct host network, no proxy variables, a loud warning; the filesystem stays read-only"
     else bad "network.isolate false" "exit $rc: $out / $(cat "$T/iso.err")"; fi
     printf '{}\n' > "$S"
