@@ -28,11 +28,21 @@
  *                           user-session keyrings stay out of reach.
  *   bind(), listen()        EPERM, unless network.allowLocalBinding (issue
  *                           15: the key was accepted and did nothing). The
- *                           address is behind a pointer, so every bind is
- *                           refused (Unix, netlink and IP alike); the
- *                           sandbox's own proxy listeners are made by inner
- *                           before the filter. On i386 socketcall(SYS_BIND)
- *                           and socketcall(SYS_LISTEN) too.
+ *                           address is behind a pointer, but its length is
+ *                           a register: bind() is refused when addrlen is
+ *                           16 or more, which every IPv4 (16) and IPv6
+ *                           (24/28) address and any Unix path of 14 bytes
+ *                           or more needs, while netlink's 12-byte
+ *                           sockaddr_nl (glibc's getaddrinfo, getifaddrs
+ *                           and if_nameindex bind one) still works. The
+ *                           kernel refuses an IP address shorter than 16
+ *                           bytes (EINVAL), so no length below the cut
+ *                           binds an IP socket. listen() is refused
+ *                           whatever the socket. The sandbox's own proxy
+ *                           listeners are made by inner before the filter.
+ *                           On i386 socketcall(SYS_BIND) and
+ *                           socketcall(SYS_LISTEN) are refused whole (the
+ *                           length is behind the argument pointer there).
  *   io_uring_setup/_enter/_register
  *                           EPERM. io_uring performs socket(), connect(),
  *                           ... from kernel context, out of this filter's
@@ -248,6 +258,10 @@ static int add_hardening_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts
 
 /* --- end of issue 14's rules ------------------------------------------- */
 
+/* The shortest bind() address length refused without allowLocalBinding:
+ * sizeof(struct sockaddr_in). sockaddr_nl (12 bytes) stays below it. */
+#define SB_BIND_MIN_REFUSED 16
+
 static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
@@ -274,7 +288,10 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     }
 
     if (!o->allow_local_binding) {
-        rc = add_rule(ctx, eperm, SCMP_SYS(bind), "bind", 0, none, err, errlen);
+        /* addrlen compared on all 64 bits: a value with high bits set is
+         * refused too, whatever the kernel would make of its low half. */
+        rc = add_rule(ctx, eperm, SCMP_SYS(bind), "bind", 1,
+                      SCMP_A2_64(SCMP_CMP_GE, (scmp_datum_t)SB_BIND_MIN_REFUSED), err, errlen);
         if (rc == 0)
             rc = add_rule(ctx, eperm, SCMP_SYS(listen), "listen", 0, none, err, errlen);
         if (rc == 0)
@@ -495,8 +512,10 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "servers can listen on the sandbox's own loopback, which nothing outside "
                      "the sandbox can reach";
     else
-        lines[n++] = "bind() and listen() fail with EPERM (network.allowLocalBinding is false): "
-                     "no server can be started, not even on loopback or a Unix socket";
+        lines[n++] = "bind() to an IP address or a Unix socket path, and listen(), fail with "
+                     "EPERM (network.allowLocalBinding is false): no server can be started, not "
+                     "even on loopback; netlink sockets (used by getaddrinfo and getifaddrs) "
+                     "still bind";
     lines[n++] = "io_uring_setup, io_uring_enter and io_uring_register fail with EPERM";
     if (userns_ok)
         lines[n++] = "new user namespaces are allowed (allowNestedUserNamespaces is true): "

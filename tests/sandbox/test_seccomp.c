@@ -39,6 +39,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -278,6 +280,50 @@ static int op_bind_inet(void)
     e = errno_of(bind(fd, (struct sockaddr *)&a, sizeof a));
     close(fd);
     return e;
+}
+
+/* bind(AF_INET) with a 64-bit length whose low half is 16: the filter
+ * compares all 64 bits, the kernel uses the low 32 */
+static int op_bind_inet_hibits(void)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), e;
+
+    if (fd < 0)
+        return errno;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    e = errno_of((int)syscall(SYS_bind, fd, &a, 0xffffffff00000000UL | sizeof a));
+    close(fd);
+    return e;
+}
+
+/* bind(AF_NETLINK, NETLINK_ROUTE), as glibc's getifaddrs and
+ * getaddrinfo(AI_ADDRCONFIG) do */
+static int op_bind_netlink(void)
+{
+    struct sockaddr_nl a;
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE), e;
+
+    if (fd < 0)
+        return errno;
+    memset(&a, 0, sizeof a);
+    a.nl_family = AF_NETLINK;
+    e = errno_of(bind(fd, (struct sockaddr *)&a, sizeof a));
+    close(fd);
+    return e;
+}
+
+/* getifaddrs() itself: netlink socket, bind, request, answer */
+static int op_getifaddrs(void)
+{
+    struct ifaddrs *ifa = NULL;
+
+    if (getifaddrs(&ifa) < 0)
+        return errno;
+    freeifaddrs(ifa);
+    return 0;
 }
 
 /* listen() on an unbound TCP socket (the kernel binds it to a port) */
@@ -734,6 +780,10 @@ static void test_bind_listen(void **state)
     expect(REFUSE_UNIX, op_bind_inet, EPERM, "bind(127.0.0.1:0)");
     expect(REFUSE_UNIX, op_listen_unbound, EPERM, "listen() on an unbound socket");
     expect(ALLOW_UNIX, op_bind_inet, EPERM, "bind(127.0.0.1:0) (unix allowed)");
+    expect(REFUSE_UNIX, op_bind_inet_hibits, EPERM, "bind(127.0.0.1:0, high bits in addrlen)");
+    /* netlink binds stay possible: glibc's getifaddrs needs them */
+    assert_int_equal(run_op(REFUSE_UNIX, op_bind_netlink), 0);
+    assert_int_equal(run_op(REFUSE_UNIX, op_getifaddrs), 0);
     assert_int_equal(run_op(ALLOW_BIND, op_bind_inet), 0);
     assert_int_equal(run_op(ALLOW_BIND, op_listen_unbound), 0);
 }
