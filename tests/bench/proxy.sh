@@ -315,7 +315,8 @@ if any(b in rows for _, b in BL):
             q = (a / c if c else None) if higher else (c / a if a else None)
             P("{:<16} {:<26} {:>12} {:>12} {:>7} {}".format(
                 s.split(" ")[1], label, fnum(a, "{:.2f}" if key.startswith("idle") else "{:.0f}"),
-                fnum(c, "{:.2f}" if key.startswith("idle") else "{:.0f}"), fr(q),
+                fnum(c, "{:.2f}" if key.startswith("idle") else "{:.0f}"),
+                "-" if q is None else "{:.3f}x".format(q),
                 "LOSS" if q is not None and q < 0.95 else ""))
             check("(g) {} {} vs baseline".format(s, label), round(q, 2) if q is not None else None,
                   ">= 0.95x", q is not None and q >= 0.95)
