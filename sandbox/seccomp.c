@@ -291,7 +291,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
         /* addrlen compared on all 64 bits: a value with high bits set is
          * refused too, whatever the kernel would make of its low half. */
         rc = add_rule(ctx, eperm, SCMP_SYS(bind), "bind", 1,
-                      SCMP_A2_64(SCMP_CMP_GE, (scmp_datum_t)SB_BIND_MIN_REFUSED), err, errlen);
+                      SCMP_A2_64(SCMP_CMP_GE, (scmp_datum_t)SB_BIND_MIN_REFUSED, 0), err, errlen);
         if (rc == 0)
             rc = add_rule(ctx, eperm, SCMP_SYS(listen), "listen", 0, none, err, errlen);
         if (rc == 0)
