@@ -44,7 +44,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-600}
 t0=$SECONDS
