@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # tests/valgrind.sh [BUILD_DIR | PATH/TO/sluice] [SCRIPT...] - the end-to-end
 # proxy and sandbox tests (tests/e2e/{bridge,socks,ask,http,admin,run,
-# run_escape,profiles,limits,verdict,transparent}.sh, or the SCRIPTs named) run once with every
-# sluice
-# they start under valgrind memcheck. Fails when a script fails, or when a
+# run_escape,profiles,limits,verdict,transparent,workers,dropin}.sh, or the
+# SCRIPTs named) run once with every sluice they start under valgrind memcheck. Fails when a script fails, or when a
 # sluice process reports a memcheck error or a definite leak, or ends without
 # its ERROR SUMMARY although it should have exited normally.
 #
