@@ -482,7 +482,8 @@ struct egress_outcome {
     int asked;                /* the ask handler was consulted (or its cache) */
     int would_deny;           /* report mode: allowed, but enforce mode would deny */
     const char *verdict;      /* "allow", "deny", "would_deny" */
-    char rule[512];           /* "" or: 'PATTERN' LIST[INDEX] FILE:LINE:COL */
+    char rule[512];           /* "" or: 'PATTERN' LIST[INDEX] (policy_rule_format) */
+    char source[300];         /* "" or where that rule is written: FILE:LINE */
     char reason[400];         /* one line, printable ASCII: why denied / what failed */
     size_t naddrs;            /* addresses the name resolved to */
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */

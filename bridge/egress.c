@@ -362,8 +362,10 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
     }
     if (j.nallowed == 0) {
         /* the first refusal explains it; its rule, if an IP rule decided */
-        if (gv[0].rule != NULL)
+        if (gv[0].rule != NULL) {
             policy_rule_format(gv[0].rule, r->o.rule, sizeof(r->o.rule));
+            policy_rule_source(gv[0].rule, r->o.source, sizeof(r->o.source));
+        }
         if (r->ntargets > 0) {
             r->o.would_deny = 1;
             snprintf(r->o.reason, sizeof(r->o.reason), "%s",
@@ -527,6 +529,7 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
      * only through proceed() -> guard() */
     policy_verdict(r->pol->p, host, port, NULL, 0, gv, &j);
     snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
+    snprintf(r->o.source, sizeof(r->o.source), "%s", j.source);
     r->o.stage = EGRESS_BY_POLICY;
     if (j.origin == POLICY_BY_GUARD) { /* an IP literal the guard refuses */
         proceed(r);

@@ -1,9 +1,9 @@
 /* cli/check.c - `sluice check`: its options, help and exit codes. The
  * engine (decide, resolve, guard, print, expectations) is proxy/check.c.
  *
- *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...
- *   sluice check [--settings FILE] [--resolve] --expect FILE
- *   sluice check --settings FILE          (the config test, proxy/checkconf.c)
+ *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] [--proxy] TARGET...
+ *   sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE
+ *   sluice check --settings FILE [--proxy] (the config test, proxy/checkconf.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -11,6 +11,7 @@
 
 #include "policy/policy.h"
 #include "proxy/check.h"
+#include "proxy/server.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -19,9 +20,10 @@
 
 void cli_check_usage(FILE *f)
 {
-    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] [--transparent] TARGET...\n"
-          "       sluice check [--settings FILE] [--resolve] --expect FILE\n"
-          "       sluice check --settings FILE\n"
+    fputs("usage: sluice check [--settings FILE] [--json] [--resolve] [--transparent] [--proxy]\n"
+          "                    TARGET...\n"
+          "       sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE\n"
+          "       sluice check --settings FILE [--proxy]\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
           "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
@@ -35,6 +37,8 @@ void cli_check_usage(FILE *f)
           "                   judge every answer with the address guard\n"
           "  --transparent    also say what transparent mode's resolver answers for each\n"
           "                   name (on when network.transparent is true)\n"
+          "  --proxy          judge as `sluice proxy` would: its defaults (an unset\n"
+          "                   network.denyPrivateAddresses is true); without it, as `run`\n"
           "  -h, --help       show this help\n"
           "  -V, --version    print the version and exit\n"
           "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
@@ -44,13 +48,14 @@ void cli_check_usage(FILE *f)
           f);
 }
 
-enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT, OPT_TRANSPARENT };
+enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT, OPT_TRANSPARENT, OPT_PROXY };
 
 static const struct option check_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},
     {"json", no_argument, NULL, OPT_JSON},
     {"resolve", no_argument, NULL, OPT_RESOLVE},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"proxy", no_argument, NULL, OPT_PROXY},
     {"expect", required_argument, NULL, OPT_EXPECT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -58,7 +63,8 @@ static const struct option check_options[] = {
 };
 
 /* 0 with the options in o, or 1 + the exit status. */
-static int parse_args(struct check_opts *o, const char **settings, int argc, char **argv)
+static int parse_args(struct check_opts *o, const char **settings, int *as_proxy, int argc,
+                      char **argv)
 {
     int c;
 
@@ -77,6 +83,9 @@ static int parse_args(struct check_opts *o, const char **settings, int argc, cha
             break;
         case OPT_TRANSPARENT:
             o->transparent = 1;
+            break;
+        case OPT_PROXY:
+            *as_proxy = 1;
             break;
         case OPT_EXPECT:
             o->expect_path = optarg;
@@ -119,14 +128,16 @@ int cli_check(int argc, char **argv)
     struct check_opts o;
     struct settings s;
     const char *settings_path = NULL;
-    int rc;
+    int as_proxy = 0, rc;
 
     memset(&o, 0, sizeof(o));
-    rc = parse_args(&o, &settings_path, argc, argv);
+    rc = parse_args(&o, &settings_path, &as_proxy, argc, argv);
     if (rc != 0)
         return rc - 1;
     if (cli_load_settings(&s, settings_path) < 0)
         return 2;
+    if (as_proxy)
+        proxy_settings_defaults(&s);
     if (s.network.transparent)
         o.transparent = 1;
     rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);

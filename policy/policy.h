@@ -420,8 +420,9 @@ struct policy_judgment {
     const struct policy_rule *rule; /* the deciding rule (for a guard refusal: the IP rule
                                        that refused the first answer, else the rule that
                                        allowed the name); NULL when none */
-    char rule_text[512];            /* "'PATTERN' LIST[INDEX] (FILE:LINE)", or "" */
-    char source[300];               /* "FILE:LINE" of rule, or "" */
+    char rule_text[512];            /* "'PATTERN' LIST[INDEX]" ("'PATTERN' LIST" for a
+                                       list file), or "" */
+    char source[300];               /* "FILE:LINE" where the rule is written, or "" */
     int guarded;                    /* 1 when answers were judged by the guard */
     enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
                                        or of the first one when none did */
@@ -443,7 +444,8 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
 
-/* Formats a rule as policy_judgment.rule_text does. */
+/* Formats a rule as policy_judgment.rule_text does (without its source:
+ * policy_rule_source() gives that). */
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */

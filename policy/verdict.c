@@ -14,21 +14,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The rule text from the rule and its already formatted source. */
-static void format_with_source(const struct policy_rule *r, const char *src, char *buf, size_t len)
-{
-    if (strstr(r->list, "Files") != NULL) /* a list file: the line is the source */
-        snprintf(buf, len, "'%s' %s (%s)", r->pattern, r->list, src);
-    else
-        snprintf(buf, len, "'%s' %s[%zu] (%s)", r->pattern, r->list, r->index, src);
-}
-
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len)
 {
-    char src[300];
-
-    policy_rule_source(r, src, sizeof(src));
-    format_with_source(r, src, buf, len);
+    if (strstr(r->list, "Files") != NULL) /* a list file: its line is the source */
+        snprintf(buf, len, "'%s' %s", r->pattern, r->list);
+    else
+        snprintf(buf, len, "'%s' %s[%zu]", r->pattern, r->list, r->index);
     return buf;
 }
 
@@ -53,7 +44,7 @@ static void set_rule(struct policy_judgment *j, const struct policy_rule *r)
     if (r == NULL)
         return;
     policy_rule_source(r, j->source, sizeof(j->source));
-    format_with_source(r, j->source, j->rule_text, sizeof(j->rule_text));
+    policy_rule_format(r, j->rule_text, sizeof(j->rule_text));
 }
 
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,

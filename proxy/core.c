@@ -88,6 +88,12 @@ void proxy_core_free(struct proxy_core *c)
     c->egress = NULL;
 }
 
+void proxy_settings_defaults(struct settings *s)
+{
+    if (s->network.deny_private_addresses == SETTINGS_UNSET)
+        s->network.deny_private_addresses = SETTINGS_TRUE;
+}
+
 void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth)
 {
     fe->auth_user = auth ? s->proxy.auth_username : NULL;

@@ -151,7 +151,7 @@ struct http_conn {
     uint16_t port;
     int code;
     char verdict[12];
-    char *rule, *reason; /* NULL or heap copies */
+    char *rule, *source, *reason; /* NULL or heap copies */
     char method[16];     /* plain HTTP only, else "" */
     char *url;           /* plain HTTP only: without the query; NULL or a heap copy */
     char client[48];
@@ -220,6 +220,7 @@ static void emit(struct http_conn *c, enum connlog_event ev)
     rec.port = c->port;
     rec.verdict = c->verdict[0] != '\0' ? c->verdict : NULL;
     rec.rule = c->rule != NULL ? c->rule : "";
+    rec.source = c->source;
     rec.reason = c->reason != NULL ? c->reason : "";
     rec.addr = c->addr;
     rec.code = c->code;
@@ -299,6 +300,7 @@ static void on_relay_closed(struct relay *r)
     emit(c, CONNLOG_CLOSE);
     frontend_remove(f, &c->fc);
     free(c->rule);
+    free(c->source);
     free(c->url);
     free(c->reason);
     free(c);
@@ -1692,6 +1694,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     c->req = NULL;
     snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
     set_text(&c->rule, o->rule);
+    set_text(&c->source, o->source[0] != '\0' ? o->source : NULL);
     set_reason(c, o->reason);
     c->addr[0] = '\0';
     if (o->have_addr)
@@ -1752,6 +1755,7 @@ static int can_reuse(struct http_conn *c)
         return 0;
     snprintf(c->verdict, sizeof(c->verdict), "allow");
     set_text(&c->rule, j.rule_text);
+    set_text(&c->source, j.source[0] != '\0' ? j.source : NULL);
     set_reason(c, "reusing the kept upstream connection");
     policy_addr_str(&u->addr, c->addr, sizeof(c->addr));
     c->code = -1;
@@ -1820,6 +1824,7 @@ static void handle_head(struct http_conn *c, size_t end)
     c->verdict[0] = '\0';
     c->addr[0] = '\0';
     set_text(&c->rule, NULL);
+    set_text(&c->source, NULL);
     set_text(&c->url, NULL);
     c->method[0] = '\0';
     set_reason(c, NULL);

@@ -38,16 +38,16 @@ static size_t live_conns(const struct proxy_srv *srv)
 /* ------------------------------------------------------------------------ */
 /* Settings and policy                                                       */
 
-/* Loads and compiles; in proxy mode private addresses are denied unless the
- * settings say otherwise. 0, or -1 with the message in err. */
+/* Loads and compiles with the proxy's defaults (proxy_settings_defaults:
+ * private addresses are denied unless the settings say otherwise). 0, or
+ * -1 with the message in err. */
 static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy **p,
                        struct settings_error *err)
 {
     settings_init(s);
     if (settings_load(s, srv->settings_path, err) < 0 || settings_apply_managed(s, NULL, err) < 0)
         return -1;
-    if (s->network.deny_private_addresses == SETTINGS_UNSET)
-        s->network.deny_private_addresses = SETTINGS_TRUE;
+    proxy_settings_defaults(s);
     if (policy_compile(s, p, err) < 0)
         return -1;
     proxy_set_local(*p, srv->laddr, srv->lport, srv->nlisten);

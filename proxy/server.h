@@ -47,6 +47,11 @@ void proxy_core_close(struct proxy_core *c, void (*done)(void *), void *arg);
 /* Frees the egress environment once the loop has run the closes. */
 void proxy_core_free(struct proxy_core *c);
 
+/* The defaults `sluice proxy` applies to its loaded settings (`run` does
+ * not): an unset network.denyPrivateAddresses is true. `sluice check
+ * --proxy` applies the same, to judge as the proxy would. */
+void proxy_settings_defaults(struct settings *s);
+
 /* Copies the settings' timeouts and limits into a front end; auth: with the
  * settings' proxy credentials (the standalone proxy) or without (run). */
 void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth);

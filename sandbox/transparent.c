@@ -373,6 +373,7 @@ static void dns_log_denied(struct tp *t, const char *name, const struct policy_j
     r.port = 0;
     r.verdict = "deny";
     r.rule = d->rule_text;
+    r.source = d->source[0] != '\0' ? d->source : NULL;
     r.reason = d->reason;
     r.addr = "";
     r.code = DNS_NXDOMAIN;
@@ -877,6 +878,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         rec.port = r->port;
         rec.verdict = o->verdict;
         rec.rule = o->rule;
+        rec.source = o->source[0] != '\0' ? o->source : NULL;
         rec.reason = o->reason;
         rec.addr = o->result == EGRESS_CONNECTED ? addr : "";
         rec.code = errno_of(o);

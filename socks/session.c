@@ -68,6 +68,7 @@ struct socks_conn {
     uint64_t id;
     char *host;          /* canonical, for the log; NULL until parsed */
     char *rule;          /* deciding rule text, NULL if none */
+    char *source;        /* where that rule is written, NULL if none */
     char *reason;        /* NULL if none */
     const char *verdict; /* static text from the egress outcome, or NULL */
     const char *end;     /* how it ended: static text or end_buf */
@@ -120,6 +121,7 @@ static void emit(struct socks_conn *c, enum connlog_event ev)
     rec.port = c->port;
     rec.verdict = c->verdict;
     rec.rule = c->rule != NULL ? c->rule : "";
+    rec.source = c->source;
     rec.reason = c->reason != NULL ? c->reason : "";
     rec.addr = c->addr;
     rec.code = c->code;
@@ -143,6 +145,7 @@ static void on_relay_closed(struct relay *r)
     free(c->hs);
     free(c->host);
     free(c->rule);
+    free(c->source);
     free(c->reason);
     free(c);
     if (f->conn_ended != NULL)
@@ -418,6 +421,8 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     c->verdict = o->verdict;
     if (o->rule[0] != '\0')
         set_text(&c->rule, "%s", o->rule);
+    if (o->source[0] != '\0')
+        set_text(&c->source, "%s", o->source);
     if (o->reason[0] != '\0')
         set_text(&c->reason, "%s", o->reason);
     if (o->have_addr)

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # tests/valgrind.sh [BUILD_DIR | PATH/TO/sluice] [SCRIPT...] - the end-to-end
 # proxy and sandbox tests (tests/e2e/{bridge,socks,ask,http,admin,run,
-# run_escape,profiles,limits,verdict,transparent}.sh, or the SCRIPTs named) run once with every
-# sluice
-# they start under valgrind memcheck. Fails when a script fails, or when a
+# run_escape,profiles,limits,verdict,transparent,workers,dropin}.sh, or the
+# SCRIPTs named) run once with every sluice they start under valgrind memcheck. Fails when a script fails, or when a
 # sluice process reports a memcheck error or a definite leak, or ends without
 # its ERROR SUMMARY although it should have exited normally.
 #
@@ -24,7 +23,7 @@
 #
 # How: a wrapper `$tmp/SCRIPT/sluice` is given to the scripts as their sluice.
 # Where it can write its log directory it execs
-#   valgrind --tool=memcheck --leak-check=full ... --log-file=DIR/%p.log sluice ARGS
+#   valgrind --tool=memcheck --leak-check=full ... --log-file=DIR/%p.uUID.log sluice ARGS
 # so the PID the script sees (and signals) is the valgrind'ed sluice itself.
 # Where it cannot (inside the sandbox of `sluice run`, where the host's
 # directories are read-only, or a user's own `bwrap --ro-bind / /`), it execs
@@ -44,7 +43,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-600}
 t0=$SECONDS
@@ -127,7 +126,9 @@ make_wrapper() { # DIR: DIR/sluice logging to DIR/vg
         printf ' --errors-for-leak-kinds=definite --track-fds=no --trace-children=no'
         printf ' --child-silent-after-fork=yes --num-callers=30'
         for o in "${supp_opt[@]}"; do printf ' %q' "$o"; done
-        printf ' --log-file=%q %q "$@"\n' "$1/vg/%p.log" "$REAL"
+        # the uid in the name: a run as root and one as the test user may
+        # get the same pid, and one could not open the other's log file
+        printf ' --log-file=%q.u$(id -u).log %q "$@"\n' "$1/vg/%p" "$REAL"
         echo 'fi'
         printf 'exec %q "$@"\n' "$REAL"
     } > "$1/sluice"
@@ -140,6 +141,7 @@ running() { # DIR
     for f in "$1"/vg/*.log; do
         [ -e "$f" ] || continue
         p=$(basename "$f" .log)
+        p=${p%%.*}
         grep -q 'ERROR SUMMARY:' "$f" && continue
         case $(readlink "/proc/$p/exe" 2>/dev/null) in *memcheck*) echo "$p" ;; esac
     done

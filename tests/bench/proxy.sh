@@ -32,6 +32,13 @@
 #       the proxy allowed on both CPUs: CPU us per tunnel (scaling
 #       efficiency: 2 workers against 1) and the accepts of each worker.
 #       Sections (a)-(e) run sluice with --workers 1 (a single loop)
+#   (g) with BASELINE=PATH (another sluice binary, e.g. the single-loop build
+#       of 6022450): its rows "baseline CONNECT" and "baseline SOCKS5" run in
+#       (a)-(e) interleaved with sluice's, in the same rounds, and every line
+#       of sluice CONNECT/SOCKS5 gets its ratio to the baseline's (LOSS when
+#       more than 5% worse). The baseline runs without --workers (it may not
+#       know it); its idle lane gets maxConnections 20000 and the hard
+#       descriptor limit by hand (a build before issue 13 sizes neither)
 # Each number has its ratio to direct and, for the proxies, the CPU time
 # the proxy spent (utime+stime from /proc/PID/stat) per GB, per tunnel or
 # per request. Rows run in ROUNDS interleaved rounds; a cell is the median.
@@ -46,8 +53,8 @@
 # Output: the table on stdout, JSON to --json PATH (default $T/results.json,
 # copied to ./bench-proxy.json); --report JSON prints a saved run's table.
 # Knobs: BULK_BYTES (1073741824), RATE_SECONDS (2), ROUNDS (3), IDLE_N
-# (10000), NOPIN, SLUICE, SLUICE_LOG, TINYPROXY_LOGLEVEL, KEEP=1 (keep the
-# temporary directory).
+# (10000), NOPIN, SLUICE, BASELINE, SLUICE_LOG, TINYPROXY_LOGLEVEL, KEEP=1
+# (keep the temporary directory).
 set -uo pipefail
 
 # report IN OUT: prints the table from IN (the results TSV of a run, or a
@@ -282,6 +289,38 @@ for s, o in pairs:
         check("{} {} ahead of {}".format(label, s, o), round(a / b, 2) if b else None,
               "> 1.00x" if higher else "< 1.00x", (a > b) if higher else (a < b))
 
+# (g) every line of sluice's rows against the baseline's, in the same run
+BL = (("sluice CONNECT", "baseline CONNECT"), ("sluice SOCKS5", "baseline SOCKS5"))
+if any(b in rows for _, b in BL):
+    P("")
+    P("(g) sluice against the baseline ({}), same run; ratio > 1.00x is better for sluice, "
+      "LOSS: more than 5% worse".format(meta.get("baseline", "?")))
+    P("{:<16} {:<26} {:>12} {:>12} {:>7}".format("lane", "line", "sluice", "baseline", "ratio"))
+    for s, b in BL:
+        if b not in rows:
+            continue
+        for key, label, higher in (("up_mib_s", "(a) bulk up MiB/s", 1),
+                                   ("down_mib_s", "(a) bulk down MiB/s", 1),
+                                   ("c1_conn_s", "(b) tunnels/s c=1", 1),
+                                   ("c64_conn_s", "(b) tunnels/s c=64", 1),
+                                   ("c512_conn_s", "(b) tunnels/s c=512", 1),
+                                   ("http1_req_s", "(c) HTTP req/s c=1", 1),
+                                   ("http64_req_s", "(c) HTTP req/s c=64", 1),
+                                   ("idle_pss_kib_per_tunnel", "(d) PSS KiB/idle tunnel", 0),
+                                   ("deny_conn_s", "(e) denials/s c=64", 1)):
+            a, c = g(s, key), g(b, key)
+            if a is None or c is None:
+                continue
+            # the ratio is "how much better": higher/lower per the line's sense
+            q = (a / c if c else None) if higher else (c / a if a else None)
+            P("{:<16} {:<26} {:>12} {:>12} {:>7} {}".format(
+                s.split(" ")[1], label, fnum(a, "{:.2f}" if key.startswith("idle") else "{:.0f}"),
+                fnum(c, "{:.2f}" if key.startswith("idle") else "{:.0f}"),
+                "-" if q is None else "{:.3f}x".format(q),
+                "LOSS" if q is not None and q < 0.95 else ""))
+            check("(g) {} {} vs baseline".format(s, label), round(q, 2) if q is not None else None,
+                  ">= 0.95x", q is not None and q >= 0.95)
+
 P("")
 P("targets")
 for c in checks:
@@ -307,7 +346,7 @@ while [ $# -gt 0 ]; do
         --report) report "${2:?--report needs a JSON file}" ""; exit ;;
         --json) JSON=${2:?--json needs a path}; shift 2 ;;
         --json=*) JSON=${1#--json=}; shift ;;
-        -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "proxy.sh: unknown option $1" >&2; exit 2 ;;
         *) B=$1; shift ;;
     esac
@@ -319,7 +358,9 @@ RATE_SECONDS=${RATE_SECONDS:-2}
 ROUNDS=${ROUNDS:-3}
 IDLE_N=${IDLE_N:-10000}
 TINYPROXY_LOGLEVEL=${TINYPROXY_LOGLEVEL:-Critical}
-for f in "$SLUICE" "$LOADGEN"; do
+BASELINE=${BASELINE:-}
+[ -z "$BASELINE" ] || case $BASELINE in /*) ;; *) BASELINE=$PWD/$BASELINE ;; esac
+for f in "$SLUICE" "$LOADGEN" ${BASELINE:+"$BASELINE"}; do
     [ -x "$f" ] || { echo "proxy.sh: $f missing (cmake --build $B --target sluice loadgen)" >&2; exit 2; }
 done
 command -v python3 >/dev/null || { echo "proxy.sh: python3 missing (scripts/deps.sh)" >&2; exit 2; }
@@ -453,14 +494,16 @@ python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); del s["proxy"]["
 
 # start_sluice NAME [SETTINGS [SOFT_NOFILE [WORKERS [CPUS]]]]: sets SL_PID,
 # SL_HTTP, SL_SOCKS and SL_ADMIN. One worker (a single loop) unless WORKERS;
-# on the proxy CPU unless CPUS (a taskset list).
+# on the proxy CPU unless CPUS (a taskset list). SL_BIN=PATH runs another
+# binary (the baseline) without --workers.
 start_sluice() {
     local log=$SLUICE_LOG i line= settings=${2:-$SETTINGS} soft=${3:-$(ulimit -Sn)} workers=${4:-1}
-    local cpu=("${PROXY_CPU[@]}")
+    local cpu=("${PROXY_CPU[@]}") bin=${SL_BIN:-$SLUICE} wopt=(--workers "${4:-1}")
+    [ "$bin" = "$SLUICE" ] || wopt=()
     [ -n "${5:-}" ] && [ ${#PROXY_CPU[@]} -gt 0 ] && cpu=(taskset -c "$5")
     [ "$1" = main ] || log=$T/sluice-$1.log
-    ( ulimit -Sn "$soft"; exec "${cpu[@]}" "$SLUICE" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
-        --admin tcp:127.0.0.1:0 --workers "$workers" --settings "$settings" --log "$log" ) \
+    ( ulimit -Sn "$soft"; exec "${cpu[@]}" "$bin" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 \
+        --admin tcp:127.0.0.1:0 "${wopt[@]}" --settings "$settings" --log "$log" ) \
         2>"$T/sluice-$1.err" & SL_PID=$!
     PIDS+=($SL_PID)
     if [ "$log" = /dev/null ]; then # no start line to read: fixed ports
@@ -514,6 +557,10 @@ start_microsocks() {
 
 stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
+if [ -n "$BASELINE" ]; then
+    SL_BIN=$BASELINE start_sluice base
+    BASE_PID=$SL_PID BASE_HTTP=$SL_HTTP BASE_SOCKS=$SL_SOCKS
+fi
 start_sluice main
 [ "$HAVE_TINYPROXY" = 1 ] && start_tinyproxy main
 [ "$HAVE_MICROSOCKS" = 1 ] && start_microsocks main
@@ -521,6 +568,8 @@ start_sluice main
 # Rows: NAME|PID|ENDPOINT|VIA KIND (empty: direct)
 ROWS=("direct||tcp:127.0.0.1:$ECHO|" "sluice CONNECT|$SL_PID|tcp:127.0.0.1:$SL_HTTP|http"
       "sluice SOCKS5|$SL_PID|tcp:127.0.0.1:$SL_SOCKS|socks5")
+[ -n "$BASELINE" ] && ROWS+=("baseline CONNECT|$BASE_PID|tcp:127.0.0.1:$BASE_HTTP|http"
+                             "baseline SOCKS5|$BASE_PID|tcp:127.0.0.1:$BASE_SOCKS|socks5")
 [ "$HAVE_TINYPROXY" = 1 ] && ROWS+=("tinyproxy CONNECT|$TP_PID|tcp:127.0.0.1:$TP_PORT|http")
 [ "$HAVE_MICROSOCKS" = 1 ] && ROWS+=("microsocks SOCKS5|$MS_PID|tcp:127.0.0.1:$MS_PORT|socks5")
 
@@ -606,6 +655,7 @@ idle_run() {
     log "$row idle done: $(head -1 "$T/idle.out")"
 }
 stop "$SL_PID"
+[ -n "$BASELINE" ] && stop "$BASE_PID"
 [ "$HAVE_TINYPROXY" = 1 ] && stop "$TP_PID"
 [ "$HAVE_MICROSOCKS" = 1 ] && stop "$MS_PID"
 start_sluice idle "$SETTINGS_DEFAULT" 1024
@@ -615,6 +665,14 @@ stop "$SL_PID"
 start_sluice idle2 "$SETTINGS_DEFAULT" 1024
 idle_run "sluice SOCKS5" "$SL_PID" "$SL_SOCKS" socks5
 stop "$SL_PID"
+if [ -n "$BASELINE" ]; then
+    SL_BIN=$BASELINE start_sluice base-idle "$SETTINGS" "$(ulimit -Hn)"
+    idle_run "baseline CONNECT" "$SL_PID" "$SL_HTTP" http
+    stop "$SL_PID"
+    SL_BIN=$BASELINE start_sluice base-idle2 "$SETTINGS" "$(ulimit -Hn)"
+    idle_run "baseline SOCKS5" "$SL_PID" "$SL_SOCKS" socks5
+    stop "$SL_PID"
+fi
 if [ "$HAVE_TINYPROXY" = 1 ]; then
     start_tinyproxy idle
     idle_run "tinyproxy CONNECT" "$TP_PID" "$TP_PORT" http
@@ -661,6 +719,7 @@ put meta sluice_log "$([ "$SLUICE_LOG" = /dev/null ] && echo /dev/null || echo f
 put meta tinyproxy "$(tinyproxy -v 2>/dev/null | head -1)"
 put meta microsocks "$(dpkg-query -W -f='${Version}' microsocks 2>/dev/null)"
 put meta sluice "$("$SLUICE" --version 2>/dev/null | head -1) ($SLUICE)"
+[ -n "$BASELINE" ] && put meta baseline "$("$BASELINE" --version 2>/dev/null | head -1) ($BASELINE)"
 
 OUT=${JSON:-$T/results.json}
 report "$RES" "$OUT"

@@ -87,6 +87,8 @@ for base in "${TABLES[@]}"; do
 done
 [ "$nrows" -gt 50 ] && ok "tables hold $nrows rows" || bad "only $nrows rows found in the tables"
 
+# section 3's name with only a private answer
+DEFAULTS+=("--host-record=private.verdict.test,10.9.8.7")
 start_dnsmasq "${RECORDS[@]}" "${DEFAULTS[@]}" ||
     { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
 
@@ -138,6 +140,43 @@ PY
     kill "$PROXY_PID" 2>/dev/null
     wait "$PROXY_PID" 2>/dev/null
 done
+
+# --- 3. check --proxy: the proxy's defaults ------------------------------------
+# settings that leave network.denyPrivateAddresses unset: `sluice proxy` denies
+# private addresses, plain `sluice check` (run's reading) allows them, and
+# `sluice check --proxy` must agree with the live proxy again
+PRIV=(10.1.2.3:80 192.168.7.7 "[fd00::7]:443" private.verdict.test 172.16.0.9:8080)
+printf '{"network": {"allowAllDomains": true, "dnsServers": ["127.0.0.1:%s"]},\n "proxy": {"timeouts": {"dns": 3, "dial": 3}}}\n' \
+    "$DPORT" > "$T/private.json"
+if "$SLUICE" check --settings "$T/private.json" --resolve --json -- "${PRIV[@]}" > "$T/plain.jsonl" 2> "$T/plain.err" &&
+   "$SLUICE" check --settings "$T/private.json" --resolve --json --proxy -- "${PRIV[@]}" > "$T/asproxy.jsonl" 2> "$T/asproxy.err"; then
+    for t in "${PRIV[@]}"; do
+        a=$(grep -F "\"target\":\"$t\"" "$T/plain.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["decision"])')
+        b=$(grep -F "\"target\":\"$t\"" "$T/asproxy.jsonl" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["decision"])')
+        [ "$a" = allow ] && [ "$b" = deny ] && ok "check: $t allowed as run reads it, denied with --proxy" ||
+            bad "check: $t: without --proxy '$a' (want allow), with --proxy '$b' (want deny)"
+    done
+    start_proxy proxy-private "$T/private.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
+    if [ -n "$HPORT" ] && [ -n "$SPORT" ]; then
+        # with --proxy every row agrees with the live proxy ...
+        if $PROBE "check --proxy" "$HPORT" "$SPORT" "$VERDICT_ASK_LOG" "$T/proxy-private.log" \
+            < "$T/asproxy.jsonl" > "$T/asproxy.probe" 2>&1; then
+            ok "check --proxy agrees with the live proxy on ${#PRIV[@]} private-address rows"
+        else
+            bad "check --proxy disagrees with the live proxy" "$(cat "$T/asproxy.probe")"
+        fi
+        # ... and without it none does (the difference this option exists for)
+        $PROBE "check" "$HPORT" "$SPORT" "$VERDICT_ASK_LOG" "$T/proxy-private.log" \
+            < "$T/plain.jsonl" > "$T/plain.probe" 2>&1
+        n=$(grep -c '^not ok' "$T/plain.probe")
+        [ "$n" -eq "${#PRIV[@]}" ] && ok "plain check disagrees with the proxy on all ${#PRIV[@]} rows" ||
+            bad "plain check disagrees on $n of ${#PRIV[@]} private-address rows" "$(cat "$T/plain.probe")"
+    fi
+    kill "$PROXY_PID" 2>/dev/null
+    wait "$PROXY_PID" 2>/dev/null
+else
+    bad "check --resolve on the private-address settings failed" "$(cat "$T/plain.err" "$T/asproxy.err")"
+fi
 
 # every row was probed, and the rows cover every outcome
 [ "$probed" -eq "$nrows" ] && ok "all $nrows rows probed" || bad "probed $probed of $nrows rows"

@@ -20,8 +20,8 @@ Each side is reduced to one outcome:
            dns_error; SOCKS reply 4)
   (let through: CONNECT 200, 502 or 504; GET 502 or 504; SOCKS 0, 3, 5, 6)
 A row passes when all three agree, the proxy's decision record (PROXY_LOG,
-text or JSON) names the rule and source check named (or no rule when check
-named none) and, for a deny, the proxy's reason is the one check gave. Prints
+text or JSON) names the rule check named in its `rule` field and the source
+check named in its own `source` field (or neither when check named none) and, for a deny, the proxy's reason is the one check gave. Prints
 one TAP line per row.
 """
 import ipaddress
@@ -57,7 +57,13 @@ def ask_count(path):
         return 0
 
 
-RULE_RE = re.compile(r'(?:^|\s)rule=("(?:[^"\\]|\\.)*"|\S*)')
+def logfmt_value(line, key):
+    """The value of key in a logfmt line, or "" when the key is absent."""
+    m = re.search(r'(?:^|\s)%s=("(?:[^"\\]|\\.)*"|\S*)' % re.escape(key), line)
+    if m is None:
+        return ""
+    v = m.group(1)
+    return json.loads(v) if v.startswith('"') else v
 
 
 def log_size(path):
@@ -70,7 +76,7 @@ def log_size(path):
 
 def decision_record(path, since):
     """The first decision record written to the proxy log after offset since:
-    (the whole line, its rule text or "")."""
+    (the whole line, its rule text or "", its source or "")."""
     deadline = time.monotonic() + 5.0
     while True:
         with open(path, "rb") as f:
@@ -83,15 +89,11 @@ def decision_record(path, since):
                 except ValueError:
                     continue
                 if o.get("event") == "decision":
-                    return line, o.get("rule") or ""
+                    return line, o.get("rule") or "", o.get("source") or ""
             elif "event=decision" in line:
-                m = RULE_RE.search(line)
-                if m is None:
-                    return line, ""
-                v = m.group(1)
-                return line, json.loads(v) if v.startswith('"') else v
+                return line, logfmt_value(line, "rule"), logfmt_value(line, "source")
         if time.monotonic() > deadline:
-            return None, ""
+            return None, "", ""
         time.sleep(0.02)
 
 
@@ -211,14 +213,15 @@ def main():
             if out == "pass":
                 out = "ask" if asked else "allow"
             got[side] = (out, reason, raw, asked)
-            record, rule = decision_record(plog, logpos)
+            record, rule, source = decision_record(plog, logpos)
             if record is None:
                 problems.append("%s: no decision record in the proxy log" % side)
-            elif c["rule"] is None and rule != "":
-                problems.append("%s rule %r, check: no rule" % (side, rule))
-            elif c["rule"] is not None and (c["rule"] not in rule or c["source"] not in record):
-                problems.append("%s rule %r, check: rule %r at %s" % (side, rule, c["rule"],
-                                                                     c["source"]))
+            elif c["rule"] is None and (rule != "" or source != ""):
+                problems.append("%s rule %r source %r, check: no rule" % (side, rule, source))
+            elif c["rule"] is not None and ("'%s'" % c["rule"] not in rule or
+                                            source != c["source"] or c["source"] in rule):
+                problems.append("%s rule %r source %r, check: rule %r source %r" % (
+                    side, rule, source, c["rule"], c["source"]))
         for side, (out, reason, raw, asked) in got.items():
             if out != want:
                 problems.append("%s=%s (%s%s)" % (side, out, raw, ", asked" if asked else ""))
