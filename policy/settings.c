@@ -1188,11 +1188,15 @@ static int fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
                     len += json_string_length(e) + 1;
                 }
                 if (rc == 0 && (np = calloc(1, len)) != NULL) {
+                    size_t off = 0;
                     json_array_foreach(m, i, e) {
+                        size_t n = json_string_length(e);
                         if (i > 0)
-                            strcat(np, ",");
-                        strcat(np, json_string_value(e));
+                            np[off++] = ',';
+                        memcpy(np + off, json_string_value(e), n);
+                        off += n;
                     }
+                    np[off] = '\0';
                 }
             } else {
                 rc = fail(c, 0, "expected a string or an array of strings, got %s", type_name(m));

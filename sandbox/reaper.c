@@ -126,7 +126,7 @@ void sb_rundir_remove(const char *rundir)
     sb_remove_tree(rundir);
     if (strlen(rundir) >= sizeof parent)
         return;
-    strcpy(parent, rundir);
+    memcpy(parent, rundir, strlen(rundir) + 1);
     slash = strrchr(parent, '/');
     if (slash != NULL && slash != parent) {
         *slash = '\0';
