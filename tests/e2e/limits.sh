@@ -71,7 +71,11 @@ kill -TERM "$DPID"; wait "$DPID"
 
 # --- run ---------------------------------------------------------------------------------------
 if "$SLUICE" run --settings "$T/one.json" true 2>"$T/run0.err"; then
-    if out=$(timeout 90 "$SLUICE" run --settings "$T/one.json" -- python3 "$CLIENT" 127.0.0.1 3128 "$HOLD" "$OPORT" 2>&1); then
+    # the client runs inside the sandbox, whose /tmp is private: it runs from
+    # a copy in the working directory (a checkout under /tmp is hidden there)
+    mkdir -p "$T/runwd" && cp "$CLIENT" "$T/runwd/limits-client.py"
+    if out=$(cd "$T/runwd" && timeout 90 "$SLUICE" run --settings "$T/one.json" -- \
+            python3 ./limits-client.py 127.0.0.1 3128 "$HOLD" "$OPORT" 2>&1); then
         ok "run: stops accepting at the limit, resumes when a connection ends"
     else
         bad "run: stop and resume at the limit" "$out"

@@ -22,6 +22,10 @@ cases() {
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     mkdir -p "$W" "$T/www"
     cd "$W" || return
+    # the probe runs inside the sandbox, whose /tmp is private: a checkout
+    # under /tmp (CI's clone) is out of its sight, the working directory not
+    cp "$HERE/transparent-helpers/probe.py" "$W/probe.py" || return
+    PROBE=$W/probe.py
     echo hello-origin > "$T/www/hello.txt"
     truncate -s 256M "$T/www/big.bin" # sparse: page cache only
 
