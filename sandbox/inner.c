@@ -571,18 +571,74 @@ static const char *listener_problem(int fd)
     return NULL;
 }
 
-int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen)
+/* One message from inner: what the descriptors and credentials it carried
+ * became. Every descriptor is the caller's: up to RX_MAX_FDS in fds, the
+ * rest closed at once and counted in extra. */
+struct rx {
+    int fds[RX_MAX_FDS];
+    size_t nfds, extra;
+    struct ucred cred;
+    int have_cred;
+    int flags; /* msg_flags: MSG_CTRUNC, MSG_TRUNC */
+};
+
+/* Receives one message (the caller waited for it) into payload and rx. The
+ * payload's length, or -errno (no descriptor is then held). */
+static ssize_t recv_handoff(int sock, void *payload, size_t len, struct rx *rx)
 {
     union {
         struct cmsghdr align;
         char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * RX_MAX_FDS)];
     } ctl;
-    unsigned char payload[4];
-    int fds[RX_MAX_FDS];
-    size_t nfds = 0;
     struct iovec iov;
     struct msghdr msg;
     struct cmsghdr *c;
+    ssize_t r;
+
+    memset(rx, 0, sizeof *rx);
+    memset(&ctl, 0, sizeof ctl);
+    memset(&msg, 0, sizeof msg);
+    iov.iov_base = payload;
+    iov.iov_len = len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof ctl.buf;
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    rx->flags = msg.msg_flags;
+    /* Take ownership of every descriptor that arrived before judging. */
+    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET)
+            continue;
+        if (c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (rx->nfds < RX_MAX_FDS) {
+                    rx->fds[rx->nfds++] = fd;
+                } else {
+                    close(fd);
+                    rx->extra++;
+                }
+            }
+        } else if (c->cmsg_type == SCM_CREDENTIALS &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            memcpy(&rx->cred, CMSG_DATA(c), sizeof rx->cred);
+            rx->have_cred = 1;
+        }
+    }
+    return r;
+}
+
+int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen)
+{
+    unsigned char payload[4];
+    struct rx rx;
     char path[64], link[64];
     ssize_t r, k;
     int rc;
@@ -592,64 +648,33 @@ int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errl
     rc = wait_readable(sock, timeout_ms);
     if (rc < 0)
         return handoff_fail(err, errlen, rc, "no seccomp listener: %s", strerror(-rc));
-    memset(&ctl, 0, sizeof ctl);
-    memset(&msg, 0, sizeof msg);
-    iov.iov_base = payload;
-    iov.iov_len = sizeof payload;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof ctl.buf;
-    do
-        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) {
-        rc = -errno;
-        return handoff_fail(err, errlen, rc, "recvmsg: %s", strerror(-rc));
-    }
-    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
-            continue;
-        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            if (nfds < RX_MAX_FDS)
-                fds[nfds++] = fd;
-            else
-                close(fd);
-        }
-    }
-    if (r != 1 || payload[0] != KIND_NOTIFY || nfds != 1 || (msg.msg_flags & MSG_CTRUNC)) {
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
+    r = recv_handoff(sock, payload, sizeof payload, &rx);
+    if (r < 0)
+        return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
+    if (r != 1 || payload[0] != KIND_NOTIFY || rx.nfds != 1 || rx.extra > 0 ||
+        (rx.flags & MSG_CTRUNC)) {
+        for (size_t i = 0; i < rx.nfds; i++)
+            close(rx.fds[i]);
         if (r == 0)
             return handoff_fail(err, errlen, -EPIPE,
                                 "inner exited before sending the seccomp listener");
         return handoff_fail(err, errlen, -EPROTO, "expected one seccomp listener");
     }
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", rx.fds[0]);
     k = readlink(path, link, sizeof link - 1);
     if (k <= 0 || (link[k] = '\0', strcmp(link, "anon_inode:seccomp notify") != 0)) {
-        close(fds[0]);
+        close(rx.fds[0]);
         return handoff_fail(err, errlen, -EPROTO, "the descriptor is not a seccomp listener");
     }
-    return fds[0];
+    return rx.fds[0];
 }
 
 int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen)
 {
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * RX_MAX_FDS)];
-    } ctl;
     unsigned char payload[16];
-    int fds[RX_MAX_FDS];
-    size_t nfds = 0, extra = 0, nh = 0, ns = 0;
-    struct ucred cred;
-    int have_cred = 0;
-    struct iovec iov;
-    struct msghdr msg;
-    struct cmsghdr *c;
+    struct rx rx;
+    size_t nfds, nh = 0, ns = 0;
+    int *fds = rx.fds;
     ssize_t r;
     int rc;
 
@@ -661,50 +686,16 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
     if (rc < 0)
         return handoff_fail(err, errlen, rc, "poll: %s", strerror(-rc));
 
-    memset(&ctl, 0, sizeof ctl);
-    memset(&msg, 0, sizeof msg);
-    iov.iov_base = payload;
-    iov.iov_len = sizeof payload;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof ctl.buf;
-    do
-        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) {
-        rc = -errno;
-        return handoff_fail(err, errlen, rc, "recvmsg: %s", strerror(-rc));
-    }
+    r = recv_handoff(sock, payload, sizeof payload, &rx);
+    if (r < 0)
+        return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
+    nfds = rx.nfds;
 
-    /* Take ownership of every descriptor that arrived before judging. */
-    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET)
-            continue;
-        if (c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(0)) {
-            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < k; i++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (nfds < RX_MAX_FDS) {
-                    fds[nfds++] = fd;
-                } else {
-                    close(fd);
-                    extra++;
-                }
-            }
-        } else if (c->cmsg_type == SCM_CREDENTIALS &&
-                   c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-            memcpy(&cred, CMSG_DATA(c), sizeof cred);
-            have_cred = 1;
-        }
-    }
-
-    if (msg.msg_flags & MSG_CTRUNC) {
+    if (rx.flags & MSG_CTRUNC) {
         rc = handoff_fail(err, errlen, -EPROTO, "control data truncated");
         goto bad;
     }
-    if (msg.msg_flags & MSG_TRUNC) {
+    if (rx.flags & MSG_TRUNC) {
         rc = handoff_fail(err, errlen, -EPROTO, "message longer than %zu bytes", sizeof payload);
         goto bad;
     }
@@ -712,8 +703,8 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
         rc = handoff_fail(err, errlen, -EPIPE, "inner exited before sending its listeners");
         goto bad;
     }
-    if (extra > 0 || nfds != (size_t)r) {
-        rc = handoff_fail(err, errlen, -EPROTO, "%zu descriptors for %zd kinds", nfds + extra, r);
+    if (rx.extra > 0 || nfds != (size_t)r) {
+        rc = handoff_fail(err, errlen, -EPROTO, "%zu descriptors for %zd kinds", nfds + rx.extra, r);
         goto bad;
     }
     if (nfds < 2 || nfds > INNER_MAX_L) {
@@ -749,7 +740,7 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
         h->kind[i] = (i < nfds && payload[i] == KIND_SOCKS) ? SB_L_SOCKS : SB_L_HTTP;
     }
     h->n = nfds;
-    h->cmd_pid = (have_cred && cred.pid > 0) ? (int)cred.pid : 0;
+    h->cmd_pid = (rx.have_cred && rx.cred.pid > 0) ? (int)rx.cred.pid : 0;
     return 0;
 
 bad:
