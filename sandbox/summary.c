@@ -89,14 +89,12 @@ static const char *shown_path(const char *path, char *buf, size_t len)
     return path;
 }
 
-/* ignoreViolations for a refused write: a pattern hides it when it is "*",
- * a substring of the path, or an fnmatch(3) glob matching the path (also
- * in its "~/..." form). */
-static int ignored_write(const struct run *run, const struct blocked *b)
+/* ignoreViolations: {"*": [patterns], "command substring": [patterns]},
+ * for the commands its keys name. A pattern hides an entry when it is "*",
+ * a substring of what, or an fnmatch(3) glob matching what or alt. */
+static int ignored_as(const struct run *run, const char *what, const char *alt)
 {
     const struct settings_map *m = &run->settings->ignore_violations;
-    char buf[RUN_PATH_MAX + 2];
-    const char *tilde = shown_path(b->what, buf, sizeof(buf));
 
     for (size_t i = 0; i < m->n; i++) {
         const struct settings_pair *p = &m->pairs[i];
@@ -104,103 +102,72 @@ static int ignored_write(const struct run *run, const struct blocked *b)
             continue;
         for (size_t j = 0; j < p->list.n; j++) {
             const char *pat = p->list.items[j].value;
-            if (strcmp(pat, "*") == 0 || strstr(b->what, pat) != NULL ||
-                fnmatch(pat, b->what, 0) == 0 || fnmatch(pat, tilde, 0) == 0)
+            if (strcmp(pat, "*") == 0 || strstr(what, pat) != NULL || fnmatch(pat, what, 0) == 0 ||
+                fnmatch(pat, alt, 0) == 0)
                 return 1;
         }
     }
     return 0;
 }
 
-/* ignoreViolations: {"*": [patterns], "command substring": [patterns]}. A
- * pattern hides a blocked destination when it is a substring of "host:port"
- * or an fnmatch(3) glob matching the host or "host:port". */
-static int ignored(const struct run *run, const struct blocked *b)
+/* A blocked destination "host:port": also matched by its host alone. A
+ * refused write: also matched by its path in the "~/..." form. */
+static int ignored(const struct run *run, const struct blocked *b, int write)
 {
-    const struct settings_map *m = &run->settings->ignore_violations;
+    char buf[RUN_PATH_MAX + 2];
     char host[300];
     const char *colon;
 
+    if (write)
+        return ignored_as(run, b->what, shown_path(b->what, buf, sizeof(buf)));
     snprintf(host, sizeof(host), "%s", b->what);
     colon = strrchr(host, ':');
     if (colon != NULL)
         host[colon - host] = '\0';
-    for (size_t i = 0; i < m->n; i++) {
-        const struct settings_pair *p = &m->pairs[i];
-        if (strcmp(p->key, "*") != 0 && (run->cmdline == NULL || strstr(run->cmdline, p->key) == NULL))
-            continue;
-        for (size_t j = 0; j < p->list.n; j++) {
-            const char *pat = p->list.items[j].value;
-            if (strcmp(pat, "*") == 0 || strstr(b->what, pat) != NULL ||
-                fnmatch(pat, host, 0) == 0 || fnmatch(pat, b->what, 0) == 0)
-                return 1;
-        }
-    }
-    return 0;
+    return ignored_as(run, b->what, host);
 }
 
-static void print_connections(struct run *run)
-{
-    unsigned shown = 0;
-    int first = 1;
-
-    if (run->blocked_total == 0)
-        return;
-    for (size_t i = 0; i < run->nblocked; i++)
-        if (!ignored(run, &run->blocked[i]))
-            shown += run->blocked[i].count;
-    shown += run->blocked_dropped;
-    if (shown == 0)
-        return;
-    fprintf(stderr, "sluice: blocked %u connection%s: ", shown, shown == 1 ? "" : "s");
-    for (size_t i = 0; i < run->nblocked; i++) {
-        const struct blocked *b = &run->blocked[i];
-        if (ignored(run, b))
-            continue;
-        fprintf(stderr, "%s%s", first ? "" : ", ", b->what);
-        if (b->reason[0] != '\0')
-            fprintf(stderr, " (%s)", b->reason);
-        if (b->count > 1)
-            fprintf(stderr, " \u00d7%u", b->count);
-        first = 0;
-    }
-    if (run->blocked_dropped > 0)
-        fprintf(stderr, "%s%u more", first ? "" : ", ", run->blocked_dropped);
-    fputc('\n', stderr);
-}
-
-/* "sluice: blocked 3 writes: /etc/passwd (read-only) ×2, ~/.bashrc
- * (protected)": the writes the sandbox refused (sandbox/fswatch.c), one
- * entry per path and reason in the order first met. */
-static void print_writes(struct run *run)
+/* One summary line: "sluice: blocked 3 connections: evil.example:443 (no
+ * rule matches) ×2, ..." or "sluice: blocked 3 writes: /etc/passwd
+ * (read-only) ×2, ~/.bashrc (protected)" (the writes the sandbox refused,
+ * sandbox/fswatch.c): one entry per destination or path and reason, in the
+ * order first met, less what ignoreViolations hides. */
+static void print_blocked(const struct run *run, const struct blocked *list, size_t n,
+                          unsigned total, unsigned dropped, int write)
 {
     static char esc[RUN_PATH_MAX * 4 + 1];
     char buf[RUN_PATH_MAX + 2];
+    const char *noun = write ? "write" : "connection";
     unsigned shown = 0;
     int first = 1;
 
-    if (run->wblocked_total == 0)
+    if (total == 0)
         return;
-    for (size_t i = 0; i < run->nwblocked; i++)
-        if (!ignored_write(run, &run->wblocked[i]))
-            shown += run->wblocked[i].count;
-    shown += run->wblocked_dropped;
+    for (size_t i = 0; i < n; i++)
+        if (!ignored(run, &list[i], write))
+            shown += list[i].count;
+    shown += dropped;
     if (shown == 0)
         return;
-    fprintf(stderr, "sluice: blocked %u write%s: ", shown, shown == 1 ? "" : "s");
-    for (size_t i = 0; i < run->nwblocked; i++) {
-        const struct blocked *b = &run->wblocked[i];
-        if (ignored_write(run, b))
+    fprintf(stderr, "sluice: blocked %u %s%s: ", shown, noun, shown == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) {
+        const struct blocked *b = &list[i];
+        if (ignored(run, b, write))
             continue;
-        /* the command chose the path: no control bytes reach the terminal */
-        fprintf(stderr, "%s%s (%s)", first ? "" : ", ",
-                common_escape(shown_path(b->what, buf, sizeof(buf)), esc, sizeof(esc)), b->reason);
+        if (write) /* the command chose the path: no control bytes reach the terminal */
+            fprintf(stderr, "%s%s (%s)", first ? "" : ", ",
+                    common_escape(shown_path(b->what, buf, sizeof(buf)), esc, sizeof(esc)),
+                    b->reason);
+        else if (b->reason[0] != '\0')
+            fprintf(stderr, "%s%s (%s)", first ? "" : ", ", b->what, b->reason);
+        else
+            fprintf(stderr, "%s%s", first ? "" : ", ", b->what);
         if (b->count > 1)
             fprintf(stderr, " \u00d7%u", b->count);
         first = 0;
     }
-    if (run->wblocked_dropped > 0)
-        fprintf(stderr, "%s%u more", first ? "" : ", ", run->wblocked_dropped);
+    if (dropped > 0)
+        fprintf(stderr, "%s%u more", first ? "" : ", ", dropped);
     fputc('\n', stderr);
 }
 
@@ -208,8 +175,9 @@ void run_print_summary(struct run *run)
 {
     if (run->o->quiet)
         return;
-    print_connections(run);
-    print_writes(run);
+    print_blocked(run, run->blocked, run->nblocked, run->blocked_total, run->blocked_dropped, 0);
+    print_blocked(run, run->wblocked, run->nwblocked, run->wblocked_total, run->wblocked_dropped,
+                  1);
 }
 
 void run_summary_free(struct run *run)
