@@ -633,25 +633,30 @@ struct fsw {
     struct seccomp_notif_resp *resp;
 };
 
+int fsw_notify_next(uv_poll_t *p, int notify_fd, struct seccomp_notif *n)
+{
+    struct pollfd pf = {.fd = notify_fd, .events = POLLIN};
+
+    if (poll(&pf, 1, 0) != 1)
+        return 0;
+    if ((pf.revents & POLLIN) == 0) {
+        /* POLLHUP: no task is left under the filter (the command and all
+         * its children are gone); nothing more will come */
+        if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
+            (void)uv_poll_stop(p);
+        return 0;
+    }
+    memset(n, 0, sizeof(*n));
+    return seccomp_notify_receive(notify_fd, n) == 0;
+}
+
 static void on_notify(uv_poll_t *p, int status, int events)
 {
     struct fsw *w = container_of(p, struct fsw, poll);
 
     if (status < 0 || (events & UV_READABLE) == 0)
         return;
-    for (int i = 0; i < 64; i++) {
-        struct pollfd pf = {.fd = w->notify_fd, .events = POLLIN};
-        if (poll(&pf, 1, 0) != 1)
-            return;
-        if ((pf.revents & POLLIN) == 0) {
-            /* POLLHUP: no task is left under the filter */
-            if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
-                (void)uv_poll_stop(p);
-            return;
-        }
-        memset(w->notif, 0, sizeof(*w->notif));
-        if (seccomp_notify_receive(w->notify_fd, w->notif) < 0)
-            return; /* ENOENT: the caller went away before we read it */
+    for (int i = 0; i < 64 && fsw_notify_next(p, w->notify_fd, w->notif); i++) {
         if (!fsw_handle(w->notify_fd, w->notif, w->report, w->ctx))
             respond_continue(w->notify_fd, w->notif->id); /* nothing else is notified */
     }

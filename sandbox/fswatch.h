@@ -34,6 +34,14 @@ typedef void (*fsw_report_fn)(void *ctx, const char *path, const char *call);
  * notification, 0 when the syscall is not one of its (the caller answers). */
 int fsw_handle(int notify_fd, const struct seccomp_notif *n, fsw_report_fn report, void *ctx);
 
+/* The next notification waiting on the seccomp listener NOTIFY_FD, read
+ * into N without blocking: 1 when one was read, 0 when none is waiting or
+ * it went away before it was read (ENOENT). A listener with no task left
+ * under its filter (POLLHUP) also stops P. Both servers of the listener
+ * (this file's and transparent mode's) drain it with this, a batch at a
+ * time. */
+int fsw_notify_next(uv_poll_t *p, int notify_fd, struct seccomp_notif *n);
+
 /* Why PATH is read-only in the sandbox, from the bwrap command line (the
  * last mount covering PATH): "protected" (a protected name: .bashrc,
  * .git/hooks, ...), "denyWrite" (any other read-only bind) or "read-only"

@@ -85,6 +85,7 @@
  *    own resolver (network.dnsServers), and the guard applies to that. */
 #define _GNU_SOURCE
 #include "sandbox/transparent.h"
+#include "sandbox/fswatch.h"
 
 #include "common/common.h"
 
@@ -1158,22 +1159,8 @@ static void on_notify(uv_poll_t *p, int status, int events)
 
     if (status < 0 || (events & UV_READABLE) == 0)
         return;
-    for (int i = 0; i < 64; i++) {
-        struct pollfd pf = {.fd = t->notify_fd, .events = POLLIN};
-        if (poll(&pf, 1, 0) != 1)
-            return;
-        if ((pf.revents & POLLIN) == 0) {
-            /* POLLHUP: no task is left under the filter (the command and
-             * all its children are gone); nothing more will come */
-            if (pf.revents & (POLLHUP | POLLERR | POLLNVAL))
-                (void)uv_poll_stop(p);
-            return;
-        }
-        memset(t->notif, 0, sizeof(*t->notif));
-        if (seccomp_notify_receive(t->notify_fd, t->notif) < 0)
-            return; /* ENOENT: the caller went away before we read it */
+    for (int i = 0; i < 64 && fsw_notify_next(p, t->notify_fd, t->notif); i++)
         handle(t, t->notif);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
