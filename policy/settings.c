@@ -1097,50 +1097,43 @@ static int fn_mode(struct ctx *c, json_t *v, const struct key_def *d)
     return fail(c, 0, "expected \"enforce\" or \"report\", got \"%s\"", q);
 }
 
-static int fn_bwrap(struct ctx *c, json_t *v, const struct key_def *d)
+/* An absolute path into *dst (replacing what was there). With no_space,
+ * whitespace is refused too: javaAgentJarPath goes into JAVA_TOOL_OPTIONS
+ * as -javaagent:PATH, which the JVM splits at spaces. */
+static int set_abs_path(struct ctx *c, json_t *v, char **dst, int no_space)
 {
     const char *p;
     char q[128];
 
-    (void)d;
-    if (!json_is_string(v))
-        return fail(c, 0, "expected a string, got %s", type_name(v));
-    p = json_string_value(v);
-    if (p[0] != '/') {
-        quote(q, sizeof(q), p);
-        return fail(c, 0, "must be an absolute path, got \"%s\"", q);
-    }
-    free(c->v->bwrap_path);
-    c->v->bwrap_path = strdup(p);
-    if (c->v->bwrap_path == NULL)
-        return fail_nomem(c);
-    return 0;
-}
-
-/* javaAgentJarPath: an absolute path without whitespace (it goes into
- * JAVA_TOOL_OPTIONS as -javaagent:PATH, which the JVM splits at spaces). */
-static int fn_java_agent(struct ctx *c, json_t *v, const struct key_def *d)
-{
-    const char *p;
-    char q[128];
-
-    (void)d;
     if (!json_is_string(v))
         return fail(c, 0, "expected a string, got %s", type_name(v));
     p = json_string_value(v);
     quote(q, sizeof(q), p);
     if (p[0] != '/')
         return fail(c, 0, "must be an absolute path, got \"%s\"", q);
-    if (strpbrk(p, " \t\n\r\v\f") != NULL)
+    if (no_space && strpbrk(p, " \t\n\r\v\f") != NULL)
         return fail(c, 0,
                     "\"%s\" contains whitespace, which JAVA_TOOL_OPTIONS cannot carry; move "
                     "the jar to a path without spaces",
                     q);
-    free(c->v->java_agent_jar_path);
-    c->v->java_agent_jar_path = strdup(p);
-    if (c->v->java_agent_jar_path == NULL)
+    free(*dst);
+    *dst = strdup(p);
+    if (*dst == NULL)
         return fail_nomem(c);
     return 0;
+}
+
+static int fn_bwrap(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    (void)d;
+    return set_abs_path(c, v, &c->v->bwrap_path, 0);
+}
+
+/* javaAgentJarPath: an absolute path without whitespace. */
+static int fn_java_agent(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    (void)d;
+    return set_abs_path(c, v, &c->v->java_agent_jar_path, 1);
 }
 
 /* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
