@@ -58,6 +58,11 @@
 
 #define FSW_PATH_MAX 4096
 
+/* SECCOMP_IOCTL_NOTIF_SET_FLAGS and its one flag (Linux 6.6; Debian 12's
+ * headers predate them) */
+#define SLUICE_NOTIF_SET_FLAGS _IOW('!', 4, uint64_t)
+#define SLUICE_NOTIF_SYNC_WAKE_UP 1UL
+
 /* What a syscall does to its path. */
 enum fsw_kind {
     K_OPEN,    /* open*: flags decide; an existing device or FIFO is fine */
@@ -179,9 +184,7 @@ static const struct fsw_call *call_of(uint32_t arch, int nr)
     return found;
 }
 
-/* LEN bytes at ADDR in PID's memory (process_vm_readv: the memory PID has
- * now, one syscall, no descriptor to keep). The bytes read, or -1. */
-static ssize_t peek(int pid, uint64_t addr, void *buf, size_t len)
+ssize_t fsw_peek(int pid, uint64_t addr, void *buf, size_t len)
 {
     struct iovec local = {buf, len};
     struct iovec remote = {(void *)(uintptr_t)addr, len};
@@ -202,7 +205,7 @@ static int read_str(int pid, uint64_t addr, char *buf, size_t cap)
 
         if (want > cap - got)
             want = cap - got;
-        n = peek(pid, addr + got, buf + got, want);
+        n = fsw_peek(pid, addr + got, buf + got, want);
         if (n <= 0)
             return -1;
         if (memchr(buf + got, '\0', (size_t)n) != NULL)
@@ -435,7 +438,7 @@ static int read_args(int pid, const struct seccomp_notif *n, const struct fsw_ca
         *oflags = n->data.args[c->flags];
     } else if (c->flags == -2) { /* openat2: struct open_how, flags first */
         uint64_t f;
-        if (peek(pid, n->data.args[2], &f, sizeof(f)) != (ssize_t)sizeof(f))
+        if (fsw_peek(pid, n->data.args[2], &f, sizeof(f)) != (ssize_t)sizeof(f))
             return -1;
         *oflags = f;
     } else if (c->kind == K_OPEN) {
@@ -633,6 +636,14 @@ struct fsw {
     struct seccomp_notif_resp *resp;
 };
 
+int fsw_notify_sync(int notify_fd)
+{
+    /* the flag is the argument itself, not a pointer to it */
+    if (ioctl(notify_fd, SLUICE_NOTIF_SET_FLAGS, (unsigned long)SLUICE_NOTIF_SYNC_WAKE_UP) == 0)
+        return 0;
+    return -errno; /* EINVAL or ENOTTY before Linux 6.6 */
+}
+
 int fsw_notify_next(uv_poll_t *p, int notify_fd, struct seccomp_notif *n)
 {
     struct pollfd pf = {.fd = notify_fd, .events = POLLIN};
@@ -681,6 +692,7 @@ int fsw_start(struct fsw **out, uv_loop_t *loop, int notify_fd, fsw_report_fn re
     w->notify_fd = notify_fd;
     w->report = report;
     w->ctx = ctx;
+    (void)fsw_notify_sync(notify_fd);
     rc = uv_poll_init(loop, &w->poll, notify_fd);
     if (rc < 0) {
         seccomp_notify_free(w->notif, w->resp);

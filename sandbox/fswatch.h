@@ -6,6 +6,8 @@
 #define SLUICE_SANDBOX_FSWATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -33,6 +35,19 @@ typedef void (*fsw_report_fn)(void *ctx, const char *path, const char *call);
  * (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Returns 1 when it answered the
  * notification, 0 when the syscall is not one of its (the caller answers). */
 int fsw_handle(int notify_fd, const struct seccomp_notif *n, fsw_report_fn report, void *ctx);
+
+/* LEN bytes at ADDR in PID's memory (process_vm_readv: the memory PID has
+ * now, one syscall, no descriptor to keep). The bytes read, or -1. A caller
+ * that acts on them checks afterwards that the notification still stands
+ * (SECCOMP_IOCTL_NOTIF_ID_VALID), so that PID was its caller throughout. */
+ssize_t fsw_peek(int pid, uint64_t addr, void *buf, size_t len);
+
+/* Asks the kernel to hand each notification on NOTIFY_FD, and each answer,
+ * straight to the waiting task on the current CPU
+ * (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): the caller and its server take
+ * turns, so a wake-up on the other CPU only adds latency. 0, or -errno
+ * (EINVAL, ENOTTY before Linux 6.6: the plain wake-up is kept). */
+int fsw_notify_sync(int notify_fd);
 
 /* The next notification waiting on the seccomp listener NOTIFY_FD, read
  * into N without blocking: 1 when one was read, 0 when none is waiting or

@@ -198,7 +198,11 @@ struct tp {
     int self_pid;
     dev_t ns_dev; /* the sandbox's network namespace */
     ino_t ns_ino;
-    int pid; /* the command's pid */
+    uint64_t ns_cookie; /* and its SO_NETNS_COOKIE, 0 when unknown */
+    int pid;            /* the command's pid */
+    /* the last calling process (a thread group leader): its pidfd and its
+     * /proc/PID/fdinfo, kept while it makes calls (take_socket) */
+    int cache_pid, cache_pidfd, cache_fdinfo;
     uv_poll_t poll;
     int poll_open;
     uv_udp_t udp;
@@ -648,13 +652,6 @@ static void req_free(struct tp_req *r)
     free(r);
 }
 
-static int read_mem(int memfd, uint64_t addr, void *buf, size_t len)
-{
-    ssize_t n = pread(memfd, buf, len, (off_t)addr);
-
-    return n == (ssize_t)len ? 0 : -EFAULT;
-}
-
 /* Would a connection to DST:PORT be accepted by a listener in the sandbox's
  * namespace (one bound to that address or to any; a dual-stack [::] one for
  * IPv4 too)? One sock_diag request (no dump) over DIAG, a netlink socket
@@ -774,15 +771,20 @@ static void copy_opts(const struct tp *t, int from, int from_family, int to, int
 }
 
 /* FD_CLOEXEC of the command's descriptor FD, from /proc/PID/fdinfo. */
-static int remote_cloexec(int pid, int fd)
+static int remote_cloexec(const struct tp *t, int pid, int fd)
 {
     char path[64], buf[256];
     const char *f;
     ssize_t n;
     int pf;
 
-    snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-    pf = open(path, O_RDONLY | O_CLOEXEC);
+    if (pid == t->cache_pid && t->cache_fdinfo >= 0) {
+        snprintf(path, sizeof(path), "%d", fd);
+        pf = openat(t->cache_fdinfo, path, O_RDONLY | O_CLOEXEC);
+    } else {
+        snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+        pf = open(path, O_RDONLY | O_CLOEXEC);
+    }
     if (pf < 0)
         return 0;
     n = read(pf, buf, sizeof(buf) - 1);
@@ -845,7 +847,7 @@ static void install(struct tp_req *r, int fd)
     add.flags = SECCOMP_ADDFD_FLAG_SETFD;
     add.srcfd = (uint32_t)fd;
     add.newfd = (uint32_t)r->target_fd;
-    add.newfd_flags = remote_cloexec(r->pid, r->target_fd) ? O_CLOEXEC : 0;
+    add.newfd_flags = remote_cloexec(t, r->pid, r->target_fd) ? O_CLOEXEC : 0;
     if (ioctl(t->notify_fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0) {
         int e = errno;
         close(fd);
@@ -905,14 +907,14 @@ struct call {
 };
 
 /* Reads the call's arguments and address from the caller's memory (for
- * i386 socketcall(SYS_CONNECT), its argument block first), after checking
- * the notification still stands for that caller. 0, or -1 when the call
- * has been answered (or its caller is gone). */
+ * i386 socketcall(SYS_CONNECT), its argument block first). Whether the
+ * notification still stands, so that the memory read was the caller's, is
+ * checked once after the socket is taken too (take_socket). 0, or -1 when
+ * the call has been answered. */
 static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c)
 {
     uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_len = n->data.args[2];
-    char path[64];
-    int abi = -1, memfd, rc;
+    int abi = -1, pid = (int)n->pid;
 
     for (int i = 0; i < 3; i++)
         if (n->data.arch == t->arch[i])
@@ -921,25 +923,13 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
         respond(t, n->id, EPERM, 0);
         return -1;
     }
-    snprintf(path, sizeof(path), "/proc/%d/mem", (int)n->pid);
-    memfd = open(path, O_RDONLY | O_CLOEXEC);
-    if (memfd < 0) {
-        respond(t, n->id, EPERM, 0);
-        return -1;
-    }
-    if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
-        close(memfd); /* the caller is gone: nothing to answer */
-        return -1;
-    }
     if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
         uint32_t blk[3];
         if (a_fd != SYS_CONNECT) {
-            close(memfd);
             respond(t, n->id, 0, 1);
             return -1;
         }
-        if (read_mem(memfd, a_addr, blk, sizeof(blk)) < 0) {
-            close(memfd);
+        if (fsw_peek(pid, a_addr, blk, sizeof(blk)) != (ssize_t)sizeof(blk)) {
             respond(t, n->id, EFAULT, 0);
             return -1;
         }
@@ -950,20 +940,16 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
                !(abi == 0 && t->nr_connect[1] >= 0 && n->data.nr == t->nr_connect[1])) {
         /* x32 system calls arrive with the x86-64 audit arch and their own
          * numbers (__X32_SYSCALL_BIT) */
-        close(memfd);
         respond(t, n->id, EPERM, 0);
         return -1;
     }
     a_len &= 0xffffffffu;
     memset(c, 0, sizeof(*c));
     if (a_len > sizeof(c->sa.ss) || a_len < sizeof(c->sa.sa.sa_family)) {
-        close(memfd);
         respond(t, n->id, EINVAL, 0);
         return -1;
     }
-    rc = read_mem(memfd, a_addr, &c->sa, (size_t)a_len);
-    close(memfd);
-    if (rc < 0) {
+    if (fsw_peek(pid, a_addr, &c->sa, (size_t)a_len) != (ssize_t)a_len) {
         respond(t, n->id, EFAULT, 0);
         return -1;
     }
@@ -972,30 +958,96 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
     return 0;
 }
 
-/* A copy of the command's socket FD (pidfd_getfd), checked to belong to the
- * sandbox's network namespace, with its domain in *domain. The copy, or -1
- * when the call has been answered. */
-static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int *domain)
+static void cache_drop(struct tp *t)
 {
-    struct stat st;
-    int pidfd, orig = -1, nsfd, e, rc;
+    if (t->cache_pidfd >= 0)
+        close(t->cache_pidfd);
+    if (t->cache_fdinfo >= 0)
+        close(t->cache_fdinfo);
+    t->cache_pid = 0;
+    t->cache_pidfd = t->cache_fdinfo = -1;
+}
 
-    /* n->pid is the calling thread: pidfd_open wants the thread group's
-     * leader (threads share the descriptor table) */
-    pidfd = (int)syscall(SYS_pidfd_open, (int)n->pid, 0U);
-    if (pidfd < 0 && (errno == EINVAL || errno == ENOENT)) {
-        /* not a thread group leader (EINVAL before Linux 6.9, ENOENT after) */
-        int tgid = tgid_of((int)n->pid);
-        if (tgid != (int)n->pid)
-            pidfd = (int)syscall(SYS_pidfd_open, tgid, 0U);
+/* A copy of descriptor FD of the process that thread PID belongs to
+ * (pidfd_getfd), or -1 with errno. A pidfd names one process, never a pid
+ * number reused after it: the last caller's is kept (with its
+ * /proc/PID/fdinfo) while it goes on calling, which most callers do, and
+ * dropped once its process is gone (ESRCH). Only a thread group leader's is
+ * kept: another thread's number would lead back to its leader. */
+static int getfd(struct tp *t, int pid, int fd)
+{
+    int pidfd, orig, e;
+
+    if (pid == t->cache_pid) {
+        orig = (int)syscall(SYS_pidfd_getfd, t->cache_pidfd, fd, 0U);
+        if (orig >= 0 || errno != ESRCH)
+            return orig;
+        cache_drop(t);
     }
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0U);
     if (pidfd >= 0) {
+        char path[64];
+        orig = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0U);
+        e = errno;
+        cache_drop(t);
+        t->cache_pid = pid;
+        t->cache_pidfd = pidfd;
+        snprintf(path, sizeof(path), "/proc/%d/fdinfo", pid);
+        t->cache_fdinfo = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        errno = e;
+        return orig;
+    }
+    if (errno != EINVAL && errno != ENOENT)
+        return -1;
+    /* not a thread group leader (EINVAL before Linux 6.9, ENOENT after):
+     * pidfd_open wants the leader (threads share the descriptor table) */
+    {
+        int tgid = tgid_of(pid);
+        if (tgid == pid)
+            return -1;
+        pidfd = (int)syscall(SYS_pidfd_open, tgid, 0U);
+        if (pidfd < 0)
+            return -1;
         orig = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0U);
         e = errno;
         close(pidfd);
-    } else {
-        e = errno;
+        errno = e;
+        return orig;
     }
+}
+
+/* Whether socket S belongs to the sandbox's network namespace: its
+ * SO_NETNS_COOKIE (Linux 5.14; one call, and cookies are never reused), or
+ * else its namespace file (SIOCGSKNS). 1 yes, 0 no, -errno when S is not a
+ * socket or the question failed. */
+static int in_sandbox_ns(const struct tp *t, int s)
+{
+    struct stat st;
+    uint64_t cookie = 0;
+    socklen_t len = sizeof(cookie);
+    int nsfd, rc;
+
+    if (t->ns_cookie != 0 && getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) == 0)
+        return cookie == t->ns_cookie;
+    nsfd = ioctl(s, SIOCGSKNS);
+    if (nsfd < 0)
+        return -errno;
+    rc = fstat(nsfd, &st);
+    close(nsfd);
+    return rc == 0 && st.st_dev == t->ns_dev && st.st_ino == t->ns_ino;
+}
+
+/* A copy of the command's socket FD (pidfd_getfd), checked to belong to the
+ * sandbox's network namespace, with its domain in *domain. The copy, or -1
+ * when the call has been answered. Checks, after the copy and after
+ * read_call's reads, that the notification still stands: the caller was
+ * alive throughout, so its pid named it and no other process. */
+static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int *domain)
+{
+    int orig, e, ns;
+
+    orig = getfd(t, (int)n->pid, fd);
+    e = errno;
     if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
         if (orig >= 0)
             close(orig);
@@ -1005,18 +1057,10 @@ static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int 
         respond(t, n->id, e == EBADF ? EBADF : EPERM, 0);
         return -1;
     }
-    nsfd = ioctl(orig, SIOCGSKNS);
-    if (nsfd < 0) {
-        e = errno;
-        close(orig);
-        respond(t, n->id, e == ENOTTY || e == ENOTSOCK ? ENOTSOCK : EPERM, 0);
-        return -1;
-    }
-    rc = fstat(nsfd, &st);
-    close(nsfd);
-    if (rc < 0 || st.st_dev != t->ns_dev || st.st_ino != t->ns_ino) {
+    ns = in_sandbox_ns(t, orig);
+    if (ns <= 0) {
         close(orig); /* not a socket of the sandbox's namespace: never CONTINUE */
-        respond(t, n->id, EPERM, 0);
+        respond(t, n->id, ns == -ENOTTY || ns == -ENOTSOCK ? ENOTSOCK : EPERM, 0);
         return -1;
     }
     {
@@ -1251,6 +1295,13 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     read_defaults(t->optdef);
     t->ns_dev = o->ns_dev;
     t->ns_ino = o->ns_ino;
+    if (t->diag_fd >= 0) {
+        socklen_t len = sizeof(t->ns_cookie);
+        if (getsockopt(t->diag_fd, SOL_SOCKET, SO_NETNS_COOKIE, &t->ns_cookie, &len) < 0)
+            t->ns_cookie = 0; /* before Linux 5.14: SIOCGSKNS each time */
+    }
+    t->cache_pidfd = t->cache_fdinfo = -1;
+    (void)fsw_notify_sync(t->notify_fd);
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     t->nr_socketcall = -1;
@@ -1332,6 +1383,7 @@ struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
     t->log_ctx = ctx;
     t->notify_fd = -1;
     t->diag_fd = -1;
+    t->cache_pidfd = t->cache_fdinfo = -1;
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     return t;
@@ -1370,10 +1422,11 @@ void tp_close(struct tp *t)
         uv_close((uv_handle_t *)&t->udp, on_handle_closed);
     if (t->tcp_open)
         uv_close((uv_handle_t *)&t->tcp, on_handle_closed);
-    else
-        close(t->notify_fd);
+    if (!t->poll_open)
+        close(t->notify_fd); /* else when the poll handle has closed */
     if (t->diag_fd >= 0)
         close(t->diag_fd);
+    cache_drop(t);
     seccomp_notify_free(t->notif, t->resp);
     tp_names_free(&t->names);
     if (--t->handles == 0)
