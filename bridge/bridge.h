@@ -252,6 +252,12 @@ typedef void (*dialer_cb)(void *arg, int status, int fd, size_t index);
 int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
                  size_t n, unsigned timeout_ms, dialer_cb cb, void *arg);
 
+/* One attempt, without waiting: a non-blocking, close-on-exec TCP socket
+ * with connect() to target T started. The socket, with
+ * *in_progress set when the handshake is still under way (poll() for
+ * POLLOUT, then SO_ERROR), or a UV_* error when connect() failed at once. */
+int dialer_connect_now(const struct dialer_target *t, int *in_progress);
+
 /* Cancels a dial whose callback has not run: the callback will not run, any
  * socket is closed, memory is freed from a close callback (the loop must run
  * once more). NULL is a no-op. Must not be called after the callback ran. */
@@ -489,6 +495,7 @@ struct egress_outcome {
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
     int fd;                   /* EGRESS_CONNECTED only, else -1 */
+    int in_progress;          /* egress_start_early(): fd's handshake is under way */
     /* how long each step took (ns), for latency histograms; a step not
      * taken has its EGRESS_TIMED_* bit clear in timed */
     unsigned timed;
@@ -528,6 +535,17 @@ void egress_env_free(struct egress_env *e);
 int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
+
+/* As egress_start(), but the dial does not wait for the handshake: the
+ * first vetted address whose connect() does not fail at once is the
+ * outcome (EGRESS_CONNECTED, in_progress set while the handshake is under
+ * way), and the caller sees how it ends on the socket itself (POLLOUT and
+ * SO_ERROR), as a program that made a non-blocking connect() does. No
+ * fallback to the next address once a connect() is under way; a parent
+ * proxy (network.parentProxy) is dialed as by egress_start(). */
+int egress_start_early(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                       const char *protocol, const char *client, egress_cb cb, void *arg,
+                       struct egress_req **req);
 
 /* The caller is closing: cb will not be called; a pending lookup or ask is
  * detached, a dial in progress is cancelled (its socket closed). NULL is a

@@ -230,28 +230,42 @@ static void report_connected(struct dialer *d, int fd)
 
 /* Starts connecting to targets[d->idx]. 0: CONNECTING or REPORT was entered;
  * < 0: this attempt failed, nothing is left open. */
-static int attempt_start(struct dialer *d)
+int dialer_connect_now(const struct dialer_target *t, int *in_progress)
 {
-    const struct dialer_target *t = &d->targets[d->idx];
     struct sockaddr_storage ss;
     socklen_t sslen = 0;
-    struct pollfd pfd;
-    uv_poll_t *p;
     int fd, rc;
 
+    *in_progress = 0;
     rc = target_sockaddr(t, &ss, &sslen);
     if (rc < 0)
         return rc;
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return uv_translate_sys_error(errno);
-    if (connect(fd, (struct sockaddr *)&ss, sslen) == 0) {
-        report_connected(d, fd);
-        return 0;
-    }
+    if (connect(fd, (struct sockaddr *)&ss, sslen) == 0)
+        return fd;
     if (errno != EINPROGRESS && errno != EINTR) { /* EINTR: the connect goes on */
         rc = uv_translate_sys_error(errno);
-        goto fail;
+        close(fd);
+        return rc;
+    }
+    *in_progress = 1;
+    return fd;
+}
+
+static int attempt_start(struct dialer *d)
+{
+    struct pollfd pfd;
+    uv_poll_t *p;
+    int fd, rc, in_progress;
+
+    fd = dialer_connect_now(&d->targets[d->idx], &in_progress);
+    if (fd < 0)
+        return fd;
+    if (!in_progress) {
+        report_connected(d, fd);
+        return 0;
     }
 
     /* Finished already (loopback)? Then no watcher is needed. POLLOUT alone

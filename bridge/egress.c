@@ -50,6 +50,7 @@ struct egress_req {
     struct policy_host host;
     uint16_t port;
     int report; /* network.mode report */
+    int early;  /* egress_start_early(): do not wait for the handshake */
     char protocol[16];
     char client[64];
     struct ask_wait *aw;
@@ -306,6 +307,30 @@ static int via_parent(struct egress_req *r)
     return 1;
 }
 
+/* egress_start_early()'s dial: the first target whose connect() does not
+ * fail at once. */
+static void dial_early(struct egress_req *r)
+{
+    int err = UV_EINVAL;
+
+    for (size_t i = 0; i < r->ntargets; i++) {
+        int in_progress, fd = dialer_connect_now(&r->targets[i], &in_progress);
+        if (fd < 0) {
+            err = fd;
+            continue;
+        }
+        r->o.dial_ns = uv_hrtime() - r->t_step;
+        r->o.timed |= EGRESS_TIMED_DIAL;
+        r->o.addr = r->targets[i].addr;
+        r->o.have_addr = 1;
+        r->o.fd = fd;
+        r->o.in_progress = in_progress;
+        finish(r, EGRESS_CONNECTED, 0);
+        return;
+    }
+    on_dialed(r, err, -1, r->ntargets); /* the reason, as for a dial that failed */
+}
+
 static void dial(struct egress_req *r)
 {
     int rc;
@@ -314,6 +339,10 @@ static void dial(struct egress_req *r)
         return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
+    if (r->early) {
+        dial_early(r);
+        return;
+    }
     rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
                       on_dialed, r);
     if (rc < 0) {
@@ -499,9 +528,9 @@ static void ask(struct egress_req *r)
 
 /* ------------------------------------------------------------------------ */
 
-int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
+static int start(struct egress_env *e, const struct policy_host *host, uint16_t port,
                  const char *protocol, const char *client, egress_cb cb, void *arg,
-                 struct egress_req **req)
+                 struct egress_req **req, int early)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -519,6 +548,7 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->host = *host;
     r->port = port;
     r->report = policy_mode_report(r->pol->p);
+    r->early = early;
     snprintf(r->protocol, sizeof(r->protocol), "%s", protocol);
     snprintf(r->client, sizeof(r->client), "%s", client != NULL ? client : "-");
     r->o.fd = -1;
@@ -557,6 +587,20 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
         break;
     }
     return 0;
+}
+
+int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                 const char *protocol, const char *client, egress_cb cb, void *arg,
+                 struct egress_req **req)
+{
+    return start(e, host, port, protocol, client, cb, arg, req, 0);
+}
+
+int egress_start_early(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                       const char *protocol, const char *client, egress_cb cb, void *arg,
+                       struct egress_req **req)
+{
+    return start(e, host, port, protocol, client, cb, arg, req, 1);
 }
 
 void egress_cancel(struct egress_req *r)

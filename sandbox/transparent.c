@@ -7,12 +7,13 @@
  * 1. connect() interception. inner's filter (seccomp.c) answers every
  *    connect() of the command with SCMP_ACT_NOTIFY; the listener descriptor
  *    reaches the host after the go byte. For each notification the host:
- *      a. opens /proc/PID/mem, checks the notification is still valid
- *         (SECCOMP_IOCTL_NOTIF_ID_VALID: the pid is still the caller), reads
- *         the sockaddr (for i386 socketcall(SYS_CONNECT), the argument block
- *         first);
- *      b. takes a copy of the command's socket (pidfd_getfd) and looks at
- *         it: its network namespace must be the sandbox's (SIOCGSKNS; a
+ *      a. reads the sockaddr from the caller's memory (process_vm_readv;
+ *         for i386 socketcall(SYS_CONNECT), the argument block first);
+ *      b. takes a copy of the command's socket (pidfd_getfd), checks the
+ *         notification is still valid (SECCOMP_IOCTL_NOTIF_ID_VALID: the
+ *         caller was alive throughout, so its pid named it and no other
+ *         process), and looks at the socket: its network namespace must be
+ *         the sandbox's (SO_NETNS_COOKIE, or SIOCGSKNS before Linux 5.14; a
  *         socket from anywhere else is refused with EPERM), its domain and
  *         type, whether it is already connected;
  *      c. lets the kernel run the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
@@ -36,9 +37,10 @@
  *         command's descriptor number still holds the socket it called
  *         connect() on, and SECCOMP_IOCTL_NOTIF_ADDFD with
  *         SECCOMP_ADDFD_FLAG_SETFD puts the host's socket at that number;
- *         the call then returns 0, or EINPROGRESS for a non-blocking socket
- *         (the socket is already connected: poll() reports it writable at
- *         once and SO_ERROR is 0). The kernel never runs the command's
+ *         the call then returns 0, or EINPROGRESS for a non-blocking socket,
+ *         which gets sluice's socket as soon as its connect() is under way
+ *         (egress_start_early): poll() and SO_ERROR then tell how the
+ *         handshake ends, as for a direct connection. The kernel never runs the command's
  *         connect(), so the address the command could rewrite after (a)
  *         is never used;
  *      f. denied or failed: the call fails at once, ECONNREFUSED for a
@@ -49,8 +51,8 @@
  *    dialed, not the synthetic one the command asked for; a socket bound
  *    before connect() loses its local address; an IPv6 socket may get an
  *    IPv4 connection (the upstream's address family); a non-blocking
- *    connect() returns only once the dial ended (the command's thread waits
- *    in connect(), at most the dial timeout); bytes are not counted (no
+ *    connect() gets no fallback to the next address once one is under way;
+ *    bytes are not counted (no
  *    close record): the command holds the real connection, no relay.
  *
  *    Why CONTINUE is safe: a socket belongs to the network namespace it
@@ -1123,7 +1125,7 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     struct policy_host host;
     struct tp_req *r;
     char text[64];
-    int rc;
+    int rc, fl;
 
     if (name == NULL)
         name = policy_addr_str(dst, text, sizeof(text)); /* judged as an IP literal */
@@ -1157,7 +1159,14 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     r->port = port;
     snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
     r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
-    rc = egress_start(t->egress, &host, port, "transparent", r->client, on_egress, r, &r->er);
+    /* a non-blocking connect() gets the host's socket while its handshake
+     * is under way, and sees the end of it as any such connect() does */
+    fl = fcntl(orig, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK) != 0)
+        rc = egress_start_early(t->egress, &host, port, "transparent", r->client, on_egress, r,
+                                &r->er);
+    else
+        rc = egress_start(t->egress, &host, port, "transparent", r->client, on_egress, r, &r->er);
     if (rc < 0) {
         r->er = NULL;
         respond(t, r->id, ENOBUFS, 0);

@@ -7,7 +7,7 @@ pkgs=(
     build-essential cmake pkg-config
     libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
     libidn2-dev libpsl-dev publicsuffix libcmocka-dev
-    bubblewrap curl dnsmasq-base socat python3 openssl tinyproxy microsocks
+    bubblewrap curl dnsmasq-base socat netcat-openbsd python3 openssl tinyproxy microsocks
     clang libclang-rt-14-dev valgrind
     dpkg-dev file fakeroot lintian mandoc bash-completion yamllint prometheus systemd
 )

@@ -1923,6 +1923,60 @@ static void test_dial_refused(void **state)
     assert_int_equal(res.index, 1);
 }
 
+/* dialer_connect_now(): one attempt, no waiting (transparent mode's
+ * non-blocking connect()). A hanging handshake is handed back in progress;
+ * a refused one fails at once or shows the refusal in SO_ERROR; a listening
+ * port connects. */
+static void test_dial_now(void **state)
+{
+    struct fx *f = *state;
+    uint16_t hang = hanging_port(f);
+    struct dialer_target t;
+    struct pollfd pfd;
+    int fd, in_progress = -1, err = 0;
+    socklen_t len = sizeof(err);
+
+    if (hang == 0)
+        skip();
+    t = tcp4_target(hang);
+    fd = dialer_connect_now(&t, &in_progress);
+    assert_true(fd >= 0);
+    assert_int_equal(in_progress, 1);
+    assert_true((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
+    assert_true((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+    pfd.fd = fd;
+    pfd.events = POLLOUT;
+    pfd.revents = 0;
+    assert_int_equal(poll(&pfd, 1, 0), 0); /* the handshake is still under way */
+    close(fd);
+
+    t = tcp4_target(bound_port(listen_tcp(f, 8)));
+    fd = dialer_connect_now(&t, &in_progress);
+    assert_true(fd >= 0);
+    pfd.fd = fd;
+    pfd.revents = 0;
+    assert_int_equal(poll(&pfd, 1, 5000), 1);
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+    assert_int_equal(err, 0);
+    close(fd);
+
+    t = tcp4_target(refused_port(f));
+    fd = dialer_connect_now(&t, &in_progress);
+    if (fd >= 0) { /* in progress: the refusal arrives as SO_ERROR */
+        pfd.fd = fd;
+        pfd.revents = 0;
+        assert_int_equal(poll(&pfd, 1, 5000), 1);
+        assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+        assert_int_equal(err, ECONNREFUSED);
+        close(fd);
+    } else {
+        assert_int_equal(fd, UV_ECONNREFUSED);
+    }
+
+    t = tcp4_target(0);
+    assert_int_equal(dialer_connect_now(&t, &in_progress), UV_EINVAL);
+}
+
 static void test_dial_fallback(void **state)
 {
     struct fx *f = *state;
@@ -2244,6 +2298,7 @@ int main(void)
         TP(test_half_close_client_first, P_PP, "pipe/pipe"),
         TP(test_half_close_upstream_first, P_TT, "tcp/tcp"),
         TP(test_half_close_upstream_first, P_PP, "pipe/pipe"),
+        T(test_dial_now),
         T(test_reset_upstream),
         T(test_reset_client),
         T(test_reset_while_paused_then_fin),

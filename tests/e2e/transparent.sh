@@ -135,6 +135,28 @@ JSON
     [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
         ok "non-blocking connect: EINPROGRESS, poll, SO_ERROR 0, options kept, shutdown" ||
         bad "non-blocking connect" "$out"
+    # an origin that cannot finish a handshake until told: its accept queue
+    # (backlog 0) is full, so the kernel drops the SYN, until $W/go appears
+    PC=$(free_port)
+    rm -f "$W/go"
+    python3 -c '
+import os, socket, sys, time
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(0)
+filler = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+open(sys.argv[3], "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+l.accept()[0].close()
+c, _ = l.accept(); c.sendall(b"hello-pending\n"); time.sleep(1)
+' "$PC" "$W/go" "$T/pending.ready" >"$T/pending.err" 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do [ -e "$T/pending.ready" ] && break; sleep 0.05; done
+    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PC\"], \"transparent\": true}}" > "$T/pending.json"
+    out=$("$SLUICE" run --settings "$T/pending.json" -- python3 "$PROBE" pending 127.0.0.1 "$PC" "$W/go" 2>&1)
+    [ "$out" = "connect=EINPROGRESS writable_before=0 writable_after=1 so_error=0 body=hello-pending" ] &&
+        ok "non-blocking connect: EINPROGRESS before the handshake ends; the command's socket sees it end" ||
+        bad "non-blocking connect, handshake under way" "$out $(cat "$T/pending.err")"
     if command -v nc >/dev/null 2>&1; then
         out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | nc -q 5 origin.test $PA 2>&1 | tail -1")
         [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"

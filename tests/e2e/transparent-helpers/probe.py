@@ -89,6 +89,24 @@ def cmd_epoll(host, port):
     print("connect=%s events=%d so_error=%d body=%s" % (errno.errorcode.get(r, r), len(ev), err, fetch(s, host)))
 
 
+def cmd_pending(host, port, go):
+    """A non-blocking connect() whose handshake cannot finish yet (the
+    origin's accept queue is full until GO exists): EINPROGRESS at once, the
+    socket not yet writable; then GO, and the handshake ends on the socket
+    the command holds (POLLOUT, SO_ERROR 0)."""
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    s = socket.socket()
+    s.setblocking(False)
+    r = s.connect_ex(addr)
+    _, w0, _ = select.select([], [s], [], 0)
+    open(go, "w").close()
+    _, w1, _ = select.select([], [s], [], 30)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    s.setblocking(True)
+    print("connect=%s writable_before=%d writable_after=%d so_error=%d body=%s"
+          % (errno.errorcode.get(r, r), len(w0), len(w1), err, s.recv(64).decode().strip()))
+
+
 def cmd_refused(host, port):
     try:
         socket.create_connection((host, int(port)), timeout=10)
