@@ -258,6 +258,17 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
  * POLLOUT, then SO_ERROR), or a UV_* error when connect() failed at once. */
 int dialer_connect_now(const struct dialer_target *t, int *in_progress);
 
+/* Whether the connect() under way on FD (from dialer_connect_now()) has
+ * ended, without waiting: 1 connected, 0 not yet, or the UV_* error it
+ * failed with (SO_ERROR, read and so cleared). */
+int dialer_connect_done(int fd);
+
+/* As dialer_start(), with the attempt at targets[0] already under way on FD
+ * (dialer_connect_now()), which the dialer takes over (closed on every
+ * failure, UV_ENOMEM included). */
+int dialer_adopt(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                 size_t n, unsigned timeout_ms, int fd, dialer_cb cb, void *arg);
+
 /* Cancels a dial whose callback has not run: the callback will not run, any
  * socket is closed, memory is freed from a close callback (the loop must run
  * once more). NULL is a no-op. Must not be called after the callback ran. */
@@ -495,7 +506,7 @@ struct egress_outcome {
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
     int fd;                   /* EGRESS_CONNECTED only, else -1 */
-    int in_progress;          /* egress_start_early(): fd's handshake is under way */
+    int in_progress;          /* EGRESS_DIAL_EARLY: fd's handshake is under way */
     /* how long each step took (ns), for latency histograms; a step not
      * taken has its EGRESS_TIMED_* bit clear in timed */
     unsigned timed;
@@ -536,16 +547,23 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
 
-/* As egress_start(), but the dial does not wait for the handshake: the
- * first vetted address whose connect() does not fail at once is the
- * outcome (EGRESS_CONNECTED, in_progress set while the handshake is under
- * way), and the caller sees how it ends on the socket itself (POLLOUT and
- * SO_ERROR), as a program that made a non-blocking connect() does. No
- * fallback to the next address once a connect() is under way; a parent
- * proxy (network.parentProxy) is dialed as by egress_start(). */
-int egress_start_early(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                       const char *protocol, const char *client, egress_cb cb, void *arg,
-                       struct egress_req **req);
+/* How egress_start_dial() dials (transparent mode's connect()):
+ * EGRESS_DIAL_WAIT   as egress_start();
+ * EGRESS_DIAL_SYNC   as egress_start(), but a connection made at once (a
+ *                    loopback origin) is reported before egress_start_dial()
+ *                    returns, without a turn of the loop;
+ * EGRESS_DIAL_EARLY  the dial does not wait for the handshake: the first
+ *                    vetted address whose connect() does not fail at once is
+ *                    the outcome (EGRESS_CONNECTED, in_progress set while
+ *                    the handshake is under way), and the caller sees how it
+ *                    ends on the socket itself (POLLOUT and SO_ERROR), as a
+ *                    program that made a non-blocking connect() does; no
+ *                    fallback to the next address once one is under way.
+ * A parent proxy (network.parentProxy) is dialed as by egress_start(). */
+enum egress_dial { EGRESS_DIAL_WAIT = 0, EGRESS_DIAL_SYNC, EGRESS_DIAL_EARLY };
+int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                      const char *protocol, const char *client, enum egress_dial how,
+                      egress_cb cb, void *arg, struct egress_req **req);
 
 /* The caller is closing: cb will not be called; a pending lookup or ask is
  * detached, a dial in progress is cancelled (its socket closed). NULL is a

@@ -254,31 +254,37 @@ int dialer_connect_now(const struct dialer_target *t, int *in_progress)
     return fd;
 }
 
-static int attempt_start(struct dialer *d)
+int dialer_connect_done(int fd)
 {
     struct pollfd pfd;
-    uv_poll_t *p;
-    int fd, rc, in_progress;
 
-    fd = dialer_connect_now(&d->targets[d->idx], &in_progress);
-    if (fd < 0)
-        return fd;
-    if (!in_progress) {
-        report_connected(d, fd);
-        return 0;
-    }
-
-    /* Finished already (loopback)? Then no watcher is needed. POLLOUT alone
-     * means connected (a failed connect shows POLLERR or POLLHUP). */
+    /* POLLOUT alone means connected (a failed connect shows POLLERR or
+     * POLLHUP) */
     pfd.fd = fd;
     pfd.events = POLLOUT;
     pfd.revents = 0;
-    if (poll(&pfd, 1, 0) == 1) {
-        if (pfd.revents != POLLOUT) {
-            rc = connect_result(fd, UV_EBADF);
-            if (rc < 0)
-                goto fail;
-        }
+    if (poll(&pfd, 1, 0) != 1)
+        return 0;
+    if (pfd.revents != POLLOUT) {
+        int rc = connect_result(fd, UV_EBADF); /* reads (and clears) SO_ERROR */
+        return rc < 0 ? rc : 1;
+    }
+    return 1;
+}
+
+/* The attempt at d->idx, whose connect() on FD is under way: reported at
+ * once if it has finished already (loopback), else watched. Closes FD on
+ * failure. */
+static int attempt_watch(struct dialer *d, int fd)
+{
+    uv_poll_t *p;
+    int rc, done = dialer_connect_done(fd);
+
+    if (done < 0) {
+        rc = done;
+        goto fail;
+    }
+    if (done > 0) {
         report_connected(d, fd);
         return 0;
     }
@@ -309,6 +315,20 @@ static int attempt_start(struct dialer *d)
 fail:
     close(fd);
     return rc;
+}
+
+static int attempt_start(struct dialer *d)
+{
+    int fd, in_progress;
+
+    fd = dialer_connect_now(&d->targets[d->idx], &in_progress);
+    if (fd < 0)
+        return fd;
+    if (!in_progress) {
+        report_connected(d, fd);
+        return 0;
+    }
+    return attempt_watch(d, fd);
 }
 
 /* Tries targets from d->idx on until one is under way; when none is left,
@@ -382,8 +402,8 @@ static void on_timer(uv_timer_t *t)
 /* ------------------------------------------------------------------------ */
 /* API                                                                       */
 
-int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
-                 size_t n, unsigned timeout_ms, dialer_cb cb, void *arg)
+static int dialer_new(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                      size_t n, unsigned timeout_ms, dialer_cb cb, void *arg)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -410,7 +430,34 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
     d->fd = -1;
     DIALER_CHECK(uv_timer_init(loop, &d->timer) == 0);
     *out = d;
-    try_next(d);
+    return 0;
+}
+
+int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                 size_t n, unsigned timeout_ms, dialer_cb cb, void *arg)
+{
+    int rc = dialer_new(out, loop, targets, n, timeout_ms, cb, arg);
+
+    if (rc == 0)
+        try_next(*out);
+    return rc;
+}
+
+int dialer_adopt(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                 size_t n, unsigned timeout_ms, int fd, dialer_cb cb, void *arg)
+{
+    int rc = dialer_new(out, loop, targets, n, timeout_ms, cb, arg);
+
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    rc = attempt_watch(*out, fd);
+    if (rc < 0) {
+        note_error(*out, rc);
+        (*out)->idx++;
+        try_next(*out);
+    }
     return 0;
 }
 

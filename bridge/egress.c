@@ -50,7 +50,7 @@ struct egress_req {
     struct policy_host host;
     uint16_t port;
     int report; /* network.mode report */
-    int early;  /* egress_start_early(): do not wait for the handshake */
+    enum egress_dial how;
     char protocol[16];
     char client[64];
     struct ask_wait *aw;
@@ -307,8 +307,8 @@ static int via_parent(struct egress_req *r)
     return 1;
 }
 
-/* egress_start_early()'s dial: the first target whose connect() does not
- * fail at once. */
+/* EGRESS_DIAL_EARLY: the first target whose connect() does not fail at
+ * once. */
 static void dial_early(struct egress_req *r)
 {
     int err = UV_EINVAL;
@@ -339,12 +339,33 @@ static void dial(struct egress_req *r)
         return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
-    if (r->early) {
+    if (r->how == EGRESS_DIAL_EARLY) {
         dial_early(r);
         return;
     }
+    if (r->how == EGRESS_DIAL_SYNC) {
+        /* the first attempt here: made at once (loopback), it is the
+         * outcome now; else the dialer takes it over */
+        int in_progress, fd = dialer_connect_now(&r->targets[0], &in_progress);
+        if (fd >= 0 && (!in_progress || dialer_connect_done(fd) == 1)) {
+            r->o.dial_ns = uv_hrtime() - r->t_step;
+            r->o.timed |= EGRESS_TIMED_DIAL;
+            r->o.addr = r->targets[0].addr;
+            r->o.have_addr = 1;
+            r->o.fd = fd;
+            finish(r, EGRESS_CONNECTED, 0);
+            return;
+        }
+        if (fd >= 0) {
+            rc = dialer_adopt(&r->dialer, r->env->loop, r->targets, r->ntargets,
+                              r->env->dial_timeout_ms, fd, on_dialed, r);
+            goto started;
+        }
+        /* failed at once: the dialer goes through them all */
+    }
     rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
                       on_dialed, r);
+started:
     if (rc < 0) {
         r->dialer = NULL;
         snprintf(r->o.reason, sizeof(r->o.reason), "cannot start a connection: %s",
@@ -530,7 +551,7 @@ static void ask(struct egress_req *r)
 
 static int start(struct egress_env *e, const struct policy_host *host, uint16_t port,
                  const char *protocol, const char *client, egress_cb cb, void *arg,
-                 struct egress_req **req, int early)
+                 struct egress_req **req, enum egress_dial how)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -548,7 +569,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->host = *host;
     r->port = port;
     r->report = policy_mode_report(r->pol->p);
-    r->early = early;
+    r->how = how;
     snprintf(r->protocol, sizeof(r->protocol), "%s", protocol);
     snprintf(r->client, sizeof(r->client), "%s", client != NULL ? client : "-");
     r->o.fd = -1;
@@ -593,14 +614,14 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, 0);
+    return start(e, host, port, protocol, client, cb, arg, req, EGRESS_DIAL_WAIT);
 }
 
-int egress_start_early(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                       const char *protocol, const char *client, egress_cb cb, void *arg,
-                       struct egress_req **req)
+int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                      const char *protocol, const char *client, enum egress_dial how,
+                      egress_cb cb, void *arg, struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, 1);
+    return start(e, host, port, protocol, client, cb, arg, req, how);
 }
 
 void egress_cancel(struct egress_req *r)

@@ -39,7 +39,7 @@
  *         SECCOMP_ADDFD_FLAG_SETFD puts the host's socket at that number;
  *         the call then returns 0, or EINPROGRESS for a non-blocking socket,
  *         which gets sluice's socket as soon as its connect() is under way
- *         (egress_start_early): poll() and SO_ERROR then tell how the
+ *         (EGRESS_DIAL_EARLY): poll() and SO_ERROR then tell how the
  *         handshake ends, as for a direct connection. The kernel never runs the command's
  *         connect(), so the address the command could rewrite after (a)
  *         is never used;
@@ -202,9 +202,10 @@ struct tp {
     ino_t ns_ino;
     uint64_t ns_cookie; /* and its SO_NETNS_COOKIE, 0 when unknown */
     int pid;            /* the command's pid */
-    /* the last calling process (a thread group leader): its pidfd and its
-     * /proc/PID/fdinfo, kept while it makes calls (take_socket) */
-    int cache_pid, cache_pidfd, cache_fdinfo;
+    /* the last calling process (a thread group leader): its pidfd, its
+     * /proc/PID/fdinfo and the last file read there (number cache_infonum),
+     * kept while it makes calls (getfd, remote_cloexec) */
+    int cache_pid, cache_pidfd, cache_fdinfo, cache_info, cache_infonum;
     uv_poll_t poll;
     int poll_open;
     uv_udp_t udp;
@@ -772,8 +773,10 @@ static void copy_opts(const struct tp *t, int from, int from_family, int to, int
         (void)setsockopt(to, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/* FD_CLOEXEC of the command's descriptor FD, from /proc/PID/fdinfo. */
-static int remote_cloexec(const struct tp *t, int pid, int fd)
+/* FD_CLOEXEC of the command's descriptor FD, from /proc/PID/fdinfo/FD. The
+ * cached caller's file stays open: the kernel looks the descriptor up
+ * again at each read from offset 0. */
+static int remote_cloexec(struct tp *t, int pid, int fd)
 {
     char path[64], buf[256];
     const char *f;
@@ -781,16 +784,24 @@ static int remote_cloexec(const struct tp *t, int pid, int fd)
     int pf;
 
     if (pid == t->cache_pid && t->cache_fdinfo >= 0) {
-        snprintf(path, sizeof(path), "%d", fd);
-        pf = openat(t->cache_fdinfo, path, O_RDONLY | O_CLOEXEC);
+        if (t->cache_info < 0 || t->cache_infonum != fd) {
+            if (t->cache_info >= 0)
+                close(t->cache_info);
+            snprintf(path, sizeof(path), "%d", fd);
+            t->cache_info = openat(t->cache_fdinfo, path, O_RDONLY | O_CLOEXEC);
+            t->cache_infonum = fd;
+        }
+        if (t->cache_info < 0)
+            return 0;
+        n = pread(t->cache_info, buf, sizeof(buf) - 1, 0);
     } else {
         snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
         pf = open(path, O_RDONLY | O_CLOEXEC);
+        if (pf < 0)
+            return 0;
+        n = read(pf, buf, sizeof(buf) - 1);
+        close(pf);
     }
-    if (pf < 0)
-        return 0;
-    n = read(pf, buf, sizeof(buf) - 1);
-    close(pf);
     if (n <= 0)
         return 0;
     buf[n] = '\0';
@@ -966,8 +977,10 @@ static void cache_drop(struct tp *t)
         close(t->cache_pidfd);
     if (t->cache_fdinfo >= 0)
         close(t->cache_fdinfo);
+    if (t->cache_info >= 0)
+        close(t->cache_info);
     t->cache_pid = 0;
-    t->cache_pidfd = t->cache_fdinfo = -1;
+    t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
 }
 
 /* A copy of descriptor FD of the process that thread PID belongs to
@@ -1162,11 +1175,9 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     /* a non-blocking connect() gets the host's socket while its handshake
      * is under way, and sees the end of it as any such connect() does */
     fl = fcntl(orig, F_GETFL);
-    if (fl >= 0 && (fl & O_NONBLOCK) != 0)
-        rc = egress_start_early(t->egress, &host, port, "transparent", r->client, on_egress, r,
-                                &r->er);
-    else
-        rc = egress_start(t->egress, &host, port, "transparent", r->client, on_egress, r, &r->er);
+    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client,
+                           fl >= 0 && (fl & O_NONBLOCK) != 0 ? EGRESS_DIAL_EARLY : EGRESS_DIAL_SYNC,
+                           on_egress, r, &r->er);
     if (rc < 0) {
         r->er = NULL;
         respond(t, r->id, ENOBUFS, 0);
@@ -1309,7 +1320,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         if (getsockopt(t->diag_fd, SOL_SOCKET, SO_NETNS_COOKIE, &t->ns_cookie, &len) < 0)
             t->ns_cookie = 0; /* before Linux 5.14: SIOCGSKNS each time */
     }
-    t->cache_pidfd = t->cache_fdinfo = -1;
+    t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     (void)fsw_notify_sync(t->notify_fd);
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
@@ -1392,7 +1403,7 @@ struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
     t->log_ctx = ctx;
     t->notify_fd = -1;
     t->diag_fd = -1;
-    t->cache_pidfd = t->cache_fdinfo = -1;
+    t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     return t;
