@@ -169,6 +169,7 @@ struct tp_req {
     int target_fd; /* the descriptor number in the command */
     int orig;      /* our copy of the command's socket */
     int family;    /* its domain */
+    int nonblock;  /* O_NONBLOCK on it when connect() was called */
     struct egress_req *er;
     char host[POLICY_HOST_MAX + 1]; /* for the log record */
     uint16_t port;
@@ -834,20 +835,17 @@ static int errno_of(const struct egress_outcome *o)
     }
 }
 
-static void install(struct tp_req *r, int fd)
+/* Puts the egress outcome's connected socket O->fd (non-blocking,
+ * close-on-exec, from the dialer) at the command's descriptor number. */
+static void install(struct tp_req *r, const struct egress_outcome *o)
 {
     struct tp *t = r->t;
     struct seccomp_notif_addfd add;
-    int fl, nonblock, family = AF_INET;
-    socklen_t len = sizeof(family);
+    int fd = o->fd;
 
-    (void)getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len);
-    copy_opts(t, r->orig, r->family, fd, family);
-    fl = fcntl(r->orig, F_GETFL);
-    nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
-    fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        (void)fcntl(fd, F_SETFL, nonblock ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+    copy_opts(t, r->orig, r->family, fd, o->addr.family == 6 ? AF_INET6 : AF_INET);
+    if (!r->nonblock)
+        (void)fcntl(fd, F_SETFL, 0); /* the dialer's only status flag is O_NONBLOCK */
     /* the command's descriptor still holds the socket it connect()ed? (a
      * thread may have closed it and opened something else there) */
     if (syscall(SYS_kcmp, t->self_pid, r->pid, KCMP_FILE, r->orig, r->target_fd) != 0) {
@@ -869,7 +867,7 @@ static void install(struct tp_req *r, int fd)
         return;
     }
     close(fd);
-    respond(t, r->id, nonblock ? EINPROGRESS : 0, 0);
+    respond(t, r->id, r->nonblock ? EINPROGRESS : 0, 0);
 }
 
 /* The decision record (the front ends log from their egress callbacks;
@@ -901,7 +899,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         t->log(t->log_ctx, &rec);
     }
     if (o->result == EGRESS_CONNECTED)
-        install(r, o->fd);
+        install(r, o);
     else
         respond(t, r->id, errno_of(o), 0);
     req_free(r);
@@ -1094,20 +1092,19 @@ static int intercepted(int orig, int domain, const struct call *c, struct policy
                        uint16_t *port)
 {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    struct sockaddr_storage peer;
     socklen_t len;
-    int type = 0, acc = 0;
+    int type = 0;
+    uint8_t state = 0; /* struct tcp_info's first member, tcpi_state */
 
     len = sizeof(type);
     (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
     if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
         return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
-    len = sizeof(peer);
-    if (getpeername(orig, (struct sockaddr *)&peer, &len) == 0)
-        return 0; /* EISCONN from the kernel */
-    len = sizeof(acc);
-    if (getsockopt(orig, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len) == 0 && acc != 0)
-        return 0; /* EINVAL from the kernel */
+    len = sizeof(state);
+    if (getsockopt(orig, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1 ||
+        state != TCP_CLOSE)
+        return 0; /* connected (EISCONN), listening (EINVAL), a connect() of the
+                     kernel's under way (EALREADY): the kernel's answer */
     memset(dst, 0, sizeof(*dst));
     if (c->sa.sa.sa_family == AF_INET && domain == AF_INET && c->len >= sizeof(c->sa.in4)) {
         dst->family = 4;
@@ -1175,9 +1172,10 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     /* a non-blocking connect() gets the host's socket while its handshake
      * is under way, and sees the end of it as any such connect() does */
     fl = fcntl(orig, F_GETFL);
+    r->nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
     rc = egress_start_dial(t->egress, &host, port, "transparent", r->client,
-                           fl >= 0 && (fl & O_NONBLOCK) != 0 ? EGRESS_DIAL_EARLY : EGRESS_DIAL_SYNC,
-                           on_egress, r, &r->er);
+                           r->nonblock ? EGRESS_DIAL_EARLY : EGRESS_DIAL_SYNC, on_egress, r,
+                           &r->er);
     if (rc < 0) {
         r->er = NULL;
         respond(t, r->id, ENOBUFS, 0);
