@@ -506,7 +506,6 @@ struct egress_outcome {
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
     int fd;                   /* EGRESS_CONNECTED only, else -1 */
-    int in_progress;          /* EGRESS_DIAL_EARLY: fd's handshake is under way */
     /* how long each step took (ns), for latency histograms; a step not
      * taken has its EGRESS_TIMED_* bit clear in timed */
     unsigned timed;
@@ -551,16 +550,13 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
  * EGRESS_DIAL_WAIT   as egress_start();
  * EGRESS_DIAL_SYNC   as egress_start(), but a connection made at once (a
  *                    loopback origin) is reported before egress_start_dial()
- *                    returns, without a turn of the loop;
- * EGRESS_DIAL_EARLY  the dial does not wait for the handshake: the first
- *                    vetted address whose connect() does not fail at once is
- *                    the outcome (EGRESS_CONNECTED, in_progress set while
- *                    the handshake is under way), and the caller sees how it
- *                    ends on the socket itself (POLLOUT and SO_ERROR), as a
- *                    program that made a non-blocking connect() does; no
- *                    fallback to the next address once one is under way.
+ *                    returns, without a turn of the loop.
+ * Either way the outcome's socket is connected: a socket whose handshake is
+ * still under way is never handed out (transparent mode gives it to the
+ * command, which could shutdown() it back to unconnected and aim it
+ * elsewhere from the host's namespace, with sendto(MSG_FASTOPEN)).
  * A parent proxy (network.parentProxy) is dialed as by egress_start(). */
-enum egress_dial { EGRESS_DIAL_WAIT = 0, EGRESS_DIAL_SYNC, EGRESS_DIAL_EARLY };
+enum egress_dial { EGRESS_DIAL_WAIT = 0, EGRESS_DIAL_SYNC };
 int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
                       const char *protocol, const char *client, enum egress_dial how,
                       egress_cb cb, void *arg, struct egress_req **req);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct egress_pol {
     struct policy *p;
@@ -307,30 +308,6 @@ static int via_parent(struct egress_req *r)
     return 1;
 }
 
-/* EGRESS_DIAL_EARLY: the first target whose connect() does not fail at
- * once. */
-static void dial_early(struct egress_req *r)
-{
-    int err = UV_EINVAL;
-
-    for (size_t i = 0; i < r->ntargets; i++) {
-        int in_progress, fd = dialer_connect_now(&r->targets[i], &in_progress);
-        if (fd < 0) {
-            err = fd;
-            continue;
-        }
-        r->o.dial_ns = uv_hrtime() - r->t_step;
-        r->o.timed |= EGRESS_TIMED_DIAL;
-        r->o.addr = r->targets[i].addr;
-        r->o.have_addr = 1;
-        r->o.fd = fd;
-        r->o.in_progress = in_progress;
-        finish(r, EGRESS_CONNECTED, 0);
-        return;
-    }
-    on_dialed(r, err, -1, r->ntargets); /* the reason, as for a dial that failed */
-}
-
 static void dial(struct egress_req *r)
 {
     int rc;
@@ -339,15 +316,24 @@ static void dial(struct egress_req *r)
         return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
-    if (r->how == EGRESS_DIAL_EARLY) {
-        dial_early(r);
-        return;
-    }
     if (r->how == EGRESS_DIAL_SYNC) {
         /* the first attempt here: made at once (loopback), it is the
          * outcome now; else the dialer takes it over */
         int in_progress, fd = dialer_connect_now(&r->targets[0], &in_progress);
-        if (fd >= 0 && (!in_progress || dialer_connect_done(fd) == 1)) {
+        int done = fd < 0 ? fd : !in_progress ? 1 : dialer_connect_done(fd);
+        if (done < 0) {
+            /* refused at once (its SO_ERROR is read): on to the others */
+            if (fd >= 0)
+                close(fd);
+            if (r->ntargets == 1) {
+                on_dialed(r, done, -1, r->ntargets);
+                return;
+            }
+            r->ntargets--;
+            memmove(&r->targets[0], &r->targets[1], r->ntargets * sizeof(r->targets[0]));
+            fd = -1;
+        }
+        if (fd >= 0 && done == 1) {
             r->o.dial_ns = uv_hrtime() - r->t_step;
             r->o.timed |= EGRESS_TIMED_DIAL;
             r->o.addr = r->targets[0].addr;
@@ -361,7 +347,6 @@ static void dial(struct egress_req *r)
                               r->env->dial_timeout_ms, fd, on_dialed, r);
             goto started;
         }
-        /* failed at once: the dialer goes through them all */
     }
     rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
                       on_dialed, r);

@@ -37,10 +37,13 @@
  *         command's descriptor number still holds the socket it called
  *         connect() on, and SECCOMP_IOCTL_NOTIF_ADDFD with
  *         SECCOMP_ADDFD_FLAG_SETFD puts the host's socket at that number;
- *         the call then returns 0, or EINPROGRESS for a non-blocking socket,
- *         which gets sluice's socket as soon as its connect() is under way
- *         (EGRESS_DIAL_EARLY): poll() and SO_ERROR then tell how the
- *         handshake ends, as for a direct connection. The kernel never runs the command's
+ *         the call then returns 0, or EINPROGRESS for a non-blocking socket
+ *         (the socket is already connected: poll() reports it writable at
+ *         once and SO_ERROR is 0). The command only ever holds sockets of
+ *         the host's namespace that are connected: a socket whose handshake
+ *         is under way could be taken back to unconnected (shutdown() in
+ *         SYN_SENT) and aimed elsewhere with sendto(MSG_FASTOPEN), which
+ *         no connect() notification sees. The kernel never runs the command's
  *         connect(), so the address the command could rewrite after (a)
  *         is never used;
  *      f. denied or failed: the call fails at once, ECONNREFUSED for a
@@ -51,8 +54,8 @@
  *    dialed, not the synthetic one the command asked for; a socket bound
  *    before connect() loses its local address; an IPv6 socket may get an
  *    IPv4 connection (the upstream's address family); a non-blocking
- *    connect() gets no fallback to the next address once one is under way;
- *    bytes are not counted (no
+ *    connect() returns only once the dial ended (the command's thread waits
+ *    in connect(), at most the dial timeout); bytes are not counted (no
  *    close record): the command holds the real connection, no relay.
  *
  *    Why CONTINUE is safe: a socket belongs to the network namespace it
@@ -1169,13 +1172,14 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     r->port = port;
     snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
     r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
-    /* a non-blocking connect() gets the host's socket while its handshake
-     * is under way, and sees the end of it as any such connect() does */
+    /* the command gets sluice's socket once it is connected, never while its
+     * handshake is under way: shutdown() would take such a socket back to
+     * unconnected, and sendto(MSG_FASTOPEN) could then aim it anywhere from
+     * the host's namespace */
     fl = fcntl(orig, F_GETFL);
     r->nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
-    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client,
-                           r->nonblock ? EGRESS_DIAL_EARLY : EGRESS_DIAL_SYNC, on_egress, r,
-                           &r->er);
+    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client, EGRESS_DIAL_SYNC,
+                           on_egress, r, &r->er);
     if (rc < 0) {
         r->er = NULL;
         respond(t, r->id, ENOBUFS, 0);

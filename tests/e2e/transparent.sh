@@ -135,28 +135,41 @@ JSON
     [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
         ok "non-blocking connect: EINPROGRESS, poll, SO_ERROR 0, options kept, shutdown" ||
         bad "non-blocking connect" "$out"
-    # an origin that cannot finish a handshake until told: its accept queue
-    # (backlog 0) is full, so the kernel drops the SYN, until $W/go appears
+    # the command only ever holds host sockets that are connected to a
+    # vetted address: none can be aimed elsewhere (the origin on $PB, which
+    # no rule allows, must see nothing: checked at the end)
+    PR=$(free_port)
+    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PA\", \"127.0.0.1:$PR\"], \"transparent\": true}}" > "$T/reaim.json"
+    out=$("$SLUICE" run --settings "$T/reaim.json" -- python3 "$PROBE" reaim 127.0.0.1 "$PA" "$PB" "$PR" 2>&1)
+    case $out in
+    "shutdown=ok fastopen="*" unspec=EPERM bind="*" listen="*" refused=ECONNREFUSED fastopen2="*)
+        if grep -qE 'fastopen=ok|bind=ok|listen=ok|fastopen2=ok' <<< "$out"; then
+            bad "a connected socket re-aimed" "$out"
+        else
+            ok "a socket sluice handed over cannot be re-aimed (shutdown, MSG_FASTOPEN, AF_UNSPEC, bind, listen; after a refused connect): $out"
+        fi ;;
+    *) bad "re-aiming a handed-over socket" "$out" ;;
+    esac
+    # ... nor can one whose handshake is under way: an origin whose accept
+    # queue is full (backlog 0, one connection queued) drops the SYN
     PC=$(free_port)
-    rm -f "$W/go"
     python3 -c '
-import os, socket, sys, time
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(0)
+import socket, sys, time
+l = socket.socket(); l.bind(("127.0.0.1", int(sys.argv[1]))); l.listen(0)
 filler = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-open(sys.argv[3], "w").close()
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.02)
-l.accept()[0].close()
-c, _ = l.accept(); c.sendall(b"hello-pending\n"); time.sleep(1)
-' "$PC" "$W/go" "$T/pending.ready" >"$T/pending.err" 2>&1 &
+open(sys.argv[2], "w").close()
+time.sleep(600)
+' "$PC" "$T/hang.ready" >"$T/hang.err" 2>&1 &
     PIDS+=($!)
-    for i in $(seq 100); do [ -e "$T/pending.ready" ] && break; sleep 0.05; done
-    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PC\"], \"transparent\": true}}" > "$T/pending.json"
-    out=$("$SLUICE" run --settings "$T/pending.json" -- python3 "$PROBE" pending 127.0.0.1 "$PC" "$W/go" 2>&1)
-    [ "$out" = "connect=EINPROGRESS writable_before=0 writable_after=1 so_error=0 body=hello-pending" ] &&
-        ok "non-blocking connect: EINPROGRESS before the handshake ends; the command's socket sees it end" ||
-        bad "non-blocking connect, handshake under way" "$out $(cat "$T/pending.err")"
+    for i in $(seq 100); do [ -e "$T/hang.ready" ] && break; sleep 0.05; done
+    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PC\"], \"transparent\": true}, \"proxy\": {\"timeouts\": {\"dial\": 1.5}}}" > "$T/hang.json"
+    out=$("$SLUICE" run --settings "$T/hang.json" -- python3 "$PROBE" reaim_pending 127.0.0.1 "$PC" "$PB" 2>&1)
+    case $out in
+    "connect=ETIMEDOUT shutdown="*" fastopen="*)
+        grep -q 'fastopen=ok' <<< "$out" && bad "a half-open socket re-aimed" "$out" ||
+            ok "a non-blocking connect() whose handshake hangs never hands over a half-open socket: $out" ;;
+    *) bad "non-blocking connect() to a hanging origin" "$out $(cat "$T/hang.err")" ;;
+    esac
     if command -v nc >/dev/null 2>&1; then
         out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | nc -q 5 origin.test $PA 2>&1 | tail -1")
         [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"

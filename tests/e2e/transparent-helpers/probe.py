@@ -89,22 +89,59 @@ def cmd_epoll(host, port):
     print("connect=%s events=%d so_error=%d body=%s" % (errno.errorcode.get(r, r), len(ev), err, fetch(s, host)))
 
 
-def cmd_pending(host, port, go):
-    """A non-blocking connect() whose handshake cannot finish yet (the
-    origin's accept queue is full until GO exists): EINPROGRESS at once, the
-    socket not yet writable; then GO, and the handshake ends on the socket
-    the command holds (POLLOUT, SO_ERROR 0)."""
-    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+def cmd_reaim(host, port, other, refused):
+    """The command may only hold sockets of the host's namespace that are
+    connected to a vetted address. Try to aim one elsewhere (OTHER, which no
+    rule allows) after shutdown(): sendto(MSG_FASTOPEN), connect(AF_UNSPEC)
+    then connect, bind, listen. Then the same on the socket of a connect()
+    that failed (REFUSED, allowed but closed): it must still be the
+    sandbox's own. Prints each errno name ("ok" where a call succeeded)."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    out = []
+
+    def attempt(name, fn):
+        try:
+            fn()
+            out.append("%s=ok" % name)
+        except OSError as e:
+            out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
+
+    s = socket.create_connection((host, int(port)), timeout=10)
+    attempt("shutdown", lambda: s.shutdown(socket.SHUT_RDWR))
+    attempt("fastopen", lambda: s.sendto(b"x", fastopen, ("127.0.0.1", int(other))))
+    unspec = struct.pack("=H", socket.AF_UNSPEC) + bytes(14)
+    libc = ctypes.CDLL(None, use_errno=True)
+    rc = libc.connect(s.fileno(), unspec, len(unspec))
+    out.append("unspec=%s" % ("ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")))
+    attempt("bind", lambda: s.bind(("0.0.0.0", 0)))
+    attempt("listen", lambda: s.listen(1))
+    s.close()
+    r = socket.socket()
+    attempt("refused", lambda: r.connect(("127.0.0.1", int(refused))))
+    attempt("fastopen2", lambda: r.sendto(b"x", fastopen, ("127.0.0.1", int(other))))
+    r.close()
+    print(" ".join(out))
+
+
+def cmd_reaim_pending(host, port, other):
+    """A non-blocking connect() to an allowed origin whose handshake cannot
+    finish (its accept queue is full): whatever connect() answers, the
+    socket must not be one of the host's still in SYN_SENT, which
+    shutdown() would take back to unconnected for sendto(MSG_FASTOPEN) to
+    aim anywhere."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
     s = socket.socket()
     s.setblocking(False)
-    r = s.connect_ex(addr)
-    _, w0, _ = select.select([], [s], [], 0)
-    open(go, "w").close()
-    _, w1, _ = select.select([], [s], [], 30)
-    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-    s.setblocking(True)
-    print("connect=%s writable_before=%d writable_after=%d so_error=%d body=%s"
-          % (errno.errorcode.get(r, r), len(w0), len(w1), err, s.recv(64).decode().strip()))
+    r = s.connect_ex((host, int(port)))
+    out = ["connect=%s" % errno.errorcode.get(r, r)]
+    for name, fn in (("shutdown", lambda: s.shutdown(socket.SHUT_RDWR)),
+                     ("fastopen", lambda: s.sendto(b"x", fastopen, ("127.0.0.1", int(other))))):
+        try:
+            fn()
+            out.append("%s=ok" % name)
+        except OSError as e:
+            out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
+    print(" ".join(out))
 
 
 def cmd_refused(host, port):
