@@ -50,7 +50,9 @@
 #     path (a CONNECT through the in-sandbox proxy, until its 200). Reported
 #     as connects/s and mean µs per connect, median of CONN_ROUNDS (3).
 #     Targets: transparent latency within 3x direct, and not slower than the
-#     proxy path.
+#     proxy path. With taskset and more than one CPU, two diagnostic rows
+#     (no targets): direct and transparent with the row's processes held on
+#     CPU 0, i.e. without the cross-CPU wake-ups of the seccomp hand-over.
 #
 # Output: the table on stdout, JSON to --json PATH (default ./bench-run.json).
 # Knobs: RUNS (30), RSS_RUNS (5), DL_BYTES (1073741824), DL_ROUNDS (5), CONN_N (2000),
@@ -102,7 +104,7 @@ if command -v strace >/dev/null; then
 fi
 
 python3 - "$SLUICE" "$RUNS" "$DL_BYTES" "$DL_ROUNDS" "$JSON" "$T" "$SRT" "$ARGV_FILE" "$RSS_RUNS" <<'PY'
-import json, os, platform, re, socket, statistics, subprocess, sys, threading, time
+import json, os, platform, re, shutil, socket, statistics, subprocess, sys, threading, time
 
 sluice, runs, dl_bytes, dl_rounds, out, tmp, srt, argv_file, rss_runs = sys.argv[1:10]
 runs, dl_bytes, dl_rounds, rss_runs = int(runs), int(dl_bytes), int(dl_rounds), int(rss_runs)
@@ -328,6 +330,14 @@ conn_rows = [("direct (outside)", ["python3", "-c", CONN_PY, "direct", str(cport
                                            "python3", "-c", CONN_PY, "direct", str(cport), str(conn_n)]),
              ("sluice run: CONNECT via proxy", [sluice, "run", "--quiet", "--settings", settings, "--",
                                                 "python3", "-c", CONN_PY, "proxy", str(cport), str(conn_n)])]
+# Diagnostic rows, not targets: the same two measures with every process
+# of the row (and the origin's accepts, which stay where they are) held on
+# CPU 0 by taskset, so no hand-over between the command and sluice wakes the
+# other CPU. On a virtual machine a wake-up of an idle vCPU is the dearest
+# part of a seccomp hand-over; these rows show what is left without it.
+if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
+    conn_rows += [("direct, one CPU", ["taskset", "-c", "0"] + conn_rows[0][1]),
+                  ("sluice run --transparent, one CPU", ["taskset", "-c", "0"] + conn_rows[1][1])]
 conn_raw = {n: [] for n, _ in conn_rows}
 for rnd in range(conn_rounds):
     for name, argv in conn_rows:
