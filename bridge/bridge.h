@@ -231,6 +231,7 @@ struct dialer_target {
     struct policy_addr addr; /* TCP */
     uint16_t port;           /* TCP */
     const char *path;        /* unix; must outlive the dial */
+    int v4mapped;            /* TCP to an IPv4 addr from an IPv6 socket (::ffff:a.b.c.d) */
 };
 
 /* status 0: fd is connected (non-blocking, close-on-exec; TCP_NODELAY is left
@@ -546,20 +547,23 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
 
-/* How egress_start_dial() dials (transparent mode's connect()):
- * EGRESS_DIAL_WAIT   as egress_start();
- * EGRESS_DIAL_SYNC   as egress_start(), but a connection made at once (a
- *                    loopback origin) is reported before egress_start_dial()
- *                    returns, without a turn of the loop.
- * Either way the outcome's socket is connected: a socket whose handshake is
+/* How egress_start_dial() dials (transparent mode's connect()), flags:
+ * EGRESS_DIAL_SYNC     a connection made at once (a loopback origin) is
+ *                      reported before egress_start_dial() returns, without
+ *                      a turn of the loop;
+ * EGRESS_DIAL_V6SOCKET the socket is an IPv6 one, as the caller's is: an
+ *                      IPv4 address is dialed as ::ffff:a.b.c.d (the
+ *                      outcome's addr stays the IPv4 one).
+ * Without flags, as egress_start(). Either way the outcome's socket is connected: a socket whose handshake is
  * still under way is never handed out (transparent mode gives it to the
  * command, which could shutdown() it back to unconnected and aim it
  * elsewhere from the host's namespace, with sendto(MSG_FASTOPEN)).
  * A parent proxy (network.parentProxy) is dialed as by egress_start(). */
-enum egress_dial { EGRESS_DIAL_WAIT = 0, EGRESS_DIAL_SYNC };
+#define EGRESS_DIAL_SYNC 1u
+#define EGRESS_DIAL_V6SOCKET 2u
 int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                      const char *protocol, const char *client, enum egress_dial how,
-                      egress_cb cb, void *arg, struct egress_req **req);
+                      const char *protocol, const char *client, unsigned how, egress_cb cb,
+                      void *arg, struct egress_req **req);
 
 /* The caller is closing: cb will not be called; a pending lookup or ask is
  * detached, a dial in progress is cancelled (its socket closed). NULL is a

@@ -175,6 +175,17 @@ static int target_sockaddr(const struct dialer_target *t, struct sockaddr_storag
     }
     if (t->port == 0)
         return UV_EINVAL;
+    if (t->addr.family == 4 && t->v4mapped) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(t->port);
+        sin6->sin6_addr.s6_addr[10] = 0xff;
+        sin6->sin6_addr.s6_addr[11] = 0xff;
+        memcpy(&sin6->sin6_addr.s6_addr[12], t->addr.bytes, 4);
+        *len = sizeof(*sin6);
+        return 0;
+    }
     if (t->addr.family == 4) {
         struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 
@@ -241,8 +252,18 @@ int dialer_connect_now(const struct dialer_target *t, int *in_progress)
     if (rc < 0)
         return rc;
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 && errno == EAFNOSUPPORT && t->v4mapped) {
+        /* no IPv6 on this host: the IPv4 socket it would have used */
+        struct dialer_target plain = *t;
+        plain.v4mapped = 0;
+        return dialer_connect_now(&plain, in_progress);
+    }
     if (fd < 0)
         return uv_translate_sys_error(errno);
+    if (t->v4mapped) {
+        int off = 0; /* whatever net.ipv6.bindv6only says */
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    }
     if (connect(fd, (struct sockaddr *)&ss, sslen) == 0)
         return fd;
     if (errno != EINPROGRESS && errno != EINTR) { /* EINTR: the connect goes on */

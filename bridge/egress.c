@@ -51,7 +51,7 @@ struct egress_req {
     struct policy_host host;
     uint16_t port;
     int report; /* network.mode report */
-    enum egress_dial how;
+    unsigned how; /* EGRESS_DIAL_* */
     char protocol[16];
     char client[64];
     struct ask_wait *aw;
@@ -316,7 +316,7 @@ static void dial(struct egress_req *r)
         return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
-    if (r->how == EGRESS_DIAL_SYNC) {
+    if (r->how & EGRESS_DIAL_SYNC) {
         /* the first attempt here: made at once (loopback), it is the
          * outcome now; else the dialer takes it over */
         int in_progress, fd = dialer_connect_now(&r->targets[0], &in_progress);
@@ -393,6 +393,8 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
         memset(&r->targets[r->ntargets], 0, sizeof(r->targets[0]));
         r->targets[r->ntargets].addr = addrs[i];
         r->targets[r->ntargets].port = r->port;
+        r->targets[r->ntargets].v4mapped =
+            (r->how & EGRESS_DIAL_V6SOCKET) != 0 && addrs[i].family == 4;
         r->ntargets++;
     }
     if (j.nallowed == 0) {
@@ -536,7 +538,7 @@ static void ask(struct egress_req *r)
 
 static int start(struct egress_env *e, const struct policy_host *host, uint16_t port,
                  const char *protocol, const char *client, egress_cb cb, void *arg,
-                 struct egress_req **req, enum egress_dial how)
+                 struct egress_req **req, unsigned how)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -599,12 +601,12 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, EGRESS_DIAL_WAIT);
+    return start(e, host, port, protocol, client, cb, arg, req, 0);
 }
 
 int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                      const char *protocol, const char *client, enum egress_dial how,
-                      egress_cb cb, void *arg, struct egress_req **req)
+                      const char *protocol, const char *client, unsigned how, egress_cb cb,
+                      void *arg, struct egress_req **req)
 {
     return start(e, host, port, protocol, client, cb, arg, req, how);
 }

@@ -52,8 +52,9 @@
  *         EHOSTUNREACH, ENETUNREACH for what the dial met.
  *    Limits, documented in the README: getpeername() shows the address
  *    dialed, not the synthetic one the command asked for; a socket bound
- *    before connect() loses its local address; an IPv6 socket may get an
- *    IPv4 connection (the upstream's address family); a non-blocking
+ *    before connect() loses its local address; an IPv6 socket stays one (an
+ *    IPv4 upstream as ::ffff:a.b.c.d) unless it is IPV6_V6ONLY, an IPv4 one
+ *    may get an IPv6 connection (an upstream with IPv6 addresses only); a non-blocking
  *    connect() returns only once the dial ended (the command's thread waits
  *    in connect(), at most the dial timeout); bytes are not counted (no
  *    close record): the command holds the real connection, no relay.
@@ -173,6 +174,7 @@ struct tp_req {
     int orig;      /* our copy of the command's socket */
     int family;    /* its domain */
     int nonblock;  /* O_NONBLOCK on it when connect() was called */
+    int mapped;    /* IPv6, not IPV6_V6ONLY: dialed from an IPv6 socket */
     struct egress_req *er;
     char host[POLICY_HOST_MAX + 1]; /* for the log record */
     uint16_t port;
@@ -846,7 +848,7 @@ static void install(struct tp_req *r, const struct egress_outcome *o)
     struct seccomp_notif_addfd add;
     int fd = o->fd;
 
-    copy_opts(t, r->orig, r->family, fd, o->addr.family == 6 ? AF_INET6 : AF_INET);
+    copy_opts(t, r->orig, r->family, fd, o->addr.family == 6 || r->mapped ? AF_INET6 : AF_INET);
     if (!r->nonblock)
         (void)fcntl(fd, F_SETFL, 0); /* the dialer's only status flag is O_NONBLOCK */
     /* the command's descriptor still holds the socket it connect()ed? (a
@@ -1178,8 +1180,17 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
      * the host's namespace */
     fl = fcntl(orig, F_GETFL);
     r->nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
-    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client, EGRESS_DIAL_SYNC,
-                           on_egress, r, &r->er);
+    /* an IPv6 socket stays one: an IPv4 upstream is reached as
+     * ::ffff:a.b.c.d, as the kernel does for a dual-stack socket; only an
+     * IPV6_V6ONLY one is given an IPv4 socket for it */
+    if (domain == AF_INET6) {
+        int v6only = 0;
+        socklen_t len = sizeof(v6only);
+        r->mapped = getsockopt(orig, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+    }
+    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client,
+                           EGRESS_DIAL_SYNC | (r->mapped ? EGRESS_DIAL_V6SOCKET : 0), on_egress, r,
+                           &r->er);
     if (rc < 0) {
         r->er = NULL;
         respond(t, r->id, ENOBUFS, 0);

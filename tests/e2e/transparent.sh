@@ -131,6 +131,10 @@ JSON
     out=$(sr -- python3 "$PROBE" x32 twin.test "$PA" 2>&1)
     grep -q "^x32 errno=ECONNREFUSED" <<< "$out" && ok "x32 connect() to a name the policy refuses: ECONNREFUSED" ||
         bad "x32 refused" "$out"
+    out=$(sr -- python3 "$PROBE" v6 origin.test "$PA" 2>&1)
+    [ "$out" = "asked=fd53 domain=AF_INET6 peer=::ffff:127.0.0.1 tclass=32 body=hello-origin" ] &&
+        ok "an IPv6 socket stays IPv6 with an IPv4 upstream (::ffff:), its IPv6 options kept" ||
+        bad "IPv6 socket, IPv4 upstream" "$out"
     out=$(sr -- python3 "$PROBE" nonblock origin.test "$PA" 2>&1)
     [ "$out" = "connect=EINPROGRESS writable=1 so_error=0 nodelay=1 keepalive=1 nonblock=1 peer=127.0.0.1 body=hello-origin" ] &&
         ok "non-blocking connect: EINPROGRESS, poll, SO_ERROR 0, options kept, shutdown" ||

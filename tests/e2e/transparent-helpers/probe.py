@@ -144,6 +144,21 @@ def cmd_reaim_pending(host, port, other):
     print(" ".join(out))
 
 
+def cmd_v6(host, port):
+    """An IPv6 socket to the name's synthetic IPv6 address, an IPv4 upstream:
+    the socket stays IPv6 (the upstream as ::ffff:a.b.c.d), and an IPv6
+    option set before connect() is still there."""
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET6, socket.SOCK_STREAM)[0][4]
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x20)
+    s.connect(addr)
+    dom = s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)
+    tclass = s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS)
+    print("asked=%s domain=%s peer=%s tclass=%d body=%s"
+          % (addr[0].split(":")[0], "AF_INET6" if dom == socket.AF_INET6 else dom,
+             s.getpeername()[0], tclass, fetch(s, host)))
+
+
 def cmd_refused(host, port):
     try:
         socket.create_connection((host, int(port)), timeout=10)
