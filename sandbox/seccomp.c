@@ -298,6 +298,11 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
          * host's answer. libseccomp also routes i386 socketcall(SYS_CONNECT)
          * here (the host reads its argument block). */
         rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), "connect", 0, none, err, errlen);
+        /* and getpeername(), so that a socket sluice connected names the
+         * address the command asked for, not the one sluice dialed */
+        if (rc == 0)
+            rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(getpeername), "getpeername", 0, none, err,
+                          errlen);
         if (rc < 0)
             return rc;
     }

@@ -50,8 +50,11 @@
  *         denial (and a record in the log and the blocked summary, same
  *         fields as the proxies', protocol "transparent"), ETIMEDOUT,
  *         EHOSTUNREACH, ENETUNREACH for what the dial met.
- *    Limits, documented in the README: getpeername() shows the address
- *    dialed, not the synthetic one the command asked for; a socket bound
+ *      g. getpeername() is notified too: on a socket sluice connected (known
+ *         by SO_COOKIE, the last TP_PEERS of them) it answers with the
+ *         address the command asked for, written through /proc/PID/mem;
+ *         on any other descriptor the kernel answers (CONTINUE).
+ *    Limits, documented in the README: a socket bound
  *    before connect() loses its local address; an IPv6 socket stays one (an
  *    IPv4 upstream as ::ffff:a.b.c.d) unless it is IPV6_V6ONLY, an IPv4 one
  *    may get an IPv6 connection (an upstream with IPv6 addresses only); a non-blocking
@@ -180,6 +183,19 @@ struct tp_req {
     uint16_t port;
     char client[64];
     uint64_t conn_id;
+    uint8_t asked[28]; /* the address the command asked for, as getpeername gives it */
+    uint8_t asked_len;
+};
+
+/* A socket sluice connected (by SO_COOKIE, never reused) and the address
+ * its getpeername() gives: the one the command asked for. A ring: the
+ * oldest of TP_PEERS is forgotten (its getpeername() then shows the address
+ * dialed). */
+#define TP_PEERS 1024
+struct tp_peer {
+    uint64_t cookie;
+    uint8_t sa[28];
+    uint8_t len;
 };
 
 struct dns_conn {
@@ -226,6 +242,9 @@ struct tp {
     size_t npending, max_pending;
     struct dns_conn dconns; /* list head (only prev/next used) */
     int nr_connect[3];      /* per ABI below, -1 unknown */
+    int nr_getpeername[3];
+    struct tp_peer peers[TP_PEERS];
+    size_t peer_next;
     uint32_t arch[3];
     int nr_socketcall; /* i386 */
     struct tp_names names;
@@ -871,6 +890,16 @@ static void install(struct tp_req *r, const struct egress_outcome *o)
             respond(t, r->id, ECONNABORTED, 0);
         return;
     }
+    if (r->asked_len != 0) {
+        uint64_t cookie = 0;
+        socklen_t len = sizeof(cookie);
+        if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) == 0 && cookie != 0) {
+            struct tp_peer *p = &t->peers[t->peer_next++ % TP_PEERS];
+            p->cookie = cookie;
+            memcpy(p->sa, r->asked, sizeof(p->sa));
+            p->len = r->asked_len;
+        }
+    }
     close(fd);
     respond(t, r->id, r->nonblock ? EINPROGRESS : 0, 0);
 }
@@ -1172,6 +1201,23 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     t->npending++;
     snprintf(r->host, sizeof(r->host), "%s", host.name);
     r->port = port;
+    if (c->sa.sa.sa_family == AF_INET) { /* as the kernel gives it: no padding */
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_port = c->sa.in4.sin_port;
+        a.sin_addr = c->sa.in4.sin_addr;
+        memcpy(r->asked, &a, sizeof(a));
+        r->asked_len = sizeof(a);
+    } else if (c->sa.sa.sa_family == AF_INET6) {
+        struct sockaddr_in6 a;
+        memset(&a, 0, sizeof(a));
+        a.sin6_family = AF_INET6;
+        a.sin6_port = c->sa.in6.sin6_port;
+        a.sin6_addr = c->sa.in6.sin6_addr;
+        memcpy(r->asked, &a, sizeof(a));
+        r->asked_len = sizeof(a);
+    }
     snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
     r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
     /* the command gets sluice's socket once it is connected, never while its
@@ -1198,6 +1244,95 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     }
 }
 
+/* The ABI of notification N (index into t->arch), or -1. */
+static int abi_of(const struct tp *t, const struct seccomp_notif *n)
+{
+    for (int i = 0; i < 3; i++)
+        if (n->data.arch == t->arch[i])
+            return i;
+    return -1;
+}
+
+/* LEN bytes of BUF to ADDR in PID's memory through MEMFD (/proc/PID/mem,
+ * opened before the notification was found still valid). 0 or -1. */
+static int poke(int memfd, uint64_t addr, const void *buf, size_t len)
+{
+    return pwrite(memfd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -1;
+}
+
+/* getpeername() (i386: socketcall(SYS_GETPEERNAME)) on a socket sluice
+ * connected answers with the address the command asked for; on any other
+ * descriptor the kernel answers. 1 when N was a getpeername() (answered),
+ * 0 when it is not one. */
+static int peer_call(struct tp *t, const struct seccomp_notif *n)
+{
+    uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_lenp = n->data.args[2];
+    uint64_t cookie = 0;
+    socklen_t clen = sizeof(cookie);
+    const struct tp_peer *p = NULL;
+    int abi = abi_of(t, n), pid = (int)n->pid, fd, memfd, e = 0;
+    uint32_t len, plen;
+    char path[64];
+
+    if (abi < 0)
+        return 0;
+    if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
+        uint32_t blk[3];
+        if (a_fd != SYS_GETPEERNAME)
+            return 0;
+        if (fsw_peek(pid, a_addr, blk, sizeof(blk)) != (ssize_t)sizeof(blk)) {
+            respond(t, n->id, EFAULT, 0);
+            return 1;
+        }
+        a_fd = blk[0];
+        a_addr = blk[1];
+        a_lenp = blk[2];
+    } else if (n->data.nr != t->nr_getpeername[abi] &&
+               !(abi == 0 && t->nr_getpeername[1] >= 0 && n->data.nr == t->nr_getpeername[1])) {
+        return 0;
+    }
+    fd = getfd(t, pid, (int)(a_fd & 0x7fffffff));
+    if (fd >= 0) {
+        if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &clen) == 0 && cookie != 0)
+            for (size_t i = 0; i < TP_PEERS && p == NULL; i++)
+                if (t->peers[i].cookie == cookie)
+                    p = &t->peers[i];
+        close(fd);
+    }
+    if (p == NULL) {
+        respond(t, n->id, 0, 1); /* not one of sluice's: the kernel's answer */
+        return 1;
+    }
+    /* the value-result length, then the address cut to it, as the kernel
+     * does; written through /proc/PID/mem opened before the notification
+     * is found still valid, so the memory is the caller's */
+    if (fsw_peek(pid, a_lenp, &len, sizeof(len)) != (ssize_t)sizeof(len)) {
+        respond(t, n->id, EFAULT, 0);
+        return 1;
+    }
+    if ((int32_t)len < 0) {
+        respond(t, n->id, EINVAL, 0);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+    memfd = open(path, O_RDWR | O_CLOEXEC);
+    if (memfd < 0) {
+        respond(t, n->id, 0, 1);
+        return 1;
+    }
+    if (seccomp_notify_id_valid(t->notify_fd, n->id) != 0) {
+        close(memfd); /* the caller is gone */
+        return 1;
+    }
+    plen = p->len;
+    if ((len > 0 && poke(memfd, a_addr, p->sa, len < plen ? len : plen) < 0) ||
+        poke(memfd, a_lenp, &plen, sizeof(plen)) < 0)
+        e = EFAULT;
+    close(memfd);
+    respond(t, n->id, e, 0);
+    return 1;
+}
+
 /* One notification: read, inspect, then let the kernel run it, refuse it,
  * or make the connection. */
 static void handle(struct tp *t, const struct seccomp_notif *n)
@@ -1209,6 +1344,8 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
 
     if (t->other != NULL && t->other(t->other_ctx, t->notify_fd, n))
         return; /* a write, for the report (fswatch.c) */
+    if (peer_call(t, n))
+        return;
     if (read_call(t, n, &c) < 0)
         return;
     orig = take_socket(t, n, c.fd, &domain);
@@ -1342,6 +1479,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         t->arch[i] = arches[i];
         t->nr_connect[i] =
             arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "connect") : -1;
+        t->nr_getpeername[i] =
+            arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "getpeername") : -1;
     }
 #if defined(__x86_64__)
     t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");

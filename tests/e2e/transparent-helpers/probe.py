@@ -67,7 +67,7 @@ def cmd_nonblock(host, port):
     nodelay = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
     keep = s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
     nb = (s.getblocking() is False)
-    peer = s.getpeername()[0]
+    peer = "asked" if s.getpeername() == addr else "%r" % (s.getpeername(),)
     s.setblocking(True)
     body = fetch(s, host)
     print("connect=%s writable=%d so_error=%d nodelay=%d keepalive=%d nonblock=%d peer=%s body=%s"
@@ -154,9 +154,39 @@ def cmd_v6(host, port):
     s.connect(addr)
     dom = s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)
     tclass = s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS)
+    peer = s.getpeername()
     print("asked=%s domain=%s peer=%s tclass=%d body=%s"
           % (addr[0].split(":")[0], "AF_INET6" if dom == socket.AF_INET6 else dom,
-             s.getpeername()[0], tclass, fetch(s, host)))
+             "asked" if peer[:2] == addr[:2] else "%r" % (peer,), tclass, fetch(s, host)))
+
+
+def cmd_peername(host, port):
+    """getpeername() on sockets sluice connected gives the address asked
+    for, from Python and from C (a short buffer: cut, the full length
+    reported; a bad pointer: EFAULT), on a dup too; on a socket sluice did
+    not connect (a socketpair, an unconnected one) the kernel's answer."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    addr = socket.getaddrinfo(host, int(port), socket.AF_INET, socket.SOCK_STREAM)[0][4]
+    s = socket.create_connection(addr, timeout=10)
+    out = ["asked=%s" % ("synthetic" if addr[0].startswith("198.1") else addr[0])]
+    out.append("peer=%s" % ("asked" if s.getpeername() == addr else repr(s.getpeername())))
+    d = socket.socket(fileno=os.dup(s.fileno()))
+    out.append("dup=%s" % ("asked" if d.getpeername() == addr else repr(d.getpeername())))
+    buf = ctypes.create_string_buffer(16)
+    ln = ctypes.c_uint32(4)
+    rc = libc.getpeername(s.fileno(), buf, ctypes.byref(ln))
+    out.append("short=rc%d,len%d,family%d" % (rc, ln.value, struct.unpack("=H", buf.raw[:2])[0]))
+    ln = ctypes.c_uint32(16)
+    rc = libc.getpeername(s.fileno(), ctypes.c_void_p(8), ctypes.byref(ln))
+    out.append("badptr=%s" % (errno.errorcode.get(ctypes.get_errno(), "?") if rc < 0 else "ok"))
+    a, b = socket.socketpair()
+    out.append("unix=%r" % (a.getpeername(),))
+    try:
+        socket.socket().getpeername()
+        out.append("unconnected=ok")
+    except OSError as e:
+        out.append("unconnected=%s" % errno.errorcode.get(e.errno, e.errno))
+    print(" ".join(out))
 
 
 def cmd_refused(host, port):
