@@ -168,6 +168,11 @@ static const struct {
 };
 #define N_INT_OPTS (sizeof(int_opts) / sizeof(int_opts[0]))
 
+union tp_sa {
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
 struct tp_req {
     struct tp *t;
     struct tp_req *prev, *next;
@@ -183,7 +188,7 @@ struct tp_req {
     uint16_t port;
     char client[64];
     uint64_t conn_id;
-    uint8_t asked[28]; /* the address the command asked for, as getpeername gives it */
+    union tp_sa asked; /* the address the command asked for, as getpeername gives it */
     uint8_t asked_len;
 };
 
@@ -194,7 +199,7 @@ struct tp_req {
 #define TP_PEERS 1024
 struct tp_peer {
     uint64_t cookie;
-    uint8_t sa[28];
+    union tp_sa sa;
     uint8_t len;
 };
 
@@ -896,7 +901,7 @@ static void install(struct tp_req *r, const struct egress_outcome *o)
         if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) == 0 && cookie != 0) {
             struct tp_peer *p = &t->peers[t->peer_next++ % TP_PEERS];
             p->cookie = cookie;
-            memcpy(p->sa, r->asked, sizeof(p->sa));
+            p->sa = r->asked;
             p->len = r->asked_len;
         }
     }
@@ -1201,22 +1206,17 @@ static void start_request(struct tp *t, const struct seccomp_notif *n, const str
     t->npending++;
     snprintf(r->host, sizeof(r->host), "%s", host.name);
     r->port = port;
-    if (c->sa.sa.sa_family == AF_INET) { /* as the kernel gives it: no padding */
-        struct sockaddr_in a;
-        memset(&a, 0, sizeof(a));
-        a.sin_family = AF_INET;
-        a.sin_port = c->sa.in4.sin_port;
-        a.sin_addr = c->sa.in4.sin_addr;
-        memcpy(r->asked, &a, sizeof(a));
-        r->asked_len = sizeof(a);
-    } else if (c->sa.sa.sa_family == AF_INET6) {
-        struct sockaddr_in6 a;
-        memset(&a, 0, sizeof(a));
-        a.sin6_family = AF_INET6;
-        a.sin6_port = c->sa.in6.sin6_port;
-        a.sin6_addr = c->sa.in6.sin6_addr;
-        memcpy(r->asked, &a, sizeof(a));
-        r->asked_len = sizeof(a);
+    /* as the kernel gives it: family, port, address, the rest zero (r is
+     * calloc()ed) */
+    r->asked.in4.sin_family = c->sa.sa.sa_family;
+    if (c->sa.sa.sa_family == AF_INET) {
+        r->asked.in4.sin_port = c->sa.in4.sin_port;
+        r->asked.in4.sin_addr = c->sa.in4.sin_addr;
+        r->asked_len = sizeof(r->asked.in4);
+    } else {
+        r->asked.in6.sin6_port = c->sa.in6.sin6_port;
+        r->asked.in6.sin6_addr = c->sa.in6.sin6_addr;
+        r->asked_len = sizeof(r->asked.in6);
     }
     snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
     r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
@@ -1325,7 +1325,7 @@ static int peer_call(struct tp *t, const struct seccomp_notif *n)
         return 1;
     }
     plen = p->len;
-    if ((len > 0 && poke(memfd, a_addr, p->sa, len < plen ? len : plen) < 0) ||
+    if ((len > 0 && poke(memfd, a_addr, &p->sa, len < plen ? len : plen) < 0) ||
         poke(memfd, a_lenp, &plen, sizeof(plen)) < 0)
         e = EFAULT;
     close(memfd);
