@@ -1,0 +1,116 @@
+/* sandbox/transparent_int.h - transparent mode's own types, shared by its
+ * two halves: transparent.c (connect() and getpeername() notifications,
+ * start and stop) and tp_dns.c (names, synthetic addresses, the sandbox's
+ * resolver). Private to those two files; sandbox/transparent.h is the
+ * module's header. */
+#ifndef SLUICE_SANDBOX_TRANSPARENT_INT_H
+#define SLUICE_SANDBOX_TRANSPARENT_INT_H
+
+#include "sandbox/transparent.h"
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+struct seccomp_notif;
+struct seccomp_notif_resp;
+
+#define DNS_TCP_MAX 65535u /* a DNS message over TCP, its length prefix aside */
+#define TP_N_INT_OPTS 13   /* transparent.c's int_opts */
+
+union tp_sa {
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
+struct tp_req {
+    struct tp *t;
+    struct tp_req *prev, *next;
+    uint64_t id;   /* seccomp notification id */
+    int pid;       /* the calling thread (host pid namespace) */
+    int target_fd; /* the descriptor number in the command */
+    int orig;      /* our copy of the command's socket */
+    int family;    /* its domain */
+    int nonblock;  /* O_NONBLOCK on it when connect() was called */
+    int mapped;    /* IPv6, not IPV6_V6ONLY: dialed from an IPv6 socket */
+    struct egress_req *er;
+    char host[POLICY_HOST_MAX + 1]; /* for the log record */
+    uint16_t port;
+    char client[64];
+    uint64_t conn_id;
+    union tp_sa asked; /* the address the command asked for, as getpeername gives it */
+    uint8_t asked_len;
+};
+
+/* A socket sluice connected (by SO_COOKIE, never reused) and the address
+ * its getpeername() gives: the one the command asked for. A ring: the
+ * oldest of TP_PEERS is forgotten (its getpeername() then shows the address
+ * dialed). */
+#define TP_PEERS 1024
+struct tp_peer {
+    uint64_t cookie;
+    union tp_sa sa;
+    uint8_t len;
+};
+
+struct dns_conn {
+    uv_tcp_t tcp;
+    uv_timer_t idle;
+    struct tp *t;
+    struct dns_conn *prev, *next;
+    uint8_t buf[2 + DNS_TCP_MAX];
+    size_t have;
+    int closing, nclosed;
+};
+
+struct tp {
+    uv_loop_t *loop;
+    struct egress_env *egress;
+    connlog_fn log;
+    void *log_ctx;
+    uint64_t *next_id;
+    int notify_fd;
+    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n); /* tp_opts.other */
+    void *other_ctx;
+    int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
+    int optdef[2][TP_N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
+    int self_pid;
+    dev_t ns_dev; /* the sandbox's network namespace */
+    ino_t ns_ino;
+    uint64_t ns_cookie; /* and its SO_NETNS_COOKIE, 0 when unknown */
+    int pid;            /* the command's pid */
+    /* the last calling process (a thread group leader): its pidfd, its
+     * /proc/PID/fdinfo and the last file read there (number cache_infonum),
+     * kept while it makes calls (getfd, remote_cloexec) */
+    int cache_pid, cache_pidfd, cache_fdinfo, cache_info, cache_infonum;
+    uv_poll_t poll;
+    int poll_open;
+    uv_udp_t udp;
+    int udp_open;
+    uv_tcp_t tcp;
+    int tcp_open;
+    int handles; /* open handles; tp is freed when the last closes */
+    int closing;
+    struct seccomp_notif *notif;
+    struct seccomp_notif_resp *resp;
+    struct tp_req reqs; /* list head */
+    size_t npending, max_pending;
+    struct dns_conn dconns; /* list head (only prev/next used) */
+    int nr_connect[3];      /* per ABI below, -1 unknown */
+    int nr_getpeername[3];
+    struct tp_peer peers[TP_PEERS];
+    size_t peer_next;
+    uint32_t arch[3];
+    int nr_socketcall; /* i386 */
+    struct tp_names names;
+};
+
+/* tp_dns.c: the resolver's servers, on t->udp and t->tcp */
+void tp_dns_udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void tp_dns_udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from,
+                     unsigned flags);
+void tp_dns_tcp_accept(uv_stream_t *l, int status);
+void tp_dns_conn_close(struct dns_conn *c);
+
+#endif
