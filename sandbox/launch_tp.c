@@ -1,6 +1,6 @@
 /* sandbox/launch_tp.c - the launcher's side of transparent mode (issue 17):
  * the hooks sandbox/launch.c calls, kept here so that launch.c only has one
- * line per step. The mode itself is sandbox/transparent.c.
+ * line per step. The mode itself is sandbox/transparent.c and tp_dns.c.
  *
  *   run_tp_prepare     after the host checks: kernel pieces, settings that
  *                      cannot go with it, the sandbox's resolv.conf in the

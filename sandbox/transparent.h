@@ -1,6 +1,7 @@
-/* sandbox/transparent.h - transparent mode, host side (transparent.c):
- * connect() interception through seccomp user notification, the synthetic
- * address table, and the sandbox's resolver. */
+/* sandbox/transparent.h - transparent mode, host side: connect() and
+ * getpeername() interception through seccomp user notification
+ * (transparent.c), the synthetic address table and the sandbox's resolver
+ * (tp_dns.c). */
 #ifndef SLUICE_SANDBOX_TRANSPARENT_H
 #define SLUICE_SANDBOX_TRANSPARENT_H
 
