@@ -23,7 +23,11 @@
 #
 # How: a wrapper `$tmp/SCRIPT/sluice` is given to the scripts as their sluice.
 # Where it can write its log directory it execs
-#   valgrind --tool=memcheck --leak-check=full ... --log-file=DIR/%p.uUID.log sluice ARGS
+#   valgrind --tool=memcheck --vgdb=no --leak-check=full ... --log-file=DIR/%p.uUID.log sluice ARGS
+# (--vgdb=no: no gdbserver FIFOs in /tmp; a valgrind killed by a test leaves
+# its FIFO behind, named by PID and, for a user without a passwd entry,
+# "by-???-on-???" whoever ran it, so a later run as the other user that
+# draws the same PID could not create its own and failed before sluice ran)
 # so the PID the script sees (and signals) is the valgrind'ed sluice itself.
 # Where it cannot (inside the sandbox of `sluice run`, where the host's
 # directories are read-only, or a user's own `bwrap --ro-bind / /`), it execs
@@ -122,7 +126,7 @@ make_wrapper() { # DIR: DIR/sluice logging to DIR/vg
         echo '#!/bin/sh'
         echo '# written by tests/valgrind.sh: valgrind where the log directory is writable'
         printf 'if [ -w %q ]; then\n' "$1/vg"
-        printf '    exec valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite'
+        printf '    exec valgrind --tool=memcheck --vgdb=no --leak-check=full --show-leak-kinds=definite'
         printf ' --errors-for-leak-kinds=definite --track-fds=no --trace-children=no'
         printf ' --child-silent-after-fork=yes --num-callers=30'
         for o in "${supp_opt[@]}"; do printf ' %q' "$o"; done
