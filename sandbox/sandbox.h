@@ -197,6 +197,10 @@ struct sb_seccomp_opts {
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
 
+/* The ABIs the filter covers (libseccomp SCMP_ARCH_*), the native one
+ * first: *n of them. Transparent mode reads the notifications of each. */
+const uint32_t *sb_seccomp_arches(size_t *n);
+
 /* One line per rule, for `sluice explain` and the README. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
 

@@ -129,7 +129,7 @@
 
 #define MASK32 ((scmp_datum_t)0xffffffffU)
 
-/* The ABIs besides the native one that the kernel may run here. */
+/* The ABIs the kernel may run here, the native one first (sb_seccomp_arches). */
 static const uint32_t extra_arches[] = {
 #if defined(__x86_64__)
     SCMP_ARCH_X86_64,
@@ -142,6 +142,12 @@ static const uint32_t extra_arches[] = {
 #error "sluice's seccomp filter knows x86-64 and aarch64 only"
 #endif
 };
+
+const uint32_t *sb_seccomp_arches(size_t *n)
+{
+    *n = sizeof extra_arches / sizeof extra_arches[0];
+    return extra_arches;
+}
 
 static int fail(char *err, size_t errlen, const char *what, int rc)
 {

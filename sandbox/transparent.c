@@ -909,21 +909,6 @@ static void on_handle_closed(uv_handle_t *h)
 
 int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
 {
-    static const uint32_t arches[3] = {
-#if defined(__x86_64__)
-        SCMP_ARCH_X86_64,
-        SCMP_ARCH_X32,
-        SCMP_ARCH_X86,
-#elif defined(__aarch64__)
-        SCMP_ARCH_AARCH64,
-        SCMP_ARCH_ARM,
-        0,
-#else
-        0,
-        0,
-        0,
-#endif
-    };
     struct tp *t;
     const char *why = kernel_problem();
     int rc, udp_taken = 0, tcp_taken = 0;
@@ -971,12 +956,17 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->dconns.next = t->dconns.prev = &t->dconns;
     t->nr_socketcall = -1;
-    for (int i = 0; i < 3; i++) {
-        t->arch[i] = arches[i];
-        t->nr_connect[i] =
-            arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "connect") : -1;
-        t->nr_getpeername[i] =
-            arches[i] != 0 ? seccomp_syscall_resolve_name_arch(arches[i], "getpeername") : -1;
+    {
+        size_t narch;
+        const uint32_t *arches = sb_seccomp_arches(&narch); /* the filter's */
+        for (size_t i = 0; i < 3; i++) {
+            t->arch[i] = i < narch ? arches[i] : 0;
+            t->nr_connect[i] =
+                t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "connect") : -1;
+            t->nr_getpeername[i] = t->arch[i] != 0
+                                       ? seccomp_syscall_resolve_name_arch(t->arch[i], "getpeername")
+                                       : -1;
+        }
     }
 #if defined(__x86_64__)
     t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");
