@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-static int start_resolver(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
-                          char *err, size_t errlen)
+int proxy_resolver_start(struct resolver **out, uv_loop_t *loop, const struct settings *s,
+                         char *err, size_t errlen)
 {
     const char **servers = NULL;
     size_t n = s->network.dns_servers.n;
@@ -27,10 +27,10 @@ static int start_resolver(struct proxy_core *c, uv_loop_t *loop, const struct se
         for (size_t i = 0; i < n; i++)
             servers[i] = s->network.dns_servers.items[i].value;
     }
-    rc = resolver_init(&c->resolver, loop, servers, n, s->proxy.dns_timeout_ms);
+    rc = resolver_init(out, loop, servers, n, s->proxy.dns_timeout_ms);
     free(servers);
     if (rc < 0) {
-        c->resolver = NULL;
+        *out = NULL;
         snprintf(err, errlen, "cannot start the DNS resolver: %s", uv_strerror(rc));
         return -1;
     }
@@ -43,7 +43,7 @@ int proxy_core_start(struct proxy_core *c, uv_loop_t *loop, const struct setting
     int rc;
 
     memset(c, 0, sizeof(*c));
-    if (start_resolver(c, loop, s, err, errlen) < 0)
+    if (proxy_resolver_start(&c->resolver, loop, s, err, errlen) < 0)
         return -1;
     if (ask_spec != NULL) {
         const char *why = NULL;

@@ -33,6 +33,12 @@ struct proxy_core {
     struct egress_env *egress;
 };
 
+/* Starts a resolver on LOOP with the settings' DNS servers and timeout
+ * into *out (each worker has its own). 0, or -1 with a message in err and
+ * *out NULL. */
+int proxy_resolver_start(struct resolver **out, uv_loop_t *loop, const struct settings *s,
+                         char *err, size_t errlen);
+
 /* Starts the resolver (settings' DNS servers and timeout), the ask broker
  * and handler when ask_spec is not NULL, and the egress environment over
  * policy p, which it takes on success. -1 with a message in err (p is then

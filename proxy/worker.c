@@ -534,26 +534,10 @@ int proxy_worker_setup(struct proxy_worker *w, char *err, size_t errlen)
 {
     struct proxy_srv *srv = w->srv;
     const struct settings *s = &srv->settings;
-    const char **servers = NULL;
-    size_t n = s->network.dns_servers.n;
     int rc;
 
-    if (n > 0) {
-        servers = calloc(n, sizeof(*servers));
-        if (servers == NULL) {
-            snprintf(err, errlen, "out of memory");
-            return 1;
-        }
-        for (size_t i = 0; i < n; i++)
-            servers[i] = s->network.dns_servers.items[i].value;
-    }
-    rc = resolver_init(&w->resolver, w->loop, servers, n, s->proxy.dns_timeout_ms);
-    free(servers);
-    if (rc < 0) {
-        w->resolver = NULL;
-        snprintf(err, errlen, "cannot start the DNS resolver: %s", uv_strerror(rc));
+    if (proxy_resolver_start(&w->resolver, w->loop, s, err, errlen) < 0)
         return 1;
-    }
     if (srv->broker != NULL && w->index == 0) {
         w->broker = srv->broker;
     } else if (srv->broker != NULL) {
