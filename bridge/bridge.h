@@ -259,16 +259,13 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
  * POLLOUT, then SO_ERROR), or a UV_* error when connect() failed at once. */
 int dialer_connect_now(const struct dialer_target *t, int *in_progress);
 
-/* Whether the connect() under way on FD (from dialer_connect_now()) has
- * ended, without waiting: 1 connected, 0 not yet, or the UV_* error it
- * failed with (SO_ERROR, read and so cleared). */
-int dialer_connect_done(int fd);
-
-/* As dialer_start(), with the attempt at targets[0] already under way on FD
- * (dialer_connect_now()), which the dialer takes over (closed on every
- * failure, UV_ENOMEM included). */
-int dialer_adopt(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
-                 size_t n, unsigned timeout_ms, int fd, dialer_cb cb, void *arg);
+/* As dialer_start(), except that a connection made at once (a loopback
+ * target) is handed over here: 1 with *fd and *index set, the callback never
+ * called and *out NULL. 0: under way, the callback will report it (also
+ * when every target failed at once). < 0 as dialer_start(). */
+int dialer_start_now(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                     size_t n, unsigned timeout_ms, dialer_cb cb, void *arg, int *fd,
+                     size_t *index);
 
 /* Cancels a dial whose callback has not run: the callback will not run, any
  * socket is closed, memory is freed from a close callback (the loop must run

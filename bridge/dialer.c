@@ -79,6 +79,7 @@ struct dialer {
     unsigned timeout_ms;
     unsigned timed_out : 1; /* an attempt timed out */
     unsigned refused : 1;   /* an attempt was refused */
+    unsigned now : 1;       /* inside dialer_start_now(): a connection made at once is kept */
     unsigned pending_close;
     size_t idx; /* target being tried */
     size_t n;
@@ -231,16 +232,15 @@ static void on_poll(uv_poll_t *h, int status, int events);
 static void on_timer(uv_timer_t *t);
 
 /* fd connected inside attempt_start(): reported from the loop, never from
- * here. */
+ * here; inside dialer_start_now(), handed to its caller instead. */
 static void report_connected(struct dialer *d, int fd)
 {
     d->fd = fd;
     d->state = DIALER_ST_REPORT;
-    DIALER_CHECK(uv_timer_start(&d->timer, on_timer, 0, 0) == 0);
+    if (!d->now)
+        DIALER_CHECK(uv_timer_start(&d->timer, on_timer, 0, 0) == 0);
 }
 
-/* Starts connecting to targets[d->idx]. 0: CONNECTING or REPORT was entered;
- * < 0: this attempt failed, nothing is left open. */
 int dialer_connect_now(const struct dialer_target *t, int *in_progress)
 {
     struct sockaddr_storage ss;
@@ -275,7 +275,10 @@ int dialer_connect_now(const struct dialer_target *t, int *in_progress)
     return fd;
 }
 
-int dialer_connect_done(int fd)
+/* Whether the connect() under way on FD has ended, without waiting: 1
+ * connected, 0 not yet, or the UV_* error it failed with (SO_ERROR, read
+ * and so cleared). */
+static int connect_done(int fd)
 {
     struct pollfd pfd;
 
@@ -299,7 +302,7 @@ int dialer_connect_done(int fd)
 static int attempt_watch(struct dialer *d, int fd)
 {
     uv_poll_t *p;
-    int rc, done = dialer_connect_done(fd);
+    int rc, done = connect_done(fd);
 
     if (done < 0) {
         rc = done;
@@ -338,6 +341,8 @@ fail:
     return rc;
 }
 
+/* Starts connecting to targets[d->idx]. 0: CONNECTING or REPORT was entered;
+ * < 0: this attempt failed, nothing is left open. */
 static int attempt_start(struct dialer *d)
 {
     int fd, in_progress;
@@ -464,20 +469,26 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
     return rc;
 }
 
-int dialer_adopt(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
-                 size_t n, unsigned timeout_ms, int fd, dialer_cb cb, void *arg)
+int dialer_start_now(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
+                     size_t n, unsigned timeout_ms, dialer_cb cb, void *arg, int *fd,
+                     size_t *index)
 {
+    struct dialer *d;
     int rc = dialer_new(out, loop, targets, n, timeout_ms, cb, arg);
 
-    if (rc < 0) {
-        close(fd);
+    if (rc < 0)
         return rc;
-    }
-    rc = attempt_watch(*out, fd);
-    if (rc < 0) {
-        note_error(*out, rc);
-        (*out)->idx++;
-        try_next(*out);
+    d = *out;
+    d->now = 1;
+    try_next(d);
+    d->now = 0;
+    if (d->state == DIALER_ST_REPORT && d->fd >= 0) { /* connected at once */
+        *fd = d->fd;
+        *index = d->idx;
+        d->fd = -1;
+        finish(d); /* no callback; freed once its timer has closed */
+        *out = NULL;
+        return 1;
     }
     return 0;
 }

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct egress_pol {
     struct policy *p;
@@ -317,40 +316,25 @@ static void dial(struct egress_req *r)
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
     if (r->how & EGRESS_DIAL_SYNC) {
-        /* the first attempt here: made at once (loopback), it is the
-         * outcome now; else the dialer takes it over */
-        int in_progress, fd = dialer_connect_now(&r->targets[0], &in_progress);
-        int done = fd < 0 ? fd : !in_progress ? 1 : dialer_connect_done(fd);
-        if (done < 0) {
-            /* refused at once (its SO_ERROR is read): on to the others */
-            if (fd >= 0)
-                close(fd);
-            if (r->ntargets == 1) {
-                on_dialed(r, done, -1, r->ntargets);
-                return;
-            }
-            r->ntargets--;
-            memmove(&r->targets[0], &r->targets[1], r->ntargets * sizeof(r->targets[0]));
-            fd = -1;
-        }
-        if (fd >= 0 && done == 1) {
+        /* a connection made at once (loopback) is the outcome now */
+        int fd = -1;
+        size_t idx = 0;
+        rc = dialer_start_now(&r->dialer, r->env->loop, r->targets, r->ntargets,
+                              r->env->dial_timeout_ms, on_dialed, r, &fd, &idx);
+        if (rc == 1) {
+            r->dialer = NULL;
             r->o.dial_ns = uv_hrtime() - r->t_step;
             r->o.timed |= EGRESS_TIMED_DIAL;
-            r->o.addr = r->targets[0].addr;
+            r->o.addr = r->targets[idx].addr;
             r->o.have_addr = 1;
             r->o.fd = fd;
             finish(r, EGRESS_CONNECTED, 0);
             return;
         }
-        if (fd >= 0) {
-            rc = dialer_adopt(&r->dialer, r->env->loop, r->targets, r->ntargets,
-                              r->env->dial_timeout_ms, fd, on_dialed, r);
-            goto started;
-        }
+    } else {
+        rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets,
+                          r->env->dial_timeout_ms, on_dialed, r);
     }
-    rc = dialer_start(&r->dialer, r->env->loop, r->targets, r->ntargets, r->env->dial_timeout_ms,
-                      on_dialed, r);
-started:
     if (rc < 0) {
         r->dialer = NULL;
         snprintf(r->o.reason, sizeof(r->o.reason), "cannot start a connection: %s",

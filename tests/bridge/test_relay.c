@@ -1977,6 +1977,48 @@ static void test_dial_now(void **state)
     assert_int_equal(dialer_connect_now(&t, &in_progress), UV_EINVAL);
 }
 
+/* dialer_start_now(): a connection made at once (loopback) is handed back
+ * at once, with no callback, after the targets that failed at once; one
+ * that cannot be made at once, or none at all, goes through the callback. */
+static void test_dial_start_now(void **state)
+{
+    struct fx *f = *state;
+    uint16_t good = bound_port(listen_tcp(f, 8)), hang = hanging_port(f);
+    struct dialer_target t[2];
+    struct dial_res res = {0, 0, -2, 99};
+    struct dialer *d = NULL;
+    size_t idx = 99;
+    int fd = -1;
+
+    t[0] = tcp4_target(refused_port(f));
+    t[1] = tcp4_target(good);
+    assert_int_equal(dialer_start_now(&d, &f->loop, t, 2, 5000, dial_cb, &res, &fd, &idx), 1);
+    assert_null(d);
+    assert_true(fd >= 0);
+    assert_int_equal(idx, 1);
+    close(fd);
+    run(f); /* the dialer's timer closes; no callback */
+    assert_int_equal(res.n, 0);
+
+    assert_int_equal(dialer_start_now(&d, &f->loop, t, 1, 5000, dial_cb, &res, &fd, &idx), 0);
+    assert_non_null(d);
+    assert_int_equal(res.n, 0);
+    run(f);
+    assert_int_equal(res.n, 1);
+    assert_int_equal(res.status, UV_ECONNREFUSED);
+
+    if (hang == 0)
+        return;
+    t[0] = tcp4_target(hang);
+    res.n = 0;
+    assert_int_equal(dialer_start_now(&d, &f->loop, t, 2, 200, dial_cb, &res, &fd, &idx), 0);
+    run(f); /* the hanging attempt times out, then the listening one connects */
+    assert_int_equal(res.n, 1);
+    assert_int_equal(res.status, 0);
+    assert_int_equal(res.index, 1);
+    close(res.fd);
+}
+
 static void test_dial_fallback(void **state)
 {
     struct fx *f = *state;
@@ -2299,6 +2341,7 @@ int main(void)
         TP(test_half_close_upstream_first, P_TT, "tcp/tcp"),
         TP(test_half_close_upstream_first, P_PP, "pipe/pipe"),
         T(test_dial_now),
+        T(test_dial_start_now),
         T(test_reset_upstream),
         T(test_reset_client),
         T(test_reset_while_paused_then_fin),
