@@ -32,6 +32,9 @@ static const uint8_t tp_v6_prefix[8] = {0xfd, 0x53, 0x6c, 0x75, 0x69, 0x63, 0x65
 #define DNS_TTL 300u
 #define DNS_TCP_MAX 65535u
 #define DNS_TCP_IDLE_MS 10000u
+#define DNS_TCP_CONNS 64u        /* open DNS-over-TCP connections */
+#define DNS_TCP_WRITES 32u       /* answers queued per connection */
+#define DNS_TCP_QUEUED 16384u    /* bytes queued per connection */
 
 /* ------------------------------------------------------------------------ */
 /* Names and synthetic addresses                                             */
@@ -318,7 +321,14 @@ void tp_dns_udp_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf, const struct s
     (void)uv_udp_try_send(u, &b, 1, from); /* a full socket buffer drops it, as UDP does */
 }
 
-/* DNS over TCP: two-byte length, message; several per connection. */
+/* DNS over TCP: two-byte length, message; several per connection.
+ *
+ * Memory stays bounded whatever the sandbox sends: at most DNS_TCP_CONNS
+ * connections (one more is accepted and closed at once), each with its
+ * fixed receive buffer and at most DNS_TCP_WRITES answers queued. A client
+ * that pipelines queries and does not read its answers stops being read
+ * (TCP's own flow control then holds it back) until it has taken them; the
+ * queries already received wait in the buffer. */
 static void dconn_closed(uv_handle_t *h)
 {
     struct dns_conn *c = h->data;
@@ -338,6 +348,7 @@ void tp_dns_conn_close(struct dns_conn *c)
     c->closing = 1;
     c->prev->next = c->next;
     c->next->prev = c->prev;
+    c->t->ndconns--;
     uv_close((uv_handle_t *)&c->tcp, dconn_closed);
     uv_close((uv_handle_t *)&c->idle, dconn_closed);
 }
@@ -357,13 +368,90 @@ static void dconn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 struct dwrite {
     uv_write_t w;
+    struct dns_conn *c;
     uint8_t data[2 + 1024];
 };
 
-static void dwrite_done(uv_write_t *w, int status)
+static void dconn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void dwrite_done(uv_write_t *req, int status);
+
+static int dconn_full(struct dns_conn *c)
 {
-    (void)status;
-    free(container_of(w, struct dwrite, w));
+    return c->writes >= DNS_TCP_WRITES ||
+           uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) >= DNS_TCP_QUEUED;
+}
+
+/* Answers the complete queries in the buffer while the queue has room; stops
+ * reading when it has none. 0, or -1 when the connection was closed. */
+static int dconn_answer(struct dns_conn *c)
+{
+    uv_stream_t *s = (uv_stream_t *)&c->tcp;
+
+    while (c->have >= 2) {
+        size_t mlen = (size_t)c->buf[0] << 8 | c->buf[1];
+        struct dwrite *w;
+        size_t len;
+        uv_buf_t b;
+
+        if (c->have < 2 + mlen)
+            break;
+        if (dconn_full(c)) {
+            if (!c->paused) {
+                c->paused = 1;
+                uv_read_stop(s);
+            }
+            return 0;
+        }
+        w = malloc(sizeof(*w));
+        if (w == NULL) {
+            tp_dns_conn_close(c);
+            return -1;
+        }
+        w->c = c;
+        len = tp_dns_answer(c->t, c->buf + 2, mlen, w->data + 2, sizeof(w->data) - 2);
+        memmove(c->buf, c->buf + 2 + mlen, c->have - 2 - mlen);
+        c->have -= 2 + mlen;
+        if (len == 0) {
+            free(w);
+            continue;
+        }
+        put16(w->data, (unsigned)len);
+        b = uv_buf_init((char *)w->data, (unsigned)(len + 2));
+        c->writes++;
+        if (uv_write(&w->w, s, &b, 1, dwrite_done) < 0) {
+            c->writes--;
+            free(w);
+            tp_dns_conn_close(c);
+            return -1;
+        }
+    }
+    if (c->paused) {
+        c->paused = 0;
+        if (uv_read_start(s, dconn_alloc, dconn_read) < 0) {
+            tp_dns_conn_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void dwrite_done(uv_write_t *req, int status)
+{
+    struct dwrite *w = container_of(req, struct dwrite, w);
+    struct dns_conn *c = w->c;
+
+    free(w);
+    c->writes--; /* c lives until its close callbacks, which come after this */
+    if (c->closing)
+        return;
+    if (status < 0) {
+        tp_dns_conn_close(c);
+        return;
+    }
+    /* the client took answers: a sign of life, and room for more */
+    (void)uv_timer_start(&c->idle, dconn_idle, DNS_TCP_IDLE_MS, 0);
+    if (c->paused && !dconn_full(c))
+        (void)dconn_answer(c);
 }
 
 static void dconn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -377,34 +465,25 @@ static void dconn_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     c->have += (size_t)n;
     (void)uv_timer_start(&c->idle, dconn_idle, DNS_TCP_IDLE_MS, 0);
-    while (c->have >= 2) {
-        size_t mlen = (size_t)c->buf[0] << 8 | c->buf[1];
-        struct dwrite *w;
-        size_t len;
-        uv_buf_t b;
+    (void)dconn_answer(c);
+}
 
-        if (c->have < 2 + mlen)
-            break;
-        w = malloc(sizeof(*w));
-        if (w == NULL) {
-            tp_dns_conn_close(c);
-            return;
-        }
-        len = tp_dns_answer(c->t, c->buf + 2, mlen, w->data + 2, sizeof(w->data) - 2);
-        memmove(c->buf, c->buf + 2 + mlen, c->have - 2 - mlen);
-        c->have -= 2 + mlen;
-        if (len == 0) {
-            free(w);
-            continue;
-        }
-        put16(w->data, (unsigned)len);
-        b = uv_buf_init((char *)w->data, (unsigned)(len + 2));
-        if (uv_write(&w->w, s, &b, 1, dwrite_done) < 0) {
-            free(w);
-            tp_dns_conn_close(c);
-            return;
-        }
-    }
+static void refused_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Takes the pending connection and closes it: one left unaccepted would
+ * stop libuv from accepting any more. */
+static void tp_dns_refuse(uv_stream_t *l)
+{
+    uv_tcp_t *r = malloc(sizeof(*r));
+
+    if (r == NULL)
+        return;
+    uv_tcp_init(l->loop, r);
+    (void)uv_accept(l, (uv_stream_t *)r);
+    uv_close((uv_handle_t *)r, refused_closed);
 }
 
 void tp_dns_tcp_accept(uv_stream_t *l, int status)
@@ -415,8 +494,15 @@ void tp_dns_tcp_accept(uv_stream_t *l, int status)
     if (status < 0 || t->closing)
         return;
     c = calloc(1, sizeof(*c));
-    if (c == NULL)
+    if (c == NULL) {
+        tp_dns_refuse(l);
         return;
+    }
+    if (t->ndconns >= DNS_TCP_CONNS) {
+        free(c);
+        tp_dns_refuse(l);
+        return;
+    }
     c->t = t;
     uv_tcp_init(t->loop, &c->tcp);
     uv_timer_init(t->loop, &c->idle);
@@ -426,6 +512,7 @@ void tp_dns_tcp_accept(uv_stream_t *l, int status)
     c->prev = &t->dconns;
     t->dconns.next->prev = c;
     t->dconns.next = c;
+    t->ndconns++;
     t->handles++;
     if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, dconn_alloc, dconn_read) < 0) {

@@ -61,7 +61,9 @@ struct dns_conn {
     struct dns_conn *prev, *next;
     uint8_t buf[2 + DNS_TCP_MAX];
     size_t have;
+    unsigned writes; /* answers queued and not yet completed */
     int closing, nclosed;
+    int paused; /* reading stopped until the client takes its answers */
 };
 
 struct tp {
@@ -97,6 +99,7 @@ struct tp {
     struct tp_req reqs; /* list head */
     size_t npending, max_pending;
     struct dns_conn dconns; /* list head (only prev/next used) */
+    unsigned ndconns;       /* open DNS-over-TCP connections */
     int nr_connect[3];      /* per ABI below, -1 unknown */
     int nr_getpeername[3];
     struct tp_peer peers[TP_PEERS];

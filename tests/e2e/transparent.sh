@@ -108,6 +108,27 @@ JSON
     [ "$out" = "id=1234 rcode=0 answers=0" ] && ok "DNS: MX gets an empty NOERROR" || bad "DNS MX" "$out"
     out=$(sr -- python3 "$PROBE" dns evil.test AAAA tcp 2>&1)
     grep -q "rcode=3 answers=0" <<< "$out" && ok "DNS over tcp: a denied name is NXDOMAIN" || bad "DNS tcp NXDOMAIN" "$out"
+    # a client that pipelines queries and never reads its answers (and floods
+    # UDP) must not grow sluice on the host: it stops being read while its
+    # answers are unsent. a million made the old one grow by about 1 GiB.
+    rm -f "$W/flood" "$W/flood.done"
+    "$SLUICE" run --settings "$S" --quiet -- python3 "$PROBE" dnsflood origin.test 1000000 "$W/flood" > "$T/flood.out" 2>&1 &
+    local fpid=$! rss
+    for i in $(seq 1200); do [ -e "$W/flood" ] && break; kill -0 $fpid 2>/dev/null || break; sleep 0.1; done
+    rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$fpid/status" 2>/dev/null)
+    touch "$W/flood.done"
+    wait $fpid
+    if [ ! -e "$W/flood" ] || [ -z "$rss" ]; then
+        bad "DNS flood: the probe did not finish flooding" "$(cat "$T/flood.out")"
+    elif [ "$rss" -lt 131072 ]; then
+        ok "DNS flood ($(cat "$W/flood")): sluice's host RSS stays bounded (${rss} kB)"
+    else
+        bad "DNS flood: sluice's host RSS grew to ${rss} kB ($(cat "$W/flood"))" "$(cat "$T/flood.out")"
+    fi
+    out=$(sr -- python3 "$PROBE" dnsconns origin.test 80 2>&1)
+    [ "$out" = "first=answered last=closed" ] &&
+        ok "DNS over tcp: connections beyond the cap are closed, the others still answer" ||
+        bad "DNS tcp connection cap" "$out"
 
     # --- connections by name ---------------------------------------------------------------
     out=$(sr -- curl --max-time 10 -sS --noproxy '*' "http://origin.test:$PA/hello.txt" 2>&1)

@@ -10,6 +10,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 
 def fetch(sock, host, path="/hello.txt"):
@@ -217,6 +218,67 @@ def cmd_dns(name, qtype, proto):
             r += s.recv(n - len(r))
     rid, flags, qd, an = struct.unpack(">HHHH", r[:8])
     print("id=%x rcode=%d answers=%d" % (rid, flags & 15, an))
+
+
+def dns_query(name, qid=0x1234):
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\0" + struct.pack(">HH", 1, 1)
+
+
+def cmd_dnsflood(name, count, marker):
+    """Pipelines COUNT queries over TCP to the sandbox's resolver and never
+    reads an answer, floods UDP likewise, then writes MARKER and waits (the
+    connection held open, answers unread) until MARKER.done appears."""
+    q = dns_query(name)
+    batch = (struct.pack(">H", len(q)) + q) * 1000
+    count = int(count)
+    s = socket.create_connection(("127.0.0.1", 53), timeout=5)
+    s.setblocking(False)
+    sent = 0
+    buf = b""
+    while sent < count:
+        if not buf:
+            buf = batch
+            sent += 1000
+        try:
+            n = s.send(buf)
+            buf = buf[n:]
+        except BlockingIOError:
+            # held back: the resolver stopped reading (or is slow); wait a
+            # while for room, and stop flooding if none comes
+            if not select.select([], [s], [], 3)[1]:
+                break
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.setblocking(False)
+    for _ in range(count // 10):
+        try:
+            u.sendto(q, ("127.0.0.1", 53))
+        except (BlockingIOError, OSError):
+            pass
+    with open(marker, "w") as f:
+        f.write("sent=%d\n" % sent)
+    for _ in range(1200):
+        if os.path.exists(marker + ".done"):
+            break
+        time.sleep(0.1)
+    print("flooded")
+
+
+def cmd_dnsconns(name, n):
+    """Opens N DNS-over-TCP connections and keeps them; reports whether the
+    first still answers and whether the last was refused (closed at once)."""
+    q = dns_query(name)
+    conns = [socket.create_connection(("127.0.0.1", 53), timeout=5) for _ in range(int(n))]
+    def ask(s):
+        try:
+            s.sendall(struct.pack(">H", len(q)) + q)
+            h = s.recv(2)
+            return "answered" if len(h) == 2 else "closed"
+        except OSError:
+            return "closed"
+    print("first=%s last=%s" % (ask(conns[0]), ask(conns[-1])))
 
 
 def cmd_own_server():
