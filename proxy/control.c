@@ -12,6 +12,11 @@
  * over every line, as over every other layer, so a line cannot lift its
  * rules. End of file stops reading; the run goes on with the last policy.
  *
+ * Any readable descriptor will do, as with the reference: a pipe, a FIFO or
+ * a socket is polled on the loop; one that cannot be polled (a regular file,
+ * /dev/null) is read to its end on libuv's thread pool, a line at a time as
+ * it comes.
+ *
  * The owner (the run launcher or the proxy server) supplies what to do with
  * a compiled policy (typically: note its own listeners in it and give it to
  * egress_env_set_policy()).
@@ -23,13 +28,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/common.h"
 #include "policy/policy.h"
 
 #define CONTROL_LINE_MAX (4u << 20) /* one settings document */
 
 struct proxy_control {
-    uv_pipe_t pipe;
+    uv_pipe_t pipe; /* polled descriptors; only initialised for a file */
+    uv_fs_t req;    /* a descriptor that cannot be polled: read in turn */
+    int fd;         /* that descriptor (the pipe owns a polled one) */
+    int reading;    /* req in flight */
+    int closed;     /* the pipe's close callback ran */
     proxy_control_policy_fn fn;
     void *arg;
     FILE *report;
@@ -42,12 +55,21 @@ struct proxy_control {
     int eof;
 };
 
+static void destroy(struct proxy_control *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->buf);
+    free(c);
+}
+
 static void on_closed(uv_handle_t *h)
 {
     struct proxy_control *c = h->data;
 
-    free(c->buf);
-    free(c);
+    c->closed = 1;
+    if (!c->reading) /* else on_fs_read frees it */
+        destroy(c);
 }
 
 static void one_line(struct proxy_control *c, const char *text, size_t len)
@@ -77,11 +99,9 @@ static void one_line(struct proxy_control *c, const char *text, size_t len)
     c->fn(c->arg, p);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Room for the next read at c->buf + c->len (possibly none: out of memory). */
+static uv_buf_t room(struct proxy_control *c)
 {
-    struct proxy_control *c = h->data;
-
-    (void)suggested;
     if (c->cap - c->len < 65536) {
         size_t ncap = c->cap ? c->cap * 2 : 65536;
         char *nb;
@@ -93,31 +113,36 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
             c->cap = ncap;
         }
     }
-    buf->base = c->buf + c->len;
-    buf->len = c->cap - c->len;
+    return uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
 }
 
-static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct proxy_control *c = st->data;
+    (void)suggested;
+    *buf = room(h->data);
+}
+
+/* End of input (UV_EOF) or a read error: the last line, then no more. */
+static void finish(struct proxy_control *c, int err)
+{
+    if (err != UV_EOF && c->report != NULL)
+        fprintf(c->report, "sluice: control: reading the control descriptor: %s\n",
+                uv_strerror(err));
+    if (c->len > 0 && !c->skipping) { /* a last line without a newline */
+        c->line++;
+        one_line(c, c->buf, c->len);
+    }
+    c->len = 0;
+    c->eof = 1;
+}
+
+/* n new bytes at c->buf + c->len: every complete line is applied. */
+static void take(struct proxy_control *c, size_t n)
+{
     size_t start = 0;
 
-    (void)buf;
-    if (n < 0) {
-        if (n != UV_EOF && c->report != NULL)
-            fprintf(c->report, "sluice: control: reading the control descriptor: %s\n",
-                    uv_strerror((int)n));
-        if (c->len > 0 && !c->skipping) { /* a last line without a newline */
-            c->line++;
-            one_line(c, c->buf, c->len);
-        }
-        c->len = 0;
-        c->eof = 1;
-        uv_read_stop(st); /* the handle stays until proxy_control_close() */
-        return;
-    }
-    c->len += (size_t)n;
-    for (size_t i = c->len - (size_t)n; i < c->len; i++) {
+    c->len += n;
+    for (size_t i = c->len - n; i < c->len; i++) {
         if (c->buf[i] != '\n')
             continue;
         c->line++;
@@ -139,11 +164,87 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     }
 }
 
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct proxy_control *c = st->data;
+
+    (void)buf;
+    if (n < 0) {
+        finish(c, (int)n);
+        uv_read_stop(st); /* the handle stays until proxy_control_close() */
+        return;
+    }
+    take(c, (size_t)n);
+}
+
+static int read_file(struct proxy_control *c);
+
+static void on_fs_read(uv_fs_t *req)
+{
+    struct proxy_control *c = container_of(req, struct proxy_control, req);
+    ssize_t n = req->result;
+    int rc;
+
+    uv_fs_req_cleanup(req);
+    c->reading = 0;
+    if (c->closed) {
+        destroy(c);
+        return;
+    }
+    if (uv_is_closing((uv_handle_t *)&c->pipe))
+        return; /* on_closed frees it */
+    if (n <= 0) {
+        finish(c, n == 0 ? UV_EOF : (int)n);
+        return;
+    }
+    take(c, (size_t)n);
+    rc = read_file(c);
+    if (rc < 0)
+        finish(c, rc);
+}
+
+static int read_file(struct proxy_control *c)
+{
+    uv_buf_t b = room(c);
+    int rc;
+
+    if (b.len == 0)
+        return UV_ENOMEM;
+    /* offset -1: from where the descriptor stands, as read(2) */
+    rc = uv_fs_read(c->pipe.loop, &c->req, c->fd, &b, 1, -1, on_fs_read);
+    if (rc == 0)
+        c->reading = 1;
+    return rc;
+}
+
+/* 1 if fd can be watched by epoll (a pipe, FIFO, socket, tty), 0 if not
+ * (a regular file, /dev/null: EPERM), or a negative UV_E* error. */
+static int pollable(int fd)
+{
+    struct epoll_event ev;
+    struct stat st;
+    int ep, rc;
+
+    if (fstat(fd, &st) < 0)
+        return UV_EBADF;
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+        return 0;
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return -errno;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    rc = epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    rc = rc == 0 ? 1 : errno == EPERM ? 0 : -errno;
+    close(ep);
+    return rc;
+}
+
 int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, const char *managed,
                        proxy_control_policy_fn fn, void *arg, FILE *report)
 {
     struct proxy_control *c;
-    int rc;
+    int rc, poll;
 
     if (fd < 3 || fn == NULL)
         return UV_EINVAL;
@@ -157,15 +258,29 @@ int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, cons
     c->arg = arg;
     c->report = report;
     c->managed = managed;
+    c->fd = -1;
+    rc = pollable(fd);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    poll = rc;
     rc = uv_pipe_init(loop, &c->pipe, 0);
     if (rc < 0) {
         free(c);
         return rc;
     }
     c->pipe.data = c;
-    rc = uv_pipe_open(&c->pipe, fd);
-    if (rc == 0)
-        rc = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+    if (poll) {
+        rc = uv_pipe_open(&c->pipe, fd);
+        if (rc == 0)
+            rc = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+    } else {
+        c->fd = fd;
+        rc = read_file(c);
+        if (rc < 0)
+            c->fd = -1; /* the caller still owns it */
+    }
     if (rc < 0) {
         uv_close((uv_handle_t *)&c->pipe, on_closed);
         return rc;

@@ -270,7 +270,9 @@ typedef void (*proxy_control_policy_fn)(void *arg, struct policy *p);
  * complete settings document with the managed file (managed, NULL: the
  * default path) applied over it: valid ones are compiled and handed to fn,
  * invalid ones reported on report (may be NULL) and ignored. Stops at end
- * of file. 0, or UV_E* (fd not a pipe, socket or terminal: UV_EINVAL...). */
+ * of file. Any readable descriptor: one that cannot be polled (a regular
+ * file, /dev/null) is read on the thread pool. 0, or UV_E* (UV_EBADF: not
+ * open; UV_EINVAL...). */
 int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, const char *managed,
                        proxy_control_policy_fn fn, void *arg, FILE *report);
 /* Stops and frees (from a close callback: run the loop once more). */

@@ -400,6 +400,21 @@ after 403 200" ] && grep -q 'control-fd line 2:.*unknown key' "$T/ctl.err"; then
         ok "--control-fd: a valid line replaces the allow list for new connections; an invalid one is reported and ignored"
     else bad "--control-fd" "exit $rc: $(cat "$T/ctl.out" "$T/ctl.err")"; fi
     rm -f "$W/ready" "$W/go" "$FIFO"
+    # a descriptor that cannot be polled is read to its end (it aborted sluice):
+    # a regular file whose line opens CB, and /dev/null
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"]}}\n' "$CB" > "$T/ctl.txt"
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"]}}\n' "$CA" > "$S"
+    out=$(cd "$W" && "$SLUICE" run --quiet --settings "$S" --control-fd 3 -- sh -c "
+        for i in \$(seq 100); do
+            c=\$(curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' http://127.0.0.1:$CB/c.txt)
+            [ \"\$c\" = 200 ] && break; sleep 0.1
+        done; echo \$c" 3<"$T/ctl.txt" 2>"$T/ctl.err"); rc=$?
+    if [ "$rc" -eq 0 ] && [ "$out" = 200 ]; then
+        ok "--control-fd on a regular file: its lines are read and applied"
+    else bad "--control-fd on a regular file" "exit $rc: $out $(cat "$T/ctl.err")"; fi
+    out=$(cd "$W" && "$SLUICE" run --quiet --settings "$S" --control-fd 3 -- echo ran 3</dev/null 2>&1); rc=$?
+    if [ "$rc" -eq 0 ] && [ "$out" = ran ]; then ok "--control-fd on /dev/null: read, empty, the run goes on"
+    else bad "--control-fd on /dev/null" "exit $rc: $out"; fi
 
     # --- {"path", "literal": true} -----------------------------------------------------
     mkdir -p "$W/lit*" "$W/litx"

@@ -44,33 +44,49 @@ static enum policy_verdict verdict(const struct policy *p, const char *host, uin
     return d.verdict;
 }
 
-/* Feeds text through a pipe to a control on a fresh loop; report in *rep. */
-static void feed(const char *managed, const char *text, struct got *g, char **rep, unsigned *ok,
-                 unsigned *bad)
+/* fd, moved to 3 or above (keeps the test honest about fd >= 3) */
+static int above2(int fd)
+{
+    if (fd < 3) {
+        int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = d;
+    }
+    assert_true(fd >= 3);
+    return fd;
+}
+
+/* Runs a control on fd on a fresh loop to the end; report in *rep. */
+static void feed_fd(const char *managed, int fd, struct got *g, char **rep, unsigned *ok,
+                    unsigned *bad)
 {
     uv_loop_t loop;
-    int fds[2];
     size_t replen = 0;
     FILE *r = open_memstream(rep, &replen);
     struct proxy_control *c = NULL;
 
     assert_non_null(r);
     assert_int_equal(uv_loop_init(&loop), 0);
-    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
-    if (fds[0] < 3) { /* keep the test honest about fd >= 3 */
-        int d = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
-        close(fds[0]);
-        fds[0] = d;
-    }
-    assert_true(write(fds[1], text, strlen(text)) == (ssize_t)strlen(text));
-    close(fds[1]);
-    assert_int_equal(proxy_control_open(&c, &loop, fds[0], managed, on_policy, g, r), 0);
+    assert_int_equal(proxy_control_open(&c, &loop, fd, managed, on_policy, g, r), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     proxy_control_counts(c, ok, bad);
     proxy_control_close(c);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
     fclose(r);
+}
+
+/* Feeds text through a pipe to a control on a fresh loop; report in *rep. */
+static void feed(const char *managed, const char *text, struct got *g, char **rep, unsigned *ok,
+                 unsigned *bad)
+{
+    int fds[2];
+
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    fds[0] = above2(fds[0]);
+    assert_true(write(fds[1], text, strlen(text)) == (ssize_t)strlen(text));
+    close(fds[1]);
+    feed_fd(managed, fds[0], g, rep, ok, bad);
 }
 
 static void test_lines(void **state)
@@ -136,11 +152,108 @@ static void test_managed_over_lines(void **state)
     rmdir(dir);
 }
 
+/* A descriptor epoll cannot watch (a regular file) is read to its end, as
+ * the reference reads any readable descriptor; it used to abort (SIGABRT in
+ * libuv's epoll_ctl). The file is bigger than one read, with a line across
+ * the boundary, and is read from where the descriptor stands. */
+static void test_regular_file(void **state)
+{
+    char path[] = "/tmp/sluice-test-control-XXXXXX";
+    const char *skip = "{\"network\": {\"allowedDomains\": [\"skipped.example\"]}}\n";
+    struct got g = {0};
+    char *rep = NULL;
+    unsigned ok = 0, bad = 0;
+    int fd = mkstemp(path);
+    FILE *f;
+
+    (void)state;
+    assert_true(fd >= 0);
+    close(fd);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(skip, f);
+    fputs("{\"network\": {\"allowedDomains\": [\"a.example\"]}}\n", f);
+    for (int i = 0; i < 20000; i++) /* blank lines: ~100 KiB, more than one read */
+        fputs("     \n", f);
+    fputs("{\"network\": {\"allowedDomain\": []}}\n", f);
+    fputs("{\"network\": {\"allowedDomains\": [\"b.example\"]}}", f);
+    fclose(f);
+    fd = above2(open(path, O_RDONLY | O_CLOEXEC));
+    assert_true(lseek(fd, (off_t)strlen(skip), SEEK_SET) == (off_t)strlen(skip));
+    feed_fd("/nonexistent/managed.json", fd, &g, &rep, &ok, &bad);
+    assert_int_equal(ok, 2);
+    assert_int_equal(bad, 1);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(verdict(g.p[0], "a.example", 443), POLICY_ALLOW);
+    assert_int_equal(verdict(g.p[0], "skipped.example", 443), POLICY_ASK);
+    assert_int_equal(verdict(g.p[1], "b.example", 443), POLICY_ALLOW);
+    if (strstr(rep, "control-fd line 20002:") == NULL)
+        fail_msg("report:\n%s", rep);
+    for (size_t i = 0; i < g.n; i++)
+        policy_free(g.p[i]);
+    free(rep);
+    unlink(path);
+}
+
+/* /dev/null cannot be polled either: read, empty, no line, no abort. */
+static void test_dev_null(void **state)
+{
+    struct got g = {0};
+    char *rep = NULL;
+    unsigned ok = 1, bad = 1;
+
+    (void)state;
+    feed_fd("/nonexistent/managed.json", above2(open("/dev/null", O_RDONLY | O_CLOEXEC)), &g,
+            &rep, &ok, &bad);
+    assert_int_equal(ok, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(g.n, 0);
+    assert_string_equal(rep, "");
+    free(rep);
+}
+
+/* Closed while a read of a file may be in flight: freed once, no leak. */
+static void test_close_file_early(void **state)
+{
+    uv_loop_t loop;
+    struct got g = {0};
+    struct proxy_control *c = NULL;
+    int fd = above2(open("/dev/zero", O_RDONLY | O_CLOEXEC));
+
+    (void)state;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(proxy_control_open(&c, &loop, fd, "/nonexistent/managed.json", on_policy,
+                                        &g, NULL),
+                     0);
+    proxy_control_close(c);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(g.n, 0);
+}
+
+/* Not open: an error, no abort. */
+static void test_bad_fd(void **state)
+{
+    uv_loop_t loop;
+    struct got g = {0};
+    struct proxy_control *c = NULL;
+
+    (void)state;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_true(proxy_control_open(&c, &loop, 987, NULL, on_policy, &g, NULL) < 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_managed_over_lines),
+        cmocka_unit_test(test_regular_file),
+        cmocka_unit_test(test_dev_null),
+        cmocka_unit_test(test_close_file_early),
+        cmocka_unit_test(test_bad_fd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
