@@ -290,6 +290,8 @@ typedef void (*parent_dial_cb)(void *arg, int status, int fd, const char *why);
 int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver *resolver,
                       const struct policy_parent_proxy *pp, const char *authority,
                       unsigned timeout_ms, parent_dial_cb cb, void *arg);
+/* authority NULL: plain HTTP, no CONNECT: fd is the connection to the parent
+ * itself, for requests in absolute form (egress_outcome.parent_http). */
 /* The callback will not run; the socket is closed. Not after the callback. */
 void parent_dial_cancel(struct parent_dial *d);
 
@@ -504,6 +506,12 @@ struct egress_outcome {
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
     int fd;                   /* EGRESS_CONNECTED only, else -1 */
+    /* EGRESS_CONNECTED for protocol "http" through network.parentProxy: fd
+     * is connected to the parent itself (no CONNECT), so requests go to it
+     * in absolute form, with parent_auth ("Basic ...", or "") as their
+     * Proxy-Authorization */
+    int parent_http;
+    char parent_auth[400];
     /* how long each step took (ns), for latency histograms; a step not
      * taken has its EGRESS_TIMED_* bit clear in timed */
     unsigned timed;

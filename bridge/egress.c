@@ -58,6 +58,7 @@ struct egress_req {
     struct dialer *dialer;
     struct parent_dial *pdial;
     char parent_shown[POLICY_HOST_MAX + 16];
+    int parent_http; /* plain HTTP through the parent: no CONNECT */
     struct egress_outcome o;
     uint64_t t0, t_step; /* uv_hrtime() at the start, and of the step under way */
     size_t ntargets;
@@ -268,6 +269,7 @@ static void on_parent(void *arg, int status, int fd, const char *why)
     r->o.have_addr = 1;
     if (status == 0) {
         r->o.fd = fd;
+        r->o.parent_http = r->parent_http;
         snprintf(via, sizeof(via), "%s", r->o.reason);
         snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the parent proxy %.260s", via,
                  via[0] != '\0' ? "; " : "", r->parent_shown);
@@ -296,8 +298,14 @@ static int via_parent(struct egress_req *r)
         return 0;
     snprintf(r->parent_shown, sizeof(r->parent_shown), "%s", pp->shown);
     r->state = REQ_PARENT;
+    /* plain HTTP goes to the parent as absolute-form requests, not through a
+     * CONNECT tunnel (a default Squid allows CONNECT to port 443 only) */
+    r->parent_http = strcmp(r->protocol, "http") == 0;
+    if (r->parent_http)
+        snprintf(r->o.parent_auth, sizeof(r->o.parent_auth), "%s", pp->auth);
     rc = parent_dial_start(&r->pdial, r->env->loop, r->env->resolver, pp,
-                           host_port(r, hp, sizeof(hp)), r->env->dial_timeout_ms, on_parent, r);
+                           r->parent_http ? NULL : host_port(r, hp, sizeof(hp)),
+                           r->env->dial_timeout_ms, on_parent, r);
     if (rc < 0) {
         r->pdial = NULL;
         snprintf(r->o.reason, sizeof(r->o.reason), "cannot use the parent proxy %s: %s",

@@ -17,6 +17,11 @@
  * destination sends first (an SSH or SMTP banner) stay in the socket for
  * the relay. The whole exchange is bounded by timeout_ms.
  *
+ * Plain HTTP (no authority) is not tunnelled: a default Squid refuses
+ * CONNECT to any port but 443, so the connection to the parent is handed
+ * back as soon as it is made, and the HTTP front end sends each request to
+ * the parent in absolute form with the parent's Proxy-Authorization.
+ *
  * The callback runs once, from a close callback (never inside
  * parent_dial_start()), unless parent_dial_cancel() ran first.
  */
@@ -208,6 +213,10 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     }
     d->poll.data = d;
     d->poll_open = 1;
+    if (d->reqlen == 0) { /* plain HTTP: nothing to ask the parent first */
+        end(d, 0, NULL);
+        return;
+    }
     uv_poll_start(&d->poll, UV_WRITABLE, on_poll);
 }
 
@@ -251,7 +260,7 @@ int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver
     struct parent_dial *d;
     int n;
 
-    if (pp == NULL || !pp->set || authority == NULL || timeout_ms == 0)
+    if (pp == NULL || !pp->set || timeout_ms == 0)
         return UV_EINVAL;
     d = calloc(1, sizeof(*d));
     if (d == NULL)
@@ -262,7 +271,7 @@ int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver
     d->cb = cb;
     d->arg = arg;
     d->fd = -1;
-    n = snprintf(d->req, sizeof(d->req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s%s%s\r\n",
+    n = authority == NULL ? 0 : snprintf(d->req, sizeof(d->req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s%s%s\r\n",
                  authority, authority, pp->auth[0] != '\0' ? "Proxy-Authorization: " : "",
                  pp->auth, pp->auth[0] != '\0' ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof(d->req)) {

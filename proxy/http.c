@@ -82,6 +82,8 @@ struct http_up {
     unsigned closing : 1;
     unsigned idle : 1; /* between exchanges: reads are only watching for its close */
     unsigned reading : 1;
+    unsigned parent : 1; /* connected to network.parentProxy for plain HTTP */
+    char parent_auth[400]; /* that parent's Proxy-Authorization, or "" */
 };
 
 /* Request processing state; freed when the connection becomes a tunnel. */
@@ -1125,8 +1127,9 @@ static void up_read_stop(struct http_up *u)
 }
 
 /* Adopts a dialed socket as the connection's upstream. 0 or UV_E*. */
-static int up_adopt(struct http_conn *c, int fd, const struct policy_addr *a)
+static int up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
 {
+    const struct policy_addr *a = &o->addr;
     struct http_up *u = calloc(1, sizeof(*u));
     int rc;
 
@@ -1143,6 +1146,10 @@ static int up_adopt(struct http_conn *c, int fd, const struct policy_addr *a)
     snprintf(u->host, sizeof(u->host), "%s", c->host.name);
     u->port = c->port;
     u->addr = *a;
+    if (o->parent_http) {
+        u->parent = 1;
+        snprintf(u->parent_auth, sizeof(u->parent_auth), "%s", o->parent_auth);
+    }
     rc = uv_tcp_open(&u->tcp, fd);
     if (rc < 0) {
         close(fd);
@@ -1294,11 +1301,47 @@ static void feed_request_body(struct http_conn *c)
     }
 }
 
+/* The head w->out (origin form) as a parent proxy takes it: the request
+ * line in absolute form ("GET http://authority/path HTTP/1.1"; "*" of
+ * OPTIONS becomes the bare authority) and the parent's own
+ * Proxy-Authorization after it (the client's never reaches anyone). The
+ * pieces point into w->out, authority and auth; returns how many. */
+static unsigned parent_form(const struct http_work *w, const struct http_up *u, char *authority,
+                            size_t alen, char *auth, size_t authlen, uv_buf_t b[5])
+{
+    const char *h = w->out, *end = w->out + w->out_len;
+    const char *sp1 = memchr(h, ' ', w->out_len), *sp2, *eol, *host, *hend;
+    unsigned n = 0;
+
+    if (sp1 == NULL || (sp2 = memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1))) == NULL ||
+        (eol = memchr(sp2, '\n', (size_t)(end - sp2))) == NULL ||
+        end - eol < 8 || memcmp(eol + 1, "Host: ", 6) != 0 ||
+        (hend = memchr(eol + 7, '\r', (size_t)(end - eol - 7))) == NULL)
+        return 0; /* http_request_build writes the Host line second */
+    host = eol + 7;
+    snprintf(authority, alen, "http://%.*s", (int)(hend - host), host);
+    b[n++] = uv_buf_init(w->out, (unsigned)(sp1 + 1 - h));
+    b[n++] = uv_buf_init(authority, (unsigned)strlen(authority));
+    if (sp2 - sp1 - 1 == 1 && sp1[1] == '*')
+        b[n++] = uv_buf_init((char *)(uintptr_t)sp2, (unsigned)(eol + 1 - sp2));
+    else
+        b[n++] = uv_buf_init((char *)(uintptr_t)(sp1 + 1), (unsigned)(eol + 1 - sp1 - 1));
+    if (u->parent_auth[0] != '\0') {
+        snprintf(auth, authlen, "Proxy-Authorization: %s\r\n", u->parent_auth);
+        b[n++] = uv_buf_init(auth, (unsigned)strlen(auth));
+    }
+    b[n++] = uv_buf_init((char *)(uintptr_t)(eol + 1), (unsigned)(end - eol - 1));
+    return n;
+}
+
 static void start_exchange(struct http_conn *c)
 {
     struct http_work *w = c->w;
     struct http_up *u = w->up;
-    uv_buf_t b = uv_buf_init(w->out, (unsigned)w->out_len);
+    uv_buf_t b[5] = {uv_buf_init(w->out, (unsigned)w->out_len)};
+    char authority[POLICY_HOST_MAX + 32], auth[448];
+    unsigned nb = 1;
+    size_t sent = w->out_len;
     int rc;
 
     set_state(c, HTTP_ST_FORWARD);
@@ -1310,8 +1353,18 @@ static void start_exchange(struct http_conn *c)
     w->send_err = 0;
     w->uin_len = 0;
     w->uscan = 0;
-    rc = up_send(c, u, &b, 1);
-    c->bytes_up += w->out_len;
+    if (u->parent) {
+        nb = parent_form(w, u, authority, sizeof(authority), auth, sizeof(auth), b);
+        if (nb == 0) {
+            upstream_gone(c, UV_EINVAL);
+            return;
+        }
+        sent = 0;
+        for (unsigned i = 0; i < nb; i++)
+            sent += b[i].len;
+    }
+    rc = up_send(c, u, b, nb);
+    c->bytes_up += sent;
     if (!w->reused || w->req_body != HTTP_BODY_NONE) {
         /* kept only for a retry on a fresh connection (upstream_gone) */
         free(w->out);
@@ -1409,6 +1462,13 @@ static int response_head(struct http_conn *c, size_t end)
 
     if (http_response_parse(w->uin, end, w->is_head, &rs, &why) != 0) {
         upstream_bad(c, why);
+        return -1;
+    }
+    if (rs.status == 407 && w->up != NULL && w->up->parent) {
+        /* the parent's challenge is not the client's to answer: passed on,
+         * it would ask the client for credentials sluice never forwards */
+        upstream_bad(c, "the parent proxy answered 407 Proxy Authentication Required (check "
+                        "the credentials in its URL)");
         return -1;
     }
     {
@@ -1709,7 +1769,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         tunnel_start(c, o->fd);
         return;
     }
-    rc = up_adopt(c, o->fd, &o->addr);
+    rc = up_adopt(c, o->fd, o);
     if (rc < 0) {
         char why[160];
         snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));

@@ -10,7 +10,11 @@ pkgs=(
     bubblewrap curl dnsmasq-base socat netcat-openbsd python3 openssl tinyproxy microsocks
     clang libclang-rt-14-dev valgrind
     dpkg-dev file fakeroot lintian mandoc bash-completion yamllint prometheus systemd
+    squid
 )
+# squid: tests/e2e/parent_squid.sh checks network.parentProxy against a real
+# corporate proxy with Debian's shipped configuration (in a private network
+# namespace; the package's service is not what the test runs).
 # Packaging and operability tests (tests/package/): dpkg-dev and file for
 # CPack's dpkg-shlibdeps, lintian, mandoc (man page lint), bash-completion,
 # yamllint, prometheus (promtool check metrics), systemd (systemd-analyze).

@@ -4,12 +4,15 @@
 usage: parent_proxy.py PORTFILE LOGFILE [USER:PASSWORD]
 
 Listens on 127.0.0.1 (port 0; the port is written to PORTFILE), accepts
-CONNECT only, and logs one line per request to LOGFILE:
+CONNECT and absolute-form plain HTTP (as a corporate proxy does), and logs
+one line per request to LOGFILE:
     CONNECT host:port auth=ok|missing|bad
+    GET http://host:port/path auth=ok|missing|bad
 With USER:PASSWORD it answers 407 unless Proxy-Authorization is Basic with
-those credentials. A tunnel always goes to 127.0.0.1:PORT whatever the host
-(the names in the tests exist only for sluice's resolver), so everything
-stays on loopback.
+those credentials. A connection always goes to 127.0.0.1:PORT whatever the
+host (the names in the tests exist only for sluice's resolver), so
+everything stays on loopback. A plain HTTP request is passed on in origin
+form without Proxy-Authorization, one request per connection.
 """
 import base64
 import socket
@@ -55,12 +58,25 @@ def handle(c, log, want):
                 auth = "ok" if ok else "bad"
         with open(log, "a") as f:
             f.write("%s %s auth=%s\n" % (method, target, auth))
-        if method != "CONNECT":
-            c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+        if method != "CONNECT" and not target.startswith("http://"):
+            c.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
             return
         if want is not None and auth != "ok":
             c.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n"
                       b"Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\r\n")
+            return
+        if method != "CONNECT":
+            authority, _, path = target[len("http://"):].partition("/")
+            port = int(authority.rsplit(":", 1)[1]) if ":" in authority else 80
+            fields = [h for h in lines[1:]
+                      if h.partition(":")[0].strip().lower() not in ("proxy-authorization", "connection")]
+            out = "\r\n".join(["%s /%s HTTP/1.1" % (method, path)] + fields +
+                               ["Connection: close", "", ""]).encode("latin-1")
+            u = socket.create_connection(("127.0.0.1", port), timeout=10)
+            u.settimeout(None)
+            u.sendall(out + head.split(b"\r\n\r\n", 1)[1])
+            pipe(u, c)
+            u.close()
             return
         port = int(target.rsplit(":", 1)[1])
         u = socket.create_connection(("127.0.0.1", port), timeout=10)
