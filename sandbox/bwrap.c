@@ -855,6 +855,14 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
                 rc = nomem(&c);
             continue;
         }
+        if (op->kind == OP_PROT || op->kind == OP_ABSENT || op->kind == OP_DW ||
+            op->kind == OP_AR) {
+            const char *why = op->kind == OP_DW   ? "denyWrite"
+                              : op->kind == OP_AR ? "allowRead only"
+                                                  : "protected"; /* also a missing .git */
+            if (sb_strv_push(&p.ro_why, op->path) < 0 || sb_strv_push(&p.ro_why, why) < 0)
+                rc = nomem(&c);
+        }
         switch (op->kind) {
         case OP_W:
         case OP_PIN:
@@ -987,4 +995,5 @@ void sb_plan_free(struct sb_plan *p)
         return;
     sb_strv_free(&p->argv);
     sb_strv_free(&p->created);
+    sb_strv_free(&p->ro_why);
 }

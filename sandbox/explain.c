@@ -187,7 +187,8 @@ filesystem:
             for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
                 fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
             fprintf(f, "; a hidden directory appears empty and what the command writes there "
-                       "is discarded after the run, a hidden file appears empty)");
+                       "is discarded after the run, a hidden file cannot be opened: Permission "
+                       "denied)");
         }
         fprintf(f, ".\n");
         if (s->filesystem.allow_read.n > 0)

@@ -516,7 +516,8 @@ static int covers(const char *dest, const char *path)
     return strncmp(dest, path, dl) == 0 && (path[dl] == '\0' || path[dl] == '/');
 }
 
-const char *fsw_reason(const struct sb_strv *argv, const char *path)
+const char *fsw_reason(const struct sb_strv *argv, const struct sb_strv *ro_why,
+                       const char *path)
 {
     const char *dest = NULL;
     int ro = 1; /* the covering mount is read-only */
@@ -552,9 +553,12 @@ const char *fsw_reason(const struct sb_strv *argv, const char *path)
     if (dest == NULL || !ro || strcmp(dest, "/") == 0 || strncmp(dest, "/proc", 5) == 0 ||
         strncmp(dest, "/sys", 4) == 0)
         return "read-only";
+    for (size_t i = 0; ro_why != NULL && i + 1 < ro_why->n; i += 2)
+        if (strcmp(ro_why->v[i], dest) == 0)
+            return ro_why->v[i + 1];
     if (is_protected(dest))
         return "protected";
-    return "denyWrite";
+    return "read-only"; /* a bind of sluice's own (its binary, resolv.conf) */
 }
 
 /* Is sluice itself under a seccomp filter (Seccomp: 2 in /proc/self/status)? */

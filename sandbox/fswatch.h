@@ -58,10 +58,14 @@ int fsw_notify_sync(int notify_fd);
 int fsw_notify_next(uv_poll_t *p, int notify_fd, struct seccomp_notif *n);
 
 /* Why PATH is read-only in the sandbox, from the bwrap command line (the
- * last mount covering PATH): "protected" (a protected name: .bashrc,
- * .git/hooks, ...), "denyWrite" (any other read-only bind) or "read-only"
- * (the read-only root, /proc/sys, ...). */
-const char *fsw_reason(const struct sb_strv *bwrap_argv, const char *path);
+ * last mount covering PATH) and the plan's ro_why pairs (may be NULL): the
+ * reason the settings gave that mount ("protected": a protected name such
+ * as .bashrc, .git/hooks or a placeholder for a missing .git; "denyWrite";
+ * "allowRead only": readable inside a denied directory, not writable), else
+ * "protected" for a protected name, else "read-only" (the read-only root,
+ * /proc/sys, ...). */
+const char *fsw_reason(const struct sb_strv *bwrap_argv, const struct sb_strv *ro_why,
+                       const char *path);
 
 /* The kernel has what the watch needs (seccomp user notification with
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE, Linux 5.5; openat2, 5.6): NULL, or

@@ -39,7 +39,7 @@ static void on_write(void *ctx, const char *path, const char *call)
 {
     struct run *run = ctx;
 
-    run_note_write(run, path, fsw_reason(&run->plan.argv, path), call);
+    run_note_write(run, path, fsw_reason(&run->plan.argv, &run->plan.ro_why, path), call);
 }
 
 int run_fsw_dispatch(void *run, int notify_fd, const struct seccomp_notif *n)

@@ -167,6 +167,10 @@ struct sb_plan {
     struct sb_strv argv;    /* bwrap ... -- SELF inner --fd N [...] -- CMD... */
     struct sb_strv created; /* host paths bwrap will create as mount points,
                                deepest last: removed after the run */
+    struct sb_strv ro_why;  /* pairs: the destination of each read-only mount
+                               the settings made, and why ("protected",
+                               "denyWrite", "allowRead only"), for the write
+                               report (fsw_reason) */
 };
 
 int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *p, char *err, size_t errlen);

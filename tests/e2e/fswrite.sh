@@ -42,6 +42,24 @@ JSON
     line=$(wline "$out")
     [ "$line" = "sluice: blocked 2 writes: $W/dw/f (denyWrite), $W/dw/new (denyWrite)" ] &&
         ok "denyWrite: an existing file, a new one through a relative path with .." || bad "denyWrite" "$out"
+    # read-only for other reasons than denyWrite, and said so (both were "(denyWrite)"):
+    # allowRead inside a denied directory, and the placeholder for a missing .git
+    mkdir -p "$W/dr/ar" "$W/nogit"
+    cat > "$T/s3.json" <<JSON
+{"filesystem": {"denyRead": ["$W/dr"], "allowRead": ["$W/dr/ar"]}}
+JSON
+    out=$(cd nogit && "$SLUICE" run --settings "$T/s3.json" -- sh -c 'echo x > ../dr/ar/f; echo x > .git/config' 2>&1)
+    line=$(wline "$out")
+    [ "$line" = "sluice: blocked 2 writes: $W/dr/ar/f (allowRead only), $W/nogit/.git/config (protected)" ] &&
+        ok "allowRead and a missing .git's placeholder are not called denyWrite" || bad "allowRead / .git labels" "$out"
+    # a denyRead file: what README and explain say is what the command gets
+    echo secret > "$W/sec.txt"
+    printf '{"filesystem": {"denyRead": ["%s/sec.txt"]}}\n' "$W" > "$T/s4.json"
+    out=$("$SLUICE" run --settings "$T/s4.json" -- sh -c 'cat sec.txt; echo rc=$?' 2>&1)
+    if grep -q 'sec.txt: Permission denied' <<< "$out" && grep -q '^rc=1$' <<< "$out" &&
+        "$SLUICE" explain --settings "$T/s4.json" | grep -q 'a hidden file cannot be opened: Permission denied'; then
+        ok "a denyRead file cannot be opened (EACCES), as explain says"
+    else bad "denyRead file and explain" "$out / $("$SLUICE" explain --settings "$T/s4.json" | grep -i hidden)"; fi
     out=$(sr -- sh -c 'rm -f /etc/hostname; mv /etc/hosts /etc/hosts.x; ln -s a dw/l; truncate -s 0 dw/f;
                        chmod 600 .bashrc; rmdir /usr/share 2>/dev/null' 2>&1)
     line=$(wline "$out")

@@ -65,6 +65,18 @@ static void reason_cases(void **state)
                        "/w/.claude/commands",
                        "--remount-ro",
                        "/w/.claude/commands",
+                       "--tmpfs", /* a placeholder for a missing .git */
+                       "/w/sub/.git",
+                       "--remount-ro",
+                       "/w/sub/.git",
+                       "--tmpfs", /* denyRead */
+                       "/w/dr",
+                       "--ro-bind", /* allowRead inside it */
+                       "/w/dr/ar",
+                       "/w/dr/ar",
+                       "--ro-bind", /* sluice's own binary */
+                       "/w/bin/sluice",
+                       "/w/bin/sluice",
                        "--",
                        "sluice",
                        "inner",
@@ -72,18 +84,30 @@ static void reason_cases(void **state)
                        "/w/x",
                        "/w/x",
                        NULL};
+    /* what sb_bwrap_build records beside the vector (plan.ro_why) */
+    const char *why[] = {"/w/.bashrc",   "protected", "/w/.git/hooks", "protected",
+                         "/w/dw",        "denyWrite", "/w/.claude/commands", "protected",
+                         "/w/sub/.git",  "protected", "/w/dr/ar", "allowRead only", NULL};
     struct sb_strv a = {(char **)v, sizeof(v) / sizeof(v[0]) - 1, 0};
+    struct sb_strv w = {(char **)why, sizeof(why) / sizeof(why[0]) - 1, 0};
 
     (void)state;
-    assert_string_equal(fsw_reason(&a, "/etc/passwd"), "read-only");
-    assert_string_equal(fsw_reason(&a, "/proc/sys/kernel/x"), "read-only");
-    assert_string_equal(fsw_reason(&a, "/w/.bashrc"), "protected");
-    assert_string_equal(fsw_reason(&a, "/w/.git/hooks/pre-commit"), "protected");
-    assert_string_equal(fsw_reason(&a, "/w/.claude/commands/c.md"), "protected");
-    assert_string_equal(fsw_reason(&a, "/w/dw"), "denyWrite");
-    assert_string_equal(fsw_reason(&a, "/w/dw/f"), "denyWrite");
-    assert_string_equal(fsw_reason(&a, "/w/dwx"), "read-only"); /* under /w, a writable bind */
-    assert_string_equal(fsw_reason(&a, "/w/x"), "read-only");   /* after "--": the command's */
+    assert_string_equal(fsw_reason(&a, &w, "/etc/passwd"), "read-only");
+    assert_string_equal(fsw_reason(&a, &w, "/proc/sys/kernel/x"), "read-only");
+    assert_string_equal(fsw_reason(&a, &w, "/w/.bashrc"), "protected");
+    assert_string_equal(fsw_reason(&a, &w, "/w/.git/hooks/pre-commit"), "protected");
+    assert_string_equal(fsw_reason(&a, &w, "/w/.claude/commands/c.md"), "protected");
+    assert_string_equal(fsw_reason(&a, &w, "/w/dw"), "denyWrite");
+    assert_string_equal(fsw_reason(&a, &w, "/w/dw/f"), "denyWrite");
+    assert_string_equal(fsw_reason(&a, &w, "/w/dwx"), "read-only"); /* under /w, a writable bind */
+    assert_string_equal(fsw_reason(&a, &w, "/w/x"), "read-only");   /* after "--": the command's */
+    /* issue 21: these were all "denyWrite" */
+    assert_string_equal(fsw_reason(&a, &w, "/w/sub/.git/config"), "protected");
+    assert_string_equal(fsw_reason(&a, &w, "/w/dr/ar/f"), "allowRead only");
+    assert_string_equal(fsw_reason(&a, &w, "/w/bin/sluice"), "read-only");
+    /* without the plan's reasons: only what the names say */
+    assert_string_equal(fsw_reason(&a, NULL, "/w/dw/f"), "read-only");
+    assert_string_equal(fsw_reason(&a, NULL, "/w/.bashrc"), "protected");
 }
 
 struct seen {
