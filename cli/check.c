@@ -30,7 +30,8 @@ void cli_check_usage(FILE *f)
           "one-line summary: rules by kind, mode, listeners (a config test).\n"
           "TARGET is host, host:port, an IPv4 literal, [v6] or [v6]:port (port 443 when omitted).\n"
           "\n"
-          "  --settings FILE  settings file (default: $SLUICE_SETTINGS, then the user file)\n"
+          "  -s, --settings FILE\n"
+          "                   settings file (default: $SLUICE_SETTINGS, then the user file)\n"
           "  --json           one JSON object per target: target, host, port, decision, rule,\n"
           "                   source, reason (and addresses with --resolve)\n"
           "  --resolve        also resolve names (network.dnsServers or /etc/resolv.conf) and\n"
@@ -70,7 +71,9 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", check_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:hV", check_options, NULL)) != -1) {
+        if (c == 's') /* -s FILE, as in run */
+            c = OPT_SETTINGS;
         switch (c) {
         case OPT_SETTINGS:
             *settings = optarg;

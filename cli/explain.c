@@ -25,7 +25,8 @@ void cli_explain_usage(FILE *f)
                "network, filesystem, Unix sockets and syscalls, environment, and when a\n"
                "command may run without the sandbox.\n"
                "\n"
-               "  --settings FILE  settings file (also $SLUICE_SETTINGS)\n"
+               "  -s, --settings FILE\n"
+               "                   settings file (also $SLUICE_SETTINGS)\n"
                "  --json           the same as one JSON object\n"
                "  -h, --help       show this help\n"
                "  -V, --version    print the version and exit\n"
@@ -51,7 +52,9 @@ int cli_explain(int argc, char **argv)
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", explain_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:hV", explain_options, NULL)) != -1) {
+        if (c == 's') /* -s FILE, as in run */
+            c = OPT_SETTINGS;
         if (c == 'h') {
             cli_explain_usage(stdout);
             return 0;

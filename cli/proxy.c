@@ -20,7 +20,7 @@ void cli_proxy_usage(FILE *f)
           "private addresses are denied unless network.denyPrivateAddresses is false.\n"
           "\n"
           "options:\n"
-          "  --settings FILE       settings file (also $SLUICE_SETTINGS)\n"
+          "  -s, --settings FILE   settings file (also $SLUICE_SETTINGS)\n"
           "  --http ENDPOINT       HTTP proxy listener, or 'off' (default tcp:127.0.0.1:3128)\n"
           "  --socks ENDPOINT      SOCKS5 listener, or 'off' (default tcp:127.0.0.1:1080)\n"
           "  --ask HANDLER         ask about unmatched destinations: tty, exec:PROGRAM,\n"
@@ -172,7 +172,9 @@ int cli_proxy(int argc, char **argv)
     proxy_opts_init(&o);
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hV", proxy_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:hV", proxy_options, NULL)) != -1) {
+        if (c == 's') /* -s FILE, as in run */
+            c = OPT_SETTINGS;
         if (c == 'h') {
             cli_proxy_usage(stdout);
             return 0;

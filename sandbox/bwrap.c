@@ -71,8 +71,9 @@
  * are folded lexically; a path with * ? or [ is a glob(3) pattern expanded now (without
  * matches it is taken literally if that path exists, else a warning naming
  * the entry is printed). An entry written {"path": P, "literal": true} is
- * taken as written: no ~, $HOME, slash-star-star or glob. Missing paths are
- * skipped, as srt does (nothing to bind; a missing allowWrite path cannot be created
+ * taken as written: no ~, $HOME, slash-star-star or glob (a literal allowRead
+ * entry that does not exist is warned about, as a glob without a match is).
+ * Missing paths are skipped, as srt does (nothing to bind; a missing allowWrite path cannot be created
  * by the command); a path that exists but cannot be resolved (EACCES,
  * ELOOP, ...) is an error. Paths under /dev and
  * /proc are skipped for allowWrite and denyWrite (the sandbox has its own).
@@ -527,6 +528,8 @@ static int add_allow_read(struct ctx *c, const struct settings_item *it, const c
     int rc;
 
     rc = resolve(c, it, lexical, 1, &real);
+    if (rc == 1 && it->literal) /* said as a glob without a match is */
+        warn_item(c, it, "'%s' does not exist; the entry has no effect", lexical);
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     return op_add(c, real, OP_AR, it);

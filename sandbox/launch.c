@@ -370,7 +370,16 @@ static int prepare_cmd(struct run *run)
 {
     if (run->o->cstr != NULL) {
         const char *sh = getenv("SHELL");
-        if (sh == NULL || sh[0] != '/' || access(sh, X_OK) != 0)
+        if (sh != NULL && sh[0] != '\0' && (sh[0] != '/' || access(sh, X_OK) != 0)) {
+            /* said, not silently swapped: the string may need that shell */
+            char esc[256];
+            fprintf(stderr,
+                    "sluice: run: warning: SHELL '%s' is not an executable absolute path; "
+                    "running -c with /bin/sh\n",
+                    common_escape(sh, esc, sizeof(esc)));
+            sh = NULL;
+        }
+        if (sh == NULL || sh[0] == '\0')
             sh = "/bin/sh";
         run->shell_argv[0] = (char *)sh;
         run->shell_argv[1] = (char *)"-c";

@@ -29,6 +29,11 @@ for c in run proxy check explain bridge connect; do
     expect_run "$c --help lists exit codes" 0 '[Ee]xit status' "$SLUICE" "$c" --help
 done
 
+# -s FILE, the short --settings, for every subcommand that reads settings (issue 21)
+expect_run "check -s F" 0 'allow' "$SLUICE" check -s "$T/s.json" example.com
+expect_run "check -s F (config test)" 0 'allow' "$SLUICE" check -s "$T/s.json"
+expect_run "explain -s F" 0 'example\.com' "$SLUICE" explain -s "$T/s.json"
+expect_run "proxy -s F reads F" 2 "$T/missing.json" "$SLUICE" proxy -s "$T/missing.json"
 # --opt=value and --opt value everywhere
 expect_run "check --settings=F" 0 'decision: allow|allow' "$SLUICE" check --settings="$T/s.json" example.com
 expect_run "check --settings F" 0 'allow' "$SLUICE" check --settings "$T/s.json" example.com
@@ -65,6 +70,12 @@ expect_run "run --settings=F, options stop at the command" 0 '^-s x --settings y
 expect_run "run -s F -c STRING" 7 'running without the sandbox' "$SLUICE" run -s "$T/off.json" -c 'exit 7'
 expect_run "run -c then an argument" 125 "-c takes one string" "$SLUICE" run -s "$T/off.json" -c 'true' extra
 expect_run "run unknown option" 125 "unknown option '--nope' \(the command goes after --\)" "$SLUICE" run --nope true
+# -c: a SHELL that cannot be run is said, not silently replaced by /bin/sh
+out=$(SHELL=/nonexistent/zsh "$SLUICE" run -c 'echo hi' 2>"$T/sh.err"); st=$?
+[ "$st" = 0 ] && [ "$out" = hi ] &&
+    grep -q "SHELL '/nonexistent/zsh' is not an executable absolute path; running -c with /bin/sh" "$T/sh.err" &&
+    ok "run -c with SHELL naming a missing shell: /bin/sh, and a warning that says so" ||
+    bad "run -c with a missing SHELL" "exit $st: $out / $(cat "$T/sh.err")"
 # what --control-fd does is tested in dropin.sh; a descriptor that is not open fails closed
 expect_run "run --control-fd N not open" 125 "--control-fd 9: cannot read it" "$SLUICE" run --control-fd 9 true 9<&-
 expect_run "run --control-fd=1 invalid" 125 "--control-fd '1': must be a descriptor number >= 3" "$SLUICE" run --control-fd=1 true

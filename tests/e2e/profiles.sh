@@ -167,10 +167,9 @@ fi
 
 # ---------------------------------------------------------------- agent
 # wrapping an agent itself: its own credentials kept, others dropped; ~/.claude
-# and ~/.claude.json writable (created when missing); a curated git config
+# and ~/.claude.json writable (created when missing); git's global config off,
+# its safe settings from the environment
 rm -rf "$HOME/.claude" "$HOME/.claude.json"
-mkdir -p "$HOME/.config/sluice"
-printf '[user]\n\tname = Agent Curated\n' >"$HOME/.config/sluice/agent.gitconfig"
 ANTHROPIC_API_KEY=sk-ant-test CLAUDE_CODE_OAUTH_TOKEN=oauth-test CLAUDE_CONFIG_FLAG=1 \
     GITHUB_TOKEN=ghp-SECRET AWS_SECRET_ACCESS_KEY=AWS-SECRET \
     check "agent: its own credentials are kept, other secrets are not" agent \
@@ -182,10 +181,13 @@ check "agent: ~/.claude and ~/.claude.json exist and are writable" agent \
 {}" ] && ok "agent: writes to ~/.claude and ~/.claude.json reached the host" ||
     bad "agent: writes to ~/.claude and ~/.claude.json reached the host"
 if command -v git >/dev/null; then
-    check "agent: git sees the curated config, not ~/.gitconfig" agent \
-        'git config --get user.name; git config --get protocol.ext.allow; git config --get core.fsmonitor;
+    # GIT_CONFIG_GLOBAL named a file nothing created (issue 21): now one that exists
+    check "agent: git's global config is /dev/null, its safe settings come from the environment, ~/.gitconfig is hidden" agent \
+        'echo "$GIT_CONFIG_GLOBAL"; test -e "$GIT_CONFIG_GLOBAL" && echo exists;
+         git config --get protocol.ext.allow; git config --get core.fsmonitor;
          cat ~/.gitconfig 2>/dev/null || echo gitconfig-hidden' \
-        "Agent Curated
+        "/dev/null
+exists
 never
 false
 gitconfig-hidden"

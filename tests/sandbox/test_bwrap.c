@@ -502,6 +502,34 @@ static void test_glob_no_match_warns(void **state)
     free(buf);
 }
 
+/* A literal allowRead entry that does not exist warns like a glob without
+ * a match (issue 21: it was skipped without a word). */
+static void test_literal_missing_warns(void **state)
+{
+    struct fx *f = *state;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *w = open_memstream(&buf, &len);
+    struct sb_plan p;
+
+    assert_non_null(w);
+    f->o.warn = w;
+    mkdir_(f, "home/proj/there*");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\"],\n"
+                "  \"allowRead\": [{\"path\": \"gone*\", \"literal\": true}, "
+                "{\"path\": \"there*\", \"literal\": true}]}}");
+    build_ok(f, &p);
+    sb_plan_free(&p);
+    fclose(w);
+    f->o.warn = NULL;
+    assert_non_null(buf);
+    if (strstr(buf, "filesystem.allowRead[0]: '") == NULL ||
+        strstr(buf, "/home/proj/gone*' does not exist; the entry has no effect\n") == NULL ||
+        strstr(buf, "there*") != NULL)
+        fail_msg("warnings:\n%s", buf);
+    free(buf);
+}
+
 /* {"path": P, "literal": true}: taken as written, no glob, no ~. */
 static void test_literal_entries(void **state)
 {
@@ -980,6 +1008,7 @@ int main(void)
     T(test_trailing_double_star),
     T(test_glob_no_match_warns),
     T(test_literal_entries),
+    T(test_literal_missing_warns),
     T(test_root_refused),
         T(test_deny_write),
         T(test_deny_read_and_allow_read),
