@@ -360,14 +360,48 @@ static int errno_of(const struct egress_outcome *o)
     }
 }
 
+/* Takes the dialer's connected socket FD to the socket layer's connected
+ * state (SS_CONNECTED) before the command gets it. A non-blocking connect()
+ * that returned EINPROGRESS (every handshake that did not end inside the
+ * call) leaves the socket in SS_CONNECTING even once the handshake is done,
+ * and stays there until someone calls connect() again: a command holding
+ * such a socket, reset by its peer, gets ECONNABORTED from a first
+ * sendto(MSG_FASTOPEN), which takes it to unconnected, and a second aims
+ * it at any address from the host's namespace (and bind() + listen() make
+ * it a listener there). A second connect() on an established socket moves
+ * it to SS_CONNECTED and answers 0 (EISCONN when it was there already);
+ * from SS_CONNECTED no call but connect(AF_UNSPEC), which the command's
+ * filter sends here and which take_socket refuses for a socket of the
+ * host's namespace, takes it back: sendto(MSG_FASTOPEN) gets EISCONN and
+ * listen() EINVAL, whether the peer reset it or not. The address is the
+ * socket's own peer (the vetted one). 0, or -errno (a reset before this
+ * point: the socket is not handed over). */
+static int settle(int fd)
+{
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof(peer);
+
+    if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&peer, len) == 0 || errno == EISCONN)
+        return 0;
+    return errno == EALREADY ? -ECONNABORTED : -errno; /* EALREADY: still in SYN_SENT */
+}
+
 /* Puts the egress outcome's connected socket O->fd (non-blocking,
  * close-on-exec, from the dialer) at the command's descriptor number. */
 static void install(struct tp_req *r, const struct egress_outcome *o)
 {
     struct tp *t = r->t;
     struct seccomp_notif_addfd add;
-    int fd = o->fd;
+    int fd = o->fd, rc;
 
+    rc = settle(fd);
+    if (rc < 0) {
+        close(fd);
+        respond(t, r->id, rc == -ENOTCONN ? ECONNRESET : -rc, 0);
+        return;
+    }
     copy_opts(t, r->orig, r->family, fd, o->addr.family == 6 || r->mapped ? AF_INET6 : AF_INET);
     if (!r->nonblock)
         (void)fcntl(fd, F_SETFL, 0); /* the dialer's only status flag is O_NONBLOCK */
