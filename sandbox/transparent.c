@@ -360,34 +360,6 @@ static int errno_of(const struct egress_outcome *o)
     }
 }
 
-/* Takes the dialer's connected socket FD to the socket layer's connected
- * state (SS_CONNECTED) before the command gets it. A non-blocking connect()
- * that returned EINPROGRESS (every handshake that did not end inside the
- * call) leaves the socket in SS_CONNECTING even once the handshake is done,
- * and stays there until someone calls connect() again: a command holding
- * such a socket, reset by its peer, gets ECONNABORTED from a first
- * sendto(MSG_FASTOPEN), which takes it to unconnected, and a second aims
- * it at any address from the host's namespace (and bind() + listen() make
- * it a listener there). A second connect() on an established socket moves
- * it to SS_CONNECTED and answers 0 (EISCONN when it was there already);
- * from SS_CONNECTED no call but connect(AF_UNSPEC), which the command's
- * filter sends here and which take_socket refuses for a socket of the
- * host's namespace, takes it back: sendto(MSG_FASTOPEN) gets EISCONN and
- * listen() EINVAL, whether the peer reset it or not. The address is the
- * socket's own peer (the vetted one). 0, or -errno (a reset before this
- * point: the socket is not handed over). */
-static int settle(int fd)
-{
-    struct sockaddr_storage peer;
-    socklen_t len = sizeof(peer);
-
-    if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&peer, len) == 0 || errno == EISCONN)
-        return 0;
-    return errno == EALREADY ? -ECONNABORTED : -errno; /* EALREADY: still in SYN_SENT */
-}
-
 /* Puts the egress outcome's connected socket O->fd (non-blocking,
  * close-on-exec, from the dialer) at the command's descriptor number. */
 static void install(struct tp_req *r, const struct egress_outcome *o)
@@ -396,7 +368,16 @@ static void install(struct tp_req *r, const struct egress_outcome *o)
     struct seccomp_notif_addfd add;
     int fd = o->fd, rc;
 
-    rc = settle(fd);
+    /* SS_CONNECTED, not SS_CONNECTING: a non-blocking connect() that
+     * returned EINPROGRESS (every handshake that did not end inside the
+     * call) leaves the socket there even once the handshake is done. A
+     * command holding such a socket, reset by its peer, got ECONNABORTED
+     * from a first sendto(MSG_FASTOPEN), which took it to unconnected, and
+     * a second aimed it anywhere from the host's namespace (bind() + listen()
+     * made it a listener there). From SS_CONNECTED only connect(AF_UNSPEC)
+     * takes it back, and take_socket refuses that on a host socket. A reset
+     * before this point fails the command's connect() instead. */
+    rc = sb_tcp_settle(fd);
     if (rc < 0) {
         close(fd);
         respond(t, r->id, rc == -ENOTCONN ? ECONNRESET : -rc, 0);
@@ -476,7 +457,8 @@ static void on_egress(void *arg, const struct egress_outcome *o)
 
 /* One connect() as the command made it. */
 struct call {
-    int fd; /* its descriptor number */
+    int bind; /* 1: a bind() (network.allowLocalBinding), 0: a connect() */
+    int fd;   /* its descriptor number */
     union {
         struct sockaddr sa;
         struct sockaddr_in in4;
@@ -494,7 +476,7 @@ struct call {
 static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c)
 {
     uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_len = n->data.args[2];
-    int abi = -1, pid = (int)n->pid;
+    int abi = -1, pid = (int)n->pid, is_bind = 0;
 
     for (int i = 0; i < 3; i++)
         if (n->data.arch == t->arch[i])
@@ -505,10 +487,11 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
     }
     if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
         uint32_t blk[3];
-        if (a_fd != SYS_CONNECT) {
+        if (a_fd != SYS_CONNECT && a_fd != SYS_BIND) {
             respond(t, n->id, 0, 1);
             return -1;
         }
+        is_bind = a_fd == SYS_BIND;
         if (fsw_peek(pid, a_addr, blk, sizeof(blk)) != (ssize_t)sizeof(blk)) {
             respond(t, n->id, EFAULT, 0);
             return -1;
@@ -516,6 +499,9 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
         a_fd = blk[0];
         a_addr = blk[1];
         a_len = blk[2];
+    } else if (n->data.nr == t->nr_bind[abi] ||
+               (abi == 0 && t->nr_bind[1] >= 0 && n->data.nr == t->nr_bind[1])) {
+        is_bind = 1;
     } else if (n->data.nr != t->nr_connect[abi] &&
                !(abi == 0 && t->nr_connect[1] >= 0 && n->data.nr == t->nr_connect[1])) {
         /* x32 system calls arrive with the x86-64 audit arch and their own
@@ -535,6 +521,7 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
     }
     c->fd = (int)(a_fd & 0x7fffffff);
     c->len = (size_t)a_len;
+    c->bind = is_bind;
     return 0;
 }
 
@@ -863,8 +850,119 @@ static int peer_call(struct tp *t, const struct seccomp_notif *n)
     return 1;
 }
 
-/* One notification: read, inspect, then let the kernel run it, refuse it,
- * or make the connection. */
+static void wait_closed(uv_handle_t *h)
+{
+    struct tp_wait *w = h->data;
+    struct tp *t = w->t;
+
+    close(w->fd);
+    free(w);
+    if (--t->handles == 0)
+        free(t);
+}
+
+/* Answers W's connect() with ERROR and drops W. */
+static void wait_end(struct tp_wait *w, int error)
+{
+    struct tp *t = w->t;
+
+    respond(t, w->id, error, 0);
+    w->prev->next = w->next;
+    w->next->prev = w->prev;
+    t->npending--;
+    uv_close((uv_handle_t *)&w->poll, wait_closed);
+}
+
+static void on_wait(uv_poll_t *p, int status, int events)
+{
+    struct tp_wait *w = container_of(p, struct tp_wait, poll);
+    socklen_t len = sizeof(int);
+    int e = 0;
+
+    (void)events;
+    if (status < 0)
+        e = -status;
+    else if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+        e = errno;
+    if (e == 0)
+        e = -sb_tcp_settle(w->fd); /* as a blocking connect() leaves it: SS_CONNECTED */
+    wait_end(w, e);
+}
+
+/* The caller of notification ID waits for the handshake of FD (taken)
+ * under way. */
+static void wait_connect(struct tp *t, uint64_t id, int fd)
+{
+    struct tp_wait *w = calloc(1, sizeof(*w));
+
+    if (w == NULL || uv_poll_init(t->loop, &w->poll, fd) < 0) {
+        free(w);
+        close(fd);
+        respond(t, id, ENOBUFS, 0);
+        return;
+    }
+    w->t = t;
+    w->id = id;
+    w->fd = fd;
+    w->poll.data = w;
+    w->next = t->waits.next;
+    w->prev = &t->waits;
+    t->waits.next->prev = w;
+    t->waits.next = w;
+    t->npending++;
+    t->handles++;
+    if (uv_poll_start(&w->poll, UV_WRITABLE, on_wait) < 0)
+        wait_end(w, ENOBUFS);
+}
+
+/* A connect() or bind() that stays in the sandbox's namespace, run here on
+ * ORIG (taken), the copy of the command's socket that take_socket found to
+ * be the sandbox's, with the address read_call read, and answered with its
+ * result: never SECCOMP_USER_NOTIF_FLAG_CONTINUE. With CONTINUE the kernel
+ * looks the descriptor number up again and reads the address again, and
+ * between the check and that moment another thread of the command can
+ * dup2() a socket of the host's namespace (one sluice handed over, or one
+ * it inherited) onto the number and rewrite the address to AF_UNSPEC (a
+ * disconnect, after which the socket could be aimed anywhere) or to any
+ * other: the call would then run on the host's socket. A connect() that
+ * would block (TCP whose SYN is dropped by a full accept queue, a Unix
+ * listener's full backlog) is started non-blocking, the socket's O_NONBLOCK
+ * restored at once; a caller that would have waited is answered once the
+ * handshake ends (wait_connect), one that would not gets EINPROGRESS. A
+ * Unix stream connect() that meets a full backlog answers EAGAIN even to a
+ * blocking caller. */
+static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, const struct call *c)
+{
+    int fl, rc, e;
+
+    if (c->bind) {
+        e = bind(orig, &c->sa.sa, (socklen_t)c->len) == 0 ? 0 : errno;
+        close(orig);
+        respond(t, n->id, e, 0);
+        return;
+    }
+    fl = fcntl(orig, F_GETFL);
+    if (fl < 0 || (!(fl & O_NONBLOCK) && t->npending >= t->max_pending)) {
+        close(orig);
+        respond(t, n->id, fl < 0 ? EBADF : EAGAIN, 0);
+        return;
+    }
+    if (!(fl & O_NONBLOCK))
+        (void)fcntl(orig, F_SETFL, fl | O_NONBLOCK);
+    rc = connect(orig, &c->sa.sa, (socklen_t)c->len);
+    e = rc == 0 ? 0 : errno;
+    if (!(fl & O_NONBLOCK))
+        (void)fcntl(orig, F_SETFL, fl);
+    if (e == EINPROGRESS && !(fl & O_NONBLOCK)) {
+        wait_connect(t, n->id, orig);
+        return;
+    }
+    close(orig);
+    respond(t, n->id, e, 0);
+}
+
+/* One notification: read, inspect, then run the call here, refuse it, or
+ * make the connection. */
 static void handle(struct tp *t, const struct seccomp_notif *n)
 {
     struct call c;
@@ -881,12 +979,11 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
         return;
-    if (!intercepted(orig, domain, &c, &dst, &port) ||
+    if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy
          * listeners, the command's own servers */
-        close(orig);
-        respond(t, n->id, 0, 1);
+        run_here(t, n, orig, &c);
         return;
     }
     if (port == 0) {
@@ -988,6 +1085,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     (void)fsw_notify_sync(t->notify_fd);
     t->reqs.next = t->reqs.prev = &t->reqs;
+    t->waits.next = t->waits.prev = &t->waits;
     t->dconns.next = t->dconns.prev = &t->dconns;
     t->nr_socketcall = -1;
     {
@@ -997,6 +1095,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
             t->arch[i] = i < narch ? arches[i] : 0;
             t->nr_connect[i] =
                 t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "connect") : -1;
+            t->nr_bind[i] =
+                t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "bind") : -1;
             t->nr_getpeername[i] = t->arch[i] != 0
                                        ? seccomp_syscall_resolve_name_arch(t->arch[i], "getpeername")
                                        : -1;
@@ -1077,6 +1177,7 @@ struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
     t->diag_fd = -1;
     t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     t->reqs.next = t->reqs.prev = &t->reqs;
+    t->waits.next = t->waits.prev = &t->waits;
     t->dconns.next = t->dconns.prev = &t->dconns;
     return t;
 }
@@ -1106,6 +1207,8 @@ void tp_close(struct tp *t)
         respond(t, r->id, ECONNREFUSED, 0);
         req_free(r);
     }
+    while (t->waits.next != &t->waits)
+        wait_end(t->waits.next, ECONNABORTED);
     while (t->dconns.next != &t->dconns)
         tp_dns_conn_close(t->dconns.next);
     if (t->poll_open)

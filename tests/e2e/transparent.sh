@@ -178,6 +178,39 @@ time.sleep(600)
             ok "a non-blocking connect() whose handshake hangs never hands over a half-open socket: $out" ;;
     *) bad "non-blocking connect() to a hanging origin" "$out $(cat "$T/hang.err")" ;;
     esac
+    # issue 21, item 1: a handshake that ends on a SYN retransmit (the dial
+    # saw EINPROGRESS), then the origin's reset at each phase; nothing the
+    # command does with the socket may reach the sink (no rule allows it)
+    # or listen on the host's 0.0.0.0. slow_origin.py and the probe share
+    # the working directory ($W).
+    PS=$(free_port); PK=$(free_port); PL=$(free_port)
+    rm -f "$W"/go.* "$W/ready" "$W/sink.log"
+    python3 "$HERE/transparent-helpers/slow_origin.py" "$PS" "$PK" "$W" >"$T/slow.err" 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do [ -e "$W/ready" ] && break; sleep 0.05; done
+    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PS\"], \"transparent\": true, \"allowLocalBinding\": true}}" > "$T/reset.json"
+    out=$("$SLUICE" run --quiet --settings "$T/reset.json" -- python3 "$PROBE" reaim_reset 127.0.0.1 "$PS" "$PK" "$PL" 2>&1)
+    # a round whose reset came before the handover fails its connect()
+    # (ECONNRESET) and leaves the command its own socket, which may do as
+    # it likes inside; a handed-over one must refuse every step
+    handed=$(grep -E '^round=[0-9]+ [a-z]+ [a-z]+ connect=(ok|EINPROGRESS/0) ' <<< "$out")
+    if [ "$(grep -c 'fastopen1=EISCONN' <<< "$handed")" -ge 3 ] &&
+        ! grep -qE '(fastopen[0-9]|unspec|tfo_connect|bind|listen)=ok' <<< "$handed" && [ ! -s "$W/sink.log" ]; then
+        ok "a handed-over socket whose handshake ended on a SYN retransmit, reset at each phase, cannot be re-aimed (MSG_FASTOPEN, AF_UNSPEC, TCP_FASTOPEN_CONNECT, bind, listen)"
+    else
+        bad "re-aiming a handed-over socket after a reset" "$out
+sink: $(cat "$W/sink.log" 2>/dev/null) $(cat "$T/slow.err")"
+    fi
+    # ... nor by a connect(AF_UNSPEC) the kernel would run on a number
+    # another thread swaps a handed-over socket onto (the host runs what it
+    # checked; CONTINUE let 14 of 2000 through here)
+    out=$(sr --quiet -- python3 "$PROBE" swap 127.0.0.1 "$PA" "$PK" 1500 2>&1)
+    if [ "$out" = "swap escaped=0 calls=1500" ] && [ ! -s "$W/sink.log" ]; then
+        ok "connect(AF_UNSPEC) racing a dup2() of a handed-over socket never disconnects it"
+    else
+        bad "AF_UNSPEC racing dup2" "$out
+sink: $(cat "$W/sink.log" 2>/dev/null)"
+    fi
     if command -v nc >/dev/null 2>&1; then
         out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | nc -q 5 origin.test $PA 2>&1 | tail -1")
         [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"

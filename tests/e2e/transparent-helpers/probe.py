@@ -385,4 +385,44 @@ def cmd_reaim_reset(host, port, sink, bindport):
         sys.stdout.flush()
 
 
+def cmd_swap(host, port, sink, rounds):
+    """Issue 21, item 1 (the TOCTOU rule): connect(AF_UNSPEC) on a socket of
+    the sandbox's own while another thread keeps dup2()ing a socket sluice
+    handed over (connected to HOST:PORT) onto the same number. The host
+    checks the socket and must run the call on what it checked: were the
+    kernel to run it (CONTINUE) on the swapped-in socket, that socket would
+    be disconnected and sendto(MSG_FASTOPEN) would aim it at SINK from the
+    host's namespace. Prints how often the handed-over socket could be
+    re-aimed (escaped=0 is right) and how many calls ran."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC) + bytes(14), 16)
+    h = socket.create_connection((host, int(port)), timeout=10)
+    own = socket.socket()
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip():
+        while not stop[0]:
+            os.dup2(h.fileno(), target)
+            os.dup2(own.fileno(), target)
+
+    t = threading.Thread(target=flip)
+    t.start()
+    calls = escaped = 0
+    for _ in range(int(rounds)):
+        libc.connect(target, unspec, 16)
+        calls += 1
+        try:
+            h.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            escaped += 1
+        except BlockingIOError:
+            escaped += 1
+        except OSError:
+            pass
+    stop[0] = True
+    t.join()
+    print("swap escaped=%d calls=%d" % (escaped, calls))
+
+
 getattr(sys.modules[__name__], "cmd_" + sys.argv[1])(*sys.argv[2:])
