@@ -519,9 +519,12 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
     if (tp)
         lines[n++] = "connect() waits for sluice on the host (transparent mode: seccomp user "
                      "notification); sluice decides it with the policy and puts its own "
-                     "connected socket in place, or lets the kernel run it where it can reach "
-                     "only the sandbox's own namespace; getpeername() is answered by sluice "
-                     "too, with the address the command asked for on the sockets it connected";
+                     "connected socket in place, or runs it itself, on the socket it checked, "
+                     "where it can reach only the sandbox's own namespace; getpeername() is "
+                     "answered by sluice too, with the address the command asked for on the "
+                     "sockets it connected; with allowLocalBinding, bind() is answered by "
+                     "sluice the same way; on a socket of the host's namespace both fail "
+                     "with EPERM";
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";

@@ -313,9 +313,21 @@ JSON
 import socket, subprocess, sys
 s = socket.socket()
 r = subprocess.run(sys.argv[1:], stdin=s.fileno(), capture_output=True, text=True)
-print(r.stdout.strip())' "$SLUICE" run --settings "$S" -- python3 "$PROBE" fd0 "$PB" 2>&1)
-    [ "$out" = fd0=EPERM ] && ok "a socket from the host's namespace is never connected by the kernel" ||
+print(r.stdout.strip(), r.stderr.strip(), "rc=%d" % r.returncode)' "$SLUICE" run --settings "$S" -- python3 "$PROBE" fd0 "$PB" 2>&1)
+    grep -q "stdin is an unconnected TCP socket of the host's network.* rc=125" <<< "$out" &&
+        ok "stdin an unconnected TCP socket of the host: refused before anything runs" ||
         bad "host socket as stdin" "$out"
+    # issue 21, item 5: a connected one, still SS_CONNECTING and then reset
+    cp "$HERE/run-helpers/inherit.py" "$W/inherit.py"
+    out=$(python3 "$W/inherit.py" host tcp-reset -- "$SLUICE" run --settings "$S" -- \
+        python3 "$W/inherit.py" inside SINK 2>&1)
+    case $out in
+    *"unspec=EPERM connect=EPERM"*" rc=0 sink=0")
+        grep -qE '(fastopen[0-9]|unspec|connect|bind|listen)=ok' <<< "$out" &&
+            bad "inherited host TCP socket re-aimed" "$out" ||
+            ok "an inherited TCP socket of the host, reset, cannot be re-aimed in transparent mode" ;;
+    *) bad "inherited host TCP socket in transparent mode" "$out" ;;
+    esac
     out=$(sr --quiet -- python3 "$PROBE" race "$PA" "$PB" 300 2>&1)
     grep -q '^race ok=' <<< "$out" && ok "connect() on an address rewritten by another thread: $out" ||
         bad "race" "$out"

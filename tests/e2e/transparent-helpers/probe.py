@@ -333,7 +333,8 @@ def cmd_reaim_reset(host, port, sink, bindport):
     libc = ctypes.CDLL(None, use_errno=True)
     unspec = struct.pack("=H", socket.AF_UNSPEC) + bytes(14)
     rounds = (("reply", True, "fastopen"), ("reply", False, "fastopen"), ("early", True, "fastopen"),
-              ("early", False, "fastopen"), ("reply", True, "listen"), ("early", False, "listen"))
+              ("early", False, "fastopen"), ("reply", True, "listen"), ("early", False, "listen"),
+              ("close", True, "fastopen"), ("close", False, "listen"))
     for i, (mode, blocking, plan) in enumerate(rounds):
         out = ["round=%d" % i, mode, "blocking" if blocking else "nonblocking"]
 
@@ -358,7 +359,7 @@ def cmd_reaim_reset(host, port, sink, bindport):
                                           errno.errorcode.get(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), 0)))
             s.setblocking(True)
         s.settimeout(5)
-        if mode == "reply":
+        if mode in ("reply", "close"):
             attempt("read", lambda: s.recv(16))
         for _ in range(200):  # until the reset arrives
             try:

@@ -14,7 +14,8 @@ creates DIR/go.N just before its connect(); the origin waits 0.3 s (the
 SYN is dropped by then), accepts the filler (room for the retransmit),
 accepts the probe's connection and then, by the mode the probe wrote into
 go.N: "early" resets it at once, "reply" sends "hello\\n" and resets it
-0.3 s later. A reset is a close() with SO_LINGER {1, 0}.
+0.3 s later, "close" sends it and closes (FIN, then a reset answers the
+probe's next bytes). A reset is a close() with SO_LINGER {1, 0}.
 
 SINK_PORT accepts anything and writes "sink PEER\\n" to DIR/sink.log for each
 connection: a probe that re-aims a handed-over socket there (no rule allows
@@ -67,8 +68,11 @@ while True:
     a.close()
     filler.close()
     c, _ = lst.accept()
-    if mode == "reply":
+    if mode in ("reply", "close"):
         c.sendall(b"hello\n")
         time.sleep(0.3)
-    reset(c)
+    if mode == "close":
+        c.close()  # FIN; the probe's next bytes meet a closed socket: RST
+    else:
+        reset(c)
     n += 1
