@@ -138,6 +138,7 @@ int run_tp_after_go(struct run *run)
     to.log_ctx = run;
     to.next_id = &run->next_id;
     to.max_pending = run->settings->proxy.max_connections;
+    to.allow_unix = run->settings->network.allow_all_unix_sockets;
     if (run->watch_writes) { /* one listener serves both (fswatch.c) */
         to.other = run_fsw_dispatch;
         to.other_ctx = run;

@@ -113,6 +113,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -930,11 +932,27 @@ static void wait_connect(struct tp *t, uint64_t id, int fd)
  * restored at once; a caller that would have waited is answered once the
  * handshake ends (wait_connect), one that would not gets EINPROGRESS. A
  * Unix stream connect() that meets a full backlog answers EAGAIN even to a
- * blocking caller. */
+ * blocking caller.
+ *
+ * A Unix socket path is the exception: sluice would look it up in the
+ * host's mounts and with the host's credentials, not the sandbox's. Without
+ * network.allowAllUnixSockets no such call has a use (the command's Unix
+ * sockets are socketpair()s and inherited ones) and it is refused (EPERM),
+ * which also closes sendto() a path from a datagram pair's connect(). With
+ * it, the kernel runs the call (CONTINUE); the dup2() race above is then
+ * open to a command that wins it twice (README, transparent mode). Abstract
+ * names and autobind belong to the network namespace of the socket, the
+ * sandbox's, and are run here like the rest. */
 static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, const struct call *c)
 {
     int fl, rc, e;
 
+    if (c->sa.sa.sa_family == AF_UNIX && c->len > offsetof(struct sockaddr_un, sun_path) &&
+        ((const char *)&c->sa)[offsetof(struct sockaddr_un, sun_path)] != '\0') {
+        close(orig);
+        respond(t, n->id, t->allow_unix ? 0 : EPERM, t->allow_unix);
+        return;
+    }
     if (c->bind) {
         e = bind(orig, &c->sa.sa, (socklen_t)c->len) == 0 ? 0 : errno;
         close(orig);
@@ -1073,6 +1091,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->pid = o->cmd_pid;
     t->diag_fd = o->diag_fd;
     t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;
+    t->allow_unix = o->allow_unix;
     t->self_pid = (int)getpid();
     read_defaults(t->optdef);
     t->ns_dev = o->ns_dev;

@@ -56,6 +56,8 @@ struct tp_opts {
     void *log_ctx;
     uint64_t *next_id;  /* connection ids, shared with the proxies */
     size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
+    int allow_unix;     /* network.allowAllUnixSockets: a Unix path connect()/bind()
+                           is the kernel's (CONTINUE), else refused */
     /* Notifications of other syscalls on the same listener (the write
      * report, fswatch.c): 1 when it answered N, 0 to leave it to
      * transparent mode. NULL: none. */

@@ -108,6 +108,7 @@ struct tp {
     struct tp_req reqs; /* list head */
     struct tp_wait waits; /* list head (only prev/next used) */
     size_t npending, max_pending;
+    int allow_unix; /* tp_opts.allow_unix */
     struct dns_conn dconns; /* list head (only prev/next used) */
     int nr_connect[3];      /* per ABI below, -1 unknown */
     int nr_bind[3];

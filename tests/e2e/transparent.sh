@@ -80,6 +80,7 @@ JSON
 {"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$DPORT"]}}
 JSON
     echo '{"network": {"isolate": false}}' > "$T/noiso.json"
+    echo '{"network": {"transparent": true, "allowAllUnixSockets": true}}' > "$T/unix.json"
     sr() { "$SLUICE" run --settings "$S" "$@"; }
 
     # --- the resolver ----------------------------------------------------------------------
@@ -309,6 +310,26 @@ JSON
     [ "$out" = seccomp_fds=0 ] && ok "no seccomp listener in the command's descriptors" || bad "notify fd leak" "$out"
     out=$(sr -- python3 "$PROBE" udp 2>&1)
     [ "$out" != udp=sent ] && ok "UDP other than DNS stays closed ($out)" || bad "UDP" "$out"
+    # sluice runs an in-sandbox connect() itself (never CONTINUE), but never
+    # looks a Unix path up in the host's mounts: without allowAllUnixSockets
+    # it is refused, so a socketpair(AF_UNIX, SOCK_DGRAM) cannot be aimed at
+    # a host datagram socket; with it, the kernel looks the path up as before
+    out=$(cd "$W" && python3 -c '
+import socket, subprocess, sys, os
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind("d.sock"); os.chmod("d.sock", 0o777)
+l = socket.socket(socket.AF_UNIX); l.bind("s.sock"); l.listen(4); os.chmod("s.sock", 0o777)
+code = ("import socket, errno\n"
+        "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "try:\n a.connect(\"d.sock\"); print(\"dgram=ok\")\n"
+        "except OSError as e: print(\"dgram=%s\" % errno.errorcode[e.errno])\n")
+for st in sys.argv[2:]:
+    r = subprocess.run([sys.argv[1], "run", "--settings", st, "--", "python3", "-c", code],
+                       capture_output=True, text=True)
+    print(r.stdout.strip(), end=" ")
+os.unlink("d.sock"); os.unlink("s.sock")' "$SLUICE" "$S" "$T/unix.json" 2>&1)
+    [ "$out" = "dgram=EPERM dgram=ok " ] &&
+        ok "a datagram socketpair cannot connect() to a host Unix path (allowed with allowAllUnixSockets)" ||
+        bad "socketpair dgram connect to a host path" "$out"
     out=$(python3 -c '
 import socket, subprocess, sys
 s = socket.socket()
