@@ -548,7 +548,7 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
 
     # --- issue 21, item 5: stdin a socket of the host's network (inetd, socket activation) ---------------
     cp "$HERE/run-helpers/inherit.py" "$W/inherit.py"
-    printf '{"network": {"allowLocalBinding": true}}' > "$T/inherit.json"
+    printf '{"network": {"allowLocalBinding": true, "transparent": %s}}' "${TPV:-false}" > "$T/inherit.json"
     for m in tcp tcp-reset; do
         out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \
             python3 inherit.py inside SINK 2>&1)
