@@ -72,16 +72,17 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
             what = type == SOCK_DGRAM ? "a Unix datagram socket"
                    : listening        ? "a listening Unix socket"
                                       : "an unconnected Unix socket";
-        } else if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM &&
-                   !listening && connected) {
+        } else if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM && !listening &&
+                   connected) {
             int rc = sb_tcp_settle(fd);
             if (rc == 0) {
                 *guard = 1;
                 continue;
             }
-            snprintf(err, errlen, "%s is a TCP socket of the host's network that cannot be "
-                     "settled as connected (%s); the command was not run", std_name[fd],
-                     strerror(-rc));
+            snprintf(err, errlen,
+                     "%s is a TCP socket of the host's network that cannot be "
+                     "settled as connected (%s); the command was not run",
+                     std_name[fd], strerror(-rc));
             return -EPERM;
         } else if (domain == AF_INET || domain == AF_INET6) {
             what = type != SOCK_STREAM ? "a UDP or raw socket"
@@ -90,8 +91,10 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
         } else {
             what = "a socket";
         }
-        snprintf(err, errlen, "%s is %s of the host's network, which the command could aim "
-                 "anywhere; the command was not run", std_name[fd], what);
+        snprintf(err, errlen,
+                 "%s is %s of the host's network, which the command could aim "
+                 "anywhere; the command was not run",
+                 std_name[fd], what);
         return -EPERM;
     }
     return 0;

@@ -495,7 +495,6 @@ static void test_notify_filter(void **state)
     close(sp[0]);
 }
 
-
 /* Issue 21, item 5: what sb_inherit_check makes of a socket on stdin. */
 static int with_stdin(int fd, int allow_unix, int *guard, char *err, size_t errlen)
 {
