@@ -16,14 +16,17 @@
  *         the sandbox's (SO_NETNS_COOKIE, or SIOCGSKNS before Linux 5.14; a
  *         socket from anywhere else is refused with EPERM), its domain and
  *         type, whether it is already connected;
- *      c. lets the kernel run the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
- *         only where the kernel's own connect() can reach nothing but the
- *         sandbox's namespace, see "Why CONTINUE is safe" below: sockets
- *         that are not TCP over IPv4/IPv6 (UDP, Unix, netlink), AF_UNSPEC
- *         (disconnect), a socket already connected or listening, a bad
- *         address length, and a loopback or unspecified destination where
- *         something listens on that port inside the sandbox (the proxy
- *         listeners, the command's own servers);
+ *      c. runs the call itself, on the copy it checked and with the address
+ *         it read, and answers with the result (run_here), where it can
+ *         reach nothing but the sandbox's namespace, see "Why running it
+ *         here is safe" below: sockets that are not TCP over IPv4/IPv6 (UDP,
+ *         Unix, netlink), AF_UNSPEC (disconnect), a socket already
+ *         connected or listening, a bad address length, a loopback or
+ *         unspecified destination where something listens on that port
+ *         inside the sandbox (the proxy listeners, the command's own
+ *         servers); and bind() (notified with allowLocalBinding only). A
+ *         Unix socket path is refused, or left to the kernel with
+ *         allowAllUnixSockets (run_here says why);
  *      d. otherwise judges the destination as the proxies do: a synthetic
  *         address the sandbox's resolver gave out (below) maps back to its
  *         name, exactly; any other address is an IP literal. The egress
@@ -40,10 +43,14 @@
  *         the call then returns 0, or EINPROGRESS for a non-blocking socket
  *         (the socket is already connected: poll() reports it writable at
  *         once and SO_ERROR is 0). The command only ever holds sockets of
- *         the host's namespace that are connected: a socket whose handshake
- *         is under way could be taken back to unconnected (shutdown() in
- *         SYN_SENT) and aimed elsewhere with sendto(MSG_FASTOPEN), which
- *         no connect() notification sees. The kernel never runs the command's
+ *         the host's namespace that are connected, in the socket layer's
+ *         SS_CONNECTED too (sb_tcp_settle): a socket whose handshake is
+ *         under way could be taken back to unconnected (shutdown() in
+ *         SYN_SENT), and one left in SS_CONNECTING by a non-blocking dial
+ *         could after a reset (a first sendto(MSG_FASTOPEN) answers
+ *         ECONNABORTED and unconnects it), and then be aimed elsewhere with
+ *         sendto(MSG_FASTOPEN), which no connect() notification sees, or
+ *         made a listener. The kernel never runs the command's
  *         connect(), so the address the command could rewrite after (a)
  *         is never used;
  *      f. denied or failed: the call fails at once, ECONNREFUSED for a
@@ -62,17 +69,26 @@
  *    in connect(), at most the dial timeout); bytes are not counted (no
  *    close record): the command holds the real connection, no relay.
  *
- *    Why CONTINUE is safe: a socket belongs to the network namespace it
- *    was created in, whatever address it is given. Every socket the command
- *    can create is in the sandbox's namespace, which has a loopback device
- *    and nothing else: no route leaves it. (b) checks the namespace of the
- *    very socket the call is about, so a socket from outside (an inherited
- *    descriptor) never gets CONTINUE. The kernel re-reads the address from
- *    the command's memory after CONTINUE, and the command may have changed
- *    it in between; any address it can put there is reached (or not) from
- *    inside the sandbox's namespace only. The same holds for UDP: it stays
- *    closed in transparent mode as before, apart from the sandbox's own
- *    resolver.
+ *    Why running it here is safe: a socket belongs to the network
+ *    namespace it was created in, whatever address it is given. Every
+ *    socket the command can create is in the sandbox's namespace, which has
+ *    a loopback device and nothing else: no route leaves it. (b) checks the
+ *    namespace of the very socket the call is about, so a socket from
+ *    outside (one sluice handed over, an inherited one) never gets a
+ *    connect() or bind() run. The call is run on that checked copy, never
+ *    handed back to the kernel (CONTINUE), which would look the descriptor
+ *    number and the address up again: another thread could dup2() a socket
+ *    of the host's namespace onto the number in between and rewrite the
+ *    address to AF_UNSPEC, disconnecting it (issue 21). Every socket of the
+ *    host's namespace the command holds is in SS_CONNECTED (install,
+ *    sb_tcp_settle), where only connect(AF_UNSPEC) could take it back. The
+ *    same holds for UDP: it stays closed in transparent mode as before,
+ *    apart from the sandbox's own resolver.
+ *
+ *    The same listener serves a run that is not transparent but inherited a
+ *    TCP socket of the host's network on stdin, stdout or stderr (inherit.c,
+ *    egress NULL): there every connect() and allowed bind() is refused on
+ *    the host's socket and run here on any other.
  *
  * 2. Synthetic addresses. Each name the resolver answers for gets its own
  *    IPv4 address from 198.18.0.0/15 (RFC 2544 benchmarking space, never
