@@ -44,7 +44,8 @@ size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, 
 
 struct tp_opts {
     uv_loop_t *loop;
-    struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial */
+    struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial;
+                                  NULL: a guarded run (inherit.c), no dialing */
     int notify_fd;             /* the seccomp listener (taken) */
     int cmd_pid;               /* the command, in the host's pid namespace */
     dev_t ns_dev;              /* the sandbox's network namespace (tp_dns_sockets) */
