@@ -946,6 +946,8 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--transparent");
     if (o->watch_writes)
         PUSH("--watch-writes");
+    if (o->guard_connect)
+        PUSH("--guard-connect");
     /* sandbox.limits (issue 14; limits.c), each only when set */
     if (rc == 0 && s->sandbox.limits.processes > 0 &&
         sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)

@@ -1,7 +1,8 @@
 /* sandbox/inner.c - `sluice inner`, the first program inside the sandbox,
  * and the host's end of its handoff (design.md "The sandbox").
  *
- *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes] [--http-port P]
+ *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes]
+ *                [--guard-connect] [--http-port P]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
  *                [--limit-open-files=N] -- CMD ARGS...
  *
@@ -98,7 +99,7 @@ struct inner_args {
     int fd;
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
-    int transparent, watch_writes;
+    int transparent, watch_writes, guard_connect;
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -135,6 +136,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->allow_user_namespaces = 0;
     a->transparent = 0;
     a->watch_writes = 0;
+    a->guard_connect = 0;
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -168,6 +170,10 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--watch-writes") == 0) {
             a->watch_writes = 1;
+            continue;
+        }
+        if (strcmp(opt, "--guard-connect") == 0) {
+            a->guard_connect = 1;
             continue;
         }
         if (strcmp(opt, "--allow-local-binding") == 0) {
@@ -437,7 +443,7 @@ int sb_inner_main(int argc, char **argv)
 
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
-    if (!a.transparent && !a.watch_writes) {
+    if (!a.transparent && !a.watch_writes && !a.guard_connect) {
         close(a.fd);
         close_from_3();
     }
@@ -460,13 +466,14 @@ int sb_inner_main(int argc, char **argv)
     so.allow_user_namespaces = a.allow_user_namespaces;
     so.transparent = a.transparent;
     so.watch_writes = a.watch_writes;
+    so.guard_connect = a.guard_connect;
     so.notify_fd = &notify_fd;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
     }
-    if (a.transparent || a.watch_writes) {
+    if (a.transparent || a.watch_writes || a.guard_connect) {
         /* the listener goes to the host, and no copy stays here: a command
          * holding it could answer its own connect()s */
         const char kind = KIND_NOTIFY;

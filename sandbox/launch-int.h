@@ -78,8 +78,10 @@ struct run {
     struct sb_gitwatch gw;
     int sp[2];
     int have_rundir, loop_ok;
-    /* transparent mode (sandbox/launch_tp.c) */
+    /* transparent mode (sandbox/launch_tp.c); guard: a TCP socket of the
+     * host's network inherited (inherit.c), connect() served without it */
     struct tp *tp;
+    int guard;
     int tp_fds[3]; /* the resolver's UDP and TCP sockets, sock_diag; -1 */
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;

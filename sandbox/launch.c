@@ -494,6 +494,7 @@ static int build_plan(struct run *run)
         .mask_dir = run->runmask,
         .transparent = run->settings->network.transparent,
         .watch_writes = run->watch_writes,
+        .guard_connect = run->guard,
         .resolv_conf = run->tp_resolv_file,
         .resolv_conf_dest = run->tp_resolv_dest,
         .cmd = run->cmd,

@@ -51,7 +51,7 @@ int run_fsw_after_go(struct run *run)
 {
     int fd;
 
-    if (!run->watch_writes || run->settings->network.transparent)
+    if (!run->watch_writes || run->settings->network.transparent || run->guard)
         return 0;
     fd = sb_handoff_recv_notify(run->sp[0], RUN_FSW_HANDOFF_MS, run->err, sizeof(run->err));
     if (fd < 0) {

@@ -19,12 +19,47 @@
 
 #define RUN_TP_HANDOFF_MS 30000u
 
+/* Issue 21, item 5: stdin, stdout and stderr, when they are sockets of the
+ * host's network (inherit.c). A TCP one makes the run a guarded one: its
+ * connect()s (and allowed bind()s) are answered by transparent.c, without
+ * the policy's dialing (no egress) when transparent mode is off. */
+static int check_inherited(struct run *run)
+{
+    const char *why;
+    int guard = 0;
+
+    if (!run->settings->network.isolate)
+        return 0; /* the command is in the host's network anyway */
+    if (sb_inherit_check(run->settings->network.allow_all_unix_sockets, &guard, run->err,
+                         sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s\n", run->err);
+        return -1;
+    }
+    if (!guard || run->settings->network.transparent)
+        return 0;
+    why = tp_preflight();
+    if (why != NULL) {
+        fprintf(stderr,
+                "sluice: run: a TCP socket of the host's network is among stdin, stdout and "
+                "stderr, and keeping it from being aimed elsewhere needs %s, which this kernel "
+                "lacks; the command was not run\n",
+                why);
+        return -1;
+    }
+    run->guard = 1;
+    run_debug(run, "a TCP socket of the host's network is inherited: connect() is answered by "
+                   "sluice");
+    return 0;
+}
+
 int run_tp_prepare(struct run *run)
 {
     const char *why;
 
     if (run->o->transparent)
         run->settings->network.transparent = 1;
+    if (check_inherited(run) < 0)
+        return -1;
     if (!run->settings->network.transparent)
         return 0;
     why = tp_preflight();
@@ -59,13 +94,20 @@ int run_tp_prepare(struct run *run)
 
 int run_tp_before_go(struct run *run)
 {
-    if (!run->settings->network.transparent)
+    if (!run->settings->network.transparent && !run->guard)
         return 0;
     if (tp_dns_sockets(run->h.cmd_pid, &run->tp_fds[0], &run->tp_fds[1], &run->tp_fds[2],
                        &run->tp_ns_dev, &run->tp_ns_ino, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
+    }
+    if (!run->settings->network.transparent) {
+        /* guarded only: no resolver for the sandbox, port 53 stays free */
+        for (int i = 0; i < 2; i++) {
+            close(run->tp_fds[i]);
+            run->tp_fds[i] = -1;
+        }
     }
     return 0;
 }
@@ -79,11 +121,11 @@ int run_tp_after_go(struct run *run)
 {
     struct tp_opts to;
 
-    if (!run->settings->network.transparent)
+    if (!run->settings->network.transparent && !run->guard)
         return 0;
     memset(&to, 0, sizeof(to));
     to.loop = &run->loop;
-    to.egress = run->core.egress;
+    to.egress = run->settings->network.transparent ? run->core.egress : NULL; /* NULL: guard */
     to.notify_fd =
         sb_handoff_recv_notify(run->sp[0], RUN_TP_HANDOFF_MS, run->err, sizeof(run->err));
     to.cmd_pid = run->h.cmd_pid;
@@ -96,6 +138,7 @@ int run_tp_after_go(struct run *run)
     to.log_ctx = run;
     to.next_id = &run->next_id;
     to.max_pending = run->settings->proxy.max_connections;
+    to.allow_unix = run->settings->network.allow_all_unix_sockets;
     if (run->watch_writes) { /* one listener serves both (fswatch.c) */
         to.other = run_fsw_dispatch;
         to.other_ctx = run;
@@ -117,7 +160,10 @@ int run_tp_after_go(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
-    run_debug(run, "transparent mode: serving connect() and DNS for pid %d", run->h.cmd_pid);
+    run_debug(run, "%s for pid %d",
+              run->guard ? "serving connect() (an inherited host socket)"
+                         : "transparent mode: serving connect() and DNS",
+              run->h.cmd_pid);
     return 0;
 }
 

@@ -157,6 +157,7 @@ struct sb_bwrap_opts {
                                 tmpfs (the parent of every run directory) */
     int transparent;         /* network.transparent: inner gets --transparent */
     int watch_writes;        /* inner gets --watch-writes (write denials reported) */
+    int guard_connect;       /* inner gets --guard-connect (sb_inherit_check) */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
     const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
@@ -188,6 +189,8 @@ struct sb_seccomp_opts {
     int allow_user_namespaces; /* allowNestedUserNamespaces: no CLONE_NEWUSER rules */
     int transparent;           /* network.transparent: connect() -> SCMP_ACT_NOTIFY */
     int watch_writes;          /* write-intent syscalls -> SCMP_ACT_NOTIFY (fswatch.c) */
+    int guard_connect;         /* a host socket inherited: connect() (and an allowed
+                                  bind()) -> SCMP_ACT_NOTIFY, as in transparent mode */
     int *notify_fd;            /* transparent or watch_writes: receives the listener */
 };
 
@@ -200,6 +203,22 @@ struct sb_seccomp_opts {
  * EPERM, on every ABI the kernel runs (x86-64: native, x32, i386 including
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* inherited host sockets (sandbox/inherit.c)                                */
+
+/* Takes a TCP socket with a peer from SS_CONNECTING to SS_CONNECTED (a
+ * second connect() to its own peer), where no call but connect(AF_UNSPEC)
+ * takes it back to unconnected. 0, or -errno (no peer any more). */
+int sb_tcp_settle(int fd);
+
+/* Looks at stdin, stdout and stderr, which the command inherits, for
+ * sockets of the host's network (the launcher's own are the host's):
+ * connected TCP ones are settled (sb_tcp_settle) and set *guard (the run
+ * must have connect() answered by the host); connected Unix stream and
+ * seqpacket ones are fine; any other is refused (a Unix one unless
+ * ALLOW_UNIX). 0, or -EPERM with a sentence in err. */
+int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen);
 
 /* The ABIs the filter covers (libseccomp SCMP_ARCH_*), the native one
  * first: *n of them. Transparent mode reads the notifications of each. */

@@ -67,7 +67,12 @@
  *                           which covers /proc/1/mem too.
  *   connect()               transparent mode only (network.transparent):
  *                           SCMP_ACT_NOTIFY, answered by the host
- *                           (transparent.c). The filter is then loaded with
+ *                           (transparent.c); getpeername() too, and bind()
+ *                           when network.allowLocalBinding allows it. Also
+ *                           (without getpeername()) when the command
+ *                           inherits a TCP socket of the host's network
+ *                           (inherit.c, inner --guard-connect): the host
+ *                           refuses both on it. The filter is then loaded with
  *                           seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
  *   open/openat with a write flag, creat, openat2, mkdir, mknod, unlink,
@@ -299,16 +304,21 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
             return rc;
     }
 
-    if (o->transparent) {
+    if (o->transparent || o->guard_connect) {
         /* Transparent mode (transparent.c): every connect() waits for the
          * host's answer. libseccomp also routes i386 socketcall(SYS_CONNECT)
          * here (the host reads its argument block). */
         rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), "connect", 0, none, err, errlen);
         /* and getpeername(), so that a socket sluice connected names the
          * address the command asked for, not the one sluice dialed */
-        if (rc == 0)
+        if (rc == 0 && o->transparent)
             rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(getpeername), "getpeername", 0, none, err,
                           errlen);
+        /* and bind() where it is allowed: on a socket of the host's
+         * namespace (one sluice handed over, reset by its peer) it would
+         * take a port there; the host refuses it and runs the others */
+        if (rc == 0 && o->allow_local_binding)
+            rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), "bind", 0, none, err, errlen);
         if (rc < 0)
             return rc;
     }
@@ -481,11 +491,11 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     if (rc < 0)
         goto out;
 
-    if (o->transparent || o->watch_writes)
+    if (o->transparent || o->watch_writes || o->guard_connect)
         rc = load_with_listener(ctx, o, err, errlen);
     else
         rc = seccomp_load(ctx);
-    if (rc < 0 && !o->transparent && !o->watch_writes)
+    if (rc < 0 && !o->transparent && !o->watch_writes && !o->guard_connect)
         rc = fail(err, errlen, "seccomp_load", rc);
 out:
     seccomp_release(ctx);
@@ -509,9 +519,12 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
     if (tp)
         lines[n++] = "connect() waits for sluice on the host (transparent mode: seccomp user "
                      "notification); sluice decides it with the policy and puts its own "
-                     "connected socket in place, or lets the kernel run it where it can reach "
-                     "only the sandbox's own namespace; getpeername() is answered by sluice "
-                     "too, with the address the command asked for on the sockets it connected";
+                     "connected socket in place, or runs it itself, on the socket it checked, "
+                     "where it can reach only the sandbox's own namespace; getpeername() is "
+                     "answered by sluice too, with the address the command asked for on the "
+                     "sockets it connected; with allowLocalBinding, bind() is answered by "
+                     "sluice the same way; on a socket of the host's namespace both fail "
+                     "with EPERM";
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";

@@ -16,14 +16,17 @@
  *         the sandbox's (SO_NETNS_COOKIE, or SIOCGSKNS before Linux 5.14; a
  *         socket from anywhere else is refused with EPERM), its domain and
  *         type, whether it is already connected;
- *      c. lets the kernel run the call (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
- *         only where the kernel's own connect() can reach nothing but the
- *         sandbox's namespace, see "Why CONTINUE is safe" below: sockets
- *         that are not TCP over IPv4/IPv6 (UDP, Unix, netlink), AF_UNSPEC
- *         (disconnect), a socket already connected or listening, a bad
- *         address length, and a loopback or unspecified destination where
- *         something listens on that port inside the sandbox (the proxy
- *         listeners, the command's own servers);
+ *      c. runs the call itself, on the copy it checked and with the address
+ *         it read, and answers with the result (run_here), where it can
+ *         reach nothing but the sandbox's namespace, see "Why running it
+ *         here is safe" below: sockets that are not TCP over IPv4/IPv6 (UDP,
+ *         Unix, netlink), AF_UNSPEC (disconnect), a socket already
+ *         connected or listening, a bad address length, a loopback or
+ *         unspecified destination where something listens on that port
+ *         inside the sandbox (the proxy listeners, the command's own
+ *         servers); and bind() (notified with allowLocalBinding only). A
+ *         Unix socket path is refused, or left to the kernel with
+ *         allowAllUnixSockets (run_here says why);
  *      d. otherwise judges the destination as the proxies do: a synthetic
  *         address the sandbox's resolver gave out (below) maps back to its
  *         name, exactly; any other address is an IP literal. The egress
@@ -40,10 +43,14 @@
  *         the call then returns 0, or EINPROGRESS for a non-blocking socket
  *         (the socket is already connected: poll() reports it writable at
  *         once and SO_ERROR is 0). The command only ever holds sockets of
- *         the host's namespace that are connected: a socket whose handshake
- *         is under way could be taken back to unconnected (shutdown() in
- *         SYN_SENT) and aimed elsewhere with sendto(MSG_FASTOPEN), which
- *         no connect() notification sees. The kernel never runs the command's
+ *         the host's namespace that are connected, in the socket layer's
+ *         SS_CONNECTED too (sb_tcp_settle): a socket whose handshake is
+ *         under way could be taken back to unconnected (shutdown() in
+ *         SYN_SENT), and one left in SS_CONNECTING by a non-blocking dial
+ *         could after a reset (a first sendto(MSG_FASTOPEN) answers
+ *         ECONNABORTED and unconnects it), and then be aimed elsewhere with
+ *         sendto(MSG_FASTOPEN), which no connect() notification sees, or
+ *         made a listener. The kernel never runs the command's
  *         connect(), so the address the command could rewrite after (a)
  *         is never used;
  *      f. denied or failed: the call fails at once, ECONNREFUSED for a
@@ -62,17 +69,26 @@
  *    in connect(), at most the dial timeout); bytes are not counted (no
  *    close record): the command holds the real connection, no relay.
  *
- *    Why CONTINUE is safe: a socket belongs to the network namespace it
- *    was created in, whatever address it is given. Every socket the command
- *    can create is in the sandbox's namespace, which has a loopback device
- *    and nothing else: no route leaves it. (b) checks the namespace of the
- *    very socket the call is about, so a socket from outside (an inherited
- *    descriptor) never gets CONTINUE. The kernel re-reads the address from
- *    the command's memory after CONTINUE, and the command may have changed
- *    it in between; any address it can put there is reached (or not) from
- *    inside the sandbox's namespace only. The same holds for UDP: it stays
- *    closed in transparent mode as before, apart from the sandbox's own
- *    resolver.
+ *    Why running it here is safe: a socket belongs to the network
+ *    namespace it was created in, whatever address it is given. Every
+ *    socket the command can create is in the sandbox's namespace, which has
+ *    a loopback device and nothing else: no route leaves it. (b) checks the
+ *    namespace of the very socket the call is about, so a socket from
+ *    outside (one sluice handed over, an inherited one) never gets a
+ *    connect() or bind() run. The call is run on that checked copy, never
+ *    handed back to the kernel (CONTINUE), which would look the descriptor
+ *    number and the address up again: another thread could dup2() a socket
+ *    of the host's namespace onto the number in between and rewrite the
+ *    address to AF_UNSPEC, disconnecting it (issue 21). Every socket of the
+ *    host's namespace the command holds is in SS_CONNECTED (install,
+ *    sb_tcp_settle), where only connect(AF_UNSPEC) could take it back. The
+ *    same holds for UDP: it stays closed in transparent mode as before,
+ *    apart from the sandbox's own resolver.
+ *
+ *    The same listener serves a run that is not transparent but inherited a
+ *    TCP socket of the host's network on stdin, stdout or stderr (inherit.c,
+ *    egress NULL): there every connect() and allowed bind() is refused on
+ *    the host's socket and run here on any other.
  *
  * 2. Synthetic addresses. Each name the resolver answers for gets its own
  *    IPv4 address from 198.18.0.0/15 (RFC 2544 benchmarking space, never
@@ -113,6 +129,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +137,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -366,8 +384,23 @@ static void install(struct tp_req *r, const struct egress_outcome *o)
 {
     struct tp *t = r->t;
     struct seccomp_notif_addfd add;
-    int fd = o->fd;
+    int fd = o->fd, rc;
 
+    /* SS_CONNECTED, not SS_CONNECTING: a non-blocking connect() that
+     * returned EINPROGRESS (every handshake that did not end inside the
+     * call) leaves the socket there even once the handshake is done. A
+     * command holding such a socket, reset by its peer, got ECONNABORTED
+     * from a first sendto(MSG_FASTOPEN), which took it to unconnected, and
+     * a second aimed it anywhere from the host's namespace (bind() + listen()
+     * made it a listener there). From SS_CONNECTED only connect(AF_UNSPEC)
+     * takes it back, and take_socket refuses that on a host socket. A reset
+     * before this point fails the command's connect() instead. */
+    rc = sb_tcp_settle(fd);
+    if (rc < 0) {
+        close(fd);
+        respond(t, r->id, rc == -ENOTCONN ? ECONNRESET : -rc, 0);
+        return;
+    }
     copy_opts(t, r->orig, r->family, fd, o->addr.family == 6 || r->mapped ? AF_INET6 : AF_INET);
     if (!r->nonblock)
         (void)fcntl(fd, F_SETFL, 0); /* the dialer's only status flag is O_NONBLOCK */
@@ -442,7 +475,8 @@ static void on_egress(void *arg, const struct egress_outcome *o)
 
 /* One connect() as the command made it. */
 struct call {
-    int fd; /* its descriptor number */
+    int bind; /* 1: a bind() (network.allowLocalBinding), 0: a connect() */
+    int fd;   /* its descriptor number */
     union {
         struct sockaddr sa;
         struct sockaddr_in in4;
@@ -460,7 +494,7 @@ struct call {
 static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c)
 {
     uint64_t a_fd = n->data.args[0], a_addr = n->data.args[1], a_len = n->data.args[2];
-    int abi = -1, pid = (int)n->pid;
+    int abi = -1, pid = (int)n->pid, is_bind = 0;
 
     for (int i = 0; i < 3; i++)
         if (n->data.arch == t->arch[i])
@@ -471,10 +505,11 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
     }
     if (n->data.nr == t->nr_socketcall && t->nr_socketcall >= 0) {
         uint32_t blk[3];
-        if (a_fd != SYS_CONNECT) {
+        if (a_fd != SYS_CONNECT && a_fd != SYS_BIND) {
             respond(t, n->id, 0, 1);
             return -1;
         }
+        is_bind = a_fd == SYS_BIND;
         if (fsw_peek(pid, a_addr, blk, sizeof(blk)) != (ssize_t)sizeof(blk)) {
             respond(t, n->id, EFAULT, 0);
             return -1;
@@ -482,6 +517,9 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
         a_fd = blk[0];
         a_addr = blk[1];
         a_len = blk[2];
+    } else if (n->data.nr == t->nr_bind[abi] ||
+               (abi == 0 && t->nr_bind[1] >= 0 && n->data.nr == t->nr_bind[1])) {
+        is_bind = 1;
     } else if (n->data.nr != t->nr_connect[abi] &&
                !(abi == 0 && t->nr_connect[1] >= 0 && n->data.nr == t->nr_connect[1])) {
         /* x32 system calls arrive with the x86-64 audit arch and their own
@@ -501,6 +539,7 @@ static int read_call(struct tp *t, const struct seccomp_notif *n, struct call *c
     }
     c->fd = (int)(a_fd & 0x7fffffff);
     c->len = (size_t)a_len;
+    c->bind = is_bind;
     return 0;
 }
 
@@ -829,8 +868,135 @@ static int peer_call(struct tp *t, const struct seccomp_notif *n)
     return 1;
 }
 
-/* One notification: read, inspect, then let the kernel run it, refuse it,
- * or make the connection. */
+static void wait_closed(uv_handle_t *h)
+{
+    struct tp_wait *w = h->data;
+    struct tp *t = w->t;
+
+    close(w->fd);
+    free(w);
+    if (--t->handles == 0)
+        free(t);
+}
+
+/* Answers W's connect() with ERROR and drops W. */
+static void wait_end(struct tp_wait *w, int error)
+{
+    struct tp *t = w->t;
+
+    respond(t, w->id, error, 0);
+    w->prev->next = w->next;
+    w->next->prev = w->prev;
+    t->npending--;
+    uv_close((uv_handle_t *)&w->poll, wait_closed);
+}
+
+static void on_wait(uv_poll_t *p, int status, int events)
+{
+    struct tp_wait *w = container_of(p, struct tp_wait, poll);
+    socklen_t len = sizeof(int);
+    int e = 0;
+
+    (void)events;
+    if (status < 0)
+        e = -status;
+    else if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+        e = errno;
+    if (e == 0)
+        e = -sb_tcp_settle(w->fd); /* as a blocking connect() leaves it: SS_CONNECTED */
+    wait_end(w, e);
+}
+
+/* The caller of notification ID waits for the handshake of FD (taken)
+ * under way. */
+static void wait_connect(struct tp *t, uint64_t id, int fd)
+{
+    struct tp_wait *w = calloc(1, sizeof(*w));
+
+    if (w == NULL || uv_poll_init(t->loop, &w->poll, fd) < 0) {
+        free(w);
+        close(fd);
+        respond(t, id, ENOBUFS, 0);
+        return;
+    }
+    w->t = t;
+    w->id = id;
+    w->fd = fd;
+    w->poll.data = w;
+    w->next = t->waits.next;
+    w->prev = &t->waits;
+    t->waits.next->prev = w;
+    t->waits.next = w;
+    t->npending++;
+    t->handles++;
+    if (uv_poll_start(&w->poll, UV_WRITABLE, on_wait) < 0)
+        wait_end(w, ENOBUFS);
+}
+
+/* A connect() or bind() that stays in the sandbox's namespace, run here on
+ * ORIG (taken), the copy of the command's socket that take_socket found to
+ * be the sandbox's, with the address read_call read, and answered with its
+ * result: never SECCOMP_USER_NOTIF_FLAG_CONTINUE. With CONTINUE the kernel
+ * looks the descriptor number up again and reads the address again, and
+ * between the check and that moment another thread of the command can
+ * dup2() a socket of the host's namespace (one sluice handed over, or one
+ * it inherited) onto the number and rewrite the address to AF_UNSPEC (a
+ * disconnect, after which the socket could be aimed anywhere) or to any
+ * other: the call would then run on the host's socket. A connect() that
+ * would block (TCP whose SYN is dropped by a full accept queue, a Unix
+ * listener's full backlog) is started non-blocking, the socket's O_NONBLOCK
+ * restored at once; a caller that would have waited is answered once the
+ * handshake ends (wait_connect), one that would not gets EINPROGRESS. A
+ * Unix stream connect() that meets a full backlog answers EAGAIN even to a
+ * blocking caller.
+ *
+ * A Unix socket path is the exception: sluice would look it up in the
+ * host's mounts and with the host's credentials, not the sandbox's. Without
+ * network.allowAllUnixSockets no such call has a use (the command's Unix
+ * sockets are socketpair()s and inherited ones) and it is refused (EPERM),
+ * which also closes sendto() a path from a datagram pair's connect(). With
+ * it, the kernel runs the call (CONTINUE); the dup2() race above is then
+ * open to a command that wins it twice (README, transparent mode). Abstract
+ * names and autobind belong to the network namespace of the socket, the
+ * sandbox's, and are run here like the rest. */
+static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, const struct call *c)
+{
+    int fl, rc, e;
+
+    if (c->sa.sa.sa_family == AF_UNIX && c->len > offsetof(struct sockaddr_un, sun_path) &&
+        ((const char *)&c->sa)[offsetof(struct sockaddr_un, sun_path)] != '\0') {
+        close(orig);
+        respond(t, n->id, t->allow_unix ? 0 : EPERM, t->allow_unix);
+        return;
+    }
+    if (c->bind) {
+        e = bind(orig, &c->sa.sa, (socklen_t)c->len) == 0 ? 0 : errno;
+        close(orig);
+        respond(t, n->id, e, 0);
+        return;
+    }
+    fl = fcntl(orig, F_GETFL);
+    if (fl < 0 || (!(fl & O_NONBLOCK) && t->npending >= t->max_pending)) {
+        close(orig);
+        respond(t, n->id, fl < 0 ? EBADF : EAGAIN, 0);
+        return;
+    }
+    if (!(fl & O_NONBLOCK))
+        (void)fcntl(orig, F_SETFL, fl | O_NONBLOCK);
+    rc = connect(orig, &c->sa.sa, (socklen_t)c->len);
+    e = rc == 0 ? 0 : errno;
+    if (!(fl & O_NONBLOCK))
+        (void)fcntl(orig, F_SETFL, fl);
+    if (e == EINPROGRESS && !(fl & O_NONBLOCK)) {
+        wait_connect(t, n->id, orig);
+        return;
+    }
+    close(orig);
+    respond(t, n->id, e, 0);
+}
+
+/* One notification: read, inspect, then run the call here, refuse it, or
+ * make the connection. */
 static void handle(struct tp *t, const struct seccomp_notif *n)
 {
     struct call c;
@@ -847,12 +1013,11 @@ static void handle(struct tp *t, const struct seccomp_notif *n)
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
         return;
-    if (!intercepted(orig, domain, &c, &dst, &port) ||
+    if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy
          * listeners, the command's own servers */
-        close(orig);
-        respond(t, n->id, 0, 1);
+        run_here(t, n, orig, &c);
         return;
     }
     if (port == 0) {
@@ -942,6 +1107,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->pid = o->cmd_pid;
     t->diag_fd = o->diag_fd;
     t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;
+    t->allow_unix = o->allow_unix;
     t->self_pid = (int)getpid();
     read_defaults(t->optdef);
     t->ns_dev = o->ns_dev;
@@ -954,6 +1120,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     (void)fsw_notify_sync(t->notify_fd);
     t->reqs.next = t->reqs.prev = &t->reqs;
+    t->waits.next = t->waits.prev = &t->waits;
     t->dconns.next = t->dconns.prev = &t->dconns;
     t->nr_socketcall = -1;
     {
@@ -963,6 +1130,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
             t->arch[i] = i < narch ? arches[i] : 0;
             t->nr_connect[i] =
                 t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "connect") : -1;
+            t->nr_bind[i] =
+                t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "bind") : -1;
             t->nr_getpeername[i] = t->arch[i] != 0
                                        ? seccomp_syscall_resolve_name_arch(t->arch[i], "getpeername")
                                        : -1;
@@ -1043,6 +1212,7 @@ struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
     t->diag_fd = -1;
     t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
     t->reqs.next = t->reqs.prev = &t->reqs;
+    t->waits.next = t->waits.prev = &t->waits;
     t->dconns.next = t->dconns.prev = &t->dconns;
     return t;
 }
@@ -1072,6 +1242,8 @@ void tp_close(struct tp *t)
         respond(t, r->id, ECONNREFUSED, 0);
         req_free(r);
     }
+    while (t->waits.next != &t->waits)
+        wait_end(t->waits.next, ECONNABORTED);
     while (t->dconns.next != &t->dconns)
         tp_dns_conn_close(t->dconns.next);
     if (t->poll_open)

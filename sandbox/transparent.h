@@ -44,7 +44,8 @@ size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, 
 
 struct tp_opts {
     uv_loop_t *loop;
-    struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial */
+    struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial;
+                                  NULL: a guarded run (inherit.c), no dialing */
     int notify_fd;             /* the seccomp listener (taken) */
     int cmd_pid;               /* the command, in the host's pid namespace */
     dev_t ns_dev;              /* the sandbox's network namespace (tp_dns_sockets) */
@@ -56,6 +57,8 @@ struct tp_opts {
     void *log_ctx;
     uint64_t *next_id;  /* connection ids, shared with the proxies */
     size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
+    int allow_unix;     /* network.allowAllUnixSockets: a Unix path connect()/bind()
+                           is the kernel's (CONTINUE), else refused */
     /* Notifications of other syscalls on the same listener (the write
      * report, fswatch.c): 1 when it answered N, 0 to leave it to
      * transparent mode. NULL: none. */

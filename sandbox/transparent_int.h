@@ -54,6 +54,17 @@ struct tp_peer {
     uint8_t len;
 };
 
+/* A connect() sluice runs for the command on its own copy of a socket of
+ * the sandbox's namespace (transparent.c run_connect) whose handshake is
+ * under way, for a caller that waits: answered once the socket is writable. */
+struct tp_wait {
+    struct tp *t;
+    struct tp_wait *prev, *next;
+    uint64_t id; /* seccomp notification id */
+    int fd;      /* our copy of the command's socket */
+    uv_poll_t poll;
+};
+
 struct dns_conn {
     uv_tcp_t tcp;
     uv_timer_t idle;
@@ -97,10 +108,13 @@ struct tp {
     struct seccomp_notif *notif;
     struct seccomp_notif_resp *resp;
     struct tp_req reqs; /* list head */
+    struct tp_wait waits; /* list head (only prev/next used) */
     size_t npending, max_pending;
+    int allow_unix; /* tp_opts.allow_unix */
     struct dns_conn dconns; /* list head (only prev/next used) */
     unsigned ndconns;       /* open DNS-over-TCP connections */
     int nr_connect[3];      /* per ABI below, -1 unknown */
+    int nr_bind[3];
     int nr_getpeername[3];
     struct tp_peer peers[TP_PEERS];
     size_t peer_next;

@@ -546,6 +546,34 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
     [ $rc = 125 ] && grep -q 'sandbox.limits.processes' <<< "$out" && ok "sandbox.limits.processes 2 refused with a message naming it" ||
         bad "bad limit accepted" "rc $rc: $out"
 
+    # --- issue 21, item 5: stdin a socket of the host's network (inetd, socket activation) ---------------
+    cp "$HERE/run-helpers/inherit.py" "$W/inherit.py"
+    printf '{"network": {"allowLocalBinding": true, "transparent": %s}}' "${TPV:-false}" > "$T/inherit.json"
+    for m in tcp tcp-reset; do
+        out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \
+            python3 inherit.py inside SINK 2>&1)
+        case $out in
+        *"unspec=EPERM connect=EPERM"*" rc=0 sink=0")
+            grep -qE '(fastopen[0-9]|unspec|connect|bind|listen)=ok' <<< "$out" &&
+                bad "inherited host TCP socket ($m) re-aimed" "$out" ||
+                ok "an inherited TCP socket of the host ($m) cannot be re-aimed (MSG_FASTOPEN, AF_UNSPEC, connect, bind, listen)" ;;
+        *) bad "inherited host TCP socket ($m)" "$out" ;;
+        esac
+    done
+    for m in udp tcp-listen unix-dgram; do
+        out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \
+            python3 inherit.py inside SINK 2>&1)
+        grep -q "of the host's network, which the command could aim anywhere; the command was not run rc=125 sink=0" <<< "$out" &&
+            ok "stdin a $m socket of the host: refused (125)" || bad "stdin a $m socket of the host" "$out"
+    done
+    out=$(cd "$W" && python3 inherit.py host unix -- "$SLUICE" run --settings "$T/inherit.json" -- \
+        python3 inherit.py inside SINK 2>&1)
+    [ "$out" = "unix-ok rc=0 sink=0" ] && ok "stdin a connected Unix stream socket (libuv's stdio): runs as before" ||
+        bad "stdin a Unix stream socketpair" "$out"
+    out=$(cd "$W" && "$SLUICE" run -d --settings "$T/inherit.json" -- true 2>&1 </dev/null)
+    grep -q 'inherit\|guard-connect' <<< "$out" && bad "connect() notified with no host socket inherited" "$out" ||
+        ok "no host socket inherited: connect() is not notified (no --guard-connect)"
+
     # --- host-side -----------------------------------------------------------------------------------------
     python3 - <<'PY' && ok "host: no key added to the caller's session keyring" || bad "host: the sandbox added a key to the caller's session keyring"
 import ctypes, sys

@@ -80,6 +80,7 @@ JSON
 {"network": {"allowedDomains": ["origin.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$DPORT"]}}
 JSON
     echo '{"network": {"isolate": false}}' > "$T/noiso.json"
+    echo '{"network": {"transparent": true, "allowAllUnixSockets": true}}' > "$T/unix.json"
     sr() { "$SLUICE" run --settings "$S" "$@"; }
 
     # --- the resolver ----------------------------------------------------------------------
@@ -199,6 +200,39 @@ time.sleep(600)
             ok "a non-blocking connect() whose handshake hangs never hands over a half-open socket: $out" ;;
     *) bad "non-blocking connect() to a hanging origin" "$out $(cat "$T/hang.err")" ;;
     esac
+    # issue 21, item 1: a handshake that ends on a SYN retransmit (the dial
+    # saw EINPROGRESS), then the origin's reset at each phase; nothing the
+    # command does with the socket may reach the sink (no rule allows it)
+    # or listen on the host's 0.0.0.0. slow_origin.py and the probe share
+    # the working directory ($W).
+    PS=$(free_port); PK=$(free_port); PL=$(free_port)
+    rm -f "$W"/go.* "$W/ready" "$W/sink.log"
+    python3 "$HERE/transparent-helpers/slow_origin.py" "$PS" "$PK" "$W" >"$T/slow.err" 2>&1 &
+    PIDS+=($!)
+    for i in $(seq 100); do [ -e "$W/ready" ] && break; sleep 0.05; done
+    echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PS\"], \"transparent\": true, \"allowLocalBinding\": true}}" > "$T/reset.json"
+    out=$("$SLUICE" run --quiet --settings "$T/reset.json" -- python3 "$PROBE" reaim_reset 127.0.0.1 "$PS" "$PK" "$PL" 2>&1)
+    # a round whose reset came before the handover fails its connect()
+    # (ECONNRESET) and leaves the command its own socket, which may do as
+    # it likes inside; a handed-over one must refuse every step
+    handed=$(grep -E '^round=[0-9]+ [a-z]+ [a-z]+ connect=(ok|EINPROGRESS/0) ' <<< "$out")
+    if [ "$(grep -c 'fastopen1=EISCONN' <<< "$handed")" -ge 3 ] &&
+        ! grep -qE '(fastopen[0-9]|unspec|tfo_connect|bind|listen)=ok' <<< "$handed" && [ ! -s "$W/sink.log" ]; then
+        ok "a handed-over socket whose handshake ended on a SYN retransmit, reset at each phase, cannot be re-aimed (MSG_FASTOPEN, AF_UNSPEC, TCP_FASTOPEN_CONNECT, bind, listen)"
+    else
+        bad "re-aiming a handed-over socket after a reset" "$out
+sink: $(cat "$W/sink.log" 2>/dev/null) $(cat "$T/slow.err")"
+    fi
+    # ... nor by a connect(AF_UNSPEC) the kernel would run on a number
+    # another thread swaps a handed-over socket onto (the host runs what it
+    # checked; CONTINUE let 14 of 2000 through here)
+    out=$(sr --quiet -- python3 "$PROBE" swap 127.0.0.1 "$PA" "$PK" 1500 2>&1)
+    if [ "$out" = "swap escaped=0 calls=1500" ] && [ ! -s "$W/sink.log" ]; then
+        ok "connect(AF_UNSPEC) racing a dup2() of a handed-over socket never disconnects it"
+    else
+        bad "AF_UNSPEC racing dup2" "$out
+sink: $(cat "$W/sink.log" 2>/dev/null)"
+    fi
     if command -v nc >/dev/null 2>&1; then
         out=$(sr -c "printf 'GET /hello.txt HTTP/1.0\r\n\r\n' | nc -q 5 origin.test $PA 2>&1 | tail -1")
         [ "$out" = hello-origin ] && ok "nc to an allowed name" || bad "nc" "$out"
@@ -297,13 +331,45 @@ JSON
     [ "$out" = seccomp_fds=0 ] && ok "no seccomp listener in the command's descriptors" || bad "notify fd leak" "$out"
     out=$(sr -- python3 "$PROBE" udp 2>&1)
     [ "$out" != udp=sent ] && ok "UDP other than DNS stays closed ($out)" || bad "UDP" "$out"
+    # sluice runs an in-sandbox connect() itself (never CONTINUE), but never
+    # looks a Unix path up in the host's mounts: without allowAllUnixSockets
+    # it is refused, so a socketpair(AF_UNIX, SOCK_DGRAM) cannot be aimed at
+    # a host datagram socket; with it, the kernel looks the path up as before
+    out=$(cd "$W" && python3 -c '
+import socket, subprocess, sys, os
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind("d.sock"); os.chmod("d.sock", 0o777)
+l = socket.socket(socket.AF_UNIX); l.bind("s.sock"); l.listen(4); os.chmod("s.sock", 0o777)
+code = ("import socket, errno\n"
+        "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "try:\n a.connect(\"d.sock\"); print(\"dgram=ok\")\n"
+        "except OSError as e: print(\"dgram=%s\" % errno.errorcode[e.errno])\n")
+for st in sys.argv[2:]:
+    r = subprocess.run([sys.argv[1], "run", "--settings", st, "--", "python3", "-c", code],
+                       capture_output=True, text=True)
+    print(r.stdout.strip(), end=" ")
+os.unlink("d.sock"); os.unlink("s.sock")' "$SLUICE" "$S" "$T/unix.json" 2>&1)
+    [ "$out" = "dgram=EPERM dgram=ok " ] &&
+        ok "a datagram socketpair cannot connect() to a host Unix path (allowed with allowAllUnixSockets)" ||
+        bad "socketpair dgram connect to a host path" "$out"
     out=$(python3 -c '
 import socket, subprocess, sys
 s = socket.socket()
 r = subprocess.run(sys.argv[1:], stdin=s.fileno(), capture_output=True, text=True)
-print(r.stdout.strip())' "$SLUICE" run --settings "$S" -- python3 "$PROBE" fd0 "$PB" 2>&1)
-    [ "$out" = fd0=EPERM ] && ok "a socket from the host's namespace is never connected by the kernel" ||
+print(r.stdout.strip(), r.stderr.strip(), "rc=%d" % r.returncode)' "$SLUICE" run --settings "$S" -- python3 "$PROBE" fd0 "$PB" 2>&1)
+    grep -q "stdin is an unconnected TCP socket of the host's network.* rc=125" <<< "$out" &&
+        ok "stdin an unconnected TCP socket of the host: refused before anything runs" ||
         bad "host socket as stdin" "$out"
+    # issue 21, item 5: a connected one, still SS_CONNECTING and then reset
+    cp "$HERE/run-helpers/inherit.py" "$W/inherit.py"
+    out=$(python3 "$W/inherit.py" host tcp-reset -- "$SLUICE" run --settings "$S" -- \
+        python3 "$W/inherit.py" inside SINK 2>&1)
+    case $out in
+    *"unspec=EPERM connect=EPERM"*" rc=0 sink=0")
+        grep -qE '(fastopen[0-9]|unspec|connect|bind|listen)=ok' <<< "$out" &&
+            bad "inherited host TCP socket re-aimed" "$out" ||
+            ok "an inherited TCP socket of the host, reset, cannot be re-aimed in transparent mode" ;;
+    *) bad "inherited host TCP socket in transparent mode" "$out" ;;
+    esac
     out=$(sr --quiet -- python3 "$PROBE" race "$PA" "$PB" 300 2>&1)
     grep -q '^race ok=' <<< "$out" && ok "connect() on an address rewritten by another thread: $out" ||
         bad "race" "$out"

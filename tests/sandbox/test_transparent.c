@@ -14,7 +14,9 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -493,6 +495,85 @@ static void test_notify_filter(void **state)
     close(sp[0]);
 }
 
+/* Issue 21, item 5: what sb_inherit_check makes of a socket on stdin. */
+static int with_stdin(int fd, int allow_unix, int *guard, char *err, size_t errlen)
+{
+    int saved = dup(0), rc;
+
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fd, 0), 0);
+    rc = sb_inherit_check(allow_unix, guard, err, errlen);
+    assert_int_equal(dup2(saved, 0), 0);
+    close(saved);
+    return rc;
+}
+
+static void test_inherit_check(void **state)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof(a);
+    struct linger lg = {1, 0};
+    char err[256];
+    int guard = -1, pair[2], l, c, s, one = 1;
+    const int fastopen = 0x20000000; /* MSG_FASTOPEN */
+
+    (void)state;
+    /* a UDP socket of the host: refused */
+    s = socket(AF_INET, SOCK_DGRAM, 0);
+    assert_int_equal(with_stdin(s, 0, &guard, err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "stdin is a UDP or raw socket of the host's network"));
+    close(s);
+    /* a listening TCP socket, an unconnected one: refused */
+    l = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(l, 4), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+    assert_int_equal(with_stdin(l, 0, &guard, err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "a listening TCP socket"));
+    s = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(with_stdin(s, 0, &guard, err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "an unconnected TCP socket"));
+    /* a Unix stream pair: fine, no guard; a datagram pair: refused unless
+     * Unix sockets are allowed */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+    assert_int_equal(with_stdin(pair[0], 0, &guard, err, sizeof(err)), 0);
+    assert_int_equal(guard, 0);
+    close(pair[0]);
+    close(pair[1]);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, pair), 0);
+    assert_int_equal(with_stdin(pair[0], 0, &guard, err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "a Unix datagram socket"));
+    assert_int_equal(with_stdin(pair[0], 1, &guard, err, sizeof(err)), 0);
+    close(pair[0]);
+    close(pair[1]);
+    /* a connected TCP socket whose non-blocking connect() returned
+     * EINPROGRESS (SS_CONNECTING after the handshake): settled, guarded;
+     * reset by its peer, MSG_FASTOPEN still answers EISCONN (the old code
+     * left it connecting: ECONNABORTED, then a connection anywhere) */
+    assert_int_equal(setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+    assert_int_equal(fcntl(s, F_SETFL, O_NONBLOCK), 0);
+    if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+        assert_int_equal(errno, EINPROGRESS);
+    c = accept(l, NULL, NULL);
+    assert_true(c >= 0);
+    assert_int_equal(with_stdin(s, 0, &guard, err, sizeof(err)), 0);
+    assert_int_equal(guard, 1);
+    assert_int_equal(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(c);
+    usleep(100000);
+    assert_int_equal(sendto(s, "x", 1, fastopen, (struct sockaddr *)&a, sizeof(a)), -1);
+    assert_true(errno == EISCONN || errno == ECONNRESET);
+    assert_int_equal(sendto(s, "x", 1, fastopen, (struct sockaddr *)&a, sizeof(a)), -1);
+    assert_int_equal(errno, EISCONN);
+    assert_int_equal(listen(s, 1), -1);
+    assert_int_equal(errno, EINVAL);
+    close(s);
+    close(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +584,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dns_report_mode, setup_report, teardown),
         cmocka_unit_test(test_notify_handoff_refusals),
         cmocka_unit_test(test_notify_filter),
+        cmocka_unit_test(test_inherit_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

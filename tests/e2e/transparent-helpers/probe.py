@@ -381,4 +381,110 @@ def cmd_fds():
     print("seccomp_fds=%d" % sum("seccomp" in n for n in names))
 
 
+def cmd_reaim_reset(host, port, sink, bindport):
+    """Issue 21, item 1: a socket sluice handed over after a handshake that
+    ended on a SYN retransmit (slow_origin.py), then reset by the origin
+    at each phase, must not be aimed anywhere: sendto(MSG_FASTOPEN) twice
+    (the first used to take it from SS_CONNECTING to unconnected, the
+    second to connect it from the host's namespace), connect(AF_UNSPEC),
+    TCP_FASTOPEN_CONNECT + connect, bind() + listen() on the host's
+    0.0.0.0. One line per round: each step's errno name, "ok" where it
+    succeeded."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    unspec = struct.pack("=H", socket.AF_UNSPEC) + bytes(14)
+    rounds = (("reply", True, "fastopen"), ("reply", False, "fastopen"), ("early", True, "fastopen"),
+              ("early", False, "fastopen"), ("reply", True, "listen"), ("early", False, "listen"),
+              ("close", True, "fastopen"), ("close", False, "listen"))
+    for i, (mode, blocking, plan) in enumerate(rounds):
+        out = ["round=%d" % i, mode, "blocking" if blocking else "nonblocking"]
+
+        def attempt(name, fn):
+            try:
+                fn()
+                out.append("%s=ok" % name)
+            except OSError as e:
+                out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
+
+        with open("go.tmp", "w") as f:
+            f.write(mode)
+        os.rename("go.tmp", "go.%d" % i)
+        s = socket.socket()
+        if blocking:
+            attempt("connect", lambda: s.connect((host, int(port))))
+        else:
+            s.setblocking(False)
+            r = s.connect_ex((host, int(port)))
+            select.select([], [s], [], 10)
+            out.append("connect=%s/%s" % (errno.errorcode.get(r, r),
+                                          errno.errorcode.get(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), 0)))
+            s.setblocking(True)
+        s.settimeout(5)
+        if mode in ("reply", "close"):
+            attempt("read", lambda: s.recv(16))
+        for _ in range(200):  # until the reset arrives
+            try:
+                s.send(b"x")
+            except OSError as e:
+                out.append("send=%s" % errno.errorcode.get(e.errno, e.errno))
+                break
+            time.sleep(0.05)
+        attempt("fastopen1", lambda: s.sendto(b"x", fastopen, ("127.0.0.1", int(sink))))
+        if plan == "listen":
+            attempt("bind", lambda: s.bind(("0.0.0.0", int(bindport))))
+            attempt("listen", lambda: s.listen(1))
+        attempt("fastopen2", lambda: s.sendto(b"x", fastopen, ("127.0.0.1", int(sink))))
+        rc = libc.connect(s.fileno(), unspec, len(unspec))
+        out.append("unspec=%s" % ("ok" if rc == 0 else errno.errorcode.get(ctypes.get_errno(), "?")))
+        attempt("fastopen3", lambda: s.sendto(b"x", fastopen, ("127.0.0.1", int(sink))))
+        attempt("tfo_connect", lambda: (s.setsockopt(socket.IPPROTO_TCP, 30, 1),
+                                        s.connect(("127.0.0.1", int(sink)))))
+        if plan != "listen":
+            attempt("bind", lambda: s.bind(("0.0.0.0", int(bindport))))
+            attempt("listen", lambda: s.listen(1))
+        s.close()
+        print(" ".join(out))
+        sys.stdout.flush()
+
+
+def cmd_swap(host, port, sink, rounds):
+    """Issue 21, item 1 (the TOCTOU rule): connect(AF_UNSPEC) on a socket of
+    the sandbox's own while another thread keeps dup2()ing a socket sluice
+    handed over (connected to HOST:PORT) onto the same number. The host
+    checks the socket and must run the call on what it checked: were the
+    kernel to run it (CONTINUE) on the swapped-in socket, that socket would
+    be disconnected and sendto(MSG_FASTOPEN) would aim it at SINK from the
+    host's namespace. Prints how often the handed-over socket could be
+    re-aimed (escaped=0 is right) and how many calls ran."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC) + bytes(14), 16)
+    h = socket.create_connection((host, int(port)), timeout=10)
+    own = socket.socket()
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip():
+        while not stop[0]:
+            os.dup2(h.fileno(), target)
+            os.dup2(own.fileno(), target)
+
+    t = threading.Thread(target=flip)
+    t.start()
+    calls = escaped = 0
+    for _ in range(int(rounds)):
+        libc.connect(target, unspec, 16)
+        calls += 1
+        try:
+            h.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            escaped += 1
+        except BlockingIOError:
+            escaped += 1
+        except OSError:
+            pass
+    stop[0] = True
+    t.join()
+    print("swap escaped=%d calls=%d" % (escaped, calls))
+
+
 getattr(sys.modules[__name__], "cmd_" + sys.argv[1])(*sys.argv[2:])
