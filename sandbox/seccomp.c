@@ -580,6 +580,8 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";
+        lines[n++] = "socketpair(AF_UNIX, ...) is allowed with any type, datagram pairs "
+                     "included (network.allowAllUnixSockets is true)";
         lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
                      "(its arguments are behind a pointer, and the family list below must "
                      "hold): 32-bit programs must use the direct socket syscall";
@@ -589,7 +591,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
                      "(its arguments are behind a pointer): 32-bit programs must use the "
                      "direct socket syscall";
-        lines[n++] = "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)";
+        lines[n++] = "socketpair(AF_UNIX, ...) works for SOCK_STREAM and SOCK_SEQPACKET pairs "
+                     "(they reach only their peer) and fails with EPERM for datagram pairs "
+                     "(SOCK_DGRAM, SOCK_RAW): a datagram socket can sendto() any host "
+                     "socket's path or abstract name; i386 socketcall(SYS_SOCKETPAIR, ...) "
+                     "fails with EPERM whatever the type";
     }
     /* issue 14 */
     lines[n++] = "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets "

@@ -1246,7 +1246,7 @@ static void test_describe(void **state)
     const struct sb_seccomp_opts allow = {.allow_unix_sockets = 1};
     const char *const *r = sb_seccomp_describe(&refuse);
     const char *const *a = sb_seccomp_describe(&allow);
-    int r_unix = 0, a_unix = 0, r_uring = 0, a_uring = 0;
+    int r_unix = 0, a_unix = 0, r_uring = 0, a_uring = 0, r_pair = 0, a_pair = 0;
     size_t i;
 
     (void)state;
@@ -1258,6 +1258,9 @@ static void test_describe(void **state)
             r_unix = 1;
         if (strstr(r[i], "io_uring_setup") != NULL)
             r_uring = 1;
+        if (strstr(r[i], "socketpair(AF_UNIX") == r[i] && strstr(r[i], "SOCK_DGRAM") != NULL &&
+            strstr(r[i], "EPERM") != NULL)
+            r_pair = 1;
     }
     for (i = 0; a[i] != NULL; i++) {
         assert_true(i < 32);
@@ -1267,8 +1270,11 @@ static void test_describe(void **state)
             fail_msg("allowed list refuses unix sockets: '%s'", a[i]);
         if (strstr(a[i], "io_uring_setup") != NULL)
             a_uring = 1;
+        if (strstr(a[i], "socketpair(AF_UNIX") == a[i] && strstr(a[i], "allowed") != NULL)
+            a_pair = 1;
     }
     assert_true(r_unix && a_unix && r_uring && a_uring);
+    assert_true(r_pair && a_pair); /* issue 21 */
 }
 
 /* ------------------------------------------------------------------------ */

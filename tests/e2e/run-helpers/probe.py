@@ -30,6 +30,23 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
     probe.py tiocsti-high FD          the same with the command's upper 32 bits set
     probe.py tioclinux FD             ioctl(FD, TIOCLINUX, subcode 2)
     probe.py mount                    mount a tmpfs on the working directory
+    probe.py pair-dgram PATH          socketpair(AF_UNIX, SOCK_DGRAM), then sendto(PATH)
+                                      (issue 21: a host datagram socket, /dev/log-like)
+    probe.py pair-routes DIR ABSNAME  socketpairs of every type (stream, dgram, seqpacket,
+                                      raw), with SOCK_NONBLOCK|SOCK_CLOEXEC and with high
+                                      bits in domain and type, each end tried on every
+                                      route to DIR/hostd.sock (datagram), DIR/hosts.sock
+                                      (stream), DIR/hostq.sock (seqpacket) and the
+                                      abstract datagram socket \\0ABSNAME: sendto and
+                                      sendmsg with the address, connect (then send), the
+                                      same after connect(AF_UNSPEC), bind then listen.
+                                      OPEN when a datagram pair was made or an address
+                                      was reached (a seqpacket send lands on the peer:
+                                      checked)
+    probe.py pair-bind NAME           a pair of each type the filter lets through, bound
+                                      to ./NAME-TYPE (short, under the bind rule); waits
+                                      3 s for anything the host's sender
+                                      (run_escape.sh) gets through to it
     probe.py inner SLUICE             run `SLUICE inner` over a socketpair of our own
                                       (--allow-unix-sockets, ports 0) and, in the
                                       command it execs, try socket(AF_UNIX)
@@ -303,7 +320,127 @@ def main():
             sys.exit(0)
         # the child printed its own verdict (BLOCKED/OPEN) when it got to run
         sys.exit(1 if code == 1 else 0)
+    if what == "pair-dgram":
+        try:
+            x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        except OSError as e:
+            blocked(e.errno)
+        try:
+            x.sendto(b"ESCAPED pair-dgram", a[1])
+        except OSError as e:
+            blocked(e.errno)
+        opened("a datagram reached %s" % a[1])
+    if what == "pair-routes":
+        pair_routes(a[1], a[2])
+    if what == "pair-bind":
+        pair_bind(a[1])
     skip("unknown probe " + what)
 
 
-main()
+def raw_socketpair(domain, typ):
+    sv = (ctypes.c_int * 2)()
+    r = libc.syscall(ctypes.c_long(53), ctypes.c_long(domain), ctypes.c_long(typ), ctypes.c_long(0), sv)
+    if r < 0:
+        return None, ctypes.get_errno()
+    return (socket.socket(fileno=sv[0]), socket.socket(fileno=sv[1])), 0
+
+
+def pair_routes(d, absname):
+    TYPES = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 5}
+    paths = [os.path.join(d, n) for n in ("hostd.sock", "hosts.sock", "hostq.sock")] + ["\0" + absname]
+    reached, refused, made = [], [], []
+    for tname, t in TYPES.items():
+        for extra, dom in ((0, 1), (0o4000 | 0o2000000, 1), (0x100000000 | 0o2000000, 0x100000001)):
+            label = "%s/%#x/%#x" % (tname, extra, dom)
+            pair, e = raw_socketpair(dom, t | extra)
+            if pair is None:
+                refused.append("%s:%s" % (label, errno.errorcode.get(e, e)))
+                continue
+            made.append(label)
+            if t in (2, 3):
+                reached.append("%s: a datagram pair was made" % label)
+            for me, peer in (pair, pair[::-1]):
+                me.setblocking(False)
+                peer.setblocking(False)
+                for rnd in range(2):
+                    for p in paths:
+                        for how in ("sendto", "sendmsg", "connect"):
+                            try:
+                                if how == "sendto":
+                                    me.sendto(b"ESCAPED " + how.encode(), p)
+                                elif how == "sendmsg":
+                                    me.sendmsg([b"ESCAPED " + how.encode()], [], 0, p)
+                                else:
+                                    me.connect(p)
+                                    me.send(b"ESCAPED connect")
+                            except OSError:
+                                continue
+                            # it went somewhere: fine only if it went to the peer
+                            try:
+                                peer.recv(64)
+                            except OSError:
+                                reached.append("%s: %s %s" % (label, how, p.replace("\0", "@")))
+                    # disconnect, then the same again
+                    libc.connect(me.fileno(), ctypes.create_string_buffer(b"\0\0", 16), 16)
+                try:
+                    me.bind("pr")
+                    try:
+                        me.listen(1)
+                        reached.append("%s: listen after bind" % label)
+                    except OSError:
+                        pass
+                except OSError:
+                    pass
+                finally:
+                    try:
+                        os.unlink("pr")
+                    except OSError:
+                        pass
+            pair[0].close()
+            pair[1].close()
+    if reached:
+        opened("; ".join(reached))
+    print("BLOCKED made %s; refused %s" % (",".join(sorted(set(m.split("/")[0] for m in made))) or "none",
+                                          ",".join(sorted(set(r.split("/")[0] for r in refused))) or "none"))
+    sys.exit(0)
+
+
+def pair_bind(name):
+    import select, time
+    socks = []
+    for tname, t in (("stream", 1), ("seqpacket", 5), ("dgram", 2)):
+        try:
+            x, y = socket.socketpair(socket.AF_UNIX, t)
+        except OSError:
+            continue
+        path = "%s-%s" % (name, tname)
+        try:
+            x.bind(path)
+        except OSError:
+            continue
+        try:
+            x.listen(1)
+        except OSError:
+            pass
+        socks.append((tname, x, y, path))
+    if not socks:
+        blocked("no pair could be bound")
+    got = []
+    end = time.monotonic() + 3
+    while time.monotonic() < end and not got:
+        r, _, _ = select.select([s[1] for s in socks], [], [], 0.2)
+        for tname, x, y, path in socks:
+            if x in r:
+                try:
+                    got.append("%s: %r" % (tname, x.recv(64)))
+                except OSError:
+                    pass
+    for tname, x, y, path in socks:
+        os.unlink(path)
+    if got:
+        opened("the host reached a bound pair: " + "; ".join(got))
+    blocked("nothing arrived on %s" % ",".join(s[0] for s in socks))
+
+
+if __name__ == "__main__":
+    main()
