@@ -43,8 +43,9 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
                                       OPEN when a datagram pair was made or an address
                                       was reached (a seqpacket send lands on the peer:
                                       checked)
-    probe.py pair-bind NAME           a pair of each type the filter lets through, bound
-                                      to ./NAME-TYPE (short, under the bind rule); waits
+    probe.py pair-bind NAME           a pair of each type the filter lets through,
+                                      connect(AF_UNSPEC), bound to ./NAME-s, -q or -d
+                                      (short: under the bind rule); waits
                                       3 s for anything the host's sender
                                       (run_escape.sh) gets through to it
     probe.py inner SLUICE             run `SLUICE inner` over a socketpair of our own
@@ -399,7 +400,11 @@ def pair_routes(d, absname):
             pair[0].close()
             pair[1].close()
     if reached:
-        opened("; ".join(reached))
+        seen = []
+        for r in reached:
+            if r not in seen:
+                seen.append(r)
+        opened("; ".join(seen[:6]) + ("; ... (%d in all)" % len(seen) if len(seen) > 6 else ""))
     print("BLOCKED made %s; refused %s" % (",".join(sorted(set(m.split("/")[0] for m in made))) or "none",
                                           ",".join(sorted(set(r.split("/")[0] for r in refused))) or "none"))
     sys.exit(0)
@@ -408,16 +413,20 @@ def pair_routes(d, absname):
 def pair_bind(name):
     import select, time
     socks = []
-    for tname, t in (("stream", 1), ("seqpacket", 5), ("dgram", 2)):
+    for tname, t, suffix in (("stream", 1, "s"), ("seqpacket", 5, "q"), ("dgram", 2, "d")):
         try:
             x, y = socket.socketpair(socket.AF_UNIX, t)
         except OSError:
             continue
-        path = "%s-%s" % (name, tname)
+        # disconnected first (a datagram pair then takes any sender), and
+        # a short name: a path of 14 bytes or more is under the bind rule
+        libc.connect(x.fileno(), ctypes.create_string_buffer(b"\0\0", 16), 16)
+        path = "%s-%s" % (name, suffix)
         try:
             x.bind(path)
-        except OSError:
-            continue
+        except OSError as e:
+            opened("bind(%s) of a %s pair failed (%s): the case cannot try this route"
+                   % (path, tname, errno.errorcode.get(e.errno, e.errno)))
         try:
             x.listen(1)
         except OSError:
