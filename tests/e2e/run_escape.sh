@@ -460,6 +460,8 @@ PY
     c "socketpair of every type and flag: sendto/sendmsg/connect/AF_UNSPEC/bind to host sockets" probe \
         "python3 probe.py pair-routes $V $AB"
     c "a socketpair bound to a short name is not reached from the host" probe "python3 probe.py pair-bind pb21"
+    c "i386 ABI (int 0x80) socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py pair-dgram-i386"
+    c "i386 ABI (int 0x80) socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py socketcall-pair-i386"
     c "stream and seqpacket socketpairs keep working" ok "python3 -c '
 import socket
 for t in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC):

@@ -12,6 +12,8 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
     probe.py unix-x32                 x32 ABI socket(AF_UNIX) (nr | 0x40000000)
     probe.py unix-i386                int 0x80 socket(AF_UNIX) (i386 nr 359)
     probe.py socketcall-i386          int 0x80 socketcall(SYS_SOCKET, AF_UNIX)
+    probe.py pair-dgram-i386          int 0x80 socketpair(AF_UNIX, SOCK_DGRAM) (i386 nr 360)
+    probe.py socketcall-pair-i386     int 0x80 socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)
     probe.py io_uring                 io_uring_setup(1, &params)
     probe.py io_uring-enter           io_uring_enter(-1, ...)  (EPERM, not EBADF)
     probe.py io_uring-x32             io_uring_setup on the x32 ABI
@@ -88,14 +90,15 @@ def expect_fail(nr, *args, what=""):
     opened("%s returned %d" % (what or nr, r))
 
 
-def int80(nr, a=0, b=0, c=0):
+def int80(nr, a=0, b=0, c=0, d=0):
     """Runs `int 0x80` (the i386 ABI) from this 64-bit process with eax=nr,
-    ebx=a, ecx=b, edx=c and returns eax, sign-extended."""
+    ebx=a, ecx=b, edx=c, esi=d and returns eax, sign-extended."""
     code = bytes([0x53])                                   # push rbx
     code += b"\xb8" + struct.pack("<I", nr & 0xffffffff)   # mov eax, nr
     code += b"\xbb" + struct.pack("<I", a & 0xffffffff)    # mov ebx, a
     code += b"\xb9" + struct.pack("<I", b & 0xffffffff)    # mov ecx, b
     code += b"\xba" + struct.pack("<I", c & 0xffffffff)    # mov edx, c
+    code += b"\xbe" + struct.pack("<I", d & 0xffffffff)    # mov esi, d (caller-saved)
     code += b"\xcd\x80"                                    # int 0x80
     code += b"\x48\x63\xc0"                                # movsxd rax, eax
     code += b"\x5b\xc3"                                    # pop rbx; ret
@@ -106,7 +109,7 @@ def int80(nr, a=0, b=0, c=0):
     return f()
 
 
-def int80_safe(nr, a=0, b=0, c=0):
+def int80_safe(nr, a=0, b=0, c=0, d=0):
     """int80 in a forked child, so that a kernel without IA32 emulation (or
     booted with ia32_emulation=0), which answers `int 0x80` with SIGSEGV,
     makes the case a SKIP (the i386 ABI is closed there anyway) rather than
@@ -116,7 +119,7 @@ def int80_safe(nr, a=0, b=0, c=0):
     if pid == 0:
         os.close(rd)
         try:
-            r = int80(nr, a, b, c)
+            r = int80(nr, a, b, c, d)
             os.write(wr, struct.pack("<q", r))
         finally:
             os._exit(0)
@@ -184,6 +187,18 @@ def main():
         if r < 0:
             blocked(-r)
         opened("i386 socketcall(SYS_SOCKET, AF_UNIX) = %d" % r)
+    if what in ("pair-dgram-i386", "socketcall-pair-i386"):
+        # issue 21: socketpair(AF_UNIX, SOCK_DGRAM) on the i386 ABI, the
+        # direct syscall (nr 360) or socketcall(SYS_SOCKETPAIR)
+        buf = low32_buffer(b"\0" * 64)
+        ctypes.memmove(buf, struct.pack("<IIII", AF_UNIX, 2, 0, buf + 32), 16)
+        if what == "pair-dgram-i386":
+            r = int80_safe(360, AF_UNIX, 2, 0, buf + 32)
+        else:
+            r = int80_safe(102, 8, buf, 0)  # SYS_SOCKETPAIR
+        if r < 0:
+            blocked(-r)
+        opened("i386 %s made a datagram pair" % what)
     if what == "io_uring":
         params = ctypes.create_string_buffer(120)
         expect_fail(425, 1, ctypes.addressof(params), what="fd io_uring_setup")
