@@ -507,6 +507,28 @@ PY
     sleep 0.3 # the host's sender polls every 0.1 s
     ! grep -q CONNECTION "$T/unix21.log" && ok "host: no datagram or connection reached the host's unix sockets, none the other way" ||
         bad "host: a unix socket was reached through a socketpair" "$(cat "$T/unix21.log")"
+    # Known gap: the filter judges only pairs made inside. A Unix datagram
+    # socket the caller passes in as stdin can still sendto() any path (a
+    # harness would have to choose a datagram socketpair for stdio; stream
+    # ones, above, are what libuv, Node and Python make). A check of the
+    # inherited descriptors at start (as issue 21 item 5 asks for host TCP
+    # sockets) is the place to close it.
+    : > "$T/unix21.log"
+    out=$(cd "$W" && python3 - "$SLUICE" "$CSET" "$V/hostd.sock" <<'PY' 2>&1
+import socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+p = subprocess.run([sys.argv[1], "run", "--settings", sys.argv[2], "--", "python3", "-c",
+                    "import socket, sys; socket.socket(fileno=0).sendto(b'ESCAPED stdin', sys.argv[1])",
+                    sys.argv[3]], stdin=b, capture_output=True, timeout=60)
+print(p.returncode, p.stderr.decode(errors="replace").strip())
+PY
+)
+    sleep 0.3
+    if grep -q CONNECTION "$T/unix21.log"; then
+        echo "not ok - [$WHO] a Unix datagram socket passed in as stdin cannot sendto() a host socket # TODO known gap, still open"
+    else
+        echo "ok - [$WHO] a Unix datagram socket passed in as stdin cannot sendto() a host socket # TODO was a known gap: now closed ($out), make it a case"
+    fi
     kill "$hp" 2>/dev/null
     rm -rf "$V"
 }
