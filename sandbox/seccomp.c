@@ -12,9 +12,31 @@
  *                           cut off. The domain is compared masked to its
  *                           low 32 bits: the kernel's socket() takes an int,
  *                           so socket(0x100000001, ...) is socket(AF_UNIX,
- *                           ...) and must be refused too. socketpair() is
- *                           not filtered: it makes an anonymous connected
- *                           pair that can reach nothing outside.
+ *                           ...) and must be refused too.
+ *   socketpair(AF_UNIX, TYPE, ...)
+ *                           EPERM for every type but SOCK_STREAM and
+ *                           SOCK_SEQPACKET, unless allowAllUnixSockets
+ *                           (issue 21). A datagram pair is not bound to its
+ *                           peer: sendto()/sendmsg() with a path or an
+ *                           abstract name delivers to any host datagram
+ *                           socket the command may write to (/dev/log,
+ *                           journald, /run/systemd/notify, a daemon's
+ *                           control socket; a read-only bind does not stop
+ *                           it), and after connect(AF_UNSPEC) and a short
+ *                           bind() the host can answer. The sendmsg()
+ *                           address is behind a pointer, so the pair itself
+ *                           is refused. SOCK_RAW is refused too: the kernel
+ *                           makes it a datagram pair. A stream pair refuses
+ *                           any address (EISCONN, EINVAL for AF_UNSPEC), a
+ *                           seqpacket pair ignores the one sendto() names
+ *                           and sends to its peer, and neither can listen()
+ *                           once connected, bound or not. The type is
+ *                           compared masked to SOCK_TYPE_MASK (the kernel
+ *                           drops SOCK_NONBLOCK/SOCK_CLOEXEC and the high
+ *                           32 bits), the domain masked to 32 bits. On i386
+ *                           socketcall(SYS_SOCKETPAIR) is refused whatever
+ *                           its arguments (behind a pointer), like
+ *                           socketcall(SYS_SOCKET).
  *   socket(FAMILY, ...)     EPERM for every family but AF_INET, AF_INET6,
  *                           AF_UNIX (rule above) and AF_NETLINK, and for
  *                           AF_NETLINK any protocol but NETLINK_ROUTE
@@ -276,6 +298,47 @@ static int add_hardening_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts
 
 /* --- end of issue 14's rules ------------------------------------------- */
 
+/* issue 21: the socketpair() types allowed without allowAllUnixSockets, of
+ * the type's low bits (the kernel's SOCK_TYPE_MASK; the rest of the int is
+ * SOCK_NONBLOCK and SOCK_CLOEXEC, or EINVAL). A stream or seqpacket pair
+ * reaches only its peer whatever the command does with it; a datagram pair
+ * (SOCK_DGRAM, or SOCK_RAW, which AF_UNIX makes a datagram socket) sends to
+ * any address sendto()/sendmsg() names, and sendmsg()'s address is out of
+ * the filter's sight. Every other type is refused too, so that no type the
+ * kernel may one day map onto datagrams gets through. */
+#define SB_SOCK_TYPE_MASK 0xfU
+
+static int pair_type_allowed(unsigned t)
+{
+    return t == SOCK_STREAM || t == SOCK_SEQPACKET;
+}
+
+static int add_socketpair_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+    char what[80];
+    int rc = 0;
+
+    for (unsigned t = 0; t <= SB_SOCK_TYPE_MASK; t++) {
+        if (pair_type_allowed(t))
+            continue;
+        const struct scmp_arg_cmp cmp[2] = {
+            SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)AF_UNIX),
+            SCMP_A1_64(SCMP_CMP_MASKED_EQ, (scmp_datum_t)SB_SOCK_TYPE_MASK, (scmp_datum_t)t),
+        };
+        rc = seccomp_rule_add_array(ctx, eperm, SCMP_SYS(socketpair), 2, cmp);
+        if (rc < 0) {
+            snprintf(what, sizeof what, "seccomp_rule_add(socketpair(AF_UNIX, type %u))", t);
+            return fail(err, errlen, what, rc);
+        }
+    }
+    /* i386 socketcall(SYS_SOCKETPAIR, ...): the arguments are behind a
+     * pointer, so refused whatever they are (libseccomp also folds the
+     * rules above into it, with the same action) */
+    return add_rule(ctx, eperm, SCMP_SYS(socketcall), "socketcall(SYS_SOCKETPAIR)", 1,
+                    SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)SYS_SOCKETPAIR, 0), err, errlen);
+}
+
 /* The shortest bind() address length refused without allowLocalBinding:
  * sizeof(struct sockaddr_in). sockaddr_nl (12 bytes) stays below it. */
 #define SB_BIND_MIN_REFUSED 16
@@ -289,6 +352,8 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
     if (!o->allow_unix_sockets) {
         rc = add_rule(ctx, eperm, SCMP_SYS(socket), "socket", 1,
                       SCMP_A0_64(SCMP_CMP_MASKED_EQ, MASK32, (scmp_datum_t)AF_UNIX), err, errlen);
+        if (rc == 0)
+            rc = add_socketpair_rules(ctx, err, errlen);
         if (rc < 0)
             return rc;
     }
@@ -528,6 +593,8 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";
+        lines[n++] = "socketpair(AF_UNIX, ...) is allowed with any type, datagram pairs "
+                     "included (network.allowAllUnixSockets is true)";
         lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
                      "(its arguments are behind a pointer, and the family list below must "
                      "hold): 32-bit programs must use the direct socket syscall";
@@ -537,7 +604,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "i386 socketcall(SYS_SOCKET, ...) fails with EPERM whatever the domain "
                      "(its arguments are behind a pointer): 32-bit programs must use the "
                      "direct socket syscall";
-        lines[n++] = "socketpair(AF_UNIX, ...) is allowed (an anonymous pair reaches nothing)";
+        lines[n++] = "socketpair(AF_UNIX, ...) works for SOCK_STREAM and SOCK_SEQPACKET pairs "
+                     "(they reach only their peer) and fails with EPERM for datagram pairs "
+                     "(SOCK_DGRAM, SOCK_RAW): a datagram socket can sendto() any host "
+                     "socket's path or abstract name; i386 socketcall(SYS_SOCKETPAIR, ...) "
+                     "fails with EPERM whatever the type";
     }
     /* issue 14 */
     lines[n++] = "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets "

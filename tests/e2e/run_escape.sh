@@ -361,6 +361,7 @@ PY" 2>&1 >/dev/null)
     else ok "hostile host names put no control bytes on the user's terminal"; fi
 
     issue14
+    issue21
 
     # === host-side checks after everything =============================================================
     # the cases leave files of their own in W (x, l1..l4, h): only what is
@@ -388,6 +389,148 @@ PY" 2>&1 >/dev/null)
         bad "host: run directory left" "$(ls -laR "$XDG_RUNTIME_DIR" | head -20)"
     [ -f "$W/.bashrc" ] && [ ! -L "$W/.bashrc" ] && [ "$(cat "$W/.bashrc")" = '# user bashrc' ] &&
         ok "host: .bashrc survived the TMPDIR cleanup (symlink not followed)" || bad "host: .bashrc after cleanup"
+}
+
+# === issue 21 item 2: Unix sockets through socketpair ===============================================
+# socket(AF_UNIX) was refused, but socketpair(AF_UNIX, SOCK_DGRAM) then
+# sendto(PATH) reached any host datagram socket the command could write to.
+# The host's stand-ins live in V, a directory outside the writable paths
+# (read-only inside, as /dev/log and /run/systemd/notify are): a datagram
+# socket, a stream and a seqpacket listener, an abstract datagram socket;
+# a sender keeps trying to reach any socket the sandbox binds to a short
+# name (pb21-*) in the working directory. Everything they get is logged as
+# CONNECTION to unix21.log, which must stay empty.
+issue21() {
+    local V=/var/tmp/sluice21-$TOKEN-$(id -u) AB=sluice21-$TOKEN-d i out hp
+    mkdir -p -m 755 "$V"
+    : > "$T/unix21.log"
+    python3 - "$V" "$AB" "$W" "$T/unix21.log" <<'PY' 2>"$T/unix21.err" &
+import os, select, socket, sys, time
+d, ab, work, logp = sys.argv[1:5]
+log = open(logp, "a")
+def note(*a):
+    print(*a, file=log, flush=True)
+socks = {}
+for name, t in (("hostd.sock", socket.SOCK_DGRAM), ("hosts.sock", socket.SOCK_STREAM), ("hostq.sock", socket.SOCK_SEQPACKET)):
+    s = socket.socket(socket.AF_UNIX, t)
+    s.bind(os.path.join(d, name))
+    os.chmod(os.path.join(d, name), 0o777)
+    if t != socket.SOCK_DGRAM:
+        s.listen(8)
+    socks[s] = name
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("\0" + ab)
+socks[s] = "@" + ab
+note("listening")
+while True:
+    r, _, _ = select.select(list(socks), [], [], 0.1)
+    for s in r:
+        if s.type == socket.SOCK_DGRAM:
+            note("CONNECTION datagram on", socks[s], repr(s.recv(100)))
+        else:
+            c, _ = s.accept()
+            note("CONNECTION on", socks[s])
+            c.close()
+    # the other way: the host reaching a socket the sandbox bound
+    for n in os.listdir(work):
+        if not n.startswith("pb21-"):
+            continue
+        p = os.path.join(work, n)
+        for t in (socket.SOCK_DGRAM, socket.SOCK_STREAM, socket.SOCK_SEQPACKET):
+            c = socket.socket(socket.AF_UNIX, t)
+            c.setblocking(False)
+            try:
+                if t == socket.SOCK_DGRAM:
+                    c.sendto(b"from-host", p)
+                else:
+                    c.connect(p)
+                    c.send(b"from-host")
+                note("CONNECTION the host reached", n, "as", t)
+            except OSError:
+                pass
+            c.close()
+PY
+    hp=$!
+    PIDS+=($hp)
+    for i in $(seq 100); do grep -q listening "$T/unix21.log" 2>/dev/null && break; sleep 0.1; done
+    grep -q listening "$T/unix21.log" || bad "issue 21: the host's unix sockets did not start" "$(cat "$T/unix21.err")"
+
+    c "socketpair(AF_UNIX, SOCK_DGRAM), sendto a host datagram socket (read-only dir)" probe \
+        "python3 probe.py pair-dgram $V/hostd.sock"
+    c "socketpair of every type and flag: sendto/sendmsg/connect/AF_UNSPEC/bind to host sockets" probe \
+        "python3 probe.py pair-routes $V $AB"
+    c "a socketpair bound to a short name is not reached from the host" probe "python3 probe.py pair-bind pb21"
+    c "i386 ABI (int 0x80) socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py pair-dgram-i386"
+    c "i386 ABI (int 0x80) socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py socketcall-pair-i386"
+    c "stream and seqpacket socketpairs keep working" ok "python3 -c '
+import socket
+for t in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC):
+    a, b = socket.socketpair(socket.AF_UNIX, t)
+    a.send(b\"ping\")
+    assert b.recv(8) == b\"ping\"
+'"
+    CSET=$T/unix.json
+    c "allowAllUnixSockets: socketpair(AF_UNIX, SOCK_DGRAM) is allowed" ok \
+        "python3 -c 'import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.send(b\"x\"); assert b.recv(4) == b\"x\"'"
+    CSET=$T/s.json
+
+    # a harness's socketpair as the command's stdin and stdout keeps working
+    for t in STREAM SEQPACKET; do
+        out=$(cd "$W" && python3 - "$SLUICE" "$CSET" "$t" <<'PY' 2>&1
+import socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, "SOCK_" + sys.argv[3]))
+p = subprocess.Popen([sys.argv[1], "run", "--settings", sys.argv[2], "--", "python3", "-c",
+                      "import os; d = os.read(0, 64); os.write(1, b'got-' + d)"],
+                     stdin=b, stdout=b, stderr=subprocess.PIPE)
+b.close()
+a.settimeout(60)
+a.send(b"hi")
+got = b""
+try:
+    while not got.startswith(b"got-hi"):
+        d = a.recv(64)
+        if not d:
+            break
+        got += d
+except OSError as e:
+    got += repr(e).encode()
+rc = p.wait(60)
+print(got.decode(errors="replace"), rc, p.stderr.read().decode(errors="replace").strip())
+PY
+)
+        case $out in
+        "got-hi 0"*) ok "a harness's $t socketpair as stdin and stdout keeps working" ;;
+        *) bad "a harness's $t socketpair as stdio" "$out" ;;
+        esac
+    done
+
+    sleep 0.3 # the host's sender polls every 0.1 s
+    ! grep -q CONNECTION "$T/unix21.log" && ok "host: no datagram or connection reached the host's unix sockets, none the other way" ||
+        bad "host: a unix socket was reached through a socketpair" "$(cat "$T/unix21.log")"
+    # Known gap: the filter judges only pairs made inside. A Unix datagram
+    # socket the caller passes in as stdin can still sendto() any path (a
+    # harness would have to choose a datagram socketpair for stdio; stream
+    # ones, above, are what libuv, Node and Python make). A check of the
+    # inherited descriptors at start (as issue 21 item 5 asks for host TCP
+    # sockets) is the place to close it.
+    : > "$T/unix21.log"
+    out=$(cd "$W" && python3 - "$SLUICE" "$CSET" "$V/hostd.sock" <<'PY' 2>&1
+import socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+p = subprocess.run([sys.argv[1], "run", "--settings", sys.argv[2], "--", "python3", "-c",
+                    "import socket, sys; socket.socket(fileno=0).sendto(b'ESCAPED stdin', sys.argv[1])",
+                    sys.argv[3]], stdin=b, capture_output=True, timeout=60)
+print(p.returncode, p.stderr.decode(errors="replace").strip())
+PY
+)
+    sleep 0.3
+    if grep -q CONNECTION "$T/unix21.log"; then
+        echo "not ok - [$WHO] a Unix datagram socket passed in as stdin cannot sendto() a host socket # TODO known gap, still open"
+    else
+        echo "ok - [$WHO] a Unix datagram socket passed in as stdin cannot sendto() a host socket # TODO was a known gap: now closed ($out), make it a case"
+    fi
+    kill "$hp" 2>/dev/null
+    rm -rf "$V"
 }
 
 # === issue 14: keyrings, FIFOs, socket families, private run directories, crash debris, limits ======

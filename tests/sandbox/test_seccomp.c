@@ -80,9 +80,11 @@
 #define I386_SOCKETCALL 102
 #define I386_UNSHARE 310
 #define I386_SOCKET 359
+#define I386_SOCKETPAIR 360
 #define I386_CLONE3 435
 /* x32 syscall numbers (without the bit) */
 #define X32_SOCKET 41
+#define X32_SOCKETPAIR 53
 #define X32_IOCTL 514
 
 enum filter_mode {
@@ -220,16 +222,58 @@ static int op_socket_unix_hibits(void)
     return e;
 }
 
-static int op_socketpair(void)
+/* socketpair(DOMAIN, TYPE) through syscall(), so that the arguments may
+ * carry high bits; 0 or the errno */
+static int pair_errno(long domain, long type)
 {
     int sv[2];
-    int r = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    long r = syscall(SYS_socketpair, domain, type, 0L, sv);
     int e = errno_of(r);
     if (r == 0) {
         close(sv[0]);
         close(sv[1]);
     }
     return e;
+}
+
+static int op_socketpair(void)
+{
+    return pair_errno(AF_UNIX, SOCK_STREAM);
+}
+static int op_socketpair_flags(void)
+{
+    return pair_errno(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+static int op_socketpair_seqpacket(void)
+{
+    return pair_errno(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC);
+}
+/* issue 21: a datagram pair may sendto() any path (or abstract name) */
+static int op_socketpair_dgram(void)
+{
+    return pair_errno(AF_UNIX, SOCK_DGRAM);
+}
+static int op_socketpair_dgram_flags(void)
+{
+    return pair_errno(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+/* the kernel makes SOCK_RAW a datagram pair for AF_UNIX */
+static int op_socketpair_raw(void)
+{
+    return pair_errno(AF_UNIX, SOCK_RAW);
+}
+/* the kernel takes domain and type as ints: these are AF_UNIX, SOCK_DGRAM */
+static int op_socketpair_dgram_hibits(void)
+{
+    return pair_errno(0x100000001L, 0x100000000L | SOCK_DGRAM);
+}
+static int op_socketpair_dgram_type_hibits(void)
+{
+    return pair_errno(AF_UNIX, (long)0xffffffff00000000UL | SOCK_DGRAM | SOCK_CLOEXEC);
+}
+static int op_socketpair_local(void)
+{
+    return pair_errno(AF_LOCAL, SOCK_DGRAM);
 }
 
 static int op_io_uring_setup(void)
@@ -450,6 +494,18 @@ static int op_x32_socket_unix(void)
     return e;
 }
 
+static int op_x32_socketpair_dgram(void)
+{
+    int sv[2];
+    long r = syscall(__X32_SYSCALL_BIT | X32_SOCKETPAIR, (long)AF_UNIX, (long)SOCK_DGRAM, 0L, sv);
+    int e = errno_of(r);
+    if (r == 0) {
+        close(sv[0]);
+        close(sv[1]);
+    }
+    return e;
+}
+
 static int op_x32_tiocsti(void)
 {
     char c = 'x';
@@ -478,6 +534,18 @@ static long i386_call(long nr, long a, long b, long c)
     __asm__ volatile("int $0x80"
                      : "+a"(ret)
                      : "b"(a), "c"(b), "d"(c)
+                     : "memory", "r8", "r9", "r10", "r11");
+    return (long)(int)ret;
+}
+
+/* The same with a fourth argument (esi). */
+static long i386_call4(long nr, long a, long b, long c, long d)
+{
+    long ret = nr;
+
+    __asm__ volatile("int $0x80"
+                     : "+a"(ret)
+                     : "b"(a), "c"(b), "d"(c), "S"(d)
                      : "memory", "r8", "r9", "r10", "r11");
     return (long)(int)ret;
 }
@@ -552,6 +620,63 @@ static int op_i386_socket_unix(void)
 static int op_i386_socket_inet(void)
 {
     return i386_socket(AF_INET);
+}
+
+/* i386 socketpair(AF_UNIX, TYPE), directly or through socketcall */
+static int i386_socketpair(int type, int via_socketcall)
+{
+    uint32_t *page = low_page();
+    long r;
+    int e;
+
+    if (page == NULL)
+        return ENOMEM;
+    if (via_socketcall) {
+        page[0] = AF_UNIX;
+        page[1] = (uint32_t)type;
+        page[2] = 0;
+        page[3] = (uint32_t)(uintptr_t)(page + 8); /* int sv[2] */
+        r = i386_call(I386_SOCKETCALL, 8 /* SYS_SOCKETPAIR */, (long)(uintptr_t)page, 0);
+    } else {
+        r = i386_call4(I386_SOCKETPAIR, AF_UNIX, type, 0, (long)(uintptr_t)(page + 8));
+    }
+    e = i386_errno(r);
+    if (e == 0) {
+        close((int)page[8]);
+        close((int)page[9]);
+    }
+    munmap(page, 4096);
+    return e;
+}
+
+static int op_i386_socketcall_pair_dgram(void)
+{
+    return i386_socketpair(SOCK_DGRAM, 1);
+}
+
+static int op_i386_socketcall_pair_stream(void)
+{
+    return i386_socketpair(SOCK_STREAM, 1);
+}
+
+static int op_i386_pair_dgram(void)
+{
+    return i386_socketpair(SOCK_DGRAM, 0);
+}
+
+static int op_i386_pair_raw(void)
+{
+    return i386_socketpair(SOCK_RAW | SOCK_CLOEXEC, 0);
+}
+
+static int op_i386_pair_stream(void)
+{
+    return i386_socketpair(SOCK_STREAM | SOCK_NONBLOCK, 0);
+}
+
+static int op_i386_pair_seqpacket(void)
+{
+    return i386_socketpair(SOCK_SEQPACKET, 0);
 }
 
 static int op_i386_tiocsti(void)
@@ -721,13 +846,223 @@ static void test_keyrings(void **state)
     expect(ALLOW_UNIX, op_keyctl, ENOSYS, "keyctl (unix allowed)");
 }
 
-/* socketpair() is left alone on purpose: an anonymous connected pair
- * reaches nothing outside the sandbox, and shells, make and many runtimes
- * need it. */
-static void test_socketpair_not_affected(void **state)
+/* Stream and seqpacket pairs stay allowed: shells, make, libuv (a child's
+ * stdio), Python's socket.socketpair() and Chromium's IPC make them, and
+ * neither can be re-aimed (a test below tries every route). */
+static void test_socketpair_stream_allowed(void **state)
 {
     (void)state;
-    assert_int_equal(run_op(REFUSE_UNIX, op_socketpair), 0);
+    for (int allow = 0; allow < 2; allow++) {
+        int f = allow ? ALLOW_UNIX : REFUSE_UNIX;
+        assert_int_equal(run_op(f, op_socketpair), 0);
+        assert_int_equal(run_op(f, op_socketpair_flags), 0);
+        assert_int_equal(run_op(f, op_socketpair_seqpacket), 0);
+    }
+}
+
+/* issue 21: socketpair(AF_UNIX, SOCK_DGRAM) then sendto(PATH) reached any
+ * host datagram socket (journald, /dev/log, a daemon's control socket).
+ * Datagram pairs are refused unless allowAllUnixSockets, whatever the
+ * flags and the high bits of the arguments. */
+static void test_socketpair_dgram_refused(void **state)
+{
+    (void)state;
+    /* the controls: the kernel makes every one of these pairs */
+    assert_int_equal(run_op(NO_FILTER, op_socketpair_dgram), 0);
+    assert_int_equal(run_op(NO_FILTER, op_socketpair_raw), 0);
+    assert_int_equal(run_op(NO_FILTER, op_socketpair_dgram_hibits), 0);
+    assert_int_equal(run_op(NO_FILTER, op_socketpair_dgram_type_hibits), 0);
+    expect(REFUSE_UNIX, op_socketpair_dgram, EPERM, "socketpair(AF_UNIX, SOCK_DGRAM)");
+    expect(REFUSE_UNIX, op_socketpair_dgram_flags, EPERM,
+           "socketpair(AF_UNIX, SOCK_DGRAM|SOCK_NONBLOCK|SOCK_CLOEXEC)");
+    expect(REFUSE_UNIX, op_socketpair_raw, EPERM, "socketpair(AF_UNIX, SOCK_RAW)");
+    expect(REFUSE_UNIX, op_socketpair_dgram_hibits, EPERM,
+           "socketpair(0x100000001, 0x100000002)");
+    expect(REFUSE_UNIX, op_socketpair_dgram_type_hibits, EPERM,
+           "socketpair(AF_UNIX, 0xffffffff00080002)");
+    expect(REFUSE_UNIX, op_socketpair_local, EPERM, "socketpair(AF_LOCAL, SOCK_DGRAM)");
+    /* allowAllUnixSockets lifts it, with the socket(AF_UNIX) refusal */
+    assert_int_equal(run_op(ALLOW_UNIX, op_socketpair_dgram), 0);
+    assert_int_equal(run_op(ALLOW_UNIX, op_socketpair_raw), 0);
+    /* allowLocalBinding does not */
+    expect(ALLOW_BIND, op_socketpair_dgram, EPERM, "socketpair(AF_UNIX, SOCK_DGRAM) (bind allowed)");
+}
+
+/* The host's sockets for test_socketpair_routes: a datagram socket, a
+ * stream and a seqpacket listener bound to paths in a directory of their
+ * own (the child names them relative to it), and an abstract datagram
+ * socket. All non-blocking. */
+static struct {
+    char dir[64];
+    char abs_name[48];
+    int dgram, stream, seqpacket, abs_dgram;
+} g_host = {.dgram = -1, .stream = -1, .seqpacket = -1, .abs_dgram = -1};
+
+static socklen_t unix_addr(struct sockaddr_un *sa, const char *name, int abstract)
+{
+    size_t n = strlen(name);
+
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    assert_true(n + 2 < sizeof sa->sun_path);
+    memcpy(sa->sun_path + (abstract ? 1 : 0), name, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)(abstract ? 1 : 0) + n +
+                       (size_t)(abstract ? 0 : 1));
+}
+
+static int host_socket(int type, const char *name, int abstract)
+{
+    struct sockaddr_un sa;
+    socklen_t len;
+    int fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    char path[128];
+
+    assert_true(fd >= 0);
+    if (abstract) {
+        len = unix_addr(&sa, name, 1);
+    } else {
+        assert_true((size_t)snprintf(path, sizeof path, "%s/%s", g_host.dir, name) < sizeof path);
+        len = unix_addr(&sa, path, 0);
+    }
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, len), 0);
+    if (type != SOCK_DGRAM)
+        assert_int_equal(listen(fd, 8), 0);
+    return fd;
+}
+
+/* How many datagrams and connections the host's sockets got (drained). */
+static int host_received(void)
+{
+    char buf[64];
+    int n = 0, fd;
+
+    while (recv(g_host.dgram, buf, sizeof buf, MSG_DONTWAIT) >= 0)
+        n++;
+    while (recv(g_host.abs_dgram, buf, sizeof buf, MSG_DONTWAIT) >= 0)
+        n++;
+    while ((fd = accept4(g_host.stream, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+        close(fd);
+        n++;
+    }
+    while ((fd = accept4(g_host.seqpacket, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+        close(fd);
+        n++;
+    }
+    return n;
+}
+
+/* Every route from one end of a pair to the host's sockets: sendto() and
+ * sendmsg() with a path or an abstract name, connect() (then send()), the
+ * same after connect(AF_UNSPEC), and bind() to a short name then listen().
+ * Errors are expected and ignored: what counts is what the host got. */
+static void pair_routes(int fd)
+{
+    static const char *const paths[] = {"hd", "hs", "hq"};
+    struct sockaddr_un sa;
+    struct sockaddr unspec;
+    struct msghdr mh;
+    struct iovec iov;
+    char x = 'x';
+    socklen_t len;
+
+    (void)!fcntl(fd, F_SETFL, O_NONBLOCK);
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            len = unix_addr(&sa, paths[i], 0);
+            (void)!sendto(fd, &x, 1, MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+            iov.iov_base = &x;
+            iov.iov_len = 1;
+            memset(&mh, 0, sizeof mh);
+            mh.msg_name = &sa;
+            mh.msg_namelen = len;
+            mh.msg_iov = &iov;
+            mh.msg_iovlen = 1;
+            (void)!sendmsg(fd, &mh, MSG_NOSIGNAL);
+            if (connect(fd, (struct sockaddr *)&sa, len) == 0)
+                (void)!send(fd, &x, 1, MSG_NOSIGNAL);
+        }
+        len = unix_addr(&sa, g_host.abs_name, 1);
+        (void)!sendto(fd, &x, 1, MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+        if (connect(fd, (struct sockaddr *)&sa, len) == 0)
+            (void)!send(fd, &x, 1, MSG_NOSIGNAL);
+        /* and again, disconnected */
+        memset(&unspec, 0, sizeof unspec);
+        unspec.sa_family = AF_UNSPEC;
+        (void)!connect(fd, &unspec, sizeof unspec);
+    }
+    len = unix_addr(&sa, "pb", 0);
+    if (bind(fd, (struct sockaddr *)&sa, len) == 0)
+        (void)!listen(fd, 1);
+    (void)!unlink("pb");
+}
+
+static int op_pair_routes(void)
+{
+    static const int types[] = {SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM, SOCK_RAW};
+    static const long flags[] = {0, SOCK_NONBLOCK | SOCK_CLOEXEC};
+    static const long domains[] = {AF_UNIX, 0x100000001L};
+    int made = 0;
+
+    if (chdir(g_host.dir) < 0)
+        return errno;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+            for (size_t d = 0; d < sizeof domains / sizeof domains[0]; d++) {
+                int sv[2];
+                if (syscall(SYS_socketpair, domains[d], (long)types[t] | flags[f], 0L, sv) < 0)
+                    continue;
+                made++;
+                pair_routes(sv[0]);
+                pair_routes(sv[1]);
+                close(sv[0]);
+                close(sv[1]);
+            }
+    return made > 0 ? 0 : ENOENT;
+}
+
+/* issue 21: with Unix sockets refused, no socketpair of any type reaches a
+ * host socket by path or abstract name, by any route. The control (no
+ * filter) shows that the routes do reach them when nothing stops it. */
+static void test_socketpair_routes(void **state)
+{
+    const char *tmp = getenv("TMPDIR");
+    char path[128];
+    int control, got;
+
+    (void)state;
+    assert_true((size_t)snprintf(g_host.dir, sizeof g_host.dir, "%s/sluice-sp.XXXXXX",
+                                 tmp != NULL && strlen(tmp) < 30 ? tmp : "/tmp") <
+                sizeof g_host.dir);
+    assert_non_null(mkdtemp(g_host.dir));
+    snprintf(g_host.abs_name, sizeof g_host.abs_name, "sluice-test-sp-%ld", (long)getpid());
+    g_host.dgram = host_socket(SOCK_DGRAM, "hd", 0);
+    g_host.stream = host_socket(SOCK_STREAM, "hs", 0);
+    g_host.seqpacket = host_socket(SOCK_SEQPACKET, "hq", 0);
+    g_host.abs_dgram = host_socket(SOCK_DGRAM, g_host.abs_name, 1);
+
+    assert_int_equal(run_op(NO_FILTER, op_pair_routes), 0);
+    control = host_received();
+    print_message("note: without the filter the pairs reached the host's sockets %d times\n",
+                  control);
+    assert_true(control > 0);
+    assert_int_equal(run_op(REFUSE_UNIX, op_pair_routes), 0); /* stream pairs are made */
+    got = host_received();
+    assert_int_equal(run_op(ALLOW_BIND, op_pair_routes), 0);
+    got += host_received();
+    if (got != 0)
+        fail_msg("under the filter the pairs reached the host's sockets %d times", got);
+
+    close(g_host.dgram);
+    close(g_host.stream);
+    close(g_host.seqpacket);
+    close(g_host.abs_dgram);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_host.dir, i == 0 ? "hd" : i == 1 ? "hs" : "hq");
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/pb", g_host.dir);
+    unlink(path);
+    assert_int_equal(rmdir(g_host.dir), 0);
 }
 
 static void test_io_uring_refused(void **state)
@@ -834,6 +1169,10 @@ static void test_x32(void **state)
     got = run_op(REFUSE_UNIX, op_x32_socket_unix);
     if (got != EPERM && got != ENOSYS)
         fail_msg("x32 socket(AF_UNIX): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
+    got = run_op(REFUSE_UNIX, op_x32_socketpair_dgram);
+    if (got != EPERM && got != ENOSYS)
+        fail_msg("x32 socketpair(AF_UNIX, SOCK_DGRAM): got %d (%s), want EPERM or ENOSYS", got,
+                 strerror(got));
     got = run_op(REFUSE_UNIX, op_x32_tiocsti);
     if (got != EPERM && got != ENOSYS)
         fail_msg("x32 ioctl(TIOCSTI): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
@@ -871,6 +1210,26 @@ static void test_i386_socket_refused(void **state)
     assert_int_equal(run_op(ALLOW_UNIX, op_i386_socket_unix), 0);
 }
 
+/* issue 21: datagram pairs on the i386 ABI, directly (i386 nr 360) and
+ * through socketcall(SYS_SOCKETPAIR), whose arguments the filter cannot
+ * read: refused whole, as socketcall(SYS_SOCKET) is */
+static void test_i386_socketpair(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_IA32();
+    assert_int_equal(run_op(NO_FILTER, op_i386_pair_dgram), 0);
+    assert_int_equal(run_op(NO_FILTER, op_i386_socketcall_pair_dgram), 0);
+    expect(REFUSE_UNIX, op_i386_pair_dgram, EPERM, "i386 socketpair(AF_UNIX, SOCK_DGRAM)");
+    expect(REFUSE_UNIX, op_i386_pair_raw, EPERM, "i386 socketpair(AF_UNIX, SOCK_RAW)");
+    expect(REFUSE_UNIX, op_i386_socketcall_pair_dgram, EPERM,
+           "i386 socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)");
+    expect(REFUSE_UNIX, op_i386_socketcall_pair_stream, EPERM,
+           "i386 socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_STREAM)");
+    assert_int_equal(run_op(REFUSE_UNIX, op_i386_pair_stream), 0);
+    assert_int_equal(run_op(REFUSE_UNIX, op_i386_pair_seqpacket), 0);
+    assert_int_equal(run_op(ALLOW_UNIX, op_i386_pair_dgram), 0);
+}
+
 static void test_i386_other_rules(void **state)
 {
     (void)state;
@@ -887,7 +1246,7 @@ static void test_describe(void **state)
     const struct sb_seccomp_opts allow = {.allow_unix_sockets = 1};
     const char *const *r = sb_seccomp_describe(&refuse);
     const char *const *a = sb_seccomp_describe(&allow);
-    int r_unix = 0, a_unix = 0, r_uring = 0, a_uring = 0;
+    int r_unix = 0, a_unix = 0, r_uring = 0, a_uring = 0, r_pair = 0, a_pair = 0;
     size_t i;
 
     (void)state;
@@ -899,6 +1258,9 @@ static void test_describe(void **state)
             r_unix = 1;
         if (strstr(r[i], "io_uring_setup") != NULL)
             r_uring = 1;
+        if (strstr(r[i], "socketpair(AF_UNIX") == r[i] && strstr(r[i], "SOCK_DGRAM") != NULL &&
+            strstr(r[i], "EPERM") != NULL)
+            r_pair = 1;
     }
     for (i = 0; a[i] != NULL; i++) {
         assert_true(i < 32);
@@ -908,8 +1270,11 @@ static void test_describe(void **state)
             fail_msg("allowed list refuses unix sockets: '%s'", a[i]);
         if (strstr(a[i], "io_uring_setup") != NULL)
             a_uring = 1;
+        if (strstr(a[i], "socketpair(AF_UNIX") == a[i] && strstr(a[i], "allowed") != NULL)
+            a_pair = 1;
     }
     assert_true(r_unix && a_unix && r_uring && a_uring);
+    assert_true(r_pair && a_pair); /* issue 21 */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1642,7 +2007,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_socket_unix_allowed),
         cmocka_unit_test(test_socket_families),
         cmocka_unit_test(test_keyrings),
-        cmocka_unit_test(test_socketpair_not_affected),
+        cmocka_unit_test(test_socketpair_stream_allowed),
+        cmocka_unit_test(test_socketpair_dgram_refused),
+        cmocka_unit_test(test_socketpair_routes),
         cmocka_unit_test(test_io_uring_refused),
         cmocka_unit_test(test_unshare_user_refused),
         cmocka_unit_test(test_unshare_mnt_not_refused),
@@ -1656,6 +2023,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_i386_getpid_works),
         cmocka_unit_test(test_i386_socketcall_refused),
         cmocka_unit_test(test_i386_socket_refused),
+        cmocka_unit_test(test_i386_socketpair),
         cmocka_unit_test(test_i386_other_rules),
 #endif
         cmocka_unit_test(test_describe),

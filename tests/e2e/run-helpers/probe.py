@@ -12,6 +12,8 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
     probe.py unix-x32                 x32 ABI socket(AF_UNIX) (nr | 0x40000000)
     probe.py unix-i386                int 0x80 socket(AF_UNIX) (i386 nr 359)
     probe.py socketcall-i386          int 0x80 socketcall(SYS_SOCKET, AF_UNIX)
+    probe.py pair-dgram-i386          int 0x80 socketpair(AF_UNIX, SOCK_DGRAM) (i386 nr 360)
+    probe.py socketcall-pair-i386     int 0x80 socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)
     probe.py io_uring                 io_uring_setup(1, &params)
     probe.py io_uring-enter           io_uring_enter(-1, ...)  (EPERM, not EBADF)
     probe.py io_uring-x32             io_uring_setup on the x32 ABI
@@ -30,6 +32,24 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
     probe.py tiocsti-high FD          the same with the command's upper 32 bits set
     probe.py tioclinux FD             ioctl(FD, TIOCLINUX, subcode 2)
     probe.py mount                    mount a tmpfs on the working directory
+    probe.py pair-dgram PATH          socketpair(AF_UNIX, SOCK_DGRAM), then sendto(PATH)
+                                      (issue 21: a host datagram socket, /dev/log-like)
+    probe.py pair-routes DIR ABSNAME  socketpairs of every type (stream, dgram, seqpacket,
+                                      raw), with SOCK_NONBLOCK|SOCK_CLOEXEC and with high
+                                      bits in domain and type, each end tried on every
+                                      route to DIR/hostd.sock (datagram), DIR/hosts.sock
+                                      (stream), DIR/hostq.sock (seqpacket) and the
+                                      abstract datagram socket \\0ABSNAME: sendto and
+                                      sendmsg with the address, connect (then send), the
+                                      same after connect(AF_UNSPEC), bind then listen.
+                                      OPEN when a datagram pair was made or an address
+                                      was reached (a seqpacket send lands on the peer:
+                                      checked)
+    probe.py pair-bind NAME           a pair of each type the filter lets through,
+                                      connect(AF_UNSPEC), bound to ./NAME-s, -q or -d
+                                      (short: under the bind rule); waits
+                                      3 s for anything the host's sender
+                                      (run_escape.sh) gets through to it
     probe.py inner SLUICE             run `SLUICE inner` over a socketpair of our own
                                       (--allow-unix-sockets, ports 0) and, in the
                                       command it execs, try socket(AF_UNIX)
@@ -70,14 +90,15 @@ def expect_fail(nr, *args, what=""):
     opened("%s returned %d" % (what or nr, r))
 
 
-def int80(nr, a=0, b=0, c=0):
+def int80(nr, a=0, b=0, c=0, d=0):
     """Runs `int 0x80` (the i386 ABI) from this 64-bit process with eax=nr,
-    ebx=a, ecx=b, edx=c and returns eax, sign-extended."""
+    ebx=a, ecx=b, edx=c, esi=d and returns eax, sign-extended."""
     code = bytes([0x53])                                   # push rbx
     code += b"\xb8" + struct.pack("<I", nr & 0xffffffff)   # mov eax, nr
     code += b"\xbb" + struct.pack("<I", a & 0xffffffff)    # mov ebx, a
     code += b"\xb9" + struct.pack("<I", b & 0xffffffff)    # mov ecx, b
     code += b"\xba" + struct.pack("<I", c & 0xffffffff)    # mov edx, c
+    code += b"\xbe" + struct.pack("<I", d & 0xffffffff)    # mov esi, d (caller-saved)
     code += b"\xcd\x80"                                    # int 0x80
     code += b"\x48\x63\xc0"                                # movsxd rax, eax
     code += b"\x5b\xc3"                                    # pop rbx; ret
@@ -88,7 +109,7 @@ def int80(nr, a=0, b=0, c=0):
     return f()
 
 
-def int80_safe(nr, a=0, b=0, c=0):
+def int80_safe(nr, a=0, b=0, c=0, d=0):
     """int80 in a forked child, so that a kernel without IA32 emulation (or
     booted with ia32_emulation=0), which answers `int 0x80` with SIGSEGV,
     makes the case a SKIP (the i386 ABI is closed there anyway) rather than
@@ -98,7 +119,7 @@ def int80_safe(nr, a=0, b=0, c=0):
     if pid == 0:
         os.close(rd)
         try:
-            r = int80(nr, a, b, c)
+            r = int80(nr, a, b, c, d)
             os.write(wr, struct.pack("<q", r))
         finally:
             os._exit(0)
@@ -166,6 +187,18 @@ def main():
         if r < 0:
             blocked(-r)
         opened("i386 socketcall(SYS_SOCKET, AF_UNIX) = %d" % r)
+    if what in ("pair-dgram-i386", "socketcall-pair-i386"):
+        # issue 21: socketpair(AF_UNIX, SOCK_DGRAM) on the i386 ABI, the
+        # direct syscall (nr 360) or socketcall(SYS_SOCKETPAIR)
+        buf = low32_buffer(b"\0" * 64)
+        ctypes.memmove(buf, struct.pack("<IIII", AF_UNIX, 2, 0, buf + 32), 16)
+        if what == "pair-dgram-i386":
+            r = int80_safe(360, AF_UNIX, 2, 0, buf + 32)
+        else:
+            r = int80_safe(102, 8, buf, 0)  # SYS_SOCKETPAIR
+        if r < 0:
+            blocked(-r)
+        opened("i386 %s made a datagram pair" % what)
     if what == "io_uring":
         params = ctypes.create_string_buffer(120)
         expect_fail(425, 1, ctypes.addressof(params), what="fd io_uring_setup")
@@ -303,7 +336,135 @@ def main():
             sys.exit(0)
         # the child printed its own verdict (BLOCKED/OPEN) when it got to run
         sys.exit(1 if code == 1 else 0)
+    if what == "pair-dgram":
+        try:
+            x, y = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        except OSError as e:
+            blocked(e.errno)
+        try:
+            x.sendto(b"ESCAPED pair-dgram", a[1])
+        except OSError as e:
+            blocked(e.errno)
+        opened("a datagram reached %s" % a[1])
+    if what == "pair-routes":
+        pair_routes(a[1], a[2])
+    if what == "pair-bind":
+        pair_bind(a[1])
     skip("unknown probe " + what)
 
 
-main()
+def raw_socketpair(domain, typ):
+    sv = (ctypes.c_int * 2)()
+    r = libc.syscall(ctypes.c_long(53), ctypes.c_long(domain), ctypes.c_long(typ), ctypes.c_long(0), sv)
+    if r < 0:
+        return None, ctypes.get_errno()
+    return (socket.socket(fileno=sv[0]), socket.socket(fileno=sv[1])), 0
+
+
+def pair_routes(d, absname):
+    TYPES = {"stream": 1, "dgram": 2, "raw": 3, "seqpacket": 5}
+    paths = [os.path.join(d, n) for n in ("hostd.sock", "hosts.sock", "hostq.sock")] + ["\0" + absname]
+    reached, refused, made = [], [], []
+    for tname, t in TYPES.items():
+        for extra, dom in ((0, 1), (0o4000 | 0o2000000, 1), (0x100000000 | 0o2000000, 0x100000001)):
+            label = "%s/%#x/%#x" % (tname, extra, dom)
+            pair, e = raw_socketpair(dom, t | extra)
+            if pair is None:
+                refused.append("%s:%s" % (label, errno.errorcode.get(e, e)))
+                continue
+            made.append(label)
+            if t in (2, 3):
+                reached.append("%s: a datagram pair was made" % label)
+            for me, peer in (pair, pair[::-1]):
+                me.setblocking(False)
+                peer.setblocking(False)
+                for rnd in range(2):
+                    for p in paths:
+                        for how in ("sendto", "sendmsg", "connect"):
+                            try:
+                                if how == "sendto":
+                                    me.sendto(b"ESCAPED " + how.encode(), p)
+                                elif how == "sendmsg":
+                                    me.sendmsg([b"ESCAPED " + how.encode()], [], 0, p)
+                                else:
+                                    me.connect(p)
+                                    me.send(b"ESCAPED connect")
+                            except OSError:
+                                continue
+                            # it went somewhere: fine only if it went to the peer
+                            try:
+                                peer.recv(64)
+                            except OSError:
+                                reached.append("%s: %s %s" % (label, how, p.replace("\0", "@")))
+                    # disconnect, then the same again
+                    libc.connect(me.fileno(), ctypes.create_string_buffer(b"\0\0", 16), 16)
+                try:
+                    me.bind("pr")
+                    try:
+                        me.listen(1)
+                        reached.append("%s: listen after bind" % label)
+                    except OSError:
+                        pass
+                except OSError:
+                    pass
+                finally:
+                    try:
+                        os.unlink("pr")
+                    except OSError:
+                        pass
+            pair[0].close()
+            pair[1].close()
+    if reached:
+        seen = []
+        for r in reached:
+            if r not in seen:
+                seen.append(r)
+        opened("; ".join(seen[:6]) + ("; ... (%d in all)" % len(seen) if len(seen) > 6 else ""))
+    print("BLOCKED made %s; refused %s" % (",".join(sorted(set(m.split("/")[0] for m in made))) or "none",
+                                          ",".join(sorted(set(r.split("/")[0] for r in refused))) or "none"))
+    sys.exit(0)
+
+
+def pair_bind(name):
+    import select, time
+    socks = []
+    for tname, t, suffix in (("stream", 1, "s"), ("seqpacket", 5, "q"), ("dgram", 2, "d")):
+        try:
+            x, y = socket.socketpair(socket.AF_UNIX, t)
+        except OSError:
+            continue
+        # disconnected first (a datagram pair then takes any sender), and
+        # a short name: a path of 14 bytes or more is under the bind rule
+        libc.connect(x.fileno(), ctypes.create_string_buffer(b"\0\0", 16), 16)
+        path = "%s-%s" % (name, suffix)
+        try:
+            x.bind(path)
+        except OSError as e:
+            opened("bind(%s) of a %s pair failed (%s): the case cannot try this route"
+                   % (path, tname, errno.errorcode.get(e.errno, e.errno)))
+        try:
+            x.listen(1)
+        except OSError:
+            pass
+        socks.append((tname, x, y, path))
+    if not socks:
+        blocked("no pair could be bound")
+    got = []
+    end = time.monotonic() + 3
+    while time.monotonic() < end and not got:
+        r, _, _ = select.select([s[1] for s in socks], [], [], 0.2)
+        for tname, x, y, path in socks:
+            if x in r:
+                try:
+                    got.append("%s: %r" % (tname, x.recv(64)))
+                except OSError:
+                    pass
+    for tname, x, y, path in socks:
+        os.unlink(path)
+    if got:
+        opened("the host reached a bound pair: " + "; ".join(got))
+    blocked("nothing arrived on %s" % ",".join(s[0] for s in socks))
+
+
+if __name__ == "__main__":
+    main()
