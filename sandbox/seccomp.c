@@ -274,6 +274,14 @@ static int add_hardening_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts
     }
     if (rc < 0)
         return rc;
+    /* socketpair() of any family but AF_UNIX (AF_TIPC implements it): the
+     * family allow-list above judges socket() only, and a pair of another
+     * family is a socket of that family all the same. Compared on all 64
+     * bits, so a domain with high bits set is refused too. */
+    rc = add_rule(ctx, eperm, SCMP_SYS(socketpair), "socketpair(family)", 1,
+                  SCMP_A0_64(SCMP_CMP_NE, (scmp_datum_t)AF_UNIX, 0), err, errlen);
+    if (rc < 0)
+        return rc;
     /* AF_NETLINK: NETLINK_ROUTE only (glibc's getaddrinfo AI_ADDRCONFIG,
      * getifaddrs and if_nameindex; it sees the sandbox's own namespace) */
     {
@@ -614,7 +622,8 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
     lines[n++] = "socket() fails with EPERM for every family but AF_INET, AF_INET6, Unix sockets "
                  "(above) and AF_NETLINK (AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_KEY, ...: "
                  "a network namespace does not scope them all), and AF_NETLINK only with "
-                 "NETLINK_ROUTE (what glibc's getaddrinfo and getifaddrs use)";
+                 "NETLINK_ROUTE (what glibc's getaddrinfo and getifaddrs use); socketpair() of any "
+                 "other family than the Unix one fails with EPERM";
     lines[n++] = "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without "
                  "keys, which keyutils, krb5 and systemd fall back from): the caller's session, "
                  "user and user-session keyrings cannot be read or written";

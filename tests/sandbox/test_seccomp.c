@@ -275,6 +275,17 @@ static int op_socketpair_local(void)
 {
     return pair_errno(AF_LOCAL, SOCK_DGRAM);
 }
+#ifndef AF_TIPC
+#define AF_TIPC 30
+#endif
+static int op_socketpair_tipc(void)
+{
+    return pair_errno(AF_TIPC, SOCK_SEQPACKET);
+}
+static int op_socketpair_inet(void)
+{
+    return pair_errno(AF_INET, SOCK_STREAM);
+}
 
 static int op_io_uring_setup(void)
 {
@@ -886,6 +897,18 @@ static void test_socketpair_dgram_refused(void **state)
     assert_int_equal(run_op(ALLOW_UNIX, op_socketpair_raw), 0);
     /* allowLocalBinding does not */
     expect(ALLOW_BIND, op_socketpair_dgram, EPERM, "socketpair(AF_UNIX, SOCK_DGRAM) (bind allowed)");
+}
+
+/* socketpair() of a family other than AF_UNIX is refused in every mode:
+ * the socket() family allow-list does not see pairs (AF_TIPC makes them) */
+static void test_socketpair_other_family_refused(void **state)
+{
+    (void)state;
+    for (int allow = 0; allow < 2; allow++) {
+        int f = allow ? ALLOW_UNIX : REFUSE_UNIX;
+        expect(f, op_socketpair_tipc, EPERM, "socketpair(AF_TIPC, SOCK_SEQPACKET)");
+        expect(f, op_socketpair_inet, EPERM, "socketpair(AF_INET, SOCK_STREAM)");
+    }
 }
 
 /* The host's sockets for test_socketpair_routes: a datagram socket, a
@@ -2009,6 +2032,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_keyrings),
         cmocka_unit_test(test_socketpair_stream_allowed),
         cmocka_unit_test(test_socketpair_dgram_refused),
+        cmocka_unit_test(test_socketpair_other_family_refused),
         cmocka_unit_test(test_socketpair_routes),
         cmocka_unit_test(test_io_uring_refused),
         cmocka_unit_test(test_unshare_user_refused),
