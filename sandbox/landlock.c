@@ -13,8 +13,11 @@
  *     from /proc/self/mountinfo as the sandbox sees it. A FIFO in a writable
  *     path stays usable: the command could make one there anyway;
  *   - on the command's stdin, stdout and stderr when they are files, ttys or
- *     FIFOs of the host (what the user handed the command), so
- *     `echo x > /dev/stderr` keeps working. Pipes and sockets are not on a
+ *     FIFOs of the host (what the user handed the command) opened for
+ *     writing, so `echo x > /dev/stderr` keeps working; one opened
+ *     read-only (`< FILE`) stays read-only when it is reopened by path
+ *     (/proc/self/fd/0, /dev/stdin), which would otherwise reach the host's
+ *     writable mount of FILE (issue 21). Pipes and sockets are not on a
  *     filesystem and Landlock never restricts them.
  * LANDLOCK_ACCESS_FS_MAKE_BLOCK is handled too (no rule allows it).
  *
@@ -89,6 +92,32 @@ static int add_rule(int ruleset, int fd)
     return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0U);
 }
 
+/* The host's files, ttys or FIFOs the command was given as 0, 1 and 2, each
+ * only when it was itself opened for writing (O_WRONLY or O_RDWR): the
+ * rule is on the file, so it also lets the command reopen it by path
+ * (/proc/self/fd/N, /dev/stdout), and a file handed over read-only (`<
+ * FILE`) must stay read-only when reopened; the filesystem rules decide
+ * for it, as for any other path. Pipes and sockets are not on a
+ * filesystem and Landlock never restricts them. -1 with errno set. */
+static int add_stdio(long ruleset)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0)
+            continue; /* closed, or read-only */
+        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) &&
+            !S_ISBLK(st.st_mode))
+            continue;
+        /* a pipe is a FIFO on pipefs: the kernel refuses a rule on it
+         * (EBADFD: not beneath a mount) and needs none */
+        if (add_rule((int)ruleset, fd) < 0 && errno != EBADFD)
+            return -1;
+    }
+    return 0;
+}
+
 /* Adds a rule for every writable mount; -1 with err set on failure. */
 static int add_writable_mounts(int ruleset, char *err, size_t errlen)
 {
@@ -147,14 +176,9 @@ int sb_landlock_confine(char *err, size_t errlen)
     }
     if (add_writable_mounts((int)ruleset, err, errlen) < 0)
         goto out;
-    /* the host's files, ttys or FIFOs the command was given as 0, 1, 2;
-     * pipes and sockets are refused by add_rule (not on a filesystem) and
-     * are never restricted anyway */
-    for (int fd = 0; fd <= 2; fd++) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) ||
-                                    S_ISFIFO(st.st_mode) || S_ISBLK(st.st_mode)))
-            (void)add_rule((int)ruleset, fd);
+    if (add_stdio(ruleset) < 0) {
+        snprintf(err, errlen, "landlock: rule for the command's stdio: %s", strerror(errno));
+        goto out;
     }
     if (syscall(SYS_landlock_restrict_self, (int)ruleset, 0U) < 0) {
         snprintf(err, errlen, "landlock: landlock_restrict_self: %s", strerror(errno));
