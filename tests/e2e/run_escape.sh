@@ -361,6 +361,7 @@ PY" 2>&1 >/dev/null)
     else ok "hostile host names put no control bytes on the user's terminal"; fi
 
     issue14
+    issue21
 
     # === host-side checks after everything =============================================================
     # the cases leave files of their own in W (x, l1..l4, h): only what is
@@ -553,6 +554,65 @@ libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long
 r = libc.syscall(ctypes.c_long(249), b"user", b"sluice-from-sandbox", None, ctypes.c_long(0))
 sys.exit(0 if r < 0 else 1)
 PY
+    rm -rf "$V"
+}
+
+# === issue 21: an inherited descriptor is usable only in its own mode =====================
+# Each failed on main at 2f98e0d (the Landlock domain allowed writes on the
+# files of fds 0-2 whatever their open mode, and /proc/self/fd/N reaches the
+# host's writable mount of the file); the controls show what keeps working.
+issue21() {
+    local V=/var/tmp/sluice21-$TOKEN-$(id -u) out rc
+    mkdir -p -m 755 "$V"
+
+    # si NAME EXPECT SNIPPET: SNIPPET with a read-only FILE outside the
+    # writable paths on stdin (`< FILE`); the safe outcome is EXPECT (as c)
+    # and FILE unchanged afterwards
+    si() {
+        local name=$1 exp=$2 snip=$3
+        printf 'original\n' > "$V/in"
+        out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "$snip" 2>&1 < "$V/in"); rc=$?
+        if [ "$(cat "$V/in")" != original ]; then
+            bad "$name" "FILE changed to '$(head -c 100 "$V/in")' (exit $rc)
+$out"
+        elif [ $exp = fail ] && { [ $rc -eq 0 ] || [ $rc -ge 125 ]; }; then
+            bad "$name" "exit $rc (want a failure other than 125, 126, 127)
+$out"
+        elif [ $exp = ok ] && [ $rc -ne 0 ]; then
+            bad "$name" "exit $rc (want 0)
+$out"
+        else ok "$name"; fi
+    }
+    si "stdin < FILE: echo x > /proc/self/fd/0"            fail "echo x > /proc/self/fd/0"
+    si "stdin < FILE: echo x >> /dev/stdin"                 fail "echo x >> /dev/stdin"
+    si "stdin < FILE: truncate with : > /proc/self/fd/0"    fail ": > /proc/self/fd/0"
+    si "stdin < FILE: echo x > /dev/fd/0"                   fail "echo x > /dev/fd/0"
+    si "stdin < FILE: open(/proc/self/fd/0, O_RDWR)"        fail "python3 -c 'import os; os.open(\"/proc/self/fd/0\", os.O_RDWR)'"
+    si "stdin < FILE: open(/proc/self/fd/0, O_WRONLY|O_TRUNC)" fail "python3 -c 'import os; os.open(\"/proc/self/fd/0\", os.O_WRONLY | os.O_TRUNC)'"
+    si "stdin < FILE: write through PID 1's copy (/proc/1/fd/0)" fail "echo x > /proc/1/fd/0"
+    si "stdin < FILE: a direct write by its path"           fail "echo x > $V/in"
+    si "stdin < FILE: reading it works (also by reopening)" ok "[ \"\$(cat)\" = original ] && [ \"\$(cat /proc/self/fd/0)\" = original ] && [ \"\$(cat /dev/stdin)\" = original ]"
+    # controls: what the caller opened for writing stays writable, also by path
+    rm -f "$V/out" "$V/err"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'echo o1 > /dev/stdout; echo o2 >> /proc/self/fd/1; echo e1 > /dev/stderr; echo e2 >> /dev/fd/2' </dev/null 2>"$V/err" >"$V/out"); rc=$?
+    if [ $rc = 0 ] && [ "$(cat "$V/out")" = "o1
+o2" ] && [ "$(grep -v '^sluice:' "$V/err")" = "e1
+e2" ]; then
+        ok "stdout > FILE and stderr > FILE outside the writable paths: reopening them for writing works"
+    else bad "stdout/stderr files reopened for writing" "exit $rc; out: $(cat "$V/out"); err: $(cat "$V/err")"; fi
+    printf 'original\n' > "$V/in"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'echo rw > /proc/self/fd/0' 2>&1 <> "$V/in"); rc=$?
+    [ $rc = 0 ] && [ "$(cat "$V/in")" = rw ] && ok "stdin <> FILE (opened read-write by the caller): reopening it for writing works" ||
+        bad "stdin <> FILE reopened for writing" "exit $rc: $out; FILE: $(cat "$V/in")"
+    out=$(cd "$W" && echo piped | "$SLUICE" run --settings "$CSET" -c 'cat; echo p1 > /proc/self/fd/1; echo p2 > /dev/stdout' 2>/dev/null | cat); rc=$?
+    [ "$out" = "piped
+p1
+p2" ] && ok "pipes on stdin and stdout keep working, also reopened" || bad "pipes" "exit $rc: $out"
+    if command -v script >/dev/null 2>&1; then
+        out=$(cd "$W" && SHELL=/bin/sh script -qec "'$SLUICE' run --settings '$CSET' -c 'echo T1 > /proc/self/fd/0 && echo T2 > /dev/stdout && echo T3 > /dev/stderr && echo TTY-DONE'" /dev/null 2>&1 </dev/null | tr -d '\r')
+        grep -q TTY-DONE <<< "$out" && ok "a terminal on stdin, stdout, stderr keeps working, also reopened" ||
+            bad "terminal reopened" "$out"
+    else skip "terminal reopened" "no script(1)"; fi
     rm -rf "$V"
 }
 
