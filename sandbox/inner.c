@@ -3,7 +3,7 @@
  *
  *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes] [--http-port P]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
- *                [--limit-open-files=N] -- CMD ARGS...
+ *                [--limit-open-files=N] [--reopen-ro=FD] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
  * is the proxy. In order it:
@@ -67,6 +67,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,6 +100,7 @@ struct inner_args {
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
     int transparent, watch_writes;
+    unsigned reopen_ro; /* bit N: --reopen-ro=N */
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -135,6 +137,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->allow_user_namespaces = 0;
     a->transparent = 0;
     a->watch_writes = 0;
+    a->reopen_ro = 0;
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -172,6 +175,14 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--allow-local-binding") == 0) {
             a->allow_local_binding = 1;
+            continue;
+        }
+        if (strncmp(opt, "--reopen-ro=", 12) == 0) {
+            if (parse_num(opt + 12, 2, &v) < 0) {
+                inner_err("--reopen-ro '%s' is not 0, 1 or 2", opt + 12);
+                return -1;
+            }
+            a->reopen_ro |= 1U << v;
             continue;
         }
         if (strcmp(opt, "--allow-user-namespaces") == 0) {
@@ -379,6 +390,44 @@ static int wait_for_go(int sock)
     return 0;
 }
 
+/* --reopen-ro=FD (allowNestedUserNamespaces, where the Landlock domain has
+ * no filesystem rules): bwrap bound the read-only regular file on FD at
+ * SB_STDIO_RO_FMT on a read-only mount; FD is replaced by a descriptor
+ * opened there, at the same offset and with the same status flags, so that
+ * reopening /proc/self/fd/FD for writing gets EROFS instead of reaching
+ * the host's writable mount of the file. 0, or -1 after a message. */
+static int reopen_read_only(int fd)
+{
+    char path[64];
+    struct stat a, b;
+    off_t off;
+    int nfd, fl;
+
+    snprintf(path, sizeof path, SB_STDIO_RO_FMT, fd);
+    nfd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (nfd < 0) {
+        inner_err("--reopen-ro=%d: %s: %s", fd, path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &a) < 0 || fstat(nfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        inner_err("--reopen-ro=%d: %s is not the file on descriptor %d", fd, path, fd);
+        goto fail;
+    }
+    fl = fcntl(fd, F_GETFL);
+    off = lseek(fd, 0, SEEK_CUR);
+    if (fl < 0 || off < 0 || lseek(nfd, off, SEEK_SET) != off ||
+        fcntl(nfd, F_SETFL, fl & (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT)) < 0 ||
+        dup2(nfd, fd) < 0) {
+        inner_err("--reopen-ro=%d: %s", fd, strerror(errno));
+        goto fail;
+    }
+    close(nfd);
+    return 0;
+fail:
+    close(nfd);
+    return -1;
+}
+
 /* PID 1 of the sandbox is bwrap's init: same uid as the command, dumpable,
  * and not under the seccomp filter (it was forked before inner ran). A
  * command that can ptrace it or write its /proc/1/mem makes it run any
@@ -437,6 +486,9 @@ int sb_inner_main(int argc, char **argv)
 
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
+    for (int fd = 0; fd <= 2; fd++)
+        if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd) < 0)
+            return INNER_FAIL;
     if (!a.transparent && !a.watch_writes) {
         close(a.fd);
         close_from_3();
@@ -446,14 +498,24 @@ int sb_inner_main(int argc, char **argv)
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
         return INNER_FAIL;
     }
-    rc = sb_landlock_confine(err, sizeof err);
+    rc = sb_landlock_confine(a.allow_user_namespaces, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
     }
-    if (rc > 0)
+    if (a.allow_user_namespaces)
+        inner_err("warning: allowNestedUserNamespaces: no Landlock filesystem rules (they would "
+                  "forbid a nested sandbox's mounts): host FIFOs and device nodes outside the "
+                  "writable paths, and FIFOs or devices given read-only on stdin, stdout or "
+                  "stderr, can be opened for writing");
+    if (rc > 0 && a.allow_user_namespaces)
+        inner_err("warning: this kernel has no Landlock scopes (Linux 6.12): with "
+                  "allowNestedUserNamespaces the command runs in no Landlock domain, so ptrace "
+                  "and /proc/PID/mem of PID 1 are left to seccomp");
+    else if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
-                  "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
+                  "writable paths are not closed, an inherited read-only file can be reopened "
+                  "for writing, and ptrace of PID 1 is left to seccomp");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;

@@ -58,9 +58,15 @@
 #define LL_WRITE_FILE (1ULL << 1)
 #define LL_MAKE_BLOCK (1ULL << 11)
 #define LL_RULE_PATH_BENEATH 1
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
 
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
+};
+
+struct ll_ruleset_attr_v6 {
+    uint64_t handled_access_fs, handled_access_net, scoped;
 };
 
 struct ll_path_beneath {
@@ -159,7 +165,40 @@ static int add_writable_mounts(int ruleset, char *err, size_t errlen)
     return rc;
 }
 
-int sb_landlock_confine(char *err, size_t errlen)
+/* allowNestedUserNamespaces: a domain that handles no filesystem right,
+ * only LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (ABI 6, Linux 6.12): the kernel
+ * refuses mount(2), pivot_root and umount to a process in a domain that
+ * handles any filesystem access, whatever namespace it mounts in, so a
+ * nested sandbox (bwrap, rootless podman) can set up its mounts only in a
+ * domain like this one. Being in it keeps the ptrace scoping (PID 1 stays
+ * out of reach); the scope itself changes nothing here (the sandbox has its
+ * own network namespace, so every abstract socket in it is the sandbox's).
+ * 0 done, 1 the kernel cannot make such a domain, -1 with errno set. */
+static int confine_nested(void)
+{
+    struct ll_ruleset_attr_v6 attr = {.scoped = LL_SCOPE_ABSTRACT_UNIX};
+    long abi, ruleset;
+    int rc = 0, e;
+
+    abi = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, LL_CREATE_RULESET_VERSION);
+    if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP))
+        return 1;
+    if (abi < 0)
+        return -1;
+    if (abi < 6)
+        return 1;
+    ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
+    if (ruleset < 0)
+        return -1;
+    if (syscall(SYS_landlock_restrict_self, (int)ruleset, 0U) < 0)
+        rc = -1;
+    e = errno;
+    close((int)ruleset);
+    errno = e;
+    return rc;
+}
+
+int sb_landlock_confine(int nested, char *err, size_t errlen)
 {
     struct ll_ruleset_attr attr = {.handled_access_fs = LL_WRITE_FILE | LL_MAKE_BLOCK};
     long ruleset;
@@ -167,6 +206,13 @@ int sb_landlock_confine(char *err, size_t errlen)
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';
+    if (nested) {
+        rc = confine_nested();
+        if (rc < 0)
+            snprintf(err, errlen, "landlock: the domain for allowNestedUserNamespaces: %s",
+                     strerror(errno));
+        return rc;
+    }
     ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
     if (ruleset < 0) {
         if (errno == ENOSYS || errno == EOPNOTSUPP)

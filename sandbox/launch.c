@@ -459,6 +459,20 @@ static int host_checks(struct run *run)
     return 0;
 }
 
+/* Bit N set: descriptor N (0-2) is a regular file opened read-only. */
+static unsigned stdio_read_only(void)
+{
+    unsigned m = 0;
+
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            m |= 1U << fd;
+    }
+    return m;
+}
+
 /* The environment and bwrap's arguments. 0 or -1 after a message. */
 static int build_plan(struct run *run)
 {
@@ -475,6 +489,8 @@ static int build_plan(struct run *run)
         .bwrap = run->bwrap,
         .bwrap_setuid = bwrap_setuid(run),
         .stdin_tty = isatty(0),
+        .host_root = geteuid() == 0,
+        .stdio_ro = stdio_read_only(),
         .restrict_network = 1,
         .cwd = run->cwd,
         .home = getenv("HOME"),
