@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "sandbox/launch-int.h"
+#include "sandbox/fswatch.h"
 
 #include "common/common.h"
 #include "proxy/proxy.h"
@@ -506,6 +507,7 @@ static int build_plan(struct run *run)
         .cmd = run->cmd,
     };
 
+    fsw_file_rules(!run->settings->allow_nested_user_namespaces);
     if (sb_env_build(&eo, &run->env, run->err, sizeof(run->err)) < 0 ||
         sb_bwrap_build(&bo, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);

@@ -592,6 +592,17 @@ $out"
     si "stdin < FILE: write through PID 1's copy (/proc/1/fd/0)" fail "echo x > /proc/1/fd/0"
     si "stdin < FILE: a direct write by its path"           fail "echo x > $V/in"
     si "stdin < FILE: reading it works (also by reopening)" ok "[ \"\$(cat)\" = original ] && [ \"\$(cat /proc/self/fd/0)\" = original ] && [ \"\$(cat /dev/stdin)\" = original ]"
+    # a host FIFO given read-only on stdin cannot be opened for writing
+    # (on 2f98e0d the rule for fd 0 allowed it), and the summary lists the
+    # refusal (it left out every FIFO that was one of fds 0-2)
+    mkfifo "$V/fifo"
+    ( exec 3<>"$V/fifo"; sleep 8 ) & # a writer, so that `< FIFO` does not block
+    local holder=$!
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "timeout 3 sh -c 'echo ESCAPED > $V/fifo'" 2>&1 < "$V/fifo"); rc=$?
+    kill $holder 2>/dev/null; wait $holder 2>/dev/null
+    if [ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "blocked 1 write: $V/fifo (read-only)" <<< "$out"; then
+        ok "stdin < host FIFO: opening the FIFO for writing is refused, and the summary lists it"
+    else bad "stdin < host FIFO opened for writing" "exit $rc: $out"; fi
     # controls: what the caller opened for writing stays writable, also by path
     rm -f "$V/out" "$V/err"
     out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'echo o1 > /dev/stdout; echo o2 >> /proc/self/fd/1; echo e1 > /dev/stderr; echo e2 >> /dev/fd/2' </dev/null 2>"$V/err" >"$V/out"); rc=$?
