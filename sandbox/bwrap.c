@@ -914,12 +914,13 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
-    /* allowNestedUserNamespaces: no Landlock filesystem rules (landlock.c),
-     * so a regular file the command was given read-only on 0-2 is bound
-     * read-only in /tmp too, and inner replaces the descriptor with one
-     * opened there: reopening it by /proc/self/fd/N then meets that
-     * read-only mount, not the host's writable one */
-    for (int fd = 0; fd <= 2 && s->allow_nested_user_namespaces; fd++) {
+    /* allowNestedUserNamespaces, or a kernel without Landlock: no Landlock
+     * filesystem rules (landlock.c), so a regular file the command was
+     * given read-only on 0-2 is bound read-only in /tmp too, and inner
+     * replaces the descriptor with one opened there: reopening it by
+     * /proc/self/fd/N then meets that read-only mount, not the host's
+     * writable one */
+    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++) {
         if ((o->stdio_ro & (1U << fd)) == 0)
             continue;
         PUSH("--ro-bind");
@@ -957,13 +958,12 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     }
     if (s->network.allow_local_binding)
         PUSH("--allow-local-binding");
-    if (s->allow_nested_user_namespaces) {
+    if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
-        for (int fd = 0; fd <= 2; fd++)
-            if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
-                sb_strv_pushf(&p.argv, "--reopen-ro=%d", fd) < 0)
-                rc = nomem(&c);
-    }
+    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++)
+        if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
+            sb_strv_pushf(&p.argv, "--reopen-ro=%d", fd) < 0)
+            rc = nomem(&c);
     if (o->transparent)
         PUSH("--transparent");
     if (o->watch_writes)

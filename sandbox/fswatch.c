@@ -311,10 +311,6 @@ static int on_ro_mount(int fd)
     return fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
 }
 
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
-
 static int file_rules = -1; /* fsw_file_rules; -1: as the kernel allows */
 
 void fsw_file_rules(int on)
@@ -327,8 +323,8 @@ void fsw_file_rules(int on)
  * read-only mount alone allows; not with allowNestedUserNamespaces. */
 static int landlock_on(void)
 {
-    if (file_rules < 0) /* LANDLOCK_CREATE_RULESET_VERSION: the ABI version, or ENOSYS/EOPNOTSUPP */
-        file_rules = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, 1U << 0) >= 1;
+    if (file_rules < 0)
+        file_rules = sb_landlock_abi() >= 1;
     return file_rules;
 }
 

@@ -514,8 +514,8 @@ int sb_inner_main(int argc, char **argv)
                   "and /proc/PID/mem of PID 1 are left to seccomp");
     else if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
-                  "writable paths are not closed, an inherited read-only file can be reopened "
-                  "for writing, and ptrace of PID 1 is left to seccomp");
+                  "writable paths are not closed (nor a FIFO or device given read-only on "
+                  "stdin, stdout or stderr), and ptrace of PID 1 is left to seccomp");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;

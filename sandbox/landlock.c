@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,13 @@ static int add_writable_mounts(int ruleset, char *err, size_t errlen)
     free(line);
     fclose(f);
     return rc;
+}
+
+int sb_landlock_abi(void)
+{
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, LL_CREATE_RULESET_VERSION);
+
+    return abi > 0 && abi < INT_MAX ? (int)abi : 0;
 }
 
 /* allowNestedUserNamespaces: a domain that handles no filesystem right,

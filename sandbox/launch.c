@@ -492,6 +492,7 @@ static int build_plan(struct run *run)
         .stdin_tty = isatty(0),
         .host_root = geteuid() == 0,
         .stdio_ro = stdio_read_only(),
+        .no_landlock = sb_landlock_abi() == 0,
         .restrict_network = 1,
         .cwd = run->cwd,
         .home = getenv("HOME"),

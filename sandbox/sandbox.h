@@ -154,6 +154,9 @@ struct sb_bwrap_opts {
     int host_root;           /* sluice runs as uid 0 */
     unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file opened
                                 read-only */
+    int no_landlock;         /* the kernel has no Landlock: stdio_ro files
+                                are re-bound read-only, as with
+                                allowNestedUserNamespaces */
     int restrict_network;    /* 1: --unshare-net */
     const char *cwd;         /* absolute, resolved */
     const char *home;        /* $HOME, for ~ in path lists; may be NULL */
@@ -284,6 +287,8 @@ void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
  * has no Landlock, or (NESTED) none without filesystem rights (nothing done),
  * -1 with a message in err. */
 int sb_landlock_confine(int nested, char *err, size_t errlen);
+/* The kernel's Landlock ABI version; 0 without Landlock. */
+int sb_landlock_abi(void);
 
 /* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */

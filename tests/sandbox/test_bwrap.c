@@ -967,7 +967,7 @@ static void test_mask_and_limits(void **state)
  * uid (a nested user namespace may not map uid 0 without CAP_SETFCAP);
  * another user's sandbox leaves /proc uncovered (a nested --proc needs it);
  * a read-only regular file on 0-2 is bound read-only and reopened there by
- * inner. Without the key none of it. */
+ * inner, as on a kernel without Landlock. Otherwise none of it. */
 static void test_nested_userns(void **state)
 {
     struct fx *f = *state;
@@ -987,11 +987,20 @@ static void test_nested_userns(void **state)
     const char *const off[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
     const char *const off_no[] = {"--uid", "/proc/self/fd", "--reopen-ro",
                                   "--allow-user-namespaces", NULL};
+    const char *const no_ll[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp",
+                                 "--ro-bind /proc/self/fd/0 /tmp/.sluice-fd-0 "
+                                 "--ro-bind /proc/self/fd/2 /tmp/.sluice-fd-2 --chdir",
+                                 "inner --fd 3 --reopen-ro=0 --reopen-ro=2 --limit", NULL};
+    const char *const no_ll_no[] = {"--uid", "--allow-user-namespaces", NULL};
 
     f->o.stdio_ro = 5; /* 0 and 2 */
     expect_has(f, off, off_no);
     f->o.host_root = 1;
     expect_has(f, off, off_no);
+    /* a kernel without Landlock: the read-only binds, nothing else */
+    f->o.no_landlock = 1;
+    expect_has(f, no_ll, no_ll_no);
+    f->o.no_landlock = 0;
     settings(f, "{\"allowNestedUserNamespaces\": true}");
     f->o.host_root = 0;
     expect_has(f, key_user, key_user_no);
