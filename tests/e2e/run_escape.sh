@@ -648,6 +648,9 @@ p2" ] && ok "pipes on stdin and stdout keep working, also reopened" || bad "pipe
     si "nested: stdin < FILE: in a nested bwrap, echo x > /proc/self/fd/0" fail "bwrap --ro-bind / / --dev /dev --unshare-user --unshare-net sh -c 'echo x > /proc/self/fd/0'"
     si "nested: stdin < FILE: write through PID 1's copy" fail "echo x > /proc/1/fd/0"
     si "nested: stdin < FILE: reading it works, from its offset" ok "[ \"\$(cat)\" = original ] && [ \"\$(cat /proc/self/fd/0)\" = original ]"
+    printf 'l1\nl2\n' > "$V/in2"
+    out=$(cd "$W" && { read -r _; "$SLUICE" run --settings "$CSET" -c cat 2>/dev/null; } < "$V/in2")
+    [ "$out" = l2 ] && ok "nested: stdin < FILE, reopened, starts at the caller's offset" || bad "nested: stdin offset" "$out"
     out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'echo o1 > /dev/stdout; echo e1 >> /proc/self/fd/2' </dev/null 2>"$V/err" >"$V/out"); rc=$?
     [ $rc = 0 ] && [ "$(cat "$V/out")" = o1 ] && grep -q '^e1$' "$V/err" && grep -q 'allowNestedUserNamespaces: no Landlock filesystem rules' "$V/err" &&
         ok "nested: stdout/stderr files stay writable when reopened, and the run says what is off" ||
