@@ -179,8 +179,9 @@ int sb_landlock_abi(void)
  * handles any filesystem access, whatever namespace it mounts in, so a
  * nested sandbox (bwrap, rootless podman) can set up its mounts only in a
  * domain like this one. Being in it keeps the ptrace scoping (PID 1 stays
- * out of reach); the scope itself changes nothing here (the sandbox has its
- * own network namespace, so every abstract socket in it is the sandbox's).
+ * out of reach); the scope itself changes nothing in an isolated network
+ * namespace, where every abstract socket is the sandbox's (with
+ * network.isolate false, the host's abstract sockets become unreachable).
  * 0 done, 1 the kernel cannot make such a domain, -1 with errno set. */
 static int confine_nested(void)
 {
