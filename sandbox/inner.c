@@ -391,11 +391,12 @@ static int wait_for_go(int sock)
 }
 
 /* --reopen-ro=FD (allowNestedUserNamespaces, where the Landlock domain has
- * no filesystem rules, or a kernel without Landlock): bwrap bound the read-only regular file on FD at
- * SB_STDIO_RO_FMT on a read-only mount; FD is replaced by a descriptor
- * opened there, at the same offset and with the same status flags, so that
- * reopening /proc/self/fd/FD for writing gets EROFS instead of reaching
- * the host's writable mount of the file. 0, or -1 after a message. */
+ * no filesystem rules, or a kernel without Landlock): bwrap bound the
+ * read-only regular file on FD at SB_STDIO_RO_FMT on a read-only mount; FD
+ * is replaced by a descriptor opened there, at the same offset and with the
+ * same status flags, so that reopening /proc/self/fd/FD for writing gets
+ * EROFS instead of reaching the host's writable mount of the file. 0, or -1
+ * after a message. */
 static int reopen_read_only(int fd)
 {
     char path[64];

@@ -978,7 +978,7 @@ static void test_nested_userns(void **state)
                                     "--allow-user-namespaces --reopen-ro=0 --reopen-ro=2 "
                                     "--limit-processes=8192",
                                     NULL};
-    const char *const key_user_no[] = {"--uid", "/proc/sys", "/proc/sysrq-trigger",
+    const char *const key_user_no[] = {"--uid",           "/proc/sys",     "/proc/sysrq-trigger",
                                        "/proc/self/fd/1", "--reopen-ro=1", NULL};
     const char *const key_root[] = {"--unshare-user --uid 1000 --cap-drop ALL",
                                     "--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
