@@ -511,12 +511,16 @@ int sb_inner_main(int argc, char **argv)
                   "stderr, can be opened for writing");
     if (rc > 0 && a.allow_user_namespaces)
         inner_err("warning: this kernel has no Landlock scopes (Linux 6.12): with "
-                  "allowNestedUserNamespaces the command runs in no Landlock domain, so ptrace "
-                  "and /proc/PID/mem of PID 1 are left to seccomp");
+                  "allowNestedUserNamespaces the command runs in no Landlock domain, so only "
+                  "seccomp keeps it from PID 1 (bwrap's init): /proc/1/mem and /proc/1/fd/N "
+                  "(the original stdin, stdout and stderr, also one given read-only) can be "
+                  "opened");
     else if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
                   "writable paths are not closed (nor a FIFO or device given read-only on "
-                  "stdin, stdout or stderr), and ptrace of PID 1 is left to seccomp");
+                  "stdin, stdout or stderr), and only seccomp keeps the command from PID 1 "
+                  "(bwrap's init): /proc/1/mem and /proc/1/fd/N (the original stdin, stdout and "
+                  "stderr, also one given read-only) can be opened");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;

@@ -567,7 +567,8 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "init, outside the filter) fail with EPERM; where the kernel has Landlock "
                      "scopes (Linux 6.12) the command is also in a Landlock domain that restricts "
                      "no filesystem access, so it cannot ptrace or open /proc/PID/mem of any "
-                     "process outside it (on older kernels it runs in none, with a warning)";
+                     "process outside it (on older kernels it runs in none, with a warning, and "
+                     "/proc/1/mem and /proc/1/fd/N of PID 1 can be opened)";
         lines[n++] = "OFF with allowNestedUserNamespaces: the Landlock filesystem rules (the "
                      "kernel refuses mount(2) to any process in a domain that restricts the "
                      "filesystem, and a nested sandbox must mount), so host FIFOs and device "
