@@ -916,15 +916,16 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     }
     /* allowNestedUserNamespaces, or a kernel without Landlock: no Landlock
      * filesystem rules (landlock.c), so a regular file the command was
-     * given read-only on 0-2 is bound read-only in /tmp too, and inner
-     * replaces the descriptor with one opened there: reopening it by
+     * given read-only on 0-2 is bound read-only in /tmp too (from the
+     * launcher's descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and
+     * inner makes N a descriptor opened there: reopening it by
      * /proc/self/fd/N then meets that read-only mount, not the host's
      * writable one */
     for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++) {
         if ((o->stdio_ro & (1U << fd)) == 0)
             continue;
-        PUSH("--ro-bind");
-        if (rc == 0 && sb_strv_pushf(&p.argv, "/proc/self/fd/%d", fd) < 0)
+        PUSH("--ro-bind-fd");
+        if (rc == 0 && sb_strv_pushf(&p.argv, "%d", SB_STDIO_RO_PASS + fd) < 0)
             rc = nomem(&c);
         if (rc == 0 && sb_strv_pushf(&p.argv, SB_STDIO_RO_FMT, fd) < 0)
             rc = nomem(&c);
@@ -962,7 +963,7 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-user-namespaces");
     for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++)
         if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
-            sb_strv_pushf(&p.argv, "--reopen-ro=%d", fd) < 0)
+            sb_strv_pushf(&p.argv, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]) < 0)
             rc = nomem(&c);
     if (o->transparent)
         PUSH("--transparent");

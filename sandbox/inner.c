@@ -3,7 +3,7 @@
  *
  *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes] [--http-port P]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
- *                [--limit-open-files=N] [--reopen-ro=FD] -- CMD ARGS...
+ *                [--limit-open-files=N] [--reopen-ro=FD:OFFSET] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
  * is the proxy. In order it:
@@ -100,7 +100,8 @@ struct inner_args {
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
     int transparent, watch_writes;
-    unsigned reopen_ro; /* bit N: --reopen-ro=N */
+    unsigned reopen_ro; /* bit N: --reopen-ro=N:OFFSET */
+    long long reopen_off[3];
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -138,6 +139,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->transparent = 0;
     a->watch_writes = 0;
     a->reopen_ro = 0;
+    memset(a->reopen_off, 0, sizeof a->reopen_off);
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -178,11 +180,15 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
             continue;
         }
         if (strncmp(opt, "--reopen-ro=", 12) == 0) {
-            if (parse_num(opt + 12, 2, &v) < 0) {
-                inner_err("--reopen-ro '%s' is not 0, 1 or 2", opt + 12);
+            unsigned long off;
+            if (opt[12] < '0' || opt[12] > '2' || opt[13] != ':' ||
+                parse_num(opt + 14, (unsigned long)LLONG_MAX, &off) < 0) {
+                inner_err("--reopen-ro '%s' is not FD:OFFSET with FD 0, 1 or 2", opt + 12);
                 return -1;
             }
+            v = (unsigned long)(opt[12] - '0');
             a->reopen_ro |= 1U << v;
+            a->reopen_off[v] = (long long)off;
             continue;
         }
         if (strcmp(opt, "--allow-user-namespaces") == 0) {
@@ -390,19 +396,20 @@ static int wait_for_go(int sock)
     return 0;
 }
 
-/* --reopen-ro=FD (allowNestedUserNamespaces, where the Landlock domain has
- * no filesystem rules, or a kernel without Landlock): bwrap bound the
- * read-only regular file on FD at SB_STDIO_RO_FMT on a read-only mount; FD
- * is replaced by a descriptor opened there, at the same offset and with the
- * same status flags, so that reopening /proc/self/fd/FD for writing gets
- * EROFS instead of reaching the host's writable mount of the file. 0, or -1
- * after a message. */
-static int reopen_read_only(int fd)
+/* --reopen-ro=FD:OFFSET (allowNestedUserNamespaces, where the Landlock
+ * domain has no filesystem rules, or a kernel without Landlock): the
+ * launcher gave bwrap /dev/null as FD and the read-only regular file the
+ * caller gave as FD on another descriptor, which bwrap bound at
+ * SB_STDIO_RO_FMT on a read-only mount and closed. FD becomes that file
+ * opened there, at OFFSET, so that reopening /proc/self/fd/FD for writing
+ * gets EROFS instead of reaching the host's writable mount of it, and no
+ * process of the sandbox (bwrap's init included) holds a descriptor on
+ * that mount. 0, or -1 after a message. */
+static int reopen_read_only(int fd, long long off)
 {
     char path[64];
-    struct stat a, b;
-    off_t off;
-    int nfd, fl;
+    struct stat st;
+    int nfd;
 
     snprintf(path, sizeof path, SB_STDIO_RO_FMT, fd);
     nfd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
@@ -410,15 +417,11 @@ static int reopen_read_only(int fd)
         inner_err("--reopen-ro=%d: %s: %s", fd, path, strerror(errno));
         return -1;
     }
-    if (fstat(fd, &a) < 0 || fstat(nfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-        inner_err("--reopen-ro=%d: %s is not the file on descriptor %d", fd, path, fd);
+    if (fstat(nfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        inner_err("--reopen-ro=%d: %s is not a regular file", fd, path);
         goto fail;
     }
-    fl = fcntl(fd, F_GETFL);
-    off = lseek(fd, 0, SEEK_CUR);
-    if (fl < 0 || off < 0 || lseek(nfd, off, SEEK_SET) != off ||
-        fcntl(nfd, F_SETFL, fl & (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT)) < 0 ||
-        dup2(nfd, fd) < 0) {
+    if (lseek(nfd, (off_t)off, SEEK_SET) != (off_t)off || dup2(nfd, fd) < 0) {
         inner_err("--reopen-ro=%d: %s", fd, strerror(errno));
         goto fail;
     }
@@ -488,7 +491,7 @@ int sb_inner_main(int argc, char **argv)
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
     for (int fd = 0; fd <= 2; fd++)
-        if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd) < 0)
+        if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd, a.reopen_off[fd]) < 0)
             return INNER_FAIL;
     if (!a.transparent && !a.watch_writes) {
         close(a.fd);
@@ -512,15 +515,15 @@ int sb_inner_main(int argc, char **argv)
     if (rc > 0 && a.allow_user_namespaces)
         inner_err("warning: this kernel has no Landlock scopes (Linux 6.12): with "
                   "allowNestedUserNamespaces the command runs in no Landlock domain, so only "
-                  "seccomp keeps it from PID 1 (bwrap's init): /proc/1/mem and /proc/1/fd/N "
-                  "(the original stdin, stdout and stderr, also one given read-only) can be "
-                  "opened");
+                  "seccomp keeps it from PID 1 (bwrap's init): /proc/1/mem, and /proc/1/fd/N "
+                  "(the stdin, stdout and stderr it was given, but a read-only regular file), "
+                  "can be opened");
     else if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
                   "writable paths are not closed (nor a FIFO or device given read-only on "
                   "stdin, stdout or stderr), and only seccomp keeps the command from PID 1 "
-                  "(bwrap's init): /proc/1/mem and /proc/1/fd/N (the original stdin, stdout and "
-                  "stderr, also one given read-only) can be opened");
+                  "(bwrap's init): /proc/1/mem, and /proc/1/fd/N (the stdin, stdout and stderr it "
+                  "was given, but a read-only regular file), can be opened");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;

@@ -143,8 +143,12 @@ void sb_gitwatch_free(struct sb_gitwatch *w);
 /* allowNestedUserNamespaces as root: the command's uid in the sandbox */
 #define SB_NESTED_UID "1000"
 /* allowNestedUserNamespaces: where a read-only regular file on fd N is
- * bound read-only for inner to reopen (in the private /tmp) */
+ * bound read-only for inner to reopen (in the private /tmp); the launcher
+ * hands bwrap that file on descriptor SB_STDIO_RO_PASS + N (bwrap binds it
+ * and closes it) and /dev/null as N itself, so that bwrap's init, PID 1,
+ * holds no descriptor of the host's writable mount of it */
 #define SB_STDIO_RO_FMT "/tmp/.sluice-fd-%d"
+#define SB_STDIO_RO_PASS 4
 
 struct sb_bwrap_opts {
     const struct settings *s;
@@ -154,6 +158,7 @@ struct sb_bwrap_opts {
     int host_root;           /* sluice runs as uid 0 */
     unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file opened
                                 read-only */
+    long long stdio_off[3];  /* its offset */
     int no_landlock;         /* the kernel has no Landlock: stdio_ro files
                                 are re-bound read-only, as with
                                 allowNestedUserNamespaces */

@@ -568,7 +568,8 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "scopes (Linux 6.12) the command is also in a Landlock domain that restricts "
                      "no filesystem access, so it cannot ptrace or open /proc/PID/mem of any "
                      "process outside it (on older kernels it runs in none, with a warning, and "
-                     "/proc/1/mem and /proc/1/fd/N of PID 1 can be opened)";
+                     "/proc/1/mem and /proc/1/fd/N of PID 1 can be opened: its stdin, stdout "
+                     "and stderr, but a read-only regular file)";
         lines[n++] = "OFF with allowNestedUserNamespaces: the Landlock filesystem rules (the "
                      "kernel refuses mount(2) to any process in a domain that restricts the "
                      "filesystem, and a nested sandbox must mount), so host FIFOs and device "

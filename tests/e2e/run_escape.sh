@@ -648,6 +648,18 @@ p2" ] && ok "pipes on stdin and stdout keep working, also reopened" || bad "pipe
     si "nested: stdin < FILE: in a nested bwrap, echo x > /proc/self/fd/0" fail "bwrap --ro-bind / / --dev /dev --unshare-user --unshare-net sh -c 'echo x > /proc/self/fd/0'"
     si "nested: stdin < FILE: write through PID 1's copy" fail "echo x > /proc/1/fd/0"
     si "nested: stdin < FILE: reading it works, from its offset" ok "[ \"\$(cat)\" = original ] && [ \"\$(cat /proc/self/fd/0)\" = original ]"
+    # on a kernel without Landlock scopes only seccomp guards PID 1: bwrap's
+    # processes must not hold the host's descriptor of FILE (they get /dev/null)
+    printf 'original\n' > "$V/in"
+    (cd "$W" && exec "$SLUICE" run --settings "$CSET" -c "sleep 20.$TOKEN" < "$V/in" >/dev/null 2>&1) &
+    local runpid=$! p holders=
+    for i in $(seq 200); do pgrep -f "^sleep 20\.$TOKEN" >/dev/null && break; sleep 0.05; done
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/fd/0" 2>/dev/null)" = "$V/in" ] && holders="$holders $(cat "$p/comm" 2>/dev/null)"
+    done
+    pkill -f "^sleep 20\.$TOKEN"; wait $runpid 2>/dev/null
+    [ "$holders" = " sluice" ] && ok "nested: stdin < FILE: only sluice on the host holds FILE's original descriptor (bwrap's init gets /dev/null)" ||
+        bad "nested: who holds stdin FILE" "holders:$holders"
     printf 'l1\nl2\n' > "$V/in2"
     out=$(cd "$W" && { read -r _; "$SLUICE" run --settings "$CSET" -c cat 2>/dev/null; } < "$V/in2")
     [ "$out" = l2 ] && ok "nested: stdin < FILE, reopened, starts at the caller's offset" || bad "nested: stdin offset" "$out"

@@ -973,27 +973,28 @@ static void test_nested_userns(void **state)
     struct fx *f = *state;
     const char *const key_user[] = {"--unshare-user --cap-drop ALL --ro-bind / / --dev /dev "
                                     "--proc /proc --bind R/run/tmp /tmp",
-                                    "--ro-bind /proc/self/fd/0 /tmp/.sluice-fd-0 "
-                                    "--ro-bind /proc/self/fd/2 /tmp/.sluice-fd-2 --chdir",
-                                    "--allow-user-namespaces --reopen-ro=0 --reopen-ro=2 "
+                                    "--ro-bind-fd 4 /tmp/.sluice-fd-0 "
+                                    "--ro-bind-fd 6 /tmp/.sluice-fd-2 --chdir",
+                                    "--allow-user-namespaces --reopen-ro=0:0 --reopen-ro=2:17 "
                                     "--limit-processes=8192",
                                     NULL};
-    const char *const key_user_no[] = {"--uid",           "/proc/sys",     "/proc/sysrq-trigger",
-                                       "/proc/self/fd/1", "--reopen-ro=1", NULL};
+    const char *const key_user_no[] = {"--uid",          "/proc/sys",     "/proc/sysrq-trigger",
+                                       "--ro-bind-fd 5", "--reopen-ro=1", NULL};
     const char *const key_root[] = {"--unshare-user --uid 1000 --cap-drop ALL",
                                     "--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
-    const char *const key_root_no[] = {"/proc/self/fd", "--reopen-ro", NULL};
+    const char *const key_root_no[] = {"--ro-bind-fd", "--reopen-ro", NULL};
     const char *const key_setuid_no[] = {"--uid", NULL};
     const char *const off[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
-    const char *const off_no[] = {"--uid", "/proc/self/fd", "--reopen-ro",
-                                  "--allow-user-namespaces", NULL};
+    const char *const off_no[] = {"--uid", "--ro-bind-fd", "--reopen-ro", "--allow-user-namespaces",
+                                  NULL};
     const char *const no_ll[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp",
-                                 "--ro-bind /proc/self/fd/0 /tmp/.sluice-fd-0 "
-                                 "--ro-bind /proc/self/fd/2 /tmp/.sluice-fd-2 --chdir",
-                                 "inner --fd 3 --reopen-ro=0 --reopen-ro=2 --limit", NULL};
+                                 "--ro-bind-fd 4 /tmp/.sluice-fd-0 "
+                                 "--ro-bind-fd 6 /tmp/.sluice-fd-2 --chdir",
+                                 "inner --fd 3 --reopen-ro=0:0 --reopen-ro=2:17 --limit", NULL};
     const char *const no_ll_no[] = {"--uid", "--allow-user-namespaces", NULL};
 
     f->o.stdio_ro = 5; /* 0 and 2 */
+    f->o.stdio_off[2] = 17;
     expect_has(f, off, off_no);
     f->o.host_root = 1;
     expect_has(f, off, off_no);
