@@ -821,6 +821,14 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     PUSH("--unshare-cgroup-try");
     if (!o->bwrap_setuid)
         PUSH("--unshare-user");
+    if (s->allow_nested_user_namespaces && o->host_root && !o->bwrap_setuid) {
+        /* the kernel lets a user namespace map uid 0 of its parent only
+         * when its creator held CAP_SETFCAP, which the command never does:
+         * as root it runs as SB_NESTED_UID (host root all the same), so a
+         * nested bwrap or unshare can map its own uid */
+        PUSH("--uid");
+        PUSH(SB_NESTED_UID);
+    }
     PUSH("--cap-drop");
     PUSH("ALL");
     /* filesystem */
@@ -839,13 +847,19 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     /* sysctls check only that the caller is uid 0, not its capabilities:
      * as root, a writable /proc/sys would let the command change the
      * host's kernel.core_pattern or kernel.modprobe. bwrap covers it only
-     * when it looks writable, so do it always. */
-    PUSH("--ro-bind");
-    PUSH("/proc/sys");
-    PUSH("/proc/sys");
-    PUSH("--ro-bind-try");
-    PUSH("/proc/sysrq-trigger");
-    PUSH("/proc/sysrq-trigger");
+     * when it looks writable, so do it always as root. Not for another
+     * user with allowNestedUserNamespaces: nothing there is writable for
+     * the command (and bwrap would cover it if it were), and the kernel
+     * mounts a new procfs (a nested sandbox's --proc) only where no
+     * procfs is partly covered by another mount. */
+    if (o->host_root || !s->allow_nested_user_namespaces) {
+        PUSH("--ro-bind");
+        PUSH("/proc/sys");
+        PUSH("/proc/sys");
+        PUSH("--ro-bind-try");
+        PUSH("/proc/sysrq-trigger");
+        PUSH("/proc/sysrq-trigger");
+    }
     PUSH("--bind");
     PUSH(o->host_tmpdir);
     PUSH("/tmp");
@@ -911,6 +925,22 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
+    /* allowNestedUserNamespaces, or a kernel without Landlock: no Landlock
+     * filesystem rules (landlock.c), so a regular file the command was
+     * given read-only on 0-2 is bound read-only in /tmp too (from the
+     * launcher's descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and
+     * inner makes N a descriptor opened there: reopening it by
+     * /proc/self/fd/N then meets that read-only mount, not the host's
+     * writable one */
+    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++) {
+        if ((o->stdio_ro & (1U << fd)) == 0)
+            continue;
+        PUSH("--ro-bind-fd");
+        if (rc == 0 && sb_strv_pushf(&p.argv, "%d", SB_STDIO_RO_PASS + fd) < 0)
+            rc = nomem(&c);
+        if (rc == 0 && sb_strv_pushf(&p.argv, SB_STDIO_RO_FMT, fd) < 0)
+            rc = nomem(&c);
+    }
     if (o->transparent && o->resolv_conf != NULL) {
         /* the sandbox's resolver: bound over the file /etc/resolv.conf
          * leads to (the host's may be a link into /run) */
@@ -942,6 +972,10 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-local-binding");
     if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
+    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++)
+        if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
+            sb_strv_pushf(&p.argv, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]) < 0)
+            rc = nomem(&c);
     if (o->transparent)
         PUSH("--transparent");
     if (o->watch_writes)

@@ -311,31 +311,45 @@ static int on_ro_mount(int fd)
     return fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
 }
 
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
+static int file_rules = -1; /* fsw_file_rules; -1: as the kernel allows */
+
+void fsw_file_rules(int on)
+{
+    file_rules = on ? -1 : 0;
+}
 
 /* Does inner's Landlock domain (landlock.c) apply here? It refuses opening
  * a FIFO or device node for writing outside the writable mounts, which a
- * read-only mount alone allows. */
+ * read-only mount alone allows; not with allowNestedUserNamespaces. */
 static int landlock_on(void)
 {
-    static int on = -1;
-
-    if (on < 0) /* LANDLOCK_CREATE_RULESET_VERSION: the ABI version, or ENOSYS/EOPNOTSUPP */
-        on = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, 1U << 0) >= 1;
-    return on;
+    if (file_rules < 0)
+        file_rules = sb_landlock_abi() >= 1;
+    return file_rules;
 }
 
-/* Is ST one of PID's standard descriptors (which the domain leaves open
- * for writing: what the user handed the command)? */
+/* Is ST one of PID's standard descriptors opened for writing (which the
+ * domain leaves writable: what the user handed the command)? */
 static int is_stdio(int pid, const struct stat *st)
 {
     for (int i = 0; i < 3; i++) {
-        char name[64];
+        char name[64], line[128];
         struct stat fst;
+        unsigned long flags = 0;
+        FILE *f;
+
         snprintf(name, sizeof(name), "/proc/%d/fd/%d", pid, i);
-        if (stat(name, &fst) == 0 && fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+        if (stat(name, &fst) != 0 || fst.st_dev != st->st_dev || fst.st_ino != st->st_ino)
+            continue;
+        snprintf(name, sizeof(name), "/proc/%d/fdinfo/%d", pid, i);
+        f = fopen(name, "re");
+        if (f == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (sscanf(line, "flags: %lo", &flags) == 1)
+                break;
+        fclose(f);
+        if ((flags & O_ACCMODE) != O_RDONLY)
             return 1;
     }
     return 0;

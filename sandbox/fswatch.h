@@ -72,6 +72,12 @@ const char *fsw_reason(const struct sb_strv *bwrap_argv, const struct sb_strv *r
  * what it lacks. */
 const char *fsw_preflight(void);
 
+/* Whether the command's Landlock domain has its file rules (landlock.c),
+ * which refuse a FIFO or device node opened for writing on a read-only
+ * mount: 0 with allowNestedUserNamespaces. Default: where the kernel has
+ * Landlock. */
+void fsw_file_rules(int on);
+
 /* When transparent mode is off, the watch serves the listener alone. */
 struct fsw;
 int fsw_start(struct fsw **out, uv_loop_t *loop, int notify_fd, fsw_report_fn report, void *ctx,

@@ -4,7 +4,7 @@
  *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes]
  *                [--guard-connect] [--http-port P]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
- *                [--limit-open-files=N] -- CMD ARGS...
+ *                [--limit-open-files=N] [--reopen-ro=FD:OFFSET] -- CMD ARGS...
  *
  * inner runs in the sandbox's network namespace, where the only route out
  * is the proxy. In order it:
@@ -68,6 +68,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,8 @@ struct inner_args {
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
     int transparent, watch_writes, guard_connect;
+    unsigned reopen_ro; /* bit N: --reopen-ro=N:OFFSET */
+    long long reopen_off[3];
     struct sb_limits limits;
     unsigned http_port, socks_port;
     char **cmd;
@@ -137,6 +140,8 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
     a->transparent = 0;
     a->watch_writes = 0;
     a->guard_connect = 0;
+    a->reopen_ro = 0;
+    memset(a->reopen_off, 0, sizeof a->reopen_off);
     memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
@@ -178,6 +183,18 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         }
         if (strcmp(opt, "--allow-local-binding") == 0) {
             a->allow_local_binding = 1;
+            continue;
+        }
+        if (strncmp(opt, "--reopen-ro=", 12) == 0) {
+            unsigned long off;
+            if (opt[12] < '0' || opt[12] > '2' || opt[13] != ':' ||
+                parse_num(opt + 14, (unsigned long)LLONG_MAX, &off) < 0) {
+                inner_err("--reopen-ro '%s' is not FD:OFFSET with FD 0, 1 or 2", opt + 12);
+                return -1;
+            }
+            v = (unsigned long)(opt[12] - '0');
+            a->reopen_ro |= 1U << v;
+            a->reopen_off[v] = (long long)off;
             continue;
         }
         if (strcmp(opt, "--allow-user-namespaces") == 0) {
@@ -385,6 +402,42 @@ static int wait_for_go(int sock)
     return 0;
 }
 
+/* --reopen-ro=FD:OFFSET (allowNestedUserNamespaces, where the Landlock
+ * domain has no filesystem rules, or a kernel without Landlock): the
+ * launcher gave bwrap /dev/null as FD and the read-only regular file the
+ * caller gave as FD on another descriptor, which bwrap bound at
+ * SB_STDIO_RO_FMT on a read-only mount and closed. FD becomes that file
+ * opened there, at OFFSET, so that reopening /proc/self/fd/FD for writing
+ * gets EROFS instead of reaching the host's writable mount of it, and no
+ * process of the sandbox (bwrap's init included) holds a descriptor on
+ * that mount. 0, or -1 after a message. */
+static int reopen_read_only(int fd, long long off)
+{
+    char path[64];
+    struct stat st;
+    int nfd;
+
+    snprintf(path, sizeof path, SB_STDIO_RO_FMT, fd);
+    nfd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    if (nfd < 0) {
+        inner_err("--reopen-ro=%d: %s: %s", fd, path, strerror(errno));
+        return -1;
+    }
+    if (fstat(nfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        inner_err("--reopen-ro=%d: %s is not a regular file", fd, path);
+        goto fail;
+    }
+    if (lseek(nfd, (off_t)off, SEEK_SET) != (off_t)off || dup2(nfd, fd) < 0) {
+        inner_err("--reopen-ro=%d: %s", fd, strerror(errno));
+        goto fail;
+    }
+    close(nfd);
+    return 0;
+fail:
+    close(nfd);
+    return -1;
+}
+
 /* PID 1 of the sandbox is bwrap's init: same uid as the command, dumpable,
  * and not under the seccomp filter (it was forked before inner ran). A
  * command that can ptrace it or write its /proc/1/mem makes it run any
@@ -443,6 +496,9 @@ int sb_inner_main(int argc, char **argv)
 
     if (wait_for_go(a.fd) < 0)
         return INNER_FAIL;
+    for (int fd = 0; fd <= 2; fd++)
+        if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd, a.reopen_off[fd]) < 0)
+            return INNER_FAIL;
     if (!a.transparent && !a.watch_writes && !a.guard_connect) {
         close(a.fd);
         close_from_3();
@@ -452,14 +508,28 @@ int sb_inner_main(int argc, char **argv)
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
         return INNER_FAIL;
     }
-    rc = sb_landlock_confine(err, sizeof err);
+    rc = sb_landlock_confine(a.allow_user_namespaces, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
     }
-    if (rc > 0)
+    if (a.allow_user_namespaces)
+        inner_err("warning: allowNestedUserNamespaces: no Landlock filesystem rules (they would "
+                  "forbid a nested sandbox's mounts): host FIFOs and device nodes outside the "
+                  "writable paths, and FIFOs or devices given read-only on stdin, stdout or "
+                  "stderr, can be opened for writing");
+    if (rc > 0 && a.allow_user_namespaces)
+        inner_err("warning: this kernel has no Landlock scopes (Linux 6.12): with "
+                  "allowNestedUserNamespaces the command runs in no Landlock domain, so only "
+                  "seccomp keeps it from PID 1 (bwrap's init): /proc/1/mem, and /proc/1/fd/N "
+                  "(the stdin, stdout and stderr it was given, but a read-only regular file), "
+                  "can be opened");
+    else if (rc > 0)
         inner_err("warning: this kernel has no Landlock: host FIFOs and device nodes outside the "
-                  "writable paths are not closed, and ptrace of PID 1 is left to seccomp");
+                  "writable paths are not closed (nor a FIFO or device given read-only on "
+                  "stdin, stdout or stderr), and only seccomp keeps the command from PID 1 "
+                  "(bwrap's init): /proc/1/mem, and /proc/1/fd/N (the stdin, stdout and stderr it "
+                  "was given, but a read-only regular file), can be opened");
     memset(&so, 0, sizeof so);
     so.allow_unix_sockets = a.allow_unix_sockets;
     so.allow_local_binding = a.allow_local_binding;

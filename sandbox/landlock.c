@@ -13,8 +13,11 @@
  *     from /proc/self/mountinfo as the sandbox sees it. A FIFO in a writable
  *     path stays usable: the command could make one there anyway;
  *   - on the command's stdin, stdout and stderr when they are files, ttys or
- *     FIFOs of the host (what the user handed the command), so
- *     `echo x > /dev/stderr` keeps working. Pipes and sockets are not on a
+ *     FIFOs of the host (what the user handed the command) opened for
+ *     writing, so `echo x > /dev/stderr` keeps working; one opened
+ *     read-only (`< FILE`) stays read-only when it is reopened by path
+ *     (/proc/self/fd/0, /dev/stdin), which would otherwise reach the host's
+ *     writable mount of FILE (issue 21). Pipes and sockets are not on a
  *     filesystem and Landlock never restricts them.
  * LANDLOCK_ACCESS_FS_MAKE_BLOCK is handled too (no rule allows it).
  *
@@ -33,6 +36,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +59,15 @@
 #define LL_WRITE_FILE (1ULL << 1)
 #define LL_MAKE_BLOCK (1ULL << 11)
 #define LL_RULE_PATH_BENEATH 1
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
 
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
+};
+
+struct ll_ruleset_attr_v6 {
+    uint64_t handled_access_fs, handled_access_net, scoped;
 };
 
 struct ll_path_beneath {
@@ -87,6 +97,32 @@ static int add_rule(int ruleset, int fd)
     struct ll_path_beneath pb = {.allowed_access = LL_WRITE_FILE, .parent_fd = fd};
 
     return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0U);
+}
+
+/* The host's files, ttys or FIFOs the command was given as 0, 1 and 2, each
+ * only when it was itself opened for writing (O_WRONLY or O_RDWR): the
+ * rule is on the file, so it also lets the command reopen it by path
+ * (/proc/self/fd/N, /dev/stdout), and a file handed over read-only (`<
+ * FILE`) must stay read-only when reopened; the filesystem rules decide
+ * for it, as for any other path. Pipes and sockets are not on a
+ * filesystem and Landlock never restricts them. -1 with errno set. */
+static int add_stdio(long ruleset)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+
+        if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0)
+            continue; /* closed, or read-only */
+        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) &&
+            !S_ISBLK(st.st_mode))
+            continue;
+        /* a pipe is a FIFO on pipefs: the kernel refuses a rule on it
+         * (EBADFD: not beneath a mount) and needs none */
+        if (add_rule((int)ruleset, fd) < 0 && errno != EBADFD)
+            return -1;
+    }
+    return 0;
 }
 
 /* Adds a rule for every writable mount; -1 with err set on failure. */
@@ -130,7 +166,48 @@ static int add_writable_mounts(int ruleset, char *err, size_t errlen)
     return rc;
 }
 
-int sb_landlock_confine(char *err, size_t errlen)
+int sb_landlock_abi(void)
+{
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, LL_CREATE_RULESET_VERSION);
+
+    return abi > 0 && abi < INT_MAX ? (int)abi : 0;
+}
+
+/* allowNestedUserNamespaces: a domain that handles no filesystem right,
+ * only LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (ABI 6, Linux 6.12): the kernel
+ * refuses mount(2), pivot_root and umount to a process in a domain that
+ * handles any filesystem access, whatever namespace it mounts in, so a
+ * nested sandbox (bwrap, rootless podman) can set up its mounts only in a
+ * domain like this one. Being in it keeps the ptrace scoping (PID 1 stays
+ * out of reach); the scope itself changes nothing in an isolated network
+ * namespace, where every abstract socket is the sandbox's (with
+ * network.isolate false, the host's abstract sockets become unreachable).
+ * 0 done, 1 the kernel cannot make such a domain, -1 with errno set. */
+static int confine_nested(void)
+{
+    struct ll_ruleset_attr_v6 attr = {.scoped = LL_SCOPE_ABSTRACT_UNIX};
+    long abi, ruleset;
+    int rc = 0, e;
+
+    abi = syscall(SYS_landlock_create_ruleset, NULL, (size_t)0, LL_CREATE_RULESET_VERSION);
+    if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP))
+        return 1;
+    if (abi < 0)
+        return -1;
+    if (abi < 6)
+        return 1;
+    ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
+    if (ruleset < 0)
+        return -1;
+    if (syscall(SYS_landlock_restrict_self, (int)ruleset, 0U) < 0)
+        rc = -1;
+    e = errno;
+    close((int)ruleset);
+    errno = e;
+    return rc;
+}
+
+int sb_landlock_confine(int nested, char *err, size_t errlen)
 {
     struct ll_ruleset_attr attr = {.handled_access_fs = LL_WRITE_FILE | LL_MAKE_BLOCK};
     long ruleset;
@@ -138,6 +215,13 @@ int sb_landlock_confine(char *err, size_t errlen)
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';
+    if (nested) {
+        rc = confine_nested();
+        if (rc < 0)
+            snprintf(err, errlen, "landlock: the domain for allowNestedUserNamespaces: %s",
+                     strerror(errno));
+        return rc;
+    }
     ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
     if (ruleset < 0) {
         if (errno == ENOSYS || errno == EOPNOTSUPP)
@@ -147,14 +231,9 @@ int sb_landlock_confine(char *err, size_t errlen)
     }
     if (add_writable_mounts((int)ruleset, err, errlen) < 0)
         goto out;
-    /* the host's files, ttys or FIFOs the command was given as 0, 1, 2;
-     * pipes and sockets are refused by add_rule (not on a filesystem) and
-     * are never restricted anyway */
-    for (int fd = 0; fd <= 2; fd++) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) ||
-                                    S_ISFIFO(st.st_mode) || S_ISBLK(st.st_mode)))
-            (void)add_rule((int)ruleset, fd);
+    if (add_stdio(ruleset) < 0) {
+        snprintf(err, errlen, "landlock: rule for the command's stdio: %s", strerror(errno));
+        goto out;
     }
     if (syscall(SYS_landlock_restrict_self, (int)ruleset, 0U) < 0) {
         snprintf(err, errlen, "landlock: landlock_restrict_self: %s", strerror(errno));

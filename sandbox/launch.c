@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "sandbox/launch-int.h"
+#include "sandbox/fswatch.h"
 
 #include "common/common.h"
 #include "proxy/proxy.h"
@@ -468,9 +469,33 @@ static int host_checks(struct run *run)
     return 0;
 }
 
+/* Without Landlock's file rules (allowNestedUserNamespaces, or a kernel
+ * without Landlock): bit N set when descriptor N (0-2) is a regular file
+ * opened read-only, which bwrap then re-binds read-only (bwrap.c), with its
+ * offset in off[N]. */
+static unsigned stdio_read_only(const struct settings *s, long long off[3])
+{
+    unsigned m = 0;
+
+    if (!s->allow_nested_user_namespaces && sb_landlock_abi() > 0)
+        return 0;
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        off_t o;
+        if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        o = lseek(fd, 0, SEEK_CUR);
+        off[fd] = o > 0 ? (long long)o : 0;
+        m |= 1U << fd;
+    }
+    return m;
+}
+
 /* The environment and bwrap's arguments. 0 or -1 after a message. */
 static int build_plan(struct run *run)
 {
+    run->stdio_ro = stdio_read_only(run->settings, run->stdio_off);
     struct sb_env_opts eo = {
         .s = run->settings,
         .host_env = environ,
@@ -484,6 +509,9 @@ static int build_plan(struct run *run)
         .bwrap = run->bwrap,
         .bwrap_setuid = bwrap_setuid(run),
         .stdin_tty = isatty(0),
+        .host_root = geteuid() == 0,
+        .stdio_ro = run->stdio_ro,
+        .no_landlock = sb_landlock_abi() == 0,
         .restrict_network = 1,
         .cwd = run->cwd,
         .home = getenv("HOME"),
@@ -500,6 +528,8 @@ static int build_plan(struct run *run)
         .cmd = run->cmd,
     };
 
+    memcpy(bo.stdio_off, run->stdio_off, sizeof(bo.stdio_off));
+    fsw_file_rules(!run->settings->allow_nested_user_namespaces);
     if (sb_env_build(&eo, &run->env, run->err, sizeof(run->err)) < 0 ||
         sb_bwrap_build(&bo, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
@@ -557,9 +587,9 @@ static int check_cwd_and_log(struct run *run)
 /* The loop, the socketpair to inner, the proxy service; then bwrap. */
 static int spawn_sandbox(struct run *run)
 {
-    uv_stdio_container_t stdio[RUN_INNER_FD + 1];
+    uv_stdio_container_t stdio[SB_STDIO_RO_PASS + 3];
     uv_process_options_t po;
-    int one = 1, rc;
+    int one = 1, rc, devnull = -1;
 
     if (uv_loop_init(&run->loop) != 0) {
         fprintf(stderr, "sluice: run: cannot create the event loop\n");
@@ -587,13 +617,32 @@ static int spawn_sandbox(struct run *run)
     }
     stdio[RUN_INNER_FD].flags = UV_INHERIT_FD;
     stdio[RUN_INNER_FD].data.fd = run->sp[1];
+    po.stdio_count = RUN_INNER_FD + 1;
+    /* a read-only file re-bound by bwrap (stdio_read_only): bwrap gets it
+     * on SB_STDIO_RO_PASS + N, binds and closes it, and /dev/null as N, so
+     * that its init (PID 1 in the sandbox) holds nothing of it */
+    for (int i = 0; i < 3; i++) {
+        stdio[SB_STDIO_RO_PASS + i].flags = UV_IGNORE;
+        if ((run->stdio_ro & (1U << i)) == 0)
+            continue;
+        if (devnull < 0 && (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "sluice: run: /dev/null: %s; the command was not run\n",
+                    strerror(errno));
+            return -1;
+        }
+        stdio[i].data.fd = devnull;
+        stdio[SB_STDIO_RO_PASS + i].flags = UV_INHERIT_FD;
+        stdio[SB_STDIO_RO_PASS + i].data.fd = i;
+        po.stdio_count = SB_STDIO_RO_PASS + i + 1;
+    }
     po.file = run->plan.argv.v[0];
     po.args = run->plan.argv.v;
     po.env = run->env.v;
     po.stdio = stdio;
-    po.stdio_count = RUN_INNER_FD + 1;
     po.exit_cb = on_exit_cb;
     rc = uv_spawn(&run->loop, &run->proc, &po);
+    if (devnull >= 0)
+        close(devnull);
     if (rc < 0) {
         fprintf(stderr, "sluice: run: cannot start %s: %s; the command was not run\n",
                 run->plan.argv.v[0], uv_strerror(rc));

@@ -140,11 +140,28 @@ void sb_gitwatch_free(struct sb_gitwatch *w);
 /* ------------------------------------------------------------------------ */
 /* bwrap argument builder (sandbox/bwrap.c)                                  */
 
+/* allowNestedUserNamespaces as root: the command's uid in the sandbox */
+#define SB_NESTED_UID "1000"
+/* allowNestedUserNamespaces: where a read-only regular file on fd N is
+ * bound read-only for inner to reopen (in the private /tmp); the launcher
+ * hands bwrap that file on descriptor SB_STDIO_RO_PASS + N (bwrap binds it
+ * and closes it) and /dev/null as N itself, so that bwrap's init, PID 1,
+ * holds no descriptor of the host's writable mount of it */
+#define SB_STDIO_RO_FMT "/tmp/.sluice-fd-%d"
+#define SB_STDIO_RO_PASS 4
+
 struct sb_bwrap_opts {
     const struct settings *s;
     const char *bwrap;       /* bwrap's path */
     int bwrap_setuid;        /* 1: no --unshare-user */
     int stdin_tty;           /* 0: --new-session */
+    int host_root;           /* sluice runs as uid 0 */
+    unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file opened
+                                read-only */
+    long long stdio_off[3];  /* its offset */
+    int no_landlock;         /* the kernel has no Landlock: stdio_ro files
+                                are re-bound read-only, as with
+                                allowNestedUserNamespaces */
     int restrict_network;    /* 1: --unshare-net */
     const char *cwd;         /* absolute, resolved */
     const char *home;        /* $HOME, for ~ in path lists; may be NULL */
@@ -292,9 +309,14 @@ void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
 
 /* Puts the calling thread (no_new_privs set) in a Landlock domain where
  * files may be opened for writing only beneath the sandbox's writable mounts
- * and on fds 0-2. 0 done, 1 the kernel has no Landlock (nothing done), -1
- * with a message in err. */
-int sb_landlock_confine(char *err, size_t errlen);
+ * and on those of fds 0-2 opened for writing. NESTED (allowNestedUserNamespaces):
+ * a domain that restricts no filesystem access (which would forbid mount(2)
+ * to a nested sandbox), only for the ptrace scoping. 0 done, 1 the kernel
+ * has no Landlock, or (NESTED) none without filesystem rights (nothing done),
+ * -1 with a message in err. */
+int sb_landlock_confine(int nested, char *err, size_t errlen);
+/* The kernel's Landlock ABI version; 0 without Landlock. */
+int sb_landlock_abi(void);
 
 /* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */

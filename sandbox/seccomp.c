@@ -655,15 +655,41 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                  "read-only opens never leave the kernel)";
     lines[n++] = "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection "
                  "into the terminal)";
-    lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
-                 "init, outside the filter) fail with EPERM; where the kernel has Landlock the "
-                 "command is also in a Landlock domain, so it cannot ptrace or open "
-                 "/proc/PID/mem of any process outside it";
-    lines[n++] = "where the kernel has Landlock, a file can be opened for writing only beneath "
-                 "the sandbox's writable paths and on the command's own stdin, stdout and "
-                 "stderr, so host FIFOs and device nodes under the read-only root cannot be "
-                 "written (without Landlock the command runs with a warning that this is "
-                 "missing)";
+    if (userns_ok) {
+        lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
+                     "init, outside the filter) fail with EPERM; where the kernel has Landlock "
+                     "scopes (Linux 6.12) the command is also in a Landlock domain that restricts "
+                     "no filesystem access, so it cannot ptrace or open /proc/PID/mem of any "
+                     "process outside it (on older kernels it runs in none, with a warning, and "
+                     "/proc/1/mem and /proc/1/fd/N of PID 1 can be opened: its stdin, stdout "
+                     "and stderr, but a read-only regular file)";
+        lines[n++] = "OFF with allowNestedUserNamespaces: the Landlock filesystem rules (the "
+                     "kernel refuses mount(2) to any process in a domain that restricts the "
+                     "filesystem, and a nested sandbox must mount), so host FIFOs and device "
+                     "nodes under the read-only root CAN be opened for writing, and so can a "
+                     "FIFO or device node given read-only on stdin, stdout or stderr";
+        lines[n++] = "with allowNestedUserNamespaces a regular file given read-only on stdin, "
+                     "stdout or stderr is bound read-only at /tmp/.sluice-fd-N and the "
+                     "descriptor is reopened there (same file, same offset at the start), so "
+                     "reopening it for writing (/proc/self/fd/N, /dev/stdin) fails with EROFS; "
+                     "the command's reads no longer move the caller's offset";
+        lines[n++] = "with allowNestedUserNamespaces as root, the command runs as uid 1000 in the "
+                     "sandbox (root on the host all the same: the kernel lets a nested user "
+                     "namespace map uid 0 only for a creator with CAP_SETFCAP), and /proc/sys "
+                     "stays read-only over /proc, so a nested sandbox cannot mount a new /proc "
+                     "(bwrap --proc fails; --bind /proc /proc works)";
+    } else {
+        lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
+                     "init, outside the filter) fail with EPERM; where the kernel has Landlock the "
+                     "command is also in a Landlock domain, so it cannot ptrace or open "
+                     "/proc/PID/mem of any process outside it";
+        lines[n++] = "where the kernel has Landlock, a file can be opened for writing only beneath "
+                     "the sandbox's writable paths and on those of the command's stdin, stdout "
+                     "and stderr that were opened for writing, so host FIFOs and device nodes "
+                     "under the read-only root cannot be written, and a file given read-only "
+                     "(< FILE) cannot be reopened for writing through /proc/self/fd/0 (without "
+                     "Landlock the command runs with a warning that this is missing)";
+    }
     lines[n++] = "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; "
                  "aarch64: native and arm); a syscall from any other architecture kills the "
                  "process";

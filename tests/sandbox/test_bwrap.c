@@ -991,6 +991,55 @@ static void test_mask_and_limits(void **state)
     expect_has(f, limits, NULL);
 }
 
+/* allowNestedUserNamespaces (issue 21): as root the command gets a non-zero
+ * uid (a nested user namespace may not map uid 0 without CAP_SETFCAP);
+ * another user's sandbox leaves /proc uncovered (a nested --proc needs it);
+ * a read-only regular file on 0-2 is bound read-only and reopened there by
+ * inner, as on a kernel without Landlock. Otherwise none of it. */
+static void test_nested_userns(void **state)
+{
+    struct fx *f = *state;
+    const char *const key_user[] = {"--unshare-user --cap-drop ALL --ro-bind / / --dev /dev "
+                                    "--proc /proc --bind R/run/tmp /tmp",
+                                    "--ro-bind-fd 4 /tmp/.sluice-fd-0 "
+                                    "--ro-bind-fd 6 /tmp/.sluice-fd-2 --chdir",
+                                    "--allow-user-namespaces --reopen-ro=0:0 --reopen-ro=2:17 "
+                                    "--limit-processes=8192",
+                                    NULL};
+    const char *const key_user_no[] = {"--uid",          "/proc/sys",     "/proc/sysrq-trigger",
+                                       "--ro-bind-fd 5", "--reopen-ro=1", NULL};
+    const char *const key_root[] = {"--unshare-user --uid 1000 --cap-drop ALL",
+                                    "--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
+    const char *const key_root_no[] = {"--ro-bind-fd", "--reopen-ro", NULL};
+    const char *const key_setuid_no[] = {"--uid", NULL};
+    const char *const off[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp", NULL};
+    const char *const off_no[] = {"--uid", "--ro-bind-fd", "--reopen-ro", "--allow-user-namespaces",
+                                  NULL};
+    const char *const no_ll[] = {"--proc /proc " SYSRO " --bind R/run/tmp /tmp",
+                                 "--ro-bind-fd 4 /tmp/.sluice-fd-0 "
+                                 "--ro-bind-fd 6 /tmp/.sluice-fd-2 --chdir",
+                                 "inner --fd 3 --reopen-ro=0:0 --reopen-ro=2:17 --limit", NULL};
+    const char *const no_ll_no[] = {"--uid", "--allow-user-namespaces", NULL};
+
+    f->o.stdio_ro = 5; /* 0 and 2 */
+    f->o.stdio_off[2] = 17;
+    expect_has(f, off, off_no);
+    f->o.host_root = 1;
+    expect_has(f, off, off_no);
+    /* a kernel without Landlock: the read-only binds, nothing else */
+    f->o.no_landlock = 1;
+    expect_has(f, no_ll, no_ll_no);
+    f->o.no_landlock = 0;
+    settings(f, "{\"allowNestedUserNamespaces\": true}");
+    f->o.host_root = 0;
+    expect_has(f, key_user, key_user_no);
+    f->o.host_root = 1;
+    f->o.stdio_ro = 0;
+    expect_has(f, key_root, key_root_no);
+    f->o.bwrap_setuid = 1;
+    expect_has(f, NULL, key_setuid_no);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1025,6 +1074,7 @@ int main(void)
         T(test_deny_read_relative_globs),
         T(test_cwd_special),
         T(test_mask_and_limits),
+        T(test_nested_userns),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
