@@ -13,13 +13,25 @@ stdin is a socket of the host's network (inetd, socket activation).
           tcp-listen a listening TCP socket; udp  a UDP socket
           unix       a connected Unix stream socket (socketpair)
           unix-dgram a Unix datagram socket (socketpair)
+          mptcp-reset    a connected MPTCP socket (IPPROTO_MPTCP, SOCK_STREAM:
+                     what systemd's SocketProtocol=mptcp hands a service),
+                     reset by its peer 0.3 s after the handshake
+          mptcp-accepted an accepted MPTCP socket (an MPTCP listener's,
+                     inetd-style), its client resets it 0.3 s later
+        (an MPTCP mode prints "SKIP ..." where the kernel has no MPTCP)
     inherit.py inside SINK_PORT
         in the sandbox: tries to aim stdin at the sink (MSG_FASTOPEN twice,
-        connect(AF_UNSPEC) then connect(), bind() + listen() on 0.0.0.0) and
-        prints each step's errno name ("ok" where it succeeded)."""
+        connect(AF_UNSPEC) then connect(), bind() + listen() on 0.0.0.0, then
+        the same through the i386 ABI (int 0x80: socketcall(SYS_CONNECT)
+        and the direct connect with AF_UNSPEC, socketcall(SYS_SENDTO) with
+        MSG_FASTOPEN) and the x32 one (connect(AF_UNSPEC))) and prints each
+        step's errno name ("ok" where it succeeded; "nosys" where the
+        kernel lacks the ABI)."""
 import ctypes
 import errno
+import mmap
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -28,6 +40,68 @@ import threading
 import time
 
 FASTOPEN = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+
+
+def int80(nr, a=0, b=0, c=0, d=0):
+    """`int 0x80` (the i386 ABI) in a forked child (a kernel without IA32
+    emulation answers SIGSEGV): eax=nr, ebx=a, ecx=b, edx=c, esi=d. The
+    result (negative errno), or None without the ABI."""
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        try:
+            code = bytes([0x53]) + b"\xb8" + struct.pack("<I", nr & 0xffffffff)
+            code += b"\xbb" + struct.pack("<I", a & 0xffffffff) + b"\xb9" + struct.pack("<I", b & 0xffffffff)
+            code += b"\xba" + struct.pack("<I", c & 0xffffffff) + b"\xbe" + struct.pack("<I", d & 0xffffffff)
+            code += b"\xcd\x80\x48\x63\xc0\x5b\xc3"
+            m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            m.write(code)
+            f = ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
+            os.write(wr, struct.pack("<q", f()))
+        finally:
+            os._exit(0)
+    os.close(wr)
+    data = os.read(rd, 8)
+    os.close(rd)
+    os.waitpid(pid, 0)
+    return struct.unpack("<q", data)[0] if len(data) == 8 else None
+
+
+def low32(libc, data):
+    """DATA copied to a mapping below 4 GiB (i386 pointers are 32 bits)."""
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    p = libc.mmap(None, 4096, 3, 0x22 | 0x40, -1, 0)  # MAP_PRIVATE|MAP_ANONYMOUS|MAP_32BIT
+    ctypes.memmove(p, data, len(data))
+    return p
+
+
+def foreign_abis(libc, sink, out):
+    """The re-aiming calls through the i386 and x32 ABIs, on fd 0."""
+    def name(r):
+        if r is None:
+            return "nosys"
+        return "ok" if r >= 0 else errno.errorcode.get(-r, str(-r))
+    unspec = struct.pack("=H", socket.AF_UNSPEC) + bytes(14)
+    sin = struct.pack("=H", socket.AF_INET) + struct.pack(">H", sink) + socket.inet_aton("127.0.0.1") + bytes(8)
+    buf = low32(libc, unspec + sin + b"x" + bytes(64))
+    p_unspec, p_sin, p_x, p_args = buf, buf + 16, buf + 32, buf + 40
+    ctypes.memmove(p_args, struct.pack("<III", 0, p_unspec, 16), 12)
+    out.append("i386-unspec=%s" % name(int80(102, 3, p_args)))        # socketcall(SYS_CONNECT)
+    out.append("i386-direct-unspec=%s" % name(int80(362, 0, p_unspec, 16)))
+    ctypes.memmove(p_args, struct.pack("<III", 0, p_sin, 16), 12)
+    out.append("i386-connect=%s" % name(int80(102, 3, p_args)))
+    ctypes.memmove(p_args, struct.pack("<IIIIII", 0, p_x, 1, FASTOPEN, p_sin, 16), 24)
+    out.append("i386-fastopen5=%s" % name(int80(102, 11, p_args)))   # socketcall(SYS_SENDTO)
+    out.append("i386-fastopen6=%s" % name(int80(102, 11, p_args)))
+    libc.syscall.restype = ctypes.c_long
+    r = libc.syscall(ctypes.c_long(0x40000000 | 42), ctypes.c_long(0), ctypes.c_void_p(p_unspec),
+                     ctypes.c_long(16))
+    e = ctypes.get_errno()
+    out.append("x32-unspec=%s" % ("ok" if r == 0 else "nosys" if e == errno.ENOSYS else
+                                  errno.errorcode.get(e, str(e))))
 
 
 def inside(sink):
@@ -57,6 +131,7 @@ def inside(sink):
     attempt("fastopen3", lambda: s.sendto(b"x", FASTOPEN, ("127.0.0.1", sink)))
     attempt("bind", lambda: s.bind(("0.0.0.0", 0)))
     attempt("listen", lambda: s.listen(1))
+    foreign_abis(libc, sink, out)
     s.detach()
     print(" ".join(out))
 
@@ -82,7 +157,31 @@ def host(mode, argv):
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
 
-    if mode in ("tcp", "tcp-reset"):
+    if mode.startswith("mptcp"):
+        try:
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262).close()
+        except OSError as e:
+            print("SKIP no MPTCP here (%s)" % e)
+            return
+    if mode == "mptcp-reset":
+        threading.Thread(target=serve, args=(True,), daemon=True).start()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # IPPROTO_MPTCP
+        s.connect(origin.getsockname())
+    elif mode == "mptcp-accepted":
+        ml = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+        ml.bind(("127.0.0.1", 0))
+        ml.listen(4)
+        cl = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # MPTCP both ends, or the
+        cl.connect(ml.getsockname())  # listener hands out a plain TCP socket
+        s, _ = ml.accept()
+        ml.close()
+
+        def reset_client():
+            time.sleep(0.3)
+            cl.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            cl.close()
+        threading.Thread(target=reset_client, daemon=True).start()
+    elif mode in ("tcp", "tcp-reset"):
         threading.Thread(target=serve, args=(mode == "tcp-reset",), daemon=True).start()
         s = socket.socket()
         if mode == "tcp":
