@@ -18,7 +18,26 @@ stdin is a socket of the host's network (inetd, socket activation).
                      reset by its peer 0.3 s after the handshake
           mptcp-accepted an accepted MPTCP socket (an MPTCP listener's,
                      inetd-style), its client resets it 0.3 s later
+          udp-connected  a connected UDP socket
+          tcp-listen-reuseport  a listening TCP socket in an SO_REUSEPORT
+                     group (the host's own listener is its twin)
+          stdout-udp stdin /dev/null, stdout a UDP socket
+          high-fds   stdin /dev/null; a UDP socket on fd 7 and a listening
+                     TCP socket on fd 8 (not stdio: the command must not get
+                     them, nor may any process of the sandbox hold them)
+          scm        stdin a connected Unix stream socket whose host end
+                     then sends an unconnected TCP socket of the host's
+                     network by SCM_RIGHTS (a cooperating host process)
+          pidfd      stdin a pidfd of a host process that holds a TCP
+                     socket on its fd 3 (pidfd_getfd from inside)
         (an MPTCP mode prints "SKIP ..." where the kernel has no MPTCP)
+    inherit.py inside-fds SINK_PORT
+        prints "fds=" and the command's descriptor numbers
+    inherit.py inside-scm SINK_PORT
+        receives a descriptor on stdin and tries connect() and
+        sendto(MSG_FASTOPEN) to the sink with it
+    inherit.py inside-pidfd SINK_PORT
+        pidfd_getfd(stdin, 3) and, if that works, connect() to the sink
     inherit.py inside SINK_PORT
         in the sandbox: tries to aim stdin at the sink (MSG_FASTOPEN twice,
         connect(AF_UNSPEC) then connect(), bind() + listen() on 0.0.0.0, then
@@ -201,17 +220,129 @@ def host(mode, argv):
     elif mode == "unix":
         s, peer = socket.socketpair()
         keep.append(peer)
-    else:
+    elif mode == "unix-dgram":
         s, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         keep.append(peer)
+    elif mode == "udp-connected":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.connect(("127.0.0.1", sink_port))
+    elif mode == "tcp-listen-reuseport":
+        twin = socket.socket()
+        twin.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        twin.bind(("127.0.0.1", 0))
+        twin.listen(4)
+        keep.append(twin)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        s.bind(twin.getsockname())
+        s.listen(4)
+    elif mode in ("stdout-udp", "high-fds"):
+        s = open(os.devnull, "rb")
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        keep.append(u)
+        if mode == "high-fds":
+            lt = socket.socket()
+            lt.bind(("127.0.0.1", 0))
+            lt.listen(4)
+            keep.append(lt)
+            os.dup2(u.fileno(), 7)
+            os.dup2(lt.fileno(), 8)
+    elif mode == "scm":
+        s, peer = socket.socketpair()
+        keep.append(peer)
+
+        def give():
+            time.sleep(1.0)  # after sluice looked at stdin
+            t = socket.socket()
+            peer.sendmsg([b"s"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", t.fileno()))])
+            t.close()
+        threading.Thread(target=give, daemon=True).start()
+    elif mode == "pidfd":
+        holder = subprocess.Popen([sys.executable, "-c", "import os, socket, time\n"
+                                   "t = socket.socket(); os.dup2(t.fileno(), 3); time.sleep(60)"])
+        keep.append(holder)
+        time.sleep(0.3)
+        fd = os.pidfd_open(holder.pid)
+        s = open(fd, "rb", closefd=False)
     argv = [a.replace("SINK", str(sink_port)) for a in argv]
-    r = subprocess.run(argv, stdin=s.fileno(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True)
+    if mode == "stdout-udp":
+        r = subprocess.run(argv, stdin=s, stdout=u.fileno(), stderr=subprocess.PIPE, text=True)
+        r.stdout = r.stderr
+    elif mode == "high-fds":
+        p = subprocess.Popen(argv, stdin=s, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             pass_fds=(7, 8))
+        first = p.stdout.readline().strip()  # the command runs (and waits) from here
+        # no process of the sandbox (bwrap, its init, the command) holds them
+        want = ("socket:[%d]" % os.fstat(u.fileno()).st_ino, "socket:[%d]" % os.fstat(lt.fileno()).st_ino)
+        holders = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                comm = open("/proc/%s/comm" % pid).read().strip()
+                for fd in os.listdir("/proc/%s/fd" % pid):
+                    if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in want and comm != "sluice":
+                        holders.append(comm)
+            except OSError:
+                pass
+        rest = p.communicate()[0]
+        r = subprocess.CompletedProcess(argv, p.returncode, (first + " " + rest).strip())
+        r.stdout += " holders=%s" % (",".join(holders) or "none")
+    else:
+        r = subprocess.run(argv, stdin=s.fileno(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    if mode == "pidfd":
+        holder.kill()
     time.sleep(0.2)
     print("%s rc=%d sink=%d" % (r.stdout.strip(), r.returncode, len(hits)))
 
 
+def inside_fds(sink):
+    fds = sorted((int(f) for f in os.listdir("/proc/self/fd")), key=int)[:-1]  # less listdir's own
+    print("fds=" + ",".join(map(str, fds)), flush=True)
+    time.sleep(2)  # the host looks for its sockets in every process meanwhile
+
+
+def inside_scm(sink):
+    s = socket.socket(fileno=0)
+    s.settimeout(10)
+    try:
+        _, anc, _, _ = s.recvmsg(1, socket.CMSG_SPACE(4))
+        fd = struct.unpack("i", anc[0][2][:4])[0]
+    except (OSError, IndexError) as e:
+        print("scm-recv=%s" % e)
+        return
+    s.detach()
+    t = socket.socket(fileno=fd)
+    out = []
+    for name, fn in (("connect", lambda: t.connect(("127.0.0.1", sink))),
+                     ("fastopen", lambda: t.sendto(b"x", FASTOPEN, ("127.0.0.1", sink)))):
+        try:
+            fn()
+            out.append("%s=ok" % name)
+        except OSError as e:
+            out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
+    print("scm " + " ".join(out))
+
+
+def inside_pidfd(sink):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(ctypes.c_long(438), ctypes.c_long(0), ctypes.c_long(3), ctypes.c_long(0))
+    if fd < 0:
+        print("pidfd_getfd=%s" % errno.errorcode.get(ctypes.get_errno(), "?"))
+        return
+    t = socket.socket(fileno=fd)
+    try:
+        t.connect(("127.0.0.1", sink))
+        print("pidfd_getfd=ok connect=ok")
+    except OSError as e:
+        print("pidfd_getfd=ok connect=%s" % errno.errorcode.get(e.errno, e.errno))
+
+
 if sys.argv[1] == "inside":
     inside(int(sys.argv[2]))
+elif sys.argv[1].startswith("inside-"):
+    globals()["inside_" + sys.argv[1][7:]](int(sys.argv[2]))
 else:
     host(sys.argv[2], sys.argv[4:])
