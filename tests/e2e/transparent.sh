@@ -260,7 +260,7 @@ while True:
         echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PX\"], \"transparent\": true, \"allowLocalBinding\": $lb}}" > "$T/rst.json"
         out=$("$SLUICE" run --quiet --settings "$T/rst.json" -- python3 "$PROBE" reaim_opts 127.0.0.1 "$PX" "$PK" "$PY" 2>&1)
         if grep -q 'opt_repair=EPERM opt_transparent=EPERM .*sendmsg_fo1=EISCONN sendmsg_fo2=EISCONN sendmmsg_fo1=EISCONN sendmmsg_fo2=EISCONN .*connect=EPERM unspec=EPERM bind=E[A-Z]* listen=E[A-Z]* accept=EINVAL fork=held scm_rights=held$' <<< "$out" &&
-            ! grep -qE '(fo[0-9]|write[0-9]|connect|unspec|bind|listen|accept)=ok' <<< "$out" && [ ! -s "$W/sink.log" ]; then
+            ! grep -qE '(^| )(sendmsg_fo[0-9]|sendmmsg_fo[0-9]|tfo_write[0-9]|connect|unspec|bind|listen|accept)=ok' <<< "$out" && [ ! -s "$W/sink.log" ]; then
             ok "a handed-over socket reset by its peer: no option, send path, fork or SCM_RIGHTS re-aims it (allowLocalBinding $lb)"
         else
             bad "a handed-over, reset socket re-aimed (allowLocalBinding $lb)" "$out
