@@ -36,6 +36,12 @@ stdin is a socket of the host's network (inetd, socket activation).
     inherit.py inside-scm SINK_PORT
         receives a descriptor on stdin and tries connect() and
         sendto(MSG_FASTOPEN) to the sink with it
+    inherit.py inside-swapunix SINK_PORT
+        (allowAllUnixSockets) connect() to a Unix path on a Unix socket of
+        the sandbox's while one thread dup2()s stdin (the host's TCP socket)
+        onto its number and another flips the address to AF_UNSPEC; prints
+        "swapunix escaped=N calls=M" and, on an escape, what
+        sendto(MSG_FASTOPEN) to the sink answered
     inherit.py inside-pidfd SINK_PORT
         pidfd_getfd(stdin, 3) and, if that works, connect() to the sink
     inherit.py inside SINK_PORT
@@ -323,6 +329,51 @@ def inside_scm(sink):
         except OSError as e:
             out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
     print("scm " + " ".join(out))
+
+
+def inside_swapunix(sink):
+    libc = ctypes.CDLL(None, use_errno=True)
+    path = b"/nonexistent-sluice-rt1.sock"
+    buf = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNIX) + path + bytes(108 - len(path)), 110)
+    fam_unix = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNIX), 2)
+    fam_unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC), 2)
+    h = socket.socket(fileno=0)
+    own = socket.socket(socket.AF_UNIX)
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip_fd():
+        while not stop[0]:
+            os.dup2(0, target)
+            os.dup2(own.fileno(), target)
+
+    def flip_addr():
+        while not stop[0]:
+            ctypes.memmove(buf, fam_unspec, 2)
+            ctypes.memmove(buf, fam_unix, 2)
+
+    ts = [threading.Thread(target=flip_fd), threading.Thread(target=flip_addr)]
+    for t in ts:
+        t.start()
+    calls = escaped = 0
+    for _ in range(20000):
+        libc.connect(target, buf, 110)
+        calls += 1
+        if h.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == 7:  # TCP_CLOSE: disconnected
+            escaped += 1
+            break
+    stop[0] = True
+    for t in ts:
+        t.join()
+    res = ""
+    if escaped:
+        try:
+            h.sendto(b"x", FASTOPEN, ("127.0.0.1", sink))
+            res = " fastopen=ok"
+        except OSError as e:
+            res = " fastopen=%s" % errno.errorcode.get(e.errno, e.errno)
+    h.detach()
+    print("swapunix escaped=%d calls=%d%s" % (escaped, calls, res))
 
 
 def inside_pidfd(sink):
