@@ -94,7 +94,7 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
                      std_name[fd], strerror(-rc));
             return -EPERM;
         } else if (domain == AF_INET || domain == AF_INET6) {
-            what = type != SOCK_STREAM         ? "a UDP or raw socket"
+            what = type != SOCK_STREAM       ? "a UDP or raw socket"
                    : protocol != IPPROTO_TCP ? "a stream socket that is not TCP (MPTCP, SCTP)"
                    : listening               ? "a listening TCP socket"
                                              : "an unconnected TCP socket";
