@@ -14,6 +14,12 @@
  *     answered by the host as transparent mode has (transparent.c), which
  *     refuses both on a socket of the host's namespace. Only such a run
  *     pays for those notifications;
+ *     Only TCP itself (SO_PROTOCOL IPPROTO_TCP): a connected MPTCP socket
+ *     (IPPROTO_MPTCP, also SOCK_STREAM; systemd's SocketProtocol=mptcp)
+ *     reset by its peer answers a first sendto(MSG_FASTOPEN) with EISCONN
+ *     and is then unconnected: a second one connects it anywhere from the
+ *     host's namespace, with no connect() to notify. It is refused with
+ *     the rest below;
  *   - a connected Unix stream or seqpacket socket cannot be aimed
  *     elsewhere (connect() answers EISCONN or EINVAL, sendto() ignores or
  *     refuses an address) and is left alone;
@@ -26,6 +32,7 @@
 #include "sandbox/sandbox.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -53,7 +60,7 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
         struct stat st;
         struct sockaddr_storage peer;
         socklen_t len;
-        int domain = 0, type = 0, listening = 0, connected;
+        int domain = 0, type = 0, protocol = -1, listening = 0, connected;
         const char *what;
 
         if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
@@ -62,6 +69,8 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
         (void)getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
         len = sizeof(type);
         (void)getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+        len = sizeof(protocol);
+        (void)getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len);
         len = sizeof(listening);
         (void)getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
         len = sizeof(peer);
@@ -72,8 +81,8 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
             what = type == SOCK_DGRAM ? "a Unix datagram socket"
                    : listening        ? "a listening Unix socket"
                                       : "an unconnected Unix socket";
-        } else if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM && !listening &&
-                   connected) {
+        } else if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM &&
+                   protocol == IPPROTO_TCP && !listening && connected) {
             int rc = sb_tcp_settle(fd);
             if (rc == 0) {
                 *guard = 1;
@@ -85,9 +94,10 @@ int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen)
                      std_name[fd], strerror(-rc));
             return -EPERM;
         } else if (domain == AF_INET || domain == AF_INET6) {
-            what = type != SOCK_STREAM ? "a UDP or raw socket"
-                   : listening         ? "a listening TCP socket"
-                                       : "an unconnected TCP socket";
+            what = type != SOCK_STREAM       ? "a UDP or raw socket"
+                   : protocol != IPPROTO_TCP ? "a stream socket that is not TCP (MPTCP, SCTP)"
+                   : listening               ? "a listening TCP socket"
+                                             : "an unconnected TCP socket";
         } else {
             what = "a socket";
         }

@@ -696,8 +696,21 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
         *"unspec=EPERM connect=EPERM"*" rc=0 sink=0")
             grep -qE '(fastopen[0-9]|unspec|connect|bind|listen)=ok' <<< "$out" &&
                 bad "inherited host TCP socket ($m) re-aimed" "$out" ||
-                ok "an inherited TCP socket of the host ($m) cannot be re-aimed (MSG_FASTOPEN, AF_UNSPEC, connect, bind, listen)" ;;
+                ok "an inherited TCP socket of the host ($m) cannot be re-aimed (MSG_FASTOPEN, AF_UNSPEC, connect, bind, listen; i386 and x32 where the kernel has them)" ;;
         *) bad "inherited host TCP socket ($m)" "$out" ;;
+        esac
+    done
+    # rt-1: an MPTCP socket is SOCK_STREAM over AF_INET too, but not TCP:
+    # reset by its peer, a first sendto(MSG_FASTOPEN) answers EISCONN and
+    # unconnects it, a second connects it to the sink from the host's
+    # namespace (no connect() to notify). Was "guarded" like TCP; refused now.
+    for m in mptcp-reset mptcp-accepted; do
+        out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \
+            python3 inherit.py inside SINK 2>&1)
+        case $out in
+        SKIP*) skip "stdin a $m socket of the host" "${out#SKIP }" ;;
+        *"stream socket that is not TCP"*" rc=125 sink=0") ok "stdin a $m socket of the host: refused (125)" ;;
+        *) bad "stdin a $m socket of the host: not refused, or the sink was reached" "$out" ;;
         esac
     done
     for m in udp tcp-listen unix-dgram; do
@@ -706,6 +719,59 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
         grep -q "of the host's network, which the command could aim anywhere; the command was not run rc=125 sink=0" <<< "$out" &&
             ok "stdin a $m socket of the host: refused (125)" || bad "stdin a $m socket of the host" "$out"
     done
+    # rt-1, HOLE (the README names the race as open in transparent mode;
+    # a guarded run has the same code path): with allowAllUnixSockets a
+    # connect() to a Unix path is handed back to the kernel (CONTINUE). One
+    # thread dup2()s the inherited host TCP socket onto the number of the
+    # Unix socket sluice checked, another flips the address to AF_UNSPEC:
+    # the host's socket is disconnected and sendto(MSG_FASTOPEN) connects
+    # it to the sink from the host's namespace. FAILS until run_here
+    # (sandbox/transparent.c) stops using CONTINUE for Unix paths.
+    printf '{"network": {"allowAllUnixSockets": true, "transparent": %s}}' "${TPV:-false}" > "$T/inherit-unix.json"
+    out=$(cd "$W" && python3 inherit.py host tcp -- "$SLUICE" run --settings "$T/inherit-unix.json" -- \
+        python3 inherit.py inside-swapunix SINK 2>&1)
+    [ "$out" = "swapunix escaped=0 calls=20000 rc=0 sink=0" ] &&
+        ok "allowAllUnixSockets: a Unix-path connect() racing dup2() + AF_UNSPEC never disconnects an inherited host TCP socket" ||
+        bad "HOLE (rt-1): allowAllUnixSockets: a Unix-path connect() (CONTINUE) raced with dup2() + AF_UNSPEC disconnects the inherited host TCP socket, which then reaches the host's network" "$out"
+    # rt-1: more of the host's sockets on stdio, each refused before anything runs
+    for m in udp-connected tcp-listen-reuseport stdout-udp; do
+        out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \
+            python3 inherit.py inside SINK 2>&1)
+        grep -q "of the host's network, which the command could aim anywhere; the command was not run rc=125 sink=0" <<< "$out" &&
+            ok "$m socket of the host on stdio: refused (125)" || bad "$m socket of the host on stdio" "$out"
+    done
+    # sockets of the host's network on descriptors other than 0-2: inner
+    # closes them, and no process of the sandbox (bwrap's init included,
+    # which the command could reach with pidfd_getfd were it not for
+    # Landlock) holds them while the command runs
+    out=$(cd "$W" && python3 inherit.py host high-fds -- "$SLUICE" run --settings "$T/inherit.json" -- \
+        python3 inherit.py inside-fds SINK 2>&1)
+    [ "$out" = "fds=0,1,2 holders=none rc=0 sink=0" ] &&
+        ok "host sockets on fds 7 and 8: the command gets none, no sandbox process holds them" ||
+        bad "host sockets on fds other than 0-2" "$out"
+    # a pidfd of a host process on stdin: pidfd_getfd() of its socket is a
+    # ptrace-mode access out of the sandbox's Landlock domain
+    out=$(cd "$W" && python3 inherit.py host pidfd -- "$SLUICE" run --settings "$T/inherit.json" -- \
+        python3 inherit.py inside-pidfd SINK 2>&1)
+    case $out in
+    "pidfd_getfd=EPERM rc=0 sink=0") ok "stdin a pidfd of a host process: pidfd_getfd() of its socket refused" ;;
+    *"sink=0"*Landlock*|*Landlock*"sink=0") skip "pidfd on stdin" "no Landlock here: $out" ;;
+    *) bad "stdin a pidfd of a host process: its socket taken" "$out" ;;
+    esac
+    # Out of scope, recorded: a connected Unix stream socket on stdin is
+    # left alone (libuv's stdio), so a cooperating host process at its other
+    # end can pass the command any descriptor later, a socket of the host's
+    # network included, and nothing guards that one (connect() is not even
+    # notified without transparent mode; with it, sendto(MSG_FASTOPEN) on
+    # an unconnected one needs no connect()). Whoever hands the command
+    # sockets of the host's network has opened the network to it, as a proxy
+    # of its own would; sluice cannot see descriptors passed after the start.
+    out=$(cd "$W" && python3 inherit.py host scm -- "$SLUICE" run --settings "$T/inherit.json" -- \
+        python3 inherit.py inside-scm SINK 2>&1)
+    case $out in
+    *"sink=0") echo "ok - [$WHO] a host socket passed later over a Unix stdin by a host process reaches nothing # TODO out of scope, now closed? ($out)" ;;
+    *) echo "not ok - [$WHO] a host socket passed later over a Unix stdin by a cooperating host process reaches the host's network # TODO out of scope (the host process granted it): $out" ;;
+    esac
     out=$(cd "$W" && python3 inherit.py host unix -- "$SLUICE" run --settings "$T/inherit.json" -- \
         python3 inherit.py inside SINK 2>&1)
     [ "$out" = "unix-ok rc=0 sink=0" ] && ok "stdin a connected Unix stream socket (libuv's stdio): runs as before" ||

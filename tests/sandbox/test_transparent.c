@@ -571,6 +571,19 @@ static void test_inherit_check(void **state)
     assert_int_equal(listen(s, 1), -1);
     assert_int_equal(errno, EINVAL);
     close(s);
+    /* a connected MPTCP socket (SOCK_STREAM too, not TCP): refused, since
+     * reset by its peer a first MSG_FASTOPEN unconnects it and a second
+     * connects it anywhere (rt-1). Skipped without MPTCP. */
+    s = socket(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */);
+    if (s >= 0) {
+        assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+        c = accept(l, NULL, NULL);
+        assert_true(c >= 0);
+        assert_int_equal(with_stdin(s, 0, &guard, err, sizeof(err)), -EPERM);
+        assert_non_null(strstr(err, "a stream socket that is not TCP"));
+        close(c);
+        close(s);
+    }
     close(l);
 }
 

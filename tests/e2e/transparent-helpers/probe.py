@@ -487,4 +487,213 @@ def cmd_swap(host, port, sink, rounds):
     print("swap escaped=%d calls=%d" % (escaped, calls))
 
 
+def wait_reset(s):
+    """Reads and sends on S until its peer's reset (or FIN) ends it."""
+    s.settimeout(5)
+    try:
+        s.recv(16)
+    except OSError:
+        pass
+    for _ in range(200):
+        try:
+            s.send(b"x")
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
+def cmd_reaim_opts(host, port, sink, bindport):
+    """rt-1: a handed-over socket reset by its peer (the origin on HOST:PORT
+    resets every connection 0.3 s after its hello), then the socket options
+    that could loosen it (TCP_REPAIR, IP_TRANSPARENT, IP_FREEBIND,
+    SO_BINDTODEVICE, SO_REUSEADDR/SO_REUSEPORT) and every send path with an
+    address: sendmsg and sendmmsg with MSG_FASTOPEN, TCP_FASTOPEN_CONNECT then
+    a plain write, connect(), bind() on the host's 0.0.0.0:BINDPORT, listen(),
+    accept(). Then a forked child and a process that got the socket by
+    SCM_RIGHTS try connect(AF_UNSPEC) and MSG_FASTOPEN. Prints each step's
+    errno name ("ok" where it succeeded)."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC) + bytes(14), 16)
+    sin = struct.pack("=H", socket.AF_INET) + struct.pack(">H", int(sink)) + socket.inet_aton("127.0.0.1") + bytes(8)
+    out = []
+
+    def attempt(name, fn):
+        try:
+            fn()
+            out.append("%s=ok" % name)
+        except OSError as e:
+            out.append("%s=%s" % (name, errno.errorcode.get(e.errno, e.errno)))
+
+    def cattempt(name, rc):
+        out.append("%s=%s" % (name, "ok" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")))
+
+    s = socket.create_connection((host, int(port)), timeout=10)
+    wait_reset(s)
+    s.setblocking(True)
+    attempt("opt_repair", lambda: s.setsockopt(socket.IPPROTO_TCP, 19, 1))          # TCP_REPAIR
+    attempt("opt_transparent", lambda: s.setsockopt(socket.SOL_IP, 19, 1))          # IP_TRANSPARENT
+    attempt("opt_freebind", lambda: s.setsockopt(socket.SOL_IP, 15, 1))             # IP_FREEBIND
+    attempt("opt_bindtodevice", lambda: s.setsockopt(socket.SOL_SOCKET, 25, b"lo\0"))
+    attempt("opt_reuse", lambda: (s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1),
+                                  s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)))
+    for i in (1, 2):
+        attempt("sendmsg_fo%d" % i, lambda: s.sendmsg([b"x"], [], fastopen, ("127.0.0.1", int(sink))))
+
+    class iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    class msghdr(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint), ("iov", ctypes.POINTER(iovec)),
+                    ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                    ("flags", ctypes.c_int)]
+
+    class mmsghdr(ctypes.Structure):
+        _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+
+    data = ctypes.create_string_buffer(b"x")
+    name = ctypes.create_string_buffer(sin, 16)
+    iov = iovec(ctypes.cast(data, ctypes.c_void_p), 1)
+    msgs = (mmsghdr * 2)()
+    for m in msgs:
+        m.hdr = msghdr(ctypes.cast(name, ctypes.c_void_p), 16, ctypes.pointer(iov), 1, None, 0, 0)
+    for i in (1, 2):
+        cattempt("sendmmsg_fo%d" % i, libc.sendmmsg(s.fileno(), msgs, 2, fastopen))
+    attempt("tfo_opt", lambda: s.setsockopt(socket.IPPROTO_TCP, 30, 1))              # TCP_FASTOPEN_CONNECT
+    for i in (1, 2):
+        attempt("tfo_write%d" % i, lambda: s.send(b"x"))
+    attempt("connect", lambda: s.connect(("127.0.0.1", int(sink))))
+    cattempt("unspec", libc.connect(s.fileno(), unspec, 16))
+    attempt("bind", lambda: s.bind(("0.0.0.0", int(bindport))))
+    attempt("listen", lambda: s.listen(1))
+    s.setblocking(False)
+    attempt("accept", lambda: s.accept())
+    s.setblocking(True)
+    # a forked child (same filter) and a process it passes the socket to
+    pid = os.fork()
+    if pid == 0:
+        r = libc.connect(s.fileno(), unspec, 16)
+        e = 0 if r == 0 else ctypes.get_errno()
+        try:
+            s.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            f = 0
+        except OSError as ex:
+            f = ex.errno
+        os._exit(0 if (r != 0 and f != 0) else 1)
+    _, st = os.waitpid(pid, 0)
+    out.append("fork=%s" % ("held" if os.WEXITSTATUS(st) == 0 else "ESCAPED"))
+    a, b = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        msg, anc, _, _ = b.recvmsg(1, socket.CMSG_SPACE(4))
+        fd = struct.unpack("i", anc[0][2][:4])[0]
+        r = libc.connect(fd, unspec, 16)
+        g = socket.socket(fileno=fd)
+        try:
+            for _ in (1, 2):
+                g.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            f = 0
+        except OSError as ex:
+            f = ex.errno
+        os._exit(0 if (r != 0 and f != 0) else 1)
+    b.close()
+    a.sendmsg([b"s"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", s.fileno()))])
+    _, st = os.waitpid(pid, 0)
+    out.append("scm_rights=%s" % ("held" if os.WEXITSTATUS(st) == 0 else "ESCAPED"))
+    s.close()
+    print(" ".join(out))
+
+
+def cmd_swap_bind(host, port, bindport, rounds):
+    """rt-1: bind() (allowLocalBinding: run by sluice) on a socket of the
+    sandbox's own while another thread keeps dup2()ing a handed-over socket,
+    reset by its peer (so unbound: a bind() would take a port of the host's
+    namespace), onto the same number. Prints how often the handed-over
+    socket ended up bound to 0.0.0.0:BINDPORT (escaped=0 is right)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sin = ctypes.create_string_buffer(struct.pack("=H", socket.AF_INET) + struct.pack(">H", int(bindport)) +
+                                      bytes(12), 16)
+    h = socket.create_connection((host, int(port)), timeout=10)
+    wait_reset(h)
+    own = socket.socket()
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip():
+        while not stop[0]:
+            os.dup2(h.fileno(), target)
+            os.dup2(own.fileno(), target)
+
+    t = threading.Thread(target=flip)
+    t.start()
+    calls = escaped = 0
+    for _ in range(int(rounds)):
+        libc.bind(target, sin, 16)
+        calls += 1
+        if h.getsockname()[0] == "0.0.0.0":
+            escaped += 1
+            break
+    stop[0] = True
+    t.join()
+    print("swap_bind escaped=%d calls=%d" % (escaped, calls))
+
+
+def cmd_swap_unix(host, port, sink, rounds):
+    """rt-1: the documented exception. With allowAllUnixSockets a connect()
+    to a Unix socket path is handed back to the kernel (CONTINUE), which
+    looks the descriptor number and the address up again. One thread keeps
+    dup2()ing a socket sluice handed over (connected to HOST:PORT) onto the
+    number of a Unix socket of the sandbox's, another keeps flipping the
+    address between a path and AF_UNSPEC: a round where sluice saw the Unix
+    socket and a path, and the kernel then ran the call on the handed-over
+    socket with AF_UNSPEC, disconnects it, and sendto(MSG_FASTOPEN) aims it
+    at SINK from the host's namespace. Prints "swap_unix escaped=N calls=M"
+    (0 is right; the README says this stays open)."""
+    fastopen = getattr(socket, "MSG_FASTOPEN", 0x20000000)
+    libc = ctypes.CDLL(None, use_errno=True)
+    path = b"/nonexistent-sluice-rt1.sock"
+    unix = struct.pack("=H", socket.AF_UNIX) + path + bytes(108 - len(path))
+    buf = ctypes.create_string_buffer(unix, 110)
+    fam_unix = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNIX), 2)
+    fam_unspec = ctypes.create_string_buffer(struct.pack("=H", socket.AF_UNSPEC), 2)
+    h = socket.create_connection((host, int(port)), timeout=10)
+    own = socket.socket(socket.AF_UNIX)
+    target = os.dup(own.fileno())
+    stop = [False]
+
+    def flip_fd():
+        while not stop[0]:
+            os.dup2(h.fileno(), target)
+            os.dup2(own.fileno(), target)
+
+    def flip_addr():
+        while not stop[0]:
+            ctypes.memmove(buf, fam_unspec, 2)
+            ctypes.memmove(buf, fam_unix, 2)
+
+    ts = [threading.Thread(target=flip_fd), threading.Thread(target=flip_addr)]
+    for t in ts:
+        t.start()
+    calls = escaped = 0
+    for _ in range(int(rounds)):
+        libc.connect(target, buf, 110)
+        calls += 1
+        # TCP_INFO's tcpi_state (getpeername() is answered by sluice)
+        if h.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0] == 7:  # TCP_CLOSE
+            escaped += 1
+            break
+    stop[0] = True
+    for t in ts:
+        t.join()
+    res = ""
+    if escaped:
+        try:
+            h.sendto(b"x", fastopen, ("127.0.0.1", int(sink)))
+            res = " fastopen=ok"
+        except OSError as e:
+            res = " fastopen=%s" % errno.errorcode.get(e.errno, e.errno)
+    print("swap_unix escaped=%d calls=%d%s" % (escaped, calls, res))
+
+
 getattr(sys.modules[__name__], "cmd_" + sys.argv[1])(*sys.argv[2:])
