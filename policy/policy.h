@@ -309,7 +309,7 @@ void policy_free(struct policy *p);
 struct policy *policy_ref(struct policy *p);
 
 /* Parses one pattern the way policy_compile does (for tests and tools).
- * in_denied: '*' is accepted. On success fills kind/port/addr/prefix and
+ * in_denied: '*' and wildcards over a public suffix (*.co.uk) are accepted. On success fills kind/port/addr/prefix and
  * writes the canonical name part to name (size POLICY_HOST_MAX+1). */
 int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
                          const char **why);
