@@ -479,6 +479,12 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
  * the guard passes. */
 int policy_report_only(const struct policy *p, const struct policy_judgment *j);
 
+/* Report mode: 1 when an answer g may be dialed for a request let through by
+ * policy_report_only: g passed the guard, and not only because the name is
+ * localhost (the guard passes loopback for localhost because a rule allowed
+ * the name; without that rule loopback stays refused). */
+int policy_report_may_dial(const struct policy_guard_verdict *g);
+
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);

@@ -132,7 +132,9 @@ static void print_text(const struct settings *s)
         fprintf(f, "  - Names that resolve to private, loopback or link-local addresses are "
                    "refused.\n");
     if (s->network.mode == SETTINGS_MODE_REPORT)
-        fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
+        fprintf(f, "  - REPORT MODE: the rules' denials are only logged (would_deny); the "
+                   "resolved-address guard (loopback, link-local, metadata, private when "
+                   "refused, IP rules) and the managed file's deny rules still block.\n");
     if (s->network.refuse_opaque_tunnels)
         fprintf(f, "  - Tunnels are refused (network.refuseOpaqueTunnels): no HTTPS through the "
                    "proxy (CONNECT gets 403) and no SOCKS; only plain http:// requests.\n");
