@@ -19,13 +19,15 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/run-helpers/twice.sh"
 
-# with_managed FILE CMD...: CMD with FILE as /etc/sluice/managed.json
+# with_managed FILE CMD...: CMD with FILE as /etc/sluice/managed.json. It
+# execs unshare (which execs sh, which execs CMD): call it in a subshell,
+# $(...) or with & (then $! is CMD itself, for kill).
 with_managed() {
     local m=$1 r=
     shift
     [ "$(id -u)" -ne 0 ] && r=-r
     mkdir -p "$T/oldetc"
-    unshare -m $r --propagation private sh -c '
+    exec unshare -m $r --propagation private sh -c '
         set -e
         o=$1 m=$2; shift 2
         mount --bind /etc "$o"
@@ -49,10 +51,57 @@ expect() {
     ok "$name"
 }
 
+report_managed_deny() {
+    local p code
+    start_dnsmasq --address=/managed-deny.test/127.0.0.3 --address=/user-deny.test/127.0.0.3 ||
+        { bad "report mode: dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; return; }
+    p=$(free_port)
+    cat > "$T/listen.py" <<'PY'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.3", int(sys.argv[1])))
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    h = c.recv(4096).split(b"\r\n")
+    host = [l for l in h if l.lower().startswith(b"host:")]
+    print("accepted", host[0].decode() if host else "?", flush=True)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    c.close()
+PY
+    python3 "$T/listen.py" "$p" > "$T/listen.out" 2>&1 &
+    PIDS+=($!)
+    wait_for "$T/listen.out" ready 5 || { bad "report mode: listener did not start" "$(cat "$T/listen.out")"; return; }
+    printf '{"network": {"mode": "report", "deniedDomains": ["managed-deny.test"]}}\n' > "$T/report-managed.json"
+    printf '{"network": {"dnsServers": ["127.0.0.1:%s"], "allowedDomains": ["127.0.0.3", "managed-deny.test"],\n  "deniedDomains": ["user-deny.test"]}}\n' \
+        "$DPORT" > "$T/report-user.json"
+    with_managed "$T/report-managed.json" "$SLUICE" proxy --settings "$T/report-user.json" \
+        --log "$T/repm.log" --http tcp:127.0.0.1:0 --socks off 2>"$T/repm.err" &
+    PROXY_PID=$!
+    PIDS+=($PROXY_PID)
+    wait_for "$T/repm.log" 'event=start' 10 ||
+        { bad "report mode: proxy did not start" "$(cat "$T/repm.err")"; return; }
+    HPORT=$(listen_port repm http)
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --noproxy '' \
+        -x "http://127.0.0.1:$HPORT" "http://managed-deny.test:$p/")
+    [ "$code" = 403 ] && ! grep -q managed-deny "$T/listen.out" &&
+        ok "report mode: a deny rule of the managed file still denies (403, not dialed)" ||
+        bad "report mode: managed-deny.test got $code (want 403, not dialed)" \
+            "$(grep managed-deny "$T/repm.log" "$T/listen.out")"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --noproxy '' \
+        -x "http://127.0.0.1:$HPORT" "http://user-deny.test:$p/")
+    [ "$code" = 200 ] && grep -qE 'user-deny\.test.*decision=would_deny' "$T/repm.log" &&
+        ok "report mode: a user deny rule is reported (would_deny) and dialed" ||
+        bad "report mode: user-deny.test got $code (want 200, would_deny)" "$(grep user-deny "$T/repm.log")"
+    kill "$PROXY_PID" 2>/dev/null
+}
+
 cases() {
     local U="$XDG_CONFIG_HOME/sluice/settings.json" M="$T/managed.json" P="$T/project.json" out
     mkdir -p "$(dirname "$U")"
-    if ! with_managed /dev/null true 2>"$T/ns.err"; then
+    if ! (with_managed /dev/null true) 2>"$T/ns.err"; then
         skip "managed file cases" "cannot make a mount namespace here: $(head -c 200 "$T/ns.err")"
         return
     fi
@@ -116,6 +165,13 @@ assert m["keys"] == ["network.deniedDomains", "sandbox.allowUnsandboxedCommands"
     echo '{"network": {"isolate": false, "mode": "report"}, "sandbox": {"allowUnsandboxedCommands": true}}' > "$T/open.json"
     expect "managed file: may open the network itself" 0 'THE NETWORK IS OPEN' \
         with_managed "$T/open.json" "$SLUICE" explain
+
+    # report mode (set by the managed file) never lifts the managed file's
+    # own deny rules (item 7): its denied name gets 403 and is not dialed,
+    # while a name only the user's rules deny is reported and reached.
+    # Loopback only: the names resolve (local dnsmasq) to 127.0.0.3, which
+    # an IP rule allows.
+    report_managed_deny
 
     # without a managed file nothing changes
     echo '{"network": {"isolate": false}}' > "$U"
