@@ -354,16 +354,10 @@ static void dial(struct egress_req *r)
 /* ------------------------------------------------------------------------ */
 /* guard                                                                     */
 
-/* In report mode a guard denial is reported, not enforced, except for the
- * addresses that would make the proxy connect to itself. */
-static int report_may_dial(enum policy_addr_class c)
-{
-    return c != POLICY_CLASS_PROXY && c != POLICY_CLASS_THIS_HOST &&
-           c != POLICY_CLASS_UNSPECIFIED;
-}
-
 /* The verdict with the answers (for an IP literal, the literal itself):
- * which addresses to dial, or the guard's refusal. */
+ * which addresses to dial, or the guard's refusal. Only answers the guard
+ * passes are dialed, in report mode too: report mode reports what the rules
+ * would deny (start() let it through as would_deny), never lifts the guard. */
 static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
 {
     struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS]; /* on the stack: ~14 KB, transient */
@@ -377,10 +371,7 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
     r->o.naddrs = n;
     r->ntargets = 0;
     for (size_t i = 0; i < n; i++) {
-        int take = gv[i].allowed;
-        if (!take && j.nallowed == 0 && r->report && report_may_dial(gv[i].cls))
-            take = 1;
-        if (!take)
+        if (!gv[i].allowed || (r->o.would_deny && !policy_report_may_dial(&gv[i])))
             continue;
         memset(&r->targets[r->ntargets], 0, sizeof(r->targets[0]));
         r->targets[r->ntargets].addr = addrs[i];
@@ -395,16 +386,21 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
             policy_rule_format(gv[0].rule, r->o.rule, sizeof(r->o.rule));
             policy_rule_source(gv[0].rule, r->o.source, sizeof(r->o.source));
         }
-        if (r->ntargets > 0) {
-            r->o.would_deny = 1;
-            snprintf(r->o.reason, sizeof(r->o.reason), "%s",
-                     j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
-        } else {
-            r->o.addr = addrs[0];
-            r->o.have_addr = 1;
-            deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
-            return;
-        }
+        r->o.addr = addrs[0];
+        r->o.have_addr = 1;
+        deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
+        return;
+    }
+    if (r->ntargets == 0) { /* report mode: only loopback answers of a localhost name */
+        char why[sizeof(r->o.reason)];
+        snprintf(why, sizeof(why),
+                 "'%s' may reach loopback only when a rule allows it (report mode does not "
+                 "lift that)",
+                 r->host.name);
+        r->o.addr = addrs[0];
+        r->o.have_addr = 1;
+        deny(r, EGRESS_BY_GUARD, why);
+        return;
     }
     dial(r);
 }
@@ -576,9 +572,11 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
             ask(r);
             break;
         }
-        /* denied, or no rule decides and nobody to ask */
+        /* denied, or no rule decides and nobody to ask; report mode lets
+         * only a rule's denial through (the guard and the managed file's
+         * deny rules still deny) */
         snprintf(r->o.reason, sizeof(r->o.reason), "%s", j.reason);
-        if (r->report) {
+        if (policy_report_only(r->pol->p, &j)) {
             r->o.would_deny = 1;
             proceed(r);
         } else {

@@ -13,8 +13,9 @@ int policy_dns_refused(const struct policy *p, const struct policy_host *h,
     /* Deny rules win over allow rules, so a port-less deny rule denies the
      * name on every port: no answer can lead anywhere. Anything else
      * (allowed, no rule, a rule for some ports only) gets an answer and is
-     * decided with its port at connect(). Report mode refuses nothing. */
+     * decided with its port at connect(). Report mode refuses only what
+     * it does not lift: a deny rule of the managed file. */
     return h->kind == POLICY_HOST_NAME && d->verdict == POLICY_DENY &&
            d->origin == POLICY_BY_RULE && d->rule != NULL && d->rule->port == 0 &&
-           !policy_mode_report(p);
+           !policy_report_only(p, d);
 }

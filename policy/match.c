@@ -328,6 +328,7 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     r.line = it->line;
     r.col = it->col;
     r.reason = list_id == POLICY_LIST_DENIED ? arena_strdup(p, find_reason(s, it->value)) : NULL;
+    r.managed = it->managed;
     if (r.list == NULL || r.pattern == NULL || r.file == NULL)
         return -ENOMEM;
     p->rules[idx] = r;

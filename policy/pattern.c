@@ -235,6 +235,12 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
             return -EINVAL;
         }
         rc = psl_is_public_suffix2(psl(), h.name, PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE);
+        /* A deny rule can only make a policy stricter, so there a wildcard
+         * over a multi-label public suffix (*.co.uk) is accepted, as srt
+         * accepts it; a top-level one (*.com) stays refused in both lists,
+         * as srt refuses it. */
+        if (rc && in_denied && memchr(h.name, '.', h.len) != NULL)
+            rc = 0;
         if (rc) {
             *why = "wildcard over a public suffix (it would match every site under it)";
             return -EINVAL;

@@ -64,6 +64,7 @@ struct settings_item {
     size_t index;     /* index in that list (0-based); line number for list files */
     int literal;      /* a path entry written {"path": ..., "literal": true}: no ~,
                          $HOME or glob expansion */
+    int managed;      /* from the managed file (or a list file it names) */
 };
 
 struct settings_list {
@@ -183,6 +184,18 @@ struct settings {
      * caller to print as a warning ("FILE:LINE:COL: key: not applicable ..."). */
     struct settings_list notices;
 
+    /* The managed file, once applied (settings_apply_managed): its name and
+     * every key it sets (value: the key path, e.g. "network.isolate"), for
+     * `sluice explain`. While one exists only it may weaken the boundary
+     * (settings_boundary_key). managed_file NULL: none. */
+    const char *managed_file;
+    struct settings_list managed_keys;
+
+    /* internal: where a layer other than the managed file set a boundary key
+     * to a weaker value (value: the key path; index: which key), refused when
+     * a managed file is applied */
+    struct settings_list weakened;
+
     /* internal: interned file names */
     char **files;
     size_t nfiles;
@@ -223,6 +236,17 @@ int settings_load(struct settings *s, const char *explicit_path, struct settings
  * a user must not be able to point sluice at another managed file. */
 int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err);
 
+/* The boundary keys: the settings that weaken the boundary between the
+ * command and the host (open the host network, report mode, no sandbox, no
+ * filesystem policy, excluded commands, external proxy ports). When a
+ * managed file exists, a user or project layer (or a --control-fd line) that
+ * sets one of them to its weaker value is refused by settings_apply_managed
+ * ("FILE:LINE:COL: KEY: refused: ..."), and sandbox.allowUnsandboxedCommands
+ * is false unless the managed file sets it. Entry i (from 0) is the key path
+ * ("network.isolate") with *what ("open the host network"); NULL past the
+ * last. */
+const char *settings_boundary_key(size_t i, const char **what);
+
 /* ------------------------------------------------------------------------ */
 /* Rules and decisions (policy/match.c, policy/decide.c)                      */
 
@@ -251,6 +275,7 @@ struct policy_rule {
     unsigned line, col;
     uint16_t port;       /* 0 = every port */
     const char *reason;  /* deniedDomainReasons entry, or NULL */
+    int managed;         /* written by the managed file (or a list file it names) */
     /* compiled form */
     struct policy_addr addr; /* CIDR network */
     unsigned prefix;         /* CIDR prefix length */
@@ -309,7 +334,7 @@ void policy_free(struct policy *p);
 struct policy *policy_ref(struct policy *p);
 
 /* Parses one pattern the way policy_compile does (for tests and tools).
- * in_denied: '*' is accepted. On success fills kind/port/addr/prefix and
+ * in_denied: '*' and wildcards over a public suffix (*.co.uk) are accepted. On success fills kind/port/addr/prefix and
  * writes the canonical name part to name (size POLICY_HOST_MAX+1). */
 int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
                          const char **why);
@@ -443,6 +468,22 @@ struct policy_judgment {
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
+
+/* Report mode (network.mode "report"): 1 when p is in report mode and the
+ * DENY of judgment j is one report mode only reports (would_deny): a deny
+ * rule, strictAllowlist, or no rule deciding. Never for the resolved-address
+ * guard (an IP literal in a denied class, answers the guard refuses, IP
+ * rules, which the guard applies) nor for a deny rule the managed file
+ * wrote: those deny in report mode too. 0 for anything else, also ALLOW. A
+ * caller that lets a report-only denial through still dials only answers
+ * the guard passes. */
+int policy_report_only(const struct policy *p, const struct policy_judgment *j);
+
+/* Report mode: 1 when an answer g may be dialed for a request let through by
+ * policy_report_only: g passed the guard, and not only because the name is
+ * localhost (the guard passes loopback for localhost because a rule allowed
+ * the name; without that rule loopback stays refused). */
+int policy_report_may_dial(const struct policy_guard_verdict *g);
 
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */

@@ -26,6 +26,7 @@
 
 #define SETTINGS_MANAGED_PATH "/etc/sluice/managed.json"
 #define PATH_DEPTH_MAX 8
+#define COUNT(t) (sizeof(t) / sizeof(t[0]))
 
 /* Which replace-type keys a layer sets. Deny-type lists have no flag: they
  * are united whether or not a layer names them. */
@@ -95,6 +96,7 @@ struct ctx {
     struct jsonpos_step path[PATH_DEPTH_MAX];
     size_t depth;
     struct settings_error *err;
+    int managed; /* the managed file (settings_apply_managed) */
 };
 
 struct key_def;
@@ -174,6 +176,7 @@ static int list_push(struct settings_list *l, char *value, const char *file, uns
     it->list = list;
     it->index = index;
     it->literal = 0;
+    it->managed = 0;
     return 0;
 }
 
@@ -297,6 +300,8 @@ void settings_free(struct settings *s)
     map_free(&s->environment.set);
     list_free(&s->environment.path_append);
     list_free(&s->notices);
+    list_free(&s->managed_keys);
+    list_free(&s->weakened);
     free(s->proxy.auth_username);
     free(s->proxy.auth_password);
     for (size_t i = 0; i < s->nfiles; i++)
@@ -734,6 +739,90 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* The boundary keys: with a managed file, only it may weaken them            */
+
+struct boundary {
+    unsigned flag;    /* enum layer_flag of the key */
+    const char *key;  /* its path */
+    const char *what; /* what its weaker value does */
+};
+
+static const struct boundary boundary_keys[] = {
+    {LF_ISOLATE, "network.isolate", "open the host network (network.isolate false)"},
+    {LF_MODE, "network.mode", "turn on report mode"},
+    {LF_SANDBOX_ENABLED, "sandbox.enabled", "disable the sandbox"},
+    {LF_UNSANDBOXED, "sandbox.allowUnsandboxedCommands", "allow commands to run unsandboxed"},
+    {LF_FS_DISABLED, "filesystem.disabled", "disable the filesystem policy"},
+    {LF_EXCLUDED, "sandbox.excludedCommands", "exclude commands from the sandbox"},
+    {LF_HTTP_PORT, "network.httpProxyPort", "name an external HTTP proxy port"},
+    {LF_SOCKS_PORT, "network.socksProxyPort", "name an external SOCKS proxy port"},
+};
+
+const char *settings_boundary_key(size_t i, const char **what)
+{
+    if (i >= COUNT(boundary_keys))
+        return NULL;
+    if (what != NULL)
+        *what = boundary_keys[i].what;
+    return boundary_keys[i].key;
+}
+
+/* The boundary_keys entry of key d when the layer just set it to its weaker
+ * value, else -1. */
+static int weakens(const struct ctx *c, const struct key_def *d)
+{
+    const struct settings *v = c->v;
+    int weak = 0;
+
+    switch (d->flag) {
+    case LF_ISOLATE:
+        weak = !v->network.isolate;
+        break;
+    case LF_MODE:
+        weak = v->network.mode == SETTINGS_MODE_REPORT;
+        break;
+    case LF_SANDBOX_ENABLED:
+        weak = v->sandbox.enabled == SETTINGS_FALSE;
+        break;
+    case LF_UNSANDBOXED:
+        weak = v->sandbox.allow_unsandboxed_commands == SETTINGS_TRUE;
+        break;
+    case LF_FS_DISABLED:
+        weak = v->filesystem.disabled != 0;
+        break;
+    case LF_EXCLUDED:
+        weak = v->sandbox.excluded_commands.n > 0;
+        break;
+    case LF_HTTP_PORT:
+    case LF_SOCKS_PORT:
+        weak = 1;
+        break;
+    default:
+        return -1;
+    }
+    if (!weak)
+        return -1;
+    for (size_t i = 0; i < COUNT(boundary_keys); i++)
+        if (boundary_keys[i].flag == d->flag)
+            return (int)i;
+    return -1;
+}
+
+/* Records the current key (its path, located at the key) in l. */
+static int record_key(struct ctx *c, struct settings_list *l, size_t index)
+{
+    struct jsonpos pos;
+    char path[512], *v;
+
+    locate(c, 1, &pos);
+    format_path(c, path, sizeof(path));
+    v = strdup(path);
+    if (v == NULL || list_push(l, v, c->name, pos.line, pos.col, "key", index) < 0)
+        return fail_nomem(c);
+    return 0;
+}
+
 static void *field(struct ctx *c, const struct key_def *d)
 {
     return (char *)c->v + d->off;
@@ -799,6 +888,15 @@ static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
         return rc;
     c->set |= d->flag;
     c->pset |= d->pflag;
+    if (d->kind != KD_OBJECT) {
+        int weak = c->managed ? -1 : weakens(c, d);
+        if (c->managed)
+            rc = record_key(c, &c->v->managed_keys, 0);
+        else if (weak >= 0)
+            rc = record_key(c, &c->v->weakened, (size_t)weak);
+        if (rc < 0)
+            return rc;
+    }
     if (d->note_when == NOTE_ALWAYS || (d->note_when == NOTE_IF_SET && set))
         rc = notice(c, d->note);
     return rc;
@@ -1607,7 +1705,6 @@ static int fn_auth(struct ctx *c, json_t *v, const struct key_def *d)
 #define UINT(n, f, fl, lo, hi) {.name = n, .kind = KD_UINT, .off = OFF(f), .flag = fl, .min = lo, .max = hi}
 #define CUSTOM(n, f, fl, l) {.name = n, .kind = KD_CUSTOM, .fn = f, .flag = fl, .list = l}
 #define OBJECT(n, t) {.name = n, .kind = KD_OBJECT, .sub = t, .nsub = sizeof(t) / sizeof(t[0])}
-#define COUNT(t) (sizeof(t) / sizeof(t[0]))
 
 static const struct key_def network_keys[] = {
     STRLIST("allowedDomains", network.allowed_domains, LF_ALLOWED_DOMAINS,
@@ -1834,6 +1931,8 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
         reserve_union(&s->filesystem.deny_write, &L->filesystem.deny_write) < 0 ||
         reserve_union(&s->environment.deny, &L->environment.deny) < 0 ||
         reserve_union(&s->notices, &L->notices) < 0 || map_reserve(sr, sr->n + lr->n) < 0 ||
+        reserve_union(&s->managed_keys, &L->managed_keys) < 0 ||
+        reserve_union(&s->weakened, &L->weakened) < 0 ||
         map_reserve(&s->environment.set, s->environment.set.n + L->environment.set.n) < 0)
         return -ENOMEM;
     if (lr->n > 0) {
@@ -1863,6 +1962,22 @@ static int merge(struct settings *s, struct settings *L, unsigned set, unsigned 
     move_union(&s->filesystem.deny_write, &L->filesystem.deny_write);
     move_union(&s->environment.deny, &L->environment.deny);
     move_union(&s->notices, &L->notices);
+    /* a later layer that sets a boundary key decides it: an earlier weaker
+     * value it replaces is no longer there to refuse */
+    {
+        size_t k = 0;
+        for (size_t i = 0; i < s->weakened.n; i++) {
+            if (set & boundary_keys[s->weakened.items[i].index].flag)
+                free(s->weakened.items[i].value);
+            else
+                s->weakened.items[k++] = s->weakened.items[i];
+        }
+        s->weakened.n = k;
+    }
+    move_union(&s->weakened, &L->weakened);
+    move_union(&s->managed_keys, &L->managed_keys);
+    if (L->managed_file != NULL)
+        s->managed_file = L->managed_file;
     if (set & LF_STRICT)
         s->network.strict_allowlist = L->network.strict_allowlist;
     if (set & LF_ALLOW_ALL)
@@ -2055,8 +2170,39 @@ static unsigned parse_error_col(const json_error_t *je)
     return col < 1 ? 1u : (unsigned)col;
 }
 
-int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
-                          struct settings_error *err)
+/* Marks every network rule of the managed layer L as the managed file's
+ * (report mode does not lift its deny rules). */
+static void mark_managed(struct settings *L)
+{
+    struct settings_list *lists[] = {
+        &L->network.allowed_domains,
+        &L->network.denied_domains,
+        &L->network.denied_resolved_addresses,
+    };
+
+    for (size_t i = 0; i < COUNT(lists); i++)
+        for (size_t j = 0; j < lists[i]->n; j++)
+            lists[i]->items[j].managed = 1;
+}
+
+/* With a managed file, the first boundary key an earlier layer weakened is
+ * refused: -EINVAL with err set, else 0. */
+static int refuse_weakened(const struct settings *s, const char *managed,
+                           struct settings_error *err)
+{
+    const struct settings_item *it;
+
+    if (s->weakened.n == 0)
+        return 0;
+    it = &s->weakened.items[0];
+    snprintf(err->msg, sizeof(err->msg),
+             "%s:%u:%u: %s: refused: the managed file %s exists, and only it may %s", it->file,
+             it->line, it->col, it->value, managed, boundary_keys[it->index].what);
+    return -EINVAL;
+}
+
+static int apply_layer(struct settings *s, const char *name, const char *text, size_t len,
+                       struct settings_error *err, int managed)
 {
     struct settings_error dummy;
     struct settings L;
@@ -2073,6 +2219,7 @@ int settings_apply_buffer(struct settings *s, const char *name, const char *text
     memset(&c, 0, sizeof(c));
     c.err = err;
     c.v = &L;
+    c.managed = managed;
     c.name = intern(&L, name);
     if (c.name == NULL) {
         snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
@@ -2109,6 +2256,19 @@ int settings_apply_buffer(struct settings *s, const char *name, const char *text
     rc = apply_object(&c, root, top_keys, COUNT(top_keys));
     if (rc < 0)
         goto out;
+    if (managed) {
+        rc = refuse_weakened(s, name, err);
+        if (rc < 0)
+            goto out;
+        mark_managed(&L);
+        L.managed_file = c.name;
+        /* running a command unsandboxed weakens the boundary too: only the
+         * managed file may allow it */
+        if (!(c.set & LF_UNSANDBOXED)) {
+            L.sandbox.allow_unsandboxed_commands = SETTINGS_FALSE;
+            c.set |= LF_UNSANDBOXED;
+        }
+    }
     rc = merge(s, &L, c.set, c.pset);
     if (rc < 0)
         snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
@@ -2119,7 +2279,14 @@ out:
     return rc;
 }
 
-int settings_apply_file(struct settings *s, const char *path, struct settings_error *err)
+int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
+                          struct settings_error *err)
+{
+    return apply_layer(s, name, text, len, err, 0);
+}
+
+static int apply_path(struct settings *s, const char *path, struct settings_error *err,
+                      int managed)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -2133,14 +2300,21 @@ int settings_apply_file(struct settings *s, const char *path, struct settings_er
             snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", path, strerror(-rc));
         return rc;
     }
-    rc = settings_apply_buffer(s, path, buf, len, err);
+    rc = apply_layer(s, path, buf, len, err, managed);
     free(buf);
     return rc;
 }
 
+int settings_apply_file(struct settings *s, const char *path, struct settings_error *err)
+{
+    return apply_path(s, path, err, 0);
+}
+
 int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err)
 {
-    int rc = settings_apply_file(s, path != NULL ? path : SETTINGS_MANAGED_PATH, err);
+    struct settings_error dummy;
+    int rc = apply_path(s, path != NULL ? path : SETTINGS_MANAGED_PATH,
+                        err != NULL ? err : &dummy, 1);
     return rc == -ENOENT ? 0 : rc;
 }
 

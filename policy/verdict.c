@@ -103,3 +103,28 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
     else
         set_reason(j, "%s", gv[0].why);
 }
+
+int policy_report_only(const struct policy *p, const struct policy_judgment *j)
+{
+    if (!policy_mode_report(p) || j->verdict == POLICY_ALLOW)
+        return 0;
+    switch (j->origin) {
+    case POLICY_BY_RULE:
+        return j->rule != NULL && j->rule->kind != POLICY_RULE_CIDR && !j->rule->managed;
+    case POLICY_BY_STRICT:
+    case POLICY_BY_NO_RULE:
+        return 1;
+    case POLICY_BY_CLASS:
+    case POLICY_BY_ALLOW_ALL:
+    case POLICY_BY_GUARD:
+        break;
+    }
+    return 0;
+}
+
+int policy_report_may_dial(const struct policy_guard_verdict *g)
+{
+    /* the guard passes loopback for localhost names because a rule allowed
+     * the name; an explicit IP rule (g->rule) is a rule of its own */
+    return g->allowed && !(g->cls == POLICY_CLASS_LOOPBACK && g->rule == NULL);
+}

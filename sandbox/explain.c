@@ -34,6 +34,38 @@ static void list_text(FILE *f, const char *label, const struct settings_list *l,
     fputc('\n', f);
 }
 
+/* The managed file: which file, the keys it fixes, and the boundary keys
+ * only it may weaken (the reference runtime's areSandboxSettingsLockedByPolicy). */
+static json_t *managed_json(const struct settings *s)
+{
+    json_t *b = json_array(), *keys = list_json(&s->managed_keys);
+    const char *k;
+
+    for (size_t i = 0; b != NULL && (k = settings_boundary_key(i, NULL)) != NULL; i++)
+        json_array_append_new(b, json_string(k));
+    return json_pack("{s:s?, s:b, s:o, s:o}", "file", s->managed_file, "locked",
+                     s->managed_file != NULL, "keys", keys, "locked_keys",
+                     s->managed_file != NULL ? b : json_array());
+}
+
+static void managed_text(FILE *f, const struct settings *s)
+{
+    const char *k, *what;
+
+    fprintf(f, "\nManaged settings\n");
+    if (s->managed_file == NULL) {
+        fprintf(f, "  - None: no managed file (/etc/sluice/managed.json); the settings above "
+                   "are the user's and the project's.\n");
+        return;
+    }
+    fprintf(f, "  - %s is applied last and locks the boundary: only it may ", s->managed_file);
+    for (size_t i = 0; (k = settings_boundary_key(i, &what)) != NULL; i++)
+        fprintf(f, "%s%s (%s)", i > 0 ? ", " : "", what, k);
+    fprintf(f, "; a user or project file that tries is refused, and commands run unsandboxed "
+               "only when it allows that.\n");
+    list_text(f, "- Keys it fixes", &s->managed_keys, "none");
+}
+
 static int bypass_allowed(const struct settings *s)
 {
     return s->sandbox.allow_unsandboxed_commands != SETTINGS_FALSE;
@@ -87,7 +119,8 @@ static int print_json(const struct settings *s)
         "bypass", "allow_unsandboxed_commands", bypass_allowed(s),
         "dangerously_disable_sandbox_honoured", bypass_allowed(s),
         "excluded_commands", list_json(&s->sandbox.excluded_commands));
-    if (o == NULL) {
+    if (o == NULL || json_object_set_new(o, "managed", managed_json(s)) < 0) {
+        json_decref(o);
         fprintf(stderr, "sluice: explain: out of memory\n");
         return 1;
     }
@@ -132,7 +165,9 @@ static void print_text(const struct settings *s)
         fprintf(f, "  - Names that resolve to private, loopback or link-local addresses are "
                    "refused.\n");
     if (s->network.mode == SETTINGS_MODE_REPORT)
-        fprintf(f, "  - REPORT MODE: denials are only logged (would_deny); nothing is blocked.\n");
+        fprintf(f, "  - REPORT MODE: the rules' denials are only logged (would_deny); the "
+                   "resolved-address guard (loopback, link-local, metadata, private when "
+                   "refused, IP rules) and the managed file's deny rules still block.\n");
     if (s->network.refuse_opaque_tunnels)
         fprintf(f, "  - Tunnels are refused (network.refuseOpaqueTunnels): no HTTPS through the "
                    "proxy (CONNECT gets 403) and no SOCKS; only plain http:// requests.\n");
@@ -245,6 +280,7 @@ filesystem:
     if (s->sandbox.excluded_commands.n > 0)
         list_text(f, "- Commands that always run unsandboxed (sandbox.excludedCommands)",
                   &s->sandbox.excluded_commands, "none");
+    managed_text(f, s);
 }
 
 int sb_explain(const struct settings *s, int json)

@@ -675,7 +675,7 @@ static void test_layering(void **state)
     const char *user =
         "{\"network\":{\"allowedDomains\":[\"user.com\"],\"deniedDomains\":[\"bad1.com\"],"
         "\"deniedDomainReasons\":{\"bad1.com\":\"r1\",\"shared.com\":\"old\"},"
-        "\"deniedResolvedAddresses\":[\"10.0.0.1\"],\"httpProxyPort\":1111,"
+        "\"deniedResolvedAddresses\":[\"10.0.0.1\"],\"allowLocalBinding\":true,"
         "\"dnsServers\":[\"1.1.1.1\"]},"
         "\"filesystem\":{\"denyRead\":[\"~/.ssh\"],\"allowWrite\":[\".\"],"
         "\"denyWrite\":[\".env\"]},\"ignoreViolations\":{\"*\":[\"/a\"]},"
@@ -704,7 +704,7 @@ static void test_layering(void **state)
     /* ... but kept when the later layer does not set them */
     assert_int_equal(s.filesystem.allow_write.n, 1);
     assert_int_equal(s.network.dns_servers.n, 1);
-    assert_int_equal(s.network.http_proxy_port, 1111);
+    assert_int_equal(s.network.allow_local_binding, 1);
     assert_int_equal(s.mandatory_deny_search_depth, 5);
     /* ignoreViolations is replaced as a whole */
     assert_int_equal(s.ignore_violations.n, 1);
@@ -743,6 +743,110 @@ static void test_layering(void **state)
     path_in(mp, sizeof(mp), tmp_dir, "no-managed.json");
     assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
     assert_int_equal(s.network.denied_domains.n, 3);
+    settings_free(&s);
+}
+
+/* Issue 21 item 8: with a managed file, only it may weaken the boundary. */
+struct lock_row {
+    const char *json; /* the user layer (t.json) */
+    const char *key;  /* refused key, or NULL: accepted */
+    unsigned col;     /* column of the refused key */
+};
+
+static const struct lock_row lock_rows[] = {
+    {"{\"network\": {\"isolate\": false}}", "network.isolate", 14},
+    {"{\"network\": {\"mode\": \"report\"}}", "network.mode", 14},
+    {"{\"sandbox\": {\"enabled\": false}}", "sandbox.enabled", 14},
+    {"{\"sandbox\": {\"allowUnsandboxedCommands\": true}}", "sandbox.allowUnsandboxedCommands",
+     14},
+    {"{\"filesystem\": {\"disabled\": true}}", "filesystem.disabled", 17},
+    {"{\"sandbox\": {\"excludedCommands\": [\"docker\"]}}", "sandbox.excludedCommands", 14},
+    {"{\"network\": {\"httpProxyPort\": 3128}}", "network.httpProxyPort", 14},
+    {"{\"network\": {\"socksProxyPort\": 1080}}", "network.socksProxyPort", 14},
+    /* the same keys at their strict values are fine */
+    {"{\"network\": {\"isolate\": true, \"mode\": \"enforce\"}, \"sandbox\": {\"enabled\": "
+     "true, \"allowUnsandboxedCommands\": false, \"excludedCommands\": []}, \"filesystem\": "
+     "{\"disabled\": false}}",
+     NULL, 0},
+    /* and so is everything else */
+    {"{\"network\": {\"allowedDomains\": [\"a.com\"], \"deniedDomains\": [\"b.com\"]}}", NULL,
+     0},
+};
+
+static void test_managed_lock(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    char mp[512], none[512], want[1024];
+    int nfail = 0;
+
+    (void)state;
+    path_in(mp, sizeof(mp), tmp_dir, "lock-managed.json");
+    write_str(mp, "{\"network\": {\"deniedDomains\": [\"managed.example\"]}}");
+    path_in(none, sizeof(none), tmp_dir, "lock-no-managed.json");
+    for (size_t i = 0; i < sizeof(lock_rows) / sizeof(lock_rows[0]); i++) {
+        const struct lock_row *r = &lock_rows[i];
+        int rc;
+
+        settings_init(&s);
+        assert_int_equal(apply(&s, r->json, &err), 0);
+        memset(err.msg, 0, sizeof(err.msg));
+        rc = settings_apply_managed(&s, mp, &err);
+        if (r->key == NULL && rc != 0) {
+            print_error("lock row %zu: refused: %s\n", i, err.msg);
+            nfail++;
+        } else if (r->key != NULL) {
+            snprintf(want, sizeof(want), "t.json:1:%u: %s: refused: the managed file %s exists",
+                     r->col, r->key, mp);
+            if (rc != -EINVAL || strncmp(err.msg, want, strlen(want)) != 0) {
+                print_error("lock row %zu: rc %d '%s', want '%s...'\n", i, rc, err.msg, want);
+                nfail++;
+            }
+        }
+        settings_free(&s);
+        /* without a managed file nothing changes */
+        settings_init(&s);
+        assert_int_equal(apply(&s, r->json, &err), 0);
+        if (settings_apply_managed(&s, none, &err) != 0 || s.managed_file != NULL ||
+            s.sandbox.allow_unsandboxed_commands == SETTINGS_FALSE) {
+            if (strstr(r->json, "\"allowUnsandboxedCommands\": false") == NULL) {
+                print_error("lock row %zu: changed without a managed file\n", i);
+                nfail++;
+            }
+        }
+        settings_free(&s);
+    }
+    if (nfail)
+        fail_msg("%d lock row(s) failed", nfail);
+
+    /* a later layer that sets the key back decides it */
+    settings_init(&s);
+    assert_int_equal(apply(&s, "{\"network\": {\"isolate\": false}}", &err), 0);
+    assert_int_equal(apply(&s, "{\"network\": {\"isolate\": true}}", &err), 0);
+    assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
+    assert_int_equal(s.network.isolate, 1);
+    /* the managed file is named, with its keys; its rules are marked */
+    assert_non_null(s.managed_file);
+    assert_string_equal(s.managed_file, mp);
+    assert_int_equal(s.managed_keys.n, 1);
+    assert_string_equal(s.managed_keys.items[0].value, "network.deniedDomains");
+    assert_int_equal(s.network.denied_domains.n, 1);
+    assert_int_equal(s.network.denied_domains.items[0].managed, 1);
+    /* running unsandboxed is the managed file's to allow */
+    assert_int_equal(s.sandbox.allow_unsandboxed_commands, SETTINGS_FALSE);
+    settings_free(&s);
+
+    /* the managed file itself may weaken the boundary */
+    write_str(mp, "{\"network\": {\"isolate\": false, \"mode\": \"report\"}, \"sandbox\": "
+                  "{\"allowUnsandboxedCommands\": true}}");
+    settings_init(&s);
+    assert_int_equal(apply(&s, "{\"network\": {\"deniedDomains\": [\"user.example\"]}}", &err), 0);
+    assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
+    assert_int_equal(s.network.isolate, 0);
+    assert_int_equal(s.network.mode, SETTINGS_MODE_REPORT);
+    assert_int_equal(s.sandbox.allow_unsandboxed_commands, SETTINGS_TRUE);
+    assert_int_equal(s.managed_keys.n, 3);
+    assert_int_equal(s.network.denied_domains.items[0].managed, 0); /* the user's rule */
     settings_free(&s);
 }
 
@@ -1469,6 +1573,7 @@ int main(void)
         cmocka_unit_test(test_list_file_missing),
         cmocka_unit_test(test_list_file_nul),
         cmocka_unit_test(test_layering),
+        cmocka_unit_test(test_managed_lock),
         cmocka_unit_test(test_layering_files_replace_inline),
         cmocka_unit_test(test_error_leaves_settings_unchanged),
         cmocka_unit_test(test_load),

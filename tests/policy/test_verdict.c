@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/policy.h"
 
@@ -350,11 +351,135 @@ static void test_composes(void **state)
     assert_true(checked > 500);
 }
 
+/* Issue 21 item 7: report mode reports what the rules would deny, never
+ * lifts the guard nor a deny rule of the managed file. */
+struct report_row {
+    const char *target;
+    const char *answer; /* NULL: not resolved */
+    int report_only;    /* policy_report_only */
+    int nallowed;       /* answers the guard passes (with an answer) */
+    int dns_refused;    /* policy_dns_refused (names without an answer) */
+};
+
+static const struct report_row report_rows[] = {
+    {"user-deny.example", NULL, 1, 0, 0},             /* a user deny rule: would_deny */
+    {"user-deny.example", "93.184.216.34", 1, 1, 0},  /* ... dialed where the guard passes */
+    {"user-deny.example", "127.0.0.1", 1, 0, 0},      /* ... never where it refuses */
+    {"user-deny.example", "169.254.169.254", 1, 0, 0},
+    {"user-deny.example", "10.1.2.3", 1, 0, 0},       /* denyPrivateAddresses */
+    {"managed-deny.example", NULL, 0, 0, 1},          /* the managed file's rule denies */
+    {"managed-deny.example", "93.184.216.34", 0, 1, 0},
+    {"other.example", NULL, 1, 0, 0},                 /* no rule: would_deny */
+    {"other.example", "169.254.169.254", 0, 0, 0},    /* the guard refuses every answer */
+    {"other.example", "127.0.0.1", 0, 0, 0},
+    {"169.254.169.254", NULL, 0, 0, 0},               /* a literal in a denied class */
+    {"127.0.0.2", NULL, 0, 0, 0},
+    {"198.51.100.7", NULL, 0, 0, 0},                  /* an IP rule: the guard's */
+    {"ok.example", "93.184.216.34", 0, 1, 0},         /* allowed: nothing to report */
+};
+
+static void test_report_only(void **state)
+{
+    static const char managed[] = "{\"network\": {\"mode\": \"report\", \"denyPrivateAddresses\": "
+                                  "true, \"deniedDomains\": [\"managed-deny.example\"]}}\n";
+    static const char user[] = "{\"network\": {\"allowedDomains\": [\"ok.example\"], "
+                               "\"deniedDomains\": [\"user-deny.example\", \"198.51.100.7\"]}}\n";
+    char dir[] = "/tmp/test_verdict.XXXXXX", mp[64];
+    struct settings s;
+    struct settings_error err;
+    struct policy *p = NULL, *enforce = NULL;
+    FILE *f;
+    int nfail = 0;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(mp, sizeof(mp), "%s/managed.json", dir);
+    f = fopen(mp, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(managed, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    settings_init(&s);
+    assert_int_equal(settings_apply_buffer(&s, "user.json", user, strlen(user), &err), 0);
+    assert_int_equal(settings_apply_managed(&s, mp, &err), 0);
+    assert_int_equal(policy_compile(&s, &p, &err), 0);
+    s.network.mode = SETTINGS_MODE_ENFORCE;
+    assert_int_equal(policy_compile(&s, &enforce, &err), 0);
+    settings_free(&s);
+    unlink(mp);
+    rmdir(dir);
+
+    for (size_t i = 0; i < NELEM(report_rows); i++) {
+        const struct report_row *r = &report_rows[i];
+        struct policy_host h;
+        struct policy_addr a;
+        struct policy_guard_verdict gv[1];
+        struct policy_judgment j;
+        const char *why;
+        uint16_t port;
+        int got, refused = -1;
+
+        assert_int_equal(policy_target_parse(r->target, 443, &h, &port, &why), 0);
+        if (r->answer != NULL) {
+            assert_int_equal(policy_addr_parse(r->answer, &a), 0);
+            policy_verdict(p, &h, port, &a, 1, gv, &j);
+        } else {
+            policy_verdict(p, &h, port, NULL, 0, gv, &j);
+        }
+        got = policy_report_only(p, &j);
+        if (r->answer == NULL && h.kind == POLICY_HOST_NAME)
+            refused = policy_dns_refused(p, &h, &j);
+        if (got != r->report_only || (j.guarded && (int)j.nallowed != r->nallowed) ||
+            (refused >= 0 && refused != r->dns_refused)) {
+            print_error("report row %zu (%s%s%s): report_only %d want %d, nallowed %zu want %d, "
+                        "dns_refused %d want %d (%s)\n",
+                        i, r->target, r->answer ? " -> " : "", r->answer ? r->answer : "", got,
+                        r->report_only, j.nallowed, r->nallowed, refused, r->dns_refused,
+                        j.reason);
+            nfail++;
+        }
+        /* enforce mode lets nothing through */
+        if (r->answer != NULL)
+            policy_verdict(enforce, &h, port, &a, 1, gv, &j);
+        else
+            policy_verdict(enforce, &h, port, NULL, 0, gv, &j);
+        if (policy_report_only(enforce, &j) != 0) {
+            print_error("report row %zu: report_only in enforce mode\n", i);
+            nfail++;
+        }
+    }
+    /* localhost passes the guard to loopback because a rule allowed it; let
+     * through by report mode, it must not reach loopback */
+    {
+        struct policy_host h;
+        struct policy_addr a;
+        struct policy_guard_verdict gv[1];
+        struct policy_judgment j;
+        const char *why;
+        uint16_t port;
+
+        assert_int_equal(policy_target_parse("localhost", 80, &h, &port, &why), 0);
+        assert_int_equal(policy_addr_parse("127.0.0.1", &a), 0);
+        policy_verdict(p, &h, port, &a, 1, gv, &j);
+        assert_int_equal(policy_report_only(p, &j), 1);
+        assert_int_equal(gv[0].allowed, 1);
+        assert_int_equal(policy_report_may_dial(&gv[0]), 0);
+        assert_int_equal(policy_target_parse("ok.example", 80, &h, &port, &why), 0);
+        assert_int_equal(policy_addr_parse("93.184.216.34", &a), 0);
+        policy_verdict(p, &h, port, &a, 1, gv, &j);
+        assert_int_equal(policy_report_may_dial(&gv[0]), 1);
+    }
+    policy_free(p);
+    policy_free(enforce);
+    if (nfail)
+        fail_msg("%d report row(s) failed", nfail);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_composes),
+        cmocka_unit_test(test_report_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# tests/e2e/managed.sh - issue 21 item 8: when the managed file
+# (/etc/sluice/managed.json) exists, only it may weaken the boundary; a user
+# or project file that opens the host network (network.isolate false), turns
+# on report mode, disables the sandbox or the filesystem policy, excludes
+# commands or names external proxy ports is refused with its location, and
+# `sluice explain` names the managed file and the keys it fixes. Without a
+# managed file nothing changes.
+#
+# The managed file is put in place in a mount namespace of the test's own
+# (`unshare -m`, with `-r` for the unprivileged pass): the host's /etc is
+# bound aside, a tmpfs covers /etc with links back to every entry and
+# /etc/sluice/managed.json; nothing outside the namespace sees it. Runs as
+# root, then as an unprivileged user (run-helpers/twice.sh). No network.
+set -uo pipefail
+SLUICE=${1:?usage: managed.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/run-helpers/twice.sh"
+
+# with_managed FILE CMD...: CMD with FILE as /etc/sluice/managed.json. It
+# execs unshare (which execs sh, which execs CMD): call it in a subshell,
+# $(...) or with & (then $! is CMD itself, for kill).
+with_managed() {
+    local m=$1 r=
+    shift
+    [ "$(id -u)" -ne 0 ] && r=-r
+    mkdir -p "$T/oldetc"
+    exec unshare -m $r --propagation private sh -c '
+        set -e
+        o=$1 m=$2; shift 2
+        mount --bind /etc "$o"
+        mount -t tmpfs -o mode=755 tmpfs /etc
+        for e in "$o"/* "$o"/.[!.]*; do
+            if [ -e "$e" ] || [ -L "$e" ]; then ln -s "$e" /etc/; fi
+        done
+        rm -f /etc/sluice
+        mkdir /etc/sluice
+        cp "$m" /etc/sluice/managed.json
+        exec "$@"' sh "$T/oldetc" "$m" "$@"
+}
+
+# expect NAME WANT_STATUS REGEX CMD...: status and stdout+stderr
+expect() {
+    local name=$1 want=$2 re=$3 out st
+    shift 3
+    out=$("$@" 2>&1); st=$?
+    if [ "$st" -ne "$want" ]; then bad "$name (exit $st, want $want)" "$out"; return; fi
+    if ! grep -qE -- "$re" <<< "$out"; then bad "$name (output)" "$out"; return; fi
+    ok "$name"
+}
+
+report_managed_deny() {
+    local p code
+    start_dnsmasq --address=/managed-deny.test/127.0.0.3 --address=/user-deny.test/127.0.0.3 ||
+        { bad "report mode: dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; return; }
+    p=$(free_port)
+    cat > "$T/listen.py" <<'PY'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.3", int(sys.argv[1])))
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    h = c.recv(4096).split(b"\r\n")
+    host = [l for l in h if l.lower().startswith(b"host:")]
+    print("accepted", host[0].decode() if host else "?", flush=True)
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    c.close()
+PY
+    python3 "$T/listen.py" "$p" > "$T/listen.out" 2>&1 &
+    PIDS+=($!)
+    wait_for "$T/listen.out" ready 5 || { bad "report mode: listener did not start" "$(cat "$T/listen.out")"; return; }
+    printf '{"network": {"mode": "report", "deniedDomains": ["managed-deny.test"]}}\n' > "$T/report-managed.json"
+    printf '{"network": {"dnsServers": ["127.0.0.1:%s"], "allowedDomains": ["127.0.0.3", "managed-deny.test"],\n  "deniedDomains": ["user-deny.test"]}}\n' \
+        "$DPORT" > "$T/report-user.json"
+    with_managed "$T/report-managed.json" "$SLUICE" proxy --settings "$T/report-user.json" \
+        --log "$T/repm.log" --http tcp:127.0.0.1:0 --socks off 2>"$T/repm.err" &
+    PROXY_PID=$!
+    PIDS+=($PROXY_PID)
+    wait_for "$T/repm.log" 'event=start' 10 ||
+        { bad "report mode: proxy did not start" "$(cat "$T/repm.err")"; return; }
+    HPORT=$(listen_port repm http)
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --noproxy '' \
+        -x "http://127.0.0.1:$HPORT" "http://managed-deny.test:$p/")
+    [ "$code" = 403 ] && ! grep -q managed-deny "$T/listen.out" &&
+        ok "report mode: a deny rule of the managed file still denies (403, not dialed)" ||
+        bad "report mode: managed-deny.test got $code (want 403, not dialed)" \
+            "$(grep managed-deny "$T/repm.log" "$T/listen.out")"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --noproxy '' \
+        -x "http://127.0.0.1:$HPORT" "http://user-deny.test:$p/")
+    [ "$code" = 200 ] && grep -qE 'user-deny\.test.*decision=would_deny' "$T/repm.log" &&
+        ok "report mode: a user deny rule is reported (would_deny) and dialed" ||
+        bad "report mode: user-deny.test got $code (want 200, would_deny)" "$(grep user-deny "$T/repm.log")"
+    kill "$PROXY_PID" 2>/dev/null
+}
+
+cases() {
+    local U="$XDG_CONFIG_HOME/sluice/settings.json" M="$T/managed.json" P="$T/project.json" out
+    mkdir -p "$(dirname "$U")"
+    if ! (with_managed /dev/null true) 2>"$T/ns.err"; then
+        skip "managed file cases" "cannot make a mount namespace here: $(head -c 200 "$T/ns.err")"
+        return
+    fi
+    echo '{"network": {"deniedDomains": ["blocked.example"]}, "sandbox": {"allowUnsandboxedCommands": false}}' > "$M"
+    echo '{}' > "$P"
+
+    # the regression: a user file opening the host network ran the command
+    # with no network policy at all
+    echo '{"network": {"isolate": false}}' > "$U"
+    expect "managed file: user network.isolate false refused, the command does not run" 125 \
+        "settings\.json:1:14: network\.isolate: refused: the managed file /etc/sluice/managed\.json exists, and only it may open the host network" \
+        with_managed "$M" "$SLUICE" run -- sh -c 'echo RAN-UNSANDBOXED'
+    out=$(with_managed "$M" "$SLUICE" run -- sh -c 'echo RAN-UNSANDBOXED' 2>&1)
+    grep -q RAN-UNSANDBOXED <<< "$out" && bad "managed file: the command ran anyway" "$out" ||
+        ok "managed file: the command did not run"
+    expect "managed file: explain refuses the user file instead of saying the network is open" 2 \
+        'network\.isolate: refused' with_managed "$M" "$SLUICE" explain
+    rm -f "$U"
+
+    # every other boundary key, from a project file (--settings)
+    local row key json
+    for row in \
+        'network.mode|{"network": {"mode": "report"}}' \
+        'sandbox.enabled|{"sandbox": {"enabled": false}}' \
+        'sandbox.allowUnsandboxedCommands|{"sandbox": {"allowUnsandboxedCommands": true}}' \
+        'filesystem.disabled|{"filesystem": {"disabled": true}}' \
+        'sandbox.excludedCommands|{"sandbox": {"excludedCommands": ["make"]}}' \
+        'network.httpProxyPort|{"network": {"httpProxyPort": 3128}}' \
+        'network.socksProxyPort|{"network": {"socksProxyPort": 1080}}'; do
+        key=${row%%|*} json=${row#*|}
+        echo "$json" > "$P"
+        expect "managed file: project $key refused" 125 \
+            "project\.json:1:[0-9]+: ${key//./\\.}: refused: the managed file" \
+            with_managed "$M" "$SLUICE" run --settings "$P" -- true
+        # without the managed file the same file loads
+        expect "no managed file: project $key accepted" 0 '"sandboxed"' \
+            "$SLUICE" explain --settings "$P" --json
+    done
+
+    # the managed file itself may weaken it; explain names it and its keys
+    echo '{}' > "$P"
+    expect "managed file: explain names the file and the locked keys" 0 \
+        '/etc/sluice/managed\.json is applied last and locks the boundary: only it may open the host network' \
+        with_managed "$M" "$SLUICE" explain --settings "$P"
+    expect "managed file: explain lists the keys it fixes" 0 \
+        'Keys it fixes: network\.deniedDomains, sandbox\.allowUnsandboxedCommands' \
+        with_managed "$M" "$SLUICE" explain --settings "$P"
+    out=$(with_managed "$M" "$SLUICE" explain --settings "$P" --json 2>&1)
+    python3 -c 'import json, sys
+m = json.loads(sys.argv[1])["managed"]
+assert m["file"] == "/etc/sluice/managed.json" and m["locked"], m
+assert "network.isolate" in m["locked_keys"] and "network.mode" in m["locked_keys"], m
+assert m["keys"] == ["network.deniedDomains", "sandbox.allowUnsandboxedCommands"], m' "$out" 2>"$T/py.err" &&
+        ok "managed file: explain --json names the file, its keys and the locked keys" ||
+        bad "managed file: explain --json" "$out$(cat "$T/py.err")"
+    # a managed file silent on allowUnsandboxedCommands: bypass is not honoured
+    echo '{"network": {"deniedDomains": ["blocked.example"]}}' > "$T/silent.json"
+    expect "managed file silent on allowUnsandboxedCommands: --dangerously-disable-sandbox not honoured" 0 \
+        '"dangerously_disable_sandbox_honoured": false' \
+        with_managed "$T/silent.json" "$SLUICE" explain --json
+    echo '{"network": {"isolate": false, "mode": "report"}, "sandbox": {"allowUnsandboxedCommands": true}}' > "$T/open.json"
+    expect "managed file: may open the network itself" 0 'THE NETWORK IS OPEN' \
+        with_managed "$T/open.json" "$SLUICE" explain
+
+    # report mode (set by the managed file) never lifts the managed file's
+    # own deny rules (item 7): its denied name gets 403 and is not dialed,
+    # while a name only the user's rules deny is reported and reached.
+    # Loopback only: the names resolve (local dnsmasq) to 127.0.0.3, which
+    # an IP rule allows.
+    report_managed_deny
+
+    # without a managed file nothing changes
+    echo '{"network": {"isolate": false}}' > "$U"
+    expect "no managed file: user network.isolate false still loads" 0 'THE NETWORK IS OPEN' \
+        "$SLUICE" explain
+    expect "no managed file: explain says there is none" 0 'Managed settings' "$SLUICE" explain
+    rm -f "$U"
+}
+
+e2e_twice cases "$HERE/managed.sh" "$SLUICE"
+e2e_finish
