@@ -78,6 +78,7 @@ struct run {
     struct sb_gitwatch gw;
     int sp[2];
     int have_rundir, loop_ok;
+    int rundir_lock; /* the run-directory parent, locked while planning (issue 21) */
     /* transparent mode (sandbox/launch_tp.c) */
     struct tp *tp;
     int tp_fds[3]; /* the resolver's UDP and TCP sockets, sock_diag; -1 */
