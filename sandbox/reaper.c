@@ -4,8 +4,11 @@
  * Run directory. PARENT/run.PID.START.XXXXXX (mode 0700; PID and START
  * name the launcher, as in the record below), PARENT being
  * $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute directory of
- * ours, else /tmp/sluice-UID; PARENT is 0700, ours and not a symbolic link,
- * or the run stops. It holds the sandbox's /tmp (RUN/tmp) and the record
+ * ours, else a place no other user can make first (issue 21): /run/sluice
+ * for root, /run/user/UID/sluice when logind made /run/user/UID (ours,
+ * 0700); only else /tmp/sluice-UID, which anyone could make first. PARENT
+ * is opened without following a link and checked by its descriptor: 0700,
+ * ours, a directory, or the run stops with a message (and never uses it). It holds the sandbox's /tmp (RUN/tmp) and the record
  * below. Every sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir),
  * so a command never sees another run's directory, whatever it may read or
  * write (a 0700 mode does not stop a process of the same uid).
@@ -385,19 +388,39 @@ static void sweep(const char *parent, long dead_pid)
 /* ------------------------------------------------------------------------ */
 /* the run directory's parent and its lock                                   */
 
-/* The parent of the run directories: $XDG_RUNTIME_DIR/sluice when
- * XDG_RUNTIME_DIR is an absolute directory of ours, else /tmp/sluice-UID. */
+/* PATH is a directory that OWNER made and nobody else can write into. */
+static int owned_dir(const char *path, uid_t owner, mode_t loose)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
+           (st.st_mode & loose) == 0;
+}
+
+/* The parent of the run directories, in a place nobody else can take first
+ * (issue 21): $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute
+ * directory of ours; else, for root, /run/sluice; else /run/user/UID/sluice
+ * when logind's /run/user/UID is there (ours, 0700); else /tmp/sluice-UID,
+ * which another user can make first: that one is refused by parent_lock. */
 static int parent_dir(char *out, size_t len, char *err, size_t errlen)
 {
     const char *base = getenv("XDG_RUNTIME_DIR");
+    unsigned long uid = (unsigned long)geteuid();
+    char user[64];
     struct stat st;
     int n;
 
+    snprintf(user, sizeof user, "/run/user/%lu", uid);
     if (base != NULL && base[0] == '/' && stat(base, &st) == 0 && S_ISDIR(st.st_mode) &&
         st.st_uid == geteuid() && access(base, W_OK) == 0)
         n = snprintf(out, len, "%s/sluice", base);
+    else if (uid == 0 && owned_dir("/run", 0, 022))
+        n = snprintf(out, len, "/run/sluice");
+    else if (owned_dir("/run", 0, 022) && owned_dir("/run/user", 0, 022) &&
+             owned_dir(user, geteuid(), 077))
+        n = snprintf(out, len, "%s/sluice", user);
     else
-        n = snprintf(out, len, "/tmp/sluice-%lu", (unsigned long)geteuid());
+        n = snprintf(out, len, "/tmp/sluice-%lu", uid);
     if (n < 0 || (size_t)n >= len) {
         snprintf(err, errlen, "the run directory's path is too long");
         return -1;

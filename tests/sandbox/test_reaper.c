@@ -187,6 +187,25 @@ static void test_parent_not_ours(void **state)
     assert_int_equal(rmdir(p), 0);
 }
 
+/* issue 21: a link where the parent goes is refused, never followed */
+static void test_parent_link(void **state)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], p[PATH_MAX + 16],
+        t[PATH_MAX + 16];
+
+    (void)state;
+    snprintf(p, sizeof(p), "%s/sluice", base);
+    snprintf(t, sizeof(t), "%s/elsewhere", base);
+    assert_int_equal(mkdir(t, 0700), 0); /* ours, 0700: only the link is wrong */
+    assert_int_equal(symlink(t, p), 0);
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "mode 0700"));
+    assert_int_equal(rmdir(t), 0); /* empty: nothing was made through the link */
+    assert_int_equal(unlink(p), 0);
+}
+
 static void test_sweep(void **state)
 {
     char parent[PATH_MAX + 16], proj[PATH_MAX + 16], p[PATH_MAX * 3];
@@ -461,6 +480,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rundir_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parent_not_ours, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parent_link, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_placeholder, setup, teardown),
