@@ -8,16 +8,21 @@
  * for root, /run/user/UID/sluice when logind made /run/user/UID (ours,
  * 0700); only else /tmp/sluice-UID, which anyone could make first. PARENT
  * is opened without following a link and checked by its descriptor: 0700,
- * ours, a directory, or the run stops with a message (and never uses it). It holds the sandbox's /tmp (RUN/tmp) and the record
- * below. Every sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir),
- * so a command never sees another run's directory, whatever it may read or
- * write (a 0700 mode does not stop a process of the same uid).
+ * ours, a directory, or the run stops with a message (and never uses it).
+ * It holds the sandbox's /tmp (RUN/tmp) and the record below. Every
+ * sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir), so a command
+ * never sees another run's directory, whatever it may read or write (a 0700
+ * mode does not stop a process of the same uid).
  *
  * The record, RUN/sluice-run, written as the directory is made and again,
  * with the mount points, before bwrap starts (each time whole, by rename):
- *     "sluice-run 1 PID STARTTIME\n" then each mount point the run holds
- *     in the project (parents first), each ended by a NUL.
- * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
+ *     "sluice-run 1 PID STARTTIME RPID RSTARTTIME\n" then each mount point
+ *     the run holds in the project (parents first), each ended by a NUL.
+ * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher, RPID and
+ * RSTARTTIME its reaper (an older record without them is read too). A run
+ * counts as live while its launcher is, or its reaper is: the sweep of
+ * another run leaves a killed run to its reaper, which waits for the
+ * sandbox to go first.
  *
  * Parallel runs in one project (issue 21). A run holds the mount points
  * its bwrap will create (sb_plan.created) and also those of other live
@@ -224,7 +229,8 @@ static int write_all(int fd, const void *buf, size_t len)
 
 /* Writes RUNDIR's record (PLAN may be NULL: no mount points yet) through a
  * temporary file renamed over it, so the sweep never reads half a record. */
-static int write_record(const char *rundir, const struct sb_plan *plan)
+static int write_record(const char *rundir, const struct sb_plan *plan, long rpid,
+                        unsigned long long rstart)
 {
     char path[PATH_MAX], tmp[PATH_MAX], head[128];
     int fd, rc = 0;
@@ -235,8 +241,8 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
-    snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu\n", (long)getpid(),
-             start_time((long)getpid()));
+    snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu %ld %llu\n", (long)getpid(),
+             start_time((long)getpid()), rpid, rstart);
     if (write_all(fd, head, strlen(head)) < 0)
         rc = -errno;
     for (size_t i = 0; rc == 0 && plan != NULL && i < plan->created.n; i++)
@@ -254,8 +260,12 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
 /* Reads RUNDIR's record: its launcher (PID, START) and the mount points it
  * holds, appended to PATHS. -ENOENT when there is none yet, another
  * negative error when it is not a record of ours. */
-static int read_record(const char *rundir, long *pid, unsigned long long *start,
-                       struct sb_strv *paths)
+struct record_head {
+    long pid, rpid;                 /* the launcher, its reaper (0: unknown) */
+    unsigned long long start, rstart;
+};
+
+static int read_record(const char *rundir, struct record_head *h, struct sb_strv *paths)
 {
     char path[PATH_MAX], *buf = NULL, *p, *end;
     struct stat st;
@@ -275,8 +285,10 @@ static int read_record(const char *rundir, long *pid, unsigned long long *start,
     if (n != st.st_size)
         goto out;
     buf[n] = '\0';
+    memset(h, 0, sizeof(*h));
     if (strncmp(buf, RECORD_MAGIC, strlen(RECORD_MAGIC)) != 0 ||
-        sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu", pid, start) != 2)
+        sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu %ld %llu", &h->pid, &h->start, &h->rpid,
+               &h->rstart) < 2)
         goto out;
     p = strchr(buf, '\n');
     if (p == NULL)
@@ -323,21 +335,29 @@ static void each_run(const char *parent, void (*fn)(const char *path, const char
 }
 
 struct sweep {
-    long dead_pid;          /* counts as dead whatever /proc says (0: none) */
-    struct sb_strv live;    /* the mount points live runs hold */
+    long dead_pid;       /* counts as dead whatever /proc says (0: none) */
+    struct sb_strv live; /* the mount points live runs hold */
     int nomem;
 };
+
+/* A run is live while its launcher is, and, once the launcher is gone,
+ * while its reaper is: the reaper waits for the sandbox to go before it
+ * cleans, and until then no other run may remove what the run holds (its
+ * bwrap could still be making a mount point). DEAD_PID's run is not. */
+static int run_live(const struct record_head *h, long dead_pid)
+{
+    return h->pid != dead_pid &&
+           (process_alive(h->pid, h->start) || (h->rpid > 0 && process_alive(h->rpid, h->rstart)));
+}
 
 static void collect_live(const char *path, const char *name, void *arg)
 {
     struct sweep *s = arg;
     struct sb_strv paths = {0};
-    unsigned long long start;
-    long pid;
+    struct record_head h;
 
     (void)name;
-    if (read_record(path, &pid, &start, &paths) == 0 && pid != s->dead_pid &&
-        process_alive(pid, start))
+    if (read_record(path, &h, &paths) == 0 && run_live(&h, s->dead_pid))
         for (size_t i = 0; i < paths.n; i++)
             if (!in_list(&s->live, paths.v[i]) && sb_strv_push(&s->live, paths.v[i]) < 0)
                 s->nomem = 1;
@@ -351,9 +371,10 @@ static void clean_dead(const char *path, const char *name, void *arg)
 {
     struct sweep *s = arg;
     struct sb_strv paths = {0};
+    struct record_head h;
     unsigned long long start;
     long pid;
-    int rc = read_record(path, &pid, &start, &paths);
+    int rc = read_record(path, &h, &paths);
 
     if (rc == -ENOENT) {
         /* killed before its first record was in place (bwrap had not
@@ -361,7 +382,7 @@ static void clean_dead(const char *path, const char *name, void *arg)
         if (sscanf(name, "run.%ld.%llu.", &pid, &start) == 2 &&
             (pid == s->dead_pid || !process_alive(pid, start)))
             sb_remove_tree(path);
-    } else if (rc == 0 && (pid == s->dead_pid || !process_alive(pid, start))) {
+    } else if (rc == 0 && !run_live(&h, s->dead_pid)) {
         /* a mount point is held by every run whose sandbox mounts on it:
          * the last one out removes it, never one a live sandbox uses */
         for (size_t i = paths.n; i-- > 0;)
@@ -571,7 +592,7 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
     }
     /* the record first (no mount points yet): a run killed from here on is
      * recognised by the sweep */
-    if (write_record(dir, NULL) < 0) {
+    if (write_record(dir, NULL, (long)r->pid, start_time((long)r->pid)) < 0) {
         snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", dir, strerror(errno));
         sb_remove_tree(dir);
         goto out;
@@ -704,7 +725,11 @@ int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, 
         /* parents first, as the sweep removes them deepest first */
         if (rec.created.n > 1)
             qsort(rec.created.v, rec.created.n, sizeof(*rec.created.v), cmp_path);
-        rc = write_record(rundir, &rec);
+        struct record_head h = {0};
+        struct sb_strv old = {0};
+        (void)read_record(rundir, &h, &old); /* the reaper, as first written */
+        sb_strv_free(&old);
+        rc = write_record(rundir, &rec, h.rpid, h.rstart);
     }
     if (rc < 0)
         snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", rundir, strerror(-rc));

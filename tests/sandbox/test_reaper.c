@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -118,6 +119,16 @@ static pid_t live_child(void)
 
     assert_true(pid >= 0);
     if (pid == 0) {
+        /* gone with the test, even when a failed assertion skipped
+         * end_child(); and not holding the test's output open */
+        int null = open("/dev/null", O_WRONLY);
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (null >= 0) {
+            (void)dup2(null, 1);
+            (void)dup2(null, 2);
+        }
+        if (getppid() == 1)
+            _exit(0);
         pause();
         _exit(0);
     }
@@ -364,6 +375,43 @@ static void test_shared_placeholder(void **state)
     sb_plan_free(&plan);
 }
 
+/* Issue 21: a run whose launcher was killed but whose reaper still waits
+ * for its sandbox is left to that reaper (its bwrap may still be making a
+ * mount point); once the reaper is gone too, the next sweep cleans it. */
+static void test_dead_launcher_live_reaper(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], parent[PATH_MAX + 16], p[PATH_MAX * 2];
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256];
+    long dead = dead_pid();
+    pid_t rp = live_child();
+    FILE *f;
+
+    (void)state;
+    snprintf(proj, sizeof(proj), "%s/proj5", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.zprofile", proj);
+    mk(ph, 1, NULL);
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    mk(parent, 1, NULL);
+    assert_int_equal(chmod(parent, 0700), 0);
+    fake_run(parent, "run.K", 0, 0, NULL);
+    snprintf(p, sizeof(p), "%s/run.K/sluice-run", parent);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "sluice-run 1 %ld 12345 %ld %llu\n", dead, (long)rp, my_start(rp));
+    fwrite(ph, 1, strlen(ph) + 1, f);
+    fclose(f);
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    assert_true(exists("%s/run.K", parent)); /* its reaper's to clean */
+    assert_true(exists("%s", ph));
+    end_child(rp);
+    sb_rundir_remove(dir);
+    assert_false(exists("%s", ph));
+    assert_false(exists("%s", parent));
+}
+
 /* Issue 21: while B holds a placeholder A made, A's own clean-up leaves it. */
 static void test_placeholder_outlives_maker(void **state)
 {
@@ -485,6 +533,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_placeholder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_placeholder_outlives_maker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_launcher_live_reaper, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
