@@ -464,6 +464,8 @@ static int parent_lock(const char *parent, int create)
         if (create && mkdir(parent, 0700) < 0 && errno != EEXIST)
             return -errno;
         fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create)
+            continue; /* the last run out removed it after our mkdir */
         if (fd < 0)
             return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
         if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
