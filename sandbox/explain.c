@@ -246,7 +246,8 @@ filesystem:
             first = 0;
         }
         fprintf(f, ". A .git that does not exist at the top of a writable directory cannot be "
-                   "created there (no `git init`).\n");
+                   "created there (no `git init`). Existing ones are matched in any case (.BASHRC, "
+                   ".GIT/hooks).\n");
     }
     if (s->enable_weaker_nested_sandbox)
         fprintf(f, "  - WEAKER NESTED MODE (enableWeakerNestedSandbox): /proc is the host's, "

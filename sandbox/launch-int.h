@@ -80,6 +80,7 @@ struct run {
     struct sb_gitwatch gw;
     int sp[2];
     int have_rundir, loop_ok;
+    int rundir_lock; /* the run-directory parent, locked while planning (issue 21) */
     /* transparent mode (sandbox/launch_tp.c); guard: a TCP socket of the
      * host's network inherited (inherit.c), connect() served without it */
     struct tp *tp;

@@ -22,7 +22,8 @@
  *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
  *      128+N when killed by signal N, never 0 for an interrupted run;
  *   7. afterwards: the summary of blocked connections (sandbox/summary.c),
- *      the mount points bwrap created for protected files removed, the run
+ *      the mount points bwrap created for protected files removed unless
+ *      another live run still holds them (sandbox/reaper.c), the run
  *      directory removed.
  * One loop; nothing here is shared between threads.
  */
@@ -530,6 +531,13 @@ static int build_plan(struct run *run)
 
     memcpy(bo.stdio_off, run->stdio_off, sizeof(bo.stdio_off));
     fsw_file_rules(!run->settings->allow_nested_user_namespaces);
+    /* issue 21: from the protected-file scan until the record names the
+     * mount points this run stands on, no other run may remove one */
+    run->rundir_lock = sb_rundir_lock(run->rundir, run->err, sizeof(run->err));
+    if (run->rundir_lock < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
     if (sb_env_build(&eo, &run->env, run->err, sizeof(run->err)) < 0 ||
         sb_bwrap_build(&bo, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
@@ -573,6 +581,8 @@ static int check_cwd_and_log(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
+    sb_rundir_unlock(run->rundir_lock);
+    run->rundir_lock = -1;
     if (run->o->log_path != NULL) {
         if (proxy_log_open(&run->log, run->o->log_path, run->o->log_json) < 0) {
             fprintf(stderr, "sluice: run: cannot open log file '%s': %s\n", run->o->log_path,
@@ -754,7 +764,10 @@ static void cleanup(struct run *run)
         (void)sb_gitwatch_end(&run->gw, stderr);
     }
     sb_gitwatch_free(&run->gw);
-    sb_plan_cleanup(&run->plan);
+    /* the mount points bwrap made go with the run directory, by its record
+     * and only when no other live run holds them (issue 21) */
+    sb_rundir_unlock(run->rundir_lock);
+    run->rundir_lock = -1;
     sb_plan_free(&run->plan);
     if (run->have_rundir)
         sb_rundir_remove(run->rundir);
@@ -783,6 +796,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->cmd_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
     run->reaper.pid = run->reaper.fd = -1;
+    run->rundir_lock = -1;
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
     /* --control-fd must be open now, before the run opens descriptors of
      * its own (one of which could otherwise take its number) */

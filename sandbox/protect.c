@@ -32,6 +32,13 @@
  *   - .git as a FILE (a "gitdir:" pointer of a worktree or submodule) is
  *     FILE: it cannot be pointed elsewhere;
  *   - .git as a directory is a git directory, see below.
+ * Every name above is matched in any (ASCII) case where it exists, as the
+ * reference matches them (issue 21): .BASHRC is FILE, .GIT a git directory,
+ * .GIT/HOOKS DIR, and the walk does not descend into them; git, bash and
+ * editors read them under the protected name on a case-insensitive
+ * filesystem. A missing name is blocked under its exact spelling; in a
+ * case-folding directory (ext4 or tmpfs casefold, chattr +F) that mount
+ * point is also what every other spelling looks up, so none can be made.
  * In ROOT itself a protected name that does not exist is ABSENT (a mount
  * point there keeps it from being created; bwrap.c makes it an empty
  * read-only directory), .git included: with no .git in ROOT the command
@@ -83,6 +90,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -240,6 +248,58 @@ static int open_subdir(int dfd, const char *name)
     return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* Appends to OUT every entry of dfd whose name is one of NAMES[0..N) in
+ * another case (".BASHRC", ".Git"): git, shells and editors on a
+ * case-insensitive filesystem read it under the protected name, and the
+ * reference matches these names case-insensitively (issue 21). The exact
+ * spelling is not listed: callers look it up directly. ASCII case only
+ * (sluice never calls setlocale). */
+static int case_variants(struct walk *w, int dfd, const char *const *names, size_t n,
+                         struct sb_strv *out)
+{
+    DIR *d;
+    struct dirent *e;
+    /* a descriptor of its own: a dup would share (and leave at the end)
+     * the offset the walk's own readdir of dfd starts from */
+    int rc = 0, fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return 0;
+    }
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(e->d_name, names[i]) == 0 && strcmp(e->d_name, names[i]) != 0) {
+                rc = sb_strv_push(out, e->d_name);
+                break;
+            }
+        }
+    }
+    closedir(d);
+    if (rc < 0)
+        snprintf(w->err, w->errlen, "protected files: out of memory");
+    return rc;
+}
+
+/* Protects DIR/NAME and each existing entry of dfd that is NAME in another
+ * case, as protect_name does (ABSENT only for the exact name). */
+static int protect_any_case(struct walk *w, int dfd, const char *dir, const char *name,
+                            int absent_ok)
+{
+    struct sb_strv v = {0};
+    int rc = protect_name(w, dfd, dir, name, absent_ok);
+
+    if (rc == 0)
+        rc = case_variants(w, dfd, &name, 1, &v);
+    for (size_t i = 0; rc == 0 && i < v.n; i++)
+        rc = protect_name(w, dfd, dir, v.v[i], 0);
+    sb_strv_free(&v);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Git directories                                                           */
 
@@ -250,9 +310,9 @@ static int git_config(struct walk *w, int gfd, const char *g)
     int rc = 0;
 
     if (!w->allow_git_config) {
-        rc = protect_name(w, gfd, g, "config", 1);
+        rc = protect_any_case(w, gfd, g, "config", 1);
         if (rc == 0)
-            rc = protect_name(w, gfd, g, "config.worktree", 1);
+            rc = protect_any_case(w, gfd, g, "config.worktree", 1);
     }
     return rc;
 }
@@ -323,9 +383,9 @@ static int git_worktree(struct walk *w, int sfd, const char *sub, unsigned level
         snprintf(w->err, w->errlen, "protected files: out of memory");
         return -ENOMEM;
     }
-    rc = protect_name(w, sfd, sub, "commondir", 0);
+    rc = protect_any_case(w, sfd, sub, "commondir", 0);
     if (rc == 0 && !w->allow_git_config)
-        rc = protect_name(w, sfd, sub, "config.worktree", 1);
+        rc = protect_any_case(w, sfd, sub, "config.worktree", 1);
     return rc;
 }
 
@@ -339,11 +399,11 @@ static int git_dir(struct walk *w, int gfd, const char *g)
         snprintf(w->err, w->errlen, "protected files: out of memory");
         return -ENOMEM;
     }
-    rc = protect_name(w, gfd, g, "hooks", 1);
+    rc = protect_any_case(w, gfd, g, "hooks", 1);
     if (rc == 0)
         rc = git_config(w, gfd, g);
     if (rc == 0)
-        rc = protect_name(w, gfd, g, "commondir", 0);
+        rc = protect_any_case(w, gfd, g, "commondir", 0);
     if (rc == 0 && (sfd = open_subdir(gfd, "modules")) >= 0) {
         char *sub = join(g, "modules");
         rc = sub == NULL ? -ENOMEM : each_subdir(w, sfd, sub, 0, git_module);
@@ -366,25 +426,27 @@ static int git_dir(struct walk *w, int gfd, const char *g)
 /* ------------------------------------------------------------------------ */
 /* The walk                                                                  */
 
+/* NAME is a protected name, in any case: not walked into. */
 static int is_prot_name(const char *name)
 {
     for (size_t i = 0; i < COUNT(prot_names); i++)
-        if (strcmp(prot_names[i], name) == 0)
+        if (strcasecmp(prot_names[i], name) == 0)
             return 1;
     return 0;
 }
 
-/* DIR/.claude/commands and DIR/.claude/agents (see the top). */
-static int protect_claude(struct walk *w, int dfd, const char *dir, int at_root)
+/* DIR/NAME/commands and DIR/NAME/agents, NAME being .claude (see the top)
+ * or, existing, .claude in another case (nothing is made inside that one). */
+static int protect_claude(struct walk *w, int dfd, const char *dir, const char *name, int at_root)
 {
     struct stat st;
     char *c;
     int rc = 0, cfd;
 
-    if (fstatat(dfd, ".claude", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno != ENOENT || !at_root || faccessat(dfd, ".", W_OK, 0) != 0)
             return 0;
-        c = join(dir, ".claude");
+        c = join(dir, name);
         if (c == NULL || list_add(w->l, c, SB_PROT_MKDIR) < 0)
             goto nomem;
         for (size_t i = 0; i < COUNT(claude_names) && rc == 0; i++)
@@ -392,11 +454,11 @@ static int protect_claude(struct walk *w, int dfd, const char *dir, int at_root)
         return rc;
     }
     if (S_ISLNK(st.st_mode))
-        return protect_link(w, dir, ".claude");
+        return protect_link(w, dir, name);
     if (!S_ISDIR(st.st_mode))
-        return add(w, dir, ".claude", SB_PROT_FILE);
-    cfd = open_subdir(dfd, ".claude");
-    c = join(dir, ".claude");
+        return add(w, dir, name, SB_PROT_FILE);
+    cfd = open_subdir(dfd, name);
+    c = join(dir, name);
     if (c == NULL) {
         if (cfd >= 0)
             close(cfd);
@@ -408,7 +470,7 @@ static int protect_claude(struct walk *w, int dfd, const char *dir, int at_root)
         return 0;
     }
     for (size_t i = 0; i < COUNT(claude_names) && rc == 0; i++)
-        rc = protect_name(w, cfd, c, claude_names[i], at_root);
+        rc = protect_any_case(w, cfd, c, claude_names[i], at_root);
     free(c);
     close(cfd);
     return rc;
@@ -417,27 +479,18 @@ nomem:
     return -ENOMEM;
 }
 
-/* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0). */
-static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, unsigned depth)
+/* DIR/NAME, NAME being .git or (existing) .git in another case. */
+static int protect_git(struct walk *w, int dfd, const char *dir, const char *name, int at_root)
 {
-    int at_root = level == 0, rc = 0, fd;
     struct stat st;
-    DIR *d;
-    struct dirent *e;
+    int rc = 0;
 
-    for (size_t i = 0; i < COUNT(prot_names) && rc == 0; i++)
-        rc = protect_name(w, dfd, dir, prot_names[i], at_root);
-    if (rc == 0)
-        rc = protect_claude(w, dfd, dir, at_root);
-    if (rc < 0)
-        return rc;
-
-    if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno == ENOENT && at_root && faccessat(dfd, ".", W_OK, 0) == 0)
-            rc = add(w, dir, ".git", SB_PROT_ABSENT);
+            rc = add(w, dir, name, SB_PROT_ABSENT);
     } else if (S_ISDIR(st.st_mode)) {
-        char *g = join(dir, ".git");
-        int gfd = open_subdir(dfd, ".git");
+        char *g = join(dir, name);
+        int gfd = open_subdir(dfd, name);
         if (g == NULL) {
             snprintf(w->err, w->errlen, "protected files: out of memory");
             rc = -ENOMEM;
@@ -454,10 +507,42 @@ static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, un
             close(gfd);
         free(g);
     } else if (S_ISLNK(st.st_mode)) {
-        rc = protect_link(w, dir, ".git");
+        rc = protect_link(w, dir, name);
     } else {
-        rc = add(w, dir, ".git", SB_PROT_FILE);
+        rc = add(w, dir, name, SB_PROT_FILE);
     }
+    return rc;
+}
+
+/* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0). */
+static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, unsigned depth)
+{
+    static const char *const special[] = {".git", ".claude"};
+    int at_root = level == 0, rc = 0, fd;
+    struct sb_strv var = {0};
+    DIR *d;
+    struct dirent *e;
+
+    for (size_t i = 0; i < COUNT(prot_names) && rc == 0; i++)
+        rc = protect_name(w, dfd, dir, prot_names[i], at_root);
+    if (rc == 0)
+        rc = protect_claude(w, dfd, dir, ".claude", at_root);
+    if (rc == 0)
+        rc = protect_git(w, dfd, dir, ".git", at_root);
+    /* the same names in another case, where they exist (issue 21) */
+    if (rc == 0)
+        rc = case_variants(w, dfd, prot_names, COUNT(prot_names), &var);
+    if (rc == 0)
+        rc = case_variants(w, dfd, special, COUNT(special), &var);
+    for (size_t i = 0; rc == 0 && i < var.n; i++) {
+        if (strcasecmp(var.v[i], ".git") == 0)
+            rc = protect_git(w, dfd, dir, var.v[i], 0);
+        else if (strcasecmp(var.v[i], ".claude") == 0)
+            rc = protect_claude(w, dfd, dir, var.v[i], 0);
+        else
+            rc = protect_name(w, dfd, dir, var.v[i], 0);
+    }
+    sb_strv_free(&var);
     if (rc < 0 || level + 1 >= depth)
         return rc;
 
@@ -475,7 +560,7 @@ static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, un
         int sfd;
 
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, "node_modules") == 0 ||
-            strcmp(n, ".git") == 0 || is_prot_name(n))
+            strcasecmp(n, ".git") == 0 || is_prot_name(n))
             continue;
 #ifdef DT_DIR
         if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)

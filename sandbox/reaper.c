@@ -4,17 +4,39 @@
  * Run directory. PARENT/run.PID.START.XXXXXX (mode 0700; PID and START
  * name the launcher, as in the record below), PARENT being
  * $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute directory of
- * ours, else /tmp/sluice-UID; PARENT is 0700, ours and not a symbolic link,
- * or the run stops. It holds the sandbox's /tmp (RUN/tmp) and the record
- * below. Every sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir),
- * so a command never sees another run's directory, whatever it may read or
- * write (a 0700 mode does not stop a process of the same uid).
+ * ours, else a place no other user can make first (issue 21): /run/sluice
+ * for root, /run/user/UID/sluice when logind made /run/user/UID (ours,
+ * 0700); only else /tmp/sluice-UID, which anyone could make first. PARENT
+ * is opened without following a link and checked by its descriptor: 0700,
+ * ours, a directory, or the run stops with a message (and never uses it).
+ * It holds the sandbox's /tmp (RUN/tmp) and the record below. Every
+ * sandbox gets an empty tmpfs over PARENT (bwrap.c, mask_dir), so a command
+ * never sees another run's directory, whatever it may read or write (a 0700
+ * mode does not stop a process of the same uid).
  *
  * The record, RUN/sluice-run, written as the directory is made and again,
  * with the mount points, before bwrap starts (each time whole, by rename):
- *     "sluice-run 1 PID STARTTIME\n" then each mount point bwrap will create
- *     in the project (sb_plan.created, parents first), each ended by a NUL.
- * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher.
+ *     "sluice-run 1 PID STARTTIME RPID RSTARTTIME\n" then each mount point
+ *     the run holds in the project (parents first), each ended by a NUL.
+ * PID/STARTTIME (field 22 of /proc/PID/stat) name the launcher, RPID and
+ * RSTARTTIME its reaper (an older record without them is read too). A run
+ * counts as live while its launcher is, or its reaper is: the sweep of
+ * another run leaves a killed run to its reaper, which waits for the
+ * sandbox to go first.
+ *
+ * Parallel runs in one project (issue 21). A run holds the mount points
+ * its bwrap will create (sb_plan.created) and also those of other live
+ * runs that its sandbox mounts on or below: another run's placeholder
+ * .bash_profile is, to this run's protected-file scan, an existing name
+ * bound over itself. A mount point is removed only by the last run out
+ * that holds it (no live run's record names it), and only while it is
+ * still an empty directory or file. Every change to PARENT (a run
+ * directory made or removed, a record read and acted on, PARENT itself
+ * removed) happens under an exclusive flock(2) on PARENT, and a run keeps
+ * that lock from before its scan until its record names what it holds, so
+ * nothing its scan saw can go before it is held. Whoever removes PARENT
+ * does so under the lock; a run that then gets the lock on the removed
+ * directory sees that PARENT is no longer it and starts again.
  *
  * The reaper. A process forked just before the run directory is made, in a
  * session of its own (a kill of the launcher's process group does not
@@ -31,7 +53,8 @@
  *
  * The sweep. Each run first looks through PARENT for run directories with
  * a record whose launcher is gone (no such pid, or another start time) and
- * cleans them as the reaper would: this covers a reaper that was killed too,
+ * cleans them as the reaper would (their mount points that no live run
+ * holds): this covers a reaper that was killed too,
  * or a machine that went down. A run directory killed before its first
  * record was written (no mount point can exist yet) is known by its name.
  * Nothing else, nothing outside PARENT and no mount point that is no longer
@@ -49,6 +72,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -102,36 +126,18 @@ void sb_remove_tree(const char *path)
     (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
 }
 
-/* Removes the mount points of PATHS[0..N) (parents first) that are still
- * what bwrap made, deepest first. */
-static void remove_placeholders(char *const *paths, size_t n)
+/* Removes PATH, a mount point bwrap made, when it still is what bwrap made
+ * (an empty directory or an empty file). */
+static void remove_placeholder(const char *path)
 {
-    for (size_t i = n; i-- > 0;) {
-        struct stat st;
-        if (lstat(paths[i], &st) < 0)
-            continue;
-        if (S_ISREG(st.st_mode) && st.st_size == 0)
-            (void)unlink(paths[i]);
-        else if (S_ISDIR(st.st_mode))
-            (void)rmdir(paths[i]); /* fails, as it should, unless empty */
-    }
-}
+    struct stat st;
 
-/* The run directory and its parent (when no other run uses it). */
-void sb_rundir_remove(const char *rundir)
-{
-    char parent[PATH_MAX];
-    char *slash;
-
-    sb_remove_tree(rundir);
-    if (strlen(rundir) >= sizeof parent)
+    if (lstat(path, &st) < 0)
         return;
-    memcpy(parent, rundir, strlen(rundir) + 1);
-    slash = strrchr(parent, '/');
-    if (slash != NULL && slash != parent) {
-        *slash = '\0';
-        (void)rmdir(parent);
-    }
+    if (S_ISREG(st.st_mode) && st.st_size == 0)
+        (void)unlink(path);
+    else if (S_ISDIR(st.st_mode))
+        (void)rmdir(path); /* fails, as it should, unless empty */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -223,7 +229,8 @@ static int write_all(int fd, const void *buf, size_t len)
 
 /* Writes RUNDIR's record (PLAN may be NULL: no mount points yet) through a
  * temporary file renamed over it, so the sweep never reads half a record. */
-static int write_record(const char *rundir, const struct sb_plan *plan)
+static int write_record(const char *rundir, const struct sb_plan *plan, long rpid,
+                        unsigned long long rstart)
 {
     char path[PATH_MAX], tmp[PATH_MAX], head[128];
     int fd, rc = 0;
@@ -234,8 +241,8 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return -errno;
-    snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu\n", (long)getpid(),
-             start_time((long)getpid()));
+    snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu %ld %llu\n", (long)getpid(),
+             start_time((long)getpid()), rpid, rstart);
     if (write_all(fd, head, strlen(head)) < 0)
         rc = -errno;
     for (size_t i = 0; rc == 0 && plan != NULL && i < plan->created.n; i++)
@@ -250,65 +257,64 @@ static int write_record(const char *rundir, const struct sb_plan *plan)
     return rc;
 }
 
-/* Cleans RUNDIR (its record's mount points, then the directory) when its
- * record, or its name, names a launcher that is gone (DEAD_PID, the
- * reaper's own launcher, is gone without asking). */
-static void clean_run(const char *rundir, long dead_pid)
+/* Reads RUNDIR's record: its launcher (PID, START) and the mount points it
+ * holds, appended to PATHS. -ENOENT when there is none yet, another
+ * negative error when it is not a record of ours. */
+struct record_head {
+    long pid, rpid;                 /* the launcher, its reaper (0: unknown) */
+    unsigned long long start, rstart;
+};
+
+static int read_record(const char *rundir, struct record_head *h, struct sb_strv *paths)
 {
     char path[PATH_MAX], *buf = NULL, *p, *end;
-    struct sb_strv paths = {0};
-    unsigned long long start;
-    long pid;
     struct stat st;
     ssize_t n;
-    int fd;
+    int fd, rc = -EINVAL;
 
     if ((size_t)snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) >= sizeof path)
-        return;
+        return -ENAMETOOLONG;
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        /* killed before its first record was in place (bwrap had not
-         * started: no mount points yet): the name says whose it is */
-        const char *name = strrchr(rundir, '/');
-        if (errno == ENOENT && name != NULL &&
-            sscanf(name + 1, "run.%ld.%llu.", &pid, &start) == 2 &&
-            (pid == dead_pid || !process_alive(pid, start)))
-            sb_remove_tree(rundir);
-        return;
-    }
+    if (fd < 0)
+        return -errno;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         st.st_size <= 0 || (unsigned long long)st.st_size > RECORD_MAX ||
-        (buf = malloc((size_t)st.st_size + 1)) == NULL) {
-        close(fd);
-        return;
-    }
+        (buf = malloc((size_t)st.st_size + 1)) == NULL)
+        goto out;
     n = read(fd, buf, (size_t)st.st_size);
-    close(fd);
     if (n != st.st_size)
         goto out;
     buf[n] = '\0';
+    memset(h, 0, sizeof(*h));
     if (strncmp(buf, RECORD_MAGIC, strlen(RECORD_MAGIC)) != 0 ||
-        sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu", &pid, &start) != 2)
-        goto out;
-    if (pid != dead_pid && process_alive(pid, start))
+        sscanf(buf + strlen(RECORD_MAGIC), "%ld %llu %ld %llu", &h->pid, &h->start, &h->rpid,
+               &h->rstart) < 2)
         goto out;
     p = strchr(buf, '\n');
     if (p == NULL)
         goto out;
     end = buf + n;
-    for (p++; p < end; p += strlen(p) + 1)
-        if (p[0] == '/' && sb_strv_push(&paths, p) < 0)
-            goto out;
-    remove_placeholders(paths.v, paths.n);
-    sb_remove_tree(rundir);
+    rc = 0;
+    for (p++; rc == 0 && p < end; p += strlen(p) + 1)
+        if (p[0] == '/')
+            rc = sb_strv_push(paths, p);
 out:
-    sb_strv_free(&paths);
+    close(fd);
     free(buf);
+    return rc;
 }
 
-/* Cleans every dead run's directory in PARENT; DEAD_PID's (the reaper's
- * launcher) counts as dead whatever /proc says. */
-static void sweep(const char *parent, long dead_pid)
+static int in_list(const struct sb_strv *l, const char *path)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], path) == 0)
+            return 1;
+    return 0;
+}
+
+/* Calls fn(path, name, arg) for each run directory of ours in PARENT. */
+static void each_run(const char *parent, void (*fn)(const char *path, const char *name, void *arg),
+                     void *arg)
 {
     DIR *d = opendir(parent);
     struct dirent *e;
@@ -323,85 +329,285 @@ static void sweep(const char *parent, long dead_pid)
         if ((size_t)snprintf(path, sizeof path, "%s/%s", parent, e->d_name) >= sizeof path)
             continue;
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-            clean_run(path, dead_pid);
+            fn(path, e->d_name, arg);
     }
     closedir(d);
 }
 
-/* ------------------------------------------------------------------------ */
-/* the run directory                                                         */
+struct sweep {
+    long dead_pid;       /* counts as dead whatever /proc says (0: none) */
+    struct sb_strv live; /* the mount points live runs hold */
+    int nomem;
+};
 
+/* A run is live while its launcher is, and, once the launcher is gone,
+ * while its reaper is: the reaper waits for the sandbox to go before it
+ * cleans, and until then no other run may remove what the run holds (its
+ * bwrap could still be making a mount point). DEAD_PID's run is not. */
+static int run_live(const struct record_head *h, long dead_pid)
+{
+    return h->pid != dead_pid &&
+           (process_alive(h->pid, h->start) || (h->rpid > 0 && process_alive(h->rpid, h->rstart)));
+}
+
+static void collect_live(const char *path, const char *name, void *arg)
+{
+    struct sweep *s = arg;
+    struct sb_strv paths = {0};
+    struct record_head h;
+
+    (void)name;
+    if (read_record(path, &h, &paths) == 0 && run_live(&h, s->dead_pid))
+        for (size_t i = 0; i < paths.n; i++)
+            if (!in_list(&s->live, paths.v[i]) && sb_strv_push(&s->live, paths.v[i]) < 0)
+                s->nomem = 1;
+    sb_strv_free(&paths);
+}
+
+/* Cleans the run directory PATH (the mount points its record holds that no
+ * live run holds too, deepest first, then the directory) when its record,
+ * or its name, names a launcher that is gone. */
+static void clean_dead(const char *path, const char *name, void *arg)
+{
+    struct sweep *s = arg;
+    struct sb_strv paths = {0};
+    struct record_head h;
+    unsigned long long start;
+    long pid;
+    int rc = read_record(path, &h, &paths);
+
+    if (rc == -ENOENT) {
+        /* killed before its first record was in place (bwrap had not
+         * started: no mount points yet): the name says whose it is */
+        if (sscanf(name, "run.%ld.%llu.", &pid, &start) == 2 &&
+            (pid == s->dead_pid || !process_alive(pid, start)))
+            sb_remove_tree(path);
+    } else if (rc == 0 && !run_live(&h, s->dead_pid)) {
+        /* a mount point is held by every run whose sandbox mounts on it:
+         * the last one out removes it, never one a live sandbox uses */
+        for (size_t i = paths.n; i-- > 0;)
+            if (!in_list(&s->live, paths.v[i]))
+                remove_placeholder(paths.v[i]);
+        sb_remove_tree(path);
+    }
+    sb_strv_free(&paths);
+}
+
+/* Cleans every dead run's directory in PARENT (the parent is locked);
+ * DEAD_PID's (the reaper's launcher, or this process) counts as dead
+ * whatever /proc says. */
+static void sweep(const char *parent, long dead_pid)
+{
+    struct sweep s = {.dead_pid = dead_pid};
+
+    each_run(parent, collect_live, &s);
+    if (!s.nomem) /* else what live runs hold is unknown: remove nothing */
+        each_run(parent, clean_dead, &s);
+    sb_strv_free(&s.live);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run directory's parent and its lock                                   */
+
+/* PATH is a directory that OWNER made and nobody else can write into. */
+static int owned_dir(const char *path, uid_t owner, mode_t loose)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
+           (st.st_mode & loose) == 0;
+}
+
+/* The parent of the run directories, in a place nobody else can take first
+ * (issue 21): $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute
+ * directory of ours; else, for root, /run/sluice; else /run/user/UID/sluice
+ * when logind's /run/user/UID is there (ours, 0700); else /tmp/sluice-UID,
+ * which another user can make first: that one is refused by parent_lock. */
 static int parent_dir(char *out, size_t len, char *err, size_t errlen)
 {
     const char *base = getenv("XDG_RUNTIME_DIR");
+    unsigned long uid = (unsigned long)geteuid();
+    char user[64];
     struct stat st;
+    int n;
 
+    snprintf(user, sizeof user, "/run/user/%lu", uid);
     if (base != NULL && base[0] == '/' && stat(base, &st) == 0 && S_ISDIR(st.st_mode) &&
-        st.st_uid == geteuid() && access(base, W_OK) == 0) {
-        if ((size_t)snprintf(out, len, "%s/sluice", base) >= len)
-            goto toolong;
-    } else if ((size_t)snprintf(out, len, "/tmp/sluice-%lu", (unsigned long)geteuid()) >= len) {
-        goto toolong;
-    }
-    if (mkdir(out, 0700) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create the run directory '%s': %s", out, strerror(errno));
-        return -1;
-    }
-    if (lstat(out, &st) < 0) {
-        snprintf(err, errlen, "'%s': %s", out, strerror(errno));
-        return -1;
-    }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-        snprintf(err, errlen,
-                 "'%s' is not a directory of uid %lu with mode 0700 (someone else made it?): "
-                 "remove it, or set XDG_RUNTIME_DIR to a directory of yours",
-                 out, (unsigned long)geteuid());
+        st.st_uid == geteuid() && access(base, W_OK) == 0)
+        n = snprintf(out, len, "%s/sluice", base);
+    else if (uid == 0 && owned_dir("/run", 0, 022))
+        n = snprintf(out, len, "/run/sluice");
+    else if (owned_dir("/run", 0, 022) && owned_dir("/run/user", 0, 022) &&
+             owned_dir(user, geteuid(), 077))
+        n = snprintf(out, len, "%s/sluice", user);
+    else
+        n = snprintf(out, len, "/tmp/sluice-%lu", uid);
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(err, errlen, "the run directory's path is too long");
         return -1;
     }
     return 0;
-toolong:
-    snprintf(err, errlen, "the run directory's path is too long");
-    return -1;
 }
+
+/* Opens PARENT (making it first when CREATE), checks it is a directory of
+ * ours with mode 0700 that is not a symbolic link (by the descriptor: never
+ * followed), and locks it: the lock orders every change to PARENT and to
+ * the mount points its records hold (issue 21: parallel runs). The
+ * descriptor, or a negative error: -ENOENT (not there and not CREATE),
+ * -EPERM (not ours, a link or too open). Closing it unlocks. */
+static int parent_lock(const char *parent, int create)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        struct stat st, now;
+        int fd;
+
+        if (create && mkdir(parent, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT && create)
+            continue; /* the last run out removed it after our mkdir */
+        if (fd < 0)
+            return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 077) != 0) {
+            close(fd);
+            return -EPERM;
+        }
+        while (flock(fd, LOCK_EX) < 0) {
+            if (errno != EINTR) {
+                int rc = -errno;
+                close(fd);
+                return rc;
+            }
+        }
+        /* the last run out removes PARENT under this lock: the one we
+         * hold must still be on the directory at PARENT */
+        if (lstat(parent, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+            return fd;
+        close(fd);
+        if (!create)
+            return -ENOENT;
+    }
+    return -EAGAIN;
+}
+
+static void parent_lock_error(const char *parent, int rc, char *err, size_t errlen)
+{
+    if (rc == -EPERM)
+        snprintf(err, errlen,
+                 "'%s' is not a directory of uid %lu with mode 0700 (someone else made it?): "
+                 "it is not used; remove it, or set XDG_RUNTIME_DIR to a directory of yours",
+                 parent, (unsigned long)geteuid());
+    else
+        snprintf(err, errlen, "cannot create the run directory '%s': %s", parent,
+                 strerror(-rc));
+}
+
+/* PARENT of RUNDIR into OUT. */
+static int parent_of(const char *rundir, char *out, size_t len)
+{
+    const char *slash = strrchr(rundir, '/');
+
+    if (slash == NULL || slash == rundir || (size_t)(slash - rundir) >= len)
+        return -EINVAL;
+    memcpy(out, rundir, (size_t)(slash - rundir));
+    out[slash - rundir] = '\0';
+    return 0;
+}
+
+int sb_rundir_lock(const char *rundir, char *err, size_t errlen)
+{
+    char parent[PATH_MAX];
+    int fd;
+
+    if (parent_of(rundir, parent, sizeof parent) < 0) {
+        snprintf(err, errlen, "the run directory's path is too long");
+        return -1;
+    }
+    fd = parent_lock(parent, 0);
+    if (fd < 0)
+        parent_lock_error(parent, fd, err, errlen);
+    return fd < 0 ? -1 : fd;
+}
+
+void sb_rundir_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* The run directory, the mount points its record holds that no other live
+ * run holds, and the parent when no other run uses it. */
+void sb_rundir_remove(const char *rundir)
+{
+    char parent[PATH_MAX];
+    int fd;
+
+    if (parent_of(rundir, parent, sizeof parent) < 0) {
+        sb_remove_tree(rundir);
+        return;
+    }
+    fd = parent_lock(parent, 0);
+    if (fd >= 0)
+        sweep(parent, (long)getpid()); /* this run, and any dead one */
+    sb_remove_tree(rundir);
+    if (fd >= 0) {
+        (void)rmdir(parent); /* fails while another run is in it */
+        close(fd);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* the run directory                                                         */
 
 static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen);
 
 int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, size_t mlen,
                    struct sb_reaper *r, char *err, size_t errlen)
 {
+    int lock, rc = -1;
+
     if (parent_dir(mask, mlen, err, errlen) < 0)
         return -1;
-    sweep(mask, 0);
     sb_cgroup_sweep(process_alive);
     /* the reaper before the run directory: from here on a kill leaves
      * nothing behind */
     if (reaper_fork(r, mask, err, errlen) < 0)
         return -1;
+    lock = parent_lock(mask, 1);
+    if (lock < 0) {
+        parent_lock_error(mask, lock, err, errlen);
+        return -1;
+    }
+    sweep(mask, 0);
     /* run.PID.START.XXXXXX: recognisable as this launcher's even before
      * its record is written */
     if ((size_t)snprintf(dir, len, "%s/run.%ld.%llu.XXXXXX", mask, (long)getpid(),
                          start_time((long)getpid())) >= len) {
         snprintf(err, errlen, "the run directory's path is too long");
-        return -1;
+        goto out;
     }
     if (mkdtemp(dir) == NULL) {
         snprintf(err, errlen, "cannot create the run directory in '%s': %s", mask,
                  strerror(errno));
-        return -1;
+        goto out;
     }
     /* the record first (no mount points yet): a run killed from here on is
      * recognised by the sweep */
-    if (write_record(dir, NULL) < 0) {
+    if (write_record(dir, NULL, (long)r->pid, start_time((long)r->pid)) < 0) {
         snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", dir, strerror(errno));
         sb_remove_tree(dir);
-        return -1;
+        goto out;
     }
     if ((size_t)snprintf(tmp, tlen, "%s/tmp", dir) >= tlen || mkdir(tmp, 0700) < 0) {
         snprintf(err, errlen, "cannot create '%s/tmp': %s", dir, strerror(errno));
         sb_remove_tree(dir);
-        return -1;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    close(lock);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -465,20 +671,73 @@ static void reaper_main(int fd, const char *parent, long launcher)
     /* the records on disk are the latest word: the launcher's run
      * directory (by its record, with the mount points once the launcher
      * knew them, or by its name) and any other dead run's */
-    sweep(parent, launcher);
-    (void)rmdir(parent); /* when no other run uses it */
+    {
+        int lock = parent_lock(parent, 0);
+        if (lock >= 0) {
+            sweep(parent, launcher);
+            (void)rmdir(parent); /* when no other run uses it */
+            close(lock);
+        }
+    }
     sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
+}
+
+/* Adds to HELD the mount points live runs hold (LIVE) that PLAN's sandbox
+ * stands on: each one its bwrap mounts on, or below. Another run's
+ * placeholder that this run's scan found as an existing name must stay
+ * until this run is done too. */
+static int hold_shared(const struct sb_strv *live, const struct sb_plan *plan,
+                       struct sb_strv *held)
+{
+    for (size_t i = 0; i < live->n; i++) {
+        const char *p = live->v[i];
+        size_t n = strlen(p);
+        for (size_t j = 0; j < plan->argv.n && strcmp(plan->argv.v[j], "--") != 0; j++) {
+            const char *t = plan->argv.v[j];
+            if (strncmp(t, p, n) == 0 && (t[n] == '\0' || t[n] == '/')) {
+                if (!in_list(held, p) && sb_strv_push(held, p) < 0)
+                    return -ENOMEM;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+    return sb_path_cmp(*(char *const *)a, *(char *const *)b);
 }
 
 int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen)
 {
-    int rc = write_record(rundir, plan);
+    struct sweep s = {.dead_pid = (long)getpid()}; /* this run's own record is not live */
+    struct sb_plan rec = {0};
+    char parent[PATH_MAX];
+    int rc = 0;
 
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", rundir, strerror(-rc));
-        return -1;
+    for (size_t i = 0; rc == 0 && i < plan->created.n; i++)
+        if (!in_list(&rec.created, plan->created.v[i]))
+            rc = sb_strv_push(&rec.created, plan->created.v[i]);
+    if (rc == 0 && parent_of(rundir, parent, sizeof parent) == 0) {
+        each_run(parent, collect_live, &s);
+        rc = s.nomem ? -ENOMEM : hold_shared(&s.live, plan, &rec.created);
     }
-    return 0;
+    if (rc == 0) {
+        /* parents first, as the sweep removes them deepest first */
+        if (rec.created.n > 1)
+            qsort(rec.created.v, rec.created.n, sizeof(*rec.created.v), cmp_path);
+        struct record_head h = {0};
+        struct sb_strv old = {0};
+        (void)read_record(rundir, &h, &old); /* the reaper, as first written */
+        sb_strv_free(&old);
+        rc = write_record(rundir, &rec, h.rpid, h.rstart);
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "cannot write '%s/" RECORD_NAME "': %s", rundir, strerror(-rc));
+    sb_strv_free(&s.live);
+    sb_plan_free(&rec);
+    return rc < 0 ? -1 : 0;
 }
 
 static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen)

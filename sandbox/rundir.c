@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,7 +112,8 @@ char *run_join_args(char *const *argv)
     return s;
 }
 
-/* ".git", ".vscode" or ".idea" when one of them is a component of PATH: a
+/* ".git", ".vscode" or ".idea" when one of them, in any case, is a
+ * component of PATH (issue 21): a
  * writable root there would make hooks or editor tasks writable (the
  * protected-file scan looks below a root, not at where it is). */
 const char *run_protected_component(const char *path)
@@ -122,7 +124,7 @@ const char *run_protected_component(const char *path)
         const char *c = *p == '/' ? p + 1 : p;
         size_t n = strcspn(c, "/");
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-            if (n == strlen(names[i]) && strncmp(c, names[i], n) == 0)
+            if (n == strlen(names[i]) && strncasecmp(c, names[i], n) == 0)
                 return names[i];
     }
     return NULL;

@@ -87,6 +87,9 @@ cases() {
     git -C "$W" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
     echo 'echo real-hook' > "$W/.git/hooks/pre-commit"; chmod 755 "$W/.git/hooks/pre-commit"
     echo '# user bashrc' > "$W/.bashrc"
+    # the same names in another case (issue 21): protected where they exist
+    echo '# upper-case bashrc' > "$W/.BASHRC"
+    mkdir -p "$W/.GIT/hooks" && echo 'echo upper-hook' > "$W/.GIT/hooks/pre-commit"
     mkdir -p "$W/.vscode" && echo '{"a": 1}' > "$W/.vscode/settings.json"
     echo '[submodule "m"]' > "$W/.gitmodules"
     git -c init.defaultBranch=main init -q "$W/sub"
@@ -251,6 +254,10 @@ JSON
     c "nested repo: write sub/.git/hooks"                fail "touch sub/.git/hooks/pre-commit"
     c "nested repo: mv sub then recreate sub/.git/hooks" fail "mv sub s2 2>/dev/null; mkdir -p sub/.git/hooks/x"
     c "submodule git dir: add a hook"                    fail "touch .git/modules/m/hooks/post-checkout"
+    c "another case: append to .BASHRC"                  fail "echo evil >> .BASHRC"
+    c "another case: add a hook to .GIT/hooks"           fail "touch .GIT/hooks/post-checkout"
+    c "another case: change .GIT/hooks/pre-commit"       fail "echo evil >> .GIT/hooks/pre-commit"
+    c "another case: mv .GIT then recreate .GIT/hooks"   fail "mv .GIT x 2>/dev/null; mkdir -p .GIT/hooks/evil"
     c "submodule git dir: write its config"              fail "echo x >> .git/modules/m/config"
     c "create .git/commondir (inside: allowed, undone after)" ok "echo '$T/evilgit' > .git/commondir"
     c "change a linked worktree's commondir"           fail "echo '$T/evilgit' > .git/worktrees/wt/commondir"
@@ -289,6 +296,9 @@ JSON
     c "cwd is .git/hooks: add a hook"                    refused "echo evil > post-checkout"
     CWD=$T/w4/.vscode
     c "cwd is .vscode: add tasks.json"                   refused "echo '{}' > tasks.json"
+    mkdir -p "$T/w4/.GIT/hooks"
+    CWD=$T/w4/.GIT/hooks
+    c "cwd is .GIT/hooks (another case): add a hook"     refused "echo evil > post-checkout"
     CWD=$W
 
     # === read denials =============================================================================

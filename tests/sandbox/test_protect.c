@@ -215,6 +215,64 @@ static void test_existing_and_git(void **state)
                 "ABSENT .zshrc\n");
 }
 
+/* issue 21: protected names in any case, where they exist (the reference
+ * matches them case-insensitively; on a case-insensitive filesystem git
+ * and the shells read them under the protected name). Missing ones are
+ * blocked by their exact name only. */
+static void test_case_variants(void **state)
+{
+    const struct tree *t = *state;
+
+    mkfile(t, ".BASHRC");
+    mkfile(t, ".Zshrc");
+    mkdir_(t, ".VSCode");
+    mkfile(t, ".VSCode/tasks.json");
+    mkfile(t, ".GIT/HEAD");
+    mkfile(t, ".GIT/hooks/pre-commit");
+    mkfile(t, ".GIT/Config");
+    mkfile(t, ".git/HEAD");
+    mkfile(t, ".git/HOOKS/post-checkout");
+    mkfile(t, ".Claude/Commands/x.md");
+    mkfile(t, "sub/.Gitconfig");
+    mkfile(t, "sub/.Git/HEAD");
+    scan_expect(t, 2, 0,
+                "FILE .BASHRC\n"
+                "PIN .Claude\n"
+                "DIR .Claude/Commands\n"
+                "PIN .GIT\n" /* a git directory in another case: pinned, hooks and config */
+                "FILE .GIT/Config\n"
+                "ABSENT .GIT/config\n"
+                "ABSENT .GIT/config.worktree\n"
+                "DIR .GIT/hooks\n"
+                "DIR .VSCode\n"
+                "FILE .Zshrc\n"
+                "ABSENT .bash_profile\n"
+                "ABSENT .bashrc\n"
+                "MKDIR .claude\n"
+                "ABSENT .claude/agents\n"
+                "ABSENT .claude/commands\n"
+                "PIN .git\n"
+                "DIR .git/HOOKS\n"
+                "ABSENT .git/config\n"
+                "ABSENT .git/config.worktree\n"
+                "ABSENT .git/hooks\n"
+                "ABSENT .gitconfig\n"
+                "ABSENT .gitmodules\n"
+                "ABSENT .idea\n"
+                "ABSENT .mcp.json\n"
+                "ABSENT .profile\n"
+                "ABSENT .ripgreprc\n"
+                "ABSENT .vscode\n"
+                "ABSENT .zprofile\n"
+                "ABSENT .zshrc\n"
+                "PIN sub\n"
+                "PIN sub/.Git\n"
+                "ABSENT sub/.Git/config\n"
+                "ABSENT sub/.Git/config.worktree\n"
+                "ABSENT sub/.Git/hooks\n"
+                "FILE sub/.Gitconfig\n");
+}
+
 static void test_git_without_hooks(void **state)
 {
     const struct tree *t = *state;
@@ -597,6 +655,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_empty_root),
         T(test_existing_and_git),
+        T(test_case_variants),
         T(test_git_without_hooks),
         T(test_git_file),
         T(test_depth),

@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -110,6 +112,35 @@ static long dead_pid(void)
     return (long)pid;
 }
 
+/* A live process that is not this one (a run another launcher owns). */
+static pid_t live_child(void)
+{
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* gone with the test, even when a failed assertion skipped
+         * end_child(); and not holding the test's output open */
+        int null = open("/dev/null", O_WRONLY);
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (null >= 0) {
+            (void)dup2(null, 1);
+            (void)dup2(null, 2);
+        }
+        if (getppid() == 1)
+            _exit(0);
+        pause();
+        _exit(0);
+    }
+    return pid;
+}
+
+static void end_child(pid_t pid)
+{
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -167,6 +198,25 @@ static void test_parent_not_ours(void **state)
     assert_int_equal(rmdir(p), 0);
 }
 
+/* issue 21: a link where the parent goes is refused, never followed */
+static void test_parent_link(void **state)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], p[PATH_MAX + 16],
+        t[PATH_MAX + 16];
+
+    (void)state;
+    snprintf(p, sizeof(p), "%s/sluice", base);
+    snprintf(t, sizeof(t), "%s/elsewhere", base);
+    assert_int_equal(mkdir(t, 0700), 0); /* ours, 0700: only the link is wrong */
+    assert_int_equal(symlink(t, p), 0);
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "mode 0700"));
+    assert_int_equal(rmdir(t), 0); /* empty: nothing was made through the link */
+    assert_int_equal(unlink(p), 0);
+}
+
 static void test_sweep(void **state)
 {
     char parent[PATH_MAX + 16], proj[PATH_MAX + 16], p[PATH_MAX * 3];
@@ -175,6 +225,7 @@ static void test_sweep(void **state)
     char gitcfg[PATH_MAX * 2];
     const char *paths[6];
     long dead = dead_pid();
+    pid_t other = live_child();
 
     (void)state;
     snprintf(parent, sizeof(parent), "%s/sluice", base);
@@ -203,7 +254,7 @@ static void test_sweep(void **state)
     paths[5] = NULL;
 
     fake_run(parent, "run.dead", dead, 12345, paths);
-    fake_run(parent, "run.live", (long)getpid(), my_start(getpid()), paths);
+    fake_run(parent, "run.live", (long)other, my_start(other), paths);
     fake_run(parent, "run.reused", (long)getpid(), my_start(getpid()) + 1, NULL); /* pid reused */
     fake_run(parent, "run.norecord", 0, 0, NULL);
     /* killed before its first record: known by its name alone */
@@ -217,9 +268,9 @@ static void test_sweep(void **state)
     assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
                                     &reaper, err, sizeof(err)),
                      0);
-    /* the live run's record names the same paths: the dead run's sweep
-     * still removes what is empty (the live run's own mounts would be
-     * busy, not empty, on a real system) */
+    /* the live run's record names the same paths: its sandbox mounts on
+     * them, so the dead run's sweep leaves them (issue 21: a run's
+     * clean-up never removes a mount point another live run holds) */
     assert_false(exists("%s/run.dead", parent));
     assert_false(exists("%s/run.reused", parent));
     assert_true(exists("%s/run.live/tmp/data", parent));
@@ -228,12 +279,178 @@ static void test_sweep(void **state)
     assert_true(exists("%s/run.%ld.%llu.GhIjKl/tmp/data", parent, (long)getpid(),
                        my_start(getpid())));
     assert_true(exists("%s/other.dead/tmp/data", parent));
+    assert_true(exists("%s", bashrc));
+    assert_true(exists("%s", mcp));
+    assert_true(exists("%s", gitcfg));
+    /* the live run ends (killed): the last one out removes what is empty */
+    end_child(other);
+    sb_rundir_remove(dir);
+    assert_false(exists("%s/run.live", parent));
     assert_false(exists("%s", bashrc));
     assert_false(exists("%s", mcp));
     assert_false(exists("%s", gitcfg));
     assert_true(exists("%s/workspace.xml", idea));
     assert_true(exists("%s", profile));
+    assert_true(exists("%s/other.dead/tmp/data", parent));
+}
+
+/* Issue 21: run B's scan finds run A's placeholder as an existing name and
+ * mounts on it (here: below it, as on a placeholder .git); B's record holds
+ * it, so A's clean-up leaves it for B, and B's removes it. */
+static void test_shared_placeholder(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], below[PATH_MAX * 3], mine[PATH_MAX * 2];
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], rec[PATH_MAX + 16];
+    char parent[PATH_MAX + 16], buf[8192];
+    const char *paths[2];
+    struct sb_plan plan;
+    pid_t a = live_child();
+    int fd;
+    ssize_t n;
+
+    (void)state;
+    memset(&plan, 0, sizeof(plan));
+    snprintf(proj, sizeof(proj), "%s/proj3", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.git", proj);     /* A's placeholder */
+    snprintf(below, sizeof(below), "%s/hooks", ph); /* B's, inside it */
+    snprintf(mine, sizeof(mine), "%s/.gitmodules", proj); /* a real file B binds */
+    mk(ph, 1, NULL);
+    mk(mine, 0, "[submodule]\n");
+    paths[0] = ph;
+    paths[1] = NULL;
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    mk(parent, 1, NULL);
+    assert_int_equal(chmod(parent, 0700), 0);
+    fake_run(parent, "run.A", (long)a, my_start(a), paths);
+
+    /* B: a plan that pins .git, makes .git/hooks and binds .gitmodules */
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    assert_int_equal(sb_strv_push(&plan.argv, "bwrap"), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, "--bind"), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, ph), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, ph), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, "--ro-bind"), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, mine), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, mine), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, "--"), 0);
+    assert_int_equal(sb_strv_push(&plan.argv, proj), 0); /* after "--": the command's */
+    assert_int_equal(sb_strv_push(&plan.created, below), 0);
+    fd = sb_rundir_lock(dir, err, sizeof(err));
+    assert_true(fd >= 0);
+    assert_int_equal(sb_reaper_record(dir, &plan, err, sizeof(err)), 0);
+    sb_rundir_unlock(fd);
+    snprintf(rec, sizeof(rec), "%s/sluice-run", dir);
+    fd = open(rec, O_RDONLY);
+    assert_true(fd >= 0);
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    {
+        /* the record: the head line, then .git (held) before .git/hooks */
+        const char *p = strchr(buf, '\n') + 1;
+        assert_string_equal(p, ph);
+        p += strlen(p) + 1;
+        assert_string_equal(p, below);
+        p += strlen(p) + 1;
+        assert_true(p == buf + n);
+    }
+    mk(below, 1, NULL); /* what B's bwrap makes */
+
+    /* A ends first (killed; its reaper or the next sweep cleans): B still
+     * holds .git, which is not removed (it is not even empty here) */
+    end_child(a);
+    fd = sb_rundir_lock(dir, err, sizeof(err));
+    assert_true(fd >= 0);
+    sb_rundir_unlock(fd);
+    /* B ends: .git/hooks, then .git, then A's dead run directory */
     sb_rundir_remove(dir);
+    assert_false(exists("%s", below));
+    assert_false(exists("%s", ph));
+    assert_true(exists("%s", mine));
+    assert_false(exists("%s", parent));
+    sb_plan_free(&plan);
+}
+
+/* Issue 21: a run whose launcher was killed but whose reaper still waits
+ * for its sandbox is left to that reaper (its bwrap may still be making a
+ * mount point); once the reaper is gone too, the next sweep cleans it. */
+static void test_dead_launcher_live_reaper(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], parent[PATH_MAX + 16], p[PATH_MAX * 2];
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256];
+    long dead = dead_pid();
+    pid_t rp = live_child();
+    FILE *f;
+
+    (void)state;
+    snprintf(proj, sizeof(proj), "%s/proj5", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.zprofile", proj);
+    mk(ph, 1, NULL);
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    mk(parent, 1, NULL);
+    assert_int_equal(chmod(parent, 0700), 0);
+    fake_run(parent, "run.K", 0, 0, NULL);
+    snprintf(p, sizeof(p), "%s/run.K/sluice-run", parent);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "sluice-run 1 %ld 12345 %ld %llu\n", dead, (long)rp, my_start(rp));
+    fwrite(ph, 1, strlen(ph) + 1, f);
+    fclose(f);
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    assert_true(exists("%s/run.K", parent)); /* its reaper's to clean */
+    assert_true(exists("%s", ph));
+    end_child(rp);
+    sb_rundir_remove(dir);
+    assert_false(exists("%s", ph));
+    assert_false(exists("%s", parent));
+}
+
+/* Issue 21: while B holds a placeholder A made, A's own clean-up leaves it. */
+static void test_placeholder_outlives_maker(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], parent[PATH_MAX + 16];
+    char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256];
+    const char *paths[2];
+    struct sb_plan plan;
+    pid_t b = live_child();
+
+    (void)state;
+    memset(&plan, 0, sizeof(plan));
+    snprintf(proj, sizeof(proj), "%s/proj4", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.bash_profile", proj);
+    paths[0] = ph;
+    paths[1] = NULL;
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    mk(parent, 1, NULL);
+    assert_int_equal(chmod(parent, 0700), 0);
+    fake_run(parent, "run.B", (long)b, my_start(b), paths);
+    /* A (this process) made it and finishes while B runs */
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    assert_int_equal(sb_strv_push(&plan.created, ph), 0);
+    assert_int_equal(sb_reaper_record(dir, &plan, err, sizeof(err)), 0);
+    mk(ph, 1, NULL);
+    sb_rundir_remove(dir);
+    assert_true(exists("%s", ph)); /* B's sandbox mounts on it */
+    assert_true(exists("%s", parent));
+    end_child(b);
+    /* the next run's sweep (B died without cleaning) removes it */
+    assert_int_equal(sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask),
+                                    &reaper, err, sizeof(err)),
+                     0);
+    assert_false(exists("%s", ph));
+    sb_rundir_remove(dir);
+    assert_false(exists("%s", parent));
+    sb_plan_free(&plan);
 }
 
 /* A child that makes a run directory, starts the reaper, makes the mount
@@ -257,7 +474,7 @@ static pid_t fake_launcher(const char *placeholder, int finish)
         if (mkdir(placeholder, 0755) < 0)
             _exit(3);
         if (finish) {
-            sb_rundir_remove(dir); /* cleans its run directory, "forgets" the mount point */
+            sb_rundir_remove(dir); /* its run directory and the mount point */
             sb_reaper_finish(&r);
         }
         _exit(0); /* finish 0: as if killed, nothing cleaned */
@@ -297,16 +514,13 @@ static void test_reaper(void **state)
     assert_true(wait_gone(ph));
     assert_true(wait_gone(parent));
 
-    /* finishes: the reaper does nothing (the launcher cleaned up itself) */
+    /* finishes: the launcher removes the mount point its record holds
+     * itself (the reaper has nothing left to do) */
     pid = fake_launcher(ph, 1);
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    {
-        struct timespec ts = {0, 300 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    assert_true(exists("%s", ph));
-    assert_int_equal(rmdir(ph), 0);
+    assert_false(exists("%s", ph));
+    assert_false(exists("%s", parent));
 }
 
 int main(void)
@@ -314,8 +528,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rundir_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parent_not_ours, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parent_link, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_placeholder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_placeholder_outlives_maker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_launcher_live_reaper, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
