@@ -150,8 +150,8 @@ JSON
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
-    # SLUICE_E2E_ONLY=rt3 runs only the rt-3 red-team group (no host-side checks)
-    if [ "${SLUICE_E2E_ONLY:-}" = rt3 ]; then rt3; return; fi
+    # SLUICE_E2E_ONLY=rt3 (or issue21, issue21_unix) runs only that group (no host-side checks)
+    case ${SLUICE_E2E_ONLY:-} in rt3 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
@@ -363,6 +363,7 @@ PY" 2>&1 >/dev/null)
     else ok "hostile host names put no control bytes on the user's terminal"; fi
 
     issue14
+    issue21_unix
     issue21
     [ -n "${SLUICE_E2E_SKIP_RT3:-}" ] || rt3
 
@@ -403,7 +404,9 @@ PY" 2>&1 >/dev/null)
 # a sender keeps trying to reach any socket the sandbox binds to a short
 # name (pb21-*) in the working directory. Everything they get is logged as
 # CONNECTION to unix21.log, which must stay empty.
-issue21() {
+# (Named issue21 until rt-3, like the item-3 group below, whose definition
+# replaced it: these cases did not run.)
+issue21_unix() {
     local V=/var/tmp/sluice21-$TOKEN-$(id -u) AB=sluice21-$TOKEN-d i out hp
     mkdir -p -m 755 "$V"
     : > "$T/unix21.log"
