@@ -931,9 +931,13 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
      * launcher's descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and
      * inner makes N a descriptor opened there: reopening it by
      * /proc/self/fd/N then meets that read-only mount, not the host's
-     * writable one */
-    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++) {
-        if ((o->stdio_ro & (1U << fd)) == 0)
+     * writable one. A directory given on 0-2 (stdio_dir) is re-bound so in
+     * every mode (rt-3): through the host's mount the command could unlink,
+     * rename and make entries in it, and chmod, utimes or setxattr it,
+     * which Landlock cannot stop */
+    for (int fd = 0; fd <= 2; fd++) {
+        if ((o->stdio_ro & (1U << fd)) == 0 ||
+            (!s->allow_nested_user_namespaces && !o->no_landlock && !(o->stdio_dir & (1U << fd))))
             continue;
         PUSH("--ro-bind-fd");
         if (rc == 0 && sb_strv_pushf(&p.argv, "%d", SB_STDIO_RO_PASS + fd) < 0)
@@ -972,8 +976,10 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH("--allow-local-binding");
     if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
-    for (int fd = 0; fd <= 2 && (s->allow_nested_user_namespaces || o->no_landlock); fd++)
-        if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
+    for (int fd = 0; fd <= 2; fd++)
+        if ((o->stdio_ro & (1U << fd)) &&
+            (s->allow_nested_user_namespaces || o->no_landlock || (o->stdio_dir & (1U << fd))) &&
+            rc == 0 &&
             sb_strv_pushf(&p.argv, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]) < 0)
             rc = nomem(&c);
     if (o->transparent)

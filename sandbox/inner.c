@@ -423,8 +423,8 @@ static int reopen_read_only(int fd, long long off)
         inner_err("--reopen-ro=%d: %s: %s", fd, path, strerror(errno));
         return -1;
     }
-    if (fstat(nfd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        inner_err("--reopen-ro=%d: %s is not a regular file", fd, path);
+    if (fstat(nfd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+        inner_err("--reopen-ro=%d: %s is not a regular file or a directory", fd, path);
         goto fail;
     }
     if (lseek(nfd, (off_t)off, SEEK_SET) != (off_t)off || dup2(nfd, fd) < 0) {

@@ -19,7 +19,14 @@
  *     (/proc/self/fd/0, /dev/stdin), which would otherwise reach the host's
  *     writable mount of FILE (issue 21). Pipes and sockets are not on a
  *     filesystem and Landlock never restricts them.
- * LANDLOCK_ACCESS_FS_MAKE_BLOCK is handled too (no rule allows it).
+ * LANDLOCK_ACCESS_FS_MAKE_BLOCK is handled too (no rule allows it). So are
+ * truncate(2) (ABI 3), making and removing entries of every kind and
+ * reparenting (REFER, ABI 2), allowed only beneath the writable mounts:
+ * a descriptor of the host's writable mount handed over read-only (a
+ * FILE on stdin: `truncate /proc/self/fd/0`; a directory on stdin:
+ * unlinkat/renameat/mkdirat/symlinkat/mkfifoat on it) must not reach
+ * around the read-only binds (rt-3). Landlock cannot stop chmod, chown,
+ * utimes or setxattr through such a descriptor.
  *
  * Being in any domain also scopes ptrace: the command can ptrace (or open
  * /proc/PID/mem of) only processes in its domain, and bwrap's init (PID 1,
@@ -57,7 +64,21 @@
 #endif
 
 #define LL_WRITE_FILE (1ULL << 1)
+#define LL_REMOVE_DIR (1ULL << 4)
+#define LL_REMOVE_FILE (1ULL << 5)
+#define LL_MAKE_CHAR (1ULL << 6)
+#define LL_MAKE_DIR (1ULL << 7)
+#define LL_MAKE_REG (1ULL << 8)
+#define LL_MAKE_SOCK (1ULL << 9)
+#define LL_MAKE_FIFO (1ULL << 10)
 #define LL_MAKE_BLOCK (1ULL << 11)
+#define LL_MAKE_SYM (1ULL << 12)
+#define LL_REFER (1ULL << 13)
+#define LL_TRUNCATE (1ULL << 14)
+/* the rights a directory rule may carry, MAKE_BLOCK aside (never allowed) */
+#define LL_DIR_RIGHTS                                                                              \
+    (LL_REMOVE_DIR | LL_REMOVE_FILE | LL_MAKE_CHAR | LL_MAKE_DIR | LL_MAKE_REG | LL_MAKE_SOCK |    \
+     LL_MAKE_FIFO | LL_MAKE_SYM)
 #define LL_RULE_PATH_BENEATH 1
 #define LL_CREATE_RULESET_VERSION (1U << 0)
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)
@@ -92,9 +113,20 @@ static void unescape(char *s)
     *w = '\0';
 }
 
+/* the rights the domain handles (set by sb_landlock_confine from the ABI) */
+static uint64_t ll_handled = LL_WRITE_FILE | LL_MAKE_BLOCK;
+
+/* A rule allowing every handled right but MAKE_BLOCK beneath FD; on a
+ * file (stdio) only the file rights. */
 static int add_rule(int ruleset, int fd)
 {
-    struct ll_path_beneath pb = {.allowed_access = LL_WRITE_FILE, .parent_fd = fd};
+    struct stat st;
+    uint64_t allow = ll_handled & ~LL_MAKE_BLOCK;
+    struct ll_path_beneath pb = {.parent_fd = fd};
+
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+        allow &= LL_WRITE_FILE | LL_TRUNCATE;
+    pb.allowed_access = allow;
 
     return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0U);
 }
@@ -209,9 +241,16 @@ static int confine_nested(void)
 
 int sb_landlock_confine(int nested, char *err, size_t errlen)
 {
-    struct ll_ruleset_attr attr = {.handled_access_fs = LL_WRITE_FILE | LL_MAKE_BLOCK};
+    struct ll_ruleset_attr attr;
     long ruleset;
-    int rc = -1;
+    int rc = -1, abi = sb_landlock_abi();
+
+    ll_handled = LL_WRITE_FILE | LL_MAKE_BLOCK | LL_DIR_RIGHTS;
+    if (abi >= 2)
+        ll_handled |= LL_REFER;
+    if (abi >= 3)
+        ll_handled |= LL_TRUNCATE;
+    attr.handled_access_fs = ll_handled;
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';

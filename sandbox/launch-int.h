@@ -50,7 +50,8 @@ struct run {
     size_t max_conns;
     uint64_t next_id;
     uv_process_t proc;
-    unsigned stdio_ro; /* fds 0-2 handed to bwrap re-bound (bwrap.c) */
+    unsigned stdio_ro;  /* fds 0-2 handed to bwrap re-bound (bwrap.c) */
+    unsigned stdio_dir; /* those of them that are directories */
     long long stdio_off[3];
     int proc_started, proc_exited;
     int64_t exit_status;

@@ -470,21 +470,32 @@ static int host_checks(struct run *run)
     return 0;
 }
 
-/* Without Landlock's file rules (allowNestedUserNamespaces, or a kernel
- * without Landlock): bit N set when descriptor N (0-2) is a regular file
- * opened read-only, which bwrap then re-binds read-only (bwrap.c), with its
- * offset in off[N]. */
-static unsigned stdio_read_only(const struct settings *s, long long off[3])
+/* Bit N set when descriptor N (0-2) is one bwrap re-binds read-only
+ * (bwrap.c), with its offset in off[N]: a directory, in every mode (rt-3:
+ * the command could otherwise unlink, rename, make entries in it and
+ * chmod it through the host's writable mount, and Landlock cannot stop
+ * chmod, utimes or setxattr); and without Landlock's file rules
+ * (allowNestedUserNamespaces, or a kernel without Landlock) a regular file
+ * opened read-only. Directories also get their bit in *dirs. */
+static unsigned stdio_read_only(const struct settings *s, long long off[3], unsigned *dirs)
 {
     unsigned m = 0;
+    int files = s->allow_nested_user_namespaces || sb_landlock_abi() <= 0;
 
-    if (!s->allow_nested_user_namespaces && sb_landlock_abi() > 0)
-        return 0;
+    *dirs = 0;
     for (int fd = 0; fd <= 2; fd++) {
         struct stat st;
         int fl = fcntl(fd, F_GETFL);
         off_t o;
-        if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        if (fl < 0 || (fl & O_ACCMODE) != O_RDONLY || fstat(fd, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            off[fd] = 0;
+            m |= 1U << fd;
+            *dirs |= 1U << fd;
+            continue;
+        }
+        if (!files || !S_ISREG(st.st_mode))
             continue;
         o = lseek(fd, 0, SEEK_CUR);
         off[fd] = o > 0 ? (long long)o : 0;
@@ -496,7 +507,7 @@ static unsigned stdio_read_only(const struct settings *s, long long off[3])
 /* The environment and bwrap's arguments. 0 or -1 after a message. */
 static int build_plan(struct run *run)
 {
-    run->stdio_ro = stdio_read_only(run->settings, run->stdio_off);
+    run->stdio_ro = stdio_read_only(run->settings, run->stdio_off, &run->stdio_dir);
     struct sb_env_opts eo = {
         .s = run->settings,
         .host_env = environ,
@@ -512,6 +523,7 @@ static int build_plan(struct run *run)
         .stdin_tty = isatty(0),
         .host_root = geteuid() == 0,
         .stdio_ro = run->stdio_ro,
+        .stdio_dir = run->stdio_dir,
         .no_landlock = sb_landlock_abi() == 0,
         .restrict_network = 1,
         .cwd = run->cwd,

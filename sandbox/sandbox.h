@@ -159,6 +159,9 @@ struct sb_bwrap_opts {
     unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file opened
                                 read-only */
     long long stdio_off[3];  /* its offset */
+    unsigned stdio_dir;      /* bit N: fd N (0-2) is a directory, re-bound
+                                read-only in every mode (bits also in
+                                stdio_ro) */
     int no_landlock;         /* the kernel has no Landlock: stdio_ro files
                                 are re-bound read-only, as with
                                 allowNestedUserNamespaces */

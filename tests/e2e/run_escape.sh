@@ -65,7 +65,7 @@ $out"; fi ;;
 # every file with a dot component (.git, .vscode, .bashrc, ...) as
 # "PATH sha256 HASH": compared before and after the cases.
 fingerprint() {
-    (cd "$1" && find . \( -name probe.py -o -name hijack_pid1.py -o -name harden.py -o -name host.sock \) -prune -o \
+    (cd "$1" && find . \( -name probe.py -o -name rt3_fd.py -o -name hijack_pid1.py -o -name harden.py -o -name host.sock \) -prune -o \
         -printf '%p %y %m %l\n'
      cd "$1" && find . -type f -path '*/.*' -exec sha256sum {} + 2>/dev/null |
         awk '{ print $2, "sha256", $1 }') | LC_ALL=C sort
@@ -97,7 +97,7 @@ cases() {
     echo TOPSECRET-file > "$W/secret.txt"
     mkdir -p "$W/secretdir" && echo TOPSECRET-dir > "$W/secretdir/s"
     git -C "$W" worktree add -q "$W3" -b wt 2>/dev/null || git -C "$W" worktree add "$W3" -b wt
-    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/hijack_pid1.py" "$HERE/run-helpers/harden.py" "$d/"; done
+    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/rt3_fd.py" "$HERE/run-helpers/hijack_pid1.py" "$HERE/run-helpers/harden.py" "$d/"; done
 
     # --- host services -----------------------------------------------------------------------
     mkdir -p "$T/www" && echo hello-origin > "$T/www/hello.txt"
@@ -153,6 +153,8 @@ JSON
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
+    # SLUICE_E2E_ONLY=rt3 (or issue21, issue21_unix) runs only that group (no host-side checks)
+    case ${SLUICE_E2E_ONLY:-} in rt3 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
@@ -371,7 +373,9 @@ PY" 2>&1 >/dev/null)
     else ok "hostile host names put no control bytes on the user's terminal"; fi
 
     issue14
+    issue21_unix
     issue21
+    [ -n "${SLUICE_E2E_SKIP_RT3:-}" ] || rt3
 
     # === host-side checks after everything =============================================================
     # the cases leave files of their own in W (x, l1..l4, h): only what is
@@ -410,7 +414,9 @@ PY" 2>&1 >/dev/null)
 # a sender keeps trying to reach any socket the sandbox binds to a short
 # name (pb21-*) in the working directory. Everything they get is logged as
 # CONNECTION to unix21.log, which must stay empty.
-issue21() {
+# (Named issue21 until rt-3, like the item-3 group below, whose definition
+# replaced it: these cases did not run.)
+issue21_unix() {
     local V=/var/tmp/sluice21-$TOKEN-$(id -u) AB=sluice21-$TOKEN-d i out hp
     mkdir -p -m 755 "$V"
     : > "$T/unix21.log"
@@ -915,6 +921,136 @@ p2" ] && ok "pipes on stdin and stdout keep working, also reopened" || bad "pipe
         ok "nested: explain states which protection is off under the key" || bad "nested: explain" "$out"
     CSET=$cset
     rm -rf "$V"
+}
+
+# === rt-3 red team: issue 21 items 3 and 11, attacked from outside ======================
+# Every way to change a file or directory handed over READ-ONLY on a
+# descriptor (tests/e2e/run-helpers/rt3_fd.py: reopen by path, O_PATH,
+# F_SETFL, mmap, truncate, chmod/chown/utimes/setxattr through the fd and
+# the magic link, hard links, open_by_handle_at; and for a directory on
+# stdin every *at() call), in default mode, with filesystem.allowWrite,
+# and with allowNestedUserNamespaces (network.transparent under
+# SLUICE_E2E_TRANSPARENT); then what a nested user namespace can do to the
+# outer sandbox. Cases named "HOLE (rt-3)" failed on d805e96: see
+# tests/e2e/rt-3-report.md for the reproducer and the cause of each.
+rt3() {
+    local V=/var/tmp/sluice-rt3-$TOKEN-$(id -u) cset=$CSET set fd st1 st2 line res what
+    mkdir -p -m 755 "$V"
+    mkdir -p "$V/aw" # a writable path next to the read-only FILE and DIR
+    printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "transparent": %s}, "filesystem": {"allowWrite": ["%s", "%s/aw"]}}' \
+        "$PA" "$TPV" "$W" "$V" > "$T/rt3aw.json"
+    printf '{"allowNestedUserNamespaces": true, "network": {"allowedDomains": ["127.0.0.1:%s"], "transparent": %s}}' "$PA" "$TPV" > "$T/rt3nest.json"
+    rt3_stat() { (cd "$1" && find . -printf '%p %y %m %s %u %g %T@ %C@\n' | LC_ALL=C sort; find . -type f -exec sha256sum {} +) 2>/dev/null; }
+    # rt3_report TAG OUTFILE: one case per line of rt3_fd.py
+    rt3_report() {
+        [ -s "$2" ] || { bad "$1: rt3_fd.py printed nothing" "$(cat "$2" 2>/dev/null)"; return; }
+        while IFS= read -r line; do
+            what=${line#* }; what=${what%%:*}
+            case $line in
+            held*) ok "$1: $what (${line##*: })" ;;
+            OPEN*) bad "HOLE (rt-3) $1: $what" "$line" ;;
+            esac
+        done < "$2"
+    }
+    for set in s rt3aw rt3nest; do
+        CSET=$T/$set.json
+        # a read-only regular FILE outside the writable paths on fd 0, 1 and 2
+        for fd in 0 1 2; do
+            rm -rf "$V/f" && mkdir -m 755 "$V/f" && printf 'original\n' > "$V/f/file" && chmod 644 "$V/f/file"
+            touch -d '2020-01-01 00:00:00' "$V/f/file"
+            st1=$(rt3_stat "$V/f"); rm -f "$W/rt3.out"
+            case $fd in
+            0) (cd "$W" && "$SLUICE" run --settings "$CSET" -c "python3 rt3_fd.py file 0 rt3.out" < "$V/f/file" >/dev/null 2>&1) ;;
+            1) (cd "$W" && "$SLUICE" run --settings "$CSET" -c "python3 rt3_fd.py file 1 rt3.out" 1< "$V/f/file" </dev/null 2>/dev/null) ;;
+            2) (cd "$W" && "$SLUICE" run --settings "$CSET" -c "python3 rt3_fd.py file 2 rt3.out" 2< "$V/f/file" </dev/null >/dev/null) ;;
+            esac
+            rt3_report "rt3 [$set] fd $fd < FILE" "$W/rt3.out"
+            st2=$(rt3_stat "$V/f")
+            [ "$st1" = "$st2" ] && ok "rt3 [$set] fd $fd < FILE: FILE byte-identical, metadata unchanged" ||
+                bad "HOLE (rt-3) rt3 [$set] fd $fd < FILE: FILE or its metadata changed" "$(diff <(echo "$st1") <(echo "$st2"))"
+            rm -f "$W/rt3-hardlink" "$W/rt3-link2"
+        done
+        # a read-only DIRECTORY outside the writable paths on stdin (and stdout)
+        for fd in 0 1; do
+            rm -rf "$V/d" && mkdir -m 755 "$V/d" && touch "$V/d/victim" "$V/d/victim2" "$V/d/victim3"
+            touch -d '2020-01-01 00:00:00' "$V/d"
+            st1=$(rt3_stat "$V/d"); rm -f "$W/rt3.out"
+            case $fd in
+            0) (cd "$W" && "$SLUICE" run --settings "$CSET" -c "exec 3<&0 </dev/null; python3 rt3_fd.py dir 3 rt3.out" < "$V/d" >/dev/null 2>&1) ;;
+            1) (cd "$W" && "$SLUICE" run --settings "$CSET" -c "exec 3<&1 >/dev/null; python3 rt3_fd.py dir 3 rt3.out" 1< "$V/d" </dev/null 2>/dev/null) ;;
+            esac
+            rt3_report "rt3 [$set] fd $fd < DIR" "$W/rt3.out"
+            st2=$(rt3_stat "$V/d")
+            [ "$st1" = "$st2" ] && ok "rt3 [$set] fd $fd < DIR: the directory and its files unchanged" ||
+                bad "HOLE (rt-3) rt3 [$set] fd $fd < DIR: the directory changed" "$(diff <(echo "$st1") <(echo "$st2"))"
+        done
+        # descriptors >= 3 the caller passes are closed before the command runs
+        printf 'original\n' > "$V/f3"; : > "$V/f8"
+        out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'for n in 5 7 8 9; do [ -e /proc/self/fd/$n ] && echo "OPEN fd $n"; done; exit 0' \
+            7< "$V/f3" 8> "$V/f8" 9< "$V" 5<> "$V/f3" 2>&1 </dev/null)
+        if ! grep -q OPEN <<< "$out" && [ "$(cat "$V/f3")" = original ]; then ok "rt3 [$set] fds 5, 7, 8, 9 of the caller are closed in the sandbox"
+        else bad "rt3 [$set] fds >= 3 reach the command" "$out"; fi
+    done
+
+    # --- item 11: what a nested user namespace can do to the outer sandbox -----------------------
+    CSET=$T/rt3nest.json
+    printf 'original\n' > "$V/in"
+    c "rt3 nested: control: unshare -r -m works under the key"          ok   "unshare -r -m true"
+    c "rt3 nested: remount / read-write in a nested userns"              fail "unshare -r -m sh -c 'mount -o remount,rw / && touch /etc/rt3-escape'"
+    c "rt3 nested: remount / read-write with bind"                       fail "unshare -r -m sh -c 'mount -o remount,bind,rw / && touch /etc/rt3-escape'"
+    c "rt3 nested: remount .bashrc's read-only bind read-write"          fail "unshare -r -m sh -c 'mount -o remount,bind,rw \$PWD/.bashrc && echo x >> \$PWD/.bashrc'"
+    c "rt3 nested: umount .bashrc's bind to reach the file below"        fail "unshare -r -m sh -c 'umount \$PWD/.bashrc && echo x >> \$PWD/.bashrc'"
+    c "rt3 nested: umount -l .git, then write .git/hooks"                fail "unshare -r -m sh -c 'umount -l \$PWD/.git && mkdir -p \$PWD/.git/hooks && echo x > \$PWD/.git/hooks/pre-commit'"
+    c "rt3 nested: bind a writable dir over .git/hooks, write through it" fail "unshare -r -m sh -c 'mkdir -p h && mount --bind h \$PWD/.git/hooks && echo x > \$PWD/.git/hooks/pre-commit' && grep -q x .git/hooks/pre-commit"
+    c "rt3 nested: mount a procfs of the sandbox's pid namespace"         fail "unshare -r -m sh -c 'mount -t proc proc /tmp && ls /tmp/1/root/'"
+    c "rt3 nested: a new pid ns's fresh /proc shows no outer process"     fail "unshare -r -m -p -f --mount-proc sh -c 'cat /proc/[0-9]*/comm | grep -qx -e bwrap -e sluice -e python3'"
+    c "rt3 nested: write /proc/sys from a nested userns"                 fail "unshare -r sh -c 'echo 1 > /proc/sys/kernel/sysrq'"
+    c "rt3 nested: setns into PID 1's mount namespace"                   fail "nsenter -t 1 -m true"
+    c "rt3 nested: map uid 0 of the parent (become its root)"            fail "unshare --map-user=0 --map-group=0 sh -c 'touch /etc/rt3-escape'"
+    c "rt3 nested: a new netns with its own lo reaches no host port"     fail "unshare -r -n sh -c 'ip link set lo up 2>/dev/null; python3 probe.py tcp 127.0.0.2 $PA | grep -q ^OPEN'"
+    c "rt3 nested: PTRACE_ATTACH to PID 1 from a nested userns"          fail "unshare -r sh -c 'python3 probe.py ptrace-init | grep -q ^OPEN'"
+    si() {
+        local name=$1 snip=$2
+        printf 'original\n' > "$V/in"; chmod 644 "$V/in"; touch -d '2020-01-01 00:00:00' "$V/in"
+        st1=$(stat -c '%s %a %Y %Z' "$V/in")
+        out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "$snip" 2>&1 < "$V/in")
+        if [ "$(cat "$V/in")" = original ] && [ "$(stat -c '%s %a %Y %Z' "$V/in")" = "$st1" ]; then ok "$name"
+        else bad "$name" "FILE: '$(head -c 100 "$V/in")' $(stat -c '%s %a %Y %Z' "$V/in") (was $st1)
+$out"; fi
+    }
+    si "rt3 nested: stdin copy: remount /tmp/.sluice-fd-0 read-write, write" "unshare -r -m sh -c 'f=\$(readlink /proc/self/fd/0); mount -o remount,bind,rw \"\$f\"; echo x > \"\$f\"'"
+    si "rt3 nested: stdin copy: umount it, write what is below"             "unshare -r -m sh -c 'f=\$(readlink /proc/self/fd/0); umount \"\$f\"; echo x > \"\$f\"'"
+    si "rt3 nested: stdin copy: truncate /proc/self/fd/0 in a nested userns" "unshare -r -m truncate -s 0 /proc/self/fd/0"
+    si "rt3 nested: stdin copy: chmod /proc/self/fd/0 in a nested userns"    "unshare -r -m chmod 600 /proc/self/fd/0"
+    si "rt3 nested: stdin copy: truncate -s 0 /proc/self/fd/0"            "truncate -s 0 /proc/self/fd/0"
+    CSET=$cset
+    si "rt3 default: stdin FILE: truncate -s 0 /proc/self/fd/0 (HOLE (rt-3) on d805e96, fixed)" "truncate -s 0 /proc/self/fd/0"
+    si "HOLE (rt-3) rt3 default: stdin FILE: chmod 600 /proc/self/fd/0"     "chmod 600 /proc/self/fd/0"
+    si "HOLE (rt-3) rt3 default: stdin FILE: touch /proc/self/fd/0"         "touch /proc/self/fd/0"
+
+    # as root the command (uid 0, or uid 1000 under the key) is host root in
+    # the writable directory: can it leave a set-user-ID root program there?
+    if [ "$(id -u)" = 0 ]; then
+        for set in s rt3nest; do
+            rm -f "$W/rt3-suid" "$W/rt3-sgid"
+            (cd "$W" && "$SLUICE" run --settings "$T/$set.json" -c 'cp /bin/true rt3-suid; chmod 4755 rt3-suid; cp /bin/true rt3-sgid; chmod 2755 rt3-sgid' </dev/null >/dev/null 2>&1)
+            if [ -u "$W/rt3-suid" ] || [ -g "$W/rt3-sgid" ]; then
+                bad "HOLE (rt-3) rt3 [$set] as root: the command leaves a set-user-ID/set-group-ID root program in the writable directory" "$(ls -ln "$W/rt3-suid" "$W/rt3-sgid")"
+            else ok "rt3 [$set] as root: no set-user-ID root program can be left in the writable directory"; fi
+            rm -f "$W/rt3-suid" "$W/rt3-sgid"
+        done
+    fi
+    # the key's warning, and without the key nothing changed
+    out=$(cd "$W" && "$SLUICE" run --settings "$T/rt3nest.json" -c true 2>&1 </dev/null)
+    grep -q 'allowNestedUserNamespaces: no Landlock filesystem rules' <<< "$out" && ok "rt3 nested: the run prints its warning" || bad "rt3 nested: no warning" "$out"
+    c "rt3 default: nested bwrap --unshare-user still refused"  fail "bwrap --ro-bind / / --dev /dev --unshare-user --unshare-net true"
+    c "rt3 default: unshare -r still refused"                    fail "unshare -r true"
+    mkfifo "$V/ff" # ENXIO (no reader) means the open passed the permission checks
+    c "rt3 default: a host FIFO under the read-only root cannot be opened for writing" fail \
+        "python3 -c 'import os, errno
+try: os.open(\"$V/ff\", os.O_WRONLY | os.O_NONBLOCK)
+except OSError as e: raise SystemExit(0 if e.errno == errno.ENXIO else 1)'"
+    rm -rf "$V" "$W/rt3.out"
 }
 
 start=$SECONDS

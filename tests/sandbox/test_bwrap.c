@@ -1024,6 +1024,15 @@ static void test_nested_userns(void **state)
     f->o.stdio_ro = 5; /* 0 and 2 */
     f->o.stdio_off[2] = 17;
     expect_has(f, off, off_no);
+    /* a directory on 0 (rt-3) is re-bound in every mode, the file on 2 not */
+    {
+        const char *const dir[] = {"--ro-bind-fd 4 /tmp/.sluice-fd-0 --chdir",
+                                   "inner --fd 3 --reopen-ro=0:0 --limit", NULL};
+        const char *const dir_no[] = {"--ro-bind-fd 6", "--reopen-ro=2", NULL};
+        f->o.stdio_dir = 1;
+        expect_has(f, dir, dir_no);
+        f->o.stdio_dir = 0;
+    }
     f->o.host_root = 1;
     expect_has(f, off, off_no);
     /* a kernel without Landlock: the read-only binds, nothing else */
