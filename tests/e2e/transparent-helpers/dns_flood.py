@@ -10,7 +10,9 @@ connect()s there while the flood is held, "connect=ok" or the errno.
 Modes:
   names N LEN      N UDP queries for distinct names of about LEN bytes,
                    from 64 source ports, never reading an answer
-  udp N            N UDP queries for one name from 256 source ports, unread
+  udp N            N UDP queries for one name from 256 source ports, unread,
+                   and more from a thread while the connect() and the UDP
+                   check run
   pipeline C Q     C TCP connections, each sends Q queries and never reads
   halfclose C      C TCP connections, each sends a query and shuts down its
                    write side, never reading
@@ -26,6 +28,7 @@ The connections are held while the checks run; the process then exits
 import errno, os, random, socket, struct, sys, time
 
 RES = ("127.0.0.1", 53)
+STOPPERS = []
 
 
 def query(name, qtype=1, qid=None):
@@ -141,7 +144,22 @@ def main():
                 sent += 1
             except OSError:
                 pass
-        detail = "sent=%d" % sent
+        # and it goes on while the checks run (connect() answered under a live flood)
+        import threading
+        stop = []
+
+        def more():
+            k = 0
+            while not stop:
+                try:
+                    socks[k % 256].sendto(q, RES)
+                except OSError:
+                    pass
+                k += 1
+        th = threading.Thread(target=more, daemon=True)
+        th.start()
+        STOPPERS.append(stop)
+        detail = "sent=%d+continuing" % sent
         held = socks
     elif mode == "pipeline":
         qn = int(sys.argv[3])
@@ -245,6 +263,8 @@ def main():
     # that a full house of TCP connections (the sandbox's own doing) is let go
     # first for the TCP check
     u_ok = udp_ok()
+    for st in STOPPERS:
+        st.append(1)
     t_held = tcp_ok()
     for s in held:
         try:
