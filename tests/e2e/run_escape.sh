@@ -482,6 +482,7 @@ PY
         "python3 probe.py pair-bind pb21"
     CSET=$T/s.json
     c "rt-2: pidfd_getfd() of PID 1's descriptors" probe "python3 unix_rt.py pid1-getfd"
+    c "rt-2: x32 ABI socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 unix_rt.py pair-x32"
     c "rt-2: open() of host socket files (ENXIO), O_PATH reopen" probe \
         "python3 unix_rt.py open-sock $V/hosts.sock $V/hostd.sock $V/hostq.sock $W/host.sock"
     c "rt-2: every socket file visible inside (D-Bus, systemd notify, /dev/log, the stand-ins) refuses a pair" probe \

@@ -29,6 +29,8 @@ exit 0, 1, 3.
                                       the routes of pair-dead, plus connect()
                                       to the host's abstract listeners
                                       \0ABS-s (stream) and \0ABS-q (seqpacket)
+    unix_rt.py pair-x32               x32 ABI socketpair(AF_UNIX, SOCK_DGRAM) (nr
+                                      53 | 0x40000000), with and without flags
     unix_rt.py host-sockets           every socket file under /run, /var/run,
                                       /tmp, /dev (D-Bus, systemd notify and
                                       journal, /dev/log, ...): what a stream or
@@ -247,6 +249,19 @@ def stdin_aim(d, ab):
     done(opened, tried)
 
 
+def pair_x32():
+    sv = (ctypes.c_int * 2)()
+    errs = set()
+    for typ in (2, 3, 2 | 0o4000 | 0o2000000, 0x100000002):
+        r = libc.syscall(ctypes.c_long(0x40000000 + 53), ctypes.c_long(1), ctypes.c_long(typ), ctypes.c_long(0), sv)
+        if r >= 0:
+            print("OPEN x32 socketpair(AF_UNIX, %#x) made fds %d,%d" % (typ, sv[0], sv[1]))
+            sys.exit(1)
+        errs.add(en(ctypes.get_errno()))
+    print("BLOCKED x32 datagram socketpair: %s" % ",".join(sorted(errs)))
+    sys.exit(0)
+
+
 def pid1_getfd():
     pf = libc.syscall(ctypes.c_long(434), ctypes.c_long(1), ctypes.c_long(0))
     if pf < 0:
@@ -340,6 +355,8 @@ def main():
         pair_dead(a[1], a[2])
     if a[0] == "stdin-aim":
         stdin_aim(a[1], a[2])
+    if a[0] == "pair-x32":
+        pair_x32()
     if a[0] == "pid1-getfd":
         pid1_getfd()
     if a[0] == "open-sock":
