@@ -148,6 +148,9 @@ JSON
     cat > "$T/lb21.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowLocalBinding": true, "transparent": $TPV}}
 JSON
+    cat > "$T/ulb21.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true, "allowLocalBinding": true, "transparent": $TPV}}
+JSON
     cat > "$T/unix.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true, "transparent": $TPV}}
 JSON
@@ -482,6 +485,13 @@ PY
         "python3 probe.py pair-bind pb21"
     CSET=$T/s.json
     c "rt-2: pidfd_getfd() of PID 1's descriptors" probe "python3 unix_rt.py pid1-getfd"
+    # with Unix sockets and binding allowed, transparent mode runs an abstract
+    # connect() on the host (run_here): the accepting side's peer is sluice
+    # (SO_PEERCRED pid 0); its SO_PEERPIDFD must give no handle on sluice
+    CSET=$T/ulb21.json
+    c "rt-2: SO_PEERPIDFD of an abstract connection gives no handle on a host process" probe \
+        "python3 unix_rt.py peer-pidfd"
+    CSET=$T/s.json
     c "rt-2: x32 ABI socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 unix_rt.py pair-x32"
     c "rt-2: open() of host socket files (ENXIO), O_PATH reopen" probe \
         "python3 unix_rt.py open-sock $V/hosts.sock $V/hostd.sock $V/hostq.sock $W/host.sock"

@@ -31,6 +31,13 @@ exit 0, 1, 3.
                                       \0ABS-s (stream) and \0ABS-q (seqpacket)
     unix_rt.py pair-x32               x32 ABI socketpair(AF_UNIX, SOCK_DGRAM) (nr
                                       53 | 0x40000000), with and without flags
+    unix_rt.py peer-pidfd             an abstract listener and a connect() to it
+                                      (in transparent mode sluice runs that
+                                      connect() itself, so the accepting side's
+                                      peer is sluice on the host): SO_PEERPIDFD
+                                      then pidfd_send_signal(0), pidfd_getfd, the
+                                      PIDFD_GET_*_NAMESPACE ioctls; OPEN if any
+                                      works on a process outside the sandbox
     unix_rt.py host-sockets           every socket file under /run, /var/run,
                                       /tmp, /dev (D-Bus, systemd notify and
                                       journal, /dev/log, ...): what a stream or
@@ -262,6 +269,38 @@ def pair_x32():
     sys.exit(0)
 
 
+def peer_pidfd():
+    L = socket.socket(socket.AF_UNIX)
+    L.bind("\0sluice-rt2-peer-%d" % os.getpid())
+    L.listen(4)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(L.getsockname())
+    a, _ = L.accept()
+    pid, uid, gid = struct.unpack("3i", a.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    try:
+        fd = a.getsockopt(socket.SOL_SOCKET, 77)  # SO_PEERPIDFD (6.5)
+    except OSError as e:
+        print("BLOCKED SO_PEERPIDFD: %s (peer pid %d)" % (en(e.errno), pid))
+        sys.exit(0)
+    opened, res = [], []
+    if pid != 0:  # the peer is in our pid namespace: the command itself
+        print("BLOCKED the peer is a process of the sandbox (pid %d): nothing of the host's" % pid)
+        sys.exit(0)
+    r = libc.syscall(ctypes.c_long(424), ctypes.c_long(fd), ctypes.c_long(0), None, ctypes.c_long(0))
+    (opened if r == 0 else res).append("pidfd_send_signal=%s" % ("ok" if r == 0 else en(ctypes.get_errno())))
+    r = libc.syscall(ctypes.c_long(438), ctypes.c_long(fd), ctypes.c_long(0), ctypes.c_long(0))
+    (opened if r >= 0 else res).append("pidfd_getfd=%s" % ("ok" if r >= 0 else en(ctypes.get_errno())))
+    for nr, name in ((4, "net"), (9, "user"), (3, "mnt"), (5, "pid"), (1, "cgroup")):
+        r = libc.ioctl(fd, 0xFF00 | nr, 0)
+        (opened if r >= 0 else res).append("get_%s_ns=%s" % (name, os.readlink("/proc/self/fd/%d" % r) if r >= 0
+                                                             else en(ctypes.get_errno())))
+    if opened:
+        print("OPEN a pidfd of sluice on the host (peer uid %d): %s" % (uid, " ".join(opened)))
+        sys.exit(1)
+    print("BLOCKED peer pid 0 (outside), uid %d: %s" % (uid, " ".join(res)))
+    sys.exit(0)
+
+
 def pid1_getfd():
     pf = libc.syscall(ctypes.c_long(434), ctypes.c_long(1), ctypes.c_long(0))
     if pf < 0:
@@ -357,6 +396,8 @@ def main():
         stdin_aim(a[1], a[2])
     if a[0] == "pair-x32":
         pair_x32()
+    if a[0] == "peer-pidfd":
+        peer_pidfd()
     if a[0] == "pid1-getfd":
         pid1_getfd()
     if a[0] == "open-sock":
