@@ -97,7 +97,7 @@ cases() {
     echo TOPSECRET-file > "$W/secret.txt"
     mkdir -p "$W/secretdir" && echo TOPSECRET-dir > "$W/secretdir/s"
     git -C "$W" worktree add -q "$W3" -b wt 2>/dev/null || git -C "$W" worktree add "$W3" -b wt
-    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/rt3_fd.py" "$HERE/run-helpers/hijack_pid1.py" "$HERE/run-helpers/harden.py" "$d/"; done
+    for d in "$W" "$W2" "$W3"; do cp "$HERE/run-helpers/probe.py" "$HERE/run-helpers/rt3_fd.py" "$HERE/run-helpers/hijack_pid1.py" "$HERE/run-helpers/harden.py" "$HERE/run-helpers/unix_rt.py" "$d/"; done
 
     # --- host services -----------------------------------------------------------------------
     mkdir -p "$T/www" && echo hello-origin > "$T/www/hello.txt"
@@ -147,6 +147,12 @@ PY
     cat > "$T/s.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"], "transparent": $TPV},
  "filesystem": {"denyRead": ["$W/secret.txt", "$W/secretdir"]}}
+JSON
+    cat > "$T/lb21.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowLocalBinding": true, "transparent": $TPV}}
+JSON
+    cat > "$T/ulb21.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true, "allowLocalBinding": true, "transparent": $TPV}}
 JSON
     cat > "$T/unix.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowAllUnixSockets": true, "transparent": $TPV}}
@@ -437,6 +443,13 @@ for name, t in (("hostd.sock", socket.SOCK_DGRAM), ("hosts.sock", socket.SOCK_ST
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind("\0" + ab)
 socks[s] = "@" + ab
+# abstract listeners of the host's namespace (rt-2): a socket made in the
+# sandbox cannot name them, an inherited one of the host's could
+for suffix, t in (("-s", socket.SOCK_STREAM), ("-q", socket.SOCK_SEQPACKET)):
+    s = socket.socket(socket.AF_UNIX, t)
+    s.bind("\0" + ab + suffix)
+    s.listen(8)
+    socks[s] = "@" + ab + suffix
 note("listening")
 while True:
     r, _, _ = select.select(list(socks), [], [], 0.1)
@@ -476,6 +489,30 @@ PY
     c "socketpair of every type and flag: sendto/sendmsg/connect/AF_UNSPEC/bind to host sockets" probe \
         "python3 probe.py pair-routes $V $AB"
     c "a socketpair bound to a short name is not reached from the host" probe "python3 probe.py pair-bind pb21"
+    # rt-2 (red team of item 2): pairs in every later state, descriptors of
+    # PID 1, opening socket files, every socket file visible inside
+    c "rt-2: stream/seqpacket pairs after peer close, shutdown, failed sends, AF_UNSPEC, SCM_RIGHTS: no route to host sockets" probe \
+        "python3 unix_rt.py pair-dead $V $AB"
+    CSET=$T/lb21.json
+    c "rt-2: the same with allowLocalBinding (bind and listen allowed)" probe "python3 unix_rt.py pair-dead $V $AB"
+    # (in transparent mode allowLocalBinding has the host answer bind(), which
+    # refuses a Unix path: the route is closed before it opens)
+    [ $TPV = true ] || c "rt-2: a pair bound to a short name is not reached from the host, allowLocalBinding" probe \
+        "python3 probe.py pair-bind pb21"
+    CSET=$T/s.json
+    c "rt-2: pidfd_getfd() of PID 1's descriptors" probe "python3 unix_rt.py pid1-getfd"
+    # with Unix sockets and binding allowed, transparent mode runs an abstract
+    # connect() on the host (run_here): the accepting side's peer is sluice
+    # (SO_PEERCRED pid 0); its SO_PEERPIDFD must give no handle on sluice
+    CSET=$T/ulb21.json
+    c "rt-2: SO_PEERPIDFD of an abstract connection gives no handle on a host process" probe \
+        "python3 unix_rt.py peer-pidfd"
+    CSET=$T/s.json
+    c "rt-2: x32 ABI socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 unix_rt.py pair-x32"
+    c "rt-2: open() of host socket files (ENXIO), O_PATH reopen" probe \
+        "python3 unix_rt.py open-sock $V/hosts.sock $V/hostd.sock $V/hostq.sock $W/host.sock"
+    c "rt-2: every socket file visible inside (D-Bus, systemd notify, /dev/log, the stand-ins) refuses a pair" probe \
+        "python3 unix_rt.py host-sockets"
     c "i386 ABI (int 0x80) socketpair(AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py pair-dgram-i386"
     c "i386 ABI (int 0x80) socketcall(SYS_SOCKETPAIR, AF_UNIX, SOCK_DGRAM)" probe "python3 probe.py socketcall-pair-i386"
     c "stream and seqpacket socketpairs keep working" ok "python3 -c '
@@ -517,6 +554,27 @@ PY
         case $out in
         "got-hi 0"*) ok "a harness's $t socketpair as stdin and stdout keeps working" ;;
         *) bad "a harness's $t socketpair as stdio" "$out" ;;
+        esac
+    done
+
+    # rt-2: the harness's pair as stdin is of the host's namespace (its
+    # abstract names are the host's); once the harness closes its end,
+    # nothing re-aims it (connect, sendto/sendmsg/sendmmsg, AF_UNSPEC, bind)
+    for t in STREAM SEQPACKET; do
+        out=$(cd "$W" && python3 - "$SLUICE" "$CSET" "$t" "$V" "$AB" <<'PY' 2>&1
+import socket, subprocess, sys, time
+a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, "SOCK_" + sys.argv[3]))
+p = subprocess.Popen([sys.argv[1], "run", "-q", "--settings", sys.argv[2], "--", "python3", "unix_rt.py", "stdin-aim",
+                      sys.argv[4], sys.argv[5]], stdin=b, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+b.close()
+time.sleep(1.5)
+a.close()
+print(p.communicate(timeout=120)[0].decode(errors="replace").strip(), "rc=%d" % p.returncode)
+PY
+)
+        case $out in
+        "BLOCKED "*" rc=0") ok "rt-2: a harness's $t pair as stdin, its host end closed, cannot be re-aimed ($out)" ;;
+        *) bad "rt-2: a harness's $t pair as stdin re-aimed" "$out" ;;
         esac
     done
 

@@ -433,11 +433,78 @@ print(r.stdout.strip(), r.stderr.strip(), "rc=%d" % r.returncode)' "$SLUICE" run
     out=$(sr --quiet -- python3 "$PROBE" race "$PA" "$PB" 300 2>&1)
     grep -q '^race ok=' <<< "$out" && ok "connect() on an address rewritten by another thread: $out" ||
         bad "race" "$out"
+    dns_flood_cases
     if grep -q 'GET' "$T/B.err"; then
         bad "a connection reached the origin no rule allows" "$(cat "$T/B.err")"
     else
         ok "the origin no rule allows saw no connection"
     fi
+}
+
+# rt-2 (red team of issue 21 item 4): a hostile client of the sandbox's
+# resolver. Each flood runs inside (transparent-helpers/dns_flood.py) while
+# the host samples the `sluice run` process's VmRSS and open descriptors
+# every 0.1 s; the resolver must still answer over UDP and TCP, an
+# allow-listed connect() must still be answered during the flood, sluice
+# must exit 0 within the time given, and memory and descriptors stay under
+# the bounds (64 TCP connections: a few more descriptors than that; memory:
+# 64 receive buffers of 64 KiB and 32 queued answers each, or the
+# 131,070-name table of the "names" flood).
+# dns_flood NAME SETTINGS RSS_MAX_KB FD_MAX ARGS...
+dns_flood() {
+    local name=$1 set=$2 rssmax=$3 fdmax=$4 p r f rss=0 fds=0 t0=$SECONDS out rc
+    shift 4
+    (cd "$W" && exec "$SLUICE" run -q --settings "$set" -- python3 dns_flood.py "$@") >"$T/flood.out" 2>&1 &
+    p=$!
+    while kill -0 "$p" 2>/dev/null; do
+        r=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null)
+        f=$(ls "/proc/$p/fd" 2>/dev/null | wc -l)
+        [ -n "$r" ] && [ "$r" -gt "$rss" ] && rss=$r
+        [ "$f" -gt "$fds" ] && fds=$f
+        if [ $((SECONDS - t0)) -gt 120 ]; then kill "$p"; break; fi
+        sleep 0.1
+    done
+    wait "$p"; rc=$?
+    out=$(cat "$T/flood.out")
+    if [ $rc = 0 ] && grep -q '^ALIVE .*connect=ok' <<< "$out" && [ "$rss" -le "$rssmax" ] && [ "$fds" -le "$fdmax" ]; then
+        ok "rt-2: resolver flood ($name): sluice RSS ${rss} kB <= $rssmax, fds $fds <= $fdmax, exits 0; $out"
+    else
+        bad "rt-2: resolver flood ($name)" "rc=$rc rss=${rss}kB (max $rssmax) fds=$fds (max $fdmax): $out"
+    fi
+}
+
+dns_flood_cases() {
+    local bh BH SU i
+    cp "$HERE/transparent-helpers/dns_flood.py" "$W/dns_flood.py"
+    dns_flood "UDP, one name, 256 source ports, answers never read" "$S" 32768 100 udp 30000 "127.0.0.1:$PA"
+    dns_flood "UDP, 140,000 distinct 250-byte names (the whole table)" "$S" 65536 100 names 140000 250 "127.0.0.1:$PA"
+    dns_flood "TCP, 64 connections pipelining 2000 queries, never reading" "$S" 32768 100 pipeline 64 2000 "127.0.0.1:$PA"
+    dns_flood "TCP, 300 connections half-closed after a query" "$S" 32768 100 halfclose 300 "127.0.0.1:$PA"
+    dns_flood "TCP slowloris, 100 connections holding one byte of a length prefix" "$S" 32768 100 slowloris 100 "127.0.0.1:$PA"
+    dns_flood "TCP, 100 connections with 65535-byte garbage and another length prefix" "$S" 32768 100 huge 100 "127.0.0.1:$PA"
+    dns_flood "malformed messages over UDP and TCP" "$S" 32768 100 malformed 20000 "127.0.0.1:$PA"
+    # an upstream (network.dnsServers) that never answers: connect()s to a
+    # name wait on it, the resolver and other connect()s must not
+    BH=$(free_port)
+    rm -f "$T/bh.ready"
+    python3 - "$BH" "$T/bh.ready" <<'PY' 2>/dev/null &
+import socket, sys, time
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", int(sys.argv[1])))
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen(128)
+open(sys.argv[2], "w").close()
+while True:
+    u.recv(4096)  # read and never answer
+PY
+    bh=$!
+    PIDS+=($bh)
+    for i in $(seq 50); do [ -e "$T/bh.ready" ] && break; sleep 0.1; done
+    SU=$T/slowup.json
+    cat > "$SU" <<JSON
+{"network": {"allowedDomains": ["slow.test", "127.0.0.1:$PA"], "dnsServers": ["127.0.0.1:$BH"], "transparent": true}}
+JSON
+    dns_flood "20 connect()s waiting on an upstream that never answers" "$SU" 32768 100 slowup 20 slow.test "127.0.0.1:$PA"
+    grep -q 'waiting=20 ' "$T/flood.out" || bad "rt-2: the slow-upstream flood did not hold its connect()s waiting" "$(cat "$T/flood.out")"
+    kill "$bh" 2>/dev/null
 }
 
 e2e_twice cases "$HERE/transparent.sh" "$SLUICE"
