@@ -73,7 +73,7 @@ cases() {
     # reach: the sandbox sees an empty tmpfs there, and a command holding
     # a flock on what it sees does not block another run
     mkdir -p "$W"
-    out=$(cd "$W" && "$SLUICE" run -q -c 'ls -A "$XDG_RUNTIME_DIR" 2>/dev/null | wc -l' 2>&1 </dev/null)
+    out=$(cd "$W" && "$SLUICE" run -q -c 'ls -A "$XDG_RUNTIME_DIR/sluice" 2>/dev/null | wc -l' 2>&1 </dev/null)
     [ "$out" = 0 ] && ok "rundir: the command sees nothing of the run-directory parent" ||
         bad "rundir: the command sees the run-directory parent" "$out"
     (cd "$W" && exec "$SLUICE" run -q -c 'd=$XDG_RUNTIME_DIR/sluice; mkdir -p "$d" 2>/dev/null; exec flock "$d" sleep 6 2>/dev/null || exec flock "$XDG_RUNTIME_DIR" sleep 6') >/dev/null 2>&1 </dev/null &
