@@ -152,8 +152,8 @@ static void remove_placeholder(const char *path)
         char *e = strchr(p, '/');
         if (e != NULL)
             *e = '\0';
-        nfd = *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                          : dup(dfd);
+        nfd =
+            *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
         close(dfd);
         dfd = nfd;
         if (e == NULL)
