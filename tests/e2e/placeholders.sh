@@ -93,6 +93,19 @@ cases() {
     [ -e "$O/victim" ] && ok "rundir: a fake run record in the working tree is not acted on" ||
         bad "rundir: a fake run record in the working tree removed a host file"
     rm -rf "$W" "$O"
+
+    # 4. item 13: a .GIT file (a "gitdir:" pointer, upper case), and a
+    # .bashrc that is a link to a file inside the project: neither writable
+    mkdir -p "$W/x"
+    echo 'gitdir: /nowhere' >"$W/.GIT"
+    echo '# rc' >"$W/x/real"
+    ln -s x/real "$W/.bashrc"
+    out=$(cd "$W" && "$SLUICE" run -q -c 'echo "gitdir: /tmp/evil" > .GIT; echo evil >> .bashrc; echo evil >> x/real; rm -f .GIT .bashrc' 2>&1 </dev/null)
+    [ "$(cat "$W/.GIT")" = 'gitdir: /nowhere' ] && ok "item 13: a .GIT gitdir file is read-only" ||
+        bad "item 13: .GIT written" "$out; $(cat "$W/.GIT")"
+    [ "$(cat "$W/x/real")" = '# rc' ] && ok "item 13: the target of a .bashrc link inside the project is read-only" ||
+        bad "item 13: written through the .bashrc link" "$out; $(cat "$W/x/real")"
+    rm -rf "$W"
 }
 
 e2e_twice cases "$HERE/placeholders.sh" "$SLUICE"
