@@ -128,16 +128,48 @@ void sb_remove_tree(const char *path)
 
 /* Removes PATH, a mount point bwrap made, when it still is what bwrap made
  * (an empty directory or an empty file). */
+/* The walk to PATH never follows a symbolic link (rt-5): a directory
+ * above a placeholder may be renamed and replaced by a link by the command
+ * of another run whose sandbox does not pin it (its scan skips
+ * node_modules and stops at mandatoryDenySearchDepth), and the clean-up
+ * must not then remove an empty file or directory outside. The recorded
+ * paths are physical (no link in them), so a link met is such a swap. */
 static void remove_placeholder(const char *path)
 {
+    char buf[PATH_MAX], *p, *slash;
     struct stat st;
+    int dfd, nfd;
 
-    if (lstat(path, &st) < 0)
+    if (path[0] != '/' || strlen(path) >= sizeof buf)
         return;
-    if (S_ISREG(st.st_mode) && st.st_size == 0)
-        (void)unlink(path);
-    else if (S_ISDIR(st.st_mode))
-        (void)rmdir(path); /* fails, as it should, unless empty */
+    memcpy(buf, path, strlen(path) + 1);
+    slash = strrchr(buf, '/');
+    if (slash[1] == '\0')
+        return;
+    *slash = '\0';
+    dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (p = buf + 1; dfd >= 0 && slash != buf && *p != '\0';) {
+        char *e = strchr(p, '/');
+        if (e != NULL)
+            *e = '\0';
+        nfd =
+            *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
+        close(dfd);
+        dfd = nfd;
+        if (e == NULL)
+            break;
+        p = e + 1;
+    }
+    if (dfd < 0)
+        return;
+    p = slash + 1;
+    if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISREG(st.st_mode) && st.st_size == 0)
+            (void)unlinkat(dfd, p, 0);
+        else if (S_ISDIR(st.st_mode))
+            (void)unlinkat(dfd, p, AT_REMOVEDIR); /* fails, as it should, unless empty */
+    }
+    close(dfd);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -55,4 +55,22 @@ out=$(r 'mkdir -p .GIT/hooks')
 rc=$?
 [ $rc -ne 0 ] && ok "a missing .git cannot be made as .GIT" || bad "made .GIT" "exit $rc: $out"
 [ "$(ls -A "$W")" = ".BaShRc" ] && ok "nothing left in the directory" || bad "left" "$(ls -la "$W")"
+
+# rt-5: Unicode spellings that utf8 case folding makes equal to an ASCII
+# protected name (U+017F LATIN SMALL LETTER LONG S folds to "s"): the scan
+# matches ASCII case only (strcasecmp), so an existing .baſhrc is not seen
+# as .bashrc, yet bash's open(".bashrc") finds it. Untested on the rt-5
+# machine (no casefold tmpfs nor ext4 casefold on its kernel).
+W2=$CF/w2
+mkdir "$W2" && chattr +F "$W2"
+LS=$'\xc5\xbf'
+printf '# the user file\n' >"$W2/.ba${LS}hrc"
+out=$(cd "$W2" && "$SLUICE" run -q -c "echo evil >> .bashrc; echo evil >> .ba${LS}hrc" 2>&1 </dev/null)
+[ "$(cat "$W2/.bashrc")" = '# the user file' ] &&
+    ok "rt-5: an existing .ba<U+017F>hrc (folds to .bashrc) is read-only" ||
+    bad "HOLE (rt-5): .ba<U+017F>hrc, which a case-folding directory finds as .bashrc, is writable" "$out; $(cat "$W2/.bashrc")"
+out=$(cd "$W2" && "$SLUICE" run -q -c "printf x > .z${LS}hrc" 2>&1 </dev/null)
+[ -z "$(find "$W2" -maxdepth 1 -iname '.z*hrc' -type f)" ] &&
+    ok "rt-5: a missing .zshrc cannot be created as .z<U+017F>hrc" ||
+    bad "HOLE (rt-5): created .z<U+017F>hrc, read as .zshrc" "$out; $(ls -la "$W2")"
 e2e_finish

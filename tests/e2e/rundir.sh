@@ -107,4 +107,24 @@ rc=$?
 [ $rc -eq 0 ] && [ ! -e "/tmp/sluice-$U" ] && ok "/tmp/sluice-UID is used and removed after the run" ||
     bad "the user's run in /tmp/sluice-UID" "exit $rc: $out; $(ls -la "/tmp/sluice-$U" 2>&1)"
 
+# rt-5 (red team): more of item 6
+# the user's own /tmp/sluice-UID, but group/world-writable: refused
+mkdir -m 700 "/tmp/sluice-$U" && chown "$U:$E2E_GID" "/tmp/sluice-$U" && chmod 777 "/tmp/sluice-$U"
+out=$(urun -c true)
+rc=$?
+[ $rc -eq 125 ] && [ -z "$(ls -A "/tmp/sluice-$U")" ] && ok "rt-5: the user's own /tmp/sluice-UID with mode 0777 is refused (exit 125)" ||
+    bad "rt-5: the user's run with a 0777 /tmp/sluice-UID" "exit $rc: $out; $(ls -la "/tmp/sluice-$U")"
+rm -rf "/tmp/sluice-$U"
+# XDG_RUNTIME_DIR pointing to someone else's directory (root's 0777 one, and a link to it)
+mkdir -m 777 "$T/rootxdg"
+ln -s "$T/rootxdg" "$T/work/xdglink"
+for x in "$T/rootxdg" "$T/work/xdglink"; do
+    out=$(cd "$T/work" && as_user env XDG_RUNTIME_DIR="$x" HOME="$T/work" PATH="$E2E_SYSPATH" "$SLUICE" run -q -c 'echo in-sandbox' 2>&1 </dev/null)
+    rc=$?
+    [ $rc -eq 0 ] && [ "$out" = in-sandbox ] && [ -z "$(ls -A "$T/rootxdg")" ] && [ ! -e "/tmp/sluice-$U" ] &&
+        ok "rt-5: XDG_RUNTIME_DIR=$x (root's, world-writable) is not used; the run works elsewhere and cleans up" ||
+        bad "rt-5: XDG_RUNTIME_DIR=$x" "exit $rc: $out; $(ls -la "$T/rootxdg")"
+done
+rm -f "$T/work/xdglink"
+
 e2e_finish
