@@ -452,7 +452,9 @@ static int owned_dir(const char *path, uid_t owner, mode_t loose)
 
 /* The parent of the run directories, in a place nobody else can take first
  * (issue 21): $XDG_RUNTIME_DIR/sluice when XDG_RUNTIME_DIR is an absolute
- * directory of ours; else, for root, /run/sluice; else /run/user/UID/sluice
+ * directory of ours that nobody else can write into (in one that others
+ * can, they could rename our sluice/ and put their own in its place
+ * between two uses of its path); else, for root, /run/sluice; else /run/user/UID/sluice
  * when logind's /run/user/UID is there (ours, 0700); else /tmp/sluice-UID,
  * which another user can make first: that one is refused by parent_lock. */
 static int parent_dir(char *out, size_t len, char *err, size_t errlen)
@@ -465,7 +467,7 @@ static int parent_dir(char *out, size_t len, char *err, size_t errlen)
 
     snprintf(user, sizeof user, "/run/user/%lu", uid);
     if (base != NULL && base[0] == '/' && stat(base, &st) == 0 && S_ISDIR(st.st_mode) &&
-        st.st_uid == geteuid() && access(base, W_OK) == 0)
+        st.st_uid == geteuid() && (st.st_mode & 022) == 0 && access(base, W_OK) == 0)
         n = snprintf(out, len, "%s/sluice", base);
     else if (uid == 0 && owned_dir("/run", 0, 022))
         n = snprintf(out, len, "/run/sluice");

@@ -126,5 +126,14 @@ for x in "$T/rootxdg" "$T/work/xdglink"; do
         bad "rt-5: XDG_RUNTIME_DIR=$x" "exit $rc: $out; $(ls -la "$T/rootxdg")"
 done
 rm -f "$T/work/xdglink"
+# XDG_RUNTIME_DIR of the user's own but world-writable (not 0700): others
+# could swap its sluice/ between two uses of the path, so it is not used
+mkdir -m 700 "$T/userxdg" && chown "$U:$E2E_GID" "$T/userxdg" && chmod 777 "$T/userxdg"
+out=$(cd "$T/work" && as_user env XDG_RUNTIME_DIR="$T/userxdg" HOME="$T/work" PATH="$E2E_SYSPATH" "$SLUICE" run -q -c 'echo in-sandbox' 2>&1 </dev/null)
+rc=$?
+[ $rc -eq 0 ] && [ "$out" = in-sandbox ] && [ -z "$(ls -A "$T/userxdg")" ] && [ ! -e "/tmp/sluice-$U" ] &&
+    ok "the user's own world-writable XDG_RUNTIME_DIR is not used; the run works elsewhere and cleans up" ||
+    bad "the user's world-writable XDG_RUNTIME_DIR" "exit $rc: $out; $(ls -la "$T/userxdg")"
+rm -rf "$T/userxdg"
 
 e2e_finish
