@@ -150,6 +150,15 @@ rt4_cases() {
             ok "managed file ${m##*/}: fails closed (125, the command does not run)" ||
             bad "managed file ${m##*/}: exit $st" "$out"
     done
+    # a managed strictAllowlist with its own allowedDomains: a project layer
+    # cannot add a name nor turn strictAllowlist off, and no ask handler is
+    # consulted (strictAllowlist denies what no rule decides)
+    echo '{"network": {"strictAllowlist": true, "allowedDomains": ["a.test"]}}' > "$T/m-strict.json"
+    echo '{"network": {"allowedDomains": ["b.test"], "strictAllowlist": false}}' > "$P"
+    out=$(with_managed "$T/m-strict.json" "$SLUICE" check --settings "$P" other.test:443 b.test:443 2>&1)
+    [ "$(grep -c '^deny .*strictAllowlist is set' <<< "$out")" = 2 ] &&
+        ok "managed strictAllowlist: a project layer cannot add names or lift it" ||
+        bad "managed strictAllowlist" "$out"
     # keys that weaken the boundary and are NOT locked (a choice, listed in
     # the rt-4 report): they load from a project layer with a managed file
     for row in '{"filesystem": {"allowWrite": ["/"]}}' '{"environment": {"inherit": true}}' \
