@@ -150,6 +150,23 @@ rt4_cases() {
             ok "managed file ${m##*/}: fails closed (125, the command does not run)" ||
             bad "managed file ${m##*/}: exit $st" "$out"
     done
+    # a managed file the user cannot read (root's, mode 000): root only,
+    # the user runs sluice inside the root-made mount namespace
+    if [ "$(id -u)" = 0 ] && [ -n "${E2E_UID:-}" ]; then
+        out=$(unshare -m --propagation private sh -c '
+            set -e
+            mkdir -p /etc/sluice
+            mount -t tmpfs -o mode=755 tmpfs /etc/sluice
+            echo "{}" > /etc/sluice/managed.json
+            chmod 000 /etc/sluice/managed.json
+            cd /
+            exec setpriv --reuid="$1" --regid="$2" --clear-groups --inh-caps=-all env -u XDG_CONFIG_HOME -u SLUICE_SETTINGS HOME=/nonexistent "$3" run -- echo RAN-WITHOUT-MANAGED' \
+            sh "$E2E_UID" "$E2E_GID" "$SLUICE" 2>&1); st=$?
+        [ "$st" -eq 125 ] && grep -q 'managed.json: cannot open: Permission denied' <<< "$out" &&
+            ! grep -q RAN-WITHOUT-MANAGED <<< "$out" &&
+            ok "managed file unreadable by the user: fails closed (125)" ||
+            bad "managed file unreadable by the user: exit $st" "$out"
+    fi
     # a managed strictAllowlist with its own allowedDomains: a project layer
     # cannot add a name nor turn strictAllowlist off, and no ask handler is
     # consulted (strictAllowlist denies what no rule decides)
