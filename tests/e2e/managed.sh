@@ -135,7 +135,7 @@ rt4_cases() {
     rm -f "$U"
     # a --control-fd line is judged with the managed file too
     echo '{"network": {"isolate": false}}' > "$T/ctl.json"
-    out=$(with_managed "$M" "$SLUICE" run --control-fd 3 -- sh -c 'sleep 1; echo RAN' 3<"$T/ctl.json" 2>&1)
+    out=$(cd "$T" && with_managed "$M" "$SLUICE" run --control-fd 3 -- sh -c 'sleep 1; echo RAN' 3<"$T/ctl.json" 2>&1)
     grep -q 'control: .*network\.isolate: refused' <<< "$out" && grep -q RAN <<< "$out" &&
         ok "managed file: a --control-fd line opening the network is refused, the policy stays" ||
         bad "managed file: --control-fd isolate false" "$out"
