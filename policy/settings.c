@@ -757,6 +757,13 @@ static const struct boundary boundary_keys[] = {
     {LF_EXCLUDED, "sandbox.excludedCommands", "exclude commands from the sandbox"},
     {LF_HTTP_PORT, "network.httpProxyPort", "name an external HTTP proxy port"},
     {LF_SOCKS_PORT, "network.socksProxyPort", "name an external SOCKS proxy port"},
+    /* rt-4: these weaken it as much: another program in bwrap's place runs
+     * the command with no sandbox at all; host Unix sockets (a container
+     * runtime's) are a way out; nested namespaces turn Landlock off */
+    {LF_BWRAP, "bwrapPath", "choose the program that builds the sandbox (bwrapPath)"},
+    {LF_ALL_UNIX, "network.allowAllUnixSockets", "allow every Unix socket"},
+    {LF_NESTED_USERNS, "allowNestedUserNamespaces", "allow nested user namespaces"},
+    {LF_NESTED, "enableWeakerNestedSandbox", "weaken the sandbox for nesting"},
 };
 
 const char *settings_boundary_key(size_t i, const char **what)
@@ -796,7 +803,17 @@ static int weakens(const struct ctx *c, const struct key_def *d)
         break;
     case LF_HTTP_PORT:
     case LF_SOCKS_PORT:
+    case LF_BWRAP:
         weak = 1;
+        break;
+    case LF_ALL_UNIX:
+        weak = v->network.allow_all_unix_sockets != 0;
+        break;
+    case LF_NESTED_USERNS:
+        weak = v->allow_nested_user_namespaces != 0;
+        break;
+    case LF_NESTED:
+        weak = v->enable_weaker_nested_sandbox != 0;
         break;
     default:
         return -1;
@@ -2313,8 +2330,18 @@ int settings_apply_file(struct settings *s, const char *path, struct settings_er
 int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err)
 {
     struct settings_error dummy;
-    int rc = apply_path(s, path != NULL ? path : SETTINGS_MANAGED_PATH,
-                        err != NULL ? err : &dummy, 1);
+    const char *p = path != NULL ? path : SETTINGS_MANAGED_PATH;
+    struct stat st;
+    int rc = apply_path(s, p, err != NULL ? err : &dummy, 1);
+
+    /* rt-4: a managed file that is a dangling symlink (its target on a
+     * volume not mounted yet) exists: fail closed, not as if there were none */
+    if (rc == -ENOENT && lstat(p, &st) == 0) {
+        snprintf((err != NULL ? err : &dummy)->msg, sizeof(dummy.msg),
+                 "%s: cannot open: %s (a symlink to nothing; the managed file must be readable)",
+                 p, strerror(ENOENT));
+        return -ENOENT;
+    }
     return rc == -ENOENT ? 0 : rc;
 }
 

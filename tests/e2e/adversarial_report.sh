@@ -126,4 +126,107 @@ PY
         bad "report mode: lo-ok.test got $code (want 200 and would_deny)" "$(grep lo-ok "$T/guard.log"; cat "$T/accepted")"
 }
 guard_cases
+
+# --- rt-4 (red team): item 7 through every front end and spelling ----------
+# Raw clients (no curl normalisation of the host): absolute-form GET,
+# CONNECT, SOCKS5 with a name, an IPv4 and an IPv6 address. Targets: IPv4
+# loopback in every spelling, IPv6 forms embedding it (mapped, compatible,
+# NAT64, 6to4, Teredo), names answering AAAA with such forms, the proxy's
+# own listener by name. All must be refused with nothing dialed and no
+# would_deny; `sluice check --proxy` must give the proxy's verdict.
+rt4_client() { # MODE PROXYPORT HOST PORT -> prints the HTTP status or socks reply code
+    python3 - "$@" <<'PY'
+import socket, struct, sys, ipaddress
+mode, pp, host, port = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+s = socket.create_connection(("127.0.0.1", pp), timeout=5)
+try:
+    if mode in ("abs", "connect"):
+        h = "[%s]" % host if ":" in host else host
+        if mode == "abs":
+            s.sendall(("GET http://%s:%d/ HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % (h, port, h, port)).encode())
+        else:
+            s.sendall(("CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (h, port, h, port)).encode())
+        print(s.recv(4096).split(b" ")[1].decode())
+    else:
+        s.sendall(b"\x05\x01\x00"); s.recv(2)
+        if mode == "socks4":
+            a = b"\x01" + ipaddress.IPv4Address(host).packed
+        elif mode == "socks6":
+            a = b"\x04" + ipaddress.IPv6Address(host).packed
+        else:
+            a = b"\x03" + bytes([len(host)]) + host.encode()
+        s.sendall(b"\x05\x01\x00" + a + struct.pack(">H", port))
+        r = s.recv(4096)
+        print("socks%d" % r[1])
+except Exception as e:
+    print("error:%s" % e)
+PY
+}
+rt4_cases() {
+    local p code n t m want got
+    p=$(free_port)
+    start_dnsmasq --address=/v6map.test/::ffff:127.0.0.2 --address=/nat64.test/64:ff9b::7f00:2 \
+        --address=/sixto4.test/2002:7f00:2:: --address=/self.test/127.0.0.1 \
+        --address=/lo2.test/127.0.0.2 ||
+        { bad "rt-4: dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; return; }
+    : > "$T/accepted"
+    python3 "$T/listen.py" "$p" "$T/accepted" > "$T/listen4.out" 2>&1 &
+    PIDS+=($!)
+    wait_for "$T/listen4.out" ready 5 || { bad "rt-4: listener did not start" "$(cat "$T/listen4.out")"; return; }
+    printf '{"network": {"mode": "report", "dnsServers": ["127.0.0.1:%s"], "deniedDomains": ["*.test"],\n  "denyPrivateAddresses": true}}\n' \
+        "$DPORT" > "$T/rt4.json"
+    start_proxy rt4 "$T/rt4.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
+    [ -n "$HPORT" ] && [ -n "$SPORT" ] || return
+    for t in 127.0.0.2 2130706434 0x7f.2 127.2 0177.0.0.2 0x7f000002 '::ffff:127.0.0.2' \
+        '::127.0.0.2' '64:ff9b::7f00:2' '2002:7f00:2::' '2001:0:4136:e378:8000:63bf:80ff:fffd' \
+        '::ffff:7f00:2' lo2.test v6map.test nat64.test sixto4.test localhost; do
+        for m in abs connect; do
+            code=$(rt4_client $m "$HPORT" "$t" "$p")
+            case $code in 2*) bad "rt-4 report mode: $m $t:P got $code (the guard was lifted)" \
+                "$(tail -3 "$T/rt4.log")" ;;
+            *) ok "rt-4 report mode: $m $t:P refused ($code)" ;; esac
+        done
+        case $t in
+        *.test | localhost) m=socksname ;;
+        *:*) m=socks6 ;;
+        [0-9]*.[0-9]*.[0-9]*.[0-9]*) m=socks4 ;;
+        *) m= ;;
+        esac
+        if [ -n "$m" ]; then
+            code=$(rt4_client $m "$SPORT" "$t" "$p")
+            [ "$code" != socks0 ] && ok "rt-4 report mode: $m $t:P refused ($code)" ||
+                bad "rt-4 report mode: $m $t:P succeeded (the guard was lifted)" "$(tail -3 "$T/rt4.log")"
+        fi
+    done
+    # the proxy's own listeners, by a name answering 127.0.0.1
+    for m in abs connect; do
+        code=$(rt4_client $m "$HPORT" self.test "$HPORT")
+        [ "$code" = 403 ] && ok "rt-4 report mode: $m self.test:HPORT (its own listener) refused" ||
+            bad "rt-4 report mode: $m self.test:HPORT got $code (want 403)" "$(tail -3 "$T/rt4.log")"
+    done
+    code=$(rt4_client socksname "$SPORT" self.test "$SPORT")
+    [ "$code" != socks0 ] && ok "rt-4 report mode: socks self.test:SPORT refused ($code)" ||
+        bad "rt-4 report mode: socks self.test:SPORT reached its own listener"
+    n=$(grep -c . "$T/accepted")
+    [ "$n" = 0 ] && ok "rt-4 report mode: nothing the guard refuses was dialed" ||
+        bad "rt-4 report mode: $n connection(s) the guard refuses were dialed" "$(cat "$T/accepted")"
+    grep -q 'decision=would_deny' "$T/rt4.log" &&
+        bad "rt-4 report mode: a guard refusal was logged would_deny" "$(grep would_deny "$T/rt4.log" | head -3)" ||
+        ok "rt-4 report mode: guard refusals logged deny, not would_deny"
+    # sluice check --proxy must say what the proxy does. The proxy reports
+    # a user deny rule's denial (would_deny) and dials; check says "deny"
+    # with no word of report mode.  FAILS NOW (rt-4 finding: cli/check.c
+    # never consults policy_report_only).
+    printf '{"network": {"mode": "report", "deniedDomains": ["lo-ok.test"], "allowedDomains": ["127.0.0.3"]}}\n' > "$T/rt4chk.json"
+    got=$("$SLUICE" check --proxy --json --settings "$T/rt4chk.json" lo-ok.test:80 2>&1)
+    grep -qE '"decision": ?"(would_deny|allow)"' <<< "$got" &&
+        ok "rt-4: sluice check gives the proxy's report-mode verdict for a user deny rule" ||
+        bad "rt-4 (FAILS NOW, claim gap): sluice check says deny where the report-mode proxy dials (would_deny)" "$got"
+    got=$("$SLUICE" check --proxy --json --settings "$T/rt4chk.json" 127.0.0.2:80 '[::ffff:127.0.0.2]:80' 2130706434:80 2>&1)
+    [ "$(grep -c '"decision":"deny"' <<< "$got")" = 3 ] &&
+        ok "rt-4: sluice check --proxy denies the guarded literals in report mode" ||
+        bad "rt-4: sluice check --proxy on guarded literals" "$got"
+    kill "$PROXY_PID" 2>/dev/null
+}
+rt4_cases
 e2e_finish

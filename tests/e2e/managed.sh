@@ -37,7 +37,12 @@ with_managed() {
         done
         rm -f /etc/sluice
         mkdir /etc/sluice
-        cp "$m" /etc/sluice/managed.json
+        case $m in
+        DIR) mkdir /etc/sluice/managed.json ;;
+        DANGLING) ln -s /nonexistent/managed.json /etc/sluice/managed.json ;;
+        EMPTY) : > /etc/sluice/managed.json ;;
+        *) cp "$m" /etc/sluice/managed.json ;;
+        esac
         exec "$@"' sh "$T/oldetc" "$m" "$@"
 }
 
@@ -98,6 +103,92 @@ PY
     kill "$PROXY_PID" 2>/dev/null
 }
 
+# rt-4 (red team): routes around the lock and managed files that are not
+# plain readable JSON objects
+rt4_cases() {
+    local M="$T/managed.json" P="$T/project.json" F="$T/fakebwrap" m out
+    # bwrapPath names the program that builds the sandbox: a user or project
+    # layer naming its own ran it on the host, in the host's namespaces,
+    # with the managed file present (the sandbox was as good as disabled)
+    printf '#!/bin/sh\necho FAKE-BWRAP-RAN > "%s.ran"\nexit 0\n' "$F" > "$F"
+    chmod 755 "$F"
+    rm -f "$F.ran"
+    echo "{\"bwrapPath\": \"$F\"}" > "$P"
+    out=$(with_managed "$M" "$SLUICE" run --settings "$P" -- true 2>&1)
+    [ ! -e "$F.ran" ] && grep -q 'bwrapPath: refused: the managed file' <<< "$out" &&
+        ok "managed file: a project bwrapPath is refused and the program it names never runs" ||
+        bad "managed file: project bwrapPath ran $F outside the sandbox" "$out"
+    # spelling tricks: a case variant is an unknown key, a duplicate key is
+    # refused by the parser (the last one does not silently win)
+    echo '{"network": {"Isolate": false}}' > "$P"
+    expect "managed file: a case variant of a boundary key is refused" 125 "unknown key 'Isolate'" \
+        with_managed "$M" "$SLUICE" run --settings "$P" -- true
+    echo '{"network": {"isolate": false, "isolate": true}}' > "$P"
+    expect "managed file: a duplicate boundary key is refused" 125 'duplicate object key' \
+        with_managed "$M" "$SLUICE" run --settings "$P" -- true
+    # a later layer that sets the key back clears the refusal, but an
+    # earlier strict value never hides a later weaker one
+    echo '{"network": {"isolate": true}}' > "$U"
+    echo '{"network": {"isolate": false}}' > "$P"
+    expect "managed file: a strict user layer does not cover a weaker project layer" 125 \
+        'network\.isolate: refused' with_managed "$M" "$SLUICE" run --settings "$P" -- true
+    rm -f "$U"
+    # a --control-fd line is judged with the managed file too
+    echo '{"network": {"isolate": false}}' > "$T/ctl.json"
+    out=$(cd "$T" && with_managed "$M" "$SLUICE" run --control-fd 3 -- sh -c 'sleep 1; echo RAN' 3<"$T/ctl.json" 2>&1)
+    grep -q 'control: .*network\.isolate: refused' <<< "$out" && grep -q RAN <<< "$out" &&
+        ok "managed file: a --control-fd line opening the network is refused, the policy stays" ||
+        bad "managed file: --control-fd isolate false" "$out"
+    # the managed file must fail closed when it is there but not a readable
+    # JSON object: a directory, empty, not JSON, not an object, a symlink to
+    # nothing (an unmounted volume)
+    echo '{bad' > "$T/m-bad.json"
+    echo '[]' > "$T/m-arr.json"
+    for m in DIR EMPTY DANGLING "$T/m-bad.json" "$T/m-arr.json"; do
+        out=$(with_managed "$m" "$SLUICE" run -- sh -c 'echo RAN-WITHOUT-MANAGED' 2>&1); st=$?
+        [ "$st" -eq 125 ] && ! grep -q RAN-WITHOUT-MANAGED <<< "$out" &&
+            ok "managed file ${m##*/}: fails closed (125, the command does not run)" ||
+            bad "managed file ${m##*/}: exit $st" "$out"
+    done
+    # a managed file the user cannot read (root's, mode 000): root only,
+    # the user runs sluice inside the root-made mount namespace
+    if [ "$(id -u)" = 0 ] && [ -n "${E2E_UID:-}" ]; then
+        out=$(unshare -m --propagation private sh -c '
+            set -e
+            mkdir -p /etc/sluice
+            mount -t tmpfs -o mode=755 tmpfs /etc/sluice
+            echo "{}" > /etc/sluice/managed.json
+            chmod 000 /etc/sluice/managed.json
+            cd /
+            exec setpriv --reuid="$1" --regid="$2" --clear-groups --inh-caps=-all env -u XDG_CONFIG_HOME -u SLUICE_SETTINGS HOME=/nonexistent "$3" run -- echo RAN-WITHOUT-MANAGED' \
+            sh "$E2E_UID" "$E2E_GID" "$SLUICE" 2>&1); st=$?
+        [ "$st" -eq 125 ] && grep -q 'managed.json: cannot open: Permission denied' <<< "$out" &&
+            ! grep -q RAN-WITHOUT-MANAGED <<< "$out" &&
+            ok "managed file unreadable by the user: fails closed (125)" ||
+            bad "managed file unreadable by the user: exit $st" "$out"
+    fi
+    # a managed strictAllowlist with its own allowedDomains: a project layer
+    # cannot add a name nor turn strictAllowlist off, and no ask handler is
+    # consulted (strictAllowlist denies what no rule decides)
+    echo '{"network": {"strictAllowlist": true, "allowedDomains": ["a.test"]}}' > "$T/m-strict.json"
+    echo '{"network": {"allowedDomains": ["b.test"], "strictAllowlist": false}}' > "$P"
+    out=$(with_managed "$T/m-strict.json" "$SLUICE" check --settings "$P" other.test:443 b.test:443 2>&1)
+    [ "$(grep -c '^deny .*strictAllowlist is set' <<< "$out")" = 2 ] &&
+        ok "managed strictAllowlist: a project layer cannot add names or lift it" ||
+        bad "managed strictAllowlist" "$out"
+    # keys that weaken the boundary and are NOT locked (a choice, listed in
+    # the rt-4 report): they load from a project layer with a managed file
+    for row in '{"filesystem": {"allowWrite": ["/"]}}' '{"environment": {"inherit": true}}' \
+        '{"network": {"allowAllDomains": true}}' '{"network": {"denyPrivateAddresses": false}}' \
+        '{"network": {"allowLocalBinding": true}}' '{"ignoreViolations": {"*": ["/"]}}' \
+        '{"network": {"parentProxy": {"http": "http://127.0.0.1:9"}}}'; do
+        echo "$row" > "$P"
+        (with_managed "$M" "$SLUICE" explain --settings "$P") >/dev/null 2>&1 &&
+            skip "managed file: not locked: $row" "a user or project layer may still set it" ||
+            ok "managed file: locked: $row"
+    done
+}
+
 cases() {
     local U="$XDG_CONFIG_HOME/sluice/settings.json" M="$T/managed.json" P="$T/project.json" out
     mkdir -p "$(dirname "$U")"
@@ -130,7 +221,12 @@ cases() {
         'filesystem.disabled|{"filesystem": {"disabled": true}}' \
         'sandbox.excludedCommands|{"sandbox": {"excludedCommands": ["make"]}}' \
         'network.httpProxyPort|{"network": {"httpProxyPort": 3128}}' \
-        'network.socksProxyPort|{"network": {"socksProxyPort": 1080}}'; do
+        'network.socksProxyPort|{"network": {"socksProxyPort": 1080}}' \
+        'bwrapPath|{"bwrapPath": "/usr/bin/bwrap"}' \
+        'network.allowAllUnixSockets|{"network": {"allowAllUnixSockets": true}}' \
+        'allowNestedUserNamespaces|{"allowNestedUserNamespaces": true}' \
+        'enableWeakerNestedSandbox|{"enableWeakerNestedSandbox": true}' \
+        'network.isolate|{"network": {"\u0069solate": false}}'; do
         key=${row%%|*} json=${row#*|}
         echo "$json" > "$P"
         expect "managed file: project $key refused" 125 \
@@ -140,6 +236,9 @@ cases() {
         expect "no managed file: project $key accepted" 0 '"sandboxed"' \
             "$SLUICE" explain --settings "$P" --json
     done
+
+    rt4_cases
+    echo '{}' > "$P"
 
     # the managed file itself may weaken it; explain names it and its keys
     echo '{}' > "$P"

@@ -16,6 +16,47 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/run-helpers/twice.sh"
 PROBE=$HERE/transparent-helpers/probe.py
 
+# rt-4 (red team), issue 21 item 7 in transparent mode: report mode never
+# lifts the guard. Names (own dnsmasq) answering 127.0.0.2 and
+# ::ffff:127.0.0.2 and the literal 127.0.0.2, all under a report-mode deny
+# rule, must not be connected; a listener on 127.0.0.2 must accept nothing.
+rt4_report_transparent() {
+    local p out n
+    start_dnsmasq --address=/rt4-lo.test/127.0.0.2 --address=/rt4-map.test/::ffff:127.0.0.2 ||
+        { bad "rt-4 transparent report: dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; return; }
+    p=$(free_port)
+    : > "$T/rt4-accepted"
+    python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.2", int(sys.argv[1]))); s.listen(8); print("ready", flush=True)
+while True:
+    c, _ = s.accept(); open(sys.argv[2], "a").write("accepted\n"); c.close()' "$p" "$T/rt4-accepted" \
+        > "$T/rt4-listen.out" 2>&1 &
+    PIDS+=($!)
+    wait_for "$T/rt4-listen.out" ready 5 || { bad "rt-4 transparent report: listener" "$(cat "$T/rt4-listen.out")"; return; }
+    printf '{"network": {"mode": "report", "transparent": true, "dnsServers": ["127.0.0.1:%s"],\n  "deniedDomains": ["*.test"]}}\n' \
+        "$DPORT" > "$T/rt4-tp.json"
+    out=$("$SLUICE" run -q --settings "$T/rt4-tp.json" -- python3 -c '
+import socket, sys
+for h in ("rt4-lo.test", "rt4-map.test", "127.0.0.2"):
+    for fam in (socket.AF_INET, socket.AF_INET6):
+        try:
+            ai = socket.getaddrinfo(h, int(sys.argv[1]), fam, socket.SOCK_STREAM)
+        except Exception:
+            continue
+        for a in ai:
+            s = socket.socket(a[0], socket.SOCK_STREAM); s.settimeout(3)
+            try:
+                s.connect(a[4]); print(h, "CONNECTED")
+            except Exception as e:
+                print(h, "refused", e)' "$p" 2>&1)
+    sleep 0.3
+    n=$(grep -c accepted "$T/rt4-accepted")
+    ! grep -q CONNECTED <<< "$out" && [ "$n" = 0 ] &&
+        ok "rt-4 transparent report mode: names and literals the guard refuses are not connected" ||
+        bad "rt-4 transparent report mode: the guard was lifted ($n accepted)" "$out"
+}
+
 cases() {
     local W=$T/work S=$T/s.json S2=$T/s2.json PA PB out err rc i
     export XDG_RUNTIME_DIR=$T/xdg
@@ -439,6 +480,7 @@ print(r.stdout.strip(), r.stderr.strip(), "rc=%d" % r.returncode)' "$SLUICE" run
     else
         ok "the origin no rule allows saw no connection"
     fi
+    rt4_report_transparent
 }
 
 # rt-2 (red team of issue 21 item 4): a hostile client of the sandbox's

@@ -763,6 +763,14 @@ static const struct lock_row lock_rows[] = {
     {"{\"sandbox\": {\"excludedCommands\": [\"docker\"]}}", "sandbox.excludedCommands", 14},
     {"{\"network\": {\"httpProxyPort\": 3128}}", "network.httpProxyPort", 14},
     {"{\"network\": {\"socksProxyPort\": 1080}}", "network.socksProxyPort", 14},
+    /* rt-4: as strong a weakening as the keys above */
+    {"{\"bwrapPath\": \"/tmp/not-bwrap\"}", "bwrapPath", 2},
+    {"{\"network\": {\"allowAllUnixSockets\": true}}", "network.allowAllUnixSockets", 14},
+    {"{\"allowNestedUserNamespaces\": true}", "allowNestedUserNamespaces", 2},
+    {"{\"enableWeakerNestedSandbox\": true}", "enableWeakerNestedSandbox", 2},
+    {"{\"network\": {\"allowAllUnixSockets\": false}, \"allowNestedUserNamespaces\": false, "
+     "\"enableWeakerNestedSandbox\": false}",
+     NULL, 0},
     /* the same keys at their strict values are fine */
     {"{\"network\": {\"isolate\": true, \"mode\": \"enforce\"}, \"sandbox\": {\"enabled\": "
      "true, \"allowUnsandboxedCommands\": false, \"excludedCommands\": []}, \"filesystem\": "
