@@ -31,6 +31,7 @@ struct check_item {
     struct policy_host host;
     uint16_t port;
     struct policy_judgment d; /* policy_verdict */
+    int would_deny;           /* report mode lets d's denial through (policy_report_only) */
     /* --resolve */
     int resolving;
     enum resolver_status rst;
@@ -51,6 +52,13 @@ static const char *verdict_name(enum policy_verdict v)
         return "ask";
     }
     return "deny";
+}
+
+/* The decision as the proxy logs it: would_deny where report mode lets a
+ * denial through (egress.c does the same with the same policy_report_only) */
+static const char *decision_name(const struct check_item *it)
+{
+    return it->would_deny ? "would_deny" : verdict_name(it->d.verdict);
 }
 
 static const char *resolver_status_name(enum resolver_status st)
@@ -169,12 +177,14 @@ static void apply_guard(const struct policy *p, struct check_item *it)
     if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
+        it->would_deny = 0;
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }
     policy_verdict(p, &it->host, it->port, it->addrs, it->naddrs, it->gv, &it->d);
     it->naddrs = it->d.naddrs;
     it->nallowed = it->d.nallowed;
+    it->would_deny = policy_report_only(p, &it->d);
 }
 
 /* ---- output ---- */
@@ -188,13 +198,13 @@ static void print_text(const struct check_item *it, int resolve)
     host_port(it, hp, sizeof(hp));
     if (it->d.rule != NULL) {
         if (strstr(it->d.rule->list, "Files") != NULL)
-            printf("%-5s %s  rule '%s' (%s, %s): %s\n", verdict_name(it->d.verdict), hp,
+            printf("%-5s %s  rule '%s' (%s, %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
         else
-            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", verdict_name(it->d.verdict), hp,
+            printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
     } else {
-        printf("%-5s %s  no rule: %s\n", verdict_name(it->d.verdict), hp, it->d.reason);
+        printf("%-5s %s  no rule: %s\n", decision_name(it), hp, it->d.reason);
     }
     if (!resolve)
         return;
@@ -218,7 +228,7 @@ static void print_json(const struct check_item *it, int resolve, const struct po
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
-    json_object_set_new(o, "decision", json_string(verdict_name(it->d.verdict)));
+    json_object_set_new(o, "decision", json_string(decision_name(it)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
         json_object_set_new(o, "source", json_string(it->d.source));
@@ -409,6 +419,7 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
         }
         it->valid = 1;
         policy_verdict(p, &it->host, it->port, NULL, 0, it->gv, &it->d);
+        it->would_deny = policy_report_only(p, &it->d);
     }
     return bad_target;
 }

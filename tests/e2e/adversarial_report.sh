@@ -215,13 +215,13 @@ rt4_cases() {
         ok "rt-4 report mode: guard refusals logged deny, not would_deny"
     # sluice check --proxy must say what the proxy does. The proxy reports
     # a user deny rule's denial (would_deny) and dials; check says "deny"
-    # with no word of report mode.  FAILS NOW (rt-4 finding: cli/check.c
-    # never consults policy_report_only).
+    # with no word of report mode (rt-4 finding); it now says would_deny,
+    # as the proxy logs, from the same policy_report_only.
     printf '{"network": {"mode": "report", "deniedDomains": ["lo-ok.test"], "allowedDomains": ["127.0.0.3"]}}\n' > "$T/rt4chk.json"
     got=$("$SLUICE" check --proxy --json --settings "$T/rt4chk.json" lo-ok.test:80 2>&1)
-    grep -qE '"decision": ?"(would_deny|allow)"' <<< "$got" &&
+    grep -qE '"decision": ?"would_deny"' <<< "$got" &&
         ok "rt-4: sluice check gives the proxy's report-mode verdict for a user deny rule" ||
-        bad "rt-4 (FAILS NOW, claim gap): sluice check says deny where the report-mode proxy dials (would_deny)" "$got"
+        bad "rt-4: sluice check says deny where the report-mode proxy dials (would_deny)" "$got"
     got=$("$SLUICE" check --proxy --json --settings "$T/rt4chk.json" 127.0.0.2:80 '[::ffff:127.0.0.2]:80' 2130706434:80 2>&1)
     [ "$(grep -c '"decision":"deny"' <<< "$got")" = 3 ] &&
         ok "rt-4: sluice check --proxy denies the guarded literals in report mode" ||
