@@ -476,11 +476,15 @@ static int host_checks(struct run *run)
  * mount the command could chmod, chown, utimes or setxattr it (Landlock has
  * no right for these), unlink, rename and make entries in a directory, and
  * without Landlock's file rules (allowNestedUserNamespaces, or a kernel
- * without Landlock) reopen the file for writing. Directories also get their
- * bit in *dirs. */
-static unsigned stdio_read_only(long long off[3], unsigned *dirs)
+ * without Landlock) reopen the file for writing. A file no longer linked
+ * anywhere (deleted, a memfd: bwrap cannot bind it) is left as it is where
+ * Landlock's file rules stop reopening it for writing: its metadata is no
+ * host file's; without them the run fails rather than hand it over
+ * writable. Directories also get their bit in *dirs. */
+static unsigned stdio_read_only(const struct settings *s, long long off[3], unsigned *dirs)
 {
     unsigned m = 0;
+    int landlock_files = !s->allow_nested_user_namespaces && sb_landlock_abi() > 0;
 
     *dirs = 0;
     for (int fd = 0; fd <= 2; fd++) {
@@ -495,7 +499,7 @@ static unsigned stdio_read_only(long long off[3], unsigned *dirs)
             *dirs |= 1U << fd;
             continue;
         }
-        if (!S_ISREG(st.st_mode))
+        if (!S_ISREG(st.st_mode) || (st.st_nlink == 0 && landlock_files))
             continue;
         o = lseek(fd, 0, SEEK_CUR);
         off[fd] = o > 0 ? (long long)o : 0;
@@ -526,7 +530,7 @@ static void stdio_restore_offsets(struct run *run)
 /* The environment and bwrap's arguments. 0 or -1 after a message. */
 static int build_plan(struct run *run)
 {
-    run->stdio_ro = stdio_read_only(run->stdio_off, &run->stdio_dir);
+    run->stdio_ro = stdio_read_only(run->settings, run->stdio_off, &run->stdio_dir);
     struct sb_env_opts eo = {
         .s = run->settings,
         .host_env = environ,

@@ -1037,6 +1037,12 @@ $out"; fi
     out=$(cd "$W" && { read -r _; "$SLUICE" run --settings "$CSET" -c 'head -n1; readlink /proc/self/fd/0' 2>/dev/null; cat; } < "$V/in3" | tr '\n' ' ')
     [ "$out" = "l2 /tmp/.sluice-fd-0 l3 " ] && ok "rt3 default: stdin FILE is re-bound read-only and read from the caller's offset" ||
         bad "rt3 default: stdin FILE: re-bind or offset" "$out"
+    # a file linked nowhere (deleted) cannot be bound: with Landlock's file
+    # rules on it is handed over as it is, and the command runs
+    printf 'gone\n' > "$V/del"
+    out=$(cd "$W" && { rm -f "$V/del"; "$SLUICE" run --settings "$CSET" -- cat 2>&1; } < "$V/del")
+    [ "$out" = gone ] && ok "rt3 default: stdin FILE deleted before the run: the command reads it" ||
+        bad "rt3 default: stdin FILE deleted before the run" "$out"
 
     # as root the command (uid 0, or uid 1000 under the key) is host root in
     # the writable directory: can it leave a set-user-ID root program there?
