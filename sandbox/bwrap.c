@@ -925,19 +925,20 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
         PUSH(o->self_exe);
         PUSH(o->self_exe);
     }
-    /* allowNestedUserNamespaces, or a kernel without Landlock: no Landlock
-     * filesystem rules (landlock.c), so a regular file the command was
-     * given read-only on 0-2 is bound read-only in /tmp too (from the
-     * launcher's descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and
-     * inner makes N a descriptor opened there: reopening it by
-     * /proc/self/fd/N then meets that read-only mount, not the host's
-     * writable one. A directory given on 0-2 (stdio_dir) is re-bound so in
-     * every mode (rt-3): through the host's mount the command could unlink,
-     * rename and make entries in it, and chmod, utimes or setxattr it,
-     * which Landlock cannot stop */
+    /* A regular file or a directory the command was given read-only on
+     * 0-2 (stdio_ro) is bound read-only in /tmp too (from the launcher's
+     * descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and inner makes
+     * N a descriptor opened there, in every mode (rt-3 #5): through the
+     * host's writable mount the command could chmod, chown, utimes or
+     * setxattr it (fchmod, or /proc/self/fd/N), which Landlock has no
+     * right for, reopen /proc/self/fd/N for writing where Landlock has no
+     * file rules (allowNestedUserNamespaces, a kernel without it), and
+     * unlink, rename and make entries in a directory. On the read-only
+     * mount all of these get EROFS. inner hands its descriptor of a
+     * regular file back to the launcher, which sets the caller's offset
+     * from it when the command is done (launch.c) */
     for (int fd = 0; fd <= 2; fd++) {
-        if ((o->stdio_ro & (1U << fd)) == 0 ||
-            (!s->allow_nested_user_namespaces && !o->no_landlock && !(o->stdio_dir & (1U << fd))))
+        if ((o->stdio_ro & (1U << fd)) == 0)
             continue;
         PUSH("--ro-bind-fd");
         if (rc == 0 && sb_strv_pushf(&p.argv, "%d", SB_STDIO_RO_PASS + fd) < 0)
@@ -977,9 +978,7 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     if (s->allow_nested_user_namespaces)
         PUSH("--allow-user-namespaces");
     for (int fd = 0; fd <= 2; fd++)
-        if ((o->stdio_ro & (1U << fd)) &&
-            (s->allow_nested_user_namespaces || o->no_landlock || (o->stdio_dir & (1U << fd))) &&
-            rc == 0 &&
+        if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
             sb_strv_pushf(&p.argv, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]) < 0)
             rc = nomem(&c);
     if (o->transparent)

@@ -438,6 +438,37 @@ fail:
     return -1;
 }
 
+/* rt-3 #5: the descriptors reopen_read_only() made of regular files go
+ * back to the host (payload '0' + N for fd N), which keeps them and, when
+ * the command is done, moves the caller's offset to where the command's
+ * reads left this shared one: `{ sluice run -- head -n1; sluice run --
+ * head -n1; } < file` reads two lines, as without the re-bind. 0, or -1
+ * after a message. */
+static int send_reopened(int sock, unsigned reopen)
+{
+    int fds[3];
+    char kinds[3];
+    size_t n = 0;
+    int rc;
+
+    for (int fd = 0; fd <= 2; fd++) {
+        struct stat st;
+        if ((reopen & (1U << fd)) == 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        fds[n] = fd;
+        kinds[n] = (char)('0' + fd);
+        n++;
+    }
+    if (n == 0)
+        return 0;
+    rc = send_listeners(sock, fds, kinds, n);
+    if (rc < 0) {
+        inner_err("sending the re-bound stdio descriptors on fd %d: %s", sock, strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
 /* PID 1 of the sandbox is bwrap's init: same uid as the command, dumpable,
  * and not under the seccomp filter (it was forked before inner ran). A
  * command that can ptrace it or write its /proc/1/mem makes it run any
@@ -499,6 +530,8 @@ int sb_inner_main(int argc, char **argv)
     for (int fd = 0; fd <= 2; fd++)
         if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd, a.reopen_off[fd]) < 0)
             return INNER_FAIL;
+    if (send_reopened(a.fd, a.reopen_ro) < 0)
+        return INNER_FAIL;
     if (!a.transparent && !a.watch_writes && !a.guard_connect) {
         close(a.fd);
         close_from_3();
@@ -710,6 +743,53 @@ static ssize_t recv_handoff(int sock, void *payload, size_t len, struct rx *rx)
         }
     }
     return r;
+}
+
+int sb_handoff_recv_stdio(int sock, unsigned timeout_ms, unsigned want, int fds[3], char *err,
+                          size_t errlen)
+{
+    unsigned char payload[4];
+    unsigned got = 0;
+    size_t nwant = 0;
+    struct rx rx;
+    ssize_t r;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    for (int fd = 0; fd <= 2; fd++)
+        nwant += (want >> fd) & 1U;
+    rc = wait_readable(sock, timeout_ms);
+    if (rc < 0)
+        return handoff_fail(err, errlen, rc, "no re-bound stdio descriptors: %s", strerror(-rc));
+    r = recv_handoff(sock, payload, sizeof payload, &rx);
+    if (r < 0)
+        return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
+    rc = 0;
+    if (r == 0)
+        rc = handoff_fail(err, errlen, -EPIPE,
+                          "inner exited before sending the re-bound stdio descriptors");
+    else if ((size_t)r != nwant || rx.nfds != nwant || rx.extra > 0 || (rx.flags & MSG_CTRUNC))
+        rc = handoff_fail(err, errlen, -EPROTO, "expected %zu re-bound stdio descriptors", nwant);
+    for (size_t i = 0; rc == 0 && i < rx.nfds; i++) {
+        int n = payload[i] - '0';
+        struct stat a, b;
+        if (n < 0 || n > 2 || !(want & (1U << n)) || (got & (1U << n)) ||
+            fstat(rx.fds[i], &a) < 0 || fstat(n, &b) < 0 || !S_ISREG(a.st_mode) ||
+            a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+            rc = handoff_fail(err, errlen, -EPROTO,
+                              "a re-bound stdio descriptor is not the caller's file");
+        else
+            got |= 1U << n;
+    }
+    for (size_t i = 0; i < rx.nfds; i++) {
+        int n = payload[i] - '0';
+        if (rc == 0)
+            fds[n] = rx.fds[i];
+        else
+            close(rx.fds[i]);
+    }
+    return rc;
 }
 
 int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen)

@@ -53,6 +53,8 @@ struct run {
     unsigned stdio_ro;  /* fds 0-2 handed to bwrap re-bound (bwrap.c) */
     unsigned stdio_dir; /* those of them that are directories */
     long long stdio_off[3];
+    int stdio_back[3];  /* inner's descriptors of those that are regular files
+                           (sb_handoff_recv_stdio), -1 when none */
     int proc_started, proc_exited;
     int64_t exit_status;
     int term_signal;

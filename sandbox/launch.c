@@ -471,16 +471,20 @@ static int host_checks(struct run *run)
 }
 
 /* Bit N set when descriptor N (0-2) is one bwrap re-binds read-only
- * (bwrap.c), with its offset in off[N]: a directory, in every mode (rt-3:
- * the command could otherwise unlink, rename, make entries in it and
- * chmod it through the host's writable mount, and Landlock cannot stop
- * chmod, utimes or setxattr); and without Landlock's file rules
- * (allowNestedUserNamespaces, or a kernel without Landlock) a regular file
- * opened read-only. Directories also get their bit in *dirs. */
+ * (bwrap.c), with its offset in off[N]: a regular file or a directory
+ * opened read-only, in every mode (rt-3 #5): through the host's writable
+ * mount the command could chmod, chown, utimes or setxattr it (Landlock has
+ * no right for these), unlink, rename and make entries in a directory, and
+ * without Landlock's file rules (allowNestedUserNamespaces, or a kernel
+ * without Landlock) reopen the file for writing. A file no longer linked
+ * anywhere (deleted, a memfd: bwrap cannot bind it) is left as it is where
+ * Landlock's file rules stop reopening it for writing: its metadata is no
+ * host file's; without them the run fails rather than hand it over
+ * writable. Directories also get their bit in *dirs. */
 static unsigned stdio_read_only(const struct settings *s, long long off[3], unsigned *dirs)
 {
     unsigned m = 0;
-    int files = s->allow_nested_user_namespaces || sb_landlock_abi() <= 0;
+    int landlock_files = !s->allow_nested_user_namespaces && sb_landlock_abi() > 0;
 
     *dirs = 0;
     for (int fd = 0; fd <= 2; fd++) {
@@ -495,13 +499,32 @@ static unsigned stdio_read_only(const struct settings *s, long long off[3], unsi
             *dirs |= 1U << fd;
             continue;
         }
-        if (!files || !S_ISREG(st.st_mode))
+        if (!S_ISREG(st.st_mode) || (st.st_nlink == 0 && landlock_files))
             continue;
         o = lseek(fd, 0, SEEK_CUR);
         off[fd] = o > 0 ? (long long)o : 0;
         m |= 1U << fd;
     }
     return m;
+}
+
+/* The command read the re-bound copy of a regular file on 0-2 through a
+ * description of its own, which inner handed back (stdio_back): the
+ * caller's offset goes to where the command left it, so that the next
+ * reader of the caller's descriptor goes on from there, as it would
+ * without the re-bind. */
+static void stdio_restore_offsets(struct run *run)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        off_t o;
+        if (run->stdio_back[fd] < 0)
+            continue;
+        o = lseek(run->stdio_back[fd], 0, SEEK_CUR);
+        if (o >= 0 && lseek(fd, o, SEEK_SET) < 0)
+            run_debug(run, "restoring the offset of fd %d: %s", fd, strerror(errno));
+        close(run->stdio_back[fd]);
+        run->stdio_back[fd] = -1;
+    }
 }
 
 /* The environment and bwrap's arguments. 0 or -1 after a message. */
@@ -524,7 +547,6 @@ static int build_plan(struct run *run)
         .host_root = geteuid() == 0,
         .stdio_ro = run->stdio_ro,
         .stdio_dir = run->stdio_dir,
-        .no_landlock = sb_landlock_abi() == 0,
         .restrict_network = 1,
         .cwd = run->cwd,
         .home = getenv("HOME"),
@@ -743,6 +765,13 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
+    if ((run->stdio_ro & ~run->stdio_dir) != 0 &&
+        sb_handoff_recv_stdio(run->sp[0], RUN_HANDOFF_MS, run->stdio_ro & ~run->stdio_dir,
+                              run->stdio_back, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: the sandbox did not start (%s)\n", run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
     if (run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
         return -1;
     close(run->sp[0]);
@@ -763,6 +792,7 @@ static void cleanup(struct run *run)
         uv_run(&run->loop, UV_RUN_DEFAULT);
         (void)uv_loop_close(&run->loop);
     }
+    stdio_restore_offsets(run);
     for (int i = 0; i < 2; i++)
         if (run->sp[i] >= 0)
             close(run->sp[i]);
@@ -810,6 +840,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->reaper.pid = run->reaper.fd = -1;
     run->rundir_lock = -1;
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
+    run->stdio_back[0] = run->stdio_back[1] = run->stdio_back[2] = -1;
     /* --control-fd must be open now, before the run opens descriptors of
      * its own (one of which could otherwise take its number) */
     if (o->control_fd >= 0 && fcntl(o->control_fd, F_SETFD, FD_CLOEXEC) < 0) {

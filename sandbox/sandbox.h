@@ -156,15 +156,12 @@ struct sb_bwrap_opts {
     int bwrap_setuid;        /* 1: no --unshare-user */
     int stdin_tty;           /* 0: --new-session */
     int host_root;           /* sluice runs as uid 0 */
-    unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file opened
-                                read-only */
+    unsigned stdio_ro;       /* bit N: fd N (0-2) is a regular file or a
+                                directory opened read-only, re-bound
+                                read-only in every mode */
     long long stdio_off[3];  /* its offset */
-    unsigned stdio_dir;      /* bit N: fd N (0-2) is a directory, re-bound
-                                read-only in every mode (bits also in
-                                stdio_ro) */
-    int no_landlock;         /* the kernel has no Landlock: stdio_ro files
-                                are re-bound read-only, as with
-                                allowNestedUserNamespaces */
+    unsigned stdio_dir;      /* bit N: fd N (0-2) is a directory (bits
+                                also in stdio_ro) */
     int restrict_network;    /* 1: --unshare-net */
     const char *cwd;         /* absolute, resolved */
     const char *home;        /* $HOME, for ~ in path lists; may be NULL */
@@ -360,5 +357,12 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
  * listener descriptor (kind 'N'). Returns it (CLOEXEC) or -errno with err
  * set. The descriptor is checked to be a seccomp notification fd. */
 int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen);
+
+/* Host side, after the go byte when inner was given --reopen-ro for
+ * regular files (bit N of WANT for fd N): inner sends its descriptors of
+ * them (each the caller's file, opened on the read-only re-bind), which
+ * land in fds[N] (CLOEXEC). 0, or -errno with err set and nothing held. */
+int sb_handoff_recv_stdio(int sock, unsigned timeout_ms, unsigned want, int fds[3], char *err,
+                          size_t errlen);
 
 #endif

@@ -668,11 +668,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "filesystem, and a nested sandbox must mount), so host FIFOs and device "
                      "nodes under the read-only root CAN be opened for writing, and so can a "
                      "FIFO or device node given read-only on stdin, stdout or stderr";
-        lines[n++] = "with allowNestedUserNamespaces a regular file given read-only on stdin, "
-                     "stdout or stderr is bound read-only at /tmp/.sluice-fd-N and the "
-                     "descriptor is reopened there (same file, same offset at the start), so "
-                     "reopening it for writing (/proc/self/fd/N, /dev/stdin) fails with EROFS; "
-                     "the command's reads no longer move the caller's offset";
+        lines[n++] = "with allowNestedUserNamespaces, as in every mode, a regular file given "
+                     "read-only on stdin, stdout or stderr is bound read-only at "
+                     "/tmp/.sluice-fd-N and the descriptor is reopened there (same file, same "
+                     "offset at the start), so reopening it for writing (/proc/self/fd/N, "
+                     "/dev/stdin) fails with EROFS";
         lines[n++] = "with allowNestedUserNamespaces as root, the command runs as uid 1000 in the "
                      "sandbox (root on the host all the same: the kernel lets a nested user "
                      "namespace map uid 0 only for a creator with CAP_SETFCAP), and /proc/sys "
@@ -689,6 +689,11 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "under the read-only root cannot be written, and a file given read-only "
                      "(< FILE) cannot be reopened for writing through /proc/self/fd/0 (without "
                      "Landlock the command runs with a warning that this is missing)";
+        lines[n++] = "a regular file or directory given read-only on stdin, stdout or stderr is "
+                     "bound read-only at /tmp/.sluice-fd-N and the descriptor is reopened there, "
+                     "so its mode, owner, times and extended attributes cannot be changed through "
+                     "it (EROFS); when the command is done sluice moves the caller's offset to "
+                     "where the command's reads left it";
     }
     lines[n++] = "the rules apply to every ABI the kernel runs (x86-64: native, x32 and i386; "
                  "aarch64: native and arm); a syscall from any other architecture kills the "

@@ -1083,8 +1083,24 @@ $out"; fi
     si "rt3 nested: stdin copy: truncate -s 0 /proc/self/fd/0"            "truncate -s 0 /proc/self/fd/0"
     CSET=$cset
     si "rt3 default: stdin FILE: truncate -s 0 /proc/self/fd/0 (HOLE (rt-3) on d805e96, fixed)" "truncate -s 0 /proc/self/fd/0"
-    si "HOLE (rt-3) rt3 default: stdin FILE: chmod 600 /proc/self/fd/0"     "chmod 600 /proc/self/fd/0"
-    si "HOLE (rt-3) rt3 default: stdin FILE: touch /proc/self/fd/0"         "touch /proc/self/fd/0"
+    si "rt3 default: stdin FILE: chmod 600 /proc/self/fd/0 (HOLE (rt-3) #5 on 2f98e0d, fixed)" "chmod 600 /proc/self/fd/0"
+    si "rt3 default: stdin FILE: touch /proc/self/fd/0 (HOLE (rt-3) #5 on 2f98e0d, fixed)"     "touch /proc/self/fd/0"
+    si "rt3 default: stdin FILE: python3 os.chmod(0, 0o600) (fchmod)"       "python3 -c 'import os; os.chmod(0, 0o600)'"
+    # the re-bound copy is read through inner's own description: the launcher
+    # moves the caller's offset to where the command left it
+    printf 'l1\nl2\nl3\n' > "$V/in3"
+    out=$(cd "$W" && { "$SLUICE" run --settings "$CSET" -- head -n1 2>/dev/null; "$SLUICE" run --settings "$CSET" -- head -n1 2>/dev/null; cat; } < "$V/in3" | tr '\n' ' ')
+    [ "$out" = "l1 l2 l3 " ] && ok "rt3 default: stdin FILE re-bound: the next reader goes on where the command stopped" ||
+        bad "rt3 default: stdin FILE: the caller's offset after the run" "$out"
+    out=$(cd "$W" && { read -r _; "$SLUICE" run --settings "$CSET" -c 'head -n1; readlink /proc/self/fd/0' 2>/dev/null; cat; } < "$V/in3" | tr '\n' ' ')
+    [ "$out" = "l2 /tmp/.sluice-fd-0 l3 " ] && ok "rt3 default: stdin FILE is re-bound read-only and read from the caller's offset" ||
+        bad "rt3 default: stdin FILE: re-bind or offset" "$out"
+    # a file linked nowhere (deleted) cannot be bound: with Landlock's file
+    # rules on it is handed over as it is, and the command runs
+    printf 'gone\n' > "$V/del"
+    out=$(cd "$W" && { rm -f "$V/del"; "$SLUICE" run --settings "$CSET" -- cat 2>&1; } < "$V/del")
+    [ "$out" = gone ] && ok "rt3 default: stdin FILE deleted before the run: the command reads it" ||
+        bad "rt3 default: stdin FILE deleted before the run" "$out"
 
     # as root the command (uid 0, or uid 1000 under the key) is host root in
     # the writable directory: can it leave a set-user-ID root program there?

@@ -425,6 +425,61 @@ static void test_notify_handoff_refusals(void **state)
     close(p[1]);
 }
 
+/* rt-3 #5: inner hands back its descriptors of the re-bound stdio files
+ * (payload '0' + N). The launcher keeps one only when it is the caller's
+ * file on N (same device and inode), it was asked for, and the count
+ * matches; the offset it then reads is the shared description's. */
+static void test_stdio_handoff(void **state)
+{
+    char path[] = "/tmp/test_stdio_XXXXXX", other[] = "/tmp/test_stdio_XXXXXX", err[256];
+    int sp[2], fds[3] = {-1, -1, -1}, save0, a, b, o;
+
+    (void)state;
+    a = mkstemp(path);
+    o = mkstemp(other);
+    assert_true(a >= 0 && o >= 0);
+    assert_int_equal(write(a, "l1\nl2\n", 6), 6);
+    save0 = dup(0);
+    assert_true(save0 >= 0);
+    assert_int_equal(dup2(a, 0), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+    /* the caller's file on 0, at the offset inner's reads left it */
+    b = open(path, O_RDONLY);
+    assert_true(b >= 0);
+    assert_int_equal(lseek(b, 3, SEEK_SET), 3);
+    assert_int_equal(send_fds(sp[1], "0", 1, &b, 1), 0);
+    assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), 0);
+    assert_true(fds[0] >= 0 && fds[1] == -1 && fds[2] == -1);
+    assert_int_equal(lseek(fds[0], 0, SEEK_CUR), 3);
+    close(fds[0]);
+    fds[0] = -1;
+    /* another file, a descriptor not asked for, too few, too many */
+    assert_int_equal(send_fds(sp[1], "0", 1, &o, 1), 0);
+    assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "not the caller's file"));
+    assert_int_equal(send_fds(sp[1], "1", 1, &b, 1), 0);
+    assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), -EPROTO);
+    assert_int_equal(send_fds(sp[1], "0", 1, NULL, 0), 0);
+    assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), -EPROTO);
+    {
+        int two[2] = {b, b};
+        assert_int_equal(send_fds(sp[1], "00", 2, two, 2), 0);
+        assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), -EPROTO);
+    }
+    assert_true(fds[0] == -1 && fds[1] == -1 && fds[2] == -1);
+    /* the other end gone */
+    close(sp[1]);
+    assert_int_equal(sb_handoff_recv_stdio(sp[0], 2000, 1U, fds, err, sizeof(err)), -EPIPE);
+    assert_int_equal(dup2(save0, 0), 0);
+    close(save0);
+    close(sp[0]);
+    close(a);
+    close(b);
+    close(o);
+    unlink(path);
+    unlink(other);
+}
+
 /* A child loads the transparent filter and sends its listener as inner
  * does; the parent receives it through sb_handoff_recv_notify, sees the
  * child's connect() as a notification (nr connect, the child's pid, its
@@ -597,6 +652,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dns_report_mode, setup_report, teardown),
         cmocka_unit_test(test_notify_handoff_refusals),
         cmocka_unit_test(test_notify_filter),
+        cmocka_unit_test(test_stdio_handoff),
         cmocka_unit_test(test_inherit_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
