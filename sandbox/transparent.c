@@ -155,6 +155,9 @@
 #ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
 #define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
 #endif
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS 0xb701 /* _IO(0xb7, 0x1), <linux/nsfs.h> */
+#endif
 
 /* The options copied onto sluice's socket when the command set them
  * before connect(): compared with a fresh socket's value (tp->optdef, read
@@ -979,9 +982,12 @@ static int status_field(const char *buf, const char *key, unsigned long long *v,
  * success) to OUT. On a step that fails it writes nothing and exits: the
  * call is then refused (EPERM). Only system calls (and strtoull on a local
  * buffer) after fork(): the host may have threads.
- *   - the caller's user namespace (USERFD, -1 when it is sluice's), so that
- *     the next steps are allowed and /proc/PID/status, opened after it
- *     through PROCFD, gives the caller's ids as that namespace maps them;
+ *   - the user namespace that owns the caller's mount namespace (USERFD, -1
+ *     when it is sluice's): the caller's, or an ancestor of it (bwrap
+ *     nests one user namespace in another, and the command's is the inner
+ *     one); sluice owns it, so the next steps are allowed there, and
+ *     /proc/PID/status, opened after it through PROCFD, gives the caller's
+ *     ids as that namespace maps them (the same kernel ids);
  *   - its mount namespace (MNTFD, -1 when sluice's), then its root and
  *     working directory (ROOTFD, CWDFD: /proc/PID/root and cwd), so that an
  *     absolute path is looked up in its view and a relative one from its
@@ -990,10 +996,12 @@ static int status_field(const char *buf, const char *key, unsigned long long *v,
  *     namespace, bwrap's unprivileged case, they must already be sluice's),
  *     its real, effective, saved and filesystem gids and uids, its umask
  *     (the mode of the file bind() makes);
- *   - its effective and permitted capabilities and no more (none at all if
- *     they cannot be set: fewer rights than the caller's only ever refuse). */
-static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd, int s,
-                       const struct call *c, int out)
+ *   - its effective and permitted capabilities when USERFD is the caller's
+ *     own user namespace (OWNCAPS), else none (the caller's would count in
+ *     its namespace, not in the ancestor's), and none at all if they cannot
+ *     be set: fewer rights than the caller's only ever refuse. */
+static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd, int owncaps,
+                       int s, const struct call *c, int out)
 {
     static char buf[8192];
     unsigned long long uid[4], gid[4], grp[TP_MAX_GROUPS], um[1], eff[1], prm[1];
@@ -1044,6 +1052,8 @@ static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd,
         _exit(7);
     umask((mode_t)(um[0] & 0777));
     memset(cap, 0, sizeof(cap));
+    if (!owncaps)
+        eff[0] = prm[0] = 0;
     cap[0].effective = (uint32_t)eff[0];
     cap[1].effective = (uint32_t)(eff[0] >> 32);
     cap[0].permitted = (uint32_t)prm[0];
@@ -1077,7 +1087,7 @@ static int same_ns(int fd, const char *name)
  * run on ORIG (taken), the copy of the command's socket take_socket checked,
  * with the address read_call read, in the caller's view and with its
  * permissions: by a short-lived child (unix_child) that joins the caller's
- * user and mount namespaces and takes its root, working directory,
+ * mount namespace (and the user namespace that owns it) and takes its root, working directory,
  * credentials and capabilities. Never CONTINUE (see run_here). The socket's
  * O_NONBLOCK is set while the child runs, as run_here does, so the host
  * waits only for a path lookup: a Unix stream connect() that meets a full
@@ -1086,8 +1096,9 @@ static int same_ns(int fd, const char *name)
 static void unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig,
                            const struct call *c)
 {
-    int procfd, userfd = -1, mntfd = -1, rootfd = -1, cwdfd = -1, p[2] = {-1, -1};
-    int fl = -1, e = EPERM, gone = 0, res, st;
+    int procfd, userfd = -1, mntfd = -1, rootfd = -1, cwdfd = -1, callerfd = -1, p[2] = {-1, -1};
+    int fl = -1, e = EPERM, gone = 0, owncaps, res, st;
+    struct stat a, b;
     char path[64];
     pid_t child;
     ssize_t got;
@@ -1096,7 +1107,7 @@ static void unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig
     procfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (procfd < 0)
         goto out;
-    userfd = openat(procfd, "ns/user", O_RDONLY | O_CLOEXEC);
+    callerfd = openat(procfd, "ns/user", O_RDONLY | O_CLOEXEC);
     mntfd = openat(procfd, "ns/mnt", O_RDONLY | O_CLOEXEC);
     rootfd = openat(procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
     cwdfd = openat(procfd, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1104,8 +1115,12 @@ static void unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig
         gone = 1; /* the caller is gone: PID may name another process now */
         goto out;
     }
-    if (userfd < 0 || mntfd < 0 || rootfd < 0 || cwdfd < 0)
+    if (callerfd < 0 || mntfd < 0 || rootfd < 0 || cwdfd < 0)
         goto out;
+    userfd = ioctl(mntfd, NS_GET_USERNS); /* the mount namespace's owner */
+    if (userfd < 0 || fstat(userfd, &a) < 0 || fstat(callerfd, &b) < 0)
+        goto out;
+    owncaps = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
     if (same_ns(userfd, "user")) { /* a root run without a user namespace */
         close(userfd);
         userfd = -1;
@@ -1126,7 +1141,7 @@ static void unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig
     child = fork();
     if (child == 0) {
         close(p[0]);
-        unix_child(procfd, userfd, mntfd, rootfd, cwdfd, orig, c, p[1]);
+        unix_child(procfd, userfd, mntfd, rootfd, cwdfd, owncaps, orig, c, p[1]);
     }
     close(p[1]);
     p[1] = -1;
@@ -1149,6 +1164,8 @@ out:
         close(procfd);
     if (userfd >= 0)
         close(userfd);
+    if (callerfd >= 0)
+        close(callerfd);
     if (mntfd >= 0)
         close(mntfd);
     if (rootfd >= 0)
