@@ -1000,8 +1000,8 @@ static int status_field(const char *buf, const char *key, unsigned long long *v,
  *     own user namespace (OWNCAPS), else none (the caller's would count in
  *     its namespace, not in the ancestor's), and none at all if they cannot
  *     be set: fewer rights than the caller's only ever refuse. */
-static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd, int owncaps,
-                       int s, const struct call *c, int out)
+static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd, int owncaps, int s,
+                       const struct call *c, int out)
 {
     static char buf[8192];
     unsigned long long uid[4], gid[4], grp[TP_MAX_GROUPS], um[1], eff[1], prm[1];
