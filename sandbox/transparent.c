@@ -137,6 +137,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -157,6 +158,12 @@
 #endif
 #ifndef NS_GET_USERNS
 #define NS_GET_USERNS 0xb701 /* _IO(0xb7, 0x1), <linux/nsfs.h> */
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
 #endif
 
 /* The options copied onto sluice's socket when the command set them
@@ -999,7 +1006,15 @@ static int status_field(const char *buf, const char *key, unsigned long long *v,
  *   - its effective and permitted capabilities when USERFD is the caller's
  *     own user namespace (OWNCAPS), else none (the caller's would count in
  *     its namespace, not in the ancestor's), and none at all if they cannot
- *     be set: fewer rights than the caller's only ever refuse. */
+ *     be set: fewer rights than the caller's only ever refuse;
+ *   - a Landlock domain of its own (handling only LANDLOCK_ACCESS_FS_MAKE_BLOCK,
+ *     which connect() and bind() never need), for Landlock's ptrace scoping:
+ *     the command cannot follow /proc/1/fd/N or /proc/1/root (bwrap's init
+ *     is in no domain), and the child must not either. On a kernel without
+ *     Landlock the command has no such scoping and neither has the child.
+ * /proc/self and /proc/thread-self name no process for the child (it is not
+ * in the sandbox's PID namespace): a path through them fails with ENOENT,
+ * never reaches sluice's own descriptors. */
 static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd, int owncaps, int s,
                        const struct call *c, int out)
 {
@@ -1062,6 +1077,15 @@ static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd,
         memset(cap, 0, sizeof(cap));
         if (syscall(SYS_capset, &hdr, cap) < 0)
             _exit(8);
+    }
+    {
+        uint64_t handled = 1ULL << 11; /* LANDLOCK_ACCESS_FS_MAKE_BLOCK, ABI 1 */
+        long rs = syscall(SYS_landlock_create_ruleset, &handled, sizeof(handled), 0U);
+        if (rs < 0 && errno != ENOSYS && errno != EOPNOTSUPP)
+            _exit(10);
+        if (rs >= 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) < 0 ||
+                        syscall(SYS_landlock_restrict_self, (int)rs, 0U) < 0))
+            _exit(10);
     }
     if (c->bind)
         e = bind(s, &c->sa.sa, (socklen_t)c->len) == 0 ? 0 : errno;
