@@ -423,13 +423,15 @@ os.unlink("d.sock")' "$SLUICE" "$S" "$T/unix.json" 2>&1)
     # directory of mode 000 (EACCES, as the command: root in the sandbox has
     # no capability either); in the sandbox's private /tmp, by path and by a
     # symlink in the working directory (the host's /tmp has no such socket);
-    # a host path outside the sandbox's view (ENOENT); abstract names are the
+    # a host path outside the sandbox's view (ENOENT); /proc/1/fd/0 and
+    # /proc/1/root as refused to the command (Landlock), /proc/self (names
+    # no process for sluice's helper: ENOENT); abstract names are the
     # sandbox's network namespace's (a host one is ECONNREFUSED); bind()
     # makes the file as the command, with its umask, in its /tmp only
     cp "$HERE/transparent-helpers/uxpath.py" "$W/uxpath.py"
     echo "{\"network\": {\"transparent\": true, \"allowAllUnixSockets\": true, \"allowLocalBinding\": true}, \"filesystem\": {\"denyWrite\": [\"$W/ro\"]}}" > "$T/uxp.json"
     out=$(cd "$W" && T=$T python3 uxpath.py host "$W" "$SLUICE" "$T/uxp.json" 2>&1)
-    [ "$out" = "cwd=ok abs=ok ro=ok noperm=EACCES tmp=ok link=ok host=ENOENT rel=ok dotdot=ok habs=ECONNREFUSED iabs=ok bind=ok bown=same bmode=700 bro=EROFS btmp=ok btmpthere=1 hosttmp=0" ] &&
+    [ "$out" = "cwd=ok abs=ok ro=ok noperm=EACCES tmp=ok link=ok host=ENOENT rel=ok dotdot=ok p1fd=same p1root=same pself=ENOENT habs=ECONNREFUSED iabs=ok bind=ok bown=same bmode=700 bro=EROFS btmp=ok btmpthere=1 hosttmp=0" ] &&
         ok "allowAllUnixSockets: Unix path connect()/bind() run by sluice in the command's view and with its permissions" ||
         bad "Unix path connect()/bind() in the command's view" "$out"
     rm -rf "$W/ro" "$W/noperm" "$W/uxd" "$W/uxlink" "$W/ux.sock" "$W/uxpath.py"

@@ -45,6 +45,17 @@ def inside(w, hostpath):
     out.append("rel=" + conn("ux2.sock"))
     out.append("dotdot=" + conn("../ux.sock"))
     os.chdir(w)
+    # bwrap's init (PID 1) is out of the command's reach (Landlock's ptrace
+    # scoping, where the kernel has it): sluice's helper must not follow
+    # /proc/1/fd/0 or /proc/1/root for it either; /proc/self names no
+    # process for the helper, never sluice's own descriptors
+    own = res(lambda: os.close(os.open("/proc/1/fd/0", os.O_PATH)))
+    via = conn("/proc/1/fd/0")
+    out.append("p1fd=" + ("same" if (own == "EACCES") == (via == "EACCES") else own + "/" + via))
+    own = res(lambda: os.stat("/proc/1/root/"))
+    via = conn("/proc/1/root/tmp/in.sock")
+    out.append("p1root=" + ("same" if (own == "EACCES") == (via == "EACCES") else own + "/" + via))
+    out.append("pself=" + conn("/proc/self/fd/%d" % t.fileno()))
     # abstract names: the sandbox's network namespace, not the host's
     out.append("habs=" + conn("\0sluice-uxpath-host"))
     a = listener("\0sluice-uxpath-in")
