@@ -1051,8 +1051,8 @@ static void unix_child(int procfd, int userfd, int mntfd, int rootfd, int cwdfd,
     if (setgroups((size_t)ng, groups) < 0) {
         /* setgroups denied in that namespace: sluice's groups must be the
          * caller's already */
-        int nm = getgroups(TP_MAX_GROUPS, mine);
-        if (errno != EPERM || nm != ng)
+        int why = errno, nm = getgroups(TP_MAX_GROUPS, mine);
+        if (why != EPERM || nm != ng)
             _exit(6);
         for (int i = 0; i < ng; i++)
             if (mine[i] != groups[i])
