@@ -1111,8 +1111,9 @@ static int same_ns(int fd, const char *name)
  * run on ORIG (taken), the copy of the command's socket take_socket checked,
  * with the address read_call read, in the caller's view and with its
  * permissions: by a short-lived child (unix_child) that joins the caller's
- * mount namespace (and the user namespace that owns it) and takes its root, working directory,
- * credentials and capabilities. Never CONTINUE (see run_here). The socket's
+ * mount namespace (and the user namespace that owns it) and takes its
+ * root, working directory, credentials and capabilities. Never CONTINUE
+ * (see run_here); the host waits for the child. The socket's
  * O_NONBLOCK is set while the child runs, as run_here does, so the host
  * waits only for a path lookup: a Unix stream connect() that meets a full
  * backlog answers EAGAIN even to a blocking caller. Any step that fails
