@@ -793,20 +793,20 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
         grep -q "of the host's network, which the command could aim anywhere; the command was not run rc=125 sink=0" <<< "$out" &&
             ok "stdin a $m socket of the host: refused (125)" || bad "stdin a $m socket of the host" "$out"
     done
-    # rt-1, HOLE (the README names the race as open in transparent mode;
-    # a guarded run has the same code path): with allowAllUnixSockets a
-    # connect() to a Unix path is handed back to the kernel (CONTINUE). One
-    # thread dup2()s the inherited host TCP socket onto the number of the
-    # Unix socket sluice checked, another flips the address to AF_UNSPEC:
-    # the host's socket is disconnected and sendto(MSG_FASTOPEN) connects
-    # it to the sink from the host's namespace. FAILS until run_here
-    # (sandbox/transparent.c) stops using CONTINUE for Unix paths.
+    # rt-1 H2 (a guarded run has transparent mode's code path): with
+    # allowAllUnixSockets a connect() to a Unix path was handed back to the
+    # kernel (CONTINUE). One thread dup2()s the inherited host TCP socket
+    # onto the number of the Unix socket sluice checked, another flips the
+    # address to AF_UNSPEC: the host's socket was disconnected and
+    # sendto(MSG_FASTOPEN) connected it to the sink from the host's
+    # namespace. sluice now runs the call itself on the socket it checked
+    # (sandbox/transparent.c, unix_path_call).
     printf '{"network": {"allowAllUnixSockets": true, "transparent": %s}}' "${TPV:-false}" > "$T/inherit-unix.json"
     out=$(cd "$W" && python3 inherit.py host tcp -- "$SLUICE" run --settings "$T/inherit-unix.json" -- \
         python3 inherit.py inside-swapunix SINK 2>&1)
     [ "$out" = "swapunix escaped=0 calls=20000 rc=0 sink=0" ] &&
         ok "allowAllUnixSockets: a Unix-path connect() racing dup2() + AF_UNSPEC never disconnects an inherited host TCP socket" ||
-        bad "HOLE (rt-1): allowAllUnixSockets: a Unix-path connect() (CONTINUE) raced with dup2() + AF_UNSPEC disconnects the inherited host TCP socket, which then reaches the host's network" "$out"
+        bad "allowAllUnixSockets: a Unix-path connect() raced with dup2() + AF_UNSPEC disconnects the inherited host TCP socket, which then reaches the host's network" "$out"
     # rt-1: more of the host's sockets on stdio, each refused before anything runs
     for m in udp-connected tcp-listen-reuseport stdout-udp; do
         out=$(cd "$W" && python3 inherit.py host "$m" -- "$SLUICE" run --settings "$T/inherit.json" -- \

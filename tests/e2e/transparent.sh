@@ -315,22 +315,21 @@ sink: $(cat "$W/sink.log" 2>/dev/null)"
     [ "$out" = "swap_bind escaped=0 calls=1500" ] &&
         ok "bind() racing a dup2() of a handed-over, reset socket never binds it in the host's namespace" ||
         bad "bind racing dup2" "$out"
-    # rt-1, HOLE (documented in README "Transparent mode" as open, but it
-    # breaks design.md's first invariant): with allowAllUnixSockets a
-    # connect() to a Unix path is handed back to the kernel (CONTINUE), which
-    # looks the number and the address up again. A thread that dup2()s a
-    # handed-over socket onto the number of the Unix socket sluice checked,
-    # while another flips the address to AF_UNSPEC, disconnects the host's
-    # socket; sendto(MSG_FASTOPEN) then connects it to the sink from the
-    # host's namespace. Won here within a few thousand calls, from Python.
-    # FAILS until run_here (transparent.c) stops using CONTINUE for paths.
+    # rt-1 H2: with allowAllUnixSockets a connect() to a Unix path was handed
+    # back to the kernel (CONTINUE), which looked the number and the address
+    # up again. A thread that dup2()s a handed-over socket onto the number of
+    # the Unix socket sluice checked, while another flips the address to
+    # AF_UNSPEC, disconnected the host's socket; sendto(MSG_FASTOPEN) then
+    # connected it to the sink from the host's namespace (won within a few
+    # thousand calls, from Python). sluice now runs the call itself on the
+    # socket it checked (transparent.c, unix_path_call).
     echo "{\"network\": {\"allowedDomains\": [\"127.0.0.1:$PA\"], \"transparent\": true, \"allowAllUnixSockets\": true}}" > "$T/swapu.json"
     : > "$W/sink.log"
     out=$("$SLUICE" run --quiet --settings "$T/swapu.json" -- python3 "$PROBE" swap_unix 127.0.0.1 "$PA" "$PK" 20000 2>&1)
     if [ "$out" = "swap_unix escaped=0 calls=20000" ] && [ ! -s "$W/sink.log" ]; then
         ok "allowAllUnixSockets: connect() to a Unix path racing a dup2() and an AF_UNSPEC rewrite never disconnects a handed-over socket"
     else
-        bad "HOLE (rt-1): allowAllUnixSockets: a Unix-path connect() (CONTINUE) raced with dup2() + AF_UNSPEC disconnects a handed-over socket, which then reaches the host's network" "$out
+        bad "allowAllUnixSockets: a Unix-path connect() raced with dup2() + AF_UNSPEC disconnects a handed-over socket, which then reaches the host's network" "$out
 sink: $(cat "$W/sink.log" 2>/dev/null)"
     fi
     : > "$W/sink.log"
@@ -432,26 +431,51 @@ JSON
     [ "$out" = seccomp_fds=0 ] && ok "no seccomp listener in the command's descriptors" || bad "notify fd leak" "$out"
     out=$(sr -- python3 "$PROBE" udp 2>&1)
     [ "$out" != udp=sent ] && ok "UDP other than DNS stays closed ($out)" || bad "UDP" "$out"
-    # sluice runs an in-sandbox connect() itself (never CONTINUE), but never
-    # looks a Unix path up in the host's mounts: without allowAllUnixSockets
-    # it is refused, so a socketpair(AF_UNIX, SOCK_DGRAM) cannot be aimed at
-    # a host datagram socket; with it, the kernel looks the path up as before
+    # Without allowAllUnixSockets a datagram socketpair is refused by the
+    # seccomp filter (issue 21 item 2), so it cannot be aimed at a host
+    # datagram socket by path; with it, the user allowed Unix sockets and the
+    # connect() to a path in the working directory works (run by sluice in
+    # the command's view, never CONTINUE)
     out=$(cd "$W" && python3 -c '
 import socket, subprocess, sys, os
 d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); d.bind("d.sock"); os.chmod("d.sock", 0o777)
-l = socket.socket(socket.AF_UNIX); l.bind("s.sock"); l.listen(4); os.chmod("s.sock", 0o777)
 code = ("import socket, errno\n"
-        "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-        "try:\n a.connect(\"d.sock\"); print(\"dgram=ok\")\n"
+        "try:\n a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "except OSError as e: print(\"pair=%s\" % errno.errorcode[e.errno]); raise SystemExit\n"
+        "try:\n a.connect(\"d.sock\"); a.send(b\"x\"); print(\"dgram=ok\")\n"
         "except OSError as e: print(\"dgram=%s\" % errno.errorcode[e.errno])\n")
 for st in sys.argv[2:]:
     r = subprocess.run([sys.argv[1], "run", "--settings", st, "--", "python3", "-c", code],
                        capture_output=True, text=True)
     print(r.stdout.strip(), end=" ")
-os.unlink("d.sock"); os.unlink("s.sock")' "$SLUICE" "$S" "$T/unix.json" 2>&1)
-    [ "$out" = "dgram=EPERM dgram=ok " ] &&
-        ok "a datagram socketpair cannot connect() to a host Unix path (allowed with allowAllUnixSockets)" ||
+d.settimeout(5)
+try: print("got=%s" % d.recv(8).decode(), end="")
+except OSError: print("got=none", end="")
+os.unlink("d.sock")' "$SLUICE" "$S" "$T/unix.json" 2>&1)
+    [ "$out" = "pair=EPERM dgram=ok got=x" ] &&
+        ok "a datagram socketpair is refused without allowAllUnixSockets; with it, its connect() to a Unix path in the working directory works" ||
         bad "socketpair dgram connect to a host path" "$out"
+    # allowAllUnixSockets (and allowLocalBinding, so bind() is notified): a
+    # Unix path connect()/bind() is run by sluice on the socket it checked,
+    # in the command's mount namespace, root, working directory, ids and
+    # umask, without capabilities (uxpath.py): a socket in the working
+    # directory, by a relative and an absolute path and after chdir; in a
+    # denyWrite (read-only) directory (connect works, bind EROFS); in a
+    # directory of mode 000 (EACCES, as the command: root in the sandbox has
+    # no capability either); in the sandbox's private /tmp, by path and by a
+    # symlink in the working directory (the host's /tmp has no such socket);
+    # a host path outside the sandbox's view (ENOENT); /proc/1/fd/0 and
+    # /proc/1/root as refused to the command (Landlock), /proc/self (names
+    # no process for sluice's helper: ENOENT); abstract names are the
+    # sandbox's network namespace's (a host one is ECONNREFUSED); bind()
+    # makes the file as the command, with its umask, in its /tmp only
+    cp "$HERE/transparent-helpers/uxpath.py" "$W/uxpath.py"
+    echo "{\"network\": {\"transparent\": true, \"allowAllUnixSockets\": true, \"allowLocalBinding\": true}, \"filesystem\": {\"denyWrite\": [\"$W/ro\"]}}" > "$T/uxp.json"
+    out=$(cd "$W" && T=$T python3 uxpath.py host "$W" "$SLUICE" "$T/uxp.json" 2>&1)
+    [ "$out" = "cwd=ok abs=ok ro=ok noperm=EACCES tmp=ok link=ok host=ENOENT rel=ok dotdot=ok p1fd=same p1root=same pself=ENOENT habs=ECONNREFUSED iabs=ok bind=ok bown=same bmode=700 bro=EROFS btmp=ok btmpthere=1 hosttmp=0" ] &&
+        ok "allowAllUnixSockets: Unix path connect()/bind() run by sluice in the command's view and with its permissions" ||
+        bad "Unix path connect()/bind() in the command's view" "$out"
+    rm -rf "$W/ro" "$W/noperm" "$W/uxd" "$W/uxlink" "$W/ux.sock" "$W/uxpath.py"
     out=$(python3 -c '
 import socket, subprocess, sys
 s = socket.socket()
