@@ -97,12 +97,21 @@
  *                           refuses both on it. The filter is then loaded with
  *                           seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
- *   open/openat with a write flag, creat, openat2, mkdir, mknod, unlink,
- *   rmdir, rename, link, symlink, truncate, chmod, chown, utime families
+ *   open/openat with a write flag, creat, openat2 (ENOSYS before), mkdir,
+ *   mknod, unlink, rmdir, rename, link, symlink, truncate, chmod, chown,
+ *   utime families
  *                           when the run reports write denials (not
  *                           --quiet): SCMP_ACT_NOTIFY, answered by the host
  *                           with CONTINUE after a look (fswatch.c); the
  *                           same listener as transparent mode's.
+ *   chmod, fchmod, fchmodat, fchmodat2, creat, mknod, mknodat with a mode
+ *   holding S_ISUID or S_ISGID; open/openat with O_CREAT or __O_TMPFILE and
+ *   such a mode
+ *                           EPERM, in every mode (rt-3 hole 6: as root the
+ *                           command would leave a set-user-ID root program
+ *                           behind). openat2: ENOSYS. A filter of its own,
+ *                           loaded first: see "set-user-ID and set-group-ID
+ *                           bits" below.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
@@ -718,7 +727,7 @@ out:
 /* The lines `sluice explain` prints, chosen by the options. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[16][20]; /* one list per combination of the options */
+    static const char *all[16][24]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;
@@ -785,7 +794,19 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags "
                      "are checked";
     }
-    lines[n++] = "open()/openat() with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC, creat(), openat2(), "
+    lines[n++] = "chmod(), fchmod(), fchmodat(), fchmodat2(), creat(), mknod(), mknodat(), and "
+                 "open()/openat() with O_CREAT or O_TMPFILE fail with EPERM when the mode has "
+                 "S_ISUID or S_ISGID, in every mode (as root the command owns what it writes as "
+                 "host root, and a set-user-ID copy of a shell left behind would be a root shell "
+                 "for any local user): installers that set those bits (make install of a "
+                 "set-user-ID helper, install -m 4755, cp -p or tar -p of such a program) fail "
+                 "there, and so do chmod g+s DIR and mkdir -m 2775 (chmod cannot tell a "
+                 "directory from a file); mkdir() itself keeps S_ISGID, so mkdir(2) with 02775 "
+                 "works";
+    lines[n++] = "openat2() fails with ENOSYS (its mode is behind a pointer), as on kernels before "
+                 "5.6: callers fall back to openat(), whose mode is checked; RESOLVE_BENEATH and "
+                 "the other RESOLVE_* flags are not available";
+    lines[n++] = "open()/openat() with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC, creat(), "
                  "mkdir(), mknod(), unlink(), rmdir(), rename(), link(), symlink(), truncate(), "
                  "chmod(), chown() and utime() families (and their *at forms) wait for sluice's "
                  "look on the host, which lists the ones the sandbox refuses (a read-only "

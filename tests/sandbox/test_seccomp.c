@@ -1756,6 +1756,25 @@ static void test_describe(void **state)
     }
     assert_true(r_unix && a_unix && r_uring && a_uring);
     assert_true(r_pair && a_pair); /* issue 21 */
+    /* rt-3 hole 6: in every combination of the options */
+    for (unsigned m = 0; m < 16; m++) {
+        const struct sb_seccomp_opts o = {.allow_unix_sockets = (m & 1) != 0,
+                                          .allow_local_binding = (m & 2) != 0,
+                                          .allow_user_namespaces = (m & 4) != 0,
+                                          .transparent = (m & 8) != 0};
+        const char *const *l = sb_seccomp_describe(&o);
+        int suid = 0, at2 = 0;
+        for (i = 0; l[i] != NULL; i++) {
+            assert_true(i < 23);
+            if (strstr(l[i], "S_ISUID") != NULL && strstr(l[i], "EPERM") != NULL &&
+                strstr(l[i], "make install") != NULL)
+                suid = 1;
+            if (strstr(l[i], "openat2() fails with ENOSYS") == l[i])
+                at2 = 1;
+        }
+        if (!suid || !at2)
+            fail_msg("options %u: no line on set-user-ID modes or openat2", m);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
