@@ -588,8 +588,8 @@ out:
  * register fails with EPERM when that mode has S_ISUID or S_ISGID:
  * chmod, fchmod, fchmodat, fchmodat2 (S_ISGID included: chmod cannot tell
  * a directory from a file, so `chmod g+s DIR` is refused too), creat,
- * mknod, mknodat, and open/openat when the flags hold O_CREAT or
- * __O_TMPFILE (without them the mode argument is not read, and is
+ * mknod, mknodat, and open/openat when the flags hold O_CREAT or the
+ * O_TMPFILE bit (without them the mode argument is not read, and is
  * garbage). mkdir/mkdirat stay allowed with any mode: S_ISGID on a
  * directory is the BSD group-inheritance idiom, S_ISUID on one means
  * nothing on Linux, and neither makes a program run with other ids.
@@ -610,9 +610,11 @@ out:
 #ifndef __NR_fchmodat2
 #define __NR_fchmodat2 452 /* Linux 6.6; the same number on every ABI here (x32: | the x32 bit) */
 #endif
-#ifndef __O_TMPFILE
-#define __O_TMPFILE 020000000 /* O_TMPFILE without O_DIRECTORY, on x86 and the generic ABIs */
-#endif
+/* The kernel's __O_TMPFILE bit (glibc's __O_TMPFILE also holds O_DIRECTORY):
+ * the kernel reads the mode whenever it is set, and fails with EINVAL
+ * unless O_DIRECTORY is set too; the same value on x86 and the generic
+ * ABIs (aarch64, arm). */
+#define SB_O_TMPFILE_BIT 020000000
 
 /* A syscall whose mode argument is judged: MODE is its index, FLAGS the
  * index of its open flags (-1: the mode is always used). */
@@ -637,7 +639,7 @@ static int add_mode_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
         {SCMP_SYS(openat), "openat", 3, 2},
     };
     const scmp_datum_t bits[] = {S_ISUID, S_ISGID};
-    const scmp_datum_t creating[] = {O_CREAT, __O_TMPFILE};
+    const scmp_datum_t creating[] = {O_CREAT, SB_O_TMPFILE_BIT};
     const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
     const struct scmp_arg_cmp none = {0, SCMP_CMP_EQ, 0, 0};
     const char *name = "";

@@ -589,8 +589,14 @@ static int chmod_to(mode_t m)
     return mode_result("c", errno_of(chmod(mode_path("c"), m)));
 }
 
-static int op_chmod_suid(void) { return chmod_to(04755); }
-static int op_chmod_sgid(void) { return chmod_to(02755); }
+static int op_chmod_suid(void)
+{
+    return chmod_to(04755);
+}
+static int op_chmod_sgid(void)
+{
+    return chmod_to(02755);
+}
 
 static int op_chmod_plain(void)
 {
@@ -625,8 +631,7 @@ static int op_fchmodat_sgid(void)
 /* fchmodat2 (Linux 6.6): ENOSYS without the filter on older kernels */
 static int op_fchmodat2_suid(void)
 {
-    return mode_result("c",
-                       errno_of(syscall(SYS_fchmodat2, AT_FDCWD, mode_path("c"), 04755, 0)));
+    return mode_result("c", errno_of(syscall(SYS_fchmodat2, AT_FDCWD, mode_path("c"), 04755, 0)));
 }
 
 static int op_creat_suid(void)
@@ -651,8 +656,14 @@ static int open_new(int flags, mode_t m)
     return mode_result("n", errno_of(fd));
 }
 
-static int op_open_creat_suid(void) { return open_new(O_WRONLY | O_CREAT, 04755); }
-static int op_open_creat_sgid(void) { return open_new(O_RDWR | O_CREAT | O_EXCL, 02755); }
+static int op_open_creat_suid(void)
+{
+    return open_new(O_WRONLY | O_CREAT, 04755);
+}
+static int op_open_creat_sgid(void)
+{
+    return open_new(O_RDWR | O_CREAT | O_EXCL, 02755);
+}
 
 static int op_open_creat_plain(void)
 {
@@ -983,11 +994,12 @@ static int op_i386_clone3(void)
 }
 
 /* rt-3 hole 6 on the i386 ABI: NR on DIR/NAME (copied below 4 GiB) with
- * up to three more arguments; WHAT says how the path is passed. */
+ * up to two more arguments; HOW says how the path is passed (DIR/c is made
+ * by the parent first when PLAIN_FIRST). */
 enum i386_mode_how { I386_PATH_FIRST, I386_AT_CWD, I386_BY_FD };
 
-static int i386_mode_op(long nr, enum i386_mode_how how, const char *name, int plain_first,
-                        long b, long c, long d)
+static int i386_mode_op(long nr, enum i386_mode_how how, const char *name, int plain_first, long b,
+                        long c)
 {
     char *page = (char *)low_page();
     long r;
@@ -1015,56 +1027,53 @@ static int i386_mode_op(long nr, enum i386_mode_how how, const char *name, int p
         close((int)r); /* a descriptor */
     if (fd >= 0)
         close(fd);
-    (void)d;
     munmap(page, 4096);
     return mode_result(name, i386_errno(r));
 }
 
 static int op_i386_chmod_suid(void)
 {
-    return i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 04755, 0, 0);
+    return i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 04755, 0);
 }
 static int op_i386_chmod_sgid(void)
 {
-    return i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 02755, 0, 0);
+    return i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 02755, 0);
 }
 static int op_i386_fchmod_suid(void)
 {
-    return i386_mode_op(I386_FCHMOD, I386_BY_FD, "c", 1, 04755, 0, 0);
+    return i386_mode_op(I386_FCHMOD, I386_BY_FD, "c", 1, 04755, 0);
 }
 static int op_i386_fchmodat_suid(void)
 {
-    return i386_mode_op(I386_FCHMODAT, I386_AT_CWD, "c", 1, 04755, 0, 0);
+    return i386_mode_op(I386_FCHMODAT, I386_AT_CWD, "c", 1, 04755, 0);
 }
 static int op_i386_fchmodat2_sgid(void)
 {
-    return i386_mode_op(I386_FCHMODAT2, I386_AT_CWD, "c", 1, 02755, 0, 0);
+    return i386_mode_op(I386_FCHMODAT2, I386_AT_CWD, "c", 1, 02755, 0);
 }
 static int op_i386_creat_suid(void)
 {
-    return i386_mode_op(I386_CREAT, I386_PATH_FIRST, "n", 0, 04755, 0, 0);
+    return i386_mode_op(I386_CREAT, I386_PATH_FIRST, "n", 0, 04755, 0);
 }
 static int op_i386_open_creat_suid(void)
 {
-    return i386_mode_op(I386_OPEN, I386_PATH_FIRST, "n", 0, O_WRONLY | O_CREAT | O_CLOEXEC, 04755,
-                        0);
+    return i386_mode_op(I386_OPEN, I386_PATH_FIRST, "n", 0, O_WRONLY | O_CREAT | O_CLOEXEC, 04755);
 }
 static int op_i386_openat_creat_sgid(void)
 {
-    return i386_mode_op(I386_OPENAT, I386_AT_CWD, "n", 0, O_WRONLY | O_CREAT | O_CLOEXEC, 02755,
-                        0);
+    return i386_mode_op(I386_OPENAT, I386_AT_CWD, "n", 0, O_WRONLY | O_CREAT | O_CLOEXEC, 02755);
 }
 static int op_i386_mknod_suid(void)
 {
-    return i386_mode_op(I386_MKNOD, I386_PATH_FIRST, "n", 0, S_IFREG | 04755, 0, 0);
+    return i386_mode_op(I386_MKNOD, I386_PATH_FIRST, "n", 0, S_IFREG | 04755, 0);
 }
 static int op_i386_mknodat_suid(void)
 {
-    return i386_mode_op(I386_MKNODAT, I386_AT_CWD, "n", 0, S_IFREG | 04755, 0, 0);
+    return i386_mode_op(I386_MKNODAT, I386_AT_CWD, "n", 0, S_IFREG | 04755, 0);
 }
 static int op_i386_chmod_plain(void)
 {
-    int e = i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 0700, 0, 0);
+    int e = i386_mode_op(I386_CHMOD, I386_PATH_FIRST, "c", 1, 0700, 0);
     return e == EEXIST ? 0 : e;
 }
 static int op_i386_openat2(void)
@@ -1078,8 +1087,8 @@ static int op_i386_openat2(void)
     (void)unlink(mode_path("n"));
     how[0] = O_WRONLY | O_CREAT | O_CLOEXEC; /* u64 flags, mode, resolve */
     how[2] = 04755;
-    e = i386_errno(i386_call4(I386_OPENAT2, AT_FDCWD, (long)(uintptr_t)(how + 256),
-                              (long)(uintptr_t)how, 24));
+    e = i386_errno(
+        i386_call4(I386_OPENAT2, AT_FDCWD, (long)(uintptr_t)(how + 256), (long)(uintptr_t)how, 24));
     munmap(how, 4096);
     return mode_result("n", e);
 }
@@ -1166,19 +1175,58 @@ static int sock_errno(long family, long type, long proto)
         close((int)fd);
     return e;
 }
-static int op_socket_vsock(void) { return sock_errno(40, SOCK_STREAM, 0); }
-static int op_socket_packet(void) { return sock_errno(17, SOCK_DGRAM, 0); }
-static int op_socket_bluetooth(void) { return sock_errno(31, SOCK_STREAM, 0); }
-static int op_socket_alg(void) { return sock_errno(38, SOCK_SEQPACKET, 0); }
-static int op_socket_key(void) { return sock_errno(15, SOCK_RAW, 2); }
-static int op_socket_above_max(void) { return sock_errno(64, SOCK_STREAM, 0); }
-static int op_socket_int_max(void) { return sock_errno(0x7fffffffL, SOCK_STREAM, 0); }
-static int op_socket_family0(void) { return sock_errno(0, SOCK_STREAM, 0); }
-static int op_netlink_route(void) { return sock_errno(16, SOCK_RAW, 0); }
-static int op_netlink_audit(void) { return sock_errno(16, SOCK_RAW, 9); }
-static int op_netlink_uevent(void) { return sock_errno(16, SOCK_DGRAM, 15); }
-static int op_netlink_hibits(void) { return sock_errno(16, SOCK_RAW, 0x100000000L); }
-static int op_keyctl(void) { return errno_of(syscall(SYS_keyctl, 0L /* GET_KEYRING_ID */, -3L, 0L)); }
+static int op_socket_vsock(void)
+{
+    return sock_errno(40, SOCK_STREAM, 0);
+}
+static int op_socket_packet(void)
+{
+    return sock_errno(17, SOCK_DGRAM, 0);
+}
+static int op_socket_bluetooth(void)
+{
+    return sock_errno(31, SOCK_STREAM, 0);
+}
+static int op_socket_alg(void)
+{
+    return sock_errno(38, SOCK_SEQPACKET, 0);
+}
+static int op_socket_key(void)
+{
+    return sock_errno(15, SOCK_RAW, 2);
+}
+static int op_socket_above_max(void)
+{
+    return sock_errno(64, SOCK_STREAM, 0);
+}
+static int op_socket_int_max(void)
+{
+    return sock_errno(0x7fffffffL, SOCK_STREAM, 0);
+}
+static int op_socket_family0(void)
+{
+    return sock_errno(0, SOCK_STREAM, 0);
+}
+static int op_netlink_route(void)
+{
+    return sock_errno(16, SOCK_RAW, 0);
+}
+static int op_netlink_audit(void)
+{
+    return sock_errno(16, SOCK_RAW, 9);
+}
+static int op_netlink_uevent(void)
+{
+    return sock_errno(16, SOCK_DGRAM, 15);
+}
+static int op_netlink_hibits(void)
+{
+    return sock_errno(16, SOCK_RAW, 0x100000000L);
+}
+static int op_keyctl(void)
+{
+    return errno_of(syscall(SYS_keyctl, 0L /* GET_KEYRING_ID */, -3L, 0L));
+}
 static int op_add_key(void)
 {
     return errno_of(syscall(SYS_add_key, "user", "sluice-test", "x", 1L, -3L /* @s */));
@@ -1249,8 +1297,7 @@ static void test_socketpair_dgram_refused(void **state)
     expect(REFUSE_UNIX, op_socketpair_dgram_flags, EPERM,
            "socketpair(AF_UNIX, SOCK_DGRAM|SOCK_NONBLOCK|SOCK_CLOEXEC)");
     expect(REFUSE_UNIX, op_socketpair_raw, EPERM, "socketpair(AF_UNIX, SOCK_RAW)");
-    expect(REFUSE_UNIX, op_socketpair_dgram_hibits, EPERM,
-           "socketpair(0x100000001, 0x100000002)");
+    expect(REFUSE_UNIX, op_socketpair_dgram_hibits, EPERM, "socketpair(0x100000001, 0x100000002)");
     expect(REFUSE_UNIX, op_socketpair_dgram_type_hibits, EPERM,
            "socketpair(AF_UNIX, 0xffffffff00080002)");
     expect(REFUSE_UNIX, op_socketpair_local, EPERM, "socketpair(AF_LOCAL, SOCK_DGRAM)");
@@ -1258,7 +1305,8 @@ static void test_socketpair_dgram_refused(void **state)
     assert_int_equal(run_op(ALLOW_UNIX, op_socketpair_dgram), 0);
     assert_int_equal(run_op(ALLOW_UNIX, op_socketpair_raw), 0);
     /* allowLocalBinding does not */
-    expect(ALLOW_BIND, op_socketpair_dgram, EPERM, "socketpair(AF_UNIX, SOCK_DGRAM) (bind allowed)");
+    expect(ALLOW_BIND, op_socketpair_dgram, EPERM,
+           "socketpair(AF_UNIX, SOCK_DGRAM) (bind allowed)");
 }
 
 /* socketpair() of a family other than AF_UNIX is refused in every mode:
@@ -1582,7 +1630,8 @@ static void test_i386_socketcall_refused(void **state)
     expect(REFUSE_UNIX, op_i386_socketcall_inet, EPERM, "i386 socketcall(SYS_SOCKET, AF_INET)");
     /* issue 14: refused with Unix sockets allowed too, or it would get
      * round the family allow-list */
-    expect(ALLOW_UNIX, op_i386_socketcall_unix, EPERM, "i386 socketcall(SYS_SOCKET) (unix allowed)");
+    expect(ALLOW_UNIX, op_i386_socketcall_unix, EPERM,
+           "i386 socketcall(SYS_SOCKET) (unix allowed)");
 }
 
 static void test_i386_socket_refused(void **state)
@@ -1694,8 +1743,7 @@ static void test_setuid_modes_rest(void **state)
         fail_msg("x32 chmod(04755): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
     got = run_op_prep(REFUSE_UNIX, op_x32_open_creat_suid);
     if (got != EPERM && got != ENOSYS)
-        fail_msg("x32 open(O_CREAT, 04755): got %d (%s), want EPERM or ENOSYS", got,
-                 strerror(got));
+        fail_msg("x32 open(O_CREAT, 04755): got %d (%s), want EPERM or ENOSYS", got, strerror(got));
 }
 
 #if HAVE_I386
