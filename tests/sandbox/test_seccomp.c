@@ -2595,6 +2595,7 @@ int main(int argc, char **argv)
     };
 
     ssize_t n;
+    int rc;
 
     if (argc == 2 && strcmp(argv[1], PROBE_UNIX) == 0)
         return probe_unix_main();
@@ -2602,5 +2603,14 @@ int main(int argc, char **argv)
     if (n > 0)
         self_exe[n] = '\0';
     signal(SIGPIPE, SIG_IGN);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (mode_dir[0] != '\0') {
+        static const char *const names[] = {"c", "n", "d"};
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            (void)unlink(mode_path(names[i]));
+            (void)rmdir(mode_path(names[i]));
+        }
+        (void)rmdir(mode_dir);
+    }
+    return rc;
 }
