@@ -97,12 +97,21 @@
  *                           refuses both on it. The filter is then loaded with
  *                           seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
- *   open/openat with a write flag, creat, openat2, mkdir, mknod, unlink,
- *   rmdir, rename, link, symlink, truncate, chmod, chown, utime families
+ *   open/openat with a write flag, creat, openat2 (ENOSYS before), mkdir,
+ *   mknod, unlink, rmdir, rename, link, symlink, truncate, chmod, chown,
+ *   utime families
  *                           when the run reports write denials (not
  *                           --quiet): SCMP_ACT_NOTIFY, answered by the host
  *                           with CONTINUE after a look (fswatch.c); the
  *                           same listener as transparent mode's.
+ *   chmod, fchmod, fchmodat, fchmodat2, creat, mknod, mknodat with a mode
+ *   holding S_ISUID or S_ISGID; open/openat with O_CREAT or __O_TMPFILE and
+ *   such a mode
+ *                           EPERM, in every mode (rt-3 hole 6: as root the
+ *                           command would leave a set-user-ID root program
+ *                           behind). openat2: ENOSYS. A filter of its own,
+ *                           loaded first: see "set-user-ID and set-group-ID
+ *                           bits" below.
  *   ioctl(fd, TIOCSTI), ioctl(fd, TIOCLINUX)
  *                           EPERM. Both push keystrokes into a terminal the
  *                           command shares with the user's shell (the
@@ -134,6 +143,7 @@
 #include "sandbox/fswatch.h"
 
 #include <errno.h>
+#include <fcntl.h> /* O_CREAT */
 #include <linux/filter.h>
 #include <linux/net.h> /* SYS_SOCKET, socketcall's call numbers */
 #include <sched.h>
@@ -144,6 +154,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h> /* S_ISUID, S_ISGID */
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -528,13 +539,14 @@ static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts 
     return 0;
 }
 
-int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
+/* A filter context with sluice's attributes and every ABI of
+ * extra_arches. */
+static int new_ctx(scmp_filter_ctx *out, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx;
     int rc;
 
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    *out = NULL;
     ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL)
         return fail(err, errlen, "seccomp_init", -ENOMEM);
@@ -559,6 +571,143 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
             goto out;
         }
     }
+    *out = ctx;
+    ctx = NULL;
+out:
+    if (ctx != NULL)
+        seccomp_release(ctx);
+    return rc;
+}
+
+/* --- rt-3 hole 6: set-user-ID and set-group-ID bits -------------------- */
+
+/* As root the command is host root in the writable paths (it owns what it
+ * makes there), so `cp /bin/sh x; chmod 4755 x` would leave a root shell
+ * for any local user once the run is over: nosuid on the sandbox's mounts
+ * stops the bit only inside. Every syscall that sets a file's mode from a
+ * register fails with EPERM when that mode has S_ISUID or S_ISGID:
+ * chmod, fchmod, fchmodat, fchmodat2 (S_ISGID included: chmod cannot tell
+ * a directory from a file, so `chmod g+s DIR` is refused too), creat,
+ * mknod, mknodat, and open/openat when the flags hold O_CREAT or the
+ * O_TMPFILE bit (without them the mode argument is not read, and is
+ * garbage). mkdir/mkdirat stay allowed with any mode: S_ISGID on a
+ * directory is the BSD group-inheritance idiom, S_ISUID on one means
+ * nothing on Linux, and neither makes a program run with other ids.
+ * openat2 carries its mode inside a struct open_how the filter cannot
+ * read: it fails with ENOSYS, as on kernels before 5.6, and callers
+ * (glibc has no wrapper; systemd, crun, Go's x/sys users) fall back to
+ * openat, which the rule above judges. Copies that keep the bits (cp -p,
+ * tar -p, rsync -p, install -m 4755) go through the same calls; rename()
+ * and link() of a setuid binary from the read-only root into a writable
+ * path fail with EXDEV (another mount); chown() clears the bits.
+ *
+ * These rules are a filter of their own, loaded next to the main one: in
+ * the write report's mode (fswatch.c) the main filter sends open, creat,
+ * mknod, chmod and openat2 to the host (SCMP_ACT_NOTIFY), and the kernel,
+ * which runs every filter and keeps the action of highest precedence,
+ * makes EPERM/ENOSYS win over NOTIFY whatever libseccomp would do with two
+ * overlapping rules in one filter. */
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; the same number on every ABI here (x32: | the x32 bit) */
+#endif
+/* The kernel's __O_TMPFILE bit (glibc's __O_TMPFILE also holds O_DIRECTORY):
+ * the kernel reads the mode whenever it is set, and fails with EINVAL
+ * unless O_DIRECTORY is set too; the same value on x86 and the generic
+ * ABIs (aarch64, arm). */
+#define SB_O_TMPFILE_BIT 020000000
+
+/* A syscall whose mode argument is judged: MODE is its index, FLAGS the
+ * index of its open flags (-1: the mode is always used). */
+struct mode_call {
+    int nr;
+    const char *name;
+    unsigned mode;
+    int flags;
+};
+
+static int add_mode_rules(scmp_filter_ctx ctx, char *err, size_t errlen)
+{
+    const struct mode_call calls[] = {
+        {SCMP_SYS(chmod), "chmod", 1, -1},
+        {SCMP_SYS(fchmod), "fchmod", 1, -1},
+        {SCMP_SYS(fchmodat), "fchmodat", 2, -1},
+        {SCMP_SYS(fchmodat2), "fchmodat2", 2, -1},
+        {SCMP_SYS(creat), "creat", 1, -1},
+        {SCMP_SYS(mknod), "mknod", 1, -1},
+        {SCMP_SYS(mknodat), "mknodat", 2, -1},
+        {SCMP_SYS(open), "open", 2, 1},
+        {SCMP_SYS(openat), "openat", 3, 2},
+    };
+    const scmp_datum_t bits[] = {S_ISUID, S_ISGID};
+    const scmp_datum_t creating[] = {O_CREAT, SB_O_TMPFILE_BIT};
+    const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+    const struct scmp_arg_cmp none = {0, SCMP_CMP_EQ, 0, 0};
+    const char *name = "";
+    char what[80];
+    int rc = 0;
+
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        const struct mode_call *c = &calls[i];
+        name = c->name;
+        for (size_t b = 0; b < sizeof bits / sizeof bits[0]; b++) {
+            const struct scmp_arg_cmp mode = {c->mode, SCMP_CMP_MASKED_EQ, bits[b], bits[b]};
+            if (c->flags < 0) {
+                rc = seccomp_rule_add_array(ctx, eperm, c->nr, 1, &mode);
+                if (rc < 0)
+                    goto fail;
+                continue;
+            }
+            for (size_t f = 0; f < sizeof creating / sizeof creating[0]; f++) {
+                const struct scmp_arg_cmp cmp[2] = {
+                    {(unsigned)c->flags, SCMP_CMP_MASKED_EQ, creating[f], creating[f]},
+                    mode,
+                };
+                rc = seccomp_rule_add_array(ctx, eperm, c->nr, 2, cmp);
+                if (rc < 0)
+                    goto fail;
+            }
+        }
+    }
+    return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), "openat2", 0, none, err,
+                    errlen);
+fail:
+    snprintf(what, sizeof what, "seccomp_rule_add(%s, S_ISUID|S_ISGID)", name);
+    return fail(err, errlen, what, rc);
+}
+
+/* Loads the mode filter (above) on the calling thread. */
+static int load_mode_filter(char *err, size_t errlen)
+{
+    scmp_filter_ctx ctx;
+    int rc = new_ctx(&ctx, err, errlen);
+
+    if (rc < 0)
+        return rc;
+    rc = add_mode_rules(ctx, err, errlen);
+    if (rc == 0) {
+        rc = seccomp_load(ctx);
+        if (rc < 0)
+            rc = fail(err, errlen, "seccomp_load(the set-user-ID filter)", rc);
+    }
+    seccomp_release(ctx);
+    return rc;
+}
+
+int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
+{
+    scmp_filter_ctx ctx;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    /* first the mode filter, in every mode: should the main one fail to
+     * load after it, inner does not exec the command anyway */
+    rc = load_mode_filter(err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = new_ctx(&ctx, err, errlen);
+    if (rc < 0)
+        return rc;
 
     rc = add_rules(ctx, o, err, errlen);
     if (rc < 0)
@@ -580,7 +729,7 @@ out:
 /* The lines `sluice explain` prints, chosen by the options. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[16][20]; /* one list per combination of the options */
+    static const char *all[16][24]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;
@@ -647,7 +796,19 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags "
                      "are checked";
     }
-    lines[n++] = "open()/openat() with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC, creat(), openat2(), "
+    lines[n++] = "chmod(), fchmod(), fchmodat(), fchmodat2(), creat(), mknod(), mknodat(), and "
+                 "open()/openat() with O_CREAT or O_TMPFILE fail with EPERM when the mode has "
+                 "S_ISUID or S_ISGID, in every mode (as root the command owns what it writes as "
+                 "host root, and a set-user-ID copy of a shell left behind would be a root shell "
+                 "for any local user): installers that set those bits (make install of a "
+                 "set-user-ID helper, install -m 4755, cp -p or tar -p of such a program) fail "
+                 "there, and so do chmod g+s DIR and mkdir -m 2775 (chmod cannot tell a "
+                 "directory from a file); mkdir() itself keeps S_ISGID, so mkdir(2) with 02775 "
+                 "works";
+    lines[n++] = "openat2() fails with ENOSYS (its mode is behind a pointer), as on kernels before "
+                 "5.6: callers fall back to openat(), whose mode is checked; RESOLVE_BENEATH and "
+                 "the other RESOLVE_* flags are not available";
+    lines[n++] = "open()/openat() with O_WRONLY, O_RDWR, O_CREAT or O_TRUNC, creat(), "
                  "mkdir(), mknod(), unlink(), rmdir(), rename(), link(), symlink(), truncate(), "
                  "chmod(), chown() and utime() families (and their *at forms) wait for sluice's "
                  "look on the host, which lists the ones the sandbox refuses (a read-only "

@@ -1102,18 +1102,71 @@ $out"; fi
     [ "$out" = gone ] && ok "rt3 default: stdin FILE deleted before the run: the command reads it" ||
         bad "rt3 default: stdin FILE deleted before the run" "$out"
 
-    # as root the command (uid 0, or uid 1000 under the key) is host root in
-    # the writable directory: can it leave a set-user-ID root program there?
-    if [ "$(id -u)" = 0 ]; then
-        for set in s rt3nest; do
-            rm -f "$W/rt3-suid" "$W/rt3-sgid"
-            (cd "$W" && "$SLUICE" run --settings "$T/$set.json" -c 'cp /bin/true rt3-suid; chmod 4755 rt3-suid; cp /bin/true rt3-sgid; chmod 2755 rt3-sgid' </dev/null >/dev/null 2>&1)
-            if [ -u "$W/rt3-suid" ] || [ -g "$W/rt3-sgid" ]; then
-                bad "HOLE (rt-3) rt3 [$set] as root: the command leaves a set-user-ID/set-group-ID root program in the writable directory" "$(ls -ln "$W/rt3-suid" "$W/rt3-sgid")"
-            else ok "rt3 [$set] as root: no set-user-ID root program can be left in the writable directory"; fi
-            rm -f "$W/rt3-suid" "$W/rt3-sgid"
-        done
-    fi
+    # rt-3 hole 6: as root the command (uid 0, or uid 1000 under the key) is
+    # host root in the writable directory; no route may leave a set-user-ID
+    # or set-group-ID program there (as a user it would be one of that user,
+    # harmless, and refused all the same: one rule set)
+    cat > "$W/rt3_suid.py" <<'PY'
+import ctypes, errno, os, shutil, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def tried(what, fn):
+    try:
+        fn()
+        print("done " + what)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print("refused " + what + ": " + str(e))
+def creat_tmpfile(mode):
+    fd = os.open(".", os.O_TMPFILE | os.O_WRONLY, mode)
+    os.link("/proc/self/fd/%d" % fd, "tmpfile")
+def openat2():
+    how = (ctypes.c_uint64 * 3)(os.O_WRONLY | os.O_CREAT, 0o4755, 0)
+    r = libc.syscall(437, -100, b"openat2", ctypes.byref(how), ctypes.c_size_t(24))
+    if r < 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+def sh(cmd):
+    subprocess.run(cmd, shell=True, check=True, stderr=subprocess.DEVNULL)
+src = next((p for p in ("/usr/bin/passwd", "/usr/bin/su", "/bin/su", "/usr/bin/mount")
+            if os.path.exists(p) and os.stat(p).st_mode & 0o4000), None)
+os.makedirs(sys.argv[1], exist_ok=True)
+os.chdir(sys.argv[1])
+tried("chmod 4755", lambda: sh("cp /bin/true a && chmod 4755 a"))
+tried("chmod 2755", lambda: sh("cp /bin/true b && chmod 2755 b"))
+tried("chmod u+s,g+s", lambda: sh("cp /bin/true c && chmod u+s,g+s c"))
+tried("install -m 4755", lambda: sh("install -m 4755 /bin/true d"))
+tried("open(O_CREAT, 04755)", lambda: os.close(os.open("e", os.O_CREAT | os.O_WRONLY, 0o4755)))
+tried("open(O_CREAT, 02755)", lambda: os.close(os.open("e2", os.O_CREAT | os.O_WRONLY, 0o2755)))
+tried("open(O_TMPFILE, 04755) + link", lambda: creat_tmpfile(0o4755))
+tried("mknod(S_IFREG|06755)", lambda: os.mknod("f", 0o100000 | 0o6755))
+tried("openat2(O_CREAT, 04755)", openat2)
+tried("fchmod 4755", lambda: (open("g", "w").close(), os.chmod(os.open("g", os.O_RDONLY), 0o4755)))
+if src is not None:
+    tried("cp -p " + src, lambda: sh("cp -p %s h" % src))
+    tried("tar -p of " + src, lambda: sh("tar -C %s -cf - %s | tar -xpf -" % (os.path.dirname(src), os.path.basename(src))))
+    tried("ln " + src, lambda: os.link(src, "i"))
+    tried("rename " + src, lambda: os.rename(src, "j"))
+PY
+    for set in s rt3nest; do
+        rm -rf "$W/rt3-m"
+        out=$(cd "$W" && "$SLUICE" run --settings "$T/$set.json" -c 'python3 rt3_suid.py rt3-m' </dev/null 2>&1)
+        left=$(find "$W/rt3-m" -perm /6000 2>/dev/null)
+        if [ -z "$left" ] && grep -q 'refused chmod 4755' <<< "$out" && [ -e "$W/rt3-m/a" ]; then
+            ok "rt3 [$set]: no set-user-ID/set-group-ID program can be left in the writable directory (chmod, fchmod, install, open, O_TMPFILE, mknod, openat2, cp -p, tar -p, ln, rename)"
+        else
+            bad "rt3 [$set]: the command leaves a set-user-ID/set-group-ID program in the writable directory" "$(ls -ln $left 2>&1)
+$out"
+        fi
+        grep -q '^refused openat2(O_CREAT, 04755): \[Errno 38\]' <<< "$out" && ok "rt3 [$set]: openat2 fails with ENOSYS" ||
+            bad "rt3 [$set]: openat2 does not fail with ENOSYS" "$out"
+        # what must keep working: plain modes, and S_ISGID on a new directory
+        if out=$(cd "$W" && "$SLUICE" run --settings "$T/$set.json" -c \
+            "cp /bin/true rt3-plain && chmod 755 rt3-plain && python3 -c 'import os; os.mkdir(\"rt3-sgid-dir\", 0o2775)'" </dev/null 2>&1) &&
+            [ -d "$W/rt3-sgid-dir" ]; then ok "rt3 [$set]: chmod 755 and mkdir(02775) still work"
+        else bad "rt3 [$set]: chmod 755 or mkdir(02775) fails" "$out"; fi
+        rm -rf "$W/rt3-plain" "$W/rt3-sgid-dir"
+        rm -rf "$W/rt3-m"
+    done
+    rm -f "$W/rt3_suid.py"
     # the key's warning, and without the key nothing changed
     out=$(cd "$W" && "$SLUICE" run --settings "$T/rt3nest.json" -c true 2>&1 </dev/null)
     grep -q 'allowNestedUserNamespaces: no Landlock filesystem rules' <<< "$out" && ok "rt3 nested: the run prints its warning" || bad "rt3 nested: no warning" "$out"
