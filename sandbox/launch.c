@@ -520,7 +520,10 @@ static void stdio_restore_offsets(struct run *run)
         if (run->stdio_back[fd] < 0)
             continue;
         o = lseek(run->stdio_back[fd], 0, SEEK_CUR);
-        if (o >= 0 && lseek(fd, o, SEEK_SET) < 0)
+        /* only where the command moved it: 0-2 may be one description
+         * (`2<&0`), re-bound as three, and the copy the command did not
+         * read must not put the caller's offset back (rt-6) */
+        if (o >= 0 && (long long)o != run->stdio_off[fd] && lseek(fd, o, SEEK_SET) < 0)
             run_debug(run, "restoring the offset of fd %d: %s", fd, strerror(errno));
         close(run->stdio_back[fd]);
         run->stdio_back[fd] = -1;

@@ -1167,6 +1167,101 @@ $out"
         rm -rf "$W/rt3-m"
     done
     rm -f "$W/rt3_suid.py"
+    # === rt-6: the re-bound stdio file and the hand-off channel back to the host ===
+    # rt6_run NAME SNIPPET EXPECT-OUTPUT: stdin is $V/in6 (l1 l2 l3), mode
+    # 644, old times, no xattr; the file must be unchanged after the run
+    rt6_file() { printf 'l1\nl2\nl3\n' > "$V/in6"; chmod 644 "$V/in6"; touch -d '2020-01-01 00:00:00' "$V/in6"; }
+    rt6_same() { [ "$(cat "$V/in6")" = "$(printf 'l1\nl2\nl3')" ] && [ "$(stat -c '%s %a %Y %Z' "$V/in6")" = "$st1" ] &&
+        python3 -c 'import os, sys; sys.exit(1 if os.listxattr(sys.argv[1]) else 0)' "$V/in6"; }
+    for set in s rt3nest; do
+        CSET=$T/$set.json
+        rt6_file; st1=$(stat -c '%s %a %Y %Z' "$V/in6")
+        out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "python3 -c 'import os
+for f in (lambda: os.setxattr(0, \"user.rt6\", b\"1\"), lambda: os.setxattr(\"/proc/self/fd/0\", \"user.rt6\", b\"1\"),
+          lambda: os.utime(0, (0, 0)), lambda: os.chmod(\"/proc/self/fd/0\", 0o600), lambda: os.chown(0, 0, 0)):
+    try: f(); print(\"OPEN\")
+    except OSError as e: pass'" 2>&1 < "$V/in6")
+        if rt6_same && ! grep -q OPEN <<< "$out"; then ok "rt6 [$set]: setxattr, utime, chmod, chown of the read-only stdin FILE all fail"
+        else bad "HOLE (rt-6) rt6 [$set]: the read-only stdin FILE's metadata changed" "$(stat -c '%s %a %Y %Z' "$V/in6") (was $st1) $out"; fi
+        # the hand-off socket (inner's fd) must not reach the command, nor
+        # bwrap's init's descriptors
+        rt6_file; st1=$(stat -c '%s %a %Y %Z' "$V/in6")
+        out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'for f in /proc/self/fd/*; do case $(readlink "$f") in socket:*) echo "OPEN $f";; esac; done
+            ls -l /proc/1/fd/ 2>/dev/null | grep socket: && echo OPEN-pid1; python3 -c "
+import os, socket
+for n in range(3, 64):
+    try: s = socket.socket(fileno=os.dup(n)); print(\"OPEN socket\", n)
+    except OSError: pass"; true' 2>&1 < "$V/in6")
+        if rt6_same && ! grep -q OPEN <<< "$out"; then ok "rt6 [$set]: with a re-bound stdin FILE the command holds no socket (the hand-off one stays inner's)"
+        else bad "HOLE (rt-6) rt6 [$set]: the command holds a socket" "$out"; fi
+        # it cannot remove, rename, unmount or write the bind, nor make the
+        # host move anything but the caller's offset: a huge one is its own
+        rt6_file; st1=$(stat -c '%s %a %Y %Z' "$V/in6")
+        out=$(cd "$W" && { "$SLUICE" run --settings "$CSET" -c '! rm -f /tmp/.sluice-fd-0 && ! mv /tmp/.sluice-fd-0 /tmp/x && ! umount /tmp/.sluice-fd-0 &&
+            ! sh -c "echo x > /tmp/.sluice-fd-0" && ! sh -c ": > /tmp/.sluice-fd-0" && python3 -c "import os; os.lseek(0, 1 << 40, 0)"' 2>/dev/null
+            echo "rc=$?"; python3 -c 'import os; print(os.lseek(0, 0, 1))'; cat; } < "$V/in6" | tr '\n' ' ')
+        if rt6_same && [ "$out" = "rc=0 $((1 << 40)) " ]; then ok "rt6 [$set]: the bind of the stdin FILE cannot be removed, renamed, unmounted or written; a seek past its end only moves the caller's offset"
+        else bad "HOLE (rt-6) rt6 [$set]: the bind of the stdin FILE or the offset" "$out"; fi
+        # one description on 0 and 2 (2<&0) is re-bound as two: the copy the
+        # command did not read must not put the caller's offset back
+        rt6_file
+        out=$(cd "$W" && { "$SLUICE" run --settings "$CSET" -- head -n1 2<&0; cat; } < "$V/in6" | tr '\n' ' ')
+        [ "$out" = "l1 l2 l3 " ] && ok "rt6 [$set]: stdin FILE also on fd 2 (2<&0): the next reader goes on after the command (HOLE (rt-6) on ea420bd, fixed)" ||
+            bad "HOLE (rt-6) rt6 [$set]: stdin FILE also on fd 2: the caller's offset went back" "$out"
+    done
+    CSET=$cset
+    # names with a newline and ':', a FIFO, /dev/null, a memfd, a directory
+    f=$V/$'in a:b\nc'; printf 'odd\n' > "$f"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'cat; readlink /proc/self/fd/0' 2>&1 < "$f" | tr '\n' ' ')
+    [ "$out" = "odd /tmp/.sluice-fd-0 " ] && ok "rt6: a stdin FILE named with a newline and ':' is re-bound and read" || bad "rt6: stdin FILE with an odd name" "$out"
+    mkfifo "$V/ff6"; (printf 'fifo\n' > "$V/ff6" &)
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'cat' 2>&1 < "$V/ff6")
+    [ "$out" = fifo ] && ok "rt6: a FIFO on stdin is read (not re-bound)" || bad "rt6: a FIFO on stdin" "$out"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'cat; echo ok' 2>&1 < /dev/null)
+    [ "$out" = ok ] && ok "rt6: /dev/null on stdin" || bad "rt6: /dev/null on stdin" "$out"
+    out=$(cd "$W" && python3 -c 'import os, subprocess, sys
+m = os.memfd_create("rt6"); os.write(m, b"memfd\n"); os.lseek(m, 0, 0)
+sys.exit(subprocess.run(sys.argv[1:], stdin=m).returncode)' "$SLUICE" run --settings "$CSET" -c 'cat' 2>&1)
+    [ "$out" = memfd ] && ok "rt6: a memfd on stdin is read" || bad "rt6: a memfd on stdin" "$out"
+    mkdir -p "$V/d6"; : > "$V/d6/keep"
+    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c 'ls /proc/self/fd/0/; rm -f /proc/self/fd/0/keep; touch /proc/self/fd/0/new; true' 2>/dev/null < "$V/d6")
+    [ "$out" = keep ] && [ -e "$V/d6/keep" ] && [ ! -e "$V/d6/new" ] && ok "rt6: a directory on stdin is listed, and stays as it was" ||
+        bad "rt6: a directory on stdin" "$out; $(ls "$V/d6")"
+    # parallel runs each read their own file at the same /tmp/.sluice-fd-0
+    printf 'A\n' > "$V/pa"; printf 'B\n' > "$V/pb"
+    (cd "$W" && "$SLUICE" run --settings "$CSET" -c 'sleep 1; cat' < "$V/pa" > "$V/pa.out" 2>&1) & pa=$!
+    (cd "$W" && "$SLUICE" run --settings "$CSET" -c 'sleep 1; cat' < "$V/pb" > "$V/pb.out" 2>&1) & pb=$!
+    wait "$pa" "$pb"
+    [ "$(cat "$V/pa.out")" = A ] && [ "$(cat "$V/pb.out")" = B ] && ok "rt6: two runs at once each read their own stdin FILE" ||
+        bad "rt6: parallel runs" "$(cat "$V/pa.out" "$V/pb.out")"
+    # allowWrite /tmp binds the host's /tmp over the private one: bwrap then
+    # makes the mount point /tmp/.sluice-fd-0 in the HOST's /tmp, and leaves
+    # it there (a later run's command can plant a directory or symlink at
+    # it). Root only: a fresh /tmp in a mount namespace of its own.
+    if [ "$(id -u)" = 0 ]; then
+        printf '{"filesystem": {"allowWrite": ["/tmp"]}, "network": {"transparent": %s}}' "$TPV" > "$V/tmp6.json"
+        out=$(cd "$V" && HOME=$V unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs rt6 /tmp && chmod 1777 /tmp &&
+            "$1" run --settings "$2/tmp6.json" -c "cat" < "$2/pa" && ls -A /tmp | grep "^\.sluice-fd"' sh "$SLUICE" "$V" 2>&1)
+        # known gap (rt-6 2, not counted): recorded for the closing note
+        if [ "$out" = A ]; then
+            echo "ok - [$WHO] rt6: allowWrite /tmp: no /tmp/.sluice-fd-0 is left in the host's /tmp # TODO was a known gap: now closed, make it a case"
+        else
+            echo "not ok - [$WHO] rt6: allowWrite /tmp: the run leaves its mount point in the host's /tmp # TODO known gap, still open"
+        fi
+    fi
+
+    # as root the command (uid 0, or uid 1000 under the key) is host root in
+    # the writable directory: can it leave a set-user-ID root program there?
+    if [ "$(id -u)" = 0 ]; then
+        for set in s rt3nest; do
+            rm -f "$W/rt3-suid" "$W/rt3-sgid"
+            (cd "$W" && "$SLUICE" run --settings "$T/$set.json" -c 'cp /bin/true rt3-suid; chmod 4755 rt3-suid; cp /bin/true rt3-sgid; chmod 2755 rt3-sgid' </dev/null >/dev/null 2>&1)
+            if [ -u "$W/rt3-suid" ] || [ -g "$W/rt3-sgid" ]; then
+                bad "HOLE (rt-3) rt3 [$set] as root: the command leaves a set-user-ID/set-group-ID root program in the writable directory" "$(ls -ln "$W/rt3-suid" "$W/rt3-sgid")"
+            else ok "rt3 [$set] as root: no set-user-ID root program can be left in the writable directory"; fi
+            rm -f "$W/rt3-suid" "$W/rt3-sgid"
+        done
+    fi
     # the key's warning, and without the key nothing changed
     out=$(cd "$W" && "$SLUICE" run --settings "$T/rt3nest.json" -c true 2>&1 </dev/null)
     grep -q 'allowNestedUserNamespaces: no Landlock filesystem rules' <<< "$out" && ok "rt3 nested: the run prints its warning" || bad "rt3 nested: no warning" "$out"
