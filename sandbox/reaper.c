@@ -134,18 +134,18 @@ void sb_remove_tree(const char *path)
  * node_modules and stops at mandatoryDenySearchDepth), and the clean-up
  * must not then remove an empty file or directory outside. The recorded
  * paths are physical (no link in them), so a link met is such a swap. */
-static void remove_placeholder(const char *path)
+static int remove_placeholder(const char *path)
 {
     char buf[PATH_MAX], *p, *slash;
     struct stat st;
-    int dfd, nfd;
+    int dfd, nfd, busy = 0;
 
     if (path[0] != '/' || strlen(path) >= sizeof buf)
-        return;
+        return 0;
     memcpy(buf, path, strlen(path) + 1);
     slash = strrchr(buf, '/');
     if (slash[1] == '\0')
-        return;
+        return 0;
     *slash = '\0';
     dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     for (p = buf + 1; dfd >= 0 && slash != buf && *p != '\0';) {
@@ -161,15 +161,20 @@ static void remove_placeholder(const char *path)
         p = e + 1;
     }
     if (dfd < 0)
-        return;
+        return 0;
     p = slash + 1;
     if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        int rc = 0;
         if (S_ISREG(st.st_mode) && st.st_size == 0)
-            (void)unlinkat(dfd, p, 0);
+            rc = unlinkat(dfd, p, 0);
         else if (S_ISDIR(st.st_mode))
-            (void)unlinkat(dfd, p, AT_REMOVEDIR); /* fails, as it should, unless empty */
+            rc = unlinkat(dfd, p, AT_REMOVEDIR); /* fails, as it should, unless empty */
+        /* still a mount point: the dead sandbox's mount namespace is torn
+         * down after its last process is reaped, not always before */
+        busy = rc < 0 && errno == EBUSY;
     }
     close(dfd);
+    return busy;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -396,6 +401,11 @@ static void collect_live(const char *path, const char *name, void *arg)
     sb_strv_free(&paths);
 }
 
+/* A placeholder still a mount point (EBUSY) is tried again this many
+ * times, this far apart, before its run directory is left to a later sweep */
+#define PLACEHOLDER_TRIES 40
+static const struct timespec placeholder_wait = {0, 50 * 1000 * 1000};
+
 /* Cleans the run directory PATH (the mount points its record holds that no
  * live run holds too, deepest first, then the directory) when its record,
  * or its name, names a launcher that is gone. */
@@ -417,10 +427,19 @@ static void clean_dead(const char *path, const char *name, void *arg)
     } else if (rc == 0 && !run_live(&h, s->dead_pid)) {
         /* a mount point is held by every run whose sandbox mounts on it:
          * the last one out removes it, never one a live sandbox uses */
-        for (size_t i = paths.n; i-- > 0;)
-            if (!in_list(&s->live, paths.v[i]))
-                remove_placeholder(paths.v[i]);
-        sb_remove_tree(path);
+        int busy = 0;
+        for (int tries = 0; tries < PLACEHOLDER_TRIES; tries++) {
+            busy = 0;
+            for (size_t i = paths.n; i-- > 0;)
+                if (!in_list(&s->live, paths.v[i]))
+                    busy |= remove_placeholder(paths.v[i]);
+            if (!busy)
+                break;
+            (void)nanosleep(&placeholder_wait, NULL);
+        }
+        /* a mount point still busy keeps the record, for the next sweep */
+        if (!busy)
+            sb_remove_tree(path);
     }
     sb_strv_free(&paths);
 }

@@ -821,7 +821,7 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
     out=$(cd "$W" && python3 inherit.py host high-fds -- "$SLUICE" run --settings "$T/inherit.json" -- \
         python3 inherit.py inside-fds SINK 2>&1)
     [ "$out" = "fds=0,1,2 holders=none rc=0 sink=0" ] &&
-        ok "host sockets on fds 7 and 8: the command gets none, no sandbox process holds them" ||
+        ok "host sockets on fds 57 and 58: the command gets none, no sandbox process holds them" ||
         bad "host sockets on fds other than 0-2" "$out"
     # a pidfd of a host process on stdin: pidfd_getfd() of its socket is a
     # ptrace-mode access out of the sandbox's Landlock domain

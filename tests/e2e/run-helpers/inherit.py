@@ -161,6 +161,9 @@ def inside(sink):
     print(" ".join(out))
 
 
+HIGH_FDS = (57, 58)
+
+
 def host(mode, argv):
     sink = socket.socket()
     sink.bind(("127.0.0.1", 0))
@@ -243,7 +246,6 @@ def host(mode, argv):
         s.bind(twin.getsockname())
         s.listen(4)
     elif mode in ("stdout-udp", "high-fds"):
-        s = open(os.devnull, "rb")
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         keep.append(u)
         if mode == "high-fds":
@@ -251,8 +253,11 @@ def host(mode, argv):
             lt.bind(("127.0.0.1", 0))
             lt.listen(4)
             keep.append(lt)
-            os.dup2(u.fileno(), 7)
-            os.dup2(lt.fileno(), 8)
+            # numbers nothing else here holds (7 and 8 could be the sink's
+            # or, opened before, stdin's own file, which dup2 would replace)
+            os.dup2(u.fileno(), HIGH_FDS[0])
+            os.dup2(lt.fileno(), HIGH_FDS[1])
+        s = open(os.devnull, "rb")
     elif mode == "scm":
         s, peer = socket.socketpair()
         keep.append(peer)
@@ -276,7 +281,7 @@ def host(mode, argv):
         r.stdout = r.stderr
     elif mode == "high-fds":
         p = subprocess.Popen(argv, stdin=s, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             pass_fds=(7, 8))
+                             pass_fds=HIGH_FDS)
         first = p.stdout.readline().strip()  # the command runs (and waits) from here
         # no process of the sandbox (bwrap, its init, the command) holds them
         want = ("socket:[%d]" % os.fstat(u.fileno()).st_ino, "socket:[%d]" % os.fstat(lt.fileno()).st_ino)
