@@ -57,7 +57,7 @@ JSON
     printf '{"filesystem": {"denyRead": ["%s/sec.txt"]}}\n' "$W" > "$T/s4.json"
     out=$("$SLUICE" run --settings "$T/s4.json" -- sh -c 'cat sec.txt; echo rc=$?' 2>&1)
     if grep -q 'sec.txt: Permission denied' <<< "$out" && grep -q '^rc=1$' <<< "$out" &&
-        "$SLUICE" explain --settings "$T/s4.json" | grep -q 'a hidden file cannot be opened: Permission denied'; then
+        grep -q 'a hidden file cannot be opened: Permission denied' <<< "$("$SLUICE" explain --settings "$T/s4.json")"; then
         ok "a denyRead file cannot be opened (EACCES), as explain says"
     else bad "denyRead file and explain" "$out / $("$SLUICE" explain --settings "$T/s4.json" | grep -i hidden)"; fi
     out=$(sr -- sh -c 'rm -f /etc/hostname; mv /etc/hosts /etc/hosts.x; ln -s a dw/l; truncate -s 0 dw/f;
