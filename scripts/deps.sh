@@ -48,3 +48,12 @@ echo "sluice: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# squid's package starts its service on 127.0.0.1:3128 (and [::]:3128), the
+# port `sluice proxy` listens on in the README; the tests run squid on their
+# own, so a squid this script installed is stopped and not started at boot
+# (one that was installed before is left alone)
+for p in "${missing[@]}"; do
+    if [ "$p" = squid ] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now squid >/dev/null 2>&1 || true
+    fi
+done
