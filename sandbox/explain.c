@@ -41,11 +41,13 @@ static json_t *managed_json(const struct settings *s)
     json_t *b = json_array(), *keys = list_json(&s->managed_keys);
     const char *k;
 
-    for (size_t i = 0; b != NULL && (k = settings_boundary_key(i, NULL)) != NULL; i++)
+    /* without a managed file nothing is locked: an empty list, and b freed */
+    for (size_t i = 0; b != NULL && s->managed_file != NULL &&
+                       (k = settings_boundary_key(i, NULL)) != NULL;
+         i++)
         json_array_append_new(b, json_string(k));
     return json_pack("{s:s?, s:b, s:o, s:o}", "file", s->managed_file, "locked",
-                     s->managed_file != NULL, "keys", keys, "locked_keys",
-                     s->managed_file != NULL ? b : json_array());
+                     s->managed_file != NULL, "keys", keys, "locked_keys", b);
 }
 
 static void managed_text(FILE *f, const struct settings *s)
