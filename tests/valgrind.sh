@@ -49,7 +49,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
-PER_SCRIPT=${SLUICE_VG_TIMEOUT:-600}
+PER_SCRIPT=${SLUICE_VG_TIMEOUT:-1500}
 # run_escape.sh leaves out its issue 21 groups and the inherited-socket
 # cases under valgrind (SLUICE_E2E_VALGRIND): hundreds of bwrap, Landlock and
 # seccomp enforcement cases the normal and sanitizer suites run, and a
