@@ -1,5 +1,5 @@
 /* cli/run.c - `sluice run` (and the binary called as `srt`): its options,
- * help and exit codes. The launcher itself is sandbox/launch.c.
+ * help and exit codes. The launcher itself is run/launch.c.
  *
  *   sluice run [-s FILE] [--ask HANDLER] [--log FILE] [-q] [-d]
  *              [--control-fd N] [--dangerously-disable-sandbox]
@@ -11,7 +11,7 @@
 #include "cli/cli.h"
 
 #include "policy/policy.h"
-#include "sandbox/launch.h"
+#include "run/run.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,5 +1,5 @@
 /* policy/dns.c - the verdict on a name alone, for transparent mode's
- * resolver in the sandbox (sandbox/transparent.c) and for `sluice check
+ * resolver in the sandbox (run/transparent.c) and for `sluice check
  * --transparent` (proxy/check.c): one function, so the check says what the
  * resolver does. It asks policy_verdict (policy/verdict.c), the one place a
  * decision is composed, and only reads the judgment. */

@@ -1,7 +1,7 @@
 /* proxy/core.c - the start-up that `sluice proxy` and `sluice run` share:
  * the resolver, the ask broker and handler, the egress environment over the
  * policy, the front ends' settings, and the guard's view of this host's own
- * addresses. Written once here; proxy/server.c and sandbox/launch.c call it. */
+ * addresses. Written once here; proxy/server.c and run/launch.c call it. */
 #include "proxy/server.h"
 
 #include <ifaddrs.h>

@@ -37,7 +37,7 @@
 # and seccomp natively. Children are not traced (--trace-children=no) and
 # are silent between fork and exec (--child-silent-after-fork=yes): sluice
 # forks through uv_spawn, to exec bwrap or an ask handler at once, and
-# `sluice run` forks its reaper (sandbox/reaper.c), which never execs.
+# `sluice run` forks its reaper (run/reaper.c), which never execs.
 #
 # A sluice that ends without an ERROR SUMMARY was killed by SIGKILL or
 # replaced itself by exec (`sluice run` running the command unsandboxed:

@@ -814,7 +814,7 @@ print(n, resource.getrlimit(resource.RLIMIT_NOFILE)[0], resource.getrlimit(resou
     # address to AF_UNSPEC: the host's socket was disconnected and
     # sendto(MSG_FASTOPEN) connected it to the sink from the host's
     # namespace. sluice now runs the call itself on the socket it checked
-    # (sandbox/transparent.c, unix_path_call).
+    # (run/transparent.c, unix_path_call).
     printf '{"network": {"allowAllUnixSockets": true, "transparent": %s}}' "${TPV:-false}" > "$T/inherit-unix.json"
     out=$(cd "$W" && python3 inherit.py host tcp -- "$SLUICE" run --settings "$T/inherit-unix.json" -- \
         python3 inherit.py inside-swapunix SINK 2>&1)

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_dns.c - transparent mode's resolver (tp_dns_answer in
- * sandbox/transparent.c): the bytes a sandboxed program sends to
+ * run/transparent.c): the bytes a sandboxed program sends to
  * 127.0.0.1:53, UDP payload or TCP message.
  *
  * One policy for the whole run (an allowed name, a denied name, a denied
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "sandbox/transparent.h"
+#include "run/transparent.h"
 
 static struct tp *tp;
 static struct egress_env *egress;

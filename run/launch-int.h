@@ -1,5 +1,5 @@
-/* sandbox/launch-int.h - state of one `sluice run`, shared by
- * sandbox/launch.c, sandbox/rundir.c and sandbox/summary.c. */
+/* run/launch-int.h - state of one `sluice run`, shared by
+ * run/launch.c, run/rundir.c and run/summary.c. */
 #ifndef SLUICE_SANDBOX_LAUNCH_INT_H
 #define SLUICE_SANDBOX_LAUNCH_INT_H
 
@@ -8,7 +8,7 @@
 #include "bridge/limit.h"
 #include "policy/policy.h"
 #include "proxy/server.h"
-#include "sandbox/launch.h"
+#include "run/run.h"
 #include "sandbox/sandbox.h"
 
 #include <sys/stat.h>
@@ -84,7 +84,7 @@ struct run {
     int sp[2];
     int have_rundir, loop_ok;
     int rundir_lock; /* the run-directory parent, locked while planning (issue 21) */
-    /* transparent mode (sandbox/launch_tp.c); guard: a TCP socket of the
+    /* transparent mode (run/launch_tp.c); guard: a TCP socket of the
      * host's network inherited (inherit.c), connect() served without it */
     struct tp *tp;
     int guard;
@@ -92,7 +92,7 @@ struct run {
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
-    /* write denials (sandbox/launch_fsw.c, sandbox/fswatch.c) */
+    /* write denials (run/launch_fsw.c, sandbox/fswatch.c) */
     int watch_writes;
     struct fsw *fsw; /* the listener's server when transparent mode is off */
     struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */
@@ -100,7 +100,7 @@ struct run {
     unsigned wblocked_total, wblocked_dropped;
 };
 
-/* sandbox/summary.c */
+/* run/summary.c */
 void run_note_decision(struct run *run, const struct connlog *r);
 void run_print_summary(struct run *run);
 void run_summary_free(struct run *run);
@@ -110,7 +110,7 @@ void run_note_write(struct run *run, const char *path, const char *reason, const
 void run_debug(const struct run *run, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* sandbox/launch_tp.c: transparent mode's steps; each 0, or -1 after a
+/* run/launch_tp.c: transparent mode's steps; each 0, or -1 after a
  * message (and bwrap killed once it runs). No-ops when the mode is off. */
 int run_tp_prepare(struct run *run);
 int run_tp_before_go(struct run *run);
@@ -118,7 +118,7 @@ int run_tp_after_go(struct run *run);
 void run_tp_close(struct run *run);
 void run_tp_free(struct run *run);
 
-/* sandbox/launch_fsw.c: the write report's steps, same conventions.
+/* run/launch_fsw.c: the write report's steps, same conventions.
  * prepare decides whether the run watches writes (not with --quiet, and
  * the kernel must have what it needs); after_go serves inner's listener
  * when transparent mode does not (launch_tp.c passes run_fsw_dispatch to
@@ -128,7 +128,7 @@ int run_fsw_after_go(struct run *run);
 int run_fsw_dispatch(void *run, int notify_fd, const struct seccomp_notif *n);
 void run_fsw_close(struct run *run);
 
-/* sandbox/rundir.c */
+/* run/rundir.c */
 const char *run_find_in_path(const char *name, char *buf, size_t len);
 /* Can bwrap make its namespaces here? A message naming the fix, or NULL. */
 const char *run_namespaces_problem(int bwrap_setuid);

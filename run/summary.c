@@ -1,8 +1,8 @@
-/* sandbox/summary.c - what `sluice run` reports about the sandbox's
+/* run/summary.c - what `sluice run` reports about the sandbox's
  * connections and refused writes: the connection log (--log FILE, proxy/log.c's records), the summary of blocked
  * connections after the run (filtered by ignoreViolations, off with
  * --quiet), and the -d / SRT_DEBUG lines. */
-#include "sandbox/launch-int.h"
+#include "run/launch-int.h"
 
 #include "common/common.h"
 

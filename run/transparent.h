@@ -1,4 +1,4 @@
-/* sandbox/transparent.h - transparent mode, host side: connect() and
+/* run/transparent.h - transparent mode, host side: connect() and
  * getpeername() interception through seccomp user notification
  * (transparent.c), the synthetic address table and the sandbox's resolver
  * (tp_dns.c). */

@@ -1,12 +1,12 @@
-/* sandbox/transparent_int.h - transparent mode's own types, shared by its
+/* run/transparent_int.h - transparent mode's own types, shared by its
  * two halves: transparent.c (connect() and getpeername() notifications,
  * start and stop) and tp_dns.c (names, synthetic addresses, the sandbox's
- * resolver). Private to those two files; sandbox/transparent.h is the
+ * resolver). Private to those two files; run/transparent.h is the
  * module's header. */
 #ifndef SLUICE_SANDBOX_TRANSPARENT_INT_H
 #define SLUICE_SANDBOX_TRANSPARENT_INT_H
 
-#include "sandbox/transparent.h"
+#include "run/transparent.h"
 
 #include <netinet/in.h>
 #include <stdint.h>

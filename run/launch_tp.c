@@ -1,6 +1,6 @@
-/* sandbox/launch_tp.c - the launcher's side of transparent mode (issue 17):
- * the hooks sandbox/launch.c calls, kept here so that launch.c only has one
- * line per step. The mode itself is sandbox/transparent.c and tp_dns.c.
+/* run/launch_tp.c - the launcher's side of transparent mode (issue 17):
+ * the hooks run/launch.c calls, kept here so that launch.c only has one
+ * line per step. The mode itself is run/transparent.c and tp_dns.c.
  *
  *   run_tp_prepare     after the host checks: kernel pieces, settings that
  *                      cannot go with it, the sandbox's resolv.conf in the
@@ -9,8 +9,8 @@
  *                      identified, the resolver's sockets made in it;
  *   run_tp_after_go    inner sends the seccomp listener once its filter is
  *                      loaded: transparent.c starts serving it. */
-#include "sandbox/launch-int.h"
-#include "sandbox/transparent.h"
+#include "run/launch-int.h"
+#include "run/transparent.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* sandbox/reaper.c - the run directory, and nothing of a run left behind
+/* run/reaper.c - the run directory, and nothing of a run left behind
  * when `sluice run` is killed (issue 14).
  *
  * Run directory. PARENT/run.PID.START.XXXXXX (mode 0700; PID and START
@@ -60,7 +60,7 @@
  * Nothing else, nothing outside PARENT and no mount point that is no longer
  * empty is touched. */
 #define _GNU_SOURCE
-#include "sandbox/sandbox.h"
+#include "run/run.h"
 
 #include <dirent.h>
 #include <errno.h>

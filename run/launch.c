@@ -1,10 +1,10 @@
-/* sandbox/launch.c - `sluice run`: the host side of the sandbox launcher
+/* run/launch.c - `sluice run`: the host side of the sandbox launcher
  * (design.md "The sandbox"). cli/run.c parses the options and loads the
  * settings; from there:
  *   1. the permission layers (sandbox.enabled, the bypass flag,
  *      excludedCommands) may run the command unsandboxed;
  *   2. host checks and a private run directory (0700) holding the sandbox's
- *      /tmp (sandbox/reaper.c: also the reaper that cleans up after a SIGKILL);
+ *      /tmp (run/reaper.c: also the reaper that cleans up after a SIGKILL);
  *   3. bwrap, spawned with the environment of sandbox/env.c and the argv of
  *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
  *   4. `sluice inner` (the first program inside) sends back the listening
@@ -16,19 +16,19 @@
  *      external proxy instead);
  *   5. 'G' tells inner to seal itself (no_new_privs, seccomp) and exec the
  *      command. Nothing of sluice keeps running inside. In transparent mode
- *      (sandbox/launch_tp.c) the resolver's sockets are made before 'G' and
+ *      (run/launch_tp.c) the resolver's sockets are made before 'G' and
  *      inner's seccomp listener is taken over after it;
  *   6. SIGINT/SIGTERM/SIGHUP/SIGQUIT are forwarded to the command (a pidfd
  *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
  *      128+N when killed by signal N, never 0 for an interrupted run;
- *   7. afterwards: the summary of blocked connections (sandbox/summary.c),
+ *   7. afterwards: the summary of blocked connections (run/summary.c),
  *      the mount points bwrap created for protected files removed unless
- *      another live run still holds them (sandbox/reaper.c), the run
+ *      another live run still holds them (run/reaper.c), the run
  *      directory removed.
  * One loop; nothing here is shared between threads.
  */
 #define _GNU_SOURCE
-#include "sandbox/launch-int.h"
+#include "run/launch-int.h"
 #include "sandbox/fswatch.h"
 
 #include "common/common.h"

@@ -1,10 +1,10 @@
-/* sandbox/tp_dns.c - transparent mode's names and resolver (see
+/* run/tp_dns.c - transparent mode's names and resolver (see
  * transparent.c's opening comment, parts 2 and 3): the synthetic address of
  * each name, the sandbox's DNS server on 127.0.0.1:53 (UDP and TCP), the
  * sandbox's /etc/resolv.conf, and the helper that makes the resolver's
  * sockets in the sandbox's namespace. */
 #define _GNU_SOURCE
-#include "sandbox/transparent_int.h"
+#include "run/transparent_int.h"
 
 #include "common/common.h"
 

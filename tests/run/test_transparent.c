@@ -1,5 +1,5 @@
 /* tests/sandbox/test_transparent.c - transparent mode's host-side pieces
- * that need no sandbox (sandbox/transparent.c): the synthetic address table
+ * that need no sandbox (run/transparent.c): the synthetic address table
  * (one address per name, mapped back exactly) and the resolver's answers
  * (tp_dns_answer) decided by a compiled policy, the seccomp listener's
  * handoff (sb_handoff_recv_notify) and the filter's notification for
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
-#include "sandbox/transparent.h"
+#include "run/transparent.h"
 
 /* ------------------------------------------------------------------------ */
 /* names                                                                     */

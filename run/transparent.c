@@ -1,4 +1,4 @@
-/* sandbox/transparent.c - transparent mode for `sluice run`
+/* run/transparent.c - transparent mode for `sluice run`
  * (network.transparent, `sluice run --transparent`; design.md "Transparent
  * mode"). Host side only; inner.c makes the sockets and the seccomp listener.
  *
@@ -110,9 +110,9 @@
  *    egress pipeline resolves the name once, at connect(), through sluice's
  *    own resolver (network.dnsServers), and the guard applies to that. */
 #define _GNU_SOURCE
-#include "sandbox/transparent.h"
+#include "run/transparent.h"
 #include "sandbox/fswatch.h"
-#include "sandbox/transparent_int.h"
+#include "run/transparent_int.h"
 
 #include "common/common.h"
 

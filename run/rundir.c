@@ -1,9 +1,9 @@
-/* sandbox/rundir.c - what `sluice run` checks on the host before it starts
+/* run/rundir.c - what `sluice run` checks on the host before it starts
  * bwrap (bwrap in PATH, user namespaces, the working directory, the
  * permission layers' excludedCommands). The private run directory is
- * sandbox/reaper.c's. */
+ * run/reaper.c's. */
 #define _GNU_SOURCE
-#include "sandbox/launch-int.h"
+#include "run/launch-int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -69,7 +69,7 @@ const char *run_namespaces_problem(int bwrap_setuid)
     return NULL;
 }
 
-/* The run directory is made, removed and swept by sandbox/reaper.c
+/* The run directory is made, removed and swept by run/reaper.c
  * (issue 14: private to its run, nothing left after a SIGKILL). */
 
 /* ------------------------------------------------------------------------ */

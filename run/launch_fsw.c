@@ -1,6 +1,6 @@
-/* sandbox/launch_fsw.c - the launcher's side of the write report (issue
- * 15): the hooks sandbox/launch.c calls. The watch itself is
- * sandbox/fswatch.c; the summary line is sandbox/summary.c's.
+/* run/launch_fsw.c - the launcher's side of the write report (issue
+ * 15): the hooks run/launch.c calls. The watch itself is
+ * sandbox/fswatch.c; the summary line is run/summary.c's.
  *
  *   run_fsw_prepare    the run watches writes unless --quiet (nothing would
  *                      show them) or the kernel lacks a piece (then a -d
@@ -11,7 +11,7 @@
  *                      transparent.c passes the write syscalls to
  *                      run_fsw_dispatch; otherwise fswatch.c serves it. */
 #include "sandbox/fswatch.h"
-#include "sandbox/launch-int.h"
+#include "run/launch-int.h"
 
 #include <signal.h>
 #include <stdio.h>
