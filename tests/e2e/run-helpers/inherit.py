@@ -130,6 +130,7 @@ def foreign_abis(libc, sink, out):
 
 
 def inside(sink):
+    print("ready", flush=True)  # the host resets its peer from here on
     s = socket.socket(fileno=0)
     if s.family == socket.AF_UNIX:
         print("unix-ok")
@@ -176,11 +177,17 @@ def host(mode, argv):
     origin.bind(("127.0.0.1", 0))
     origin.listen(4)
     keep = []
+    # a reset waits for the command to run (its first line, "ready"): sluice
+    # looks at stdin before that, and a reset it saw first would make the
+    # socket an unconnected one (refused, so no re-aiming left to try); on
+    # a loaded machine 0.3 s after the handshake was not always later
+    go = threading.Event()
 
     def serve(reset):
         c, _ = origin.accept()
         keep.append(c)
         if reset:
+            go.wait(60)
             time.sleep(0.3)
             c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             c.close()
@@ -205,6 +212,7 @@ def host(mode, argv):
         ml.close()
 
         def reset_client():
+            go.wait(60)
             time.sleep(0.3)
             cl.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             cl.close()
@@ -299,9 +307,21 @@ def host(mode, argv):
         rest = p.communicate()[0]
         r = subprocess.CompletedProcess(argv, p.returncode, (first + " " + rest).strip())
         r.stdout += " holders=%s" % (",".join(holders) or "none")
+    elif mode.endswith("-reset") or mode == "mptcp-accepted":
+        p = subprocess.Popen(argv, stdin=s.fileno(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        first = p.stdout.readline()
+        if first.strip() == "ready":
+            first = ""
+        go.set()
+        rest = p.communicate()[0]
+        r = subprocess.CompletedProcess(argv, p.returncode, first + rest)
     else:
         r = subprocess.run(argv, stdin=s.fileno(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
+    go.set()
+    if r.stdout.startswith("ready\n"):
+        r.stdout = r.stdout[len("ready\n"):]
     if mode == "pidfd":
         holder.kill()
     time.sleep(0.2)
