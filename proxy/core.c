@@ -56,6 +56,19 @@ int proxy_ask_start(struct ask_broker **broker, struct ask_handler **handler, uv
     return 0;
 }
 
+void proxy_ask_close(struct ask_broker **broker, struct ask_handler **handler,
+                     void (*done)(void *), void *arg)
+{
+    /* the broker first: its close withdraws every question, so the handler
+     * never answers a freed broker (bridge.h, ask_handler_close) */
+    if (*broker != NULL)
+        ask_broker_close(*broker, done, arg);
+    if (*handler != NULL)
+        ask_handler_close(*handler, done, arg);
+    *broker = NULL;
+    *handler = NULL;
+}
+
 void proxy_settings_defaults(struct settings *s)
 {
     if (s->network.deny_private_addresses == SETTINGS_UNSET)

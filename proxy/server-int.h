@@ -1,13 +1,14 @@
 /* proxy/server-int.h - the standalone proxy's state, shared by
  * proxy/server.c (the process: start, reload, signals, drain),
- * proxy/worker.c (one event loop: listeners, front ends, limits),
- * proxy/askrelay.c (questions from workers to the one ask broker),
+ * proxy/worker.c (a thread around one loop's proxy service, its share of
+ * the process-wide limit and its gauges),
  * proxy/admin.c (the admin listener) and proxy/metrics.c (the counters).
  * Not for other modules: they use proxy/server.h.
  *
  * The parts of a worker are the proxy service of its loop (proxy/service.h),
  * its mailbox (proxy/mailbox.h) and, for workers 1..N-1, an ask relay
- * (proxy/askrelay.h); those headers do not include this one.
+ * (proxy/askrelay.h); those headers and their .c files do not include this
+ * one, so they depend on nothing of the server or the worker.
  *
  * Threads. The main loop runs signals, the admin listener, reload, the
  * drain timer, the ask broker and its handler, and worker 0. Workers 1..N-1

@@ -154,13 +154,7 @@ static void finish(struct proxy_srv *srv)
         return;
     srv->stopping = 2;
     proxy_log_event(&srv->log, "info", "stopped", "all connections closed");
-    /* the broker first: its close withdraws every question (bridge.h) */
-    if (srv->broker != NULL)
-        ask_broker_close(srv->broker, shutdown_done, NULL);
-    if (srv->handler != NULL)
-        ask_handler_close(srv->handler, shutdown_done, NULL);
-    srv->broker = NULL;
-    srv->handler = NULL;
+    proxy_ask_close(&srv->broker, &srv->handler, shutdown_done, NULL);
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
@@ -447,10 +441,7 @@ static int cleanup(struct proxy_srv *srv, int code)
         for (unsigned i = 0; i < srv->nworkers_made; i++)
             proxy_worker_abort(srv->workers[i]);
         proxy_admin_close(srv);
-        if (srv->broker != NULL)
-            ask_broker_close(srv->broker, NULL, NULL);
-        if (srv->handler != NULL)
-            ask_handler_close(srv->handler, NULL, NULL);
+        proxy_ask_close(&srv->broker, &srv->handler, NULL, NULL);
         watch_close(srv->watch, NULL, NULL);
         notify_close(srv->notify, NULL, NULL);
         srv->watch = NULL;

@@ -39,6 +39,10 @@ int proxy_resolver_start(struct resolver **out, uv_loop_t *loop, const struct se
  * was started is in *broker and *handler, for the caller to close. */
 int proxy_ask_start(struct ask_broker **broker, struct ask_handler **handler, uv_loop_t *loop,
                     const struct settings *s, const char *spec, char *err, size_t errlen);
+/* Closes them, the broker first (either may be NULL; asynchronously: run
+ * the loop); done runs once per closed part, may be NULL. */
+void proxy_ask_close(struct ask_broker **broker, struct ask_handler **handler,
+                     void (*done)(void *), void *arg);
 
 /* The defaults `sluice proxy` applies to its loaded settings (`run` does
  * not): an unset network.denyPrivateAddresses is true. `sluice check

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */
@@ -293,16 +292,11 @@ void proxy_service_close(struct proxy_service *svc, void (*done)(void *), void *
 {
     svc->state = PROXY_SERVICE_CLOSED;
     proxy_service_close_listeners(svc);
-    /* the broker first: its close withdraws every question, so the handler
-     * never answers a freed broker (bridge.h, ask_handler_close) */
-    if (svc->own_broker && svc->broker != NULL)
-        ask_broker_close(svc->broker, done, arg);
-    if (svc->handler != NULL)
-        ask_handler_close(svc->handler, done, arg);
+    if (!svc->own_broker)
+        svc->broker = NULL; /* shared: its owner closes it */
+    proxy_ask_close(&svc->broker, &svc->handler, done, arg);
     if (svc->resolver != NULL)
         resolver_close(svc->resolver, done, arg);
-    svc->broker = NULL;
-    svc->handler = NULL;
     svc->resolver = NULL;
 }
 
