@@ -5,19 +5,23 @@
  * same host:port from every worker, keeps the session answers, and runs
  * the handler: tty, exec or socket, in one place). The answer comes back to
  * the worker's broker as allow or deny with its reason. Worker 0 runs on
- * the main loop and uses the one broker directly. */
-#include "proxy/server-int.h"
+ * the main loop and uses the one broker directly. Both sides talk through
+ * mailboxes (proxy/mailbox.h) only. */
+#include "proxy/askrelay.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 struct askrelay {
-    struct proxy_worker *w;
+    struct ask_broker *broker; /* the worker's own */
+    struct mailbox *to_main, *reply;
+    struct proxy_worker *w;    /* the tag of its questions */
 };
 
 /* A worker's question waiting at the main broker (main thread only). */
 struct relay_wait {
-    struct proxy_srv *srv;
+    struct askrelay_hub *hub;
+    struct mailbox *reply;
     struct proxy_worker *w;
     uint64_t id; /* the worker broker's question id */
     struct ask_wait *wait;
@@ -35,9 +39,10 @@ static char *dup_or_empty(const char *s)
 static void relay_ask(void *ctx, const struct ask_question *q)
 {
     struct askrelay *r = ctx;
-    struct wmsg *m = wmsg_new(WMSG_ASK, r->w);
+    struct mail *m = mail_new(MAIL_ASK, r->w);
 
     if (m != NULL) {
+        m->reply = r->reply;
         m->id = q->id;
         m->port = q->port;
         m->host = dup_or_empty(q->host);
@@ -45,22 +50,22 @@ static void relay_ask(void *ctx, const struct ask_question *q)
         m->client = dup_or_empty(q->client);
     }
     if (m == NULL || m->host == NULL || m->protocol == NULL || m->client == NULL) {
-        wmsg_free(m);
-        (void)ask_broker_answer(r->w->broker, q->id, ASK_DENY, "out of memory");
+        mail_free(m);
+        (void)ask_broker_answer(r->broker, q->id, ASK_DENY, "out of memory");
         return;
     }
-    if (wqueue_push(&r->w->srv->q, m) < 0)
-        (void)ask_broker_answer(r->w->broker, q->id, ASK_DENY, "sluice is shutting down");
+    if (mailbox_post(r->to_main, m) < 0)
+        (void)ask_broker_answer(r->broker, q->id, ASK_DENY, "sluice is shutting down");
 }
 
 static void relay_withdraw(void *ctx, uint64_t id)
 {
     struct askrelay *r = ctx;
-    struct wmsg *m = wmsg_new(WMSG_WITHDRAW, r->w);
+    struct mail *m = mail_new(MAIL_WITHDRAW, r->w);
 
     if (m != NULL) {
         m->id = id;
-        (void)wqueue_push(&r->w->srv->q, m);
+        (void)mailbox_post(r->to_main, m);
     }
 }
 
@@ -69,14 +74,18 @@ static const struct ask_handler_ops relay_ops = {
     .withdraw = relay_withdraw,
 };
 
-int askrelay_new(struct proxy_worker *w, struct askrelay **out)
+int askrelay_new(struct ask_broker *b, struct mailbox *to_main, struct mailbox *reply,
+                 struct proxy_worker *w, struct askrelay **out)
 {
     struct askrelay *r = calloc(1, sizeof(*r));
 
     if (r == NULL)
         return UV_ENOMEM;
+    r->broker = b;
+    r->to_main = to_main;
+    r->reply = reply;
     r->w = w;
-    ask_broker_set_handler(w->broker, &relay_ops, r);
+    ask_broker_set_handler(b, &relay_ops, r);
     *out = r;
     return 0;
 }
@@ -84,7 +93,7 @@ int askrelay_new(struct proxy_worker *w, struct askrelay **out)
 void askrelay_answer(struct askrelay *r, uint64_t id, int allow, const char *reason)
 {
     /* UV_ENOENT: the question ended meanwhile (timeout, withdrawn) */
-    (void)ask_broker_answer(r->w->broker, id, allow ? ASK_ALLOW : ASK_DENY, reason);
+    (void)ask_broker_answer(r->broker, id, allow ? ASK_ALLOW : ASK_DENY, reason);
 }
 
 void askrelay_free(struct askrelay *r)
@@ -100,22 +109,23 @@ static void unlink_wait(struct relay_wait *rw)
     if (rw->prev != NULL)
         rw->prev->next = rw->next;
     else
-        rw->srv->waits = rw->next;
+        rw->hub->waits = rw->next;
     if (rw->next != NULL)
         rw->next->prev = rw->prev;
     rw->prev = rw->next = NULL;
 }
 
-static void answer_worker(struct proxy_worker *w, uint64_t id, int allow, const char *reason)
+static void answer_worker(struct mailbox *reply, struct proxy_worker *w, uint64_t id, int allow,
+                          const char *reason)
 {
-    struct wmsg *m = wmsg_new(WMSG_ANSWER, w);
+    struct mail *m = mail_new(MAIL_ANSWER, w);
 
     if (m == NULL)
         return; /* the worker's broker times the question out */
     m->id = id;
     m->allow = allow;
     m->reason = reason != NULL ? strdup(reason) : NULL;
-    proxy_worker_send(w, m);
+    (void)mailbox_post(reply, m);
 }
 
 static void on_main_answer(void *arg, int allow, const char *reason)
@@ -123,41 +133,42 @@ static void on_main_answer(void *arg, int allow, const char *reason)
     struct relay_wait *rw = arg;
 
     unlink_wait(rw);
-    answer_worker(rw->w, rw->id, allow, reason);
+    answer_worker(rw->reply, rw->w, rw->id, allow, reason);
     free(rw);
 }
 
-void askrelay_main_ask(struct proxy_srv *srv, struct wmsg *m)
+void askrelay_main_ask(struct askrelay_hub *hub, struct ask_broker *broker, struct mail *m)
 {
     struct relay_wait *rw = calloc(1, sizeof(*rw));
     int rc;
 
-    if (rw == NULL || srv->broker == NULL || srv->stopping == 2) {
+    if (rw == NULL || broker == NULL) {
         free(rw);
-        answer_worker(m->w, m->id, 0, "sluice cannot ask now");
+        answer_worker(m->reply, m->w, m->id, 0, "sluice cannot ask now");
         return;
     }
-    rw->srv = srv;
+    rw->hub = hub;
+    rw->reply = m->reply;
     rw->w = m->w;
     rw->id = m->id;
-    rw->next = srv->waits;
-    if (srv->waits != NULL)
-        srv->waits->prev = rw;
-    srv->waits = rw;
+    rw->next = hub->waits;
+    if (hub->waits != NULL)
+        hub->waits->prev = rw;
+    hub->waits = rw;
     /* on_main_answer may run (and free rw) before this returns */
-    rc = ask_broker_ask(srv->broker, m->host, m->port, m->protocol, m->client, on_main_answer, rw,
+    rc = ask_broker_ask(broker, m->host, m->port, m->protocol, m->client, on_main_answer, rw,
                         &rw->wait);
     if (rc < 0) {
         unlink_wait(rw);
         free(rw);
-        answer_worker(m->w, m->id, 0,
+        answer_worker(m->reply, m->w, m->id, 0,
                       rc == UV_EBUSY ? "too many questions pending" : "sluice cannot ask now");
     }
 }
 
-void askrelay_main_withdraw(struct proxy_srv *srv, struct wmsg *m)
+void askrelay_main_withdraw(struct askrelay_hub *hub, struct mail *m)
 {
-    for (struct relay_wait *rw = srv->waits; rw != NULL; rw = rw->next) {
+    for (struct relay_wait *rw = hub->waits; rw != NULL; rw = rw->next) {
         if (rw->w == m->w && rw->id == m->id) {
             ask_wait_cancel(rw->wait);
             unlink_wait(rw);
@@ -167,9 +178,9 @@ void askrelay_main_withdraw(struct proxy_srv *srv, struct wmsg *m)
     }
 }
 
-void askrelay_main_forget(struct proxy_srv *srv, struct proxy_worker *w)
+void askrelay_main_forget(struct askrelay_hub *hub, struct proxy_worker *w)
 {
-    struct relay_wait *rw = srv->waits;
+    struct relay_wait *rw = hub->waits;
 
     while (rw != NULL) {
         struct relay_wait *next = rw->next;

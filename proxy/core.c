@@ -1,7 +1,7 @@
-/* proxy/core.c - the start-up that `sluice proxy` and `sluice run` share:
- * the resolver, the ask broker and handler, the egress environment over the
- * policy, the front ends' settings, and the guard's view of this host's own
- * addresses. Written once here; proxy/server.c and run/launch.c call it. */
+/* proxy/core.c - the start-up helpers that `sluice proxy` and `sluice run`
+ * share: the resolver, the descriptor and connection limits, and the
+ * guard's view of this host's own addresses. The service of one loop that
+ * uses them is proxy/service.c. */
 #include "proxy/server.h"
 
 #include <ifaddrs.h>
@@ -37,72 +37,42 @@ int proxy_resolver_start(struct resolver **out, uv_loop_t *loop, const struct se
     return 0;
 }
 
-int proxy_core_start(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
-                     struct policy *p, const char *ask_spec, char *err, size_t errlen)
+int proxy_ask_start(struct ask_broker **broker, struct ask_handler **handler, uv_loop_t *loop,
+                    const struct settings *s, const char *spec, char *err, size_t errlen)
 {
+    const char *why = NULL;
     int rc;
 
-    memset(c, 0, sizeof(*c));
-    if (proxy_resolver_start(&c->resolver, loop, s, err, errlen) < 0)
-        return -1;
-    if (ask_spec != NULL) {
-        const char *why = NULL;
-        rc = ask_broker_new(&c->broker, loop, s->proxy.ask_timeout_ms, s->proxy.max_pending_asks);
-        if (rc == 0)
-            rc = ask_handler_open(&c->handler, loop, ask_spec, c->broker, &why);
-        if (rc < 0) {
-            c->handler = NULL;
-            snprintf(err, errlen, "--ask '%s': %s", ask_spec, why != NULL ? why : uv_strerror(rc));
-            proxy_core_close(c, NULL, NULL);
-            return -1;
-        }
-    }
-    rc = egress_env_new(&c->egress, loop, p, c->resolver, c->broker, s->proxy.dial_timeout_ms);
+    *broker = NULL;
+    *handler = NULL;
+    rc = ask_broker_new(broker, loop, s->proxy.ask_timeout_ms, s->proxy.max_pending_asks);
+    if (rc == 0)
+        rc = ask_handler_open(handler, loop, spec, *broker, &why);
     if (rc < 0) {
-        c->egress = NULL;
-        snprintf(err, errlen, "cannot start the proxies: %s", uv_strerror(rc));
-        proxy_core_close(c, NULL, NULL);
+        *handler = NULL;
+        snprintf(err, errlen, "--ask '%s': %s", spec, why != NULL ? why : uv_strerror(rc));
         return -1;
     }
     return 0;
 }
 
-void proxy_core_close(struct proxy_core *c, void (*done)(void *), void *arg)
+void proxy_ask_close(struct ask_broker **broker, struct ask_handler **handler,
+                     void (*done)(void *), void *arg)
 {
     /* the broker first: its close withdraws every question, so the handler
      * never answers a freed broker (bridge.h, ask_handler_close) */
-    if (c->broker != NULL)
-        ask_broker_close(c->broker, done, arg);
-    if (c->handler != NULL)
-        ask_handler_close(c->handler, done, arg);
-    if (c->resolver != NULL)
-        resolver_close(c->resolver, done, arg);
-    c->handler = NULL;
-    c->broker = NULL;
-    c->resolver = NULL;
-}
-
-void proxy_core_free(struct proxy_core *c)
-{
-    egress_env_free(c->egress);
-    c->egress = NULL;
+    if (*broker != NULL)
+        ask_broker_close(*broker, done, arg);
+    if (*handler != NULL)
+        ask_handler_close(*handler, done, arg);
+    *broker = NULL;
+    *handler = NULL;
 }
 
 void proxy_settings_defaults(struct settings *s)
 {
     if (s->network.deny_private_addresses == SETTINGS_UNSET)
         s->network.deny_private_addresses = SETTINGS_TRUE;
-}
-
-void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth)
-{
-    fe->auth_user = auth ? s->proxy.auth_username : NULL;
-    fe->auth_pass = auth ? s->proxy.auth_password : NULL;
-    fe->handshake_timeout_ms = s->proxy.handshake_timeout_ms;
-    fe->head_timeout_ms = s->proxy.head_timeout_ms;
-    fe->idle_timeout_ms = s->proxy.idle_timeout_ms;
-    fe->max_head_bytes = s->proxy.max_head_bytes;
-    fe->max_conns = proxy_max_connections(s);
 }
 
 unsigned long proxy_raise_nofile(void)

@@ -1,9 +1,14 @@
 /* proxy/server-int.h - the standalone proxy's state, shared by
  * proxy/server.c (the process: start, reload, signals, drain),
- * proxy/worker.c (one event loop: listeners, front ends, limits),
- * proxy/askrelay.c (questions from workers to the one ask broker),
+ * proxy/worker.c (a thread around one loop's proxy service, its share of
+ * the process-wide limit and its gauges),
  * proxy/admin.c (the admin listener) and proxy/metrics.c (the counters).
  * Not for other modules: they use proxy/server.h.
+ *
+ * The parts of a worker are the proxy service of its loop (proxy/service.h),
+ * its mailbox (proxy/mailbox.h) and, for workers 1..N-1, an ask relay
+ * (proxy/askrelay.h); those headers and their .c files do not include this
+ * one, so they depend on nothing of the server or the worker.
  *
  * Threads. The main loop runs signals, the admin listener, reload, the
  * drain timer, the ask broker and its handler, and worker 0. Workers 1..N-1
@@ -13,32 +18,32 @@
  * and its message queue (under its mutex). Messages go main -> worker
  * (new configuration, stop, close all, nudge, ask answers) and worker ->
  * main (ask questions and withdrawals, done), each queue woken by a
- * uv_async_t. The log is one stream under its own mutex. */
+ * uv_async_t (proxy/mailbox.c). The log is one stream under its own mutex. */
 #ifndef SLUICE_PROXY_SERVER_INT_H
 #define SLUICE_PROXY_SERVER_INT_H
 
-#include "bridge/limit.h"
+#include "proxy/askrelay.h"
+#include "proxy/mailbox.h"
 #include "proxy/ops.h"
 #include "proxy/server.h"
+#include "proxy/service.h"
 
 #define PROXY_MAX_WORKERS 64
 
 struct proxy_srv;
 struct proxy_worker;
 struct admin_conn;
-struct relay_wait;
 
+/* One front end of a worker as the process sees it: its endpoint and its
+ * counters (the listener and the front end are the proxy service's). */
 struct service {
-    struct proxy_worker *w;
     const char *name; /* "socks5", "http" */
     struct endpoint ep;
     int on;
-    struct listener *l;
-    struct frontend fe;
-    int (*accept)(struct frontend *f, struct listener *l, int overloaded);
+    struct listener *l; /* borrowed from the proxy service; NULL when closed */
     uint64_t accepted;   /* atomic: connections served (metrics) */
     uint64_t overloaded; /* atomic: of them, refused over the connection limit */
-    size_t live;         /* atomic: fe.nconns, published */
+    size_t live;         /* atomic: the front end's nconns, published */
 };
 
 /* Decision counters by the log record's protocol and verdict. */
@@ -53,45 +58,6 @@ struct proxy_metrics {
     struct histogram h_dns, h_dial, h_ask, h_decision; /* histogram_observe is atomic */
 };
 
-/* What a worker takes from the settings: copies, so the main thread may
- * free the settings they came from. */
-struct worker_conf {
-    struct policy *policy; /* a reference for the worker's egress, or NULL */
-    char *auth_user, *auth_pass;
-    unsigned handshake_ms, head_ms, idle_ms, max_head;
-    size_t max_conns;
-};
-
-enum wmsg_kind {
-    WMSG_CONF,      /* main -> worker: conf */
-    WMSG_STOP,      /* main -> worker: drain */
-    WMSG_CLOSE_ALL, /* main -> worker: the drain time is up */
-    WMSG_NUDGE,     /* main/worker -> worker: a connection ended elsewhere */
-    WMSG_ANSWER,    /* main -> worker: answer to question id */
-    WMSG_ASK,       /* worker -> main: question id */
-    WMSG_WITHDRAW,  /* worker -> main: question id ended */
-    WMSG_DONE,      /* worker -> main: everything closed */
-};
-
-struct wmsg {
-    struct wmsg *next;
-    enum wmsg_kind kind;
-    struct proxy_worker *w;
-    struct worker_conf *conf;
-    uint64_t id;
-    int allow;
-    uint16_t port;
-    char *host, *protocol, *client, *reason;
-};
-
-/* A queue of messages for one loop, woken by an async handle. */
-struct wqueue {
-    uv_mutex_t mu;
-    uv_async_t async;
-    struct wmsg *head, *tail;
-    int closed; /* the async is closing: nothing more is queued */
-};
-
 struct proxy_worker {
     struct proxy_srv *srv;
     unsigned index;
@@ -99,17 +65,11 @@ struct proxy_worker {
     uv_loop_t *loop; /* worker 0: the main loop */
     uv_thread_t thread;
     int threaded, loop_ok, thread_ok, q_ok;
-    struct resolver *resolver;
-    struct ask_broker *broker; /* worker 0: the main broker; others: a relay */
-    int own_broker;
-    struct egress_env *egress;
+    struct proxy_service svc; /* its broker: worker 0 the main one; others their own */
     struct service http, socks;
-    struct conn_limit limit;
-    int limit_on;
-    struct wqueue q;
+    struct mailbox q;
     uv_prepare_t prep; /* flushes the log and publishes gauges */
     uint64_t bytes_at; /* uv_now of the last publish_bytes */
-    struct worker_conf *conf;
     int stopping; /* 1 draining, 2 closing */
     int done_sent;
     struct proxy_metrics m;
@@ -137,9 +97,9 @@ struct proxy_srv {
     struct proxy_worker *workers[PROXY_MAX_WORKERS];
     unsigned nworkers, ndone;
     unsigned nworkers_made; /* created (for the error paths) */
-    struct wqueue q; /* worker -> main */
+    struct mailbox q; /* worker -> main */
     int q_ok;
-    struct relay_wait *waits; /* questions from workers at the broker (askrelay.c) */
+    struct askrelay_hub hub; /* questions from workers at the broker (askrelay.c) */
     struct admin admin;
     uv_signal_t sig_hup, sig_term, sig_int;
     uv_timer_t drain_timer;
@@ -171,48 +131,23 @@ const char *proxy_not_ready(const struct proxy_srv *srv);
 void proxy_worker_done(struct proxy_srv *srv, struct proxy_worker *w);
 
 /* proxy/worker.c */
-int wqueue_init(struct wqueue *q, uv_loop_t *loop, uv_async_cb cb, void *data);
-/* Queues m; 0, or -1 when the queue is closed (m is then freed). */
-int wqueue_push(struct wqueue *q, struct wmsg *m);
-/* Takes every queued message (a list, oldest first). */
-struct wmsg *wqueue_take(struct wqueue *q);
-/* Closes the async (on its loop's thread); pushes are refused from now on. */
-void wqueue_close(struct wqueue *q);
-/* Frees what is left and the mutex, once nobody can push any more. */
-void wqueue_destroy(struct wqueue *q);
-void wmsg_free(struct wmsg *m);
-struct wmsg *wmsg_new(enum wmsg_kind kind, struct proxy_worker *w);
-
-/* Builds a worker's configuration from settings and policy p (referenced). */
-struct worker_conf *worker_conf_new(const struct settings *s, struct policy *p);
-void worker_conf_free(struct worker_conf *c);
 /* Creates worker index on its loop (the main loop for 0): listeners
  * (tcp: SO_REUSEPORT when several; fd:/unix: the first worker's, shared),
  * resolver, egress, front ends. 0, or the exit status after a message. */
-int proxy_worker_new(struct proxy_srv *srv, unsigned index, struct worker_conf *conf,
-                     struct proxy_worker **out);
+int proxy_worker_new(struct proxy_srv *srv, unsigned index, struct proxy_worker **out);
 /* The second half, once the policy is loaded (main thread): resolver, ask
- * relay, egress, front ends, limit. 0, or 1 with a message in err. */
-int proxy_worker_setup(struct proxy_worker *w, char *err, size_t errlen);
+ * relay, egress, front ends, limit, with conf (taken, also on failure).
+ * 0, or 1 with a message in err. */
+int proxy_worker_setup(struct proxy_worker *w, struct proxy_service_conf *conf, char *err,
+                       size_t errlen);
 /* Starts the worker's thread (workers 1..N-1). */
 int proxy_worker_start(struct proxy_worker *w);
 /* Sends a message to a worker (from the main thread). */
-void proxy_worker_send(struct proxy_worker *w, struct wmsg *m);
+void proxy_worker_send(struct proxy_worker *w, struct mail *m);
 /* Closes what an unstarted worker opened (error paths; main thread). */
 void proxy_worker_abort(struct proxy_worker *w);
 /* After the worker is done (thread joined): frees it. */
 void proxy_worker_free(struct proxy_worker *w);
-
-/* proxy/askrelay.c: questions of worker w's own broker go to the main one */
-struct askrelay;
-int askrelay_new(struct proxy_worker *w, struct askrelay **out);
-void askrelay_answer(struct askrelay *r, uint64_t id, int allow, const char *reason);
-/* main thread: a question or a withdrawal from a worker */
-void askrelay_main_ask(struct proxy_srv *srv, struct wmsg *m);
-void askrelay_main_withdraw(struct proxy_srv *srv, struct wmsg *m);
-/* main thread: the worker is done; its questions are dropped */
-void askrelay_main_forget(struct proxy_srv *srv, struct proxy_worker *w);
-void askrelay_free(struct askrelay *r);
 
 /* proxy/metrics.c */
 void proxy_metrics_note(struct proxy_metrics *m, const struct connlog *r);

@@ -59,7 +59,7 @@ static void reload(struct proxy_srv *srv)
     struct settings s;
     struct settings_error err;
     struct policy *p = NULL;
-    struct worker_conf *confs[PROXY_MAX_WORKERS];
+    struct proxy_service_conf *confs[PROXY_MAX_WORKERS];
     char msg[1200];
     unsigned i;
 
@@ -73,13 +73,13 @@ static void reload(struct proxy_srv *srv)
         return;
     }
     for (i = 0; i < srv->nworkers; i++) {
-        confs[i] = worker_conf_new(&s, p);
+        confs[i] = proxy_service_conf_new(&s, p, 1);
         if (confs[i] == NULL)
             break;
     }
     if (i < srv->nworkers) { /* all or nothing: one policy for every worker */
         while (i-- > 0)
-            worker_conf_free(confs[i]);
+            proxy_service_conf_free(confs[i]);
         proxy_metrics_reload(srv, 0);
         proxy_log_event(&srv->log, "error", "reload_failed",
                         "reload failed, keeping the current policy: out of memory");
@@ -89,9 +89,9 @@ static void reload(struct proxy_srv *srv)
         return;
     }
     for (i = 0; i < srv->nworkers; i++) {
-        struct wmsg *m = wmsg_new(WMSG_CONF, srv->workers[i]);
+        struct mail *m = mail_new(MAIL_CONF, srv->workers[i]);
         if (m == NULL) {
-            worker_conf_free(confs[i]);
+            proxy_service_conf_free(confs[i]);
             continue;
         }
         m->conf = confs[i];
@@ -154,13 +154,7 @@ static void finish(struct proxy_srv *srv)
         return;
     srv->stopping = 2;
     proxy_log_event(&srv->log, "info", "stopped", "all connections closed");
-    /* the broker first: its close withdraws every question (bridge.h) */
-    if (srv->broker != NULL)
-        ask_broker_close(srv->broker, shutdown_done, NULL);
-    if (srv->handler != NULL)
-        ask_handler_close(srv->handler, shutdown_done, NULL);
-    srv->broker = NULL;
-    srv->handler = NULL;
+    proxy_ask_close(&srv->broker, &srv->handler, shutdown_done, NULL);
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
@@ -172,20 +166,20 @@ static void finish(struct proxy_srv *srv)
     uv_close((uv_handle_t *)&srv->drain_timer, on_handle_closed);
     proxy_log_stop(&srv->log);
     proxy_admin_close(srv);
-    wqueue_close(&srv->q);
+    mailbox_close(&srv->q);
 }
 
 void proxy_worker_done(struct proxy_srv *srv, struct proxy_worker *w)
 {
-    askrelay_main_forget(srv, w);
+    askrelay_main_forget(&srv->hub, w);
     if (++srv->ndone == srv->nworkers)
         finish(srv);
 }
 
-static void send_all(struct proxy_srv *srv, enum wmsg_kind kind)
+static void send_all(struct proxy_srv *srv, enum mail_kind kind)
 {
     for (unsigned i = 0; i < srv->nworkers; i++)
-        proxy_worker_send(srv->workers[i], wmsg_new(kind, srv->workers[i]));
+        proxy_worker_send(srv->workers[i], mail_new(kind, srv->workers[i]));
 }
 
 static void on_drain_timeout(uv_timer_t *t)
@@ -195,7 +189,7 @@ static void on_drain_timeout(uv_timer_t *t)
 
     snprintf(msg, sizeof(msg), "drain time is up: closing %zu connections", live_conns(srv));
     proxy_log_event(&srv->log, "warn", "drain_timeout", msg);
-    send_all(srv, WMSG_CLOSE_ALL);
+    send_all(srv, MAIL_CLOSE_ALL);
 }
 
 static void begin_stop(struct proxy_srv *srv, const char *why)
@@ -211,7 +205,7 @@ static void begin_stop(struct proxy_srv *srv, const char *why)
     notify_stopping(srv->notify);
     /* tunnels run on until the timer; each worker reports when it is done */
     uv_timer_start(&srv->drain_timer, on_drain_timeout, srv->settings.proxy.drain_timeout_ms, 0);
-    send_all(srv, WMSG_STOP);
+    send_all(srv, MAIL_STOP);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -239,17 +233,17 @@ static void on_signal(uv_signal_t *h, int signum)
 static void on_main_messages(uv_async_t *a)
 {
     struct proxy_srv *srv = a->data;
-    struct wmsg *m = wqueue_take(&srv->q);
+    struct mail *m = mailbox_take(&srv->q);
 
     while (m != NULL) {
-        struct wmsg *next = m->next;
-        if (m->kind == WMSG_ASK)
-            askrelay_main_ask(srv, m);
-        else if (m->kind == WMSG_WITHDRAW)
-            askrelay_main_withdraw(srv, m);
-        else if (m->kind == WMSG_DONE)
+        struct mail *next = m->next;
+        if (m->kind == MAIL_ASK)
+            askrelay_main_ask(&srv->hub, srv->stopping == 2 ? NULL : srv->broker, m);
+        else if (m->kind == MAIL_WITHDRAW)
+            askrelay_main_withdraw(&srv->hub, m);
+        else if (m->kind == MAIL_DONE)
             proxy_worker_done(srv, m->w);
-        wmsg_free(m);
+        mail_free(m);
         m = next;
     }
 }
@@ -290,20 +284,13 @@ static const char *service_str(const struct service *svc, char *buf, size_t len)
 /* The ask broker and handler, on the main loop. 0 or the exit status. */
 static int start_ask(struct proxy_srv *srv)
 {
-    const struct settings *s = &srv->settings;
-    const char *why = NULL;
-    int rc;
+    char msg[1200];
 
     if (srv->ask_spec == NULL)
         return 0;
-    rc = ask_broker_new(&srv->broker, &srv->loop, s->proxy.ask_timeout_ms,
-                        s->proxy.max_pending_asks);
-    if (rc == 0)
-        rc = ask_handler_open(&srv->handler, &srv->loop, srv->ask_spec, srv->broker, &why);
-    if (rc < 0) {
-        srv->handler = NULL;
-        fprintf(stderr, "sluice: proxy: --ask '%s': %s\n", srv->ask_spec,
-                why != NULL ? why : uv_strerror(rc));
+    if (proxy_ask_start(&srv->broker, &srv->handler, &srv->loop, &srv->settings, srv->ask_spec,
+                        msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "sluice: proxy: %s\n", msg);
         return 2;
     }
     return 0;
@@ -319,7 +306,7 @@ static int start(struct proxy_srv *srv)
     int code;
 
     for (unsigned i = 0; i < srv->nworkers; i++) {
-        code = proxy_worker_new(srv, i, NULL, &srv->workers[i]);
+        code = proxy_worker_new(srv, i, &srv->workers[i]);
         if (srv->workers[i] != NULL)
             srv->nworkers_made = i + 1;
         if (code != 0)
@@ -343,13 +330,12 @@ static int start(struct proxy_srv *srv)
     if (code != 0)
         return code;
     for (unsigned i = 0; i < srv->nworkers; i++) {
-        struct proxy_worker *w = srv->workers[i];
-        w->conf = worker_conf_new(&srv->settings, p);
-        if (w->conf == NULL) {
+        struct proxy_service_conf *conf = proxy_service_conf_new(&srv->settings, p, 1);
+        if (conf == NULL) {
             fprintf(stderr, "sluice: proxy: out of memory\n");
             return 1;
         }
-        if (proxy_worker_setup(w, msg, sizeof(msg)) != 0) {
+        if (proxy_worker_setup(srv->workers[i], conf, msg, sizeof(msg)) != 0) {
             fprintf(stderr, "sluice: proxy: %s\n", msg);
             return 1;
         }
@@ -455,10 +441,7 @@ static int cleanup(struct proxy_srv *srv, int code)
         for (unsigned i = 0; i < srv->nworkers_made; i++)
             proxy_worker_abort(srv->workers[i]);
         proxy_admin_close(srv);
-        if (srv->broker != NULL)
-            ask_broker_close(srv->broker, NULL, NULL);
-        if (srv->handler != NULL)
-            ask_handler_close(srv->handler, NULL, NULL);
+        proxy_ask_close(&srv->broker, &srv->handler, NULL, NULL);
         watch_close(srv->watch, NULL, NULL);
         notify_close(srv->notify, NULL, NULL);
         srv->watch = NULL;
@@ -469,7 +452,7 @@ static int cleanup(struct proxy_srv *srv, int code)
     for (unsigned i = 0; i < srv->nworkers_made; i++)
         proxy_worker_free(srv->workers[i]); /* joins the threads */
     if (srv->q_ok)
-        wqueue_destroy(&srv->q);
+        mailbox_destroy(&srv->q);
     if (uv_loop_close(&srv->loop) != 0 && code == 0) {
         fprintf(stderr, "sluice: proxy: handles left open at exit\n");
         code = 1;
@@ -553,7 +536,7 @@ int proxy_server_run(const struct proxy_opts *o)
     signal(SIGUSR2, SIG_IGN);
     signal(SIGALRM, SIG_IGN);
     srv->nofile = proxy_raise_nofile();
-    code = wqueue_init(&srv->q, &srv->loop, on_main_messages, srv) == 0 ? 0 : 1;
+    code = mailbox_init(&srv->q, &srv->loop, on_main_messages, srv) == 0 ? 0 : 1;
     srv->q_ok = code == 0;
     if (code == 0)
         code = start(srv);

@@ -1,8 +1,10 @@
 /* proxy/server.h - the proxy service that `sluice proxy` and `sluice run`
  * both start (design.md "The proxy").
  *
- *   proxy/core.c     the shared start-up: resolver, ask broker and handler,
- *                    egress, front-end settings, the guard's local addresses
+ *   proxy/service.c  one loop's service: listeners, front ends, limit,
+ *                    resolver, ask broker, egress, log hook (service.h)
+ *   proxy/core.c     the shared start-up: resolver, limits, the guard's
+ *                    local addresses
  *   proxy/log.c      the connection log (text or JSON), flushed per loop turn
  *   proxy/server.c   `sluice proxy`: listeners, limits, drain, reload, signals
  *   proxy/admin.c    the admin listener: /healthz, /readyz, /metrics
@@ -24,14 +26,7 @@
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Core (proxy/core.c): what both `proxy` and `run` start on their loop      */
-
-struct proxy_core {
-    struct resolver *resolver;
-    struct ask_broker *broker;   /* NULL without an ask handler */
-    struct ask_handler *handler; /* NULL without an ask handler */
-    struct egress_env *egress;
-};
+/* Core (proxy/core.c, proxy/service.c): what `proxy` and `run` share       */
 
 /* Starts a resolver on LOOP with the settings' DNS servers and timeout
  * into *out (each worker has its own). 0, or -1 with a message in err and
@@ -39,28 +34,20 @@ struct proxy_core {
 int proxy_resolver_start(struct resolver **out, uv_loop_t *loop, const struct settings *s,
                          char *err, size_t errlen);
 
-/* Starts the resolver (settings' DNS servers and timeout), the ask broker
- * and handler when ask_spec is not NULL, and the egress environment over
- * policy p, which it takes on success. -1 with a message in err (p is then
- * still the caller's); what was started is closed again. */
-int proxy_core_start(struct proxy_core *c, uv_loop_t *loop, const struct settings *s,
-                     struct policy *p, const char *ask_spec, char *err, size_t errlen);
-
-/* Closes what proxy_core_start opened (asynchronously: run the loop);
- * done is called once per closed part, may be NULL. Idempotent. */
-void proxy_core_close(struct proxy_core *c, void (*done)(void *), void *arg);
-
-/* Frees the egress environment once the loop has run the closes. */
-void proxy_core_free(struct proxy_core *c);
+/* An ask broker on loop (settings' timeout and bound) with the handler of
+ * spec (--ask). 0, or -1 with a message in err ("--ask 'SPEC': why"); what
+ * was started is in *broker and *handler, for the caller to close. */
+int proxy_ask_start(struct ask_broker **broker, struct ask_handler **handler, uv_loop_t *loop,
+                    const struct settings *s, const char *spec, char *err, size_t errlen);
+/* Closes them, the broker first (either may be NULL; asynchronously: run
+ * the loop); done runs once per closed part, may be NULL. */
+void proxy_ask_close(struct ask_broker **broker, struct ask_handler **handler,
+                     void (*done)(void *), void *arg);
 
 /* The defaults `sluice proxy` applies to its loaded settings (`run` does
  * not): an unset network.denyPrivateAddresses is true. `sluice check
  * --proxy` applies the same, to judge as the proxy would. */
 void proxy_settings_defaults(struct settings *s);
-
-/* Copies the settings' timeouts and limits into a front end; auth: with the
- * settings' proxy credentials (the standalone proxy) or without (run). */
-void proxy_frontend_apply(struct frontend *fe, const struct settings *s, int auth);
 
 /* Connections refused quickly (HTTP 503, SOCKS5 0x01) beyond
  * proxy.limits.maxConnections before accepting pauses (bridge/limit.h). */

@@ -8,6 +8,7 @@
 #include "bridge/limit.h"
 #include "policy/policy.h"
 #include "proxy/server.h"
+#include "proxy/service.h"
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 
@@ -26,28 +27,19 @@ struct run;
 struct seccomp_notif;
 struct fsw;
 
-struct run_listener {
-    struct run *run;
-    struct listener *l;
-    enum sb_listener_kind kind;
-};
-
 struct run {
     const struct sb_launch_opts *o;
     struct settings *settings;
     uv_loop_t loop;
     struct proxy_log log; /* --log FILE */
     int log_on;
-    struct proxy_core core;
+    /* the proxy service on the sandbox's listeners (proxy/service.h): front
+     * ends, limit (every listener: maxConnections + PROXY_OVERLOAD_SLACK),
+     * resolver, ask broker, egress */
+    struct proxy_service core;
     struct proxy_control *control; /* --control-fd, or NULL */
-    struct frontend http_fe, socks_fe;
-    struct run_listener ls[4];
-    size_t nls;
     /* httpProxyPort / socksProxyPort: accepted connections relayed there */
     struct forwarder *fwd_http, *fwd_socks;
-    struct conn_limit limit; /* every listener: maxConnections + PROXY_OVERLOAD_SLACK */
-    int limit_on;
-    size_t max_conns;
     uint64_t next_id;
     uv_process_t proc;
     unsigned stdio_ro;  /* fds 0-2 handed to bwrap re-bound (bwrap.c) */

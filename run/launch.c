@@ -9,7 +9,7 @@
  *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
  *   4. `sluice inner` (the first program inside) sends back the listening
  *      sockets it made in the sandbox's network namespace; the HTTP and
- *      SOCKS front ends of the proxy service (proxy/core.c) accept on them
+ *      SOCKS front ends of the proxy service (proxy/service.c) accept on them
  *      directly, in this process, so a connection from the sandbox reaches
  *      the policy with no relay hop (with network.httpProxyPort /
  *      socksProxyPort set, accepted connections are relayed to that
@@ -64,21 +64,29 @@ static void on_connlog(void *ctx, const struct connlog *r)
     run_note_decision(ctx, r);
 }
 
-static void on_fwd_log(void *ctx, const struct connlog *r)
-{
-    run_note_decision(ctx, r);
-}
-
-static size_t live_conns(void *ctx)
+/* The relayed connections count against the service's limit too. */
+static size_t forwarded_live(void *ctx)
 {
     const struct run *run = ctx;
-    size_t n = run->http_fe.nconns + run->socks_fe.nconns;
+    size_t n = 0;
 
     if (run->fwd_http != NULL)
         n += forwarder_live(run->fwd_http);
     if (run->fwd_socks != NULL)
         n += forwarder_live(run->fwd_socks);
     return n;
+}
+
+/* With an external proxy for kind, its connections are relayed there. */
+static int divert(void *ctx, enum proxy_fe_kind kind, struct listener *l)
+{
+    struct run *run = ctx;
+    struct forwarder *fwd = kind == PROXY_FE_HTTP ? run->fwd_http : run->fwd_socks;
+
+    if (fwd == NULL)
+        return 0;
+    forwarder_accept(fwd, l); /* applies the same limit */
+    return 1;
 }
 
 /* One forwarder per external proxy port: 127.0.0.1:PORT on the host. */
@@ -94,57 +102,13 @@ static int start_forwarder(struct run *run, struct forwarder **out, unsigned por
     o.connect.addr.bytes[0] = 127;
     o.connect.addr.bytes[3] = 1;
     o.connect.port = (uint16_t)port;
-    o.limit = &run->limit;
+    o.limit = &run->core.limit;
     o.idle_ms = run->settings->proxy.idle_timeout_ms;
     o.connect_ms = run->settings->proxy.dial_timeout_ms;
-    o.log = run->log_on ? on_fwd_log : NULL;
+    o.log = run->log_on ? on_connlog : NULL;
     o.log_ctx = run;
     o.next_id = &run->next_id;
     return forwarder_new(out, &run->loop, &o);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Listeners                                                                 */
-
-/* The one over-limit rule (bridge/limit.h) for the sandbox's listeners:
- * over maxConnections a connection is refused quickly, PROXY_OVERLOAD_SLACK
- * beyond it accepting pauses until a connection ends. */
-static void on_accept(struct listener *l, void *arg)
-{
-    struct run_listener *rl = arg;
-    struct run *run = rl->run;
-    struct frontend *fe = rl->kind == SB_L_HTTP ? &run->http_fe : &run->socks_fe;
-    struct forwarder *fwd = rl->kind == SB_L_HTTP ? run->fwd_http : run->fwd_socks;
-    int over = live_conns(run) >= run->max_conns, rc;
-
-    if (fwd != NULL) {
-        forwarder_accept(fwd, l); /* applies the same limit */
-        return;
-    }
-    if (conn_limit_admit(&run->limit, l) < 0)
-        return;
-    rc = rl->kind == SB_L_HTTP ? http_session_accept(fe, l, over)
-                               : socks_session_accept(fe, l, over);
-    conn_limit_accepted(&run->limit, l, rc);
-}
-
-static void on_conn_ended(struct frontend *f)
-{
-    struct run *run = f->data;
-
-    conn_limit_released(&run->limit);
-}
-
-
-static void frontend_setup(struct run *run, struct frontend *fe)
-{
-    frontend_init(fe, &run->loop, &run->next_id);
-    fe->egress = run->core.egress;
-    proxy_frontend_apply(fe, run->settings, 0); /* the sandbox is the only client */
-    fe->log = on_connlog;
-    fe->log_ctx = run;
-    fe->data = run;
-    fe->conn_ended = on_conn_ended;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -180,27 +144,19 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void close_all(struct run *run)
 {
-    for (size_t i = 0; i < run->nls; i++) {
-        listener_close(run->ls[i].l, NULL, NULL);
-        run->ls[i].l = NULL;
-    }
-    frontend_close_all(&run->http_fe);
-    frontend_close_all(&run->socks_fe);
+    proxy_service_close_listeners(&run->core);
+    proxy_service_close_conns(&run->core);
     if (run->fwd_http != NULL)
         forwarder_close(run->fwd_http, NULL, NULL);
     if (run->fwd_socks != NULL)
         forwarder_close(run->fwd_socks, NULL, NULL);
     run->fwd_http = run->fwd_socks = NULL;
-    if (run->limit_on) {
-        conn_limit_close(&run->limit);
-        run->limit_on = 0;
-    }
     for (size_t i = 0; i < run->nsigs; i++)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
     run_tp_close(run);
     run_fsw_close(run);
-    proxy_core_close(&run->core, NULL, NULL);
+    proxy_service_close(&run->core, NULL, NULL);
     proxy_control_close(run->control);
     run->control = NULL;
 }
@@ -255,6 +211,8 @@ static void on_control_policy(void *arg, struct policy *p)
 
 static int start_services(struct run *run, char *err, size_t errlen)
 {
+    const struct proxy_service_ask ask = {.spec = run->o->ask_spec};
+    struct proxy_service_conf *conf;
     struct settings_error serr;
     struct policy *p = NULL;
 
@@ -263,13 +221,15 @@ static int start_services(struct run *run, char *err, size_t errlen)
         return -1;
     }
     proxy_set_local(p, NULL, NULL, 0);
-    if (proxy_core_start(&run->core, &run->loop, run->settings, p, run->o->ask_spec, err,
-                         errlen) < 0) {
-        policy_free(p);
+    /* the sandbox is the only client: no proxy credentials */
+    conf = proxy_service_conf_new(run->settings, p, 0);
+    policy_free(p); /* conf has a reference */
+    if (conf == NULL) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    frontend_setup(run, &run->http_fe);
-    frontend_setup(run, &run->socks_fe);
+    if (proxy_service_start(&run->core, run->settings, conf, &ask, err, errlen) < 0)
+        return -1;
     if (run->o->control_fd >= 0) {
         int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
                                     on_control_policy, run, stderr);
@@ -279,9 +239,6 @@ static int start_services(struct run *run, char *err, size_t errlen)
             return -1;
         }
     }
-    run->max_conns = proxy_max_connections(run->settings);
-    conn_limit_init(&run->limit, &run->loop, run->max_conns + PROXY_OVERLOAD_SLACK, live_conns, run);
-    run->limit_on = 1;
     if (start_forwarder(run, &run->fwd_http, run->settings->network.http_proxy_port) < 0 ||
         start_forwarder(run, &run->fwd_socks, run->settings->network.socks_proxy_port) < 0) {
         snprintf(err, errlen, "cannot start the relay to the external proxy: out of memory");
@@ -297,15 +254,14 @@ static int open_listeners(struct run *run, struct sb_handoff *h, char *err, size
     for (size_t i = 0; i < h->n; i++) {
         struct endpoint ep;
         const char *why = NULL;
-        struct run_listener *rl = &run->ls[run->nls];
         int rc;
 
         memset(&ep, 0, sizeof(ep));
         ep.kind = ENDPOINT_FD;
         ep.fd = h->fds[i];
-        rl->run = run;
-        rl->kind = h->kind[i];
-        rc = listener_open(&rl->l, &run->loop, &ep, on_accept, rl, &why);
+        rc = proxy_service_listen(&run->core,
+                                  h->kind[i] == SB_L_HTTP ? PROXY_FE_HTTP : PROXY_FE_SOCKS, &ep,
+                                  NULL, &why);
         if (rc < 0) {
             /* the listener did not take the fd: close it and the rest */
             for (size_t j = i; j < h->n; j++)
@@ -315,8 +271,7 @@ static int open_listeners(struct run *run, struct sb_handoff *h, char *err, size
             return -1;
         }
         h->fds[i] = -1;
-        run->nls++;
-        if (rl->kind == SB_L_HTTP)
+        if (h->kind[i] == SB_L_HTTP)
             nhttp++;
         else
             nsocks++;
@@ -634,6 +589,12 @@ static int check_cwd_and_log(struct run *run)
 /* The loop, the socketpair to inner, the proxy service; then bwrap. */
 static int spawn_sandbox(struct run *run)
 {
+    const struct proxy_service_hooks hooks = {
+        .ctx = run,
+        .log = on_connlog,
+        .extra_live = forwarded_live,
+        .divert = divert,
+    };
     uv_stdio_container_t stdio[SB_STDIO_RO_PASS + 3];
     uv_process_options_t po;
     int one = 1, rc, devnull = -1;
@@ -644,9 +605,8 @@ static int spawn_sandbox(struct run *run)
     }
     run->loop_ok = 1;
     /* close_all() walks the front ends' connection lists: valid (empty)
-     * from here on, even when start_services() fails before setting them up */
-    frontend_init(&run->http_fe, &run->loop, &run->next_id);
-    frontend_init(&run->socks_fe, &run->loop, &run->next_id);
+     * from here on, even when start_services() fails before starting them */
+    proxy_service_init(&run->core, &run->loop, &run->next_id, NULL, &hooks);
     signal(SIGPIPE, SIG_IGN);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, run->sp) < 0 ||
         setsockopt(run->sp[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
@@ -749,7 +709,7 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
-    run_debug(run, "sandbox up: %zu proxy listeners, command pid %d", run->nls,
+    run_debug(run, "sandbox up: %zu proxy listeners, command pid %d", run->core.nls,
               (int)run->h.cmd_pid);
     if (run->h.cmd_pid > 0)
         run->cmd_pidfd = run_pidfd_open(run->h.cmd_pid);
@@ -820,7 +780,7 @@ static void cleanup(struct run *run)
     sb_reaper_finish(&run->reaper);
     sb_strv_free(&run->env);
     run_tp_free(run);
-    proxy_core_free(&run->core);
+    proxy_service_free(&run->core);
     run_summary_free(run);
     if (run->log_on)
         proxy_log_close(&run->log);
