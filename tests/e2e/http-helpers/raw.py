@@ -13,6 +13,7 @@ usage: raw.py PORT STEP...
   rl         read one response, print "STATUS LENGTH SHA256-OF-BODY"
   x:N        read exactly N bytes, print them escaped
   e          read until EOF (8 s at most): "EOF N: ESCAPED", or "TIMEOUT ..."
+  e:SECS     the same, SECS at most
              / "RESET ..." when that is how it ended
   w:SECONDS  sleep
   shut       shut down the write side
@@ -200,8 +201,8 @@ def main():
                                        " (" + err + ")" if err else ""))
         elif step.startswith("x:"):
             print(esc(rd.exact(int(step[2:]))))
-        elif step == "e":
-            d = rd.until_eof()
+        elif step == "e" or step.startswith("e:"):
+            d = rd.until_eof(float(step[2:]) if step != "e" else 8.0)
             print("%s %d: %s" % (rd.err or "TIMEOUT", len(d), esc(d)))
         elif step.startswith("w:"):
             time.sleep(float(step[2:]))
