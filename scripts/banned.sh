@@ -7,7 +7,7 @@ pattern='\b(strcpy|strcat|sprintf|vsprintf|gets|strtok|atoi|atol|strncpy|alloca)
 # Only the folders that exist: a missing one makes grep exit 2, which under
 # pipefail would read as "nothing found".
 dirs=()
-for d in policy bridge proxy socks sandbox cli common tests; do
+for d in settings policy bridge proxy socks sandbox cli common tests; do
     [ -d "$d" ] && dirs+=("$d")
 done
 if grep -rnE "$pattern" --include='*.c' --include='*.h' "${dirs[@]}" | grep -v '^\s*//' ; then

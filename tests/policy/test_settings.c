@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "policy/jsonpos.h"
+#include "settings/jsonpos.h"
 #include "policy/policy.h"
 
 /* ------------------------------------------------------------------------ */

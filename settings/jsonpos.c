@@ -1,6 +1,5 @@
-/* policy/jsonpos.c - locate values in JSON text that jansson accepted. */
-#include "policy/jsonpos.h"
-#include "policy/policy-int.h"
+/* settings/jsonpos.c - locate values in JSON text that jansson accepted. */
+#include "settings/jsonpos.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -105,7 +104,13 @@ static void skip_value(struct scan *s)
 
 static int hexval(int c)
 {
-    return policy__hex_value((unsigned char)c);
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
 /* Reads the 4 hex digits after "\u"; -1 if malformed. */
