@@ -105,8 +105,7 @@ static int domain_files(struct ctx *c, json_t *v, const struct key_def *d,
     rc = settings__take_strlist(c, v, files, d->list, 1);
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         settings__push_index(c, i);
         rc = read_list_file(c, json_string_value(e), rules, rules_list);
         settings__pop(c);

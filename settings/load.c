@@ -71,6 +71,33 @@ static int refuse_weakened(const struct settings *s, const char *managed,
     return -EINVAL;
 }
 
+/* The managed layer c, before it is merged into s: refuses what an earlier
+ * layer weakened, marks its rules, and, unless it says otherwise, forbids
+ * running commands unsandboxed (that weakens the boundary too: only the
+ * managed file may allow it). */
+static int lock_layer(const struct settings *s, struct ctx *c, const char *name)
+{
+    const struct key_def *unsandboxed = settings__key_at("sandbox.allowUnsandboxedCommands");
+    int rc;
+
+    rc = refuse_weakened(s, name, c->err);
+    if (rc < 0)
+        return rc;
+    if (unsandboxed == NULL) { /* cannot happen: the row is in the table */
+        snprintf(c->err->msg, sizeof(c->err->msg), "%s: no sandbox.allowUnsandboxedCommands key",
+                 name);
+        return -EINVAL;
+    }
+    mark_managed(c->v);
+    c->v->managed_file = c->name;
+    if (!settings__key_set_has(&c->set, unsandboxed)) {
+        c->v->sandbox.allow_unsandboxed_commands = SETTINGS_FALSE;
+        if (settings__key_set_add(&c->set, unsandboxed) < 0)
+            return settings__fail_nomem(c);
+    }
+    return 0;
+}
+
 static int apply_layer(struct settings *s, const char *name, const char *text, size_t len,
                        struct settings_error *err, int managed)
 {
@@ -80,7 +107,9 @@ static int apply_layer(struct settings *s, const char *name, const char *text, s
     json_error_t je;
     json_t *root = NULL;
     char *dir = NULL;
+    const struct key_def *top;
     const char *slash;
+    size_t ntop;
     int rc;
 
     if (err == NULL)
@@ -123,26 +152,20 @@ static int apply_layer(struct settings *s, const char *name, const char *text, s
         rc = settings__fail(&c, 0, "expected an object, got %s", settings__type_name(root));
         goto out;
     }
-    rc = settings__apply_object(&c, root, settings__top_keys, settings__ntop_keys);
+    top = settings__top_keys(&ntop);
+    rc = settings__apply_object(&c, root, top, ntop);
     if (rc < 0)
         goto out;
     if (managed) {
-        rc = refuse_weakened(s, name, err);
+        rc = lock_layer(s, &c, name);
         if (rc < 0)
             goto out;
-        mark_managed(&L);
-        L.managed_file = c.name;
-        /* running a command unsandboxed weakens the boundary too: only the
-         * managed file may allow it */
-        if (!(c.set & LF_UNSANDBOXED)) {
-            L.sandbox.allow_unsandboxed_commands = SETTINGS_FALSE;
-            c.set |= LF_UNSANDBOXED;
-        }
     }
-    rc = settings__merge(s, &L, c.set, c.pset);
+    rc = settings__merge(s, &L, &c.set);
     if (rc < 0)
         snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);
 out:
+    settings__key_set_free(&c.set);
     json_decref(root);
     free(dir);
     settings_free(&L);

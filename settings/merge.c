@@ -1,5 +1,9 @@
-/* settings/merge.c - merging one checked layer into the settings, by moves
- * that cannot fail once the memory is reserved.
+/* settings/merge.c - merging one checked layer into the settings, driven by
+ * the key table: each row's merge rule says what a later layer does to the
+ * earlier value (replace, unite, harden), and the rows the layer set say
+ * whether it does it. Every allocation happens first (reserve_*), so that
+ * a failure leaves the settings as they were; the moves after it cannot
+ * fail.
  */
 #include "settings/settings-int.h"
 
@@ -7,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------------ */
-/* Merging a layer                                                           */
-
-static int reserve_union(struct settings_list *dst, const struct settings_list *src)
-{
-    return settings__list_reserve(dst, dst->n + src->n);
-}
+struct merge {
+    struct settings *s, *L;
+    const struct key_set *set;
+    int group[MG_COUNT]; /* the layer set a key of this group */
+    size_t *table;       /* one hash table for the MERGE_MAP_UNION rows, in turn */
+    size_t tsize;
+};
 
 /* Moves src's items to the end of dst (capacity already reserved). */
 static void move_union(struct settings_list *dst, struct settings_list *src)
@@ -31,6 +35,13 @@ static void move_replace(struct settings_list *dst, struct settings_list *src)
     memset(src, 0, sizeof(*src));
 }
 
+static void move_string(char **dst, char **src)
+{
+    free(*dst);
+    *dst = *src;
+    *src = NULL;
+}
+
 static size_t hash_str(const char *s)
 {
     size_t h = 1469598103934665603u;
@@ -39,237 +50,214 @@ static size_t hash_str(const char *s)
     return h;
 }
 
-/* Merges the layer L into s. Every allocation happens before the first
- * change to s, so a failure leaves s as it was. */
-int settings__merge(struct settings *s, struct settings *L, unsigned set, unsigned pset)
+/* Unites lr into sr, the later layer winning per key (capacity and the
+ * hash table already reserved). */
+static void map_union(struct settings_map *sr, struct settings_map *lr, size_t *table, size_t tsize)
 {
-    struct settings_map *sr = &s->network.denied_domain_reasons;
-    struct settings_map *lr = &L->network.denied_domain_reasons;
-    size_t *table = NULL, tsize = 0;
-    char **files;
+    size_t mask = tsize - 1;
 
-    if (reserve_union(&s->network.denied_domains, &L->network.denied_domains) < 0 ||
-        reserve_union(&s->network.denied_domains_files, &L->network.denied_domains_files) < 0 ||
-        reserve_union(&s->network.denied_resolved_addresses,
-                      &L->network.denied_resolved_addresses) < 0 ||
-        reserve_union(&s->filesystem.deny_read, &L->filesystem.deny_read) < 0 ||
-        reserve_union(&s->filesystem.deny_write, &L->filesystem.deny_write) < 0 ||
-        reserve_union(&s->environment.deny, &L->environment.deny) < 0 ||
-        reserve_union(&s->notices, &L->notices) < 0 ||
-        settings__map_reserve(sr, sr->n + lr->n) < 0 ||
-        reserve_union(&s->managed_keys, &L->managed_keys) < 0 ||
-        reserve_union(&s->weakened, &L->weakened) < 0 ||
-        settings__map_reserve(&s->environment.set, s->environment.set.n + L->environment.set.n) < 0)
-        return -ENOMEM;
-    if (lr->n > 0) {
-        tsize = 16;
-        while (tsize < 2 * (sr->n + lr->n))
-            tsize *= 2;
-        table = calloc(tsize, sizeof(*table));
-        if (table == NULL)
-            return -ENOMEM;
+    if (lr->n == 0)
+        return;
+    memset(table, 0, tsize * sizeof(*table));
+    for (size_t i = 0; i < sr->n; i++) {
+        size_t h = hash_str(sr->pairs[i].key) & mask;
+        while (table[h] != 0)
+            h = (h + 1) & mask;
+        table[h] = i + 1;
     }
-    files = realloc(s->files, (s->nfiles + L->nfiles) * sizeof(*files) + 1);
-    if (files == NULL) {
-        free(table);
-        return -ENOMEM;
-    }
-    s->files = files;
-
-    /* From here on nothing fails. */
-    if (set & LF_ALLOWED_DOMAINS) {
-        move_replace(&s->network.allowed_domains, &L->network.allowed_domains);
-        move_replace(&s->network.allowed_domains_files, &L->network.allowed_domains_files);
-    }
-    move_union(&s->network.denied_domains, &L->network.denied_domains);
-    move_union(&s->network.denied_domains_files, &L->network.denied_domains_files);
-    move_union(&s->network.denied_resolved_addresses, &L->network.denied_resolved_addresses);
-    move_union(&s->filesystem.deny_read, &L->filesystem.deny_read);
-    move_union(&s->filesystem.deny_write, &L->filesystem.deny_write);
-    move_union(&s->environment.deny, &L->environment.deny);
-    move_union(&s->notices, &L->notices);
-    /* a later layer that sets a boundary key decides it: an earlier weaker
-     * value it replaces is no longer there to refuse */
-    {
-        size_t k = 0;
-        for (size_t i = 0; i < s->weakened.n; i++) {
-            if (set & settings__boundary_flag(s->weakened.items[i].index))
-                free(s->weakened.items[i].value);
-            else
-                s->weakened.items[k++] = s->weakened.items[i];
-        }
-        s->weakened.n = k;
-    }
-    move_union(&s->weakened, &L->weakened);
-    move_union(&s->managed_keys, &L->managed_keys);
-    if (L->managed_file != NULL)
-        s->managed_file = L->managed_file;
-    if (set & LF_STRICT)
-        s->network.strict_allowlist = L->network.strict_allowlist;
-    if (set & LF_ALLOW_ALL)
-        s->network.allow_all_domains = L->network.allow_all_domains;
-    if (set & LF_UNIX_SOCKETS)
-        move_replace(&s->network.allow_unix_sockets, &L->network.allow_unix_sockets);
-    if (set & LF_ALL_UNIX)
-        s->network.allow_all_unix_sockets = L->network.allow_all_unix_sockets;
-    if (set & LF_TRANSPARENT)
-        s->network.transparent = L->network.transparent;
-    if (set & LF_LOCAL_BINDING)
-        s->network.allow_local_binding = L->network.allow_local_binding;
-    if (set & LF_HTTP_PORT)
-        s->network.http_proxy_port = L->network.http_proxy_port;
-    if (set & LF_SOCKS_PORT)
-        s->network.socks_proxy_port = L->network.socks_proxy_port;
-    if (set & LF_DENY_PRIVATE)
-        s->network.deny_private_addresses = L->network.deny_private_addresses;
-    if (set & LF_DNS)
-        move_replace(&s->network.dns_servers, &L->network.dns_servers);
-    if (set & LF_MODE)
-        s->network.mode = L->network.mode;
-    if (set & LF_ALLOW_READ)
-        move_replace(&s->filesystem.allow_read, &L->filesystem.allow_read);
-    if (set & LF_ALLOW_WRITE) {
-        move_replace(&s->filesystem.allow_write, &L->filesystem.allow_write);
-        move_replace(&s->filesystem.create_write, &L->filesystem.create_write);
-    }
-    if (set & LF_GIT_CONFIG)
-        s->filesystem.allow_git_config = L->filesystem.allow_git_config;
-    if (set & LF_FS_DISABLED)
-        s->filesystem.disabled = L->filesystem.disabled;
-    if (set & LF_IGNORE) {
-        settings__map_free(&s->ignore_violations);
-        s->ignore_violations = L->ignore_violations;
-        memset(&L->ignore_violations, 0, sizeof(L->ignore_violations));
-    }
-    if (set & LF_NESTED)
-        s->enable_weaker_nested_sandbox = L->enable_weaker_nested_sandbox;
-    if (set & LF_NESTED_USERNS)
-        s->allow_nested_user_namespaces = L->allow_nested_user_namespaces;
-    if (set & LF_DEPTH)
-        s->mandatory_deny_search_depth = L->mandatory_deny_search_depth;
-    if (set & LF_BWRAP) {
-        free(s->bwrap_path);
-        s->bwrap_path = L->bwrap_path;
-        L->bwrap_path = NULL;
-    }
-    if (set & LF_ISOLATE)
-        s->network.isolate = L->network.isolate;
-    if (set & LF_HTTP_OPTS) {
-        /* hardening: a later layer adds to it, never turns it off */
-        if (L->network.strip_response_headers.n > 0)
-            move_replace(&s->network.strip_response_headers, &L->network.strip_response_headers);
-        s->network.refuse_opaque_tunnels |= L->network.refuse_opaque_tunnels;
-        s->network.require_host_match |= L->network.require_host_match;
-        if (L->network.ambiguous_request_target != SETTINGS_AMBIGUOUS_AS_SPELLED)
-            s->network.ambiguous_request_target = L->network.ambiguous_request_target;
-    }
-    if (set & LF_PARENT) {
-        free(s->network.parent_proxy.http);
-        free(s->network.parent_proxy.https);
-        free(s->network.parent_proxy.no_proxy);
-        s->network.parent_proxy = L->network.parent_proxy;
-        memset(&L->network.parent_proxy, 0, sizeof(L->network.parent_proxy));
-    }
-    if (set & LF_JAVA_AGENT) {
-        free(s->java_agent_jar_path);
-        s->java_agent_jar_path = L->java_agent_jar_path;
-        L->java_agent_jar_path = NULL;
-    }
-    if (set & LF_SAFE_DIRS)
-        move_replace(&s->git_safe_directories, &L->git_safe_directories);
-    if (set & LF_SANDBOX_ENABLED)
-        s->sandbox.enabled = L->sandbox.enabled;
-    if (set & LF_UNSANDBOXED)
-        s->sandbox.allow_unsandboxed_commands = L->sandbox.allow_unsandboxed_commands;
-    if (set & LF_EXCLUDED)
-        move_replace(&s->sandbox.excluded_commands, &L->sandbox.excluded_commands);
-    if (pset & PF_LIM_PROCS)
-        s->sandbox.limits.processes = L->sandbox.limits.processes;
-    if (pset & PF_LIM_MEM)
-        s->sandbox.limits.memory_mib = L->sandbox.limits.memory_mib;
-    if (pset & PF_LIM_FILES)
-        s->sandbox.limits.open_files = L->sandbox.limits.open_files;
-    if (set & LF_ENV_ALLOW)
-        move_replace(&s->environment.allow, &L->environment.allow);
-    if (set & LF_ENV_INHERIT)
-        s->environment.inherit = L->environment.inherit;
-    if (set & LF_ENV_PATH)
-        move_replace(&s->environment.path_append, &L->environment.path_append);
-    /* environment.set: united, the later layer wins per name */
-    for (size_t i = 0; i < L->environment.set.n; i++) {
-        struct settings_map *es = &s->environment.set;
-        struct settings_pair *p = &L->environment.set.pairs[i];
-        size_t j = 0;
-
-        while (j < es->n && strcmp(es->pairs[j].key, p->key) != 0)
-            j++;
-        if (j < es->n) {
-            free(es->pairs[j].value);
-            es->pairs[j].value = p->value;
+    for (size_t i = 0; i < lr->n; i++) {
+        struct settings_pair *p = &lr->pairs[i];
+        size_t h = hash_str(p->key) & mask;
+        while (table[h] != 0 && strcmp(sr->pairs[table[h] - 1].key, p->key) != 0)
+            h = (h + 1) & mask;
+        if (table[h] != 0) {
+            struct settings_pair *q = &sr->pairs[table[h] - 1];
+            free(q->value);
+            q->value = p->value;
             free(p->key);
         } else {
-            es->pairs[es->n++] = *p;
+            sr->pairs[sr->n] = *p;
+            table[h] = ++sr->n;
         }
         memset(p, 0, sizeof(*p));
     }
-    L->environment.set.n = 0;
-    if (pset & PF_AUTH) {
-        free(s->proxy.auth_username);
-        free(s->proxy.auth_password);
-        s->proxy.auth_username = L->proxy.auth_username;
-        s->proxy.auth_password = L->proxy.auth_password;
-        L->proxy.auth_username = L->proxy.auth_password = NULL;
-    }
-#define TAKE(flag, f)                                                                              \
-    if (pset & (flag))                                                                             \
-    s->proxy.f = L->proxy.f
-    TAKE(PF_HEAD, head_timeout_ms);
-    TAKE(PF_HANDSHAKE, handshake_timeout_ms);
-    TAKE(PF_ASK, ask_timeout_ms);
-    TAKE(PF_DNS, dns_timeout_ms);
-    TAKE(PF_DIAL, dial_timeout_ms);
-    TAKE(PF_IDLE, idle_timeout_ms);
-    TAKE(PF_DRAIN, drain_timeout_ms);
-    TAKE(PF_MAX_CONNS, max_connections);
-    TAKE(PF_MAX_ASKS, max_pending_asks);
-    TAKE(PF_MAX_HEAD, max_head_bytes);
-#undef TAKE
+    lr->n = 0;
+}
 
-    /* deniedDomainReasons: united, the later layer wins per domain. */
-    if (table != NULL) {
-        size_t mask = tsize - 1;
-        for (size_t i = 0; i < sr->n; i++) {
-            size_t h = hash_str(sr->pairs[i].key) & mask;
-            while (table[h] != 0)
-                h = (h + 1) & mask;
-            table[h] = i + 1;
-        }
-        for (size_t i = 0; i < lr->n; i++) {
-            struct settings_pair *p = &lr->pairs[i];
-            size_t h = hash_str(p->key) & mask;
-            while (table[h] != 0 && strcmp(sr->pairs[table[h] - 1].key, p->key) != 0)
-                h = (h + 1) & mask;
-            if (table[h] != 0) {
-                struct settings_pair *q = &sr->pairs[table[h] - 1];
-                free(q->value);
-                q->value = p->value;
-                free(p->key);
-            } else {
-                sr->pairs[sr->n] = *p;
-                table[h] = ++sr->n;
-            }
-            memset(p, 0, sizeof(*p));
-        }
-        lr->n = 0;
-        free(table);
-    }
+static void move_parent(struct settings *s, struct settings *L)
+{
+    free(s->network.parent_proxy.http);
+    free(s->network.parent_proxy.https);
+    free(s->network.parent_proxy.no_proxy);
+    s->network.parent_proxy = L->network.parent_proxy;
+    memset(&L->network.parent_proxy, 0, sizeof(L->network.parent_proxy));
+}
 
-    /* The layer's file names now belong to s. */
-    memcpy(s->files + s->nfiles, L->files, L->nfiles * sizeof(*files));
-    s->nfiles += L->nfiles;
-    L->nfiles = 0;
+/* ------------------------------------------------------------------------ */
+/* Reserving                                                                 */
+
+static int mark_groups(const struct key_def *d, const char *path, void *arg)
+{
+    struct merge *m = arg;
+
+    (void)path;
+    if (d->group != MG_NONE && settings__key_set_has(m->set, d))
+        m->group[d->group] = 1;
+    return 0;
+}
+
+static int reserve_row(const struct key_def *d, const char *path, void *arg)
+{
+    struct merge *m = arg;
+    void *dst = (char *)m->s + d->off, *src = (char *)m->L + d->off;
+
+    (void)path;
+    if (d->merge == MERGE_LIST_UNION) {
+        struct settings_list *a = dst, *b = src;
+        return settings__list_reserve(a, a->n + b->n);
+    }
+    if (d->merge == MERGE_MAP_UNION) {
+        struct settings_map *a = dst, *b = src;
+        size_t need = 16;
+        if (settings__map_reserve(a, a->n + b->n) < 0)
+            return -ENOMEM;
+        while (b->n > 0 && need < 2 * (a->n + b->n))
+            need *= 2;
+        if (b->n > 0 && need > m->tsize)
+            m->tsize = need;
+    }
+    return 0;
+}
+
+/* The records of a layer that are not keys: notices, the managed file's
+ * keys, the weakened boundary keys, the interned file names. */
+static int reserve_records(struct settings *s, const struct settings *L)
+{
+    char **files;
+
+    if (settings__list_reserve(&s->notices, s->notices.n + L->notices.n) < 0 ||
+        settings__list_reserve(&s->managed_keys, s->managed_keys.n + L->managed_keys.n) < 0 ||
+        settings__list_reserve(&s->weakened, s->weakened.n + L->weakened.n) < 0)
+        return -ENOMEM;
+    files = realloc(s->files, (s->nfiles + L->nfiles) * sizeof(*files) + 1);
+    if (files == NULL)
+        return -ENOMEM;
+    s->files = files;
     return 0;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Entry points                                                              */
+/* Moving (cannot fail)                                                      */
+
+static int merge_row(const struct key_def *d, const char *path, void *arg)
+{
+    struct merge *m = arg;
+    char *dst = (char *)m->s + d->off, *src = (char *)m->L + d->off;
+
+    (void)path;
+    if (d->merge == MERGE_LIST_UNION) {
+        move_union((struct settings_list *)(void *)dst, (struct settings_list *)(void *)src);
+        return 0;
+    }
+    if (d->merge == MERGE_MAP_UNION) {
+        map_union((struct settings_map *)(void *)dst, (struct settings_map *)(void *)src, m->table,
+                  m->tsize);
+        return 0;
+    }
+    if (!settings__key_set_has(m->set, d) && !(d->group != MG_NONE && m->group[d->group]))
+        return 0;
+    switch (d->merge) {
+    case MERGE_NONE:
+    case MERGE_LIST_UNION:
+    case MERGE_MAP_UNION:
+        break;
+    case MERGE_SCALAR:
+        memcpy(dst, src, d->size);
+        break;
+    case MERGE_STRING:
+        move_string((char **)(void *)dst, (char **)(void *)src);
+        if (d->off2 != 0)
+            move_string((char **)(void *)((char *)m->s + d->off2),
+                        (char **)(void *)((char *)m->L + d->off2));
+        break;
+    case MERGE_LIST:
+        move_replace((struct settings_list *)(void *)dst, (struct settings_list *)(void *)src);
+        break;
+    case MERGE_MAP:
+        settings__map_free((struct settings_map *)(void *)dst);
+        memcpy(dst, src, sizeof(struct settings_map));
+        memset(src, 0, sizeof(struct settings_map));
+        break;
+    case MERGE_OR:
+        *(int *)(void *)dst |= *(int *)(void *)src;
+        break;
+    case MERGE_LIST_SOME:
+        if (((struct settings_list *)(void *)src)->n > 0)
+            move_replace((struct settings_list *)(void *)dst, (struct settings_list *)(void *)src);
+        break;
+    case MERGE_SCALAR_SOME: {
+        static const unsigned char zero[16];
+        if (memcmp(src, zero, d->size) != 0)
+            memcpy(dst, src, d->size);
+        break;
+    }
+    case MERGE_PARENT:
+        move_parent(m->s, m->L);
+        break;
+    }
+    return 0;
+}
+
+/* A later layer that sets a boundary key decides it: an earlier weaker
+ * value it replaces is no longer there to refuse. */
+static void merge_weakened(struct settings *s, struct settings *L, const struct key_set *set)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < s->weakened.n; i++) {
+        const struct key_def *d = settings__lock_row(s->weakened.items[i].index);
+        if (d != NULL && settings__key_set_has(set, d))
+            free(s->weakened.items[i].value);
+        else
+            s->weakened.items[k++] = s->weakened.items[i];
+    }
+    s->weakened.n = k;
+    move_union(&s->weakened, &L->weakened);
+}
+
+static void merge_records(struct settings *s, struct settings *L, const struct key_set *set)
+{
+    move_union(&s->notices, &L->notices);
+    merge_weakened(s, L, set);
+    move_union(&s->managed_keys, &L->managed_keys);
+    if (L->managed_file != NULL)
+        s->managed_file = L->managed_file;
+    /* the layer's file names now belong to s */
+    memcpy(s->files + s->nfiles, L->files, L->nfiles * sizeof(*L->files));
+    s->nfiles += L->nfiles;
+    L->nfiles = 0;
+}
+
+/* Merges the layer L, which set the keys in set, into s. */
+int settings__merge(struct settings *s, struct settings *L, const struct key_set *set)
+{
+    struct merge m = {.s = s, .L = L, .set = set};
+
+    (void)settings__key_walk(mark_groups, &m);
+    if (settings__key_walk(reserve_row, &m) != 0)
+        return -ENOMEM;
+    if (m.tsize > 0) {
+        m.table = calloc(m.tsize, sizeof(*m.table));
+        if (m.table == NULL)
+            return -ENOMEM;
+    }
+    if (reserve_records(s, L) < 0) {
+        free(m.table);
+        return -ENOMEM;
+    }
+    /* From here on nothing fails. */
+    (void)settings__key_walk(merge_row, &m);
+    merge_records(s, L, set);
+    free(m.table);
+    return 0;
+}

@@ -25,9 +25,7 @@ int settings__fn_reasons(struct ctx *c, json_t *v, const struct key_def *d)
     if (!json_is_object(v))
         return settings__fail(c, 0, "expected an object of domain: reason strings, got %s",
                               settings__type_name(v));
-    json_object_foreach(v, key, e)
-    {
-        struct settings_pair *p;
+    json_object_foreach(v, key, e) {
         int rc = 0;
 
         settings__push_key(c, key);
@@ -35,33 +33,13 @@ int settings__fn_reasons(struct ctx *c, json_t *v, const struct key_def *d)
             rc = settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
         else if (json_string_length(e) == 0)
             rc = settings__fail(c, 0, "must not be an empty string");
-        else if (settings__map_reserve(m, m->n + 1) < 0)
-            rc = settings__fail_nomem(c);
         settings__pop(c);
         if (rc < 0)
             return rc;
-        p = &m->pairs[m->n];
-        memset(p, 0, sizeof(*p));
-        p->key = strdup(key);
-        p->value = strdup(json_string_value(e));
-        if (p->key == NULL || p->value == NULL) {
-            settings__pair_free(p);
+        if (settings__map_put(m, key, json_string_value(e)) < 0)
             return settings__fail_nomem(c);
-        }
-        m->n++;
     }
     return 0;
-}
-
-int settings__fn_deny_private(struct ctx *c, json_t *v, const struct key_def *d)
-{
-    int b = 0, rc;
-
-    (void)d;
-    rc = settings__want_bool(c, v, &b);
-    if (rc == 0)
-        c->v->network.deny_private_addresses = b ? SETTINGS_TRUE : SETTINGS_FALSE;
-    return rc;
 }
 
 int settings__fn_mode(struct ctx *c, json_t *v, const struct key_def *d)
@@ -127,8 +105,7 @@ int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
     if (!json_is_object(v))
         return settings__fail(c, 0, "expected an object {\"http\", \"https\", \"noProxy\"}, got %s",
                               settings__type_name(v));
-    json_object_foreach(v, key, m)
-    {
+    json_object_foreach(v, key, m) {
         settings__push_key(c, key);
         if (strcmp(key, "http") == 0 || strcmp(key, "https") == 0) {
             if (!json_is_string(m)) {
@@ -149,8 +126,7 @@ int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
             if (json_is_string(m)) {
                 np = strdup(json_string_value(m));
             } else if (json_is_array(m)) {
-                json_array_foreach(m, i, e)
-                {
+                json_array_foreach(m, i, e) {
                     if (!json_is_string(e)) {
                         settings__push_index(c, i);
                         rc = settings__fail(c, 0, "expected a string, got %s",
@@ -162,8 +138,7 @@ int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
                 }
                 if (rc == 0 && (np = calloc(1, len)) != NULL) {
                     size_t off = 0;
-                    json_array_foreach(m, i, e)
-                    {
+                    json_array_foreach(m, i, e) {
                         size_t n = json_string_length(e);
                         if (i > 0)
                             np[off++] = ',';
@@ -255,8 +230,7 @@ int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
     rc = settings__check_strlist(c, v, 1);
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         const char *n = json_string_value(e);
         const char *why = NULL;
         for (const char *q = n; *q != '\0' && why == NULL; q++)

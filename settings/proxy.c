@@ -62,8 +62,7 @@ int settings__fn_auth(struct ctx *c, json_t *v, const struct key_def *d)
         return settings__fail(c, 0,
                               "expected an object {\"username\": ..., \"password\": ...}, got %s",
                               settings__type_name(v));
-    json_object_foreach(v, key, e)
-    {
+    json_object_foreach(v, key, e) {
         if (strcmp(key, "username") != 0 && strcmp(key, "password") != 0) {
             char q[128];
             settings__quote(q, sizeof(q), key);

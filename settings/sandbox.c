@@ -87,9 +87,7 @@ int settings__fn_env_set(struct ctx *c, json_t *v, const struct key_def *d)
     if (!json_is_object(v))
         return settings__fail(c, 0, "expected an object of NAME: \"value\" strings, got %s",
                               settings__type_name(v));
-    json_object_foreach(v, key, e)
-    {
-        struct settings_pair *p;
+    json_object_foreach(v, key, e) {
         const char *why;
         char q[128];
         int rc = 0;
@@ -109,20 +107,11 @@ int settings__fn_env_set(struct ctx *c, json_t *v, const struct key_def *d)
             rc = settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
         else if (strlen(json_string_value(e)) != json_string_length(e))
             rc = settings__fail(c, 0, "must not contain a NUL character");
-        else if (settings__map_reserve(m, m->n + 1) < 0)
-            rc = settings__fail_nomem(c);
         settings__pop(c);
         if (rc < 0)
             return rc;
-        p = &m->pairs[m->n];
-        memset(p, 0, sizeof(*p));
-        p->key = strdup(key);
-        p->value = strdup(json_string_value(e));
-        if (p->key == NULL || p->value == NULL) {
-            settings__pair_free(p);
+        if (settings__map_put(m, key, json_string_value(e)) < 0)
             return settings__fail_nomem(c);
-        }
-        m->n++;
     }
     return 0;
 }
@@ -138,8 +127,7 @@ int settings__fn_path_append(struct ctx *c, json_t *v, const struct key_def *d)
     rc = settings__check_strlist(c, v, 1);
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         const char *p = json_string_value(e);
         char q[128];
 
@@ -216,8 +204,7 @@ int settings__fn_ignore(struct ctx *c, json_t *v, const struct key_def *d)
     if (!json_is_object(v))
         return settings__fail(c, 0, "expected an object of command: [patterns], got %s",
                               settings__type_name(v));
-    json_object_foreach(v, key, e)
-    {
+    json_object_foreach(v, key, e) {
         struct settings_pair *p;
         int rc;
 

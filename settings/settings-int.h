@@ -13,60 +13,12 @@
 #define PATH_DEPTH_MAX 8
 #define COUNT(t) (sizeof(t) / sizeof(t[0]))
 
-/* Which replace-type keys a layer sets. Deny-type lists have no flag: they
- * are united whether or not a layer names them. */
-enum layer_flag {
-    LF_ALLOWED_DOMAINS = 1u << 0, /* allowedDomains or allowedDomainsFiles */
-    LF_STRICT = 1u << 1,
-    LF_ALLOW_ALL = 1u << 2,
-    LF_UNIX_SOCKETS = 1u << 3,
-    LF_ALL_UNIX = 1u << 4,
-    LF_LOCAL_BINDING = 1u << 5,
-    LF_HTTP_PORT = 1u << 6,
-    LF_SOCKS_PORT = 1u << 7,
-    LF_DENY_PRIVATE = 1u << 8,
-    LF_DNS = 1u << 9,
-    LF_MODE = 1u << 10,
-    LF_ALLOW_READ = 1u << 11,
-    LF_ALLOW_WRITE = 1u << 12,
-    LF_GIT_CONFIG = 1u << 13,
-    LF_FS_DISABLED = 1u << 14,
-    LF_IGNORE = 1u << 15,
-    LF_NESTED = 1u << 16,
-    LF_DEPTH = 1u << 17,
-    LF_BWRAP = 1u << 18,
-    LF_SAFE_DIRS = 1u << 19,
-    LF_SANDBOX_ENABLED = 1u << 20,
-    LF_UNSANDBOXED = 1u << 21,
-    LF_EXCLUDED = 1u << 22,
-    LF_ENV_ALLOW = 1u << 23,
-    LF_ENV_INHERIT = 1u << 24,
-    LF_ENV_PATH = 1u << 25,
-    LF_NESTED_USERNS = 1u << 26,
-    LF_JAVA_AGENT = 1u << 27,
-    LF_PARENT = 1u << 28,
-    LF_HTTP_OPTS = 1u << 29,
-    LF_ISOLATE = 1u << 30,
-    LF_TRANSPARENT = 1u << 31,
-};
+struct key_def;
 
-/* Which "proxy" keys a layer sets (struct ctx.pset). */
-enum proxy_flag {
-    PF_AUTH = 1u << 0,
-    PF_HEAD = 1u << 1,
-    PF_HANDSHAKE = 1u << 2,
-    PF_ASK = 1u << 3,
-    PF_DNS = 1u << 4,
-    PF_DIAL = 1u << 5,
-    PF_IDLE = 1u << 6,
-    PF_DRAIN = 1u << 7,
-    PF_MAX_CONNS = 1u << 8,
-    PF_MAX_ASKS = 1u << 9,
-    PF_MAX_HEAD = 1u << 10,
-    /* sandbox.limits (issue 14): here, the layer flags are all taken */
-    PF_LIM_PROCS = 1u << 20,
-    PF_LIM_MEM = 1u << 21,
-    PF_LIM_FILES = 1u << 22,
+/* The rows of the key table a layer set (no limit on their number). */
+struct key_set {
+    const struct key_def **rows;
+    size_t n, cap;
 };
 
 /* Parsing state for one layer. */
@@ -76,15 +28,13 @@ struct ctx {
     const char *text; /* JSON text (after any BOM) */
     size_t len;
     struct settings *v; /* the scratch layer */
-    unsigned set;       /* enum layer_flag bits */
-    unsigned pset;      /* enum proxy_flag bits */
+    struct key_set set; /* the keys it set */
     struct jsonpos_step path[PATH_DEPTH_MAX];
     size_t depth;
     struct settings_error *err;
     int managed; /* the managed file (settings_apply_managed) */
 };
 
-struct key_def;
 typedef int (*key_fn)(struct ctx *c, json_t *v, const struct key_def *d);
 
 enum key_kind {
@@ -103,12 +53,59 @@ enum key_kind {
 
 enum note_when { NOTE_NEVER = 0, NOTE_ALWAYS, NOTE_IF_SET /* true, or a non-empty array */ };
 
+/* How a layer's value of a key meets the earlier layers' (merge.c). Unless
+ * the rule says otherwise, it applies only when the layer set the key (or a
+ * key of its group). */
+enum merge_rule {
+    MERGE_NONE = 0,    /* nothing stored, or stored through another row */
+    MERGE_SCALAR,      /* int, unsigned or enum at off (size bytes): replaced */
+    MERGE_STRING,      /* char * at off (and at off2 when set): replaced, the old freed */
+    MERGE_LIST,        /* settings_list at off: replaced */
+    MERGE_LIST_UNION,  /* settings_list at off: appended, whether or not the layer names
+                          the key (a list file of another row may fill it) */
+    MERGE_MAP,         /* settings_map at off: replaced */
+    MERGE_MAP_UNION,   /* settings_map at off: united, the later layer wins per key */
+    MERGE_OR,          /* hardening int at off: a later layer turns it on, never off */
+    MERGE_LIST_SOME,   /* hardening settings_list at off: replaced by a non-empty one only */
+    MERGE_SCALAR_SOME, /* hardening scalar at off: replaced by a non-zero value only */
+    MERGE_PARENT,      /* network.parentProxy's struct: replaced, its strings freed */
+};
+
+/* Keys replaced together when a layer sets any of them: a list and the
+ * list files that feed it. */
+enum merge_group {
+    MG_NONE = 0,
+    MG_ALLOWED_DOMAINS, /* network.allowedDomains, network.allowedDomainsFiles */
+    MG_ALLOW_READ,      /* filesystem.allowRead, allowReadFiles */
+    MG_ALLOW_WRITE,     /* filesystem.allowWrite, createWrite, allowWriteFiles */
+    MG_COUNT,
+};
+
+/* When a boundary key's value is the weaker one. */
+enum weak_when {
+    WEAK_ALWAYS = 0,  /* any value (a port, a program) */
+    WEAK_IF_ZERO,     /* false (network.isolate, sandbox.enabled) */
+    WEAK_IF_NONZERO,  /* true, or report mode */
+    WEAK_IF_NONEMPTY, /* a non-empty list */
+};
+
+struct key_lock {
+    unsigned order; /* from 1: its place in settings_boundary_key; 0: not a boundary key */
+    enum weak_when weak;
+    const char *path; /* "network.isolate" */
+    const char *what; /* what its weaker value does */
+};
+
+/* One row of the key table (keys.c). */
 struct key_def {
     const char *name;
     enum key_kind kind;
-    size_t off;       /* field in struct settings */
-    unsigned flag;    /* enum layer_flag set when present */
-    unsigned pflag;   /* enum proxy_flag set when present */
+    size_t off;  /* field in struct settings */
+    size_t size; /* its size, for scalars */
+    size_t off2; /* MERGE_STRING: a second string moved with the first; 0: none */
+    enum merge_rule merge;
+    enum merge_group group;
+    struct key_lock lock;
     const char *list; /* settings_item.list for KD_STRLIST */
     int nonempty;     /* KD_STRLIST: strings must not be empty */
     unsigned min, max;
@@ -127,6 +124,7 @@ void settings__list_free(struct settings_list *l);
 int settings__map_reserve(struct settings_map *m, size_t want);
 void settings__pair_free(struct settings_pair *p);
 void settings__map_free(struct settings_map *m);
+int settings__map_put(struct settings_map *m, const char *key, const char *value);
 const char *settings__intern(struct settings *s, const char *name);
 int settings__read_all(const char *path, char **out, size_t *outlen);
 
@@ -153,16 +151,23 @@ int settings__take_strlist(struct ctx *c, json_t *v, struct settings_list *out, 
 int settings__check_each(struct ctx *c, json_t *v, int (*ok)(const char *), const char *what,
                          const char *expected);
 
-/* The key table (keys.c). */
-extern const struct key_def settings__top_keys[];
-extern const size_t settings__ntop_keys;
-unsigned settings__boundary_flag(size_t i);
+/* The key table (keys.c). fn gets each row with its path ("network.mode"),
+ * depth first; a walk stops at fn's first non-zero return, which it returns. */
+typedef int (*settings__row_fn)(const struct key_def *d, const char *path, void *arg);
+const struct key_def *settings__top_keys(size_t *n);
+int settings__key_walk(settings__row_fn fn, void *arg);
+const struct key_def *settings__key_at(const char *path);
+const struct key_def *settings__lock_row(size_t i); /* boundary key i, or NULL */
+
+/* Applying a layer by the table (apply.c). */
+int settings__key_set_add(struct key_set *ks, const struct key_def *d);
+int settings__key_set_has(const struct key_set *ks, const struct key_def *d);
+void settings__key_set_free(struct key_set *ks);
 void *settings__field(struct ctx *c, const struct key_def *d);
 int settings__apply_object(struct ctx *c, json_t *obj, const struct key_def *defs, size_t ndefs);
 
 /* Validators by topic (network.c, sandbox.c, listfile.c, proxy.c). */
 int settings__fn_reasons(struct ctx *c, json_t *v, const struct key_def *d);
-int settings__fn_deny_private(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_mode(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d);
@@ -182,6 +187,6 @@ int settings__fn_fs_files(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_auth(struct ctx *c, json_t *v, const struct key_def *d);
 
 /* Merging a checked layer (merge.c). */
-int settings__merge(struct settings *s, struct settings *L, unsigned set, unsigned pset);
+int settings__merge(struct settings *s, struct settings *L, const struct key_set *set);
 
 #endif

@@ -208,6 +208,12 @@ int settings_apply_managed(struct settings *s, const char *path, struct settings
  * last. */
 const char *settings_boundary_key(size_t i, const char **what);
 
+/* The key table's keys, depth first, objects before their keys: writes the
+ * path of entry i ("network.allowedDomains", "proxy.timeouts.head") into buf
+ * and returns buf; NULL past the last. For tests that hold the JSON Schema
+ * (and so sluice-settings(5)) to the table. */
+const char *settings_key_path(size_t i, char *buf, size_t len);
+
 /* Checks of values the loader cannot judge itself because they need the
  * host and rule grammar, which is policy's (design.md: settings <- policy):
  * the parent proxy's URLs and its noProxy list. policy installs them

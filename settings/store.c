@@ -100,6 +100,25 @@ void settings__map_free(struct settings_map *m)
     memset(m, 0, sizeof(*m));
 }
 
+/* Appends the pair key -> value (copies). 0 or -ENOMEM. */
+int settings__map_put(struct settings_map *m, const char *key, const char *value)
+{
+    struct settings_pair *p;
+
+    if (settings__map_reserve(m, m->n + 1) < 0)
+        return -ENOMEM;
+    p = &m->pairs[m->n];
+    memset(p, 0, sizeof(*p));
+    p->key = strdup(key);
+    p->value = strdup(value);
+    if (p->key == NULL || p->value == NULL) {
+        settings__pair_free(p);
+        return -ENOMEM;
+    }
+    m->n++;
+    return 0;
+}
+
 /* Returns the interned copy of name in s->files. */
 const char *settings__intern(struct settings *s, const char *name)
 {

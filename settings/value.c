@@ -283,8 +283,7 @@ static int check_path_object(struct ctx *c, json_t *e)
     json_t *m;
     int rc = 0;
 
-    json_object_foreach(e, key, m)
-    {
+    json_object_foreach(e, key, m) {
         settings__push_key(c, key);
         if (strcmp(key, "path") == 0) {
             if (!json_is_string(m))
@@ -316,8 +315,7 @@ int settings__check_strlist(struct ctx *c, json_t *v, int nonempty)
 
     if (!json_is_array(v))
         return settings__fail(c, 0, "expected an array of strings, got %s", settings__type_name(v));
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         int rc = 0;
         settings__push_index(c, i);
         if (nonempty == 2 && json_is_object(e))
@@ -400,8 +398,7 @@ int settings__check_each(struct ctx *c, json_t *v, int (*ok)(const char *), cons
     rc = settings__check_strlist(c, v, 0);
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e)
-    {
+    json_array_foreach(v, i, e) {
         if (!ok(json_string_value(e))) {
             char q[128];
             settings__quote(q, sizeof(q), json_string_value(e));
