@@ -7,22 +7,7 @@
  * the managed lock list its boundary keys, and the tests check the shipped
  * JSON Schema (and so sluice-settings(5)) against it.
  *
- * HOW TO ADD A KEY
- *   1. Add its field to struct settings (settings/settings.h), its default
- *      to settings_init and, when it owns memory, its release to
- *      settings_free (settings/store.c).
- *   2. Add one row here, in the table of its parent object: a macro below
- *      for a plain boolean, integer, seconds or string list, or KD_CUSTOM
- *      with a validator for anything else; give it .off, its merge rule and,
- *      for a boundary key, LOCK(order, weak, "path", "what it does").
- *   3. A KD_CUSTOM key: write its validator beside its topic's others
- *      (network.c, sandbox.c, proxy.c, listfile.c), declared in
- *      settings-int.h; it stores into settings__field(c, d).
- *   4. Describe it in conf/settings.schema.json and regenerate
- *      sluice-settings(5) (conf/man/gen-settings.py): test_settings fails
- *      while the table and the schema differ.
- * Nothing else: the merge, "which layer set this key", the managed lock
- * and explain's list of locked keys all follow the row.
+ * How to add a key: settings/settings.h.
  */
 #include "settings/settings-int.h"
 

@@ -8,13 +8,29 @@
  * wrong". Pure code: no sockets, no event loop; the only I/O is reading
  * settings and list files. Errors are 0 / negative errno (R3).
  *
- * HOW TO ADD A KEY: see settings/keys.c's header comment.
+ * HOW TO ADD A KEY
+ *   1. Add its field to struct settings (below), its default to
+ *      settings_init and, when it owns memory, its release to settings_free
+ *      (settings/store.c).
+ *   2. Add one row to THE key table (settings/keys.c), in the table of its
+ *      parent object: a row macro there for a plain boolean, integer,
+ *      seconds or string list, or KD_CUSTOM with a validator for anything
+ *      else; give it .off, its merge rule (enum merge_rule,
+ *      settings/settings-int.h) and, for a boundary key, LOCK(order, weak,
+ *      "path", "what its weaker value does").
+ *   3. A KD_CUSTOM key: write its validator beside its topic's others
+ *      (network.c, sandbox.c, proxy.c, listfile.c), declared in
+ *      settings-int.h; it stores into settings__field(c, d).
+ *   4. Describe it in conf/settings.schema.json and regenerate
+ *      sluice-settings(5) (conf/man/gen-settings.py): test_settings fails
+ *      while the table and the schema differ.
+ * Nothing else: the merge, "which layer set this key", the managed lock
+ * and explain's list of locked keys all follow the row.
  */
 #ifndef SLUICE_SETTINGS_H
 #define SLUICE_SETTINGS_H
 
 #include <stddef.h>
-
 
 /* One string from a settings file or list file, with where it came from. */
 struct settings_item {

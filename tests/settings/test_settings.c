@@ -1,4 +1,4 @@
-/* tests/policy/test_settings.c - the settings loader and the JSON locator. */
+/* tests/settings/test_settings.c - the settings loader and the JSON locator. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "settings/jsonpos.h"
-#include "policy/policy.h"
+#include "settings/settings.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -1631,7 +1631,7 @@ int main(void)
     if (data != NULL) {
         snprintf(data_dir, sizeof(data_dir), "%s/settings", data);
     } else { /* run by hand: tests/data next to this source file */
-        const char *f = __FILE__, *cut = strstr(f, "/policy/test_settings.c");
+        const char *f = __FILE__, *cut = strstr(f, "/settings/test_settings.c");
         int n = cut ? (int)(cut - f) : 1;
         snprintf(data_dir, sizeof(data_dir), "%.*s/data/settings", n, cut ? f : ".");
     }
