@@ -1,13 +1,15 @@
-/* policy/policy.h - what sluice allows: settings, rules, decisions, the address guard.
+/* policy/policy.h - what sluice allows: rules, decisions, the address guard.
  *
- * Pure code: no sockets, no event loop. The only I/O is reading settings and
- * list files. Errors are 0 / negative errno (R3); verdicts are enums.
+ * Pure code: no sockets, no event loop, no I/O (settings/ reads the settings
+ * and list files). Errors are 0 / negative errno (R3); verdicts are enums.
  */
 #ifndef SLUICE_POLICY_H
 #define SLUICE_POLICY_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "settings/settings.h" /* struct settings, the loader: the layer below policy */
 
 /* ------------------------------------------------------------------------ */
 /* Hosts and addresses                                                       */
@@ -51,201 +53,6 @@ const char *policy_addr_str(const struct policy_addr *a, char *buf, size_t len);
 
 /* Parses an IP address text (no brackets, no zone) into *a. 0 or -EINVAL. */
 int policy_addr_parse(const char *s, struct policy_addr *a);
-
-/* ------------------------------------------------------------------------ */
-/* Settings (policy/settings.c)                                              */
-
-/* One string from a settings file or list file, with where it came from. */
-struct settings_item {
-    char *value;
-    const char *file; /* interned in struct settings; "<default>" for built-ins */
-    unsigned line, col;
-    const char *list; /* "network.allowedDomains", "network.allowedDomainsFiles", ... */
-    size_t index;     /* index in that list (0-based); line number for list files */
-    int literal;      /* a path entry written {"path": ..., "literal": true}: no ~,
-                         $HOME or glob expansion */
-    int managed;      /* from the managed file (or a list file it names) */
-};
-
-struct settings_list {
-    struct settings_item *items;
-    size_t n, cap;
-};
-
-/* A key -> value string pair (deniedDomainReasons) or key -> list (ignoreViolations). */
-struct settings_pair {
-    char *key;
-    char *value;              /* deniedDomainReasons */
-    struct settings_list list; /* ignoreViolations */
-};
-
-struct settings_map {
-    struct settings_pair *pairs;
-    size_t n, cap;
-};
-
-enum settings_mode { SETTINGS_MODE_ENFORCE = 0, SETTINGS_MODE_REPORT };
-
-/* A tri-state boolean: unset means "use the mode's default". */
-enum settings_bool { SETTINGS_UNSET = -1, SETTINGS_FALSE = 0, SETTINGS_TRUE = 1 };
-
-struct settings {
-    struct {
-        struct settings_list allowed_domains;  /* allow rules (inline + list files) */
-        struct settings_list denied_domains;   /* deny rules (inline + list files) */
-        struct settings_map denied_domain_reasons;
-        int strict_allowlist;
-        int allow_all_domains;
-        struct settings_list denied_resolved_addresses; /* IPs and CIDRs */
-        struct settings_list allow_unix_sockets;        /* macOS only in srt; kept */
-        int allow_all_unix_sockets;
-        int transparent; /* network.transparent: seccomp-notify connect + DNS (issue 17) */
-        int allow_local_binding;
-        unsigned http_proxy_port;  /* 0 = unset */
-        unsigned socks_proxy_port; /* 0 = unset */
-        enum settings_bool deny_private_addresses;
-        struct settings_list dns_servers; /* "IP" or "IP:PORT" / "[v6]:PORT" */
-        enum settings_mode mode;
-        struct settings_list allowed_domains_files;
-        struct settings_list denied_domains_files;
-        struct {
-            int set;         /* the key was given (else the environment's) */
-            char *http;      /* proxy URLs, or NULL */
-            char *https;
-            char *no_proxy;  /* comma-separated, or NULL */
-        } parent_proxy;      /* network.parentProxy */
-        /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
-        struct settings_list strip_response_headers; /* names removed from responses */
-        int refuse_opaque_tunnels;                   /* CONNECT and SOCKS refused */
-        int isolate; /* 1 (default): own network namespace; 0: the host's network */
-        int require_host_match;                      /* Host != target: 421 */
-        enum settings_ambiguous {
-            SETTINGS_AMBIGUOUS_AS_SPELLED = 0,
-            SETTINGS_AMBIGUOUS_REFUSE,
-            SETTINGS_AMBIGUOUS_NORMALIZE,
-        } ambiguous_request_target;
-    } network;
-    struct {
-        struct settings_list deny_read, allow_read, allow_write, deny_write;
-        struct settings_list create_write; /* allowWrite, created when missing */
-        int allow_git_config;
-        int disabled;
-    } filesystem;
-    struct settings_map ignore_violations;
-    int enable_weaker_nested_sandbox;
-    int allow_nested_user_namespaces; /* lift the new-user-namespace seccomp rules */
-    unsigned mandatory_deny_search_depth; /* default 3, 1..10 */
-    char *bwrap_path;
-    char *java_agent_jar_path; /* javaAgentJarPath: -javaagent: in JAVA_TOOL_OPTIONS */
-    struct settings_list git_safe_directories;
-
-    /* "sandbox" object (permission layers, reference 001 §1-6). */
-    struct {
-        enum settings_bool enabled;                    /* unset = true */
-        enum settings_bool allow_unsandboxed_commands; /* unset = true */
-        struct settings_list excluded_commands; /* "cmd", "prefix ", "prefix:*" */
-        /* sandbox.limits (issue 14), applied to the command by `sluice
-         * inner`; 0 = no limit of sluice's (the inherited one stays) */
-        struct {
-#define SETTINGS_DEFAULT_PROCESSES 8192u
-            unsigned processes;  /* RLIMIT_NPROC in the sandbox; default 8192 */
-            unsigned memory_mib; /* RLIMIT_AS per process, MiB; default 0 */
-            unsigned open_files; /* RLIMIT_NOFILE per process; default 0 */
-        } limits;
-    } sandbox;
-
-    /* "environment" object: what of the host environment reaches the command. */
-    struct {
-        struct settings_list allow; /* names or NAME_* globs passed even if secret */
-        struct settings_list deny;  /* names or globs removed in addition */
-        int inherit;                /* default 1; 0: pass only the allow list */
-        struct settings_map set;    /* NAME -> value set in the command's environment;
-                                       a value "~" or "~/..." is under $HOME */
-        struct settings_list path_append; /* directories appended to PATH ("~" expanded) */
-    } environment;
-
-    /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
-    struct {
-        char *auth_username; /* NULL: no proxy authentication */
-        char *auth_password;
-        unsigned head_timeout_ms;      /* HTTP request head; default 10 s */
-        unsigned handshake_timeout_ms; /* SOCKS5 greeting..request; default 10 s */
-        unsigned ask_timeout_ms;       /* ask handler answer; default 30 s */
-        unsigned dns_timeout_ms;       /* one lookup, retries included; default 5 s */
-        unsigned dial_timeout_ms;      /* each connect attempt; default 10 s */
-        unsigned idle_timeout_ms;      /* tunnel without traffic; 0 = none; default 15 min */
-        unsigned drain_timeout_ms;     /* SIGTERM drain; default 10 s */
-        unsigned max_connections;      /* 0 (default): from RLIMIT_NOFILE, proxy/core.c */
-        unsigned max_pending_asks;     /* default 256 */
-        unsigned max_head_bytes;       /* default 8192 */
-    } proxy;
-
-    /* Keys accepted but not applicable on Linux: one message each, for the
-     * caller to print as a warning ("FILE:LINE:COL: key: not applicable ..."). */
-    struct settings_list notices;
-
-    /* The managed file, once applied (settings_apply_managed): its name and
-     * every key it sets (value: the key path, e.g. "network.isolate"), for
-     * `sluice explain`. While one exists only it may weaken the boundary
-     * (settings_boundary_key). managed_file NULL: none. */
-    const char *managed_file;
-    struct settings_list managed_keys;
-
-    /* internal: where a layer other than the managed file set a boundary key
-     * to a weaker value (value: the key path; index: which key), refused when
-     * a managed file is applied */
-    struct settings_list weakened;
-
-    /* internal: interned file names */
-    char **files;
-    size_t nfiles;
-};
-
-/* Error detail: "FILE:LINE:COLUMN: key.path: what is wrong". */
-struct settings_error {
-    char msg[1024];
-};
-
-/* Built-in defaults: no network rules, mode enforce, depth 3. */
-void settings_init(struct settings *s);
-void settings_free(struct settings *s);
-
-/* Applies one JSON settings file on top of *s (layering: scalars and allow
- * lists replace, deny lists are united). Reads list files named by
- * network.*DomainsFiles. Returns 0, -ENOENT when the file does not exist
- * (err untouched), or -EINVAL / another -errno with err filled. */
-int settings_apply_file(struct settings *s, const char *path, struct settings_error *err);
-
-/* Same, from a buffer already in memory; name is used in messages. */
-int settings_apply_buffer(struct settings *s, const char *name, const char *text, size_t len,
-                          struct settings_error *err);
-
-/* The file layers of design.md "Settings", on top of *s (normally fresh
- * from settings_init): the user file ($XDG_CONFIG_HOME/sluice/settings.json,
- * XDG default ~/.config; else ~/.srt-settings.json), then the explicit file
- * (explicit_path, or $SLUICE_SETTINGS when explicit_path is NULL). A missing
- * user file is skipped; a missing explicit file is an error ("FILE: cannot
- * open: ..."). Each file is all-or-nothing, but when the explicit file fails
- * the user file has already been applied: the caller must then discard *s.
- * The managed file is not applied here: see settings_apply_managed. */
-int settings_load(struct settings *s, const char *explicit_path, struct settings_error *err);
-
-/* Applies the managed file (path, or /etc/sluice/managed.json when NULL)
- * as the last layer, after command-line flags, so its keys win. A missing
- * managed file is skipped (returns 0). Deliberately no environment override:
- * a user must not be able to point sluice at another managed file. */
-int settings_apply_managed(struct settings *s, const char *path, struct settings_error *err);
-
-/* The boundary keys: the settings that weaken the boundary between the
- * command and the host (open the host network, report mode, no sandbox, no
- * filesystem policy, excluded commands, external proxy ports). When a
- * managed file exists, a user or project layer (or a --control-fd line) that
- * sets one of them to its weaker value is refused by settings_apply_managed
- * ("FILE:LINE:COL: KEY: refused: ..."), and sandbox.allowUnsandboxedCommands
- * is false unless the managed file sets it. Entry i (from 0) is the key path
- * ("network.isolate") with *what ("open the host network"); NULL past the
- * last. */
-const char *settings_boundary_key(size_t i, const char **what);
 
 /* ------------------------------------------------------------------------ */
 /* Rules and decisions (policy/match.c, policy/decide.c)                      */

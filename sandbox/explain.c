@@ -73,12 +73,19 @@ static int bypass_allowed(const struct settings *s)
     return s->sandbox.allow_unsandboxed_commands != SETTINGS_FALSE;
 }
 
-static int print_json(const struct settings *s)
+/* The seccomp filter these settings give `sluice run`. */
+static struct sb_seccomp_opts seccomp_opts(const struct settings *s)
 {
     struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
                                  .allow_local_binding = s->network.allow_local_binding,
                                  .allow_user_namespaces = s->allow_nested_user_namespaces,
                                  .transparent = s->network.transparent};
+    return so;
+}
+
+static int print_json(const struct settings *s)
+{
+    struct sb_seccomp_opts so = seccomp_opts(s);
     const char *const *sc = sb_seccomp_describe(&so);
     json_t *o, *sys = json_array(), *prot = json_array();
     char *text;
@@ -135,25 +142,47 @@ static int print_json(const struct settings *s)
     return 0;
 }
 
-static void print_text(const struct settings *s)
+/* "a, b, c": the values of l. */
+static void join_text(FILE *f, const struct settings_list *l)
 {
-    struct sb_seccomp_opts so = {.allow_unix_sockets = s->network.allow_all_unix_sockets,
-                                 .allow_local_binding = s->network.allow_local_binding,
-                                 .allow_user_namespaces = s->allow_nested_user_namespaces,
-                                 .transparent = s->network.transparent};
-    const char *const *sc = sb_seccomp_describe(&so);
-    FILE *f = stdout;
+    for (size_t i = 0; i < l->n; i++)
+        fprintf(f, "%s%s", i > 0 ? ", " : "", l->items[i].value);
+}
 
-    if (s->sandbox.enabled == SETTINGS_FALSE)
-        fprintf(f, "The sandbox is OFF (sandbox.enabled is false): commands run with no "
-                   "restrictions.\n\n");
-    fprintf(f, "Commands run in a sandbox with these restrictions:\n\n");
+/* The parent proxy allowed connections leave through, if any. */
+static void parent_text(FILE *f, const struct settings *s)
+{
+    struct policy *p = NULL;
+    struct settings_error e;
+    const struct policy_parent *pp;
+    struct policy_host any;
+    const char *why;
+
+    if (policy_compile(s, &p, &e) != 0)
+        return;
+    pp = policy_parent(p);
+    if (pp != NULL && policy_host_normalize("example.com", 11, &any, &why) == 0 &&
+        policy_parent_pick(pp, &any, 0) != NULL)
+        fprintf(f, "  - Allowed connections leave through the parent proxy %s "
+                   "(%s), except loopback%s.\n",
+                policy_parent_pick(pp, &any, 0)->shown,
+                s->network.parent_proxy.set ? "network.parentProxy"
+                                            : "HTTPS_PROXY of sluice's environment",
+                !s->network.parent_proxy.set ? " and NO_PROXY entries"
+                : s->network.parent_proxy.no_proxy != NULL
+                    ? " and network.parentProxy.noProxy entries"
+                    : "");
+    policy_free(p);
+}
+
+static void network_text(FILE *f, const struct settings *s)
+{
     fprintf(f, "Network\n");
     if (!s->network.isolate) {
         fprintf(f, "  - THE NETWORK IS OPEN (network.isolate is false): commands use the "
                    "host's network directly; no allow or deny list, address guard or log "
                    "applies to them.\n");
-        goto filesystem;
+        return;
     }
     fprintf(f, "  - No direct network access: the only way out is the HTTP proxy at "
                "http://127.0.0.1:3128 and the SOCKS5 proxy at socks5h://127.0.0.1:1080 "
@@ -176,53 +205,56 @@ static void print_text(const struct settings *s)
     if (s->network.require_host_match)
         fprintf(f, "  - A plain HTTP request whose Host header names another host is refused "
                    "(421).\n");
-    {
-        struct policy *p = NULL;
-        struct settings_error e;
-        if (policy_compile(s, &p, &e) == 0) {
-            const struct policy_parent *pp = policy_parent(p);
-            struct policy_host any;
-            const char *why;
-            if (pp != NULL &&
-                policy_host_normalize("example.com", 11, &any, &why) == 0 &&
-                policy_parent_pick(pp, &any, 0) != NULL)
-                fprintf(f, "  - Allowed connections leave through the parent proxy %s "
-                           "(%s), except loopback%s.\n",
-                        policy_parent_pick(pp, &any, 0)->shown,
-                        s->network.parent_proxy.set ? "network.parentProxy"
-                                                    : "HTTPS_PROXY of sluice's environment",
-                        !s->network.parent_proxy.set ? " and NO_PROXY entries"
-                        : s->network.parent_proxy.no_proxy != NULL
-                            ? " and network.parentProxy.noProxy entries"
-                            : "");
-            policy_free(p);
-        }
+    parent_text(f, s);
+}
+
+/* filesystem.disabled: what is left. */
+static void open_filesystem_text(FILE *f, const struct settings *s)
+{
+    fprintf(f, "  - NO FILESYSTEM RESTRICTIONS (filesystem.disabled): the command can read "
+               "and write everything the user running it can on the host");
+    if (s->filesystem.deny_read.n > 0) {
+        fprintf(f, ", except these paths, which are hidden: ");
+        join_text(f, &s->filesystem.deny_read);
     }
-filesystem:
+    fprintf(f, ". No file is protected: shell start-up files, git hooks and settings can "
+               "be changed.\n");
+    if (s->filesystem.allow_read.n > 0)
+        list_text(f, "- Visible again inside those", &s->filesystem.allow_read, "none");
+    fprintf(f, "  - /tmp is private to the run and removed after it; /dev%s the "
+               "sandbox's own, /proc/sys is read-only.\n",
+            s->enable_weaker_nested_sandbox ? " is" : " and /proc are");
+}
+
+static void protected_text(FILE *f, const struct settings *s)
+{
+    const char *const *protected_names = sb_protect_names();
+
+    fprintf(f, "  - Protected: at the top of each writable directory these cannot be "
+               "created, changed, renamed or replaced, and where they already exist up to "
+               "%u levels below it they are read-only: ",
+            s->mandatory_deny_search_depth);
+    for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
+        if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
+            continue;
+        fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
+        first = 0;
+    }
+    fprintf(f, ". A .git that does not exist at the top of a writable directory cannot be "
+               "created there (no `git init`). Existing ones are matched in any case (.BASHRC, "
+               ".GIT/hooks).\n");
+}
+
+static void filesystem_text(FILE *f, const struct settings *s)
+{
     fprintf(f, "\nFilesystem\n");
     if (s->filesystem.disabled) {
-        fprintf(f, "  - NO FILESYSTEM RESTRICTIONS (filesystem.disabled): the command can read "
-                   "and write everything the user running it can on the host");
-        if (s->filesystem.deny_read.n > 0) {
-            fprintf(f, ", except these paths, which are hidden: ");
-            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
-                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
-        }
-        fprintf(f, ". No file is protected: shell start-up files, git hooks and settings can "
-                   "be changed.\n");
-        if (s->filesystem.allow_read.n > 0)
-            list_text(f, "- Visible again inside those", &s->filesystem.allow_read, "none");
-        fprintf(f, "  - /tmp is private to the run and removed after it; /dev%s the "
-                   "sandbox's own, /proc/sys is read-only.\n",
-                s->enable_weaker_nested_sandbox ? " is" : " and /proc are");
+        open_filesystem_text(f, s);
     } else {
-        const char *const *protected_names = sb_protect_names();
-
         fprintf(f, "  - Read: everything, except denyRead paths");
         if (s->filesystem.deny_read.n > 0) {
             fprintf(f, " (");
-            for (size_t i = 0; i < s->filesystem.deny_read.n; i++)
-                fprintf(f, "%s%s", i > 0 ? ", " : "", s->filesystem.deny_read.items[i].value);
+            join_text(f, &s->filesystem.deny_read);
             fprintf(f, "; a hidden directory appears empty and what the command writes there "
                        "is discarded after the run, a hidden file cannot be opened: Permission "
                        "denied)");
@@ -237,28 +269,17 @@ filesystem:
                    "it).\n");
         if (s->filesystem.deny_write.n > 0)
             list_text(f, "- Never writable", &s->filesystem.deny_write, "none");
-        fprintf(f, "  - Protected: at the top of each writable directory these cannot be "
-                   "created, changed, renamed or replaced, and where they already exist up to "
-                   "%u levels below it they are read-only: ",
-                s->mandatory_deny_search_depth);
-        for (size_t i = 0, first = 1; protected_names[i] != NULL; i++) {
-            if (s->filesystem.allow_git_config && strcmp(protected_names[i], ".git/config") == 0)
-                continue;
-            fprintf(f, "%s%s", first ? "" : ", ", protected_names[i]);
-            first = 0;
-        }
-        fprintf(f, ". A .git that does not exist at the top of a writable directory cannot be "
-                   "created there (no `git init`). Existing ones are matched in any case (.BASHRC, "
-                   ".GIT/hooks).\n");
+        protected_text(f, s);
     }
     if (s->enable_weaker_nested_sandbox)
         fprintf(f, "  - WEAKER NESTED MODE (enableWeakerNestedSandbox): /proc is the host's, "
                    "not the sandbox's own: every process on the host and its command line are "
                    "visible, and the environment and open files of processes of the same user "
                    "may be readable.\n");
-    fprintf(f, "\nUnix sockets and syscalls\n");
-    for (size_t i = 0; sc[i] != NULL; i++)
-        fprintf(f, "  - %s\n", sc[i]);
+}
+
+static void environment_text(FILE *f, const struct settings *s)
+{
     fprintf(f, "\nEnvironment\n");
     if (s->environment.inherit)
         fprintf(f, "  - The host environment is passed, except SSH_AUTH_SOCK and secrets "
@@ -267,10 +288,13 @@ filesystem:
         fprintf(f, "  - Only environment.allow variables are passed from the host");
     if (s->environment.deny.n > 0) {
         fprintf(f, "; also removed: ");
-        for (size_t i = 0; i < s->environment.deny.n; i++)
-            fprintf(f, "%s%s", i > 0 ? ", " : "", s->environment.deny.items[i].value);
+        join_text(f, &s->environment.deny);
     }
     fprintf(f, ".\n  - SANDBOX_RUNTIME=1 is set; git over ssh goes through `sluice connect`.\n");
+}
+
+static void bypass_text(FILE *f, const struct settings *s)
+{
     fprintf(f, "\nRunning without the sandbox\n");
     if (bypass_allowed(s))
         fprintf(f, "  - Allowed on request: `sluice run --dangerously-disable-sandbox` runs a "
@@ -283,6 +307,25 @@ filesystem:
     if (s->sandbox.excluded_commands.n > 0)
         list_text(f, "- Commands that always run unsandboxed (sandbox.excludedCommands)",
                   &s->sandbox.excluded_commands, "none");
+}
+
+static void print_text(const struct settings *s)
+{
+    struct sb_seccomp_opts so = seccomp_opts(s);
+    const char *const *sc = sb_seccomp_describe(&so);
+    FILE *f = stdout;
+
+    if (s->sandbox.enabled == SETTINGS_FALSE)
+        fprintf(f, "The sandbox is OFF (sandbox.enabled is false): commands run with no "
+                   "restrictions.\n\n");
+    fprintf(f, "Commands run in a sandbox with these restrictions:\n\n");
+    network_text(f, s);
+    filesystem_text(f, s);
+    fprintf(f, "\nUnix sockets and syscalls\n");
+    for (size_t i = 0; sc[i] != NULL; i++)
+        fprintf(f, "  - %s\n", sc[i]);
+    environment_text(f, s);
+    bypass_text(f, s);
     managed_text(f, s);
 }
 

@@ -1,4 +1,4 @@
-/* tests/fuzz/fuzz_settings.c - the settings loader (policy/settings.c,
+/* tests/fuzz/fuzz_settings.c - the settings loader (settings/,
  * jsonpos.c) and the policy compiler.
  *
  * The input is a settings file, optionally followed by a NUL byte and the

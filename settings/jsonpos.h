@@ -1,4 +1,4 @@
-/* policy/jsonpos.h - where a value sits in JSON text (internal to policy/).
+/* settings/jsonpos.h - where a value sits in JSON text (internal to settings/).
  *
  * jansson reports positions only for parse errors. The settings loader
  * needs the line and column of values it rejects or records, so this
@@ -7,8 +7,8 @@
  * Lines and columns are 1-based; a column counts characters (UTF-8 code
  * points), like jansson's own error columns.
  */
-#ifndef SLUICE_POLICY_JSONPOS_H
-#define SLUICE_POLICY_JSONPOS_H
+#ifndef SLUICE_SETTINGS_JSONPOS_H
+#define SLUICE_SETTINGS_JSONPOS_H
 
 #include <stddef.h>
 

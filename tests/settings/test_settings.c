@@ -1,4 +1,4 @@
-/* tests/policy/test_settings.c - the settings loader and the JSON locator. */
+/* tests/settings/test_settings.c - the settings loader and the JSON locator. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +14,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "policy/jsonpos.h"
-#include "policy/policy.h"
+#include "settings/jsonpos.h"
+#include "settings/settings.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -1527,6 +1527,37 @@ static void test_transparent_key(void **state)
     settings_free(&s);
 }
 
+/* The schema's key at path ("network.allowedDomains"), or NULL. */
+static json_t *schema_key(json_t *schema, const char *path)
+{
+    json_t *node = schema;
+    char part[128];
+
+    while (node != NULL && *path != '\0') {
+        size_t n = strcspn(path, ".");
+        snprintf(part, sizeof(part), "%.*s", (int)n, path);
+        node = json_object_get(json_object_get(node, "properties"), part);
+        path += n + (path[n] == '.');
+    }
+    return node;
+}
+
+/* Every key of the loader's key table is in the shipped schema (the other
+ * way round, check_schema_keys: the loader knows each key of the schema,
+ * also those a validator reads, such as network.parentProxy.http). */
+static void check_table_in_schema(json_t *schema)
+{
+    char path[128];
+    size_t i = 0;
+
+    for (; settings_key_path(i, path, sizeof(path)) != NULL; i++) {
+        if (schema_key(schema, path) == NULL)
+            print_error("key table: %s is not in conf/settings.schema.json\n", path);
+        assert_non_null(schema_key(schema, path));
+    }
+    assert_true(i >= 91); /* the table is walked whole */
+}
+
 static void test_schema_matches_loader(void **state)
 {
     json_error_t je;
@@ -1544,6 +1575,7 @@ static void test_schema_matches_loader(void **state)
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
     assert_int_equal(count, 96); /* 20 top-level keys, 58 nested, 18 at the third level */
+    check_table_in_schema(schema);
     json_decref(schema);
 }
 
@@ -1599,7 +1631,7 @@ int main(void)
     if (data != NULL) {
         snprintf(data_dir, sizeof(data_dir), "%s/settings", data);
     } else { /* run by hand: tests/data next to this source file */
-        const char *f = __FILE__, *cut = strstr(f, "/policy/test_settings.c");
+        const char *f = __FILE__, *cut = strstr(f, "/settings/test_settings.c");
         int n = cut ? (int)(cut - f) : 1;
         snprintf(data_dir, sizeof(data_dir), "%.*s/data/settings", n, cut ? f : ".");
     }

@@ -1,6 +1,5 @@
-/* policy/jsonpos.c - locate values in JSON text that jansson accepted. */
-#include "policy/jsonpos.h"
-#include "policy/policy-int.h"
+/* settings/jsonpos.c - locate values in JSON text that jansson accepted. */
+#include "settings/jsonpos.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -105,7 +104,13 @@ static void skip_value(struct scan *s)
 
 static int hexval(int c)
 {
-    return policy__hex_value((unsigned char)c);
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
 /* Reads the 4 hex digits after "\u"; -1 if malformed. */
@@ -204,6 +209,18 @@ static int string_equals(struct scan *s, const char *key, size_t keylen)
     return 0;
 }
 
+/* Skips the value at s and the ',' after it: 0, or -ENOENT when no ','
+ * follows (the end of the object or array). */
+static int next_member(struct scan *s)
+{
+    skip_value(s);
+    skip_ws(s);
+    if (peek(s) != ',')
+        return -ENOENT;
+    s->i++;
+    return 0;
+}
+
 /* Walks path from the top-level value. On success s->i is at the value
  * (or, with at_key, *keyoff holds the last key's opening quote). */
 static int walk(struct scan *s, const struct jsonpos_step *path, size_t depth, size_t *keyoff)
@@ -236,11 +253,8 @@ static int walk(struct scan *s, const struct jsonpos_step *path, size_t depth, s
                     found = 1;
                     break;
                 }
-                skip_value(s);
-                skip_ws(s);
-                if (peek(s) != ',')
+                if (next_member(s) < 0)
                     return -ENOENT;
-                s->i++;
             }
         } else {
             size_t idx = 0;
@@ -255,11 +269,8 @@ static int walk(struct scan *s, const struct jsonpos_step *path, size_t depth, s
                     found = 1;
                     break;
                 }
-                skip_value(s);
-                skip_ws(s);
-                if (peek(s) != ',')
+                if (next_member(s) < 0)
                     return -ENOENT;
-                s->i++;
                 idx++;
             }
         }
