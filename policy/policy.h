@@ -358,8 +358,9 @@ struct policy_decision {
 
 /* The rule step of policy_verdict: decides a normalised request by its
  * rules. ASK means no rule decided and the caller may ask a handler; without
- * one the caller must treat it as DENY. Callers use policy_verdict, which
- * adds the guard; this is public for the tests and the fuzz harnesses. */
+ * one the caller must treat it as DENY. This is the one rule match of a
+ * decision: callers use policy_verdict, which adds the guard, or keep the
+ * match and finish it with policy_verdict_finish once the answers are in. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
@@ -405,7 +406,11 @@ enum policy_addr_class policy_addr_classify(const struct policy_addr *a,
 struct policy_guard_verdict {
     struct policy_addr addr;
     enum policy_addr_class cls;
-    int allowed;                    /* 1: may be dialed */
+    int allowed;                    /* 1: passes the guard */
+    int dial;                       /* set by policy_verdict: 1 when this answer may be dialed
+                                       for the request (allowed, and when report mode lets a
+                                       denial through, not loopback only because the name is
+                                       localhost); policy_guard leaves it 0 */
     const struct policy_rule *rule; /* deciding IP rule, if any */
     char why[400];
 };
@@ -448,42 +453,49 @@ struct policy_judgment {
     char rule_text[512];            /* "'PATTERN' LIST[INDEX]" ("'PATTERN' LIST" for a
                                        list file), or "" */
     char source[300];               /* "FILE:LINE" where the rule is written, or "" */
+    int report_only;                /* report mode (network.mode "report") lets this DENY
+                                       (or ASK) through as would_deny: a deny rule,
+                                       strictAllowlist, or no rule deciding. Never for the
+                                       resolved-address guard (an IP literal in a denied
+                                       class, answers the guard refuses, IP rules) nor for
+                                       a deny rule the managed file wrote: those deny in
+                                       report mode too. 0 for ALLOW and outside report
+                                       mode. Even then only answers with gv[i].dial are
+                                       dialed. */
     int guarded;                    /* 1 when answers were judged by the guard */
     enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
                                        or of the first one when none did */
     size_t naddrs;                  /* answers judged (gv[0..naddrs-1] filled) */
-    size_t nallowed;                /* answers that may be dialed */
+    size_t nallowed;                /* answers that pass the guard */
+    size_t ndial;                   /* answers with gv[i].dial (<= nallowed) */
     char reason[400];               /* one line, printable ASCII */
 };
 
-/* Judges host:port (a normalised host). answers: the resolved addresses of
- * a name, or NULL when the name has not been resolved (a name is resolved
- * only when this returned ALLOW or ASK without answers). An IP literal is
- * its own answer: addrs is ignored and the literal is guarded (gv needs one
- * slot). With answers, gv (n slots, or 1 for a literal) receives each
- * answer's guard verdict, also when the rule decision is DENY (report mode
- * dials anyway and needs them); a decision of ALLOW or ASK becomes DENY
- * (origin POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may
- * be NULL only when no answer is judged (a name with addrs NULL). Pure. */
+/* Judges host:port (a normalised host): policy_decide (the one rule match)
+ * then policy_verdict_finish. answers: the resolved addresses of a name, or
+ * NULL when the name has not been resolved (a name is resolved only when
+ * this returned ALLOW or ASK without answers). An IP literal is its own
+ * answer: addrs is ignored and the literal is guarded (gv needs one slot).
+ * With answers, gv (n slots, or 1 for a literal) receives each answer's
+ * guard verdict, also when the rule decision is DENY (report mode dials
+ * anyway and needs them); a decision of ALLOW or ASK becomes DENY (origin
+ * POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may be NULL
+ * only when no answer is judged (a name with addrs NULL). Pure. */
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
 
-/* Report mode (network.mode "report"): 1 when p is in report mode and the
- * DENY of judgment j is one report mode only reports (would_deny): a deny
- * rule, strictAllowlist, or no rule deciding. Never for the resolved-address
- * guard (an IP literal in a denied class, answers the guard refuses, IP
- * rules, which the guard applies) nor for a deny rule the managed file
- * wrote: those deny in report mode too. 0 for anything else, also ALLOW. A
- * caller that lets a report-only denial through still dials only answers
- * the guard passes. */
-int policy_report_only(const struct policy *p, const struct policy_judgment *j);
+/* The verdict in two steps, for a caller that decides before it resolves
+ * (egress, `sluice check --resolve`): m is policy_decide's match for the
+ * same h and port, made once and kept; each call folds it with the answers
+ * (as policy_verdict does) without matching the rules again. */
+void policy_verdict_finish(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_decision *m, const struct policy_addr *addrs,
+                           size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j);
 
-/* Report mode: 1 when an answer g may be dialed for a request let through by
- * policy_report_only: g passed the guard, and not only because the name is
- * localhost (the guard passes loopback for localhost because a rule allowed
- * the name; without that rule loopback stays refused). */
-int policy_report_may_dial(const struct policy_guard_verdict *g);
+/* For tests: every rule match (policy_decide) on p adds one to *counter
+ * from now on (NULL stops counting). Not thread-safe; set before use. */
+void policy_count_matches(struct policy *p, unsigned long *counter);
 
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */

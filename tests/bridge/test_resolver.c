@@ -851,6 +851,90 @@ static void test_bad_arguments(void **state)
     finish(f);
 }
 
+/* ------------------------------------------------------------------------ */
+/* One rule match per egress decision                                        */
+
+/* The egress pipeline matches the rules once (policy_decide) and carries
+ * the match through ask, resolve and guard (policy_verdict_finish). Each
+ * row is one request on the live resolver; only loopback is ever dialed
+ * (loop.test is 127.0.0.1, meta.test is refused by the guard). */
+struct match_row {
+    const char *json;   /* settings */
+    const char *target; /* host or IP literal */
+    uint16_t port;
+    enum egress_result result;
+    int would_deny;
+};
+
+static const struct match_row match_rows[] = {
+    /* a name allowed by a rule, resolved, then judged by the guard */
+    {"{\"network\": {\"allowedDomains\": [\"loop.test\"]}}", "loop.test", 9, EGRESS_DENIED, 0},
+    {"{\"network\": {\"allowedDomains\": [\"meta.test\"]}}", "meta.test", 80, EGRESS_DENIED, 0},
+    /* report mode lets a no-rule name through to the resolver and guard */
+    {"{\"network\": {\"mode\": \"report\"}}", "meta.test", 80, EGRESS_DENIED, 1},
+    /* an IP literal allowed by an IP rule: guarded, then dialed (refused) */
+    {"{\"network\": {\"allowedDomains\": [\"127.0.0.1:9\"]}}", "127.0.0.1", 9, EGRESS_REFUSED, 0},
+    /* denied before anything else */
+    {"{\"network\": {\"deniedDomains\": [\"loop.test\"]}}", "loop.test", 9, EGRESS_DENIED, 0},
+    {"{\"network\": {}}", "169.254.169.254", 80, EGRESS_DENIED, 0},
+};
+
+struct egress_result_rec {
+    int calls;
+    enum egress_result result;
+    int would_deny;
+};
+
+static void on_egress(void *arg, const struct egress_outcome *o)
+{
+    struct egress_result_rec *rec = arg;
+
+    rec->calls++;
+    rec->result = o->result;
+    rec->would_deny = o->would_deny;
+    if (o->fd >= 0)
+        close(o->fd);
+}
+
+static void test_egress_matches_once(void **state)
+{
+    struct fixture *f = *state;
+    size_t i;
+
+    init_live(f, 3000);
+    for (i = 0; i < sizeof(match_rows) / sizeof(match_rows[0]); i++) {
+        const struct match_row *row = &match_rows[i];
+        struct settings s;
+        struct settings_error err;
+        struct policy *p = NULL;
+        struct egress_env *e = NULL;
+        struct egress_req *req = NULL;
+        struct egress_result_rec rec = {0};
+        struct policy_host h;
+        unsigned long matches = 0;
+        const char *why;
+        uint16_t port;
+
+        settings_init(&s);
+        assert_int_equal(settings_apply_buffer(&s, "t.json", row->json, strlen(row->json), &err),
+                         0);
+        assert_int_equal(policy_compile(&s, &p, &err), 0);
+        settings_free(&s);
+        policy_count_matches(p, &matches);
+        assert_int_equal(egress_env_new(&e, &f->loop, p, f->r, NULL, 2000), 0);
+        assert_int_equal(policy_target_parse(row->target, row->port, &h, &port, &why), 0);
+        assert_int_equal(egress_start(e, &h, port, "connect", "test", on_egress, &rec, &req), 0);
+        run_until(f, &rec.calls);
+        if (rec.result != row->result || rec.would_deny != row->would_deny || matches != 1)
+            fail_msg("row %zu (%s): result %s want %s, would_deny %d want %d, %lu rule matches "
+                     "(want 1)",
+                     i, row->target, egress_result_str(rec.result), egress_result_str(row->result),
+                     rec.would_deny, row->would_deny, matches);
+        egress_env_free(e);
+    }
+    finish(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -872,6 +956,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_socket_fd_reuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_mode_localhost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_egress_matches_once, setup, teardown),
     };
 
     if (access(DNSMASQ, X_OK) != 0) {
