@@ -666,6 +666,22 @@ int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
                      const uint8_t *pass, size_t plen);
 
 /* ------------------------------------------------------------------------ */
+/* The ask broker on a loop (bridge/ask_timer.c)                             */
+/*                                                                           */
+/* The broker (policy/ask.c) has no event loop; this gives it uv_now() as    */
+/* its clock and one uv_timer_t for its next deadline.                       */
+
+/* A broker on loop. 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
+int ask_broker_new(struct ask_broker **out, uv_loop_t *loop, unsigned timeout_ms,
+                   size_t max_pending);
+
+/* Closes the broker: the handler's withdraw is called for each question and
+ * every waiter gets a deny ("sluice is shutting down") from inside this
+ * call; done(arg) runs from the timer's close callback; b is then freed.
+ * Idempotent. May be called from any waiter callback or handler call. */
+void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
+
+/* ------------------------------------------------------------------------ */
 /* ask handlers (bridge/ask_handler.c)                                       */
 /*                                                                           */
 /* The three built-in handlers behind the broker's C API (policy.h). The     */

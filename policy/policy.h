@@ -509,10 +509,12 @@ const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t le
 /* same host:port are coalesced: asked once, every waiter gets the answer.   */
 /* Session answers are cached for that exact host:port. A question not       */
 /* answered within timeout_ms is denied; at most max_pending questions are   */
-/* outstanding (further distinct questions are denied at once). Runs on one  */
-/* libuv loop (for its timer); not thread-safe.                              */
+/* outstanding (further distinct questions are denied at once). No event    */
+/* loop: the broker reads the time from its clock and says when its next    */
+/* deadline changed; the loop side (bridge/ask_timer.c: ask_broker_new,     */
+/* ask_broker_close) owns the timer. Used from one thread; not thread-safe. */
+/* Errors are 0 / negative errno (UV_E* on the loop side, the same values). */
 
-struct uv_loop_s;
 struct ask_broker;
 struct ask_wait;
 
@@ -538,7 +540,7 @@ struct ask_question {
  * with ask_broker_answer(), from inside the call or later from the loop.
  * withdraw (may be NULL) tells it a question ended without its answer
  * (timeout, broker closing) so it can drop a prompt; the question is already
- * gone (answering it returns UV_ENOENT). ask_broker_set_handler copies the
+ * gone (answering it returns -ENOENT). ask_broker_set_handler copies the
  * struct. Answering runs waiter callbacks, which may re-enter the handler
  * (ask, withdraw) before ask_broker_answer returns: a handler must have its
  * own state consistent before it answers. */
@@ -553,9 +555,44 @@ struct ask_handler_ops {
  * session answer came with. */
 typedef void (*ask_cb)(void *arg, int allow, const char *reason);
 
-/* 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
-int ask_broker_new(struct ask_broker **out, struct uv_loop_s *loop, unsigned timeout_ms,
-                   size_t max_pending);
+/* The broker's time. now: milliseconds on a monotonic clock (deadlines are
+ * now() + timeout_ms). changed (may be NULL): the earliest deadline changed
+ * (a first question, the head answered or expired); the clock reads it with
+ * ask_broker_next_deadline() and calls ask_broker_expire() when it is due.
+ * Neither is called once the broker is shutting down. */
+struct ask_clock {
+    uint64_t (*now)(void *ctx);
+    void (*changed)(void *ctx);
+    void *ctx;
+};
+
+/* A broker on clock (copied). 0, -EINVAL (timeout_ms or max_pending 0, no
+ * now), -ENOMEM. */
+int ask_broker_open(struct ask_broker **out, const struct ask_clock *clock, unsigned timeout_ms,
+                    size_t max_pending);
+
+/* 1 and *at = the earliest deadline of an outstanding question; 0 when
+ * none (or shutting down). */
+int ask_broker_next_deadline(const struct ask_broker *b, uint64_t *at);
+
+/* Denies every question whose deadline is at or before now ("no answer
+ * within N s"; the handler's withdraw is called first), then tells the
+ * clock the next deadline. */
+void ask_broker_expire(struct ask_broker *b, uint64_t now);
+
+/* The clock's ctx, and whether ask_broker_shutdown() has been called. */
+void *ask_broker_clock_ctx(const struct ask_broker *b);
+int ask_broker_closing(const struct ask_broker *b);
+
+/* Shuts the broker down: the handler's withdraw is called for each question
+ * and every waiter gets a deny ("sluice is shutting down") from inside this
+ * call; later asks fail with -ECANCELED. Idempotent. May be called from any
+ * waiter callback or handler call. */
+void ask_broker_shutdown(struct ask_broker *b);
+
+/* Shuts down (if not yet) and frees b. Not from inside one of its callbacks:
+ * the loop side frees it from a close callback (ask_broker_close). */
+void ask_broker_free(struct ask_broker *b);
 
 /* Installs the handler (before the first ask); ops NULL removes it. */
 void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *ops, void *ctx);
@@ -565,11 +602,11 @@ void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *
  * Returns 0 when cb will be called exactly once: possibly before this returns
  * (a session-cache hit, or a handler that answers inside its call) so *w is
  * written first and the caller must set its own state before calling and
- * clear its copy of *w in cb. On a cache hit *w is NULL. Returns UV_EBUSY
+ * clear its copy of *w in cb. On a cache hit *w is NULL. Returns -EBUSY
  * when max_pending distinct questions are already outstanding (joining an
- * outstanding question is always possible), UV_ENOENT when no handler is
- * set, UV_ECANCELED when the broker is closing, UV_EINVAL (host empty or
- * longer than POLICY_HOST_MAX), UV_ENOMEM; then cb is never called (the
+ * outstanding question is always possible), -ENOENT when no handler is
+ * set, -ECANCELED when the broker is closing, -EINVAL (host empty or
+ * longer than POLICY_HOST_MAX), -ENOMEM; then cb is never called (the
  * caller denies).
  * cb may do anything to the broker: ask (even the same host:port), cancel
  * other waiters, answer, close. It must not use its waiter after returning. */
@@ -587,8 +624,8 @@ void ask_wait_cancel(struct ask_wait *w);
  * non-ASCII bytes -> '?', spaces trimmed, truncated to ASK_REASON_MAX bytes;
  * nothing left -> NULL. Session answers are remembered (with their reason)
  * for the broker's lifetime, up to 65536 host:port keys (beyond that they
- * apply to the waiters present only). Returns 0, UV_ENOENT when no such
- * question is pending (already answered, timed out, withdrawn), UV_EINVAL
+ * apply to the waiters present only). Returns 0, -ENOENT when no such
+ * question is pending (already answered, timed out, withdrawn), -EINVAL
  * for a bad decision. */
 int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, const char *reason);
 
@@ -596,13 +633,7 @@ int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, co
 size_t ask_broker_pending(const struct ask_broker *b);
 
 /* Parses an answer word: "allow", "deny", "allow-session", "deny-session"
- * (exact, lower-case). 0 or UV_EINVAL. */
+ * (exact, lower-case). 0 or -EINVAL. */
 int ask_decision_parse(const char *s, size_t len, enum ask_decision *d);
-
-/* Closes the broker: the handler's withdraw is called for each question and
- * every waiter gets a deny ("sluice is shutting down") from inside this
- * call; done(arg) runs from the timer's close callback; b is then freed.
- * Idempotent. May be called from any waiter callback or handler call. */
-void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
 
 #endif
