@@ -28,6 +28,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "tests/fixture/loop.h"
+
 #include "bridge/bridge.h"
 #include "policy/policy.h"
 
@@ -234,18 +236,12 @@ static int group_teardown(void **state)
 
 struct fixture {
     uv_loop_t loop;
-    uv_timer_t watchdog;
+    struct test_watchdog watchdog;
     struct resolver *r;
     int closed;
     int dead_fd; /* a bound UDP socket that never answers */
     char dead[64];
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    (void)t;
-    fail_msg("watchdog: the test hung for %d ms", WATCHDOG_MS);
-}
 
 static int setup(void **state)
 {
@@ -254,10 +250,7 @@ static int setup(void **state)
     socklen_t len = sizeof(sa);
 
     assert_non_null(f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(uv_timer_init(&f->loop, &f->watchdog), 0);
-    assert_int_equal(uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0), 0);
-    uv_unref((uv_handle_t *)&f->watchdog);
+    assert_int_equal(test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
 
     f->dead_fd = socket(AF_INET, SOCK_DGRAM, 0);
     assert_true(f->dead_fd >= 0);
@@ -287,9 +280,7 @@ static void finish(struct fixture *f)
         uv_run(&f->loop, UV_RUN_DEFAULT);
         assert_int_equal(f->closed, 1);
     }
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(test_loop_close(&f->loop, &f->watchdog), 0);
 }
 
 static int teardown(void **state)
@@ -356,16 +347,12 @@ static int has_addr(const struct result *res, const char *text)
 
 static void run_until(struct fixture *f, const int *calls)
 {
-    while (*calls == 0)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *calls == 0)
-            fail_msg("loop went idle before the callback");
+    test_loop_run_until(&f->loop, calls, "the callback");
 }
 
 static void run_until_count(struct fixture *f, const size_t *count, size_t want)
 {
-    while (*count < want)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *count < want)
-            fail_msg("loop went idle after %zu of %zu callbacks", *count, want);
+    test_loop_run_until_count(&f->loop, count, want, "callbacks");
 }
 
 static void init_live(struct fixture *f, unsigned timeout_ms)

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "tests/fixture/loop.h"
+
 #include "bridge/bridge.h" /* ask_broker_new/close: the broker on a loop */
 #include "policy/policy.h"
 
@@ -114,27 +116,18 @@ static void on_answer(void *arg, int allow, const char *reason)
 
 struct fixture {
     uv_loop_t loop;
-    uv_timer_t watchdog;
+    struct test_watchdog watchdog;
     struct ask_broker *b;
     struct handler h;
     int closed;
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    (void)t;
-    fail_msg("watchdog: the test hung for %d ms", WATCHDOG_MS);
-}
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
     assert_non_null(f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(uv_timer_init(&f->loop, &f->watchdog), 0);
-    assert_int_equal(uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0), 0);
-    uv_unref((uv_handle_t *)&f->watchdog);
+    assert_int_equal(test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     *state = f;
     return 0;
 }
@@ -162,9 +155,7 @@ static void finish(struct fixture *f)
         assert_int_equal(f->closed, 1);
         f->b = NULL;
     }
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(test_loop_close(&f->loop, &f->watchdog), 0);
 }
 
 static int teardown(void **state)
@@ -181,9 +172,7 @@ static void ask(struct fixture *f, const char *host, uint16_t port, struct waite
 
 static void run_until(struct fixture *f, const int *calls)
 {
-    while (*calls == 0)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *calls == 0)
-            fail_msg("loop went idle before the callback");
+    test_loop_run_until(&f->loop, calls, "the callback");
 }
 
 /* ------------------------------------------------------------------------ */
