@@ -461,10 +461,12 @@ void relay_test_fail_splice(unsigned nth, int err);
 /*                                                                           */
 /* The path every front end (HTTP CONNECT, absolute-form HTTP, SOCKS5) takes */
 /* from a requested, normalised host:port to a connected upstream socket:    */
-/*   1. policy_decide on the canonical host (never the raw bytes);           */
+/*   1. policy_decide on the canonical host (never the raw bytes): the one   */
+/*      rule match of the request, kept and carried through 2-4;             */
 /*   2. no rule decides: the ask broker (if any), else deny;                 */
 /*   3. a name: one DNS lookup; an IP literal: no lookup;                    */
-/*   4. the guard on every answer; only approved addresses are kept;         */
+/*   4. policy_verdict_finish: the match with every answer, through the      */
+/*      guard; only the answers it marks dialable are kept;                  */
 /*   5. the dialer over those, in order, each with the dial timeout.         */
 /* Nothing is resolved or dialed for a denied target. In report mode         */
 /* (network.mode "report") what would be denied is allowed and flagged       */

@@ -381,69 +381,42 @@ static void lookup(struct fixture *f, const char *name, struct result *res)
 /* ------------------------------------------------------------------------ */
 /* Tests                                                                     */
 
-static void test_a(void **state)
+/* Lookups on the live server: name -> status and the exact set of answers
+ * (their order is RFC 6724's, which depends on this host's routes). */
+struct lookup_row {
+    const char *name;
+    enum resolver_status st;
+    const char *addrs[2]; /* NULL-terminated when fewer */
+};
+
+static const struct lookup_row lookup_rows[] = {
+    {"a.test", RESOLVER_OK, {"10.1.2.3", NULL}},             /* A */
+    {"v6.test", RESOLVER_OK, {"2001:db8::5", NULL}},         /* AAAA */
+    {"both.test", RESOLVER_OK, {"10.0.0.7", "2001:db8::7"}}, /* both */
+    {"nx.test", RESOLVER_NXDOMAIN, {NULL, NULL}},            /* no such name */
+    {"txt.test", RESOLVER_NODATA, {NULL, NULL}},             /* no address */
+};
+
+static void test_lookups(void **state)
 {
     struct fixture *f = *state;
     struct result res;
+    size_t i, k, want;
 
     init_live(f, 3000);
-    lookup(f, "a.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 1);
-    assert_int_equal(res.addrs[0].family, 4);
-    assert_true(has_addr(&res, "10.1.2.3"));
-    finish(f);
-}
+    for (i = 0; i < sizeof(lookup_rows) / sizeof(lookup_rows[0]); i++) {
+        const struct lookup_row *row = &lookup_rows[i];
 
-static void test_aaaa(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "v6.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 1);
-    assert_int_equal(res.addrs[0].family, 6);
-    assert_true(has_addr(&res, "2001:db8::5"));
-    finish(f);
-}
-
-static void test_both(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "both.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 2); /* order is RFC 6724's, which depends on this host's routes */
-    assert_true(has_addr(&res, "10.0.0.7"));
-    assert_true(has_addr(&res, "2001:db8::7"));
-    finish(f);
-}
-
-static void test_nxdomain(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "nx.test", &res);
-    assert_int_equal(res.st, RESOLVER_NXDOMAIN);
-    assert_int_equal(res.n, 0);
-    finish(f);
-}
-
-static void test_nodata(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "txt.test", &res);
-    assert_int_equal(res.st, RESOLVER_NODATA);
-    assert_int_equal(res.n, 0);
+        lookup(f, row->name, &res);
+        for (want = 0; want < 2 && row->addrs[want] != NULL; want++)
+            ;
+        if (res.st != row->st || res.n != want)
+            fail_msg("%s: status %d want %d, %zu answers want %zu", row->name, (int)res.st,
+                     (int)row->st, res.n, want);
+        for (k = 0; k < want; k++)
+            if (!has_addr(&res, row->addrs[k]))
+                fail_msg("%s: no answer %s", row->name, row->addrs[k]);
+    }
     finish(f);
 }
 
@@ -925,11 +898,7 @@ static void test_egress_matches_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_a, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_aaaa, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_both, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nxdomain, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_denied_classes_are_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_label_not_searched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_synchronous_completion, setup, teardown),
