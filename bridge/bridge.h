@@ -461,10 +461,12 @@ void relay_test_fail_splice(unsigned nth, int err);
 /*                                                                           */
 /* The path every front end (HTTP CONNECT, absolute-form HTTP, SOCKS5) takes */
 /* from a requested, normalised host:port to a connected upstream socket:    */
-/*   1. policy_decide on the canonical host (never the raw bytes);           */
+/*   1. policy_decide on the canonical host (never the raw bytes): the one   */
+/*      rule match of the request, kept and carried through 2-4;             */
 /*   2. no rule decides: the ask broker (if any), else deny;                 */
 /*   3. a name: one DNS lookup; an IP literal: no lookup;                    */
-/*   4. the guard on every answer; only approved addresses are kept;         */
+/*   4. policy_verdict_finish: the match with every answer, through the      */
+/*      guard; only the answers it marks dialable are kept;                  */
 /*   5. the dialer over those, in order, each with the dial timeout.         */
 /* Nothing is resolved or dialed for a denied target. In report mode         */
 /* (network.mode "report") what would be denied is allowed and flagged       */
@@ -664,6 +666,22 @@ int frontend_secret_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_
 /* 1 when the credentials match the configured ones (constant time). */
 int frontend_auth_ok(const struct frontend *f, const uint8_t *user, size_t ulen,
                      const uint8_t *pass, size_t plen);
+
+/* ------------------------------------------------------------------------ */
+/* The ask broker on a loop (bridge/ask_timer.c)                             */
+/*                                                                           */
+/* The broker (policy/ask.c) has no event loop; this gives it uv_now() as    */
+/* its clock and one uv_timer_t for its next deadline.                       */
+
+/* A broker on loop. 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
+int ask_broker_new(struct ask_broker **out, uv_loop_t *loop, unsigned timeout_ms,
+                   size_t max_pending);
+
+/* Closes the broker: the handler's withdraw is called for each question and
+ * every waiter gets a deny ("sluice is shutting down") from inside this
+ * call; done(arg) runs from the timer's close callback; b is then freed.
+ * Idempotent. May be called from any waiter callback or handler call. */
+void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* ask handlers (bridge/ask_handler.c)                                       */

@@ -1,6 +1,9 @@
 /* bridge/egress.c - from a requested host:port to a connected upstream socket.
  *
  * One request walks: decide -> (ask) -> (resolve) -> guard -> dial -> done.
+ * The rules are matched once, in decide (policy_decide); the request keeps
+ * the match and the guard step finishes it with the answers
+ * (policy_verdict_finish), so ask, resolve and guard judge the same match.
  * Each asynchronous step is detachable (R10): the request records what it
  * waits on (aw, q, dialer) before it starts the step, because the step may
  * complete inside the call (a session-cache hit, a localhost lookup); the
@@ -50,6 +53,7 @@ struct egress_req {
     struct policy_host host;
     uint16_t port;
     int report; /* network.mode report */
+    struct policy_decision match; /* the one rule match, made in start() */
     unsigned how; /* EGRESS_DIAL_* */
     char protocol[16];
     char client[64];
@@ -354,10 +358,11 @@ static void dial(struct egress_req *r)
 /* ------------------------------------------------------------------------ */
 /* guard                                                                     */
 
-/* The verdict with the answers (for an IP literal, the literal itself):
- * which addresses to dial, or the guard's refusal. Only answers the guard
- * passes are dialed, in report mode too: report mode reports what the rules
- * would deny (start() let it through as would_deny), never lifts the guard. */
+/* The verdict with the answers (for an IP literal, the literal itself),
+ * finished from start()'s match: which addresses to dial, or the guard's
+ * refusal. Only answers the verdict marks dialable are dialed, in report
+ * mode too: report mode reports what the rules would deny (start() let it
+ * through as would_deny), never lifts the guard. */
 static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t n)
 {
     struct policy_guard_verdict gv[RESOLVER_MAX_ADDRS]; /* on the stack: ~14 KB, transient */
@@ -365,13 +370,13 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
 
     if (n > RESOLVER_MAX_ADDRS)
         n = RESOLVER_MAX_ADDRS;
-    policy_verdict(r->pol->p, &r->host, r->port, addrs, n, gv, &j);
+    policy_verdict_finish(r->pol->p, &r->host, r->port, &r->match, addrs, n, gv, &j);
     addrs = r->host.kind == POLICY_HOST_NAME ? addrs : &r->host.addr;
     n = j.naddrs;
     r->o.naddrs = n;
     r->ntargets = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!gv[i].allowed || (r->o.would_deny && !policy_report_may_dial(&gv[i])))
+        if (!gv[i].dial)
             continue;
         memset(&r->targets[r->ntargets], 0, sizeof(r->targets[0]));
         r->targets[r->ntargets].addr = addrs[i];
@@ -551,9 +556,10 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->o.verdict = "deny";
     *req = r;
 
-    /* the rule decision; an IP literal is guarded here too, but dialed
-     * only through proceed() -> guard() */
-    policy_verdict(r->pol->p, host, port, NULL, 0, gv, &j);
+    /* the rule decision, the one match of this request; an IP literal is
+     * guarded here too, but dialed only through proceed() -> guard() */
+    policy_decide(r->pol->p, host, port, &r->match);
+    policy_verdict_finish(r->pol->p, host, port, &r->match, NULL, 0, gv, &j);
     snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
     snprintf(r->o.source, sizeof(r->o.source), "%s", j.source);
     r->o.stage = EGRESS_BY_POLICY;
@@ -576,7 +582,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
          * only a rule's denial through (the guard and the managed file's
          * deny rules still deny) */
         snprintf(r->o.reason, sizeof(r->o.reason), "%s", j.reason);
-        if (policy_report_only(r->pol->p, &j)) {
+        if (j.report_only) {
             r->o.would_deny = 1;
             proceed(r);
         } else {

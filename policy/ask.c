@@ -3,36 +3,40 @@
  * Indexes. Outstanding questions are on three structures: a hash table by
  * key ("host:port", for coalescing), a hash table by id (for answers), and a
  * list in deadline order. Every question gets the same timeout, so appending
- * keeps the list sorted and one uv_timer_t armed for the head serves all of
- * them (as in bridge/resolver.c). Session answers live in a third hash table
+ * keeps the list sorted and one timer armed for the head serves all of
+ * them. The broker has no event loop: it reads the time from its clock
+ * (struct ask_clock), tells the clock when the head's deadline changed, and
+ * the loop side (bridge/ask_timer.c) owns the timer, which calls
+ * ask_broker_expire(). Session answers live in a third hash table
  * for the broker's lifetime, at most ASK_CACHE_MAX entries; a session answer
  * beyond that is delivered but not remembered (the next ask asks again).
  * Tables are chained, power-of-two sized, and grow at load factor 1; a failed
  * grow only makes chains longer, so inserting never fails.
  *
  * Delivery and re-entrancy. Waiter callbacks run from ask_broker_ask() (cache
- * hit, or a handler answering inside its ask call), ask_broker_answer(), the
- * timer and ask_broker_close(). Before any callback runs, the question has
+ * hit, or a handler answering inside its ask call), ask_broker_answer(),
+ * ask_broker_expire() and ask_broker_shutdown(). Before any callback runs, the question has
  * left every index (and a session answer is cached), so a callback sees a
  * consistent broker: it may ask again (the same key makes a new question, or
  * hits the cache), cancel any waiter, answer other questions, or close the
  * broker. The waiters of the question being delivered are popped one at a
  * time; a waiter is marked delivered (q == NULL) before its callback runs,
  * so cancelling it from its own callback is a no-op, and freed after. The
- * broker itself is freed only from the timer's close callback, so it stays
- * valid for the rest of any stack that closed it.
+ * broker itself is freed only by ask_broker_free(), which the loop side
+ * calls from its timer's close callback, so it stays valid for the rest of
+ * any stack that closed it.
  *
  * Restriction: a waiter's callback must not cancel itself after it returned
  * (the waiter is freed), which the header already says: forget *w in cb.
  */
 #include "policy/policy.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uv.h>
 
 #include "common/common.h"
 
@@ -83,7 +87,7 @@ static int htab_init(struct ask_htab *t)
 {
     t->b = calloc(ASK_BUCKETS_MIN, sizeof(struct ask_hnode *));
     if (t->b == NULL)
-        return UV_ENOMEM;
+        return -ENOMEM;
     t->nb = ASK_BUCKETS_MIN;
     t->n = 0;
     return 0;
@@ -159,7 +163,7 @@ struct ask_q {
     struct ask_hnode by_key, by_id;
     struct ask_q *prev, *next; /* b->head list, deadline order */
     uint64_t id;
-    uint64_t deadline; /* uv_now() time */
+    uint64_t deadline; /* on the clock's time (ms) */
     struct ask_wait *whead, *wtail;
     size_t keylen;
     char key[ASK_KEY_MAX];
@@ -175,8 +179,7 @@ struct ask_cached {
 };
 
 struct ask_broker {
-    uv_loop_t *loop;
-    uv_timer_t timer; /* armed for b->head's deadline while there is one */
+    struct ask_clock clock; /* time, and the timer for b->head's deadline */
     struct ask_handler_ops ops;
     void *ctx;
     unsigned timeout_ms;
@@ -186,8 +189,6 @@ struct ask_broker {
     struct ask_q *head, *tail; /* outstanding questions, deadline order */
     size_t npending;
     int closing;
-    void (*done)(void *arg);
-    void *done_arg;
     char timeout_reason[64];
 };
 
@@ -208,14 +209,14 @@ int ask_decision_parse(const char *s, size_t len, enum ask_decision *d)
     size_t i;
 
     if (s == NULL || d == NULL)
-        return UV_EINVAL;
+        return -EINVAL;
     for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         if (strlen(words[i].word) == len && memcmp(words[i].word, s, len) == 0) {
             *d = words[i].d;
             return 0;
         }
     }
-    return UV_EINVAL;
+    return -EINVAL;
 }
 
 /* First line only; tab becomes a space, other control bytes and non-ASCII
@@ -323,20 +324,12 @@ static struct ask_q *pending_by_id(const struct ask_broker *b, uint64_t id)
 /* ------------------------------------------------------------------------ */
 /* Deadlines                                                                 */
 
-static void on_timer(uv_timer_t *t);
-
-static void timer_arm(struct ask_broker *b)
+/* The head's deadline changed: the clock re-arms its timer. */
+static void deadline_changed(struct ask_broker *b)
 {
-    uint64_t now;
-
-    if (b->closing)
+    if (b->closing || b->clock.changed == NULL)
         return;
-    if (b->head == NULL) {
-        uv_timer_stop(&b->timer);
-        return;
-    }
-    now = uv_now(b->loop);
-    uv_timer_start(&b->timer, on_timer, b->head->deadline > now ? b->head->deadline - now : 0, 0);
+    b->clock.changed(b->clock.ctx);
 }
 
 /* Takes q off every index; the caller then owns it (finish() frees it). */
@@ -357,7 +350,7 @@ static void unindex(struct ask_broker *b, struct ask_q *q)
     q->prev = q->next = NULL;
     b->npending--;
     if (was_head)
-        timer_arm(b);
+        deadline_changed(b);
 }
 
 static void wait_append(struct ask_q *q, struct ask_wait *w)
@@ -401,11 +394,16 @@ static void finish(struct ask_q *q, int allow, const char *reason)
     free(q);
 }
 
-static void on_timer(uv_timer_t *t)
+int ask_broker_next_deadline(const struct ask_broker *b, uint64_t *at)
 {
-    struct ask_broker *b = container_of(t, struct ask_broker, timer);
-    uint64_t now = uv_now(b->loop);
+    if (b == NULL || b->closing || b->head == NULL)
+        return 0;
+    *at = b->head->deadline;
+    return 1;
+}
 
+void ask_broker_expire(struct ask_broker *b, uint64_t now)
+{
     /* Re-read the head each time: callbacks may ask, answer or close. */
     while (!b->closing && b->head != NULL && b->head->deadline <= now) {
         struct ask_q *q = b->head;
@@ -415,23 +413,23 @@ static void on_timer(uv_timer_t *t)
             b->ops.withdraw(b->ctx, q->id);
         finish(q, 0, b->timeout_reason);
     }
-    timer_arm(b);
+    deadline_changed(b);
 }
 
 /* ------------------------------------------------------------------------ */
 /* API                                                                       */
 
-int ask_broker_new(struct ask_broker **out, uv_loop_t *loop, unsigned timeout_ms,
-                   size_t max_pending)
+int ask_broker_open(struct ask_broker **out, const struct ask_clock *clock, unsigned timeout_ms,
+                    size_t max_pending)
 {
     struct ask_broker *b;
     int rc;
 
-    if (out == NULL || loop == NULL || timeout_ms == 0 || max_pending == 0)
-        return UV_EINVAL;
+    if (out == NULL || clock == NULL || clock->now == NULL || timeout_ms == 0 || max_pending == 0)
+        return -EINVAL;
     b = calloc(1, sizeof(*b));
     if (b == NULL)
-        return UV_ENOMEM;
+        return -ENOMEM;
     rc = htab_init(&b->by_key);
     if (rc == 0)
         rc = htab_init(&b->by_id);
@@ -439,7 +437,7 @@ int ask_broker_new(struct ask_broker **out, uv_loop_t *loop, unsigned timeout_ms
         rc = htab_init(&b->cache);
     if (rc < 0)
         goto out;
-    b->loop = loop;
+    b->clock = *clock;
     b->timeout_ms = timeout_ms;
     b->max_pending = max_pending;
     b->next_id = 1;
@@ -449,7 +447,6 @@ int ask_broker_new(struct ask_broker **out, uv_loop_t *loop, unsigned timeout_ms
     else
         snprintf(b->timeout_reason, sizeof(b->timeout_reason), "no answer within %u ms",
                  timeout_ms);
-    uv_timer_init(loop, &b->timer); /* cannot fail on Unix */
     *out = b;
     b = NULL;
 out:
@@ -485,14 +482,14 @@ int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const 
     uint64_t hash;
 
     if (b == NULL || host == NULL || cb == NULL || w == NULL)
-        return UV_EINVAL;
+        return -EINVAL;
     hostlen = strlen(host);
     if (hostlen == 0 || hostlen > POLICY_HOST_MAX)
-        return UV_EINVAL;
+        return -EINVAL;
     if (b->closing)
-        return UV_ECANCELED;
+        return -ECANCELED;
     if (b->ops.ask == NULL)
-        return UV_ENOENT;
+        return -ENOENT;
 
     keylen = make_key(host, hostlen, port, key);
     hash = hash_bytes(key, keylen);
@@ -505,7 +502,7 @@ int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const 
 
     nw = calloc(1, sizeof(*nw));
     if (nw == NULL)
-        return UV_ENOMEM;
+        return -ENOMEM;
     nw->cb = cb;
     nw->arg = arg;
 
@@ -513,15 +510,15 @@ int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const 
     if (q == NULL) {
         if (b->npending >= b->max_pending) {
             free(nw);
-            return UV_EBUSY;
+            return -EBUSY;
         }
         q = calloc(1, sizeof(*q));
         if (q == NULL) {
             free(nw);
-            return UV_ENOMEM;
+            return -ENOMEM;
         }
         q->id = b->next_id++;
-        q->deadline = uv_now(b->loop) + b->timeout_ms;
+        q->deadline = b->clock.now(b->clock.ctx) + b->timeout_ms;
         q->keylen = keylen;
         memcpy(q->key, key, keylen + 1);
         htab_insert(&b->by_key, &q->by_key, hash);
@@ -534,7 +531,7 @@ int ask_broker_ask(struct ask_broker *b, const char *host, uint16_t port, const 
         b->tail = q;
         b->npending++;
         if (b->head == q)
-            timer_arm(b);
+            deadline_changed(b);
 
         wait_append(q, nw);
         *w = nw;
@@ -571,12 +568,12 @@ int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, co
     int allow;
 
     if (b == NULL)
-        return UV_EINVAL;
+        return -EINVAL;
     if (d != ASK_DENY && d != ASK_ALLOW && d != ASK_DENY_SESSION && d != ASK_ALLOW_SESSION)
-        return UV_EINVAL;
+        return -EINVAL;
     q = pending_by_id(b, id);
     if (q == NULL)
-        return UV_ENOENT;
+        return -ENOENT;
     r = reason_clean(reason, buf);
     allow = d == ASK_ALLOW || d == ASK_ALLOW_SESSION;
     unindex(b, q);
@@ -605,28 +602,21 @@ static void htab_free_cache(struct ask_htab *t)
     free(t->b);
 }
 
-static void on_timer_closed(uv_handle_t *h)
+void *ask_broker_clock_ctx(const struct ask_broker *b)
 {
-    struct ask_broker *b = container_of(h, struct ask_broker, timer);
-    void (*done)(void *) = b->done;
-    void *arg = b->done_arg;
-
-    htab_free_cache(&b->cache);
-    free(b->by_key.b); /* empty: close delivered every question */
-    free(b->by_id.b);
-    free(b);
-    if (done != NULL)
-        done(arg);
+    return b->clock.ctx;
 }
 
-void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg)
+int ask_broker_closing(const struct ask_broker *b)
+{
+    return b->closing;
+}
+
+void ask_broker_shutdown(struct ask_broker *b)
 {
     if (b == NULL || b->closing)
         return;
     b->closing = 1;
-    b->done = done;
-    b->done_arg = arg;
-    uv_timer_stop(&b->timer);
     while (b->head != NULL) {
         struct ask_q *q = b->head;
 
@@ -635,5 +625,15 @@ void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg)
             b->ops.withdraw(b->ctx, q->id);
         finish(q, 0, ask_closing_reason);
     }
-    uv_close((uv_handle_t *)&b->timer, on_timer_closed);
+}
+
+void ask_broker_free(struct ask_broker *b)
+{
+    if (b == NULL)
+        return;
+    ask_broker_shutdown(b);
+    htab_free_cache(&b->cache);
+    free(b->by_key.b); /* empty: shutdown delivered every question */
+    free(b->by_id.b);
+    free(b);
 }

@@ -17,5 +17,5 @@ int policy_dns_refused(const struct policy *p, const struct policy_host *h,
      * it does not lift: a deny rule of the managed file. */
     return h->kind == POLICY_HOST_NAME && d->verdict == POLICY_DENY &&
            d->origin == POLICY_BY_RULE && d->rule != NULL && d->rule->port == 0 &&
-           !policy_report_only(p, d);
+           !d->report_only;
 }

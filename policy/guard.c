@@ -351,6 +351,7 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
     v->addr = *in;
     v->rule = NULL;
     v->allowed = 0;
+    v->dial = 0;
     v->cls = policy__local_class(p, &a, port);
     policy_addr_str(in, ip, sizeof(ip));
 

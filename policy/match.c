@@ -618,11 +618,18 @@ static void decide_unmatched(const struct policy *p, struct policy_decision *d)
     }
 }
 
+void policy_count_matches(struct policy *p, unsigned long *counter)
+{
+    p->match_count = counter;
+}
+
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d)
 {
     uint32_t deny, allow;
 
+    if (p->match_count != NULL)
+        ++*p->match_count;
     deny = policy__chain_first(p, p->deny_any, port);
     if (h->kind == POLICY_HOST_NAME) {
         struct suffixes sx;

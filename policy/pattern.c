@@ -130,21 +130,11 @@ static int parse_ip_rule(const char *s, size_t len, struct policy_rule *r, const
     return 0;
 }
 
-int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
-                         const char **why)
+/* Step 1: a pattern is a host, not a URL, with no space or control byte. */
+static int check_chars(const char *pattern, size_t len, const char **why)
 {
-    size_t len = strlen(pattern);
-    size_t hlen = len;
-    const char *colon = NULL;
-    uint16_t port = 0;
     size_t i;
-    struct policy_host h;
 
-    *why = NULL;
-    name[0] = '\0';
-    r->port = 0;
-    r->prefix = 0;
-    memset(&r->addr, 0, sizeof(r->addr));
     if (len == 0) {
         *why = "empty pattern";
         return -EINVAL;
@@ -160,8 +150,17 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
             return -EINVAL;
         }
     }
+    return 0;
+}
 
-    /* Split the optional :PORT. */
+/* Step 2: splits the optional :PORT; *hlen is the host part's length. */
+static int split_port(const char *pattern, size_t len, size_t *hlen, uint16_t *port,
+                      const char **why)
+{
+    const char *colon;
+
+    *hlen = len;
+    *port = 0;
     if (pattern[0] == '[') {
         const char *close = strchr(pattern, ']');
         if (close == NULL) {
@@ -176,79 +175,82 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
             return -EINVAL;
         }
     }
-    if (colon != NULL) {
-        hlen = (size_t)(colon - pattern);
-        if (policy__parse_port(colon + 1, len - hlen - 1, &port) < 0) {
-            *why = "invalid port (must be 1-65535, digits only, no leading zero)";
-            return -EINVAL;
-        }
-        if (hlen == 0) {
-            *why = "missing host before ':PORT'";
-            return -EINVAL;
-        }
-    }
-    r->port = port;
-
-    if (hlen == 1 && pattern[0] == '*') {
-        if (!in_denied) {
-            *why = "a bare '*' is only allowed in deniedDomains (use network.allowAllDomains to "
-                   "allow everything)";
-            return -EINVAL;
-        }
-        r->kind = POLICY_RULE_ANY;
-        name[0] = '*';
-        name[1] = '\0';
+    if (colon == NULL)
         return 0;
+    *hlen = (size_t)(colon - pattern);
+    if (policy__parse_port(colon + 1, len - *hlen - 1, port) < 0) {
+        *why = "invalid port (must be 1-65535, digits only, no leading zero)";
+        return -EINVAL;
     }
+    if (*hlen == 0) {
+        *why = "missing host before ':PORT'";
+        return -EINVAL;
+    }
+    return 0;
+}
 
-    if (pattern[0] == '[' || memchr(pattern, '/', hlen) != NULL) {
-        int numeric = 1;
-        for (i = 0; i < hlen && pattern[0] != '['; i++) {
-            char c = pattern[i];
-            if (!((c >= '0' && c <= '9') || c == '.' || c == '/'))
-                numeric = 0;
-        }
-        if (!numeric) {
+/* Step 3a: a bracketed address or a CIDR (anything with '/'). */
+static int parse_ip_pattern(const char *pattern, size_t hlen, struct policy_rule *r, char *name,
+                            const char **why)
+{
+    size_t i;
+
+    for (i = 0; i < hlen && pattern[0] != '['; i++) {
+        char c = pattern[i];
+        if (!((c >= '0' && c <= '9') || c == '.' || c == '/')) {
             *why = "a path is not allowed in a pattern; write the host only";
             return -EINVAL;
         }
-        if (parse_ip_rule(pattern, hlen, r, why) < 0)
-            return -EINVAL;
-        policy_addr_str(&r->addr, name, POLICY_HOST_MAX + 1);
-        return 0;
     }
+    if (parse_ip_rule(pattern, hlen, r, why) < 0)
+        return -EINVAL;
+    policy_addr_str(&r->addr, name, POLICY_HOST_MAX + 1);
+    return 0;
+}
 
-    if (hlen >= 2 && pattern[0] == '*' && pattern[1] == '.') {
-        int rc;
-        if (memchr(pattern + 2, '*', hlen - 2) != NULL) {
-            *why = "'*' is only allowed as a leading '*.'";
-            return -EINVAL;
-        }
-        if (policy_host_normalize(pattern + 2, hlen - 2, &h, why) < 0)
-            return -EINVAL;
-        if (h.kind != POLICY_HOST_NAME) {
-            *why = "a wildcard cannot cover an IP address (use CIDR, e.g. 10.0.0.0/8)";
-            return -EINVAL;
-        }
-        if (psl() == NULL) {
-            *why = "the public suffix list is unavailable, so wildcards cannot be checked";
-            return -EINVAL;
-        }
-        rc = psl_is_public_suffix2(psl(), h.name, PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE);
-        /* A deny rule can only make a policy stricter, so there a wildcard
-         * over a multi-label public suffix (*.co.uk) is accepted, as srt
-         * accepts it; a top-level one (*.com) stays refused in both lists,
-         * as srt refuses it. */
-        if (rc && in_denied && memchr(h.name, '.', h.len) != NULL)
-            rc = 0;
-        if (rc) {
-            *why = "wildcard over a public suffix (it would match every site under it)";
-            return -EINVAL;
-        }
-        r->kind = POLICY_RULE_WILDCARD;
-        memcpy(name, h.name, h.len + 1);
-        return 0;
+/* Step 3b: "*.NAME", not over a public suffix. */
+static int parse_wildcard(const char *pattern, size_t hlen, int in_denied, struct policy_rule *r,
+                          char *name, const char **why)
+{
+    struct policy_host h;
+    int rc;
+
+    if (memchr(pattern + 2, '*', hlen - 2) != NULL) {
+        *why = "'*' is only allowed as a leading '*.'";
+        return -EINVAL;
     }
+    if (policy_host_normalize(pattern + 2, hlen - 2, &h, why) < 0)
+        return -EINVAL;
+    if (h.kind != POLICY_HOST_NAME) {
+        *why = "a wildcard cannot cover an IP address (use CIDR, e.g. 10.0.0.0/8)";
+        return -EINVAL;
+    }
+    if (psl() == NULL) {
+        *why = "the public suffix list is unavailable, so wildcards cannot be checked";
+        return -EINVAL;
+    }
+    rc = psl_is_public_suffix2(psl(), h.name, PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE);
+    /* A deny rule can only make a policy stricter, so there a wildcard
+     * over a multi-label public suffix (*.co.uk) is accepted, as srt
+     * accepts it; a top-level one (*.com) stays refused in both lists,
+     * as srt refuses it. */
+    if (rc && in_denied && memchr(h.name, '.', h.len) != NULL)
+        rc = 0;
+    if (rc) {
+        *why = "wildcard over a public suffix (it would match every site under it)";
+        return -EINVAL;
+    }
+    r->kind = POLICY_RULE_WILDCARD;
+    memcpy(name, h.name, h.len + 1);
+    return 0;
+}
+
+/* Step 3c: a name, or an unbracketed IP literal (a one-address CIDR). */
+static int parse_host_pattern(const char *pattern, size_t hlen, struct policy_rule *r, char *name,
+                              const char **why)
+{
+    struct policy_host h;
+
     if (memchr(pattern, '*', hlen) != NULL) {
         *why = "'*' is only allowed as a leading '*.' (or a bare '*' in deniedDomains)";
         return -EINVAL;
@@ -265,4 +267,37 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
     r->kind = POLICY_RULE_NAME;
     memcpy(name, h.name, h.len + 1);
     return 0;
+}
+
+int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
+                         const char **why)
+{
+    size_t len = strlen(pattern), hlen;
+    uint16_t port;
+
+    *why = NULL;
+    name[0] = '\0';
+    r->port = 0;
+    r->prefix = 0;
+    memset(&r->addr, 0, sizeof(r->addr));
+    if (check_chars(pattern, len, why) < 0 || split_port(pattern, len, &hlen, &port, why) < 0)
+        return -EINVAL;
+    r->port = port;
+
+    if (hlen == 1 && pattern[0] == '*') {
+        if (!in_denied) {
+            *why = "a bare '*' is only allowed in deniedDomains (use network.allowAllDomains to "
+                   "allow everything)";
+            return -EINVAL;
+        }
+        r->kind = POLICY_RULE_ANY;
+        name[0] = '*';
+        name[1] = '\0';
+        return 0;
+    }
+    if (pattern[0] == '[' || memchr(pattern, '/', hlen) != NULL)
+        return parse_ip_pattern(pattern, hlen, r, name, why);
+    if (hlen >= 2 && pattern[0] == '*' && pattern[1] == '.')
+        return parse_wildcard(pattern, hlen, in_denied, r, name, why);
+    return parse_host_pattern(pattern, hlen, r, name, why);
 }

@@ -60,6 +60,7 @@ struct policy {
     size_t nlisteners;
 
     struct pchunk *arena;
+    unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
     unsigned refs; /* policy_ref / policy_free, atomic: workers share one policy */
 };
 

@@ -165,8 +165,9 @@ struct policy_decision {
 
 /* The rule step of policy_verdict: decides a normalised request by its
  * rules. ASK means no rule decided and the caller may ask a handler; without
- * one the caller must treat it as DENY. Callers use policy_verdict, which
- * adds the guard; this is public for the tests and the fuzz harnesses. */
+ * one the caller must treat it as DENY. This is the one rule match of a
+ * decision: callers use policy_verdict, which adds the guard, or keep the
+ * match and finish it with policy_verdict_finish once the answers are in. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
 
@@ -212,7 +213,11 @@ enum policy_addr_class policy_addr_classify(const struct policy_addr *a,
 struct policy_guard_verdict {
     struct policy_addr addr;
     enum policy_addr_class cls;
-    int allowed;                    /* 1: may be dialed */
+    int allowed;                    /* 1: passes the guard */
+    int dial;                       /* set by policy_verdict: 1 when this answer may be dialed
+                                       for the request (allowed, and when report mode lets a
+                                       denial through, not loopback only because the name is
+                                       localhost); policy_guard leaves it 0 */
     const struct policy_rule *rule; /* deciding IP rule, if any */
     char why[400];
 };
@@ -255,42 +260,49 @@ struct policy_judgment {
     char rule_text[512];            /* "'PATTERN' LIST[INDEX]" ("'PATTERN' LIST" for a
                                        list file), or "" */
     char source[300];               /* "FILE:LINE" where the rule is written, or "" */
+    int report_only;                /* report mode (network.mode "report") lets this DENY
+                                       (or ASK) through as would_deny: a deny rule,
+                                       strictAllowlist, or no rule deciding. Never for the
+                                       resolved-address guard (an IP literal in a denied
+                                       class, answers the guard refuses, IP rules) nor for
+                                       a deny rule the managed file wrote: those deny in
+                                       report mode too. 0 for ALLOW and outside report
+                                       mode. Even then only answers with gv[i].dial are
+                                       dialed. */
     int guarded;                    /* 1 when answers were judged by the guard */
     enum policy_addr_class cls;     /* guarded: the class of the first answer that passed,
                                        or of the first one when none did */
     size_t naddrs;                  /* answers judged (gv[0..naddrs-1] filled) */
-    size_t nallowed;                /* answers that may be dialed */
+    size_t nallowed;                /* answers that pass the guard */
+    size_t ndial;                   /* answers with gv[i].dial (<= nallowed) */
     char reason[400];               /* one line, printable ASCII */
 };
 
-/* Judges host:port (a normalised host). answers: the resolved addresses of
- * a name, or NULL when the name has not been resolved (a name is resolved
- * only when this returned ALLOW or ASK without answers). An IP literal is
- * its own answer: addrs is ignored and the literal is guarded (gv needs one
- * slot). With answers, gv (n slots, or 1 for a literal) receives each
- * answer's guard verdict, also when the rule decision is DENY (report mode
- * dials anyway and needs them); a decision of ALLOW or ASK becomes DENY
- * (origin POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may
- * be NULL only when no answer is judged (a name with addrs NULL). Pure. */
+/* Judges host:port (a normalised host): policy_decide (the one rule match)
+ * then policy_verdict_finish. answers: the resolved addresses of a name, or
+ * NULL when the name has not been resolved (a name is resolved only when
+ * this returned ALLOW or ASK without answers). An IP literal is its own
+ * answer: addrs is ignored and the literal is guarded (gv needs one slot).
+ * With answers, gv (n slots, or 1 for a literal) receives each answer's
+ * guard verdict, also when the rule decision is DENY (report mode dials
+ * anyway and needs them); a decision of ALLOW or ASK becomes DENY (origin
+ * POLICY_BY_GUARD) when no answer passes, also when n is 0. gv may be NULL
+ * only when no answer is judged (a name with addrs NULL). Pure. */
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
 
-/* Report mode (network.mode "report"): 1 when p is in report mode and the
- * DENY of judgment j is one report mode only reports (would_deny): a deny
- * rule, strictAllowlist, or no rule deciding. Never for the resolved-address
- * guard (an IP literal in a denied class, answers the guard refuses, IP
- * rules, which the guard applies) nor for a deny rule the managed file
- * wrote: those deny in report mode too. 0 for anything else, also ALLOW. A
- * caller that lets a report-only denial through still dials only answers
- * the guard passes. */
-int policy_report_only(const struct policy *p, const struct policy_judgment *j);
+/* The verdict in two steps, for a caller that decides before it resolves
+ * (egress, `sluice check --resolve`): m is policy_decide's match for the
+ * same h and port, made once and kept; each call folds it with the answers
+ * (as policy_verdict does) without matching the rules again. */
+void policy_verdict_finish(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_decision *m, const struct policy_addr *addrs,
+                           size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j);
 
-/* Report mode: 1 when an answer g may be dialed for a request let through by
- * policy_report_only: g passed the guard, and not only because the name is
- * localhost (the guard passes loopback for localhost because a rule allowed
- * the name; without that rule loopback stays refused). */
-int policy_report_may_dial(const struct policy_guard_verdict *g);
+/* For tests: every rule match (policy_decide) on p adds one to *counter
+ * from now on (NULL stops counting). Not thread-safe; set before use. */
+void policy_count_matches(struct policy *p, unsigned long *counter);
 
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */
@@ -304,10 +316,12 @@ const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t le
 /* same host:port are coalesced: asked once, every waiter gets the answer.   */
 /* Session answers are cached for that exact host:port. A question not       */
 /* answered within timeout_ms is denied; at most max_pending questions are   */
-/* outstanding (further distinct questions are denied at once). Runs on one  */
-/* libuv loop (for its timer); not thread-safe.                              */
+/* outstanding (further distinct questions are denied at once). No event    */
+/* loop: the broker reads the time from its clock and says when its next    */
+/* deadline changed; the loop side (bridge/ask_timer.c: ask_broker_new,     */
+/* ask_broker_close) owns the timer. Used from one thread; not thread-safe. */
+/* Errors are 0 / negative errno (UV_E* on the loop side, the same values). */
 
-struct uv_loop_s;
 struct ask_broker;
 struct ask_wait;
 
@@ -333,7 +347,7 @@ struct ask_question {
  * with ask_broker_answer(), from inside the call or later from the loop.
  * withdraw (may be NULL) tells it a question ended without its answer
  * (timeout, broker closing) so it can drop a prompt; the question is already
- * gone (answering it returns UV_ENOENT). ask_broker_set_handler copies the
+ * gone (answering it returns -ENOENT). ask_broker_set_handler copies the
  * struct. Answering runs waiter callbacks, which may re-enter the handler
  * (ask, withdraw) before ask_broker_answer returns: a handler must have its
  * own state consistent before it answers. */
@@ -348,9 +362,44 @@ struct ask_handler_ops {
  * session answer came with. */
 typedef void (*ask_cb)(void *arg, int allow, const char *reason);
 
-/* 0, UV_EINVAL (timeout_ms or max_pending 0), UV_ENOMEM. */
-int ask_broker_new(struct ask_broker **out, struct uv_loop_s *loop, unsigned timeout_ms,
-                   size_t max_pending);
+/* The broker's time. now: milliseconds on a monotonic clock (deadlines are
+ * now() + timeout_ms). changed (may be NULL): the earliest deadline changed
+ * (a first question, the head answered or expired); the clock reads it with
+ * ask_broker_next_deadline() and calls ask_broker_expire() when it is due.
+ * Neither is called once the broker is shutting down. */
+struct ask_clock {
+    uint64_t (*now)(void *ctx);
+    void (*changed)(void *ctx);
+    void *ctx;
+};
+
+/* A broker on clock (copied). 0, -EINVAL (timeout_ms or max_pending 0, no
+ * now), -ENOMEM. */
+int ask_broker_open(struct ask_broker **out, const struct ask_clock *clock, unsigned timeout_ms,
+                    size_t max_pending);
+
+/* 1 and *at = the earliest deadline of an outstanding question; 0 when
+ * none (or shutting down). */
+int ask_broker_next_deadline(const struct ask_broker *b, uint64_t *at);
+
+/* Denies every question whose deadline is at or before now ("no answer
+ * within N s"; the handler's withdraw is called first), then tells the
+ * clock the next deadline. */
+void ask_broker_expire(struct ask_broker *b, uint64_t now);
+
+/* The clock's ctx, and whether ask_broker_shutdown() has been called. */
+void *ask_broker_clock_ctx(const struct ask_broker *b);
+int ask_broker_closing(const struct ask_broker *b);
+
+/* Shuts the broker down: the handler's withdraw is called for each question
+ * and every waiter gets a deny ("sluice is shutting down") from inside this
+ * call; later asks fail with -ECANCELED. Idempotent. May be called from any
+ * waiter callback or handler call. */
+void ask_broker_shutdown(struct ask_broker *b);
+
+/* Shuts down (if not yet) and frees b. Not from inside one of its callbacks:
+ * the loop side frees it from a close callback (ask_broker_close). */
+void ask_broker_free(struct ask_broker *b);
 
 /* Installs the handler (before the first ask); ops NULL removes it. */
 void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *ops, void *ctx);
@@ -360,11 +409,11 @@ void ask_broker_set_handler(struct ask_broker *b, const struct ask_handler_ops *
  * Returns 0 when cb will be called exactly once: possibly before this returns
  * (a session-cache hit, or a handler that answers inside its call) so *w is
  * written first and the caller must set its own state before calling and
- * clear its copy of *w in cb. On a cache hit *w is NULL. Returns UV_EBUSY
+ * clear its copy of *w in cb. On a cache hit *w is NULL. Returns -EBUSY
  * when max_pending distinct questions are already outstanding (joining an
- * outstanding question is always possible), UV_ENOENT when no handler is
- * set, UV_ECANCELED when the broker is closing, UV_EINVAL (host empty or
- * longer than POLICY_HOST_MAX), UV_ENOMEM; then cb is never called (the
+ * outstanding question is always possible), -ENOENT when no handler is
+ * set, -ECANCELED when the broker is closing, -EINVAL (host empty or
+ * longer than POLICY_HOST_MAX), -ENOMEM; then cb is never called (the
  * caller denies).
  * cb may do anything to the broker: ask (even the same host:port), cancel
  * other waiters, answer, close. It must not use its waiter after returning. */
@@ -382,8 +431,8 @@ void ask_wait_cancel(struct ask_wait *w);
  * non-ASCII bytes -> '?', spaces trimmed, truncated to ASK_REASON_MAX bytes;
  * nothing left -> NULL. Session answers are remembered (with their reason)
  * for the broker's lifetime, up to 65536 host:port keys (beyond that they
- * apply to the waiters present only). Returns 0, UV_ENOENT when no such
- * question is pending (already answered, timed out, withdrawn), UV_EINVAL
+ * apply to the waiters present only). Returns 0, -ENOENT when no such
+ * question is pending (already answered, timed out, withdrawn), -EINVAL
  * for a bad decision. */
 int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, const char *reason);
 
@@ -391,13 +440,7 @@ int ask_broker_answer(struct ask_broker *b, uint64_t id, enum ask_decision d, co
 size_t ask_broker_pending(const struct ask_broker *b);
 
 /* Parses an answer word: "allow", "deny", "allow-session", "deny-session"
- * (exact, lower-case). 0 or UV_EINVAL. */
+ * (exact, lower-case). 0 or -EINVAL. */
 int ask_decision_parse(const char *s, size_t len, enum ask_decision *d);
-
-/* Closes the broker: the handler's withdraw is called for each question and
- * every waiter gets a deny ("sluice is shutting down") from inside this
- * call; done(arg) runs from the timer's close callback; b is then freed.
- * Idempotent. May be called from any waiter callback or handler call. */
-void ask_broker_close(struct ask_broker *b, void (*done)(void *arg), void *arg);
 
 #endif

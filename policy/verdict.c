@@ -5,8 +5,11 @@
  * allowAllDomains, strictAllowlist and "ask"); policy_guard (guard.c) says
  * which resolved answers may be dialed (denied classes, IP rules, the
  * proxy's own listeners, localhost only to loopback). This file folds the two
- * into one judgment with the rule, its source, the guard class and a reason,
- * so that egress, HTTP upstream reuse and `sluice check` cannot disagree.
+ * into one judgment with the rule, its source, the guard class, a reason
+ * and what report mode lets through, so that egress, HTTP upstream reuse,
+ * transparent mode and `sluice check` cannot disagree. A caller that
+ * resolves between the two keeps policy_decide's match and finishes it with
+ * policy_verdict_finish: the rules are matched once per decision.
  */
 #include "policy/policy.h"
 
@@ -47,64 +50,9 @@ static void set_rule(struct policy_judgment *j, const struct policy_rule *r)
     policy_rule_format(r, j->rule_text, sizeof(j->rule_text));
 }
 
-void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
-                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
-                    struct policy_judgment *j)
-{
-    struct policy_decision d;
-    size_t i;
-
-    policy_decide(p, h, port, &d);
-    j->verdict = d.verdict;
-    j->origin = d.origin;
-    j->guarded = 0;
-    j->cls = POLICY_CLASS_PUBLIC;
-    j->naddrs = 0;
-    j->nallowed = 0;
-    set_rule(j, d.rule);
-    /* d.reason is one NUL-terminated line and shorter than j->reason */
-    _Static_assert(sizeof(d.reason) <= sizeof(j->reason), "reason sizes");
-    memcpy(j->reason, d.reason, strnlen(d.reason, sizeof(d.reason) - 1) + 1);
-
-    if (h->kind != POLICY_HOST_NAME) { /* an IP literal is its own answer */
-        addrs = &h->addr;
-        n = 1;
-    } else if (addrs == NULL) {
-        return; /* not resolved (yet): the rule decision is the verdict */
-    }
-    j->guarded = 1;
-    j->naddrs = n;
-    j->nallowed = policy_guard(p, h, port, addrs, n, gv);
-    if (n == 0) {
-        j->cls = POLICY_CLASS_PUBLIC;
-    } else {
-        j->cls = gv[0].cls;
-        for (i = 0; i < n; i++) {
-            if (gv[i].allowed) {
-                j->cls = gv[i].cls;
-                break;
-            }
-        }
-    }
-    if (j->verdict == POLICY_DENY || j->nallowed > 0)
-        return;
-
-    /* allowed or to be asked, but nothing may be dialed */
-    j->verdict = POLICY_DENY;
-    j->origin = POLICY_BY_GUARD;
-    if (n == 0) {
-        set_reason(j, "'%s' has no address to connect to", h->name);
-        return;
-    }
-    if (gv[0].rule != NULL) /* the IP rule that refused the first answer */
-        set_rule(j, gv[0].rule);
-    if (h->kind == POLICY_HOST_NAME)
-        set_reason(j, "every resolved address is refused: %s", gv[0].why);
-    else
-        set_reason(j, "%s", gv[0].why);
-}
-
-int policy_report_only(const struct policy *p, const struct policy_judgment *j)
+/* Report mode (network.mode "report"): 1 when the DENY (or ASK) of j is one
+ * report mode only reports; see policy_judgment.report_only. */
+static int report_only(const struct policy *p, const struct policy_judgment *j)
 {
     if (!policy_mode_report(p) || j->verdict == POLICY_ALLOW)
         return 0;
@@ -122,9 +70,111 @@ int policy_report_only(const struct policy *p, const struct policy_judgment *j)
     return 0;
 }
 
-int policy_report_may_dial(const struct policy_guard_verdict *g)
+/* Whether an answer that passed the guard may be dialed for a request
+ * report mode lets through: the guard passes loopback for localhost names
+ * because a rule allowed the name; without that rule loopback stays refused
+ * (an explicit IP rule, g->rule, is a rule of its own). */
+static int report_may_dial(const struct policy_guard_verdict *g)
 {
-    /* the guard passes loopback for localhost names because a rule allowed
-     * the name; an explicit IP rule (g->rule) is a rule of its own */
     return g->allowed && !(g->cls == POLICY_CLASS_LOOPBACK && g->rule == NULL);
+}
+
+/* The match as the verdict without answers. */
+static void start_from_match(struct policy_judgment *j, const struct policy_decision *m)
+{
+    j->verdict = m->verdict;
+    j->origin = m->origin;
+    j->report_only = 0;
+    j->guarded = 0;
+    j->cls = POLICY_CLASS_PUBLIC;
+    j->naddrs = 0;
+    j->nallowed = 0;
+    j->ndial = 0;
+    set_rule(j, m->rule);
+    /* m->reason is one NUL-terminated line and shorter than j->reason */
+    _Static_assert(sizeof(m->reason) <= sizeof(j->reason), "reason sizes");
+    memcpy(j->reason, m->reason, strnlen(m->reason, sizeof(m->reason) - 1) + 1);
+}
+
+/* The guard over n answers; j->cls from the first that passed. */
+static void guard_answers(const struct policy *p, const struct policy_host *h, uint16_t port,
+                          const struct policy_addr *addrs, size_t n,
+                          struct policy_guard_verdict *gv, struct policy_judgment *j)
+{
+    size_t i;
+
+    j->guarded = 1;
+    j->naddrs = n;
+    j->nallowed = policy_guard(p, h, port, addrs, n, gv);
+    if (n == 0) {
+        j->cls = POLICY_CLASS_PUBLIC;
+        return;
+    }
+    j->cls = gv[0].cls;
+    for (i = 0; i < n; i++) {
+        if (gv[i].allowed) {
+            j->cls = gv[i].cls;
+            break;
+        }
+    }
+}
+
+/* An ALLOW or ASK of the rules with nothing to dial: the guard's DENY. */
+static void refuse_by_guard(const struct policy_host *h, size_t n,
+                            const struct policy_guard_verdict *gv, struct policy_judgment *j)
+{
+    j->verdict = POLICY_DENY;
+    j->origin = POLICY_BY_GUARD;
+    if (n == 0) {
+        set_reason(j, "'%s' has no address to connect to", h->name);
+        return;
+    }
+    if (gv[0].rule != NULL) /* the IP rule that refused the first answer */
+        set_rule(j, gv[0].rule);
+    if (h->kind == POLICY_HOST_NAME)
+        set_reason(j, "every resolved address is refused: %s", gv[0].why);
+    else
+        set_reason(j, "%s", gv[0].why);
+}
+
+/* Which answers may be dialed: those the guard passes, and in a request
+ * report mode lets through, not loopback reached only by being localhost. */
+static void mark_dialable(struct policy_guard_verdict *gv, struct policy_judgment *j)
+{
+    size_t i;
+
+    for (i = 0; i < j->naddrs; i++) {
+        gv[i].dial = gv[i].allowed && (!j->report_only || report_may_dial(&gv[i]));
+        j->ndial += gv[i].dial != 0;
+    }
+}
+
+void policy_verdict_finish(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_decision *m, const struct policy_addr *addrs,
+                           size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j)
+{
+    start_from_match(j, m);
+    if (h->kind != POLICY_HOST_NAME) { /* an IP literal is its own answer */
+        addrs = &h->addr;
+        n = 1;
+    } else if (addrs == NULL) {
+        /* not resolved (yet): the rule decision is the verdict */
+        j->report_only = report_only(p, j);
+        return;
+    }
+    guard_answers(p, h, port, addrs, n, gv, j);
+    if (j->verdict != POLICY_DENY && j->nallowed == 0)
+        refuse_by_guard(h, n, gv, j); /* allowed or to be asked, but nothing may be dialed */
+    j->report_only = report_only(p, j);
+    mark_dialable(gv, j);
+}
+
+void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
+                    const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
+                    struct policy_judgment *j)
+{
+    struct policy_decision m;
+
+    policy_decide(p, h, port, &m);
+    policy_verdict_finish(p, h, port, &m, addrs, n, gv, j);
 }

@@ -30,8 +30,9 @@ struct check_item {
     const char *why; /* parse error */
     struct policy_host host;
     uint16_t port;
-    struct policy_judgment d; /* policy_verdict */
-    int would_deny;           /* report mode lets d's denial through (policy_report_only) */
+    struct policy_decision match; /* the one rule match (policy_decide) */
+    struct policy_judgment d;     /* policy_verdict_finish of match */
+    int would_deny;               /* report mode lets d's denial through (d.report_only) */
     /* --resolve */
     int resolving;
     enum resolver_status rst;
@@ -55,7 +56,7 @@ static const char *verdict_name(enum policy_verdict v)
 }
 
 /* The decision as the proxy logs it: would_deny where report mode lets a
- * denial through (egress.c does the same with the same policy_report_only) */
+ * denial through (egress.c reads the same report_only of the same verdict) */
 static const char *decision_name(const struct check_item *it)
 {
     return it->would_deny ? "would_deny" : verdict_name(it->d.verdict);
@@ -167,7 +168,8 @@ static void set_reason(struct policy_judgment *d, const char *fmt, ...)
     va_end(ap);
 }
 
-/* The verdict again, with the answers (an IP literal is its own answer). A
+/* The verdict finished with the answers from the match already made (an IP
+ * literal is its own answer), as egress does. A
  * failed lookup is reported as a denial, as nothing could be dialed; the rule
  * that let the name through stays, as in the proxy's log. */
 static void apply_guard(const struct policy *p, struct check_item *it)
@@ -181,10 +183,11 @@ static void apply_guard(const struct policy *p, struct check_item *it)
         set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
         return;
     }
-    policy_verdict(p, &it->host, it->port, it->addrs, it->naddrs, it->gv, &it->d);
+    policy_verdict_finish(p, &it->host, it->port, &it->match, it->addrs, it->naddrs, it->gv,
+                          &it->d);
     it->naddrs = it->d.naddrs;
     it->nallowed = it->d.nallowed;
-    it->would_deny = policy_report_only(p, &it->d);
+    it->would_deny = it->d.report_only;
 }
 
 /* ---- output ---- */
@@ -418,8 +421,9 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
             continue;
         }
         it->valid = 1;
-        policy_verdict(p, &it->host, it->port, NULL, 0, it->gv, &it->d);
-        it->would_deny = policy_report_only(p, &it->d);
+        policy_decide(p, &it->host, it->port, &it->match);
+        policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
+        it->would_deny = it->d.report_only;
     }
     return bad_target;
 }

@@ -29,6 +29,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "tests/fixture/loop.h"
+
 #include <jansson.h>
 
 #include "bridge/bridge.h"
@@ -154,27 +156,18 @@ static int group_teardown(void **state)
 
 struct fixture {
     uv_loop_t loop;
-    uv_timer_t watchdog;
+    struct test_watchdog watchdog;
     struct ask_broker *b;
     struct ask_handler *h;
     int bclosed, hclosed;
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    (void)t;
-    fail_msg("watchdog: the test hung for %d ms", WATCHDOG_MS);
-}
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
     assert_non_null(f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(uv_timer_init(&f->loop, &f->watchdog), 0);
-    assert_int_equal(uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0), 0);
-    uv_unref((uv_handle_t *)&f->watchdog);
+    assert_int_equal(test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     unlink(g_count);
     unlink(g_log);
     unlink(g_sock);
@@ -235,9 +228,7 @@ static void finish(struct fixture *f)
 {
     if (f->b != NULL || f->h != NULL)
         close_handler(f);
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(test_loop_close(&f->loop, &f->watchdog), 0);
     errno = 0;
     assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child, running or zombie */
     assert_int_equal(errno, ECHILD);
@@ -273,16 +264,12 @@ static void ask(struct fixture *f, const char *host, uint16_t port, struct answe
 
 static void run_until(struct fixture *f, const int *calls)
 {
-    while (*calls == 0)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *calls == 0)
-            fail_msg("loop went idle before the answer");
+    test_loop_run_until(&f->loop, calls, "the answer");
 }
 
 static void run_until_count(struct fixture *f, const size_t *count, size_t want)
 {
-    while (*count < want)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *count < want)
-            fail_msg("loop went idle after %zu of %zu answers", *count, want);
+    test_loop_run_until_count(&f->loop, count, want, "answers");
 }
 
 /* Asks host:443 and waits for the answer. */

@@ -51,6 +51,7 @@
 #define MAX_EXTRA_FDS 64
 
 #include "common/common.h"
+#include "tests/fixture/loop.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fixture                                                                   */
@@ -85,8 +86,7 @@ struct sc;
 
 struct fx {
     uv_loop_t loop;
-    uv_timer_t watchdog;
-    int watchdog_fired;
+    struct test_watchdog watchdog;
     char dir[80]; /* short: socket paths must fit sun_path */
     unsigned npaths;
     unsigned nopen; /* teardown: handles the test left open */
@@ -97,14 +97,6 @@ struct fx {
     int extra_fds[MAX_EXTRA_FDS]; /* raw sockets, closed in teardown */
     size_t nextra;
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    struct fx *f = container_of(t, struct fx, watchdog);
-
-    f->watchdog_fired = 1;
-    uv_stop(&f->loop);
-}
 
 static int setup(void **state)
 {
@@ -121,12 +113,10 @@ static int setup(void **state)
         free(f);
         return -1;
     }
-    if (uv_loop_init(&f->loop) != 0 || uv_timer_init(&f->loop, &f->watchdog) != 0 ||
-        uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0) != 0) {
+    if (test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_STOP) != 0) {
         free(f);
         return -1;
     }
-    uv_unref((uv_handle_t *)&f->watchdog);
     *state = f;
     return 0;
 }
@@ -135,7 +125,7 @@ static void count_open(uv_handle_t *h, void *arg)
 {
     struct fx *f = arg;
 
-    if (h != (uv_handle_t *)&f->watchdog && !uv_is_closing(h))
+    if (!test_watchdog_is(&f->watchdog, h) && !uv_is_closing(h))
         f->nopen++;
 }
 
@@ -165,10 +155,7 @@ static int teardown(void **state)
     leaked = f->nopen > 0;
     if (leaked)
         uv_walk(&f->loop, close_any, NULL);
-    else
-        uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    rc = uv_loop_close(&f->loop);
+    rc = test_loop_close(&f->loop, &f->watchdog);
 
     for (k = 0; k < f->nextra; k++)
         close(f->extra_fds[k]);
@@ -196,8 +183,7 @@ static int teardown(void **state)
 /* Runs the loop until nothing is left; fails if the watchdog had to stop it. */
 static void run(struct fx *f)
 {
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_false(f->watchdog_fired);
+    test_loop_run(&f->loop, &f->watchdog);
 }
 
 static void keep_fd(struct fx *f, int fd)

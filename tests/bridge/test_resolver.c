@@ -28,6 +28,8 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "tests/fixture/loop.h"
+
 #include "bridge/bridge.h"
 #include "policy/policy.h"
 
@@ -234,18 +236,12 @@ static int group_teardown(void **state)
 
 struct fixture {
     uv_loop_t loop;
-    uv_timer_t watchdog;
+    struct test_watchdog watchdog;
     struct resolver *r;
     int closed;
     int dead_fd; /* a bound UDP socket that never answers */
     char dead[64];
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    (void)t;
-    fail_msg("watchdog: the test hung for %d ms", WATCHDOG_MS);
-}
 
 static int setup(void **state)
 {
@@ -254,10 +250,7 @@ static int setup(void **state)
     socklen_t len = sizeof(sa);
 
     assert_non_null(f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(uv_timer_init(&f->loop, &f->watchdog), 0);
-    assert_int_equal(uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0), 0);
-    uv_unref((uv_handle_t *)&f->watchdog);
+    assert_int_equal(test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
 
     f->dead_fd = socket(AF_INET, SOCK_DGRAM, 0);
     assert_true(f->dead_fd >= 0);
@@ -287,9 +280,7 @@ static void finish(struct fixture *f)
         uv_run(&f->loop, UV_RUN_DEFAULT);
         assert_int_equal(f->closed, 1);
     }
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(test_loop_close(&f->loop, &f->watchdog), 0);
 }
 
 static int teardown(void **state)
@@ -356,16 +347,12 @@ static int has_addr(const struct result *res, const char *text)
 
 static void run_until(struct fixture *f, const int *calls)
 {
-    while (*calls == 0)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *calls == 0)
-            fail_msg("loop went idle before the callback");
+    test_loop_run_until(&f->loop, calls, "the callback");
 }
 
 static void run_until_count(struct fixture *f, const size_t *count, size_t want)
 {
-    while (*count < want)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *count < want)
-            fail_msg("loop went idle after %zu of %zu callbacks", *count, want);
+    test_loop_run_until_count(&f->loop, count, want, "callbacks");
 }
 
 static void init_live(struct fixture *f, unsigned timeout_ms)
@@ -394,69 +381,42 @@ static void lookup(struct fixture *f, const char *name, struct result *res)
 /* ------------------------------------------------------------------------ */
 /* Tests                                                                     */
 
-static void test_a(void **state)
+/* Lookups on the live server: name -> status and the exact set of answers
+ * (their order is RFC 6724's, which depends on this host's routes). */
+struct lookup_row {
+    const char *name;
+    enum resolver_status st;
+    const char *addrs[2]; /* NULL-terminated when fewer */
+};
+
+static const struct lookup_row lookup_rows[] = {
+    {"a.test", RESOLVER_OK, {"10.1.2.3", NULL}},             /* A */
+    {"v6.test", RESOLVER_OK, {"2001:db8::5", NULL}},         /* AAAA */
+    {"both.test", RESOLVER_OK, {"10.0.0.7", "2001:db8::7"}}, /* both */
+    {"nx.test", RESOLVER_NXDOMAIN, {NULL, NULL}},            /* no such name */
+    {"txt.test", RESOLVER_NODATA, {NULL, NULL}},             /* no address */
+};
+
+static void test_lookups(void **state)
 {
     struct fixture *f = *state;
     struct result res;
+    size_t i, k, want;
 
     init_live(f, 3000);
-    lookup(f, "a.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 1);
-    assert_int_equal(res.addrs[0].family, 4);
-    assert_true(has_addr(&res, "10.1.2.3"));
-    finish(f);
-}
+    for (i = 0; i < sizeof(lookup_rows) / sizeof(lookup_rows[0]); i++) {
+        const struct lookup_row *row = &lookup_rows[i];
 
-static void test_aaaa(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "v6.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 1);
-    assert_int_equal(res.addrs[0].family, 6);
-    assert_true(has_addr(&res, "2001:db8::5"));
-    finish(f);
-}
-
-static void test_both(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "both.test", &res);
-    assert_int_equal(res.st, RESOLVER_OK);
-    assert_int_equal(res.n, 2); /* order is RFC 6724's, which depends on this host's routes */
-    assert_true(has_addr(&res, "10.0.0.7"));
-    assert_true(has_addr(&res, "2001:db8::7"));
-    finish(f);
-}
-
-static void test_nxdomain(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "nx.test", &res);
-    assert_int_equal(res.st, RESOLVER_NXDOMAIN);
-    assert_int_equal(res.n, 0);
-    finish(f);
-}
-
-static void test_nodata(void **state)
-{
-    struct fixture *f = *state;
-    struct result res;
-
-    init_live(f, 3000);
-    lookup(f, "txt.test", &res);
-    assert_int_equal(res.st, RESOLVER_NODATA);
-    assert_int_equal(res.n, 0);
+        lookup(f, row->name, &res);
+        for (want = 0; want < 2 && row->addrs[want] != NULL; want++)
+            ;
+        if (res.st != row->st || res.n != want)
+            fail_msg("%s: status %d want %d, %zu answers want %zu", row->name, (int)res.st,
+                     (int)row->st, res.n, want);
+        for (k = 0; k < want; k++)
+            if (!has_addr(&res, row->addrs[k]))
+                fail_msg("%s: no answer %s", row->name, row->addrs[k]);
+    }
     finish(f);
 }
 
@@ -851,14 +811,94 @@ static void test_bad_arguments(void **state)
     finish(f);
 }
 
+/* ------------------------------------------------------------------------ */
+/* One rule match per egress decision                                        */
+
+/* The egress pipeline matches the rules once (policy_decide) and carries
+ * the match through ask, resolve and guard (policy_verdict_finish). Each
+ * row is one request on the live resolver; only loopback is ever dialed
+ * (loop.test is 127.0.0.1, meta.test is refused by the guard). */
+struct match_row {
+    const char *json;   /* settings */
+    const char *target; /* host or IP literal */
+    uint16_t port;
+    enum egress_result result;
+    int would_deny;
+};
+
+static const struct match_row match_rows[] = {
+    /* a name allowed by a rule, resolved, then judged by the guard */
+    {"{\"network\": {\"allowedDomains\": [\"loop.test\"]}}", "loop.test", 9, EGRESS_DENIED, 0},
+    {"{\"network\": {\"allowedDomains\": [\"meta.test\"]}}", "meta.test", 80, EGRESS_DENIED, 0},
+    /* report mode lets a no-rule name through to the resolver and guard */
+    {"{\"network\": {\"mode\": \"report\"}}", "meta.test", 80, EGRESS_DENIED, 1},
+    /* an IP literal allowed by an IP rule: guarded, then dialed (refused) */
+    {"{\"network\": {\"allowedDomains\": [\"127.0.0.1:9\"]}}", "127.0.0.1", 9, EGRESS_REFUSED, 0},
+    /* denied before anything else */
+    {"{\"network\": {\"deniedDomains\": [\"loop.test\"]}}", "loop.test", 9, EGRESS_DENIED, 0},
+    {"{\"network\": {}}", "169.254.169.254", 80, EGRESS_DENIED, 0},
+};
+
+struct egress_result_rec {
+    int calls;
+    enum egress_result result;
+    int would_deny;
+};
+
+static void on_egress(void *arg, const struct egress_outcome *o)
+{
+    struct egress_result_rec *rec = arg;
+
+    rec->calls++;
+    rec->result = o->result;
+    rec->would_deny = o->would_deny;
+    if (o->fd >= 0)
+        close(o->fd);
+}
+
+static void test_egress_matches_once(void **state)
+{
+    struct fixture *f = *state;
+    size_t i;
+
+    init_live(f, 3000);
+    for (i = 0; i < sizeof(match_rows) / sizeof(match_rows[0]); i++) {
+        const struct match_row *row = &match_rows[i];
+        struct settings s;
+        struct settings_error err;
+        struct policy *p = NULL;
+        struct egress_env *e = NULL;
+        struct egress_req *req = NULL;
+        struct egress_result_rec rec = {0};
+        struct policy_host h;
+        unsigned long matches = 0;
+        const char *why;
+        uint16_t port;
+
+        settings_init(&s);
+        assert_int_equal(settings_apply_buffer(&s, "t.json", row->json, strlen(row->json), &err),
+                         0);
+        assert_int_equal(policy_compile(&s, &p, &err), 0);
+        settings_free(&s);
+        policy_count_matches(p, &matches);
+        assert_int_equal(egress_env_new(&e, &f->loop, p, f->r, NULL, 2000), 0);
+        assert_int_equal(policy_target_parse(row->target, row->port, &h, &port, &why), 0);
+        assert_int_equal(egress_start(e, &h, port, "connect", "test", on_egress, &rec, &req), 0);
+        run_until(f, &rec.calls);
+        if (rec.result != row->result || rec.would_deny != row->would_deny || matches != 1)
+            fail_msg("row %zu (%s): result %s want %s, would_deny %d want %d, %lu rule matches "
+                     "(want 1)",
+                     i, row->target, egress_result_str(rec.result), egress_result_str(row->result),
+                     rec.would_deny, row->would_deny, matches);
+        egress_env_free(e);
+    }
+    finish(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_a, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_aaaa, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_both, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nxdomain, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nodata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_denied_classes_are_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_label_not_searched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_synchronous_completion, setup, teardown),
@@ -872,6 +912,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_socket_fd_reuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_mode_localhost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_egress_matches_once, setup, teardown),
     };
 
     if (access(DNSMASQ, X_OK) != 0) {

@@ -11,11 +11,15 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
+#include "tests/fixture/loop.h"
+
+#include "bridge/bridge.h" /* ask_broker_new/close: the broker on a loop */
 #include "policy/policy.h"
 
 #define WATCHDOG_MS 15000
@@ -112,27 +116,18 @@ static void on_answer(void *arg, int allow, const char *reason)
 
 struct fixture {
     uv_loop_t loop;
-    uv_timer_t watchdog;
+    struct test_watchdog watchdog;
     struct ask_broker *b;
     struct handler h;
     int closed;
 };
-
-static void watchdog_fired(uv_timer_t *t)
-{
-    (void)t;
-    fail_msg("watchdog: the test hung for %d ms", WATCHDOG_MS);
-}
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
 
     assert_non_null(f);
-    assert_int_equal(uv_loop_init(&f->loop), 0);
-    assert_int_equal(uv_timer_init(&f->loop, &f->watchdog), 0);
-    assert_int_equal(uv_timer_start(&f->watchdog, watchdog_fired, WATCHDOG_MS, 0), 0);
-    uv_unref((uv_handle_t *)&f->watchdog);
+    assert_int_equal(test_loop_init(&f->loop, &f->watchdog, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     *state = f;
     return 0;
 }
@@ -160,9 +155,7 @@ static void finish(struct fixture *f)
         assert_int_equal(f->closed, 1);
         f->b = NULL;
     }
-    uv_close((uv_handle_t *)&f->watchdog, NULL);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(test_loop_close(&f->loop, &f->watchdog), 0);
 }
 
 static int teardown(void **state)
@@ -179,9 +172,7 @@ static void ask(struct fixture *f, const char *host, uint16_t port, struct waite
 
 static void run_until(struct fixture *f, const int *calls)
 {
-    while (*calls == 0)
-        if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && *calls == 0)
-            fail_msg("loop went idle before the callback");
+    test_loop_run_until(&f->loop, calls, "the callback");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -795,9 +786,76 @@ static void test_many_questions(void **state)
     assert_int_equal(f->h.nwithdraw, N / 2);
 }
 
+/* The broker itself keeps no loop: on a hand-driven clock, a question's
+ * deadline is now + timeout, the clock hears of every change of the
+ * earliest deadline, and expire() denies exactly what is due. */
+struct fake_clock {
+    uint64_t now;
+    int changed;
+};
+
+static uint64_t fake_now(void *ctx)
+{
+    return ((struct fake_clock *)ctx)->now;
+}
+
+static void fake_changed(void *ctx)
+{
+    ((struct fake_clock *)ctx)->changed++;
+}
+
+static void test_loop_free_deadlines(void **state)
+{
+    struct fake_clock fc = {1000, 0};
+    struct ask_clock clock = {fake_now, fake_changed, &fc};
+    struct handler h;
+    struct waiter a, b;
+    struct ask_broker *br = NULL;
+    uint64_t at = 0;
+
+    (void)state;
+    memset(&h, 0, sizeof(h));
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(ask_broker_open(&br, &clock, 0, 4), -EINVAL);
+    assert_int_equal(ask_broker_open(&br, &clock, 2000, 4), 0);
+    h.b = br;
+    ask_broker_set_handler(br, &h_ops, &h);
+    assert_int_equal(ask_broker_next_deadline(br, &at), 0);
+
+    assert_int_equal(ask_broker_ask(br, "a.example", 443, "connect", "c", on_answer, &a, &a.w), 0);
+    assert_int_equal(fc.changed, 1);
+    assert_int_equal(ask_broker_next_deadline(br, &at), 1);
+    assert_true(at == 3000);
+    fc.now = 1500;
+    assert_int_equal(ask_broker_ask(br, "b.example", 443, "connect", "c", on_answer, &b, &b.w), 0);
+    assert_int_equal(fc.changed, 1); /* not the earliest */
+
+    ask_broker_expire(br, 2999);
+    assert_int_equal(a.calls, 0);
+    ask_broker_expire(br, 3000);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.allow, 0);
+    assert_string_equal(a.reason, "no answer within 2 s");
+    assert_int_equal(h.nwithdraw, 1);
+    assert_int_equal(b.calls, 0);
+    assert_int_equal(ask_broker_next_deadline(br, &at), 1);
+    assert_true(at == 3500);
+
+    ask_broker_shutdown(br);
+    assert_int_equal(b.calls, 1);
+    assert_int_equal(b.allow, 0);
+    assert_int_equal(ask_broker_closing(br), 1);
+    assert_int_equal(ask_broker_next_deadline(br, &at), 0);
+    assert_int_equal(ask_broker_ask(br, "c.example", 443, NULL, NULL, on_answer, &a, &a.w),
+                     -ECANCELED);
+    ask_broker_free(br);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loop_free_deadlines),
         cmocka_unit_test_setup_teardown(test_allow_deny_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allow_session_cached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deny_session_cached, setup, teardown),

@@ -356,7 +356,7 @@ static void test_composes(void **state)
 struct report_row {
     const char *target;
     const char *answer; /* NULL: not resolved */
-    int report_only;    /* policy_report_only */
+    int report_only;    /* policy_judgment.report_only */
     int nallowed;       /* answers the guard passes (with an answer) */
     int dns_refused;    /* policy_dns_refused (names without an answer) */
 };
@@ -425,7 +425,7 @@ static void test_report_only(void **state)
         } else {
             policy_verdict(p, &h, port, NULL, 0, gv, &j);
         }
-        got = policy_report_only(p, &j);
+        got = j.report_only;
         if (r->answer == NULL && h.kind == POLICY_HOST_NAME)
             refused = policy_dns_refused(p, &h, &j);
         if (got != r->report_only || (j.guarded && (int)j.nallowed != r->nallowed) ||
@@ -442,7 +442,7 @@ static void test_report_only(void **state)
             policy_verdict(enforce, &h, port, &a, 1, gv, &j);
         else
             policy_verdict(enforce, &h, port, NULL, 0, gv, &j);
-        if (policy_report_only(enforce, &j) != 0) {
+        if (j.report_only != 0) {
             print_error("report row %zu: report_only in enforce mode\n", i);
             nfail++;
         }
@@ -460,13 +460,13 @@ static void test_report_only(void **state)
         assert_int_equal(policy_target_parse("localhost", 80, &h, &port, &why), 0);
         assert_int_equal(policy_addr_parse("127.0.0.1", &a), 0);
         policy_verdict(p, &h, port, &a, 1, gv, &j);
-        assert_int_equal(policy_report_only(p, &j), 1);
+        assert_int_equal(j.report_only, 1);
         assert_int_equal(gv[0].allowed, 1);
-        assert_int_equal(policy_report_may_dial(&gv[0]), 0);
+        assert_int_equal(gv[0].dial, 0);
         assert_int_equal(policy_target_parse("ok.example", 80, &h, &port, &why), 0);
         assert_int_equal(policy_addr_parse("93.184.216.34", &a), 0);
         policy_verdict(p, &h, port, &a, 1, gv, &j);
-        assert_int_equal(policy_report_may_dial(&gv[0]), 1);
+        assert_int_equal(gv[0].dial, 1);
     }
     policy_free(p);
     policy_free(enforce);

@@ -21,6 +21,9 @@
 
 #include "policy/policy.h"
 #include "proxy/ops.h"
+#include "tests/fixture/loop.h"
+
+#define WATCHDOG_MS 15000 /* the test fixture's, not systemd's */
 
 static char *render_histogram(const struct histogram *h)
 {
@@ -130,13 +133,14 @@ static void closed(void *arg)
 static void notify_on(const char *name, const char *env)
 {
     uv_loop_t loop;
+    struct test_watchdog wd;
     struct notify *n = NULL;
     const char *why = NULL;
     int fd = bind_dgram(name), done = 0;
     char buf[256];
     ssize_t got;
 
-    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(test_loop_init(&loop, &wd, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     setenv("NOTIFY_SOCKET", env, 1);
     setenv("WATCHDOG_USEC", "20000", 1); /* 10 ms pings */
     unsetenv("WATCHDOG_PID");
@@ -169,7 +173,7 @@ static void notify_on(const char *name, const char *env)
     notify_close(n, closed, &done);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(done, 1);
-    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(test_loop_close(&loop, &wd), 0);
     close(fd);
 }
 
@@ -197,12 +201,13 @@ static void test_notify_abstract(void **state)
 static void test_notify_absent_or_bad(void **state)
 {
     uv_loop_t loop;
+    struct test_watchdog wd;
     struct notify *n = (struct notify *)1;
     const char *why = NULL;
     int done = 0;
 
     (void)state;
-    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(test_loop_init(&loop, &wd, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     unsetenv("NOTIFY_SOCKET");
     assert_int_equal(notify_open(&n, &loop, NULL, NULL, &why), 0);
     assert_null(n);
@@ -213,7 +218,7 @@ static void test_notify_absent_or_bad(void **state)
     assert_true(notify_open(&n, &loop, NULL, NULL, &why) < 0);
     assert_non_null(why);
     unsetenv("NOTIFY_SOCKET");
-    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(test_loop_close(&loop, &wd), 0);
 }
 
 struct watch_ctx {
@@ -263,6 +268,7 @@ static void test_watch_debounce(void **state)
     struct watch_ctx c = {0, NULL};
     const char *why = NULL;
     uv_loop_t loop;
+    struct test_watchdog wd;
     int done = 0;
 
     (void)state;
@@ -271,7 +277,7 @@ static void test_watch_debounce(void **state)
     snprintf(other, sizeof(other), "%s/unrelated.txt", dir);
     write_file(settings, "{}\n");
     settings_init(&s);
-    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(test_loop_init(&loop, &wd, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     c.loop = &loop;
     assert_int_equal(watch_start(&w, &loop, settings, &s, 200, on_change, &c, &why), 0);
     assert_true(watch_dirs(w) >= 1);
@@ -293,7 +299,7 @@ static void test_watch_debounce(void **state)
     watch_close(w, closed, &done);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(done, 1);
-    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(test_loop_close(&loop, &wd), 0);
     settings_free(&s);
     unlink(settings);
     rmdir(dir);
@@ -304,9 +310,10 @@ static void test_watch_needs_a_file(void **state)
     struct watch *w = (struct watch *)1;
     const char *why = NULL;
     uv_loop_t loop;
+    struct test_watchdog wd;
 
     (void)state;
-    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(test_loop_init(&loop, &wd, WATCHDOG_MS, TEST_WATCHDOG_FAIL), 0);
     assert_true(watch_start(&w, &loop, NULL, NULL, 50, on_change, NULL, &why) < 0);
     assert_null(w);
     assert_non_null(strstr(why, "--settings"));
@@ -314,7 +321,7 @@ static void test_watch_needs_a_file(void **state)
                             on_change, NULL, &why) < 0);
     assert_null(w);
     uv_run(&loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(test_loop_close(&loop, &wd), 0);
 }
 
 int main(void)
