@@ -111,8 +111,9 @@
  *    own resolver (network.dnsServers), and the guard applies to that. */
 #define _GNU_SOURCE
 #include "run/transparent.h"
-#include "sandbox/fswatch.h"
 #include "run/transparent_int.h"
+#include "run/fswrite.h"
+#include "run/notify.h"
 
 #include "common/common.h"
 
@@ -1267,47 +1268,39 @@ static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, cons
     respond(t, n->id, e, 0);
 }
 
-/* One notification: read, inspect, then run the call here, refuse it, or
- * make the connection. */
-static void handle(struct tp *t, const struct seccomp_notif *n)
+/* One notification of the syscalls tp_start routed here (notify.c):
+ * read, inspect, then run the call here, refuse it, or make the
+ * connection. Always answers it. */
+static int handle(void *ctx, int notify_fd, const struct seccomp_notif *n)
 {
+    struct tp *t = ctx;
     struct call c;
     struct policy_addr dst;
     uint16_t port = 0;
     int orig, domain;
 
-    if (t->other != NULL && t->other(t->other_ctx, t->notify_fd, n))
-        return; /* a write, for the report (fswatch.c) */
+    (void)notify_fd; /* t->notify_fd */
     if (peer_call(t, n))
-        return;
+        return 1;
     if (read_call(t, n, &c) < 0)
-        return;
+        return 1;
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
-        return;
+        return 1;
     if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy
          * listeners, the command's own servers */
         run_here(t, n, orig, &c);
-        return;
+        return 1;
     }
     if (port == 0) {
         close(orig);
         respond(t, n->id, ECONNREFUSED, 0);
-        return;
+        return 1;
     }
     start_request(t, n, &c, orig, domain, &dst, port);
-}
-
-static void on_notify(uv_poll_t *p, int status, int events)
-{
-    struct tp *t = container_of(p, struct tp, poll);
-
-    if (status < 0 || (events & UV_READABLE) == 0)
-        return;
-    for (int i = 0; i < 64 && fsw_notify_next(p, t->notify_fd, t->notif); i++)
-        handle(t, t->notif);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1338,10 +1331,30 @@ static void on_handle_closed(uv_handle_t *h)
 {
     struct tp *t = h->data;
 
-    if (h == (uv_handle_t *)&t->poll)
-        close(t->notify_fd);
     if (--t->handles == 0)
         free(t);
+}
+
+/* Sends the syscalls transparent mode answers to handle(): connect(),
+ * bind(), getpeername() on each ABI of the filter (x32's numbers arrive
+ * with x86-64's arch), i386's socketcall. 0 or UV_ENOSPC. */
+static int route(struct tp *t)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < 3 && rc == 0; i++) {
+        const int *nrs[3] = {t->nr_connect, t->nr_bind, t->nr_getpeername};
+        for (size_t k = 0; k < 3 && rc == 0; k++) {
+            rc = run_notify_route(t->notify, t->arch[i], nrs[k][i], handle, t);
+            if (rc == 0 && i == 0)
+                rc = run_notify_route(t->notify, t->arch[0], nrs[k][1], handle, t);
+        }
+    }
+#if defined(__x86_64__)
+    if (rc == 0)
+        rc = run_notify_route(t->notify, SCMP_ARCH_X86, t->nr_socketcall, handle, t);
+#endif
+    return rc;
 }
 
 int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
@@ -1373,9 +1386,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     t->log = o->log;
     t->log_ctx = o->log_ctx;
     t->next_id = o->next_id;
-    t->notify_fd = o->notify_fd;
-    t->other = o->other;
-    t->other_ctx = o->other_ctx;
+    t->notify = o->notify;
+    t->notify_fd = run_notify_fd(o->notify);
     t->pid = o->cmd_pid;
     t->diag_fd = o->diag_fd;
     t->max_pending = o->max_pending != 0 ? o->max_pending : 1024;
@@ -1390,7 +1402,6 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
             t->ns_cookie = 0; /* before Linux 5.14: SIOCGSKNS each time */
     }
     t->cache_pidfd = t->cache_fdinfo = t->cache_info = -1;
-    (void)fsw_notify_sync(t->notify_fd);
     t->reqs.next = t->reqs.prev = &t->reqs;
     t->waits.next = t->waits.prev = &t->waits;
     t->dconns.next = t->dconns.prev = &t->dconns;
@@ -1414,14 +1425,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
 #endif
     t->handles = 1; /* our own reference, dropped by tp_close */
 
-    rc = uv_poll_init(t->loop, &t->poll, t->notify_fd);
-    if (rc == 0) {
-        t->poll.data = t;
-        t->poll_open = 1;
-        t->handles++;
-        rc = uv_poll_start(&t->poll, UV_READABLE, on_notify);
-    }
-    if (rc == 0 && o->dns_udp_fd >= 0) {
+    rc = 0;
+    if (o->dns_udp_fd >= 0) {
         rc = uv_udp_init(t->loop, &t->udp);
         if (rc == 0) {
             t->udp.data = t;
@@ -1452,6 +1457,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         close(o->dns_udp_fd);
     if (!tcp_taken && o->dns_tcp_fd >= 0)
         close(o->dns_tcp_fd);
+    if (rc == 0)
+        rc = route(t);
     if (rc < 0) {
         snprintf(err, errlen,
                  "transparent mode: cannot serve the seccomp listener or the "
@@ -1461,7 +1468,6 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     }
     return 0;
 early:
-    close(o->notify_fd);
     if (o->diag_fd >= 0)
         close(o->diag_fd);
     if (o->dns_udp_fd >= 0)
@@ -1518,14 +1524,11 @@ void tp_close(struct tp *t)
         wait_end(t->waits.next, ECONNABORTED);
     while (t->dconns.next != &t->dconns)
         tp_dns_conn_close(t->dconns.next);
-    if (t->poll_open)
-        uv_close((uv_handle_t *)&t->poll, on_handle_closed);
+    run_notify_unroute(t->notify, t);
     if (t->udp_open)
         uv_close((uv_handle_t *)&t->udp, on_handle_closed);
     if (t->tcp_open)
         uv_close((uv_handle_t *)&t->tcp, on_handle_closed);
-    if (!t->poll_open)
-        close(t->notify_fd); /* else when the poll handle has closed */
     if (t->diag_fd >= 0)
         close(t->diag_fd);
     cache_drop(t);

@@ -83,9 +83,8 @@ struct tp {
     connlog_fn log;
     void *log_ctx;
     uint64_t *next_id;
-    int notify_fd;
-    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n); /* tp_opts.other */
-    void *other_ctx;
+    struct run_notify *notify; /* the listener's server (notify.c), tp_opts.notify */
+    int notify_fd;             /* its descriptor, for answers, ADDFD and ID_VALID */
     int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
     int optdef[2][TP_N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
     int self_pid;
@@ -97,8 +96,6 @@ struct tp {
      * /proc/PID/fdinfo and the last file read there (number cache_infonum),
      * kept while it makes calls (getfd, remote_cloexec) */
     int cache_pid, cache_pidfd, cache_fdinfo, cache_info, cache_infonum;
-    uv_poll_t poll;
-    int poll_open;
     uv_udp_t udp;
     int udp_open;
     uv_tcp_t tcp;

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/fswrite.h"
 #include "sandbox/fswatch.h"
 #include "sandbox/sandbox.h"
 
