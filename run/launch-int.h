@@ -8,6 +8,7 @@
 #include "bridge/limit.h"
 #include "policy/policy.h"
 #include "proxy/server.h"
+#include "run/reaper.h"
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 

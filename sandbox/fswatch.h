@@ -20,9 +20,9 @@ enum fsw_kind {
 /* One write syscall the filter notifies, and where its arguments are. */
 struct fsw_call {
     const char *name;
-    signed char dfd, path;   /* argument indexes; dfd -1: the cwd */
-    signed char dfd2, path2; /* a second path (rename), path2 -1: none */
-    signed char flags;       /* open: the flags argument; -2 openat2's how */
+    signed char dfd, path;     /* argument indexes; dfd -1: the cwd */
+    signed char dfd2, path2;   /* a second path (rename), path2 -1: none */
+    signed char flags;         /* open: the flags argument; -2 openat2's how */
     unsigned char kind, kind2; /* enum fsw_kind */
 };
 
