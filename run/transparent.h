@@ -1,9 +1,10 @@
-/* run/transparent.h - transparent mode, host side: connect() and
- * getpeername() interception through seccomp user notification
- * (transparent.c), the synthetic address table and the sandbox's resolver
+/* run/transparent.h - transparent mode, host side, run/'s own header:
+ * connect(), bind() and getpeername() interception through seccomp user
+ * notification (transparent.c, tp_call.c, tp_dial.c, tp_unix.c,
+ * tp_peer.c), the synthetic address table and the sandbox's resolver
  * (tp_dns.c). */
-#ifndef SLUICE_SANDBOX_TRANSPARENT_H
-#define SLUICE_SANDBOX_TRANSPARENT_H
+#ifndef SLUICE_RUN_TRANSPARENT_H
+#define SLUICE_RUN_TRANSPARENT_H
 
 #include <stddef.h>
 #include <stdint.h>
