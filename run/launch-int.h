@@ -9,6 +9,7 @@
 #include "policy/policy.h"
 #include "proxy/server.h"
 #include "proxy/service.h"
+#include "run/reaper.h"
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 
@@ -25,7 +26,7 @@ struct blocked {
 
 struct run;
 struct seccomp_notif;
-struct fsw;
+struct run_notify;
 
 struct run {
     const struct sb_launch_opts *o;
@@ -84,9 +85,10 @@ struct run {
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
-    /* write denials (run/launch_fsw.c, sandbox/fswatch.c) */
+    /* the seccomp listener's server (run/launch_notify.c, notify.c) */
+    struct run_notify *notify;
+    /* write denials (run/launch_fsw.c, fswrite.c) */
     int watch_writes;
-    struct fsw *fsw; /* the listener's server when transparent mode is off */
     struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */
     size_t nwblocked;
     unsigned wblocked_total, wblocked_dropped;
@@ -96,7 +98,7 @@ struct run {
 void run_note_decision(struct run *run, const struct connlog *r);
 void run_print_summary(struct run *run);
 void run_summary_free(struct run *run);
-/* A write the sandbox refused (fswatch.c's report). */
+/* A write the sandbox refused (fswrite.c's report). */
 void run_note_write(struct run *run, const char *path, const char *reason, const char *call);
 /* "[SandboxDebug] ..." on stderr when -d / SRT_DEBUG is on. */
 void run_debug(const struct run *run, const char *fmt, ...)
@@ -112,13 +114,17 @@ void run_tp_free(struct run *run);
 
 /* run/launch_fsw.c: the write report's steps, same conventions.
  * prepare decides whether the run watches writes (not with --quiet, and
- * the kernel must have what it needs); after_go serves inner's listener
- * when transparent mode does not (launch_tp.c passes run_fsw_dispatch to
- * transparent.c, which serves both). */
+ * the kernel must have what it needs); after_go routes the write syscalls
+ * to fswrite.c on the listener's server (after run_tp_after_go). */
 int run_fsw_prepare(struct run *run);
 int run_fsw_after_go(struct run *run);
-int run_fsw_dispatch(void *run, int notify_fd, const struct seccomp_notif *n);
-void run_fsw_close(struct run *run);
+
+/* run/launch_notify.c: the seccomp listener, same conventions. after_go
+ * receives it (transparent mode, a guarded run or the write report) and
+ * starts its server (notify.c), before run_tp_after_go; close stops it,
+ * after run_tp_close. */
+int run_listener_after_go(struct run *run);
+void run_listener_close(struct run *run);
 
 /* run/rundir.c */
 const char *run_find_in_path(const char *name, char *buf, size_t len);

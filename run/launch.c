@@ -29,7 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "run/launch-int.h"
-#include "sandbox/fswatch.h"
+#include "run/fswrite.h"
 
 #include "common/common.h"
 #include "proxy/proxy.h"
@@ -155,7 +155,7 @@ static void close_all(struct run *run)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
     run_tp_close(run);
-    run_fsw_close(run);
+    run_listener_close(run);
     proxy_service_close(&run->core, NULL, NULL);
     proxy_control_close(run->control);
     run->control = NULL;
@@ -735,7 +735,7 @@ static int handoff(struct run *run)
         (void)uv_process_kill(&run->proc, SIGKILL);
         return -1;
     }
-    if (run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
+    if (run_listener_after_go(run) < 0 || run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
         return -1;
     close(run->sp[0]);
     run->sp[0] = -1;

@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RUN_TP_HANDOFF_MS 30000u
-
 /* Issue 21, item 5: stdin, stdout and stderr, when they are sockets of the
  * host's network (inherit.c). A TCP one makes the run a guarded one: its
  * connect()s (and allowed bind()s) are answered by transparent.c, without
@@ -126,8 +124,7 @@ int run_tp_after_go(struct run *run)
     memset(&to, 0, sizeof(to));
     to.loop = &run->loop;
     to.egress = run->settings->network.transparent ? run->core.egress : NULL; /* NULL: guard */
-    to.notify_fd =
-        sb_handoff_recv_notify(run->sp[0], RUN_TP_HANDOFF_MS, run->err, sizeof(run->err));
+    to.notify = run->notify;
     to.cmd_pid = run->h.cmd_pid;
     to.ns_dev = run->tp_ns_dev;
     to.ns_ino = run->tp_ns_ino;
@@ -139,22 +136,7 @@ int run_tp_after_go(struct run *run)
     to.next_id = &run->next_id;
     to.max_pending = run->settings->proxy.max_connections;
     to.allow_unix = run->settings->network.allow_all_unix_sockets;
-    if (run->watch_writes) { /* one listener serves both (fswatch.c) */
-        to.other = run_fsw_dispatch;
-        to.other_ctx = run;
-    }
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1; /* tp_start takes them */
-    if (to.notify_fd < 0) {
-        fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
-                run->err);
-        for (int i = 0; i < 3; i++) {
-            int fd = i == 0 ? to.dns_udp_fd : i == 1 ? to.dns_tcp_fd : to.diag_fd;
-            if (fd >= 0)
-                close(fd);
-        }
-        (void)uv_process_kill(&run->proc, SIGKILL);
-        return -1;
-    }
     if (tp_start(&run->tp, &to, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
         (void)uv_process_kill(&run->proc, SIGKILL);

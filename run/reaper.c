@@ -60,7 +60,7 @@
  * Nothing else, nothing outside PARENT and no mount point that is no longer
  * empty is touched. */
 #define _GNU_SOURCE
-#include "run/run.h"
+#include "run/reaper.h"
 
 #include <dirent.h>
 #include <errno.h>

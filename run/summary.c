@@ -130,7 +130,7 @@ static int ignored(const struct run *run, const struct blocked *b, int write)
 /* One summary line: "sluice: blocked 3 connections: evil.example:443 (no
  * rule matches) ×2, ..." or "sluice: blocked 3 writes: /etc/passwd
  * (read-only) ×2, ~/.bashrc (protected)" (the writes the sandbox refused,
- * sandbox/fswatch.c): one entry per destination or path and reason, in the
+ * run/fswrite.c): one entry per destination or path and reason, in the
  * order first met, less what ignoreViolations hides. */
 static void print_blocked(const struct run *run, const struct blocked *list, size_t n,
                           unsigned total, unsigned dropped, int write)

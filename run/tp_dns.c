@@ -346,8 +346,7 @@ void tp_dns_conn_close(struct dns_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
-    c->prev->next = c->next;
-    c->next->prev = c->prev;
+    TP_LIST_UNLINK(c);
     c->t->ndconns--;
     uv_close((uv_handle_t *)&c->tcp, dconn_closed);
     uv_close((uv_handle_t *)&c->idle, dconn_closed);
@@ -508,10 +507,7 @@ void tp_dns_tcp_accept(uv_stream_t *l, int status)
     uv_timer_init(t->loop, &c->idle);
     c->tcp.data = c;
     c->idle.data = c;
-    c->next = t->dconns.next;
-    c->prev = &t->dconns;
-    t->dconns.next->prev = c;
-    t->dconns.next = c;
+    TP_LIST_PUSH(&t->dconns, c);
     t->ndconns++;
     t->handles++;
     if (uv_accept(l, (uv_stream_t *)&c->tcp) < 0 ||
@@ -651,6 +647,19 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
     }
 }
 
+/* MSG: one byte at BYTE and a control buffer CTL of CTLLEN, zeroed. */
+static void msg_init(struct msghdr *msg, struct iovec *iov, char *byte, char *ctl, size_t ctllen)
+{
+    memset(ctl, 0, ctllen);
+    memset(msg, 0, sizeof(*msg));
+    iov->iov_base = byte;
+    iov->iov_len = 1;
+    msg->msg_iov = iov;
+    msg->msg_iovlen = 1;
+    msg->msg_control = ctl;
+    msg->msg_controllen = ctllen;
+}
+
 /* The child: joins the user namespace that owns the sandbox's network
  * namespace (the host user owns it, so it has every capability there, and
  * with it CAP_NET_BIND_SERVICE for that network namespace), then the network
@@ -701,14 +710,7 @@ static void dns_child(int pid, int sock)
         _exit(14);
     if (fds[2] < 0)
         _exit(17);
-    memset(&ctl, 0, sizeof(ctl));
-    memset(&msg, 0, sizeof(msg));
-    iov.iov_base = &byte;
-    iov.iov_len = 1;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
+    msg_init(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
     c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -772,14 +774,7 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
         dns_child(cmd_pid, sp[1]);
     }
     close(sp[1]);
-    memset(&ctl, 0, sizeof(ctl));
-    memset(&msg, 0, sizeof(msg));
-    iov.iov_base = &byte;
-    iov.iov_len = 1;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
+    msg_init(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
     do
         r = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
     while (r < 0 && errno == EINTR);

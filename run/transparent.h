@@ -1,9 +1,10 @@
-/* run/transparent.h - transparent mode, host side: connect() and
- * getpeername() interception through seccomp user notification
- * (transparent.c), the synthetic address table and the sandbox's resolver
+/* run/transparent.h - transparent mode, host side, run/'s own header:
+ * connect(), bind() and getpeername() interception through seccomp user
+ * notification (transparent.c, tp_call.c, tp_dial.c, tp_unix.c,
+ * tp_peer.c), the synthetic address table and the sandbox's resolver
  * (tp_dns.c). */
-#ifndef SLUICE_SANDBOX_TRANSPARENT_H
-#define SLUICE_SANDBOX_TRANSPARENT_H
+#ifndef SLUICE_RUN_TRANSPARENT_H
+#define SLUICE_RUN_TRANSPARENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +37,7 @@ void tp_names_free(struct tp_names *n);
  * `sluice check --transparent` prints too. */
 
 struct tp;
-struct seccomp_notif;
+struct run_notify;
 
 /* The answer to one DNS query (UDP payload, or a TCP message without its
  * length); 0 to drop it. cap >= 512. Exposed for tests and fuzzing. */
@@ -46,7 +47,8 @@ struct tp_opts {
     uv_loop_t *loop;
     struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial;
                                   NULL: a guarded run (inherit.c), no dialing */
-    int notify_fd;             /* the seccomp listener (taken) */
+    struct run_notify *notify; /* the seccomp listener's server (notify.c):
+                                  tp_start routes its syscalls there */
     int cmd_pid;               /* the command, in the host's pid namespace */
     dev_t ns_dev;              /* the sandbox's network namespace (tp_dns_sockets) */
     ino_t ns_ino;
@@ -59,11 +61,6 @@ struct tp_opts {
     size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
     int allow_unix;     /* network.allowAllUnixSockets: a Unix path connect()/bind()
                            is the kernel's (CONTINUE), else refused */
-    /* Notifications of other syscalls on the same listener (the write
-     * report, fswatch.c): 1 when it answered N, 0 to leave it to
-     * transparent mode. NULL: none. */
-    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n);
-    void *other_ctx;
 };
 
 /* NULL, or the piece of the kernel transparent mode needs and lacks. */

@@ -1,14 +1,16 @@
-/* run/transparent_int.h - transparent mode's own types, shared by its
- * two halves: transparent.c (connect() and getpeername() notifications,
- * start and stop) and tp_dns.c (names, synthetic addresses, the sandbox's
- * resolver). Private to those two files; run/transparent.h is the
- * module's header. */
-#ifndef SLUICE_SANDBOX_TRANSPARENT_INT_H
-#define SLUICE_SANDBOX_TRANSPARENT_INT_H
+/* run/transparent_int.h - transparent mode's own types and the calls
+ * between its files: transparent.c (start, stop, routes), tp_call.c (a
+ * connect()/bind() notification), tp_dial.c (dialing and the hand-over),
+ * tp_unix.c (Unix paths), tp_peer.c (getpeername()) and tp_dns.c (names,
+ * synthetic addresses, the sandbox's resolver). Private to those files;
+ * run/transparent.h is the module's header. */
+#ifndef SLUICE_RUN_TRANSPARENT_INT_H
+#define SLUICE_RUN_TRANSPARENT_INT_H
 
 #include "run/transparent.h"
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
@@ -16,8 +18,43 @@
 struct seccomp_notif;
 struct seccomp_notif_resp;
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
+#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
+#endif
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS 0xb701 /* _IO(0xb7, 0x1), <linux/nsfs.h> */
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+
+/* The circular lists of struct tp (reqs, waits, dconns): HEAD's and X's
+ * prev and next. */
+#define TP_LIST_INIT(head) ((head)->next = (head)->prev = (head))
+#define TP_LIST_PUSH(head, x)                                                                      \
+    do {                                                                                           \
+        (x)->next = (head)->next;                                                                  \
+        (x)->prev = (head);                                                                        \
+        (head)->next->prev = (x);                                                                  \
+        (head)->next = (x);                                                                        \
+    } while (0)
+#define TP_LIST_UNLINK(x)                                                                          \
+    do {                                                                                           \
+        (x)->prev->next = (x)->next;                                                               \
+        (x)->next->prev = (x)->prev;                                                               \
+    } while (0)
+
 #define DNS_TCP_MAX 65535u /* a DNS message over TCP, its length prefix aside */
-#define TP_N_INT_OPTS 13   /* transparent.c's int_opts */
+#define TP_N_INT_OPTS 13   /* tp_dial.c's int_opts */
 
 union tp_sa {
     struct sockaddr_in in4;
@@ -43,6 +80,19 @@ struct tp_req {
     uint8_t asked_len;
 };
 
+/* One connect() as the command made it. */
+struct tp_call {
+    int bind; /* 1: a bind() (network.allowLocalBinding), 0: a connect() */
+    int fd;   /* its descriptor number */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+        struct sockaddr_storage ss;
+    } sa;
+    size_t len; /* address length */
+};
+
 /* A socket sluice connected (by SO_COOKIE, never reused) and the address
  * its getpeername() gives: the one the command asked for. A ring: the
  * oldest of TP_PEERS is forgotten (its getpeername() then shows the address
@@ -55,7 +105,7 @@ struct tp_peer {
 };
 
 /* A connect() sluice runs for the command on its own copy of a socket of
- * the sandbox's namespace (transparent.c run_connect) whose handshake is
+ * the sandbox's namespace (tp_call.c run_here) whose handshake is
  * under way, for a caller that waits: answered once the socket is writable. */
 struct tp_wait {
     struct tp *t;
@@ -83,10 +133,9 @@ struct tp {
     connlog_fn log;
     void *log_ctx;
     uint64_t *next_id;
-    int notify_fd;
-    int (*other)(void *ctx, int notify_fd, const struct seccomp_notif *n); /* tp_opts.other */
-    void *other_ctx;
-    int diag_fd;               /* sock_diag netlink socket in the sandbox's namespace */
+    struct run_notify *notify;    /* the listener's server (notify.c), tp_opts.notify */
+    int notify_fd;                /* its descriptor, for answers, ADDFD and ID_VALID */
+    int diag_fd;                  /* sock_diag netlink socket in the sandbox's namespace */
     int optdef[2][TP_N_INT_OPTS]; /* a fresh TCP socket's options: [v4/v6][int_opts] */
     int self_pid;
     dev_t ns_dev; /* the sandbox's network namespace */
@@ -97,8 +146,6 @@ struct tp {
      * /proc/PID/fdinfo and the last file read there (number cache_infonum),
      * kept while it makes calls (getfd, remote_cloexec) */
     int cache_pid, cache_pidfd, cache_fdinfo, cache_info, cache_infonum;
-    uv_poll_t poll;
-    int poll_open;
     uv_udp_t udp;
     int udp_open;
     uv_tcp_t tcp;
@@ -107,10 +154,10 @@ struct tp {
     int closing;
     struct seccomp_notif *notif;
     struct seccomp_notif_resp *resp;
-    struct tp_req reqs; /* list head */
+    struct tp_req reqs;   /* list head */
     struct tp_wait waits; /* list head (only prev/next used) */
     size_t npending, max_pending;
-    int allow_unix; /* tp_opts.allow_unix */
+    int allow_unix;         /* tp_opts.allow_unix */
     struct dns_conn dconns; /* list head (only prev/next used) */
     unsigned ndconns;       /* open DNS-over-TCP connections */
     int nr_connect[3];      /* per ABI below, -1 unknown */
@@ -122,6 +169,35 @@ struct tp {
     int nr_socketcall; /* i386 */
     struct tp_names names;
 };
+
+/* transparent.c: answers notification ID with ERROR (an errno), or lets
+ * the kernel run the call (CONT). */
+void tp_respond(struct tp *t, uint64_t id, int error, int cont);
+
+/* tp_call.c: notification N of a syscall tp_start routed here (notify.c),
+ * always answered: 1. */
+int tp_handle(void *ctx, int notify_fd, const struct seccomp_notif *n);
+/* A copy of descriptor FD of thread PID's process, or -1 with errno. */
+int tp_getfd(struct tp *t, int pid, int fd);
+void tp_cache_drop(struct tp *t);
+/* Answers W's connect() with ERROR and drops W. */
+void tp_wait_end(struct tp_wait *w, int error);
+
+/* tp_dial.c: a fresh TCP socket's options, [v4/v6][int_opts]. */
+void tp_read_defaults(int (*def)[TP_N_INT_OPTS]);
+/* Judges and dials DST:PORT for the call; answers it once done. Takes
+ * ORIG. */
+void tp_start_request(struct tp *t, const struct seccomp_notif *n, const struct tp_call *c,
+                      int orig, int domain, const struct policy_addr *dst, uint16_t port);
+void tp_req_free(struct tp_req *r);
+
+/* tp_unix.c: a Unix path connect()/bind() run as the caller; takes ORIG,
+ * answers N. */
+void tp_unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig,
+                       const struct tp_call *c);
+
+/* tp_peer.c: 1 when N was a getpeername() (answered), 0 when not one. */
+int tp_peer_call(struct tp *t, const struct seccomp_notif *n);
 
 /* tp_dns.c: the resolver's servers, on t->udp and t->tcp */
 void tp_dns_udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

@@ -1,4 +1,4 @@
-/* tests/sandbox/test_reaper.c - issue 14: the run directory, the sweep of
+/* tests/run/test_reaper.c - issue 14: the run directory, the sweep of
  * dead runs' leftovers and the reaper (run/reaper.c), on real trees
  * under /tmp. What must hold: only what sluice's record names is removed,
  * only when its launcher is gone, and a mount point only while it is still
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "run/run.h"
+#include "run/reaper.h"
 
 static char base[PATH_MAX]; /* XDG_RUNTIME_DIR for the tests */
 static struct sb_reaper reaper; /* the tests' own runs': finished at teardown */

@@ -1,4 +1,4 @@
-/* tests/sandbox/test_transparent.c - transparent mode's host-side pieces
+/* tests/run/test_transparent.c - transparent mode's host-side pieces
  * that need no sandbox (run/transparent.c): the synthetic address table
  * (one address per name, mapped back exactly) and the resolver's answers
  * (tp_dns_answer) decided by a compiled policy, the seccomp listener's

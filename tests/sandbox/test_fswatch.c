@@ -1,5 +1,5 @@
-/* tests/sandbox/test_fswatch.c - the write report's pieces (sandbox/fswatch.c):
- * the reason a path is read-only, read from a bwrap command line
+/* tests/sandbox/test_fswatch.c - the write report's pieces (sandbox/fswatch.c,
+ * run/fswrite.c): the reason a path is read-only, read from a bwrap command line
  * (fsw_reason), and the filter with the host's handler: a forked child
  * under sb_seccomp_load with watch_writes hands its listener over and
  * makes calls; a read-only open is never notified, a write-intent open and
@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/fswrite.h"
 #include "sandbox/fswatch.h"
 #include "sandbox/sandbox.h"
 

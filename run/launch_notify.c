@@ -1,0 +1,48 @@
+/* run/launch_notify.c - the launcher's side of the seccomp listener: inner
+ * sends it after 'G' once its filter is loaded, when transparent mode, a
+ * guarded run or the write report asked for notifications.
+ *
+ *   run_listener_after_go  receives it and starts its one server
+ *                          (run/notify.c); run_tp_after_go and
+ *                          run_fsw_after_go then route their syscalls there;
+ *   run_listener_close     stops it (after run_tp_close). */
+#include "run/launch-int.h"
+#include "run/notify.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+
+#define RUN_NOTIFY_HANDOFF_MS 30000u
+
+int run_listener_after_go(struct run *run)
+{
+    int connects = run->settings->network.transparent || run->guard, fd;
+
+    if (!connects && !run->watch_writes)
+        return 0;
+    fd = sb_handoff_recv_notify(run->sp[0], RUN_NOTIFY_HANDOFF_MS, run->err, sizeof(run->err));
+    if (fd < 0) {
+        fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
+                run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    /* a syscall nobody answers: refused when connect() is served (every
+     * notified socket call is transparent.c's), else let run (the filter
+     * then notifies only the write report's syscalls) */
+    if (run_notify_start(&run->notify, &run->loop, fd, connects ? EPERM : 0,
+                         connects ? "transparent mode" : "the write watch", run->err,
+                         sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
+        (void)uv_process_kill(&run->proc, SIGKILL);
+        return -1;
+    }
+    return 0;
+}
+
+void run_listener_close(struct run *run)
+{
+    run_notify_close(run->notify);
+    run->notify = NULL;
+}
