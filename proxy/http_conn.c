@@ -3,6 +3,7 @@
  * and drain (the states are in proxy/http_int.h). */
 #include "proxy/http_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,73 +17,66 @@ static void on_timer(uv_timer_t *t);
 
 void http_set_state(struct http_conn *c, enum http_state s)
 {
+    static const char *const names[] = {"HEAD",   "EGRESS", "FORWARD",
+                                        "TUNNEL", "LINGER", "CLOSING"};
+
+    assert(c->state != HTTP_ST_CLOSING); /* CLOSING is the last state */
+    frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
     c->state = s;
 }
 
-void http_set_text(char **dst, const char *s)
+void http_set_req(struct http_conn *c, enum http_req_phase p)
 {
-    free(*dst);
-    *dst = NULL;
-    if (s != NULL && s[0] != '\0') {
-        size_t n = strlen(s);
-        *dst = malloc(n + 1);
-        if (*dst != NULL)
-            memcpy(*dst, s, n + 1);
-    }
+    static const char *const names[] = {"body", "done"};
+    struct http_work *w = c->w;
+
+    frontend_conn_debug(&c->fc, "request %s -> %s", names[w->req_phase], names[p]);
+    w->req_phase = p;
+}
+
+void http_set_resp(struct http_conn *c, enum http_resp_phase p)
+{
+    static const char *const names[] = {"head", "body", "done"};
+    struct http_work *w = c->w;
+
+    assert(p == RESP_HEAD || p > w->resp_phase); /* forward, or a new exchange */
+    frontend_conn_debug(&c->fc, "response %s -> %s", names[w->resp_phase], names[p]);
+    w->resp_phase = p;
+}
+
+void http_set_up(struct http_conn *c, struct http_up *u, enum http_up_phase p)
+{
+    static const char *const names[] = {"busy", "idle", "closing"};
+
+    assert(u->phase != UP_CLOSING); /* CLOSING is the last phase */
+    frontend_conn_debug(&c->fc, "upstream %s:%u %s -> %s", u->host, (unsigned)u->port,
+                        names[u->phase], names[p]);
+    u->phase = p;
 }
 
 void http_set_reason(struct http_conn *c, const char *s)
 {
-    http_set_text(&c->reason, s);
+    frontend_conn_set_text(&c->fc.reason, s);
 }
 
 const char *http_host_port(const struct http_conn *c, char *buf, size_t len)
 {
-    if (!c->have_host)
+    if (c->fc.host == NULL)
         snprintf(buf, len, "-");
     else if (c->host.kind == POLICY_HOST_IPV6)
-        snprintf(buf, len, "[%s]:%u", c->host.name, (unsigned)c->port);
+        snprintf(buf, len, "[%s]:%u", c->host.name, (unsigned)c->fc.port);
     else
-        snprintf(buf, len, "%s:%u", c->host.name, (unsigned)c->port);
+        snprintf(buf, len, "%s:%u", c->host.name, (unsigned)c->fc.port);
     return buf;
-}
-
-void http_emit(struct http_conn *c, enum connlog_event ev)
-{
-    struct connlog rec;
-    uint64_t now = uv_now(c->f->loop);
-
-    if (c->f->log == NULL)
-        return;
-    memset(&rec, 0, sizeof(rec));
-    rec.event = ev;
-    rec.id = c->id;
-    rec.client = c->client;
-    rec.protocol = c->protocol != NULL ? c->protocol : "http";
-    rec.host = c->have_host ? c->host.name : NULL;
-    rec.port = c->port;
-    rec.verdict = c->verdict[0] != '\0' ? c->verdict : NULL;
-    rec.rule = c->rule != NULL ? c->rule : "";
-    rec.source = c->source;
-    rec.reason = c->reason != NULL ? c->reason : "";
-    rec.addr = c->addr;
-    rec.code = c->code;
-    rec.bytes_up = c->bytes_up + c->relay.a.nread;
-    rec.bytes_down = c->bytes_down + c->relay.b.nread;
-    rec.duration_ms = now >= c->relay.started_ms ? now - c->relay.started_ms : 0;
-    rec.end = c->end != NULL ? c->end : "closed";
-    rec.method = c->method[0] != '\0' ? c->method : NULL;
-    rec.url = c->url;
-    c->f->log(c->f->log_ctx, &rec);
 }
 
 void http_timer_set(struct http_conn *c, enum http_timer kind, uint64_t ms)
 {
     c->w->timer = kind;
     if (kind == TIMER_NONE || ms == 0)
-        uv_timer_stop(&c->relay.timer);
+        uv_timer_stop(&c->fc.timer);
     else
-        uv_timer_start(&c->relay.timer, on_timer, ms, 0);
+        uv_timer_start(&c->fc.timer, on_timer, ms, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -105,9 +99,9 @@ static void on_up_closed(uv_handle_t *h)
 
 void http_up_close(struct http_conn *c, struct http_up *u)
 {
-    if (u == NULL || u->closing)
+    if (u == NULL || u->phase == UP_CLOSING)
         return;
-    u->closing = 1;
+    http_set_up(c, u, UP_CLOSING);
     if (c->w != NULL && c->w->up == u)
         c->w->up = NULL;
     u->next = c->closing_ups;
@@ -130,25 +124,19 @@ void http_work_free(struct http_conn *c)
     c->w = NULL;
 }
 
+static void release(struct frontend_conn *fc)
+{
+    free(container_of(fc, struct http_conn, fc));
+}
+
 static void on_relay_closed(struct relay *r)
 {
     struct http_conn *c = container_of(r, struct http_conn, relay);
-    struct frontend *f = c->f;
 
     http_work_free(c); /* before the detach: it may close an upstream too */
     for (struct http_up *u = c->closing_ups; u != NULL; u = u->next)
         u->c = NULL; /* their close callbacks only free them now */
-    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER)
-        c->end = relay_end_text(r, c->end_buf, sizeof(c->end_buf));
-    http_emit(c, CONNLOG_CLOSE);
-    frontend_remove(f, &c->fc);
-    free(c->rule);
-    free(c->source);
-    free(c->url);
-    free(c->reason);
-    free(c);
-    if (f->conn_ended != NULL)
-        f->conn_ended(f);
+    frontend_conn_relay_closed(&c->fc, r); /* the close record, then release() */
 }
 
 /* The one way a connection ends (idempotent). */
@@ -156,13 +144,14 @@ void http_conn_close(struct http_conn *c, const char *end)
 {
     if (c->state == HTTP_ST_CLOSING)
         return;
-    if (c->end == NULL)
-        c->end = end;
+    if (c->fc.end == NULL)
+        c->fc.end = end;
     http_set_state(c, HTTP_ST_CLOSING);
     egress_cancel(c->req);
     c->req = NULL;
     if (c->w != NULL)
         http_up_close(c, c->w->up);
+    frontend_conn_timer_close(&c->fc);
     relay_close(&c->relay, 0);
 }
 
@@ -170,8 +159,9 @@ static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *d
 {
     const struct http_conn *c = container_of(fc, const struct http_conn, fc);
 
-    *up += c->bytes_up + c->relay.a.nread;
-    *down += c->bytes_down + c->relay.b.nread;
+    *up += c->bytes_up;
+    *down += c->bytes_down;
+    relay_bytes(&c->relay, up, down);
 }
 
 static void force_close(struct frontend_conn *fc)
@@ -193,7 +183,7 @@ void http_client_read_start(struct http_conn *c)
 
     if (w->creading || w->client_eof)
         return;
-    rc = uv_read_start(&c->relay.a.u.s, on_client_alloc, on_client_read);
+    rc = uv_read_start(relay_client(&c->relay), on_client_alloc, on_client_read);
     if (rc < 0) {
         http_conn_close(c, "client read failed");
         return;
@@ -204,7 +194,7 @@ void http_client_read_start(struct http_conn *c)
 void http_client_read_stop(struct http_conn *c)
 {
     if (c->w != NULL && c->w->creading) {
-        uv_read_stop(&c->relay.a.u.s);
+        uv_read_stop(relay_client(&c->relay));
         c->w->creading = 0;
     }
 }
@@ -244,7 +234,7 @@ static void on_linger_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct http_conn *c = container_of(s, struct http_conn, relay.a.u.s);
+    struct http_conn *c = s->data;
 
     (void)buf;
     if (nread < 0)
@@ -258,7 +248,7 @@ static void on_final_shutdown(uv_shutdown_t *sr, int status)
     if (c->state == HTTP_ST_CLOSING)
         return;
     if (status < 0 || c->w->client_eof ||
-        uv_read_start(&c->relay.a.u.s, on_linger_alloc, on_linger_read) < 0) {
+        uv_read_start(relay_client(&c->relay), on_linger_alloc, on_linger_read) < 0) {
         http_conn_close(c, NULL);
         return;
     }
@@ -280,7 +270,7 @@ void http_close_gracefully(struct http_conn *c, const char *end)
         return;
     }
     if (end != NULL)
-        c->end = end;
+        c->fc.end = end;
     http_set_state(c, HTTP_ST_LINGER);
     egress_cancel(c->req);
     c->req = NULL;
@@ -289,7 +279,7 @@ void http_close_gracefully(struct http_conn *c, const char *end)
     w->last_io = uv_now(c->f->loop);
     http_timer_set(c, TIMER_FLUSH, c->f->idle_timeout_ms);
     w->shutdown_req.data = c;
-    if (uv_shutdown(&w->shutdown_req, &c->relay.a.u.s, on_final_shutdown) < 0)
+    if (uv_shutdown(&w->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         http_conn_close(c, NULL);
 }
 
@@ -298,7 +288,7 @@ void http_close_gracefully(struct http_conn *c, const char *end)
 
 static void on_timer(uv_timer_t *t)
 {
-    struct http_conn *c = container_of(t, struct http_conn, relay.timer);
+    struct http_conn *c = container_of(t, struct http_conn, fc.timer);
     struct http_work *w = c->w;
     char why[120];
 
@@ -335,7 +325,7 @@ static void on_timer(uv_timer_t *t)
         }
         snprintf(why, sizeof(why), "no progress for %u ms", c->f->idle_timeout_ms);
         http_set_reason(c, why);
-        if (!w->resp_head_done) {
+        if (w->resp_phase == RESP_HEAD) {
             struct http_reply r;
             memset(&r, 0, sizeof(r));
             r.status = 504;
@@ -389,7 +379,7 @@ void http_process_client(struct http_conn *c)
                 http_client_read_start(c);
             break;
         }
-        if (uv_stream_get_write_queue_size(&c->relay.a.u.s) > RELAY_HIGH_WATER) {
+        if (uv_stream_get_write_queue_size(relay_client(&c->relay)) > RELAY_HIGH_WATER) {
             /* the client sends requests without reading the answers */
             w->wait_drain = 1;
             http_client_read_stop(c);
@@ -431,7 +421,7 @@ void http_process_client(struct http_conn *c)
 
 static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct http_conn *c = container_of(h, struct http_conn, relay.a.u.h);
+    struct http_conn *c = h->data;
     struct http_work *w = c->w;
 
     (void)suggested;
@@ -472,7 +462,7 @@ static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct http_conn *c = container_of(s, struct http_conn, relay.a.u.s);
+    struct http_conn *c = s->data;
     struct http_work *w = c->w;
 
     (void)buf;
@@ -481,11 +471,11 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         w->creading = 0;
         if (nread != UV_EOF) {
-            snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name((int)nread));
-            http_conn_close(c, c->end_buf);
+            snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
+            http_conn_close(c, c->fc.end_buf);
             return;
         }
-        if (c->state == HTTP_ST_FORWARD && w->req_done) {
+        if (c->state == HTTP_ST_FORWARD && w->req_phase == REQ_DONE) {
             w->client_eof = 1; /* half-closed after its request: the answer still goes out */
             uv_read_stop(s);
             return;
@@ -510,7 +500,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         http_process_client(c);
         return;
     case HTTP_ST_FORWARD:
-        if (w->req_done) {
+        if (w->req_phase == REQ_DONE) {
             http_client_hold(c); /* a pipelined request: held for later */
             return;
         }
@@ -542,25 +532,25 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     }
     c->f = f;
     c->w = w;
-    c->code = -1;
     c->overloaded = overloaded != 0;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
-    frontend_add(f, &c->fc);
-    c->id = __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED); /* workers share it */
+    c->fc.release = release;
+    frontend_conn_start(f, &c->fc, "http");
     http_set_state(c, HTTP_ST_HEAD);
-    rc = listener_accept(l, &c->relay.a.u.s);
+    rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
-        snprintf(c->client, sizeof(c->client), "-");
+        snprintf(c->fc.client, sizeof(c->fc.client), "-");
         http_conn_close(c, "accept failed");
         return rc;
     }
-    common_peer_name(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    common_peer_name(relay_client(&c->relay), kind == RELAY_PIPE, c->fc.client, sizeof(c->fc.client));
     if (kind == RELAY_TCP && !listener_nodelay(l))
-        (void)uv_tcp_nodelay(&c->relay.a.u.tcp, 1);
+        (void)uv_tcp_nodelay((uv_tcp_t *)relay_client(&c->relay), 1);
     if (kind == RELAY_TCP)
-        c->relay.a.nodelay = 1; /* set one way or the other */
+        relay_client_nodelay(&c->relay); /* set one way or the other */
     llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
     llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
     w->reqp.data = c;

@@ -3,12 +3,23 @@
  * request bodies up and response heads and bodies down. */
 #include "proxy/http_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static void process_upstream(struct http_conn *c);
+
+static void set_check(struct http_conn *c, enum http_check_phase p)
+{
+    static const char *const names[] = {"off", "head", "done"};
+    struct http_work *w = c->w;
+
+    assert(p == CHECK_OFF || p > w->check);
+    frontend_conn_debug(&c->fc, "head check %s -> %s", names[w->check], names[p]);
+    w->check = p;
+}
 static void exchange_end(struct http_conn *c);
 
 /* ------------------------------------------------------------------------ */
@@ -20,7 +31,7 @@ static int req_on_body(llhttp_t *p, const char *at, size_t len)
     struct http_work *w = c->w;
     int rc;
 
-    if (w->check_phase || w->send_err != 0 || w->up_werr || w->up == NULL)
+    if (w->check != CHECK_OFF || w->send_err != 0 || w->up_werr || w->up == NULL)
         return 0;
     rc = http_send_body(c, w->up, w->req_body == HTTP_BODY_CHUNKED, at, len);
     if (rc < 0)
@@ -34,8 +45,8 @@ static int req_on_message_complete(llhttp_t *p)
     struct http_conn *c = p->data;
     struct http_work *w = c->w;
 
-    if (w->check_phase) {
-        w->head_msg_done = 1;
+    if (w->check != CHECK_OFF) {
+        set_check(c, CHECK_DONE);
         return HPE_PAUSED;
     }
     if (w->req_body == HTTP_BODY_CHUNKED && w->up != NULL && w->send_err == 0 && !w->up_werr) {
@@ -43,7 +54,7 @@ static int req_on_message_complete(llhttp_t *p)
         if (rc < 0)
             w->send_err = rc;
     }
-    w->req_done = 1;
+    http_set_req(c, REQ_DONE);
     return HPE_PAUSED;
 }
 
@@ -63,7 +74,7 @@ static int resp_on_body(llhttp_t *p, const char *at, size_t len)
     struct http_work *w = c->w;
     int rc;
 
-    if (w->check_phase || w->send_err != 0)
+    if (w->check != CHECK_OFF || w->send_err != 0)
         return 0;
     rc = http_send_body(c, NULL, w->chunk_out, at, len);
     if (rc < 0)
@@ -77,8 +88,8 @@ static int resp_on_message_complete(llhttp_t *p)
     struct http_conn *c = p->data;
     struct http_work *w = c->w;
 
-    if (w->check_phase) {
-        w->head_msg_done = 1;
+    if (w->check != CHECK_OFF) {
+        set_check(c, CHECK_DONE);
         return HPE_PAUSED;
     }
     if (w->chunk_out && w->send_err == 0) {
@@ -86,7 +97,7 @@ static int resp_on_message_complete(llhttp_t *p)
         if (rc < 0)
             w->send_err = rc;
     }
-    w->resp_done = 1;
+    http_set_resp(c, RESP_DONE);
     return HPE_PAUSED;
 }
 
@@ -102,38 +113,39 @@ const llhttp_settings_t http_resp_settings = {
 };
 
 /* Feeds exactly one head to a fresh parser and checks that llhttp saw the
- * same head with the same framing as head.c. 0, or -1 on a disagreement. */
+ * same head with the same framing as head.c. 0, or UV_EPROTO on a
+ * disagreement. */
 int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settings_t *st,
                            llhttp_type_t type, const char *head, size_t len, enum http_body body,
                            uint64_t cl)
 {
     struct http_work *w = c->w;
     llhttp_errno_t e;
-    int ok;
+    int ok, done;
 
     llhttp_init(p, type, st);
     p->data = c;
-    w->check_phase = 1;
-    w->head_msg_done = 0;
+    set_check(c, CHECK_HEAD);
     e = llhttp_execute(p, head, len);
-    w->check_phase = 0;
+    done = w->check == CHECK_DONE;
+    set_check(c, CHECK_OFF);
     switch (body) {
     case HTTP_BODY_NONE:
-        ok = e == HPE_PAUSED && w->head_msg_done && llhttp_get_error_pos(p) == head + len;
+        ok = e == HPE_PAUSED && done && llhttp_get_error_pos(p) == head + len;
         break;
     case HTTP_BODY_LENGTH:
-        ok = e == HPE_OK && !w->head_msg_done && (p->flags & F_CONTENT_LENGTH) &&
+        ok = e == HPE_OK && !done && (p->flags & F_CONTENT_LENGTH) &&
              !(p->flags & F_CHUNKED) && p->content_length == cl;
         break;
     case HTTP_BODY_CHUNKED:
-        ok = e == HPE_OK && !w->head_msg_done && (p->flags & F_CHUNKED);
+        ok = e == HPE_OK && !done && (p->flags & F_CHUNKED);
         break;
     case HTTP_BODY_EOF:
     default:
-        ok = e == HPE_OK && !w->head_msg_done && llhttp_message_needs_eof(p);
+        ok = e == HPE_OK && !done && llhttp_message_needs_eof(p);
         break;
     }
-    return ok ? 0 : -1;
+    return ok ? 0 : UV_EPROTO;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -146,7 +158,7 @@ static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct http_work *w = c != NULL ? c->w : NULL;
 
     (void)suggested;
-    if (u->idle || w == NULL || w->up != u) {
+    if (u->phase == UP_IDLE || w == NULL || w->up != u) {
         *buf = uv_buf_init(http_scratch, sizeof(http_scratch));
         return;
     }
@@ -171,10 +183,10 @@ static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     struct http_work *w;
 
     (void)buf;
-    if (c == NULL || u->closing || c->state == HTTP_ST_CLOSING || nread == 0)
+    if (c == NULL || u->phase == UP_CLOSING || c->state == HTTP_ST_CLOSING || nread == 0)
         return;
     w = c->w;
-    if (u->idle || w == NULL || w->up != u || c->state != HTTP_ST_FORWARD) {
+    if (u->phase == UP_IDLE || w == NULL || w->up != u || c->state != HTTP_ST_FORWARD) {
         /* an idle upstream closed, failed or sent bytes nobody asked for */
         http_up_close(c, u);
         return;
@@ -228,7 +240,7 @@ int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
     }
     u->c = c;
     snprintf(u->host, sizeof(u->host), "%s", c->host.name);
-    u->port = c->port;
+    u->port = c->fc.port;
     u->addr = *a;
     if (o->parent_http) {
         u->parent = 1;
@@ -254,16 +266,16 @@ void http_feed_request_body(struct http_conn *c)
     llhttp_errno_t e;
     size_t used;
 
-    if (w->req_done || w->in_len == 0)
+    if (w->req_phase == REQ_DONE || w->in_len == 0)
         return;
     e = llhttp_execute(&w->reqp, w->in, w->in_len);
     if (e == HPE_OK) {
         used = w->in_len;
-    } else if (e == HPE_PAUSED && w->req_done) {
+    } else if (e == HPE_PAUSED && w->req_phase == REQ_DONE) {
         used = (size_t)(llhttp_get_error_pos(&w->reqp) - w->in);
     } else {
         http_set_reason(c, "malformed request body");
-        if (!w->resp_head_done) {
+        if (w->resp_phase == RESP_HEAD) {
             http_refuse(c, 400, "malformed request body (chunk framing)", 1, "bad request body");
         } else {
             http_conn_close(c, "bad request body");
@@ -275,7 +287,7 @@ void http_feed_request_body(struct http_conn *c)
         w->send_err = 0;
         w->up_werr = 1;
     }
-    if (w->req_done) {
+    if (w->req_phase == REQ_DONE) {
         http_client_hold(c);
         return;
     }
@@ -330,9 +342,9 @@ void http_start_exchange(struct http_conn *c)
     int rc;
 
     http_set_state(c, HTTP_ST_FORWARD);
-    u->idle = 0;
-    w->req_done = w->req_body == HTTP_BODY_NONE;
-    w->resp_head_done = w->resp_done = 0;
+    http_set_up(c, u, UP_BUSY);
+    http_set_req(c, w->req_body == HTTP_BODY_NONE ? REQ_DONE : REQ_BODY);
+    http_set_resp(c, RESP_HEAD);
     w->chunk_out = w->close_after = w->up_keep = w->up_junk = w->up_eof = w->up_werr = 0;
     w->client_paused = w->up_paused = 0;
     w->send_err = 0;
@@ -365,13 +377,13 @@ void http_start_exchange(struct http_conn *c)
     http_up_read_start(c, u);
     if (c->state != HTTP_ST_FORWARD)
         return;
-    if (!w->req_done) {
+    if (w->req_phase != REQ_DONE) {
         http_feed_request_body(c);
-        if (c->state == HTTP_ST_FORWARD && !w->req_done && w->client_eof) {
+        if (c->state == HTTP_ST_FORWARD && w->req_phase != REQ_DONE && w->client_eof) {
             http_conn_close(c, "client closed mid-request"); /* EOF seen while dialing */
             return;
         }
-        if (c->state == HTTP_ST_FORWARD && !w->req_done && !w->client_paused)
+        if (c->state == HTTP_ST_FORWARD && w->req_phase != REQ_DONE && !w->client_paused)
             http_client_read_start(c);
     }
 }
@@ -387,7 +399,7 @@ static void upstream_gone(struct http_conn *c, int status)
         return;
     }
     w->up_eof = 1;
-    if (!w->resp_head_done && w->uin_len == 0 && w->reused && w->out != NULL) {
+    if (w->resp_phase == RESP_HEAD && w->uin_len == 0 && w->reused && w->out != NULL) {
         /* A kept connection the upstream closed as we reused it: the
          * request (no body) is sent again once, on a new connection. */
         w->reused = 0;
@@ -395,7 +407,7 @@ static void upstream_gone(struct http_conn *c, int status)
         http_start_egress(c);
         return;
     }
-    if (!w->resp_head_done) {
+    if (w->resp_phase == RESP_HEAD) {
         if (status == UV_EOF)
             snprintf(why, sizeof(why), "the upstream closed the connection %s",
                      w->uin_len > 0 ? "in the middle of the response head" : "without a response");
@@ -407,11 +419,11 @@ static void upstream_gone(struct http_conn *c, int status)
                          why, 1, "upstream failed");
         return;
     }
-    if (status == UV_EOF && !w->resp_done) {
+    if (status == UV_EOF && w->resp_phase != RESP_DONE) {
         /* a close-delimited body ends here; any other is cut short */
         w->send_err = 0;
         (void)llhttp_finish(&w->resp);
-        if (w->resp_done && w->send_err == 0) {
+        if (w->resp_phase == RESP_DONE && w->send_err == 0) {
             exchange_end(c);
             return;
         }
@@ -427,7 +439,7 @@ static void upstream_gone(struct http_conn *c, int status)
 static void upstream_bad(struct http_conn *c, const char *why)
 {
     http_set_reason(c, why);
-    if (!c->w->resp_head_done)
+    if (c->w->resp_phase == RESP_HEAD)
         http_reply_error(c, 502, "http_protocol_error", why, 1, "bad upstream response");
     else
         http_conn_close(c, "bad upstream response");
@@ -508,7 +520,7 @@ static int response_head(struct http_conn *c, size_t end)
             w->close_after = 1; /* raw until close for an HTTP/1.0 client */
         }
     }
-    if (!w->client_keep || w->client_eof || !w->req_done || w->upgrade || c->f->draining)
+    if (!w->client_keep || w->client_eof || w->req_phase != REQ_DONE || w->upgrade || c->f->draining)
         w->close_after = 1;
     if (w->close_after)
         flags |= HTTP_OUT_CLOSE;
@@ -529,11 +541,11 @@ static int response_head(struct http_conn *c, size_t end)
     }
     w->ohead = head;
     http_out_add(w, head, n);
-    c->code = rs.status;
+    c->fc.code = rs.status;
     c->bytes_down += n;
-    w->resp_head_done = 1;
+    http_set_resp(c, RESP_BODY);
     if (rs.body == HTTP_BODY_NONE)
-        w->resp_done = 1;
+        http_set_resp(c, RESP_DONE);
     memmove(w->uin, w->uin + end, w->uin_len - end);
     w->uin_len -= end;
     w->uscan = 0;
@@ -549,12 +561,12 @@ static void process_upstream(struct http_conn *c)
         w->out = NULL;
         w->out_len = 0;
     }
-    while (c->state == HTTP_ST_FORWARD && !w->resp_done) {
+    while (c->state == HTTP_ST_FORWARD && w->resp_phase != RESP_DONE) {
         const char *why = NULL;
         size_t end = 0;
         llhttp_errno_t e;
 
-        if (!w->resp_head_done) {
+        if (w->resp_phase == RESP_HEAD) {
             enum http_find f = http_head_end(w->uin, w->uin_len, &w->uscan, &end, &why);
             if (f == HTTP_FIND_MORE) {
                 if (w->uin_len >= HTTP_UIN_SIZE)
@@ -576,7 +588,7 @@ static void process_upstream(struct http_conn *c)
             http_conn_close(c, "client write failed");
             return;
         }
-        if (e == HPE_PAUSED && w->resp_done) {
+        if (e == HPE_PAUSED && w->resp_phase == RESP_DONE) {
             if ((size_t)(llhttp_get_error_pos(&w->resp) - w->uin) < w->uin_len)
                 w->up_junk = 1; /* bytes after the response: never reuse */
         } else if (e != HPE_OK) {
@@ -594,11 +606,11 @@ static void process_upstream(struct http_conn *c)
         http_conn_close(c, "client write failed");
         return;
     }
-    if (w->resp_done) {
+    if (w->resp_phase == RESP_DONE) {
         exchange_end(c);
         return;
     }
-    if (w->up != NULL && uv_stream_get_write_queue_size(&c->relay.a.u.s) > RELAY_HIGH_WATER) {
+    if (w->up != NULL && uv_stream_get_write_queue_size(relay_client(&c->relay)) > RELAY_HIGH_WATER) {
         up_read_stop(w->up);
         w->up_paused = 1;
     }
@@ -620,8 +632,8 @@ static void exchange_end(struct http_conn *c)
     free(w->out);
     w->out = NULL;
     w->out_len = 0;
-    if (u != NULL && w->up_keep && !w->up_junk && !w->up_eof && !w->close_after && w->req_done) {
-        u->idle = 1; /* still read: its close or stray bytes retire it */
+    if (u != NULL && w->up_keep && !w->up_junk && !w->up_eof && !w->close_after && w->req_phase == REQ_DONE) {
+        http_set_up(c, u, UP_IDLE); /* still read: its close or stray bytes retire it */
         http_up_read_start(c, u);
     } else {
         http_up_close(c, u);

@@ -77,6 +77,50 @@ enum http_timer {
     TIMER_LINGER, /* LINGER: our FIN is out; discarding reads */
 };
 
+/* Phases inside one connection (each changed only through its setter,
+ * which logs the transition at debug level): */
+
+/* the request of the exchange in progress (FORWARD) */
+enum http_req_phase {
+    REQ_BODY = 0, /* body bytes still go up */
+    REQ_DONE,     /* the whole request went upstream (or it had no body) */
+};
+
+/* the response of the exchange in progress (FORWARD) */
+enum http_resp_phase {
+    RESP_HEAD = 0, /* waiting for the final head (1xx heads pass) */
+    RESP_BODY,     /* the head went to the client: the body is framed */
+    RESP_DONE,     /* the whole response is read */
+};
+
+/* an upstream connection */
+enum http_up_phase {
+    UP_BUSY = 0, /* serving the exchange in progress */
+    UP_IDLE,     /* kept between exchanges: read only to notice its close */
+    UP_CLOSING,  /* uv_close() issued; freed in its close callback */
+};
+
+/* llhttp fed one head only, to cross-check head.c (llhttp callbacks only
+ * record; http_forward.c) */
+enum http_check_phase {
+    CHECK_OFF = 0,
+    CHECK_HEAD, /* the head is being fed */
+    CHECK_DONE, /* llhttp reached message complete within the head */
+};
+
+/* Errors, one convention per layer:
+ *   - I/O and buffers (http_send.c, upstream adoption, the llhttp head
+ *     cross-check): 0 or a negative UV_E*; an llhttp callback cannot
+ *     return one, so it keeps it in w->send_err for its caller;
+ *   - the head validator (proxy/head*.c): 0 or the HTTP status to answer
+ *     with, and a static reason (*why);
+ *   - the session's steps (void, or 0 / -1 for the stages of one request
+ *     head and a response head): a step that fails answers (http_refuse,
+ *     http_reply_error: the status and reason go to the client only here)
+ *     or ends the connection (http_conn_close with its end text) itself,
+ *     and -1 tells its caller the state moved on.
+ */
+
 struct http_conn;
 
 /* An upstream connection for absolute-form requests, kept between requests
@@ -88,8 +132,7 @@ struct http_up {
     char host[POLICY_HOST_MAX + 1];
     uint16_t port;
     struct policy_addr addr;
-    unsigned closing : 1;
-    unsigned idle : 1; /* between exchanges: reads are only watching for its close */
+    enum http_up_phase phase;
     unsigned reading : 1;
     unsigned parent : 1; /* connected to network.parentProxy for plain HTTP */
     char parent_auth[400]; /* that parent's Proxy-Authorization, or "" */
@@ -117,6 +160,9 @@ struct http_work {
     enum http_timer timer;
     uint64_t last_io;
     enum http_body req_body;
+    enum http_req_phase req_phase;
+    enum http_resp_phase resp_phase;
+    enum http_check_phase check;
     int send_err;
     unsigned creading : 1;   /* client reads started by us */
     unsigned processing : 1; /* inside process_client() */
@@ -126,11 +172,6 @@ struct http_work {
     unsigned upgrade : 1;       /* the request asks for an Upgrade */
     unsigned client_keep : 1;   /* the client wants to keep the connection */
     unsigned client_11 : 1;     /* the client speaks HTTP/1.1 */
-    unsigned check_phase : 1;   /* parsers are fed a head only (callbacks only record) */
-    unsigned head_msg_done : 1; /* the head check reached message complete */
-    unsigned req_done : 1;      /* the whole request went upstream */
-    unsigned resp_head_done : 1;
-    unsigned resp_done : 1;
     unsigned resp_skip_body : 1;
     unsigned chunk_out : 1;   /* response body re-chunked for the client */
     unsigned close_after : 1; /* close the client after this response */
@@ -152,23 +193,11 @@ struct http_conn {
     struct http_up *closing_ups;
     struct egress_req *req;
     enum http_state state;
-    uint64_t id;
     uint64_t bytes_up, bytes_down; /* forwarded outside the relay */
     unsigned overloaded : 1;
-    unsigned have_host : 1;
-    /* the last request, for the logs */
-    const char *protocol;
+    /* the last request's target (fc.host points to its name once parsed,
+     * fc.port is its port; the other log fields are in fc) */
     struct policy_host host;
-    uint16_t port;
-    int code;
-    char verdict[12];
-    char *rule, *source, *reason; /* NULL or heap copies */
-    char method[16];     /* plain HTTP only, else "" */
-    char *url;           /* plain HTTP only: without the query; NULL or a heap copy */
-    char client[48];
-    char addr[48];
-    const char *end;
-    char end_buf[80];
 };
 
 extern _Thread_local char http_scratch[512]; /* discarded reads (linger, idle upstreams) */
@@ -176,10 +205,11 @@ extern const llhttp_settings_t http_req_settings, http_resp_settings;
 
 /* http_conn.c */
 void http_set_state(struct http_conn *c, enum http_state s);
-void http_set_text(char **dst, const char *s);
+void http_set_req(struct http_conn *c, enum http_req_phase p);
+void http_set_resp(struct http_conn *c, enum http_resp_phase p);
+void http_set_up(struct http_conn *c, struct http_up *u, enum http_up_phase p);
 void http_set_reason(struct http_conn *c, const char *s);
 const char *http_host_port(const struct http_conn *c, char *buf, size_t len);
-void http_emit(struct http_conn *c, enum connlog_event ev);
 void http_timer_set(struct http_conn *c, enum http_timer kind, uint64_t ms);
 void http_up_close(struct http_conn *c, struct http_up *u);
 void http_work_free(struct http_conn *c);

@@ -38,7 +38,7 @@ static void reply_bytes(struct http_conn *c, int status, const char *buf, size_t
 {
     uv_buf_t b = uv_buf_init((char *)(uintptr_t)buf, (unsigned)n);
 
-    c->code = status;
+    c->fc.code = status;
     if (http_client_send(c, &b, 1) < 0) {
         http_conn_close(c, "client write failed");
         return;
@@ -59,7 +59,7 @@ void http_answer(struct http_conn *c, const struct http_reply *r, const char *en
         rr.close = 1;
     n = http_reply_build(&rr, buf, sizeof(buf));
     if (n == 0) {
-        c->code = r->status;
+        c->fc.code = r->status;
         http_conn_close(c, end);
         return;
     }
@@ -253,8 +253,8 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         break;
     }
     r.body = body;
-    snprintf(c->end_buf, sizeof(c->end_buf), "%s", egress_result_str(o->result));
-    http_answer(c, &r, c->end_buf);
+    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
+    http_answer(c, &r, c->fc.end_buf);
 }
 
 static int egress_code(const struct egress_outcome *o, int is_connect)
@@ -283,15 +283,9 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     int rc;
 
     c->req = NULL;
-    snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
-    http_set_text(&c->rule, o->rule);
-    http_set_text(&c->source, o->source[0] != '\0' ? o->source : NULL);
-    http_set_reason(c, o->reason);
-    c->addr[0] = '\0';
-    if (o->have_addr)
-        policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
-    c->code = egress_code(o, w->is_connect);
-    http_emit(c, CONNLOG_DECISION);
+    frontend_conn_note(&c->fc, o);
+    c->fc.code = egress_code(o, w->is_connect);
+    frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     if (o->result != EGRESS_CONNECTED) {
         egress_failed(c, o);
         return;
@@ -317,7 +311,7 @@ void http_start_egress(struct http_conn *c)
 
     http_set_state(c, HTTP_ST_EGRESS);
     http_timer_set(c, TIMER_NONE, 0); /* egress has its own deadlines (ask, DNS, dial) */
-    rc = egress_start(c->f->egress, &c->host, c->port, c->protocol, c->client, on_egress, c,
+    rc = egress_start(c->f->egress, &c->host, c->fc.port, c->fc.protocol, c->fc.client, on_egress, c,
                       &c->req);
     if (rc < 0) {
         c->req = NULL;
@@ -337,20 +331,20 @@ static int can_reuse(struct http_conn *c)
     struct policy_guard_verdict gv;
     struct policy_judgment j;
 
-    if (u == NULL || u->closing || !u->idle || u->port != c->port ||
+    if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
     /* the verdict with the connected address as the only answer */
-    policy_verdict(pol, &c->host, c->port, &u->addr, 1, &gv, &j);
+    policy_verdict(pol, &c->host, c->fc.port, &u->addr, 1, &gv, &j);
     if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
-    snprintf(c->verdict, sizeof(c->verdict), "allow");
-    http_set_text(&c->rule, j.rule_text);
-    http_set_text(&c->source, j.source[0] != '\0' ? j.source : NULL);
+    snprintf(c->fc.verdict, sizeof(c->fc.verdict), "allow");
+    frontend_conn_set_text(&c->fc.rule, j.rule_text);
+    frontend_conn_set_text(&c->fc.source, j.source[0] != '\0' ? j.source : NULL);
     http_set_reason(c, "reusing the kept upstream connection");
-    policy_addr_str(&u->addr, c->addr, sizeof(c->addr));
-    c->code = -1;
-    http_emit(c, CONNLOG_DECISION);
+    policy_addr_str(&u->addr, c->fc.addr, sizeof(c->fc.addr));
+    c->fc.code = -1;
+    frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     return 1;
 }
 
@@ -389,28 +383,28 @@ static void note_url(struct http_conn *c, const struct http_request *rq, const c
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
-    snprintf(c->method, sizeof(c->method), "%.*s", (int)rq->method_text.len,
+    snprintf(c->fc.method, sizeof(c->fc.method), "%.*s", (int)rq->method_text.len,
              in + rq->method_text.off);
-    if (c->port != 80)
-        snprintf(port, sizeof(port), ":%u", (unsigned)c->port);
+    if (c->fc.port != 80)
+        snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
     snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
              port, (int)(plen < 512 ? plen : 512), path);
-    http_set_text(&c->url, url);
+    frontend_conn_set_text(&c->fc.url, url);
 }
 
 /* What the logs say from now on is about this request. */
 static void request_log_reset(struct http_conn *c)
 {
-    c->have_host = 0;
-    c->protocol = "http";
-    c->verdict[0] = '\0';
-    c->addr[0] = '\0';
-    http_set_text(&c->rule, NULL);
-    http_set_text(&c->source, NULL);
-    http_set_text(&c->url, NULL);
-    c->method[0] = '\0';
+    c->fc.host = NULL;
+    c->fc.protocol = "http";
+    c->fc.verdict[0] = '\0';
+    c->fc.addr[0] = '\0';
+    frontend_conn_set_text(&c->fc.rule, NULL);
+    frontend_conn_set_text(&c->fc.source, NULL);
+    frontend_conn_set_text(&c->fc.url, NULL);
+    c->fc.method[0] = '\0';
     http_set_reason(c, NULL);
-    c->code = -1;
+    c->fc.code = -1;
 }
 
 /* The 407 of a request without good credentials. */
@@ -423,7 +417,7 @@ static void reply_auth_required(struct http_conn *c, const struct http_request *
     memset(&r, 0, sizeof(r));
     r.status = 407;
     r.challenge = 1;
-    r.details = c->reason;
+    r.details = c->fc.reason;
     r.body = "sluice: proxy authentication required";
     r.close = !keep;
     http_consume_in(w, end);
@@ -447,7 +441,7 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
         return -1;
     }
     if (!w->is_connect && ho->require_host_match &&
-        reqopt_host_mismatch(w->in, rq, &c->host, c->port)) {
+        reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "
                     "(network.requireHostMatch)",
@@ -488,9 +482,9 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
         snprintf(authority, sizeof(authority), "[%s]", c->host.name);
     else
         snprintf(authority, sizeof(authority), "%s", c->host.name);
-    if (c->port != 80) {
+    if (c->fc.port != 80) {
         size_t al = strlen(authority);
-        snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->port);
+        snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->fc.port);
     }
     n = http_request_build(hb, rq, authority, !rq->keep_alive, NULL, 0);
     free(w->out);
@@ -525,16 +519,16 @@ static int request_parse(struct http_conn *c, struct http_request *rq, size_t en
     w->client_keep = rq->keep_alive;
     w->client_11 = rq->minor == 1;
     w->req_body = rq->body;
-    c->protocol = w->is_connect ? "connect" : "http";
+    c->fc.protocol = w->is_connect ? "connect" : "http";
     if (policy_host_normalize(w->in + rq->host.off, rq->host.len, &c->host, &why) < 0) {
         char msg[200];
-        c->have_host = 0;
+        c->fc.host = NULL;
         snprintf(msg, sizeof(msg), "bad destination host: %s", why);
         http_refuse(c, 400, msg, 1, "bad destination host");
         return -1;
     }
-    c->have_host = 1;
-    c->port = rq->port;
+    c->fc.host = c->host.name;
+    c->fc.port = rq->port;
     if (!w->is_connect)
         note_url(c, rq, w->in);
     return 0;

@@ -64,7 +64,7 @@ static void client_drained(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
-    if (w == NULL || uv_stream_get_write_queue_size(&c->relay.a.u.s) >= RELAY_LOW_WATER)
+    if (w == NULL || uv_stream_get_write_queue_size(relay_client(&c->relay)) >= RELAY_LOW_WATER)
         return;
     if (c->state == HTTP_ST_FORWARD && w->up_paused && w->up != NULL) {
         w->up_paused = 0;
@@ -101,7 +101,7 @@ void http_on_up_write(uv_write_t *req, int status)
     struct http_work *w;
 
     free(wb);
-    if (c == NULL || u->closing || c->state == HTTP_ST_CLOSING)
+    if (c == NULL || u->phase == UP_CLOSING || c->state == HTTP_ST_CLOSING)
         return;
     w = c->w;
     if (w == NULL || w->up != u)
@@ -150,7 +150,7 @@ int http_out_flush(struct http_conn *c)
         out_drop(w);
         return 0;
     }
-    rc = http_stream_send(c, NULL, &c->relay.a.u.s, w->ob, w->nob, on_client_write);
+    rc = http_stream_send(c, NULL, relay_client(&c->relay), w->ob, w->nob, on_client_write);
     out_drop(w);
     return rc;
 }
@@ -177,7 +177,7 @@ int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n)
 
     if (rc < 0)
         return rc;
-    return http_stream_send(c, NULL, &c->relay.a.u.s, bufs, n, on_client_write);
+    return http_stream_send(c, NULL, relay_client(&c->relay), bufs, n, on_client_write);
 }
 
 int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n)

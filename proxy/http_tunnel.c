@@ -17,7 +17,7 @@ static void tunnel_go(struct http_conn *c)
 
     if (w->in_len > 0) { /* early bytes, held until now */
         uv_buf_t b = uv_buf_init(w->in, (unsigned)w->in_len);
-        rc = http_stream_send(c, NULL, &c->relay.b.u.s, &b, 1, http_on_b_write);
+        rc = http_stream_send(c, NULL, relay_upstream(&c->relay), &b, 1, http_on_b_write);
         if (rc < 0) {
             http_conn_close(c, "upstream write failed");
             return;
@@ -25,6 +25,7 @@ static void tunnel_go(struct http_conn *c)
         c->bytes_up += w->in_len;
     }
     http_timer_set(c, TIMER_NONE, 0);
+    frontend_conn_timer_close(&c->fc); /* the relay has a timer of its own */
     /* client reads stay on: relay_start() takes a reading stream over */
     http_work_free(c);
     http_set_state(c, HTTP_ST_TUNNEL);
@@ -48,7 +49,7 @@ void http_tunnel_start(struct http_conn *c, int fd)
         http_reply_error(c, 502, "proxy_internal_error", why, 1, "internal error");
         return;
     }
-    c->code = 200;
+    c->fc.code = 200;
     if (http_client_send(c, &b, 1) < 0) {
         http_conn_close(c, "client write failed");
         return;
@@ -93,7 +94,7 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
     (void)http_response_build(w->uin, rs, HTTP_OUT_UPGRADE, head, n);
     b[0] = uv_buf_init(head, (unsigned)n);
     b[1] = uv_buf_init(w->uin + end, (unsigned)(w->uin_len - end));
-    c->code = 101;
+    c->fc.code = 101;
     c->bytes_down += n + (w->uin_len - end);
     rc = http_client_send(c, b, 2);
     free(head);
