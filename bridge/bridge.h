@@ -437,6 +437,19 @@ int relay_start(struct relay *r, unsigned idle_ms);
  * Pending writes and shutdowns are cancelled. */
 void relay_close(struct relay *r, int status);
 
+/* For the owner, before and after relay_start(): the client (a) and the
+ * upstream (b) streams, to read, write and shut down before the relay
+ * starts (the handles' data fields are the owner's); the bytes forwarded
+ * each way (a's and b's nread, added to *up and *down); bytes the owner
+ * forwarded client -> upstream itself, counted as the relay's; a's TCP
+ * nodelay already on (listener_nodelay()), so relay_start() does not set
+ * it again. */
+uv_stream_t *relay_client(struct relay *r);
+uv_stream_t *relay_upstream(struct relay *r);
+void relay_bytes(const struct relay *r, uint64_t *up, uint64_t *down);
+void relay_count_up(struct relay *r, uint64_t n);
+void relay_client_nodelay(struct relay *r);
+
 /* "done", "idle timeout", "client error", "upstream error", "closed", and
  * "none" for RELAY_END_NONE. */
 const char *relay_end_str(enum relay_end e);
@@ -617,11 +630,39 @@ struct connlog {
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
 
+/* The base of every front-end connection (HTTP, SOCKS5): its place in the
+ * frontend's list, its id, peer name and start time, its own timer (the
+ * head, handshake, keep-alive and linger timer: the relay's timer is the
+ * relay's), the fields of its log records, emitting them, and the last
+ * steps of its close. The owner embeds it, calls frontend_conn_start() at
+ * accept, frontend_conn_timer_close() when the relay takes over or the
+ * connection closes, and frontend_conn_relay_closed() from its relay's
+ * close callback; release() then frees the owner's struct. */
 struct frontend_conn {
     struct frontend_conn *prev, *next;
+    struct frontend *f;
     void (*force_close)(struct frontend_conn *c); /* drain timeout / shutdown */
-    /* bytes relayed so far each way, for metrics while it is open; may be NULL */
+    /* bytes relayed so far each way, for metrics while it is open and the
+     * close record; may be NULL (then 0) */
     void (*bytes)(const struct frontend_conn *c, uint64_t *up, uint64_t *down);
+    void (*release)(struct frontend_conn *c); /* frees the owner's struct */
+    uv_timer_t timer;    /* the front end's own, before the relay starts */
+    uint64_t id;
+    uint64_t started_ms; /* uv_now() at accept */
+    char client[48];     /* the peer: "127.0.0.1:40000", "[::1]:40000", "unix", "-" */
+    /* the log fields, about the last request (struct connlog) */
+    const char *protocol; /* static text */
+    const char *host;     /* the owner's text, or NULL when none was parsed */
+    uint16_t port;
+    char verdict[12];             /* "" or the egress verdict */
+    char *rule, *source, *reason; /* NULL or heap copies */
+    char addr[48];                /* "" or the address dialed */
+    int code;                     /* status / reply code sent, -1 none */
+    const char *end;              /* how it ended: static text or end_buf */
+    char end_buf[80];
+    char method[16]; /* plain HTTP only, else "" */
+    char *url;       /* plain HTTP only; NULL or a heap copy */
+    unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 
 struct frontend {
@@ -648,9 +689,37 @@ struct frontend {
     /* HTTP only: an origin-form "GET <health_path>" on the proxy port is
      * answered 200 "ok" (503 while draining) instead of 400; NULL: none. */
     const char *health_path;
+    /* Debug lines (each connection's state and phase transitions, from
+     * frontend_conn_debug()), one line without newline; NULL: none (the
+     * default). */
+    void (*debug)(void *ctx, const char *line);
+    void *debug_ctx;
 };
 
 void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);
+
+struct egress_outcome;
+struct relay;
+
+/* Registers c (zeroed, its callbacks set) with f: the timer initialised,
+ * the next id, the start time, protocol and code -1. */
+void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol);
+/* *dst becomes a heap copy of s, or NULL for NULL or "" (or no memory). */
+void frontend_conn_set_text(char **dst, const char *s);
+/* The verdict, rule, source, reason and address of an egress outcome. */
+void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o);
+/* Sends one record of the connection to the frontend's log (if any). */
+void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev);
+/* A debug line "conn ID PROTOCOL: ..." to the frontend's debug hook, when
+ * there is one (nothing is formatted otherwise). */
+void frontend_conn_debug(const struct frontend_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Closes the connection's timer (idempotent). */
+void frontend_conn_timer_close(struct frontend_conn *c);
+/* From the relay's close callback: notes how the relay ended, closes the
+ * timer; once both are closed: the CLOSE record, removal from the list,
+ * release(), then the frontend's conn_ended. */
+void frontend_conn_relay_closed(struct frontend_conn *c, const struct relay *r);
 void frontend_add(struct frontend *f, struct frontend_conn *c);
 void frontend_remove(struct frontend *f, struct frontend_conn *c);
 /* Adds the bytes relayed so far by every live connection to *up and *down. */

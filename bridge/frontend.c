@@ -1,11 +1,24 @@
 /* bridge/frontend.c - what the SOCKS5 and HTTP front ends share: the list of
- * live connections and the credential check (peer names: common/). */
+ * live connections, the credential check (peer names: common/), and the
+ * connection base (struct frontend_conn): id, peer, start time, its own
+ * timer, the log fields and records, and the end of the close (the CLOSE
+ * record, leaving the list, release, conn_ended). What a new front end
+ * (transparent mode, the bridge forwarder) gets from it: embed struct
+ * frontend_conn, call frontend_conn_start() at accept and
+ * common_peer_name() into c->client, fill the log fields as it decides
+ * (frontend_conn_note() for an egress outcome, frontend_conn_emit() for the
+ * DECISION record), close the timer when the relay takes over, and call
+ * frontend_conn_relay_closed() from the relay's close callback. */
 #include "bridge/bridge.h"
 
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "common/common.h"
 
 void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id)
 {
@@ -88,4 +101,132 @@ void frontend_bytes(const struct frontend *f, uint64_t *up, uint64_t *down)
     for (const struct frontend_conn *c = f->conns.next; c != &f->conns; c = c->next)
         if (c->bytes != NULL)
             c->bytes(c, up, down);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The connection base                                                       */
+
+void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol)
+{
+    c->f = f;
+    c->code = -1;
+    c->protocol = protocol;
+    uv_timer_init(f->loop, &c->timer);
+    c->started_ms = uv_now(f->loop);
+    frontend_add(f, c);
+    c->id = __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED); /* workers share it */
+}
+
+void frontend_conn_set_text(char **dst, const char *s)
+{
+    free(*dst);
+    *dst = NULL;
+    if (s != NULL && s[0] != '\0') {
+        size_t n = strlen(s);
+        *dst = malloc(n + 1);
+        if (*dst != NULL)
+            memcpy(*dst, s, n + 1);
+    }
+}
+
+void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o)
+{
+    snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
+    frontend_conn_set_text(&c->rule, o->rule);
+    frontend_conn_set_text(&c->source, o->source);
+    frontend_conn_set_text(&c->reason, o->reason);
+    c->addr[0] = '\0';
+    if (o->have_addr)
+        policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
+}
+
+void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
+{
+    struct connlog rec;
+    uint64_t now = uv_now(c->f->loop), up = 0, down = 0;
+
+    if (c->f->log == NULL)
+        return;
+    if (c->bytes != NULL)
+        c->bytes(c, &up, &down);
+    memset(&rec, 0, sizeof(rec));
+    rec.event = ev;
+    rec.id = c->id;
+    rec.client = c->client;
+    rec.protocol = c->protocol;
+    rec.host = c->host;
+    rec.port = c->port;
+    rec.verdict = c->verdict[0] != '\0' ? c->verdict : NULL;
+    rec.rule = c->rule != NULL ? c->rule : "";
+    rec.source = c->source;
+    rec.reason = c->reason != NULL ? c->reason : "";
+    rec.addr = c->addr;
+    rec.code = c->code;
+    rec.bytes_up = up;
+    rec.bytes_down = down;
+    rec.duration_ms = now >= c->started_ms ? now - c->started_ms : 0;
+    rec.end = c->end != NULL ? c->end : "closed";
+    rec.method = c->method[0] != '\0' ? c->method : NULL;
+    rec.url = c->url;
+    c->f->log(c->f->log_ctx, &rec);
+}
+
+void frontend_conn_debug(const struct frontend_conn *c, const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    int n;
+
+    if (c->f->debug == NULL)
+        return;
+    n = snprintf(line, sizeof(line), "conn %llu %s: ", (unsigned long long)c->id, c->protocol);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    c->f->debug(c->f->debug_ctx, line);
+}
+
+/* The last step, once the relay and the timer are both closed. */
+static void conn_finish(struct frontend_conn *c)
+{
+    struct frontend *f = c->f;
+
+    frontend_conn_emit(c, CONNLOG_CLOSE);
+    frontend_remove(f, c);
+    free(c->rule);
+    free(c->source);
+    free(c->url);
+    free(c->reason);
+    c->release(c);
+    if (f->conn_ended != NULL)
+        f->conn_ended(f);
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    struct frontend_conn *c = container_of(h, struct frontend_conn, timer);
+
+    c->timer_closed = 1;
+    if (c->relay_closed)
+        conn_finish(c);
+}
+
+void frontend_conn_timer_close(struct frontend_conn *c)
+{
+    if (c->timer_closing)
+        return;
+    c->timer_closing = 1;
+    uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+}
+
+void frontend_conn_relay_closed(struct frontend_conn *c, const struct relay *r)
+{
+    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER)
+        c->end = relay_end_text(r, c->end_buf, sizeof(c->end_buf));
+    c->relay_closed = 1;
+    frontend_conn_timer_close(c);
+    if (c->timer_closed)
+        conn_finish(c);
 }

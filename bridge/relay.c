@@ -1205,6 +1205,32 @@ const char *relay_end_str(enum relay_end e)
     return "unknown";
 }
 
+uv_stream_t *relay_client(struct relay *r)
+{
+    return &r->a.u.s;
+}
+
+uv_stream_t *relay_upstream(struct relay *r)
+{
+    return &r->b.u.s;
+}
+
+void relay_bytes(const struct relay *r, uint64_t *up, uint64_t *down)
+{
+    *up += r->a.nread;
+    *down += r->b.nread;
+}
+
+void relay_count_up(struct relay *r, uint64_t n)
+{
+    r->a.nread += n;
+}
+
+void relay_client_nodelay(struct relay *r)
+{
+    r->a.nodelay = 1;
+}
+
 const char *relay_end_text(const struct relay *r, char *buf, size_t len)
 {
     if (r->status < 0 && r->end != RELAY_END_IDLE)

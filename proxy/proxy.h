@@ -1,10 +1,14 @@
 /* proxy/proxy.h - the HTTP proxy front end: CONNECT tunnels and absolute-form
  * forwarding (design.md "Wire behaviour").
  *
- * Two parts: the head validator (proxy/head.c), pure code with no I/O that
- * decides everything that can be decided from the bytes of a request or
- * response head and writes the rewritten heads, and the session that drives
- * it on a libuv connection with llhttp framing the bodies (proxy/http.c).
+ * Two parts: the head validator (proxy/head.c, head_request.c,
+ * head_write.c), pure code with no I/O that decides everything that can be
+ * decided from the bytes of a request or response head and writes the
+ * rewritten heads, and the session that drives it on a libuv connection
+ * with llhttp framing the bodies (proxy/http_*.c, by phase: http_conn.c
+ * the client connection and its head, http_request.c the request and its
+ * verdict, http_forward.c forwarding and upstream reuse, http_tunnel.c
+ * CONNECT and Upgrade, http_send.c the writes; shared: http_int.h).
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -16,7 +20,7 @@
 #include <uv.h>
 
 /* ------------------------------------------------------------------------ */
-/* Head validator (proxy/head.c)                                             */
+/* Head validator (proxy/head.c, head_request.c, head_write.c)              */
 /*                                                                           */
 /* A head is the bytes from the start line through the empty line that ends  */
 /* it. It is first delimited with http_head_end() (strict CRLF: a bare LF, a */
@@ -185,7 +189,7 @@ int http_basic_decode(const char *value, size_t len, uint8_t *out, size_t cap, s
 /* end of head validator */
 
 /* ------------------------------------------------------------------------ */
-/* Session (proxy/http.c)                                                    */
+/* Session (proxy/http_*.c)                                                  */
 /*                                                                           */
 /* One client connection on a libuv loop, serving requests in order:        */
 /*   CONNECT     egress (bridge.h: policy, ask, DNS, guard, dial), then      */

@@ -1,7 +1,7 @@
 /* proxy/reqopts.c - the request-level options of srt 0.0.83 for plain HTTP
  * (network.requireHostMatch, ambiguousRequestTarget, stripResponseHeaders;
  * refuseOpaqueTunnels is checked where tunnels start). Pure functions over
- * a parsed head; http.c calls them.
+ * a parsed head; http_request.c and http_forward.c call them.
  *
  * An ambiguous request target is a path that two servers may read
  * differently: a dot segment ("." or ".." between slashes, also

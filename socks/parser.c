@@ -84,6 +84,176 @@ static enum socks5_result request_done(struct socks5_parser *p)
     return SOCKS5_REQUEST_DONE;
 }
 
+/* One step of the greeting: VER NMETHODS METHODS[NMETHODS]. */
+static enum socks5_result greet_step(struct socks5_parser *p, const uint8_t *data, size_t len,
+                                     size_t *i)
+{
+    enum socks5_result rc = SOCKS5_NEED_MORE;
+    uint8_t c = data[*i];
+
+    switch (p->state) {
+    case SOCKS5_ST_GREET_VER:
+        (*i)++;
+        if (c == 0x04)
+            rc = fail(p, SOCKS5_ERR_SOCKS4);
+        else if (c != 0x05)
+            rc = fail(p, SOCKS5_ERR_VERSION);
+        else
+            p->state = SOCKS5_ST_GREET_NMETHODS;
+        break;
+    case SOCKS5_ST_GREET_NMETHODS:
+        (*i)++;
+        if (c == 0) {
+            rc = fail(p, SOCKS5_ERR_NO_METHODS);
+            break;
+        }
+        p->left = c;
+        p->state = SOCKS5_ST_GREET_METHODS;
+        break;
+    case SOCKS5_ST_GREET_METHODS:
+        (*i)++;
+        if (c == SOCKS5_METHOD_NO_AUTH)
+            p->offered |= OFFERED_NO_AUTH;
+        else if (c == SOCKS5_METHOD_USERPASS)
+            p->offered |= OFFERED_USERPASS;
+        if (--p->left == 0)
+            rc = greeting_done(p);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* One step of the RFC 1929 sub-negotiation: VER ULEN UNAME[ULEN] PLEN
+ * PASSWD[PLEN]. */
+static enum socks5_result auth_step(struct socks5_parser *p, const uint8_t *data, size_t len,
+                                    size_t *i)
+{
+    enum socks5_result rc = SOCKS5_NEED_MORE;
+    uint8_t c = data[*i];
+
+    switch (p->state) {
+    case SOCKS5_ST_AUTH_VER:
+        (*i)++;
+        if (c != 0x01) {
+            rc = fail(p, SOCKS5_ERR_AUTH_VERSION);
+            break;
+        }
+        p->state = SOCKS5_ST_AUTH_ULEN;
+        break;
+    case SOCKS5_ST_AUTH_ULEN:
+        (*i)++;
+        if (c == 0) {
+            rc = fail(p, SOCKS5_ERR_AUTH_EMPTY);
+            break;
+        }
+        p->user_len = 0;
+        p->left = c;
+        p->state = SOCKS5_ST_AUTH_USER;
+        break;
+    case SOCKS5_ST_AUTH_USER:
+        *i += take(p, p->user, &p->user_len, data + *i, len - *i);
+        if (p->left == 0)
+            p->state = SOCKS5_ST_AUTH_PLEN;
+        break;
+    case SOCKS5_ST_AUTH_PLEN:
+        (*i)++;
+        if (c == 0) {
+            rc = fail(p, SOCKS5_ERR_AUTH_EMPTY);
+            break;
+        }
+        p->pass_len = 0;
+        p->left = c;
+        p->state = SOCKS5_ST_AUTH_PASS;
+        break;
+    case SOCKS5_ST_AUTH_PASS:
+        *i += take(p, p->pass, &p->pass_len, data + *i, len - *i);
+        if (p->left == 0) {
+            p->state = SOCKS5_ST_AUTH_WAIT;
+            rc = SOCKS5_AUTH_DONE;
+        }
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* One step of the request: VER CMD RSV ATYP DST.ADDR DST.PORT. */
+static enum socks5_result request_step(struct socks5_parser *p, const uint8_t *data, size_t len,
+                                       size_t *i)
+{
+    enum socks5_result rc = SOCKS5_NEED_MORE;
+    uint8_t c = data[*i];
+
+    switch (p->state) {
+    case SOCKS5_ST_REQ_VER:
+        (*i)++;
+        if (c != 0x05) {
+            rc = fail(p, SOCKS5_ERR_REQ_VERSION);
+            break;
+        }
+        p->state = SOCKS5_ST_REQ_CMD;
+        break;
+    case SOCKS5_ST_REQ_CMD:
+        (*i)++;
+        p->req.cmd = c; /* judged once the request is known to be well-formed */
+        p->state = SOCKS5_ST_REQ_RSV;
+        break;
+    case SOCKS5_ST_REQ_RSV:
+        (*i)++;
+        if (c != 0x00) {
+            rc = fail(p, SOCKS5_ERR_REQ_RSV);
+            break;
+        }
+        p->state = SOCKS5_ST_REQ_ATYP;
+        break;
+    case SOCKS5_ST_REQ_ATYP:
+        (*i)++;
+        p->req.atyp = c;
+        p->req.addr_len = 0;
+        if (c == SOCKS5_ATYP_IPV4) {
+            p->left = 4;
+            p->state = SOCKS5_ST_REQ_ADDR;
+        } else if (c == SOCKS5_ATYP_IPV6) {
+            p->left = 16;
+            p->state = SOCKS5_ST_REQ_ADDR;
+        } else if (c == SOCKS5_ATYP_DOMAIN) {
+            p->state = SOCKS5_ST_REQ_DLEN;
+        } else {
+            rc = fail(p, SOCKS5_ERR_ATYP);
+        }
+        break;
+    case SOCKS5_ST_REQ_DLEN:
+        (*i)++;
+        if (c == 0) {
+            rc = fail(p, SOCKS5_ERR_DOMAIN_EMPTY);
+            break;
+        }
+        p->left = c;
+        p->state = SOCKS5_ST_REQ_ADDR;
+        break;
+    case SOCKS5_ST_REQ_ADDR:
+        *i += take(p, p->req.addr, &p->req.addr_len, data + *i, len - *i);
+        if (p->left == 0) {
+            p->req.port = 0;
+            p->left = 2;
+            p->state = SOCKS5_ST_REQ_PORT;
+        }
+        break;
+    case SOCKS5_ST_REQ_PORT:
+        (*i)++;
+        p->req.port = (uint16_t)(((unsigned)p->req.port << 8) | c);
+        if (--p->left == 0)
+            rc = request_done(p);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
 enum socks5_result socks5_feed(struct socks5_parser *p, const uint8_t *data, size_t len,
                                size_t *consumed)
 {
@@ -95,142 +265,28 @@ enum socks5_result socks5_feed(struct socks5_parser *p, const uint8_t *data, siz
         return SOCKS5_ERR_STATE;
     }
     while (i < len && rc == SOCKS5_NEED_MORE) {
-        uint8_t c = data[i];
-
         switch (p->state) {
-        /* Greeting: VER NMETHODS METHODS[NMETHODS] */
         case SOCKS5_ST_GREET_VER:
-            i++;
-            if (c == 0x04)
-                rc = fail(p, SOCKS5_ERR_SOCKS4);
-            else if (c != 0x05)
-                rc = fail(p, SOCKS5_ERR_VERSION);
-            else
-                p->state = SOCKS5_ST_GREET_NMETHODS;
-            break;
         case SOCKS5_ST_GREET_NMETHODS:
-            i++;
-            if (c == 0) {
-                rc = fail(p, SOCKS5_ERR_NO_METHODS);
-                break;
-            }
-            p->left = c;
-            p->state = SOCKS5_ST_GREET_METHODS;
-            break;
         case SOCKS5_ST_GREET_METHODS:
-            i++;
-            if (c == SOCKS5_METHOD_NO_AUTH)
-                p->offered |= OFFERED_NO_AUTH;
-            else if (c == SOCKS5_METHOD_USERPASS)
-                p->offered |= OFFERED_USERPASS;
-            if (--p->left == 0)
-                rc = greeting_done(p);
+            rc = greet_step(p, data, len, &i);
             break;
-
-        /* RFC 1929: VER ULEN UNAME[ULEN] PLEN PASSWD[PLEN] */
         case SOCKS5_ST_AUTH_VER:
-            i++;
-            if (c != 0x01) {
-                rc = fail(p, SOCKS5_ERR_AUTH_VERSION);
-                break;
-            }
-            p->state = SOCKS5_ST_AUTH_ULEN;
-            break;
         case SOCKS5_ST_AUTH_ULEN:
-            i++;
-            if (c == 0) {
-                rc = fail(p, SOCKS5_ERR_AUTH_EMPTY);
-                break;
-            }
-            p->user_len = 0;
-            p->left = c;
-            p->state = SOCKS5_ST_AUTH_USER;
-            break;
         case SOCKS5_ST_AUTH_USER:
-            i += take(p, p->user, &p->user_len, data + i, len - i);
-            if (p->left == 0)
-                p->state = SOCKS5_ST_AUTH_PLEN;
-            break;
         case SOCKS5_ST_AUTH_PLEN:
-            i++;
-            if (c == 0) {
-                rc = fail(p, SOCKS5_ERR_AUTH_EMPTY);
-                break;
-            }
-            p->pass_len = 0;
-            p->left = c;
-            p->state = SOCKS5_ST_AUTH_PASS;
-            break;
         case SOCKS5_ST_AUTH_PASS:
-            i += take(p, p->pass, &p->pass_len, data + i, len - i);
-            if (p->left == 0) {
-                p->state = SOCKS5_ST_AUTH_WAIT;
-                rc = SOCKS5_AUTH_DONE;
-            }
+            rc = auth_step(p, data, len, &i);
             break;
-
-        /* Request: VER CMD RSV ATYP DST.ADDR DST.PORT */
         case SOCKS5_ST_REQ_VER:
-            i++;
-            if (c != 0x05) {
-                rc = fail(p, SOCKS5_ERR_REQ_VERSION);
-                break;
-            }
-            p->state = SOCKS5_ST_REQ_CMD;
-            break;
         case SOCKS5_ST_REQ_CMD:
-            i++;
-            p->req.cmd = c; /* judged once the request is known to be well-formed */
-            p->state = SOCKS5_ST_REQ_RSV;
-            break;
         case SOCKS5_ST_REQ_RSV:
-            i++;
-            if (c != 0x00) {
-                rc = fail(p, SOCKS5_ERR_REQ_RSV);
-                break;
-            }
-            p->state = SOCKS5_ST_REQ_ATYP;
-            break;
         case SOCKS5_ST_REQ_ATYP:
-            i++;
-            p->req.atyp = c;
-            p->req.addr_len = 0;
-            if (c == SOCKS5_ATYP_IPV4) {
-                p->left = 4;
-                p->state = SOCKS5_ST_REQ_ADDR;
-            } else if (c == SOCKS5_ATYP_IPV6) {
-                p->left = 16;
-                p->state = SOCKS5_ST_REQ_ADDR;
-            } else if (c == SOCKS5_ATYP_DOMAIN) {
-                p->state = SOCKS5_ST_REQ_DLEN;
-            } else {
-                rc = fail(p, SOCKS5_ERR_ATYP);
-            }
-            break;
         case SOCKS5_ST_REQ_DLEN:
-            i++;
-            if (c == 0) {
-                rc = fail(p, SOCKS5_ERR_DOMAIN_EMPTY);
-                break;
-            }
-            p->left = c;
-            p->state = SOCKS5_ST_REQ_ADDR;
-            break;
         case SOCKS5_ST_REQ_ADDR:
-            i += take(p, p->req.addr, &p->req.addr_len, data + i, len - i);
-            if (p->left == 0) {
-                p->req.port = 0;
-                p->left = 2;
-                p->state = SOCKS5_ST_REQ_PORT;
-            }
-            break;
         case SOCKS5_ST_REQ_PORT:
-            i++;
-            p->req.port = (uint16_t)(((unsigned)p->req.port << 8) | c);
-            if (--p->left == 0)
-                rc = request_done(p);
+            rc = request_step(p, data, len, &i);
             break;
-
         case SOCKS5_ST_AUTH_WAIT:
         case SOCKS5_ST_DONE:
         case SOCKS5_ST_FAILED:

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,25 +57,14 @@ struct socks_hs {
 };
 
 struct socks_conn {
-    struct relay relay; /* a = client, b = upstream, timer = handshake timer */
-    struct frontend_conn fc;
+    struct relay relay; /* a = client, b = upstream */
+    struct frontend_conn fc; /* fc.timer: the handshake and linger timer */
     struct frontend *f;
     struct socks_hs *hs; /* NULL once the tunnel is up */
     struct egress_req *req;
     enum socks_state state;
     int overloaded;
-    int code; /* reply code sent, -1 none */
-    uint16_t port;
-    uint64_t id;
-    char *host;          /* canonical, for the log; NULL until parsed */
-    char *rule;          /* deciding rule text, NULL if none */
-    char *source;        /* where that rule is written, NULL if none */
-    char *reason;        /* NULL if none */
-    const char *verdict; /* static text from the egress outcome, or NULL */
-    const char *end;     /* how it ended: static text or end_buf */
-    char end_buf[48];
-    char client[48];
-    char addr[48]; /* address dialed */
+    char *host; /* canonical, for the log (fc.host); NULL until parsed */
     uint8_t reply_out[SOCKS5_REPLY_LEN];
     uint8_t hs_queued; /* queued writes whose request lives in hs (method, auth) */
     uint8_t hs_done;   /* the success reply is out: hs goes once hs_queued is 0 */
@@ -88,6 +78,10 @@ static void conn_close(struct socks_conn *c, const char *end);
 
 static void set_state(struct socks_conn *c, enum socks_state s)
 {
+    static const char *const names[] = {"HANDSHAKE", "EGRESS", "REPLY", "RELAY", "CLOSING"};
+
+    assert(c->state != SOCKS_ST_CLOSING); /* CLOSING is the last state */
+    frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
     c->state = s;
 }
 
@@ -105,51 +99,21 @@ static void set_text(char **dst, const char *fmt, ...)
     *dst = strdup(tmp);
 }
 
-static void emit(struct socks_conn *c, enum connlog_event ev)
+static void release(struct frontend_conn *fc)
 {
-    struct connlog rec;
-    uint64_t now = uv_now(c->f->loop);
+    struct socks_conn *c = container_of(fc, struct socks_conn, fc);
 
-    if (c->f->log == NULL)
-        return;
-    memset(&rec, 0, sizeof(rec));
-    rec.event = ev;
-    rec.id = c->id;
-    rec.client = c->client;
-    rec.protocol = "socks5";
-    rec.host = c->host;
-    rec.port = c->port;
-    rec.verdict = c->verdict;
-    rec.rule = c->rule != NULL ? c->rule : "";
-    rec.source = c->source;
-    rec.reason = c->reason != NULL ? c->reason : "";
-    rec.addr = c->addr;
-    rec.code = c->code;
-    rec.bytes_up = c->relay.a.nread;
-    rec.bytes_down = c->relay.b.nread;
-    rec.duration_ms = now >= c->relay.started_ms ? now - c->relay.started_ms : 0;
-    rec.end = c->end != NULL ? c->end : "closed";
-    c->f->log(c->f->log_ctx, &rec);
+    free(c->early);
+    free(c->hs);
+    free(c->host);
+    free(c);
 }
 
 static void on_relay_closed(struct relay *r)
 {
     struct socks_conn *c = container_of(r, struct socks_conn, relay);
-    struct frontend *f = c->f;
 
-    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER)
-        c->end = relay_end_text(r, c->end_buf, sizeof(c->end_buf));
-    emit(c, CONNLOG_CLOSE);
-    frontend_remove(f, &c->fc);
-    free(c->early);
-    free(c->hs);
-    free(c->host);
-    free(c->rule);
-    free(c->source);
-    free(c->reason);
-    free(c);
-    if (f->conn_ended != NULL)
-        f->conn_ended(f);
+    frontend_conn_relay_closed(&c->fc, r); /* the close record, then release() */
 }
 
 /* The one way a connection ends (idempotent). */
@@ -157,11 +121,12 @@ static void conn_close(struct socks_conn *c, const char *end)
 {
     if (c->state == SOCKS_ST_CLOSING)
         return;
-    if (c->end == NULL)
-        c->end = end;
+    if (c->fc.end == NULL)
+        c->fc.end = end;
     set_state(c, SOCKS_ST_CLOSING);
     egress_cancel(c->req);
     c->req = NULL;
+    frontend_conn_timer_close(&c->fc);
     relay_close(&c->relay, 0);
 }
 
@@ -169,8 +134,7 @@ static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *d
 {
     const struct socks_conn *c = container_of(fc, const struct socks_conn, fc);
 
-    *up += c->relay.a.nread;
-    *down += c->relay.b.nread;
+    relay_bytes(&c->relay, up, down);
 }
 
 static void force_close(struct frontend_conn *fc)
@@ -221,7 +185,7 @@ static int client_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size
                         uv_write_cb cb)
 {
     uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    int n = uv_try_write(&c->relay.a.u.s, &b, 1);
+    int n = uv_try_write(relay_client(&c->relay), &b, 1);
 
     if (n >= 0 && (size_t)n == len)
         return 1;
@@ -232,7 +196,7 @@ static int client_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size
         b.len -= (size_t)n;
     }
     w->data = c;
-    return uv_write(w, &c->relay.a.u.s, &b, 1, cb);
+    return uv_write(w, relay_client(&c->relay), &b, 1, cb);
 }
 
 /* A method or auth reply: its request and bytes live in hs. */
@@ -251,7 +215,7 @@ static int hs_write(struct socks_conn *c, uv_write_t *w, uint8_t *data, size_t l
  * could destroy the reply before the client reads it. */
 static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct socks_conn *c = container_of(s, struct socks_conn, relay.a.u.s);
+    struct socks_conn *c = s->data;
 
     (void)buf;
     if (nread < 0)
@@ -260,7 +224,7 @@ static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, relay.timer);
+    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
     conn_close(c, NULL);
 }
 
@@ -272,11 +236,11 @@ static void on_final_shutdown(uv_shutdown_t *sr, int status)
 
     if (c->state == SOCKS_ST_CLOSING)
         return;
-    if (status < 0 || uv_read_start(&c->relay.a.u.s, on_alloc, on_linger_read) < 0) {
+    if (status < 0 || uv_read_start(relay_client(&c->relay), on_alloc, on_linger_read) < 0) {
         conn_close(c, NULL);
         return;
     }
-    uv_timer_start(&c->relay.timer, on_linger_timeout, SOCKS_LINGER_MS, 0);
+    uv_timer_start(&c->fc.timer, on_linger_timeout, SOCKS_LINGER_MS, 0);
 }
 
 /* A failure reply (or method/auth refusal) is queued: close once it is
@@ -285,18 +249,18 @@ static void close_after_writes(struct socks_conn *c, const char *end)
 {
     if (c->state == SOCKS_ST_CLOSING)
         return;
-    c->end = end;
+    c->fc.end = end;
     set_state(c, SOCKS_ST_REPLY);
-    uv_read_stop(&c->relay.a.u.s);
+    uv_read_stop(relay_client(&c->relay));
     c->shutdown_req.data = c;
-    if (uv_shutdown(&c->shutdown_req, &c->relay.a.u.s, on_final_shutdown) < 0)
+    if (uv_shutdown(&c->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         conn_close(c, NULL);
 }
 
 static void reply_fail(struct socks_conn *c, uint8_t code, const char *end)
 {
     socks5_reply(c->reply_out, (enum socks5_reply_code)code);
-    c->code = code;
+    c->fc.code = code;
     if (client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_handshake_write) < 0) {
         conn_close(c, end);
         return;
@@ -328,11 +292,11 @@ static void on_early_written(uv_write_t *w, int status)
 static int early_write(struct socks_conn *c)
 {
     uv_buf_t b = uv_buf_init((char *)c->early, (unsigned)c->early_len);
-    int n = uv_try_write(&c->relay.b.u.s, &b, 1);
+    int n = uv_try_write(relay_upstream(&c->relay), &b, 1);
 
     if (n < 0 && n != UV_EAGAIN)
         return n;
-    c->relay.a.nread += c->early_len; /* counted as client -> upstream */
+    relay_count_up(&c->relay, c->early_len); /* counted as client -> upstream */
     if (n >= 0 && (size_t)n == c->early_len) {
         early_free(c);
         return 0;
@@ -342,7 +306,7 @@ static int early_write(struct socks_conn *c)
         b.len -= (size_t)n;
     }
     c->early_req.data = c;
-    return uv_write(&c->early_req, &c->relay.b.u.s, &b, 1, on_early_written);
+    return uv_write(&c->early_req, relay_upstream(&c->relay), &b, 1, on_early_written);
 }
 
 /* The success reply is written: every handshake write before it is too
@@ -366,13 +330,13 @@ static void connected(struct socks_conn *c, int fd)
 
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
-        set_text(&c->reason, "cannot adopt the upstream socket: %s",
+        set_text(&c->fc.reason, "cannot adopt the upstream socket: %s",
                  uv_strerror(rc));
         reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
         return;
     }
     socks5_reply(c->reply_out, SOCKS5_REP_SUCCEEDED);
-    c->code = SOCKS5_REP_SUCCEEDED;
+    c->fc.code = SOCKS5_REP_SUCCEEDED;
     rc = client_write(c, &c->reply_req, c->reply_out, SOCKS5_REPLY_LEN, on_success_written);
     if (rc == 1) { /* written: no callback */
         c->hs_done = 1;
@@ -381,6 +345,7 @@ static void connected(struct socks_conn *c, int fd)
     }
     if (rc == 0 && c->early_len > 0)
         rc = early_write(c);
+    frontend_conn_timer_close(&c->fc); /* the relay has a timer of its own */
     if (rc == 0)
         rc = relay_start(&c->relay, c->f->idle_timeout_ms);
     if (rc < 0) {
@@ -418,24 +383,16 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     uint8_t code;
 
     c->req = NULL;
-    c->verdict = o->verdict;
-    if (o->rule[0] != '\0')
-        set_text(&c->rule, "%s", o->rule);
-    if (o->source[0] != '\0')
-        set_text(&c->source, "%s", o->source);
-    if (o->reason[0] != '\0')
-        set_text(&c->reason, "%s", o->reason);
-    if (o->have_addr)
-        policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
+    frontend_conn_note(&c->fc, o);
     code = reply_code(o);
-    c->code = code;
-    emit(c, CONNLOG_DECISION);
+    c->fc.code = code;
+    frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     if (o->result == EGRESS_CONNECTED) {
         connected(c, o->fd);
         return;
     }
-    snprintf(c->end_buf, sizeof(c->end_buf), "%s", egress_result_str(o->result));
-    reply_fail(c, code, c->end_buf);
+    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
+    reply_fail(c, code, c->fc.end_buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -463,34 +420,35 @@ static void request(struct socks_conn *c)
     const char *why = NULL;
     int rc;
 
-    uv_timer_stop(&c->relay.timer);
+    uv_timer_stop(&c->fc.timer);
     if (c->overloaded) {
-        set_text(&c->reason, "too many connections");
+        set_text(&c->fc.reason, "too many connections");
         reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
         return;
     }
     if (request_host(c, q, &why) < 0) {
-        set_text(&c->reason, "bad destination host: %s", why);
+        set_text(&c->fc.reason, "bad destination host: %s", why);
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination host");
         return;
     }
     c->host = strdup(c->hs->host.name);
-    c->port = q->port;
+    c->fc.host = c->host;
+    c->fc.port = q->port;
     if (q->port == 0) {
-        set_text(&c->reason, "destination port 0");
+        set_text(&c->fc.reason, "destination port 0");
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
     if (policy_http_opts(egress_env_policy(c->f->egress))->refuse_opaque_tunnels) {
-        set_text(&c->reason, "tunnels are refused (network.refuseOpaqueTunnels)");
+        set_text(&c->fc.reason, "tunnels are refused (network.refuseOpaqueTunnels)");
         reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
         return;
     }
     set_state(c, SOCKS_ST_EGRESS);
-    rc = egress_start(c->f->egress, &c->hs->host, c->port, "socks5", c->client, on_egress, c, &c->req);
+    rc = egress_start(c->f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
-        set_text(&c->reason, "%s", uv_strerror(rc));
+        set_text(&c->fc.reason, "%s", uv_strerror(rc));
         reply_fail(c, SOCKS5_REP_GENERAL, "internal error");
     }
 }
@@ -503,12 +461,13 @@ static void handshake_error(struct socks_conn *c, enum socks5_result res)
     uint8_t out[SOCKS5_REPLY_LEN];
     size_t n = socks5_error_reply(res, out);
 
-    set_text(&c->reason, "%s", socks5_result_str(res));
+    set_text(&c->fc.reason, "%s", socks5_result_str(res));
     if (res == SOCKS5_ERR_CMD) { /* the request is well-formed: name its target in the log */
         const char *why;
         if (request_host(c, &c->hs->parser.req, &why) == 0) {
             c->host = strdup(c->hs->host.name);
-            c->port = c->hs->parser.req.port;
+            c->fc.host = c->host;
+            c->fc.port = c->hs->parser.req.port;
         }
     }
     if (n == 0) {
@@ -517,7 +476,7 @@ static void handshake_error(struct socks_conn *c, enum socks5_result res)
     }
     memcpy(c->reply_out, out, n);
     if (n == SOCKS5_REPLY_LEN)
-        c->code = out[1];
+        c->fc.code = out[1];
     if (client_write(c, &c->reply_req, c->reply_out, n, on_handshake_write) < 0) {
         conn_close(c, "client write failed");
         return;
@@ -544,7 +503,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
                 return;
             }
             if (c->hs->parser.method == SOCKS5_METHOD_NONE) {
-                set_text(&c->reason,
+                set_text(&c->fc.reason,
                          c->f->auth_user != NULL ? "client offers no username/password auth"
                                                  : "client offers no acceptable method");
                 close_after_writes(c, "no acceptable auth method");
@@ -561,7 +520,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
                 return;
             }
             if (!ok) {
-                set_text(&c->reason, "wrong username or password");
+                set_text(&c->fc.reason, "wrong username or password");
                 close_after_writes(c, "authentication failed");
                 return;
             }
@@ -589,7 +548,7 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-    struct socks_conn *c = container_of(h, struct socks_conn, relay.a.u.h);
+    struct socks_conn *c = h->data;
 
     (void)suggested;
     if (c->hs == NULL) { /* lingering after the tunnel was up: never happens, be safe */
@@ -616,11 +575,11 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
     if (nread == 0 || nread == UV_EOF)
         return;
     if (nread < 0) {
-        snprintf(c->end_buf, sizeof(c->end_buf), "client error: %s", uv_err_name((int)nread));
-        conn_close(c, c->end_buf);
+        snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
+        conn_close(c, c->fc.end_buf);
         return;
     }
-    uv_read_stop(&c->relay.a.u.s);
+    uv_read_stop(relay_client(&c->relay));
     p = realloc(c->early, c->early_len + (size_t)nread);
     if (p == NULL) {
         conn_close(c, "out of memory");
@@ -633,7 +592,7 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct socks_conn *c = container_of(s, struct socks_conn, relay.a.u.s);
+    struct socks_conn *c = s->data;
 
     (void)buf;
     if (c->state == SOCKS_ST_EGRESS) {
@@ -645,7 +604,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread == 0)
         return;
     if (nread < 0) {
-        set_text(&c->reason, "client went away during the handshake");
+        set_text(&c->fc.reason, "client went away during the handshake");
         conn_close(c, nread == UV_EOF ? "client closed during handshake" : "client error");
         return;
     }
@@ -654,11 +613,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_handshake_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, relay.timer);
+    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
 
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
-    set_text(&c->reason, "no complete request within %u ms",
+    set_text(&c->fc.reason, "no complete request within %u ms",
              c->f->handshake_timeout_ms);
     conn_close(c, "handshake timeout");
 }
@@ -677,29 +636,29 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         return UV_ENOMEM;
     }
     c->f = f;
-    c->code = -1;
     c->overloaded = overloaded;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
-    frontend_add(f, &c->fc);
-    c->id = __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED); /* workers share it */
+    c->fc.release = release;
+    frontend_conn_start(f, &c->fc, "socks5");
     set_state(c, SOCKS_ST_HANDSHAKE);
-    rc = listener_accept(l, &c->relay.a.u.s);
+    rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
-        snprintf(c->client, sizeof(c->client), "-");
+        snprintf(c->fc.client, sizeof(c->fc.client), "-");
         conn_close(c, "accept failed");
         return rc;
     }
-    common_peer_name(&c->relay.a.u.s, kind == RELAY_PIPE, c->client, sizeof(c->client));
+    common_peer_name(relay_client(&c->relay), kind == RELAY_PIPE, c->fc.client, sizeof(c->fc.client));
     if (listener_nodelay(l))
-        c->relay.a.nodelay = 1;
+        relay_client_nodelay(&c->relay);
     socks5_parser_init(&c->hs->parser, f->auth_user != NULL);
-    rc = uv_read_start(&c->relay.a.u.s, on_alloc, on_read);
+    rc = uv_read_start(relay_client(&c->relay), on_alloc, on_read);
     if (rc < 0) {
         conn_close(c, "client read failed");
         return 0;
     }
-    uv_timer_start(&c->relay.timer, on_handshake_timeout, f->handshake_timeout_ms, 0);
+    uv_timer_start(&c->fc.timer, on_handshake_timeout, f->handshake_timeout_ms, 0);
     return 0;
 }

@@ -2284,6 +2284,137 @@ static const struct params P_FB_40 = {RELAY_TCP, RELAY_TCP, 0, 40, EINVAL};
 static const struct params P_FB_PT = {RELAY_PIPE, RELAY_TCP, 0, 5, EINVAL};
 static const struct params P_FB_PP = {RELAY_PIPE, RELAY_PIPE, 0, 9, ENOSYS};
 
+/* ------------------------------------------------------------------------ */
+/* The front-end connection base (bridge/frontend.c)                         */
+
+struct fc_owner {
+    struct relay relay;
+    struct frontend_conn fc;
+    struct fc_log *log;
+};
+
+struct fc_log {
+    unsigned ndecision, nclose, nreleased, nended;
+    int released_after_close; /* release() ran after the CLOSE record */
+    uint64_t id, up, down;
+    char protocol[16], host[32], verdict[16], end[48], client[16];
+    int code;
+    unsigned port;
+};
+
+static void fc_record(void *ctx, const struct connlog *rec)
+{
+    struct fc_log *l = ctx;
+
+    if (rec->event == CONNLOG_DECISION) {
+        l->ndecision++;
+        snprintf(l->verdict, sizeof(l->verdict), "%s", rec->verdict != NULL ? rec->verdict : "");
+        return;
+    }
+    l->nclose++;
+    l->id = rec->id;
+    l->up = rec->bytes_up;
+    l->down = rec->bytes_down;
+    l->code = rec->code;
+    l->port = rec->port;
+    snprintf(l->protocol, sizeof(l->protocol), "%s", rec->protocol);
+    snprintf(l->host, sizeof(l->host), "%s", rec->host != NULL ? rec->host : "(null)");
+    snprintf(l->end, sizeof(l->end), "%s", rec->end);
+    snprintf(l->client, sizeof(l->client), "%s", rec->client);
+}
+
+static void fc_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *down)
+{
+    *up += 3;
+    *down += 4;
+}
+
+static void fc_release(struct frontend_conn *fc)
+{
+    struct fc_owner *o = container_of(fc, struct fc_owner, fc);
+
+    o->log->nreleased++;
+    o->log->released_after_close = o->log->nclose == 1;
+    free(o);
+}
+
+static void fc_relay_closed(struct relay *r)
+{
+    struct fc_owner *o = container_of(r, struct fc_owner, relay);
+
+    frontend_conn_relay_closed(&o->fc, r);
+}
+
+static void fc_ended(struct frontend *fe)
+{
+    struct fc_log *l = fe->log_ctx;
+
+    l->nended++;
+}
+
+static void test_frontend_conn(void **state)
+{
+    struct fx *f = *state;
+    struct frontend fe;
+    struct fc_log log;
+    struct egress_outcome o;
+    uint64_t next_id = 41;
+    struct fc_owner *c = calloc(1, sizeof(*c));
+
+    assert_non_null(c);
+    memset(&log, 0, sizeof(log));
+    frontend_init(&fe, &f->loop, &next_id);
+    fe.log = fc_record;
+    fe.log_ctx = &log;
+    fe.conn_ended = fc_ended;
+    c->log = &log;
+    relay_init(&f->loop, &c->relay, RELAY_TCP, RELAY_TCP, fc_relay_closed, c);
+    c->fc.bytes = fc_bytes;
+    c->fc.release = fc_release;
+    frontend_conn_start(&fe, &c->fc, "socks5");
+    assert_int_equal(c->fc.id, 42);
+    assert_int_equal(c->fc.code, -1);
+    assert_int_equal(fe.nconns, 1);
+    snprintf(c->fc.client, sizeof(c->fc.client), "unix");
+    c->fc.host = "example.com";
+    c->fc.port = 443;
+
+    memset(&o, 0, sizeof(o));
+    o.verdict = "deny";
+    snprintf(o.reason, sizeof(o.reason), "no rule");
+    frontend_conn_note(&c->fc, &o);
+    assert_null(c->fc.rule);
+    assert_null(c->fc.source);
+    assert_string_equal(c->fc.reason, "no rule");
+    c->fc.code = 2;
+    frontend_conn_emit(&c->fc, CONNLOG_DECISION);
+    assert_int_equal(log.ndecision, 1);
+    assert_string_equal(log.verdict, "deny");
+
+    /* the owner closes: its timer and its relay; the record and the
+     * release wait for both close callbacks */
+    c->fc.end = "closed by the test";
+    frontend_conn_timer_close(&c->fc);
+    frontend_conn_timer_close(&c->fc); /* idempotent */
+    relay_close(&c->relay, 0);
+    assert_int_equal(log.nclose, 0);
+    run(f);
+    assert_int_equal(log.nclose, 1);
+    assert_int_equal(log.nreleased, 1);
+    assert_true(log.released_after_close);
+    assert_int_equal(log.nended, 1);
+    assert_int_equal(fe.nconns, 0);
+    assert_int_equal(log.id, 42);
+    assert_int_equal(log.up, 3);
+    assert_int_equal(log.down, 4);
+    assert_int_equal(log.code, 2);
+    assert_int_equal(log.port, 443);
+    assert_string_equal(log.protocol, "socks5");
+    assert_string_equal(log.host, "example.com");
+    assert_string_equal(log.end, "closed by the test");
+    assert_string_equal(log.client, "unix");
+}
+
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, NULL)
 #define TP(fn, p, tag)                                                                             \
     {                                                                                              \
@@ -2368,6 +2499,7 @@ int main(void)
         TP(test_splice_after_owner_writes, P_TT, "tcp"),
         TP(test_splice_after_owner_writes, P_PT, "pipe"),
         T(test_splice_small_segments),
+        T(test_frontend_conn),
     };
     const char *only = getenv("SLUICE_TEST_RELAY_MODE");
     uv_loop_t warm;

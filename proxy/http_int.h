@@ -1,0 +1,259 @@
+/* proxy/http_int.h - what the files of the HTTP front end share: one client
+ * connection, from accept to close (proxy/http_conn.c, http_request.c,
+ * http_forward.c, http_tunnel.c, http_send.c).
+ *
+ * States (R7); each says what it owns besides the relay's three handles
+ * (a = client, b = tunnel upstream, timer):
+ *   HEAD     client reads into w->in; the head timer (from the first byte of
+ *            a head, never extended) or the keep-alive idle timer; an idle
+ *            kept upstream (w->up, read to notice its close)
+ *   EGRESS   req (decision, ask, DNS, dial); the head is consumed, early
+ *            bytes wait in w->in; client reads stopped for CONNECT, and for
+ *            absolute-form once a byte is held (client_hold)
+ *   FORWARD  an absolute-form exchange: w->up (busy), both llhttp parsers,
+ *            queued writes both ways, the stall timer (idle_timeout_ms
+ *            without progress); the response bytes of one upstream read
+ *            gathered into one client write (w->ob, out_flush)
+ *   TUNNEL   CONNECT, or an Upgrade after 101: the relay owns the bytes;
+ *            w is freed (an idle tunnel holds only struct http_conn)
+ *   LINGER   the last answer is queued, the write side shut down after it;
+ *            reads are discarded until EOF or HTTP_LINGER_MS
+ *   CLOSING  conn_close() ran: relay_close() issued, upstreams closing
+ *
+ * Memory is freed in two places only: an upstream connection (struct
+ * http_up, own handle) in its close callback, the connection in the relay's
+ * last close callback (on_relay_closed). Upstreams still closing then are
+ * detached (u->c = NULL), so their late callbacks touch nothing else.
+ * Writes to an upstream find the connection through u->c; writes to the
+ * client or to b run before the relay's close callbacks complete, so their
+ * c is always valid. Every callback that can arrive late checks CLOSING.
+ */
+#ifndef SLUICE_PROXY_HTTP_INT_H
+#define SLUICE_PROXY_HTTP_INT_H
+
+#include "proxy/proxy.h"
+
+#include "bridge/bridge.h"
+#include "policy/policy.h"
+
+#include <llhttp.h>
+
+#include "common/common.h"
+
+#include <llhttp.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+
+#define HTTP_IN_START 2048                   /* client input buffer at first (a head) */
+#define HTTP_IN_MIN (16 * 1024)              /* ... grown up to this for bodies, at least */
+#define HTTP_UIN_SIZE HTTP_RESPONSE_HEAD_MAX /* upstream input buffer */
+#define HTTP_LINGER_MS 1000                  /* reading after a final answer before closing */
+#define HTTP_RETRY_AFTER_S 1                 /* Retry-After on 503 */
+#define HTTP_CRED_MAX 768                    /* decoded Basic credentials */
+#define HTTP_OUT_BUFS 16                     /* pieces of response gathered for one write */
+#define HTTP_OUT_HDRS 5                      /* chunk-size lines among them */
+
+enum http_state {
+    HTTP_ST_HEAD = 0,
+    HTTP_ST_EGRESS,
+    HTTP_ST_FORWARD,
+    HTTP_ST_TUNNEL,
+    HTTP_ST_LINGER,
+    HTTP_ST_CLOSING,
+};
+
+enum http_timer {
+    TIMER_NONE = 0,
+    TIMER_HEAD,   /* HEAD: a request head must be complete by then */
+    TIMER_IDLE,   /* HEAD: a kept connection with nothing to do */
+    TIMER_STALL,  /* FORWARD: no progress either way for idle_timeout_ms */
+    TIMER_FLUSH,  /* LINGER: the last answer is still being written; same rule */
+    TIMER_LINGER, /* LINGER: our FIN is out; discarding reads */
+};
+
+/* Phases inside one connection (each changed only through its setter,
+ * which logs the transition at debug level): */
+
+/* the request of the exchange in progress (FORWARD) */
+enum http_req_phase {
+    REQ_BODY = 0, /* body bytes still go up */
+    REQ_DONE,     /* the whole request went upstream (or it had no body) */
+};
+
+/* the response of the exchange in progress (FORWARD) */
+enum http_resp_phase {
+    RESP_HEAD = 0, /* waiting for the final head (1xx heads pass) */
+    RESP_BODY,     /* the head went to the client: the body is framed */
+    RESP_DONE,     /* the whole response is read */
+};
+
+/* an upstream connection */
+enum http_up_phase {
+    UP_BUSY = 0, /* serving the exchange in progress */
+    UP_IDLE,     /* kept between exchanges: read only to notice its close */
+    UP_CLOSING,  /* uv_close() issued; freed in its close callback */
+};
+
+/* llhttp fed one head only, to cross-check head.c (llhttp callbacks only
+ * record; http_forward.c) */
+enum http_check_phase {
+    CHECK_OFF = 0,
+    CHECK_HEAD, /* the head is being fed */
+    CHECK_DONE, /* llhttp reached message complete within the head */
+};
+
+/* Errors, one convention per layer:
+ *   - I/O and buffers (http_send.c, upstream adoption, the llhttp head
+ *     cross-check): 0 or a negative UV_E*; an llhttp callback cannot
+ *     return one, so it keeps it in w->send_err for its caller;
+ *   - the head validator (proxy/head*.c): 0 or the HTTP status to answer
+ *     with, and a static reason (*why);
+ *   - the session's steps (void, or 0 / -1 for the stages of one request
+ *     head and a response head): a step that fails answers (http_refuse,
+ *     http_reply_error: the status and reason go to the client only here)
+ *     or ends the connection (http_conn_close with its end text) itself,
+ *     and -1 tells its caller the state moved on.
+ */
+
+struct http_conn;
+
+/* An upstream connection for absolute-form requests, kept between requests
+ * to the same canonical host:port. */
+struct http_up {
+    uv_tcp_t tcp;
+    struct http_conn *c;  /* NULL once the connection is freed */
+    struct http_up *next; /* in c->closing_ups while closing */
+    char host[POLICY_HOST_MAX + 1];
+    uint16_t port;
+    struct policy_addr addr;
+    enum http_up_phase phase;
+    unsigned reading : 1;
+    unsigned parent : 1; /* connected to network.parentProxy for plain HTTP */
+    char parent_auth[400]; /* that parent's Proxy-Authorization, or "" */
+};
+
+/* Request processing state; freed when the connection becomes a tunnel. */
+struct http_work {
+    llhttp_t reqp, resp;
+    uv_shutdown_t shutdown_req;
+    char *in; /* client bytes not yet consumed (a head, body, early or pipelined data) */
+    size_t in_len, in_cap, in_max, scan; /* in_cap grows to in_max on demand */
+    char *uin; /* upstream bytes not yet consumed (allocated during an exchange) */
+    size_t uin_len, uscan;
+    char *out; /* rewritten request head waiting for the upstream */
+    size_t out_len;
+    /* What goes to the client while one upstream read is processed (the
+     * response head, body pieces pointing into uin, chunk framing), sent
+     * with one write when the read is done (out_flush), or earlier when
+     * something else is sent or the exchange ends. */
+    uv_buf_t ob[HTTP_OUT_BUFS];
+    unsigned nob, nhdr;
+    char ohdr[HTTP_OUT_HDRS][20];
+    char *ohead; /* the response head (owned) */
+    struct http_up *up;
+    enum http_timer timer;
+    uint64_t last_io;
+    enum http_body req_body;
+    enum http_req_phase req_phase;
+    enum http_resp_phase resp_phase;
+    enum http_check_phase check;
+    int send_err;
+    unsigned creading : 1;   /* client reads started by us */
+    unsigned processing : 1; /* inside process_client() */
+    unsigned wait_drain : 1; /* answers pile up unread: waiting for the client to read */
+    unsigned is_connect : 1;
+    unsigned is_head : 1;
+    unsigned upgrade : 1;       /* the request asks for an Upgrade */
+    unsigned client_keep : 1;   /* the client wants to keep the connection */
+    unsigned client_11 : 1;     /* the client speaks HTTP/1.1 */
+    unsigned resp_skip_body : 1;
+    unsigned chunk_out : 1;   /* response body re-chunked for the client */
+    unsigned close_after : 1; /* close the client after this response */
+    unsigned up_keep : 1;     /* the upstream allows reuse after this response */
+    unsigned up_junk : 1;     /* the upstream sent bytes after the response */
+    unsigned up_eof : 1;
+    unsigned up_werr : 1; /* writing upstream failed: the request body is dropped */
+    unsigned reused : 1;  /* this exchange runs on a kept upstream connection */
+    unsigned client_eof : 1;
+    unsigned client_paused : 1; /* client reads stopped: upstream queue above high water */
+    unsigned up_paused : 1;     /* upstream reads stopped: client queue above high water */
+};
+
+struct http_conn {
+    struct relay relay;
+    struct frontend_conn fc;
+    struct frontend *f;
+    struct http_work *w;
+    struct http_up *closing_ups;
+    struct egress_req *req;
+    enum http_state state;
+    uint64_t bytes_up, bytes_down; /* forwarded outside the relay */
+    unsigned overloaded : 1;
+    /* the last request's target (fc.host points to its name once parsed,
+     * fc.port is its port; the other log fields are in fc) */
+    struct policy_host host;
+};
+
+extern _Thread_local char http_scratch[512]; /* discarded reads (linger, idle upstreams) */
+extern const llhttp_settings_t http_req_settings, http_resp_settings;
+
+/* http_conn.c */
+void http_set_state(struct http_conn *c, enum http_state s);
+void http_set_req(struct http_conn *c, enum http_req_phase p);
+void http_set_resp(struct http_conn *c, enum http_resp_phase p);
+void http_set_up(struct http_conn *c, struct http_up *u, enum http_up_phase p);
+void http_set_reason(struct http_conn *c, const char *s);
+const char *http_host_port(const struct http_conn *c, char *buf, size_t len);
+void http_timer_set(struct http_conn *c, enum http_timer kind, uint64_t ms);
+void http_up_close(struct http_conn *c, struct http_up *u);
+void http_work_free(struct http_conn *c);
+void http_conn_close(struct http_conn *c, const char *end);
+void http_client_read_start(struct http_conn *c);
+void http_client_read_stop(struct http_conn *c);
+void http_client_hold(struct http_conn *c);
+void http_consume_in(struct http_work *w, size_t n);
+void http_close_gracefully(struct http_conn *c, const char *end);
+void http_process_client(struct http_conn *c);
+
+/* http_forward.c */
+int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settings_t *st,
+                           llhttp_type_t type, const char *head, size_t len, enum http_body body,
+                           uint64_t cl);
+void http_up_read_start(struct http_conn *c, struct http_up *u);
+int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o);
+void http_feed_request_body(struct http_conn *c);
+void http_start_exchange(struct http_conn *c);
+
+/* http_request.c */
+void http_next_request(struct http_conn *c);
+void http_answer(struct http_conn *c, const struct http_reply *r, const char *end);
+void http_refuse(struct http_conn *c, int status, const char *why, int close, const char *end);
+void http_reply_overloaded(struct http_conn *c);
+void http_reply_error(struct http_conn *c, int status, const char *error, const char *details,
+                      int close, const char *end);
+void http_start_egress(struct http_conn *c);
+void http_handle_head(struct http_conn *c, size_t end);
+
+/* http_send.c */
+int http_stream_send(struct http_conn *c, struct http_up *up, uv_stream_t *s, const uv_buf_t *bufs,
+                     unsigned n, uv_write_cb cb);
+void http_on_up_write(uv_write_t *req, int status);
+void http_on_b_write(uv_write_t *req, int status);
+int http_out_flush(struct http_conn *c);
+void http_out_add(struct http_work *w, const char *base, size_t len);
+int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n);
+int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n);
+int http_send_body(struct http_conn *c, struct http_up *u, int chunked, const char *at, size_t len);
+int http_send_last_chunk(struct http_conn *c, struct http_up *u);
+
+/* http_tunnel.c */
+void http_tunnel_start(struct http_conn *c, int fd);
+void http_upgrade_start(struct http_conn *c, const struct http_response *rs, size_t end);
+
+#endif
