@@ -21,7 +21,8 @@ void http_set_state(struct http_conn *c, enum http_state s)
                                         "TUNNEL", "LINGER", "CLOSING"};
 
     assert(c->state != HTTP_ST_CLOSING); /* CLOSING is the last state */
-    frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
+    if (c->state != s)
+        frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
     c->state = s;
 }
 
@@ -30,7 +31,8 @@ void http_set_req(struct http_conn *c, enum http_req_phase p)
     static const char *const names[] = {"body", "done"};
     struct http_work *w = c->w;
 
-    frontend_conn_debug(&c->fc, "request %s -> %s", names[w->req_phase], names[p]);
+    if (w->req_phase != p)
+        frontend_conn_debug(&c->fc, "request %s -> %s", names[w->req_phase], names[p]);
     w->req_phase = p;
 }
 
@@ -40,7 +42,8 @@ void http_set_resp(struct http_conn *c, enum http_resp_phase p)
     struct http_work *w = c->w;
 
     assert(p == RESP_HEAD || p > w->resp_phase); /* forward, or a new exchange */
-    frontend_conn_debug(&c->fc, "response %s -> %s", names[w->resp_phase], names[p]);
+    if (w->resp_phase != p)
+        frontend_conn_debug(&c->fc, "response %s -> %s", names[w->resp_phase], names[p]);
     w->resp_phase = p;
 }
 
@@ -49,8 +52,9 @@ void http_set_up(struct http_conn *c, struct http_up *u, enum http_up_phase p)
     static const char *const names[] = {"busy", "idle", "closing"};
 
     assert(u->phase != UP_CLOSING); /* CLOSING is the last phase */
-    frontend_conn_debug(&c->fc, "upstream %s:%u %s -> %s", u->host, (unsigned)u->port,
-                        names[u->phase], names[p]);
+    if (u->phase != p)
+        frontend_conn_debug(&c->fc, "upstream %s:%u %s -> %s", u->host, (unsigned)u->port,
+                            names[u->phase], names[p]);
     u->phase = p;
 }
 

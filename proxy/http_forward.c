@@ -17,7 +17,8 @@ static void set_check(struct http_conn *c, enum http_check_phase p)
     struct http_work *w = c->w;
 
     assert(p == CHECK_OFF || p > w->check);
-    frontend_conn_debug(&c->fc, "head check %s -> %s", names[w->check], names[p]);
+    if (w->check != p)
+        frontend_conn_debug(&c->fc, "head check %s -> %s", names[w->check], names[p]);
     w->check = p;
 }
 static void exchange_end(struct http_conn *c);

@@ -61,6 +61,9 @@ struct proxy_service_hooks {
     size_t (*extra_live)(void *ctx);
     /* 1 when the connection waiting on l was taken elsewhere */
     int (*divert)(void *ctx, enum proxy_fe_kind kind, struct listener *l);
+    /* the front ends' debug lines (phase transitions, one line without a
+     * newline, "conn ID PROTOCOL: ..."); NULL: none */
+    void (*debug)(void *ctx, const char *line);
 };
 
 /* Where the ask broker comes from: one of its own with a handler (spec),

@@ -78,6 +78,12 @@ static size_t forwarded_live(void *ctx)
 }
 
 /* With an external proxy for kind, its connections are relayed there. */
+/* The front ends' phase transitions, with -d / SRT_DEBUG. */
+static void on_debug(void *ctx, const char *line)
+{
+    run_debug(ctx, "%s", line);
+}
+
 static int divert(void *ctx, enum proxy_fe_kind kind, struct listener *l)
 {
     struct run *run = ctx;
@@ -594,6 +600,7 @@ static int spawn_sandbox(struct run *run)
         .log = on_connlog,
         .extra_live = forwarded_live,
         .divert = divert,
+        .debug = run->o->debug ? on_debug : NULL,
     };
     uv_stdio_container_t stdio[SB_STDIO_RO_PASS + 3];
     uv_process_options_t po;

@@ -81,7 +81,8 @@ static void set_state(struct socks_conn *c, enum socks_state s)
     static const char *const names[] = {"HANDSHAKE", "EGRESS", "REPLY", "RELAY", "CLOSING"};
 
     assert(c->state != SOCKS_ST_CLOSING); /* CLOSING is the last state */
-    frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
+    if (c->state != s)
+        frontend_conn_debug(&c->fc, "%s -> %s", names[c->state], names[s]);
     c->state = s;
 }
 

@@ -97,6 +97,10 @@ if "$SLUICE" run -s "$T/s.json" true 2>"$T/nodebug.err"; then
     expect_run "run -d" 0 '^\[SandboxDebug\] bwrap ' "$SLUICE" run -d -s "$T/s.json" true
     expect_run "SRT_DEBUG=1" 0 '^\[SandboxDebug\] sandbox up' env SRT_DEBUG=1 "$SLUICE" run -s "$T/s.json" true
     expect_run "srt -d" 0 '^\[SandboxDebug\] ' "$T/bin/srt" -d -s "$T/s.json" true
+    # the front ends log their phase transitions at debug level (a CONNECT
+    # no rule allows: its head, then its verdict)
+    expect_run "run -d: the HTTP front end's transitions" 0 '^\[SandboxDebug\] conn 1 connect: HEAD -> EGRESS$' \
+        "$SLUICE" run -d -s "$T/s.json" -c 'curl -s -o /dev/null --noproxy "" -x "$HTTP_PROXY" https://denied.test/; true'
 else
     echo "# skip: the sandbox cannot start here ($(head -1 "$T/nodebug.err"))"
 fi
