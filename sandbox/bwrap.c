@@ -430,14 +430,21 @@ static int special(const char *p)
     return path_within(p, "/dev") || path_within(p, "/proc");
 }
 
+/* resolve() for allowWrite and denyWrite, which the sandbox's own /dev and
+ * /proc ignore: 1 (skipped) for a path written under them too. */
+static int resolve_writable(struct ctx *c, const struct settings_item *it, const char *lexical,
+                            int grant, char **real)
+{
+    if (special(lexical))
+        return 1;
+    return resolve(c, it, lexical, grant, real);
+}
+
 static int add_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
-    int rc;
+    int rc = resolve_writable(c, it, lexical, 1, &real);
 
-    if (special(lexical))
-        return 0;
-    rc = resolve(c, it, lexical, 1, &real);
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     if (strcmp(real, "/") == 0) {
@@ -494,11 +501,8 @@ static int add_create_write(struct ctx *c, const struct settings_item *it, const
 static int add_deny_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
-    int rc;
+    int rc = resolve_writable(c, it, lexical, 0, &real);
 
-    if (special(lexical))
-        return 0;
-    rc = resolve(c, it, lexical, 0, &real);
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     return op_add(c, real, OP_DW, it);
