@@ -134,6 +134,8 @@ struct ctx {
     char *home; /* resolved home directory, or NULL */
     struct ops ops;
     struct sb_strv roots; /* writable directories and files */
+    struct sb_plan plan;  /* what the stages emit */
+    int rc;               /* the emitting stages' first error (sticky) */
     char *err;
     size_t errlen;
 };
@@ -428,14 +430,21 @@ static int special(const char *p)
     return path_within(p, "/dev") || path_within(p, "/proc");
 }
 
+/* resolve() for allowWrite and denyWrite, which the sandbox's own /dev and
+ * /proc ignore: 1 (skipped) for a path written under them too. */
+static int resolve_writable(struct ctx *c, const struct settings_item *it, const char *lexical,
+                            int grant, char **real)
+{
+    if (special(lexical))
+        return 1;
+    return resolve(c, it, lexical, grant, real);
+}
+
 static int add_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
-    int rc;
+    int rc = resolve_writable(c, it, lexical, 1, &real);
 
-    if (special(lexical))
-        return 0;
-    rc = resolve(c, it, lexical, 1, &real);
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     if (strcmp(real, "/") == 0) {
@@ -492,11 +501,8 @@ static int add_create_write(struct ctx *c, const struct settings_item *it, const
 static int add_deny_write(struct ctx *c, const struct settings_item *it, const char *lexical)
 {
     char *real = NULL;
-    int rc;
+    int rc = resolve_writable(c, it, lexical, 0, &real);
 
-    if (special(lexical))
-        return 0;
-    rc = resolve(c, it, lexical, 0, &real);
     if (rc != 0 || real == NULL)
         return rc < 0 ? rc : 0;
     return op_add(c, real, OP_DW, it);
@@ -708,106 +714,168 @@ static const struct op *covering(const struct ctx *c, const char *p)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The vector, stage by stage                                                */
 
-#define PUSH(s)                                                                                    \
-    do {                                                                                           \
-        if (rc == 0 && sb_strv_push(&p.argv, (s)) < 0)                                             \
-            rc = nomem(&c);                                                                        \
-    } while (0)
-
-int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *err, size_t errlen)
+/* Appends each string up to the NULL to the vector; after a failure,
+ * nothing (c->rc keeps the first error). */
+__attribute__((sentinel)) static void args(struct ctx *c, const char *s, ...)
 {
-    struct ctx c;
-    struct sb_plan p;
-    const struct settings *s = o->s;
-    int rc = 0, disabled;
+    va_list ap;
 
-    memset(&c, 0, sizeof(c));
-    memset(&p, 0, sizeof(p));
-    c.o = o;
-    c.s = s;
-    c.err = err;
-    c.errlen = errlen;
-    if (s == NULL || o->bwrap == NULL || o->cwd == NULL || o->cwd[0] != '/' ||
+    va_start(ap, s);
+    for (; s != NULL; s = va_arg(ap, const char *))
+        if (c->rc == 0 && sb_strv_push(&c->plan.argv, s) < 0)
+            c->rc = nomem(c);
+    va_end(ap);
+}
+
+/* Appends one formatted element (a number or an option with one). */
+__attribute__((format(printf, 2, 3))) static void argf(struct ctx *c, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    int n;
+
+    if (c->rc != 0)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(buf) || sb_strv_push(&c->plan.argv, buf) < 0)
+        c->rc = nomem(c);
+}
+
+/* Records a host path bwrap creates as a mount point. */
+static void created(struct ctx *c, const char *path)
+{
+    if (c->rc == 0 && sb_strv_push(&c->plan.created, path) < 0)
+        c->rc = nomem(c);
+}
+
+/* Options every build needs, and a working directory the sandbox keeps. */
+static int check_opts(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+
+    if (c->s == NULL || o->bwrap == NULL || o->cwd == NULL || o->cwd[0] != '/' ||
         o->host_tmpdir == NULL || o->host_tmpdir[0] != '/' || o->self_exe == NULL ||
         o->inner_fd < 0 || o->cmd == NULL || o->cmd[0] == NULL)
-        return fail(&c, -EINVAL,
+        return fail(c, -EINVAL,
                     "bwrap arguments: invalid options (bwrap, cwd, host tmpdir, sluice's path, "
                     "descriptor or command missing)");
-    disabled = s->filesystem.disabled != 0;
     if (special(o->cwd))
-        return fail(&c, -EINVAL,
+        return fail(c, -EINVAL,
                     "the working directory '%s' is under /dev or /proc, which the sandbox "
                     "replaces with its own; run the command from another directory",
                     o->cwd);
-    if (o->home != NULL && o->home[0] == '/') {
-        c.home = realpath(o->home, NULL);
-        if (c.home == NULL)
-            c.home = strdup(o->home);
-        if (c.home == NULL) {
-            rc = nomem(&c);
-            goto out;
-        }
-        normalize(c.home);
-    }
+    return 0;
+}
 
-    /* what to mount */
-    if (!disabled) {
-        if (s->filesystem.allow_write.n == 0 && s->filesystem.create_write.n == 0) {
-            static const struct settings_item cwd_item = {
-                .value = (char *)".", .file = "<default>", .list = "filesystem.allowWrite"};
-            rc = add_write(&c, &cwd_item, o->cwd);
-        } else {
-            rc = each_entry(&c, &s->filesystem.allow_write, add_write);
-        }
-        if (rc == 0)
-            rc = each_entry(&c, &s->filesystem.create_write, add_create_write);
-        for (size_t i = 0; i < c.roots.n && rc == 0; i++)
-            rc = add_protected(&c, c.roots.v[i]);
-        if (rc == 0)
-            rc = add_own_file(&c, o->self_exe);
-        if (rc == 0)
-            rc = add_own_file(&c, o->bwrap);
-        for (size_t i = 0; i < s->nfiles && rc == 0; i++)
-            rc = add_own_file(&c, s->files[i]);
-        if (rc == 0)
-            rc = each_entry(&c, &s->filesystem.deny_write, add_deny_write);
-    }
+/* The home directory for ~ and $HOME: resolved where it can be. */
+static int resolve_home(struct ctx *c)
+{
+    const char *home = c->o->home;
+
+    if (home == NULL || home[0] != '/')
+        return 0;
+    c->home = realpath(home, NULL);
+    if (c->home == NULL)
+        c->home = strdup(home);
+    if (c->home == NULL)
+        return nomem(c);
+    normalize(c->home);
+    return 0;
+}
+
+/* W, P and DW: the writable roots (allowWrite, default the working
+ * directory, and createWrite), the protected files in each, sluice's own
+ * files, and the read-only carve-outs of denyWrite. */
+static int add_writable(struct ctx *c)
+{
+    static const struct settings_item cwd_item = {
+        .value = (char *)".", .file = "<default>", .list = "filesystem.allowWrite"};
+    const struct settings *s = c->s;
+    int rc;
+
+    if (s->filesystem.allow_write.n == 0 && s->filesystem.create_write.n == 0)
+        rc = add_write(c, &cwd_item, c->o->cwd);
+    else
+        rc = each_entry(c, &s->filesystem.allow_write, add_write);
     if (rc == 0)
-        rc = each_entry(&c, &s->filesystem.deny_read, add_deny_read);
+        rc = each_entry(c, &s->filesystem.create_write, add_create_write);
+    for (size_t i = 0; i < c->roots.n && rc == 0; i++)
+        rc = add_protected(c, c->roots.v[i]);
+    if (rc == 0)
+        rc = add_own_file(c, c->o->self_exe);
+    if (rc == 0)
+        rc = add_own_file(c, c->o->bwrap);
+    for (size_t i = 0; i < s->nfiles && rc == 0; i++)
+        rc = add_own_file(c, s->files[i]);
+    if (rc == 0)
+        rc = each_entry(c, &s->filesystem.deny_write, add_deny_write);
+    return rc;
+}
+
+/* DR and AR: the denied reads (and the scratch directories), then what
+ * allowRead shows again inside them. */
+static int add_reads(struct ctx *c, int disabled)
+{
+    int rc = each_entry(c, &c->s->filesystem.deny_read, add_deny_read);
+
     if (rc == 0 && !disabled)
-        rc = add_scratch(&c);
+        rc = add_scratch(c);
     if (rc == 0)
-        rc = each_entry(&c, &s->filesystem.allow_read, add_allow_read);
-    if (rc == 0)
-        rc = plan_mounts(&c);
-    if (rc < 0)
-        goto out;
-    {
-        const struct op *cw = covering(&c, o->cwd), *se = covering(&c, o->self_exe);
-        if (cw != NULL && is_deny_read(cw->kind)) {
-            rc = fail_item(&c, -EINVAL, cw->it,
-                           "hides the working directory '%s'; allow it with "
-                           "filesystem.allowRead or filesystem.allowWrite",
-                           o->cwd);
-            goto out;
-        }
-        if (se != NULL && is_deny_read(se->kind)) {
-            rc = fail_item(&c, -EINVAL, se->it,
-                           "hides sluice's own binary '%s', which must run in the sandbox; "
-                           "allow it with filesystem.allowRead",
-                           o->self_exe);
-            goto out;
-        }
-    }
+        rc = each_entry(c, &c->s->filesystem.allow_read, add_allow_read);
+    return rc;
+}
 
-    /* namespaces */
-    PUSH(o->bwrap);
+/* Neither the working directory nor sluice's own binary may be hidden. */
+static int check_not_hidden(struct ctx *c)
+{
+    const struct op *cw = covering(c, c->o->cwd), *se = covering(c, c->o->self_exe);
+
+    if (cw != NULL && is_deny_read(cw->kind))
+        return fail_item(c, -EINVAL, cw->it,
+                         "hides the working directory '%s'; allow it with "
+                         "filesystem.allowRead or filesystem.allowWrite",
+                         c->o->cwd);
+    if (se != NULL && is_deny_read(se->kind))
+        return fail_item(c, -EINVAL, se->it,
+                         "hides sluice's own binary '%s', which must run in the sandbox; "
+                         "allow it with filesystem.allowRead",
+                         c->o->self_exe);
+    return 0;
+}
+
+/* Every mount operation, planned and checked (what to mount). */
+static int collect_mounts(struct ctx *c)
+{
+    int disabled = c->s->filesystem.disabled != 0;
+    int rc = 0;
+
+    if (!disabled)
+        rc = add_writable(c);
+    if (rc == 0)
+        rc = add_reads(c, disabled);
+    if (rc == 0)
+        rc = plan_mounts(c);
+    if (rc == 0)
+        rc = check_not_hidden(c);
+    return rc;
+}
+
+/* bwrap, the session and the namespaces. */
+static void emit_namespaces(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+    const struct settings *s = c->s;
+
+    args(c, o->bwrap, NULL);
     if (!o->stdin_tty)
-        PUSH("--new-session");
-    PUSH("--die-with-parent");
+        args(c, "--new-session", NULL);
+    args(c, "--die-with-parent", NULL);
     if (o->restrict_network && s->network.isolate)
-        PUSH("--unshare-net");
+        args(c, "--unshare-net", NULL);
     else if (!s->network.isolate) {
         FILE *w = o->warn != NULL ? o->warn : stderr;
         fprintf(w, "sluice: WARNING: network.isolate is false: the command uses the host's "
@@ -815,35 +883,32 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
                    "address guard, nothing logged); the filesystem, syscall and environment "
                    "rules still apply\n");
     }
-    PUSH("--unshare-pid");
-    PUSH("--unshare-ipc");
-    PUSH("--unshare-uts");
-    PUSH("--unshare-cgroup-try");
+    args(c, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", NULL);
     if (!o->bwrap_setuid)
-        PUSH("--unshare-user");
+        args(c, "--unshare-user", NULL);
     if (s->allow_nested_user_namespaces && o->host_root && !o->bwrap_setuid) {
         /* the kernel lets a user namespace map uid 0 of its parent only
          * when its creator held CAP_SETFCAP, which the command never does:
          * as root it runs as SB_NESTED_UID (host root all the same), so a
          * nested bwrap or unshare can map its own uid */
-        PUSH("--uid");
-        PUSH(SB_NESTED_UID);
+        args(c, "--uid", SB_NESTED_UID, NULL);
     }
-    PUSH("--cap-drop");
-    PUSH("ALL");
-    /* filesystem */
-    PUSH(disabled ? "--bind" : "--ro-bind");
-    PUSH("/");
-    PUSH("/");
-    PUSH("--dev");
-    PUSH("/dev");
-    if (s->enable_weaker_nested_sandbox) {
-        PUSH("--bind");
-        PUSH("/proc");
-    } else {
-        PUSH("--proc");
-    }
-    PUSH("/proc");
+    args(c, "--cap-drop", "ALL", NULL);
+}
+
+/* The root, /dev, /proc (and its sysctls) and the private /tmp. */
+static void emit_system(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+    const struct settings *s = c->s;
+
+    args(c, s->filesystem.disabled ? "--bind" : "--ro-bind", "/", "/", NULL);
+    args(c, "--dev", "/dev", NULL);
+    if (s->enable_weaker_nested_sandbox)
+        args(c, "--bind", "/proc", NULL);
+    else
+        args(c, "--proc", NULL);
+    args(c, "/proc", NULL);
     /* sysctls check only that the caller is uid 0, not its capabilities:
      * as root, a writable /proc/sys would let the command change the
      * host's kernel.core_pattern or kernel.modprobe. bwrap covers it only
@@ -852,79 +917,87 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
      * the command (and bwrap would cover it if it were), and the kernel
      * mounts a new procfs (a nested sandbox's --proc) only where no
      * procfs is partly covered by another mount. */
-    if (o->host_root || !s->allow_nested_user_namespaces) {
-        PUSH("--ro-bind");
-        PUSH("/proc/sys");
-        PUSH("/proc/sys");
-        PUSH("--ro-bind-try");
-        PUSH("/proc/sysrq-trigger");
-        PUSH("/proc/sysrq-trigger");
+    if (o->host_root || !s->allow_nested_user_namespaces)
+        args(c, "--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger",
+             "/proc/sysrq-trigger", NULL);
+    args(c, "--bind", o->host_tmpdir, "/tmp", NULL);
+}
+
+/* Why a read-only mount the settings made is there, for the write report. */
+static void record_ro_why(struct ctx *c, const struct op *op)
+{
+    const char *why;
+
+    if (op->kind != OP_PROT && op->kind != OP_ABSENT && op->kind != OP_DW && op->kind != OP_AR)
+        return;
+    why = op->kind == OP_DW   ? "denyWrite"
+          : op->kind == OP_AR ? "allowRead only"
+                              : "protected"; /* also a missing .git */
+    if (c->rc == 0 &&
+        (sb_strv_push(&c->plan.ro_why, op->path) < 0 || sb_strv_push(&c->plan.ro_why, why) < 0))
+        c->rc = nomem(c);
+}
+
+/* One kept mount operation (see the comment at the top). */
+static void emit_op(struct ctx *c, const struct op *op)
+{
+    if (op->kind == OP_MKDIR) {
+        created(c, op->path);
+        return;
     }
-    PUSH("--bind");
-    PUSH(o->host_tmpdir);
-    PUSH("/tmp");
-    for (size_t i = 0; i < c.ops.n && rc == 0; i++) {
-        const struct op *op = &c.ops.v[i];
-        if (!op->keep)
-            continue;
-        if (op->kind == OP_MKDIR) {
-            if (sb_strv_push(&p.created, op->path) < 0)
-                rc = nomem(&c);
-            continue;
-        }
-        if (op->kind == OP_PROT || op->kind == OP_ABSENT || op->kind == OP_DW ||
-            op->kind == OP_AR) {
-            const char *why = op->kind == OP_DW   ? "denyWrite"
-                              : op->kind == OP_AR ? "allowRead only"
-                                                  : "protected"; /* also a missing .git */
-            if (sb_strv_push(&p.ro_why, op->path) < 0 || sb_strv_push(&p.ro_why, why) < 0)
-                rc = nomem(&c);
-        }
-        switch (op->kind) {
-        case OP_W:
-        case OP_PIN:
-            PUSH("--bind");
-            PUSH(op->path);
-            break;
-        case OP_PROT:
-        case OP_DW:
-        case OP_AR:
-            PUSH("--ro-bind");
-            PUSH(op->path);
-            break;
-        case OP_DR_FILE:
-            PUSH("--ro-bind");
-            PUSH("/dev/null");
-            break;
-        case OP_ABSENT:
-        case OP_DR_DIR:
-            PUSH("--tmpfs");
-            break;
-        case OP_MKDIR:
-            break;
-        }
-        PUSH(op->path);
-        if (op->kind == OP_ABSENT) {
-            PUSH("--remount-ro");
-            PUSH(op->path);
-            if (rc == 0 && sb_strv_push(&p.created, op->path) < 0)
-                rc = nomem(&c);
-        }
+    record_ro_why(c, op);
+    switch (op->kind) {
+    case OP_W:
+    case OP_PIN:
+        args(c, "--bind", op->path, NULL);
+        break;
+    case OP_PROT:
+    case OP_DW:
+    case OP_AR:
+        args(c, "--ro-bind", op->path, NULL);
+        break;
+    case OP_DR_FILE:
+        args(c, "--ro-bind", "/dev/null", NULL);
+        break;
+    case OP_ABSENT:
+    case OP_DR_DIR:
+        args(c, "--tmpfs", NULL);
+        break;
+    case OP_MKDIR:
+        break;
     }
+    args(c, op->path, NULL);
+    if (op->kind == OP_ABSENT) {
+        args(c, "--remount-ro", op->path, NULL);
+        created(c, op->path);
+    }
+}
+
+/* MOUNTS, in tree order, then what must come after every bind. */
+static void emit_mounts(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+
+    for (size_t i = 0; i < c->ops.n && c->rc == 0; i++)
+        if (c->ops.v[i].keep)
+            emit_op(c, &c->ops.v[i]);
     /* the run directories of every run (issue 14): after every bind, so
      * no allowWrite or allowRead can show them again */
-    if (o->mask_dir != NULL) {
-        PUSH("--tmpfs");
-        PUSH(o->mask_dir);
-    }
+    if (o->mask_dir != NULL)
+        args(c, "--tmpfs", o->mask_dir, NULL);
     /* /tmp inside is the private one: sluice's binary under the host's
      * /tmp (a build tree) is bound back, read-only, at the same path, so
      * inner and `sluice connect` are found where they are named */
-    if (strncmp(o->self_exe, "/tmp/", 5) == 0) {
-        PUSH("--ro-bind");
-        PUSH(o->self_exe);
-        PUSH(o->self_exe);
-    }
+    if (strncmp(o->self_exe, "/tmp/", 5) == 0)
+        args(c, "--ro-bind", o->self_exe, o->self_exe, NULL);
+}
+
+/* The descriptors: read-only stdio re-bound, the sandbox's resolver, the
+ * working directory. */
+static void emit_descriptors(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+
     /* A regular file or a directory the command was given read-only on
      * 0-2 (stdio_ro) is bound read-only in /tmp too (from the launcher's
      * descriptor SB_STDIO_RO_PASS + N, which bwrap closes), and inner makes
@@ -940,81 +1013,106 @@ int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *er
     for (int fd = 0; fd <= 2; fd++) {
         if ((o->stdio_ro & (1U << fd)) == 0)
             continue;
-        PUSH("--ro-bind-fd");
-        if (rc == 0 && sb_strv_pushf(&p.argv, "%d", SB_STDIO_RO_PASS + fd) < 0)
-            rc = nomem(&c);
-        if (rc == 0 && sb_strv_pushf(&p.argv, SB_STDIO_RO_FMT, fd) < 0)
-            rc = nomem(&c);
+        args(c, "--ro-bind-fd", NULL);
+        argf(c, "%d", SB_STDIO_RO_PASS + fd);
+        argf(c, SB_STDIO_RO_FMT, fd);
     }
     if (o->transparent && o->resolv_conf != NULL) {
         /* the sandbox's resolver: bound over the file /etc/resolv.conf
          * leads to (the host's may be a link into /run) */
-        PUSH("--ro-bind");
-        PUSH(o->resolv_conf);
-        PUSH(o->resolv_conf_dest != NULL ? o->resolv_conf_dest : "/etc/resolv.conf");
+        args(c, "--ro-bind", o->resolv_conf,
+             o->resolv_conf_dest != NULL ? o->resolv_conf_dest : "/etc/resolv.conf", NULL);
     }
-    PUSH("--chdir");
-    PUSH(o->cwd);
+    args(c, "--chdir", o->cwd, NULL);
+}
 
-    /* the first program inside */
-    PUSH("--");
-    PUSH(o->self_exe);
-    PUSH("inner");
-    PUSH("--fd");
-    if (rc == 0 && sb_strv_pushf(&p.argv, "%d", o->inner_fd) < 0)
-        rc = nomem(&c);
+/* The first program inside: sluice inner and its options. */
+static void emit_inner(struct ctx *c)
+{
+    const struct sb_bwrap_opts *o = c->o;
+    const struct settings *s = c->s;
+    const struct {
+        const char *opt;
+        unsigned v;
+    } limits[] = {
+        /* sandbox.limits (issue 14; limits.c), each only when set */
+        {"--limit-processes=", s->sandbox.limits.processes},
+        {"--limit-memory-mib=", s->sandbox.limits.memory_mib},
+        {"--limit-open-files=", s->sandbox.limits.open_files},
+    };
+
+    args(c, "--", o->self_exe, "inner", "--fd", NULL);
+    argf(c, "%d", o->inner_fd);
     if (o->allow_unix_sockets)
-        PUSH("--allow-unix-sockets");
+        args(c, "--allow-unix-sockets", NULL);
     if (!s->network.isolate) {
         /* inner's listeners land in the host's namespace: ephemeral
          * loopback ports nothing points at, not 3128/1080 */
-        PUSH("--http-port");
-        PUSH("0");
-        PUSH("--socks-port");
-        PUSH("0");
+        args(c, "--http-port", "0", "--socks-port", "0", NULL);
     }
     if (s->network.allow_local_binding)
-        PUSH("--allow-local-binding");
+        args(c, "--allow-local-binding", NULL);
     if (s->allow_nested_user_namespaces)
-        PUSH("--allow-user-namespaces");
+        args(c, "--allow-user-namespaces", NULL);
     for (int fd = 0; fd <= 2; fd++)
-        if ((o->stdio_ro & (1U << fd)) && rc == 0 &&
-            sb_strv_pushf(&p.argv, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]) < 0)
-            rc = nomem(&c);
+        if (o->stdio_ro & (1U << fd))
+            argf(c, "--reopen-ro=%d:%lld", fd, o->stdio_off[fd]);
     if (o->transparent)
-        PUSH("--transparent");
+        args(c, "--transparent", NULL);
     if (o->watch_writes)
-        PUSH("--watch-writes");
+        args(c, "--watch-writes", NULL);
     if (o->guard_connect)
-        PUSH("--guard-connect");
-    /* sandbox.limits (issue 14; limits.c), each only when set */
-    if (rc == 0 && s->sandbox.limits.processes > 0 &&
-        sb_strv_pushf(&p.argv, "--limit-processes=%u", s->sandbox.limits.processes) < 0)
-        rc = nomem(&c);
-    if (rc == 0 && s->sandbox.limits.memory_mib > 0 &&
-        sb_strv_pushf(&p.argv, "--limit-memory-mib=%u", s->sandbox.limits.memory_mib) < 0)
-        rc = nomem(&c);
-    if (rc == 0 && s->sandbox.limits.open_files > 0 &&
-        sb_strv_pushf(&p.argv, "--limit-open-files=%u", s->sandbox.limits.open_files) < 0)
-        rc = nomem(&c);
-    PUSH("--");
-    for (size_t i = 0; o->cmd[i] != NULL; i++)
-        PUSH(o->cmd[i]);
+        args(c, "--guard-connect", NULL);
+    for (size_t i = 0; i < COUNT(limits); i++)
+        if (limits[i].v > 0)
+            argf(c, "%s%u", limits[i].opt, limits[i].v);
+}
+
+/* "--" and the command's argv, verbatim. */
+static void emit_command(struct ctx *c)
+{
+    args(c, "--", NULL);
+    for (size_t i = 0; c->o->cmd[i] != NULL; i++)
+        args(c, c->o->cmd[i], NULL);
+}
+
+int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *plan, char *err, size_t errlen)
+{
+    struct ctx c;
+    int rc;
+
+    memset(&c, 0, sizeof(c));
+    c.o = o;
+    c.s = o->s;
+    c.err = err;
+    c.errlen = errlen;
+    rc = check_opts(&c);
+    if (rc < 0)
+        return rc;
+    rc = resolve_home(&c);
+    if (rc == 0)
+        rc = collect_mounts(&c);
     if (rc < 0)
         goto out;
-
+    emit_namespaces(&c);
+    emit_system(&c);
+    emit_mounts(&c);
+    emit_descriptors(&c);
+    emit_inner(&c);
+    emit_command(&c);
+    rc = c.rc;
+    if (rc < 0)
+        goto out;
     sb_plan_free(plan);
-    *plan = p;
-    memset(&p, 0, sizeof(p));
+    *plan = c.plan;
+    memset(&c.plan, 0, sizeof(c.plan));
 out:
-    sb_plan_free(&p);
+    sb_plan_free(&c.plan);
     ops_free(&c.ops);
     sb_strv_free(&c.roots);
     free(c.home);
     return rc;
 }
-
-#undef PUSH
 
 void sb_plan_cleanup(const struct sb_plan *p)
 {

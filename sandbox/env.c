@@ -175,6 +175,7 @@ static int is_secret_name(const char *name, size_t len)
     return len > n && match_table(secret_globs, COUNT(secret_globs), name, len);
 }
 
+/* 1 when NAME (LEN bytes) ends with SUFFIX (upper case), in any ASCII case. */
 static int has_suffix_ci(const char *name, size_t len, const char *suffix)
 {
     size_t sl = strlen(suffix);
@@ -232,23 +233,6 @@ static int is_loader(const char *name, size_t len)
     return match_table(loader_names, COUNT(loader_names), name, len);
 }
 
-static int ends_with_proxy(const char *name, size_t len)
-{
-    static const char suffix[] = "_PROXY";
-    const size_t sl = sizeof(suffix) - 1;
-
-    if (len < sl)
-        return 0;
-    for (size_t i = 0; i < sl; i++) {
-        char ch = name[len - sl + i];
-        if (ch >= 'a' && ch <= 'z')
-            ch = (char)(ch - 'a' + 'A');
-        if (ch != suffix[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* A host variable sluice replaces with its own (step 2). */
 static int is_owned(const char *name, size_t len, int proxies)
 {
@@ -256,7 +240,7 @@ static int is_owned(const char *name, size_t len, int proxies)
         return 1;
     if (!proxies)
         return 0;
-    return ends_with_proxy(name, len) || glob_match("CLOUDSDK_PROXY_*", name, len) ||
+    return has_suffix_ci(name, len, "_PROXY") || glob_match("CLOUDSDK_PROXY_*", name, len) ||
            glob_match("GIT_SSH_COMMAND", name, len);
 }
 

@@ -58,6 +58,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -128,119 +129,209 @@ static int parse_num(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct inner_args *a)
-{
-    int have_fd = 0, have_http = 0, have_socks = 0, dashdash = 0;
-    int i;
+enum inner_opt {
+    OPT_FD = 256,
+    OPT_HTTP_PORT,
+    OPT_SOCKS_PORT,
+    OPT_ALLOW_UNIX_SOCKETS,
+    OPT_ALLOW_LOCAL_BINDING,
+    OPT_ALLOW_USER_NAMESPACES,
+    OPT_TRANSPARENT,
+    OPT_WATCH_WRITES,
+    OPT_GUARD_CONNECT,
+    OPT_REOPEN_RO,
+    OPT_LIMIT,
+};
 
+static const struct option inner_options[] = {
+    {"fd", required_argument, NULL, OPT_FD},
+    {"http-port", required_argument, NULL, OPT_HTTP_PORT},
+    {"socks-port", required_argument, NULL, OPT_SOCKS_PORT},
+    {"allow-unix-sockets", no_argument, NULL, OPT_ALLOW_UNIX_SOCKETS},
+    {"allow-local-binding", no_argument, NULL, OPT_ALLOW_LOCAL_BINDING},
+    {"allow-user-namespaces", no_argument, NULL, OPT_ALLOW_USER_NAMESPACES},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"watch-writes", no_argument, NULL, OPT_WATCH_WRITES},
+    {"guard-connect", no_argument, NULL, OPT_GUARD_CONNECT},
+    {"reopen-ro", required_argument, NULL, OPT_REOPEN_RO},
+    /* sb_limits_parse_arg checks the name and the value */
+    {"limit-processes", required_argument, NULL, OPT_LIMIT},
+    {"limit-memory-mib", required_argument, NULL, OPT_LIMIT},
+    {"limit-open-files", required_argument, NULL, OPT_LIMIT},
+    {NULL, 0, NULL, 0},
+};
+
+static void inner_args_init(struct inner_args *a)
+{
+    memset(a, 0, sizeof(*a));
     a->fd = -1;
-    a->allow_unix_sockets = 0;
-    a->allow_local_binding = 0;
-    a->allow_user_namespaces = 0;
-    a->transparent = 0;
-    a->watch_writes = 0;
-    a->guard_connect = 0;
-    a->reopen_ro = 0;
-    memset(a->reopen_off, 0, sizeof a->reopen_off);
-    memset(&a->limits, 0, sizeof a->limits);
     a->http_port = 3128;
     a->socks_port = 1080;
-    a->cmd = NULL;
+}
 
-    /* argv[0] is the subcommand's name ("inner"). */
-    for (i = 1; i < argc; i++) {
-        const char *opt = argv[i];
-        unsigned long v;
+/* The options whose value is the next argument. */
+static const char *separate_value_option(int opt)
+{
+    return opt == OPT_FD ? "--fd" : opt == OPT_HTTP_PORT ? "--http-port" : "--socks-port";
+}
 
-        if (strcmp(opt, "--") == 0) {
-            dashdash = 1;
-            i++;
-            break;
-        }
-        if (strcmp(opt, "--allow-unix-sockets") == 0) {
-            a->allow_unix_sockets = 1;
-            continue;
-        }
-        if (strncmp(opt, "--limit-", 8) == 0) {
-            char why[160];
-            if (sb_limits_parse_arg(&a->limits, opt, why, sizeof why) < 0) {
-                inner_err("%s", why);
-                return -1;
-            }
-            continue;
-        }
-        if (strcmp(opt, "--transparent") == 0) {
-            a->transparent = 1;
-            continue;
-        }
-        if (strcmp(opt, "--watch-writes") == 0) {
-            a->watch_writes = 1;
-            continue;
-        }
-        if (strcmp(opt, "--guard-connect") == 0) {
-            a->guard_connect = 1;
-            continue;
-        }
-        if (strcmp(opt, "--allow-local-binding") == 0) {
-            a->allow_local_binding = 1;
-            continue;
-        }
-        if (strncmp(opt, "--reopen-ro=", 12) == 0) {
-            unsigned long off;
-            if (opt[12] < '0' || opt[12] > '2' || opt[13] != ':' ||
-                parse_num(opt + 14, (unsigned long)LLONG_MAX, &off) < 0) {
-                inner_err("--reopen-ro '%s' is not FD:OFFSET with FD 0, 1 or 2", opt + 12);
-                return -1;
-            }
-            v = (unsigned long)(opt[12] - '0');
-            a->reopen_ro |= 1U << v;
-            a->reopen_off[v] = (long long)off;
-            continue;
-        }
-        if (strcmp(opt, "--allow-user-namespaces") == 0) {
-            a->allow_user_namespaces = 1;
-            continue;
-        }
-        if (strcmp(opt, "--fd") != 0 && strcmp(opt, "--http-port") != 0 &&
-            strcmp(opt, "--socks-port") != 0) {
-            if (strncmp(opt, "--", 2) != 0)
-                inner_err("expected '--' before the command '%s'", opt);
-            else
-                inner_err("unknown option '%s'", opt);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            inner_err("option '%s' needs a value", opt);
-            return -1;
-        }
-        i++;
-        if (strcmp(opt, "--fd") == 0) {
-            if (have_fd++) {
-                inner_err("option '--fd' given twice");
-                return -1;
-            }
-            if (parse_num(argv[i], INT_MAX, &v) < 0 || v < 3) {
-                inner_err("--fd '%s' is not a descriptor number >= 3", argv[i]);
-                return -1;
-            }
-            a->fd = (int)v;
-        } else {
-            int *seen = strcmp(opt, "--http-port") == 0 ? &have_http : &have_socks;
-            if ((*seen)++) {
-                inner_err("option '%s' given twice", opt);
-                return -1;
-            }
-            if (parse_num(argv[i], 65535, &v) < 0) {
-                inner_err("%s '%s' is not a port number (0-65535)", opt, argv[i]);
-                return -1;
-            }
-            if (seen == &have_http)
-                a->http_port = (unsigned)v;
-            else
-                a->socks_port = (unsigned)v;
-        }
+/* 1 when element is option index as inner's caller (bwrap.c) writes it:
+ * "--NAME=VALUE" for --reopen-ro and --limit-*, else "--NAME". getopt_long
+ * also takes an unambiguous abbreviation and the other form of a value;
+ * those stay unknown options, so the syntax inner accepts is what it was. */
+static int as_written(const char *element, int index)
+{
+    const struct option *o = &inner_options[index];
+    size_t n = strlen(o->name);
+
+    if (strncmp(element, "--", 2) != 0 || strncmp(element + 2, o->name, n) != 0)
+        return 0;
+    if (o->val == OPT_REOPEN_RO || o->val == OPT_LIMIT)
+        return element[2 + n] == '=';
+    return element[2 + n] == '\0';
+}
+
+/* --fd, --http-port or --socks-port, each at most once. */
+static int parse_fd_or_port(struct inner_args *a, int opt, const char *val, unsigned *seen)
+{
+    const char *name = separate_value_option(opt);
+    unsigned bit = 1U << (opt - OPT_FD);
+    unsigned long v;
+
+    if (*seen & bit) {
+        inner_err("option '%s' given twice", name);
+        return -1;
     }
-    if (!have_fd) {
+    *seen |= bit;
+    if (opt == OPT_FD) {
+        if (parse_num(val, INT_MAX, &v) < 0 || v < 3) {
+            inner_err("--fd '%s' is not a descriptor number >= 3", val);
+            return -1;
+        }
+        a->fd = (int)v;
+        return 0;
+    }
+    if (parse_num(val, 65535, &v) < 0) {
+        inner_err("%s '%s' is not a port number (0-65535)", name, val);
+        return -1;
+    }
+    if (opt == OPT_HTTP_PORT)
+        a->http_port = (unsigned)v;
+    else
+        a->socks_port = (unsigned)v;
+    return 0;
+}
+
+/* --reopen-ro=FD:OFFSET, FD 0, 1 or 2. */
+static int parse_reopen(struct inner_args *a, const char *val)
+{
+    unsigned long off;
+    unsigned fd;
+
+    if (val[0] < '0' || val[0] > '2' || val[1] != ':' ||
+        parse_num(val + 2, (unsigned long)LLONG_MAX, &off) < 0) {
+        inner_err("--reopen-ro '%s' is not FD:OFFSET with FD 0, 1 or 2", val);
+        return -1;
+    }
+    fd = (unsigned)(val[0] - '0');
+    a->reopen_ro |= 1U << fd;
+    a->reopen_off[fd] = (long long)off;
+    return 0;
+}
+
+/* --limit-NAME=N, checked (and its message written) by limits.c. */
+static int parse_limit(struct inner_args *a, int index, const char *val)
+{
+    const char *name = inner_options[index].name;
+    size_t len = strlen(name) + strlen(val) + 4;
+    char *opt = malloc(len), why[160];
+    int rc;
+
+    if (opt == NULL) {
+        inner_err("out of memory");
+        return -1;
+    }
+    snprintf(opt, len, "--%s=%s", name, val);
+    rc = sb_limits_parse_arg(&a->limits, opt, why, sizeof why);
+    free(opt);
+    if (rc < 0)
+        inner_err("%s", why);
+    return rc < 0 ? -1 : 0;
+}
+
+/* One option getopt_long returned; element is the argument it came from. */
+static int parse_one(struct inner_args *a, int c, int index, const char *element, unsigned *seen)
+{
+    if (c >= OPT_FD && !as_written(element, index))
+        c = '?';
+    if (c == ':' && (optopt == OPT_FD || optopt == OPT_HTTP_PORT || optopt == OPT_SOCKS_PORT) &&
+        strcmp(element, separate_value_option(optopt)) == 0) {
+        inner_err("option '%s' needs a value", element);
+        return -1;
+    }
+    switch (c) {
+    case OPT_FD:
+    case OPT_HTTP_PORT:
+    case OPT_SOCKS_PORT:
+        return parse_fd_or_port(a, c, optarg, seen);
+    case OPT_ALLOW_UNIX_SOCKETS:
+        a->allow_unix_sockets = 1;
+        return 0;
+    case OPT_ALLOW_LOCAL_BINDING:
+        a->allow_local_binding = 1;
+        return 0;
+    case OPT_ALLOW_USER_NAMESPACES:
+        a->allow_user_namespaces = 1;
+        return 0;
+    case OPT_TRANSPARENT:
+        a->transparent = 1;
+        return 0;
+    case OPT_WATCH_WRITES:
+        a->watch_writes = 1;
+        return 0;
+    case OPT_GUARD_CONNECT:
+        a->guard_connect = 1;
+        return 0;
+    case OPT_REOPEN_RO:
+        return parse_reopen(a, optarg);
+    case OPT_LIMIT:
+        return parse_limit(a, index, optarg);
+    default: /* '?', or ':' for an option written otherwise */
+        if (strncmp(element, "--", 2) != 0)
+            inner_err("expected '--' before the command '%s'", element);
+        else
+            inner_err("unknown option '%s'", element);
+        return -1;
+    }
+}
+
+/* Strict: "--" ends the options and a command must follow it; any error
+ * is reported and makes inner exit 125. */
+static int parse_args(int argc, char **argv, struct inner_args *a)
+{
+    unsigned seen = 0;
+    int c, index, prev, dashdash;
+
+    inner_args_init(a);
+    optind = 1;
+    opterr = 0;
+    /* argv[0] is the subcommand's name ("inner"); '+': stop at the first
+     * argument that is not an option */
+    for (;;) {
+        prev = optind;
+        index = -1;
+        c = getopt_long(argc, argv, "+:", inner_options, &index);
+        if (c == -1)
+            break;
+        if (parse_one(a, c, index, argv[prev], &seen) < 0)
+            return -1;
+    }
+    dashdash = optind == prev + 1 && strcmp(argv[prev], "--") == 0;
+    if (!dashdash && optind < argc) {
+        inner_err("expected '--' before the command '%s'", argv[optind]);
+        return -1;
+    }
+    if ((seen & 1U) == 0) {
         inner_err("--fd is required");
         return -1;
     }
@@ -248,7 +339,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         inner_err("expected '--' before the command");
         return -1;
     }
-    if (i >= argc || argv[i][0] == '\0') {
+    if (optind >= argc || argv[optind][0] == '\0') {
         inner_err("no command after '--'");
         return -1;
     }
@@ -256,7 +347,7 @@ static int parse_args(int argc, char **argv, struct inner_args *a)
         inner_err("--fd %d: %s", a->fd, strerror(errno));
         return -1;
     }
-    a->cmd = argv + i;
+    a->cmd = argv + optind;
     return 0;
 }
 
@@ -477,7 +568,9 @@ static int send_reopened(int sock, unsigned reopen)
  * one nested in it, and bwrap's init is in none), besides closing host
  * FIFOs and device nodes outside the writable paths. */
 
-int sb_inner_main(int argc, char **argv)
+/* Steps 2 and 3: the proxy listeners, made here and handed to the host.
+ * 0, or -1 after a message. */
+static int hand_off_listeners(const struct inner_args *a)
 {
     static const struct {
         int family;
@@ -488,19 +581,13 @@ int sb_inner_main(int argc, char **argv)
         {AF_INET6, KIND_HTTP},
         {AF_INET6, KIND_SOCKS},
     };
-    struct inner_args a;
-    struct sb_seccomp_opts so;
     int fds[INNER_MAX_L];
     char kinds[INNER_MAX_L];
     size_t n = 0;
-    char err[256];
-    int rc, e, notify_fd = -1;
-
-    if (parse_args(argc, argv, &a) < 0)
-        return INNER_FAIL;
+    int rc;
 
     for (size_t i = 0; i < INNER_MAX_L; i++) {
-        unsigned port = plan[i].kind == KIND_HTTP ? a.http_port : a.socks_port;
+        unsigned port = plan[i].kind == KIND_HTTP ? a->http_port : a->socks_port;
         const char *what = "";
         int fd = make_listener(plan[i].family, port, &what);
         if (fd < 0) {
@@ -510,48 +597,69 @@ int sb_inner_main(int argc, char **argv)
                       plan[i].family == AF_INET ? "127.0.0.1" : "[::1]", port, what, strerror(-fd));
             for (size_t j = 0; j < n; j++)
                 close(fds[j]);
-            return INNER_FAIL;
+            return -1;
         }
         fds[n] = fd;
         kinds[n] = plan[i].kind;
         n++;
     }
-
-    rc = send_listeners(a.fd, fds, kinds, n);
+    rc = send_listeners(a->fd, fds, kinds, n);
     for (size_t j = 0; j < n; j++)
         close(fds[j]);
     if (rc < 0) {
-        inner_err("sending the listeners on fd %d: %s", a.fd, strerror(-rc));
-        return INNER_FAIL;
+        inner_err("sending the listeners on fd %d: %s", a->fd, strerror(-rc));
+        return -1;
     }
+    return 0;
+}
 
-    if (wait_for_go(a.fd) < 0)
-        return INNER_FAIL;
+/* 1 when the seccomp listener goes to the host after the filter, which
+ * keeps fd N open until then. */
+static int notifies(const struct inner_args *a)
+{
+    return a->transparent || a->watch_writes || a->guard_connect;
+}
+
+/* Steps 4 and 5: the go byte, the read-only stdio reopened (and handed
+ * back), the inherited descriptors closed. 0, or -1 after a message. */
+static int after_go(const struct inner_args *a)
+{
+    if (wait_for_go(a->fd) < 0)
+        return -1;
     for (int fd = 0; fd <= 2; fd++)
-        if ((a.reopen_ro & (1U << fd)) && reopen_read_only(fd, a.reopen_off[fd]) < 0)
-            return INNER_FAIL;
-    if (send_reopened(a.fd, a.reopen_ro) < 0)
-        return INNER_FAIL;
-    if (!a.transparent && !a.watch_writes && !a.guard_connect) {
-        close(a.fd);
+        if ((a->reopen_ro & (1U << fd)) && reopen_read_only(fd, a->reopen_off[fd]) < 0)
+            return -1;
+    if (send_reopened(a->fd, a->reopen_ro) < 0)
+        return -1;
+    if (!notifies(a)) {
+        close(a->fd);
         close_from_3();
     }
+    return 0;
+}
+
+/* no_new_privs and the Landlock domain, with a warning for what this mode
+ * or this kernel leaves open. 0, or -1 after a message. */
+static int confine_landlock(const struct inner_args *a)
+{
+    char err[256];
+    int rc;
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0) {
         inner_err("prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
-        return INNER_FAIL;
+        return -1;
     }
-    rc = sb_landlock_confine(a.allow_user_namespaces, err, sizeof err);
+    rc = sb_landlock_confine(a->allow_user_namespaces, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
-        return INNER_FAIL;
+        return -1;
     }
-    if (a.allow_user_namespaces)
+    if (a->allow_user_namespaces)
         inner_err("warning: allowNestedUserNamespaces: no Landlock filesystem rules (they would "
                   "forbid a nested sandbox's mounts): host FIFOs and device nodes outside the "
                   "writable paths, and FIFOs or devices given read-only on stdin, stdout or "
                   "stderr, can be opened for writing");
-    if (rc > 0 && a.allow_user_namespaces)
+    if (rc > 0 && a->allow_user_namespaces)
         inner_err("warning: this kernel has no Landlock scopes (Linux 6.12): with "
                   "allowNestedUserNamespaces the command runs in no Landlock domain, so only "
                   "seccomp keeps it from PID 1 (bwrap's init): /proc/1/mem, and /proc/1/fd/N "
@@ -563,33 +671,54 @@ int sb_inner_main(int argc, char **argv)
                   "stdin, stdout or stderr), and only seccomp keeps the command from PID 1 "
                   "(bwrap's init): /proc/1/mem, and /proc/1/fd/N (the stdin, stdout and stderr it "
                   "was given, but a read-only regular file), can be opened");
+    return 0;
+}
+
+/* Step 6: the seccomp filter, and its listener to the host (no copy stays
+ * here: a command holding it could answer its own connect()s). 0, or -1
+ * after a message. */
+static int confine_seccomp(const struct inner_args *a)
+{
+    struct sb_seccomp_opts so;
+    char err[256];
+    int rc, notify_fd = -1;
+
     memset(&so, 0, sizeof so);
-    so.allow_unix_sockets = a.allow_unix_sockets;
-    so.allow_local_binding = a.allow_local_binding;
-    so.allow_user_namespaces = a.allow_user_namespaces;
-    so.transparent = a.transparent;
-    so.watch_writes = a.watch_writes;
-    so.guard_connect = a.guard_connect;
+    so.allow_unix_sockets = a->allow_unix_sockets;
+    so.allow_local_binding = a->allow_local_binding;
+    so.allow_user_namespaces = a->allow_user_namespaces;
+    so.transparent = a->transparent;
+    so.watch_writes = a->watch_writes;
+    so.guard_connect = a->guard_connect;
     so.notify_fd = &notify_fd;
     rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
-        return INNER_FAIL;
+        return -1;
     }
-    if (a.transparent || a.watch_writes || a.guard_connect) {
-        /* the listener goes to the host, and no copy stays here: a command
-         * holding it could answer its own connect()s */
+    if (notifies(a)) {
         const char kind = KIND_NOTIFY;
-        rc = send_listeners(a.fd, &notify_fd, &kind, 1);
+        rc = send_listeners(a->fd, &notify_fd, &kind, 1);
         close(notify_fd);
         if (rc < 0) {
-            inner_err("sending the seccomp listener on fd %d: %s", a.fd, strerror(-rc));
-            return INNER_FAIL;
+            inner_err("sending the seccomp listener on fd %d: %s", a->fd, strerror(-rc));
+            return -1;
         }
-        close(a.fd);
+        close(a->fd);
         close_from_3();
     }
+    return 0;
+}
 
+int sb_inner_main(int argc, char **argv)
+{
+    struct inner_args a;
+    char err[256];
+    int e;
+
+    if (parse_args(argc, argv, &a) < 0 || hand_off_listeners(&a) < 0 || after_go(&a) < 0 ||
+        confine_landlock(&a) < 0 || confine_seccomp(&a) < 0)
+        return INNER_FAIL;
     /* sandbox.limits last: nothing of inner's own (an ASan build's
      * allocator, Landlock's mountinfo reading) runs under them */
     if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {

@@ -123,6 +123,7 @@ struct walk {
     const char *root; /* resolved */
     size_t rootlen;
     int allow_git_config;
+    unsigned depth; /* mandatoryDenySearchDepth, at least 1 */
     char *err;
     size_t errlen;
 };
@@ -183,15 +184,37 @@ static int strictly_inside(const char *p, const char *dir, size_t dl)
     return strncmp(p, dir, dl) == 0 && p[dl] == '/' && p[dl + 1] != '\0';
 }
 
+static int nomem(struct walk *w)
+{
+    snprintf(w->err, w->errlen, "protected files: out of memory");
+    return -ENOMEM;
+}
+
+/* Takes ownership of path (NULL: out of memory). */
+static int add_owned(struct walk *w, char *path, enum sb_prot_kind kind)
+{
+    if (path == NULL || list_add(w->l, path, kind) < 0)
+        return nomem(w);
+    return 0;
+}
+
 static int add(struct walk *w, const char *dir, const char *name, enum sb_prot_kind kind)
 {
-    char *p = join(dir, name);
+    return add_owned(w, join(dir, name), kind);
+}
 
-    if (p == NULL || list_add(w->l, p, kind) < 0) {
-        snprintf(w->err, w->errlen, "protected files: out of memory");
-        return -ENOMEM;
-    }
-    return 0;
+/* A directory stream on fd (taken), or NULL when fd is -1 or it cannot be
+ * read as one (fd closed). */
+static DIR *dir_stream(int fd)
+{
+    DIR *d;
+
+    if (fd < 0)
+        return NULL;
+    d = fdopendir(fd);
+    if (d == NULL)
+        close(fd);
+    return d;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -222,8 +245,7 @@ static int protect_link(struct walk *w, const char *dir, const char *name)
         goto nomem;
     return 0;
 nomem:
-    snprintf(w->err, w->errlen, "protected files: out of memory");
-    return -ENOMEM;
+    return nomem(w);
 }
 
 /* Protects DIR/NAME (dfd is DIR): FILE or DIR when it exists; ABSENT when it
@@ -261,15 +283,11 @@ static int case_variants(struct walk *w, int dfd, const char *const *names, size
     struct dirent *e;
     /* a descriptor of its own: a dup would share (and leave at the end)
      * the offset the walk's own readdir of dfd starts from */
-    int rc = 0, fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = 0;
 
-    if (fd < 0)
+    d = dir_stream(openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (d == NULL)
         return 0;
-    d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return 0;
-    }
     while (rc == 0 && (e = readdir(d)) != NULL) {
         for (size_t i = 0; i < n; i++) {
             if (strcasecmp(e->d_name, names[i]) == 0 && strcmp(e->d_name, names[i]) != 0) {
@@ -279,9 +297,7 @@ static int case_variants(struct walk *w, int dfd, const char *const *names, size
         }
     }
     closedir(d);
-    if (rc < 0)
-        snprintf(w->err, w->errlen, "protected files: out of memory");
-    return rc;
+    return rc < 0 ? nomem(w) : 0;
 }
 
 /* Protects DIR/NAME and each existing entry of dfd that is NAME in another
@@ -317,27 +333,27 @@ static int git_config(struct walk *w, int gfd, const char *g)
     return rc;
 }
 
-/* Calls fn(w, sfd, sub, level) for each subdirectory of dfd (not following
- * symlinks), sub being DIR/NAME; stops at the first error. */
-static int each_subdir(struct walk *w, int dfd, const char *dir, unsigned level,
-                       int (*fn)(struct walk *w, int sfd, const char *sub, unsigned level))
-{
-    DIR *d;
-    struct dirent *e;
-    int rc = 0, fd = dup(dfd);
+typedef int (*subdir_fn)(struct walk *w, int sfd, const char *sub, unsigned level);
+typedef int (*skip_fn)(const struct walk *w, const struct dirent *e, unsigned level);
 
-    if (fd < 0)
+/* Calls fn(w, sfd, sub, level) for each subdirectory of dfd (not following
+ * symlinks) that skip (if any) lets through, sub being DIR/NAME; stops at
+ * the first error. */
+static int each_subdir(struct walk *w, int dfd, const char *dir, unsigned level, skip_fn skip,
+                       subdir_fn fn)
+{
+    DIR *d = dir_stream(dup(dfd));
+    struct dirent *e;
+    int rc = 0;
+
+    if (d == NULL)
         return 0;
-    d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return 0;
-    }
     while (rc == 0 && (e = readdir(d)) != NULL) {
         char *sub;
         int sfd;
 
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+            (skip != NULL && skip(w, e, level)))
             continue;
         sfd = open_subdir(dfd, e->d_name);
         if (sfd < 0)
@@ -345,8 +361,7 @@ static int each_subdir(struct walk *w, int dfd, const char *dir, unsigned level,
         sub = join(dir, e->d_name);
         if (sub == NULL) {
             close(sfd);
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-            rc = -ENOMEM;
+            rc = nomem(w);
             break;
         }
         rc = fn(w, sfd, sub, level);
@@ -354,6 +369,21 @@ static int each_subdir(struct walk *w, int dfd, const char *dir, unsigned level,
         close(sfd);
     }
     closedir(d);
+    return rc;
+}
+
+/* Calls fn for each subdirectory of G/NAME (gfd is G), when there is one. */
+static int each_subdir_of(struct walk *w, int gfd, const char *g, const char *name, subdir_fn fn)
+{
+    int rc, sfd = open_subdir(gfd, name);
+    char *sub;
+
+    if (sfd < 0)
+        return 0;
+    sub = join(g, name);
+    rc = sub == NULL ? nomem(w) : each_subdir(w, sfd, sub, 0, NULL, fn);
+    free(sub);
+    close(sfd);
     return rc;
 }
 
@@ -368,21 +398,18 @@ static int git_module(struct walk *w, int sfd, const char *sub, unsigned level)
     if (fstatat(sfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
         return git_dir(w, sfd, sub);
     if (level + 1 < MODULES_DEPTH_MAX)
-        return each_subdir(w, sfd, sub, level + 1, git_module);
+        return each_subdir(w, sfd, sub, level + 1, NULL, git_module);
     return 0;
 }
 
 /* G/worktrees/W: the administrative directories of linked worktrees. */
 static int git_worktree(struct walk *w, int sfd, const char *sub, unsigned level)
 {
-    char *copy = strdup(sub);
-    int rc;
+    int rc = add_owned(w, strdup(sub), SB_PROT_PIN);
 
     (void)level;
-    if (copy == NULL || list_add(w->l, copy, SB_PROT_PIN) < 0) {
-        snprintf(w->err, w->errlen, "protected files: out of memory");
-        return -ENOMEM;
-    }
+    if (rc < 0)
+        return rc;
     rc = protect_any_case(w, sfd, sub, "commondir", 0);
     if (rc == 0 && !w->allow_git_config)
         rc = protect_any_case(w, sfd, sub, "config.worktree", 1);
@@ -392,34 +419,19 @@ static int git_worktree(struct walk *w, int sfd, const char *sub, unsigned level
 /* G is an existing git directory (not a symlink), open as gfd. */
 static int git_dir(struct walk *w, int gfd, const char *g)
 {
-    char *copy = strdup(g);
-    int rc, sfd;
+    int rc = add_owned(w, strdup(g), SB_PROT_PIN);
 
-    if (copy == NULL || list_add(w->l, copy, SB_PROT_PIN) < 0) {
-        snprintf(w->err, w->errlen, "protected files: out of memory");
-        return -ENOMEM;
-    }
+    if (rc < 0)
+        return rc;
     rc = protect_any_case(w, gfd, g, "hooks", 1);
     if (rc == 0)
         rc = git_config(w, gfd, g);
     if (rc == 0)
         rc = protect_any_case(w, gfd, g, "commondir", 0);
-    if (rc == 0 && (sfd = open_subdir(gfd, "modules")) >= 0) {
-        char *sub = join(g, "modules");
-        rc = sub == NULL ? -ENOMEM : each_subdir(w, sfd, sub, 0, git_module);
-        if (sub == NULL)
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-        free(sub);
-        close(sfd);
-    }
-    if (rc == 0 && (sfd = open_subdir(gfd, "worktrees")) >= 0) {
-        char *sub = join(g, "worktrees");
-        rc = sub == NULL ? -ENOMEM : each_subdir(w, sfd, sub, 0, git_worktree);
-        if (sub == NULL)
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-        free(sub);
-        close(sfd);
-    }
+    if (rc == 0)
+        rc = each_subdir_of(w, gfd, g, "modules", git_module);
+    if (rc == 0)
+        rc = each_subdir_of(w, gfd, g, "worktrees", git_worktree);
     return rc;
 }
 
@@ -475,8 +487,7 @@ static int protect_claude(struct walk *w, int dfd, const char *dir, const char *
     close(cfd);
     return rc;
 nomem:
-    snprintf(w->err, w->errlen, "protected files: out of memory");
-    return -ENOMEM;
+    return nomem(w);
 }
 
 /* DIR/NAME, NAME being .git or (existing) .git in another case. */
@@ -492,14 +503,11 @@ static int protect_git(struct walk *w, int dfd, const char *dir, const char *nam
         char *g = join(dir, name);
         int gfd = open_subdir(dfd, name);
         if (g == NULL) {
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-            rc = -ENOMEM;
+            rc = nomem(w);
         } else if (gfd < 0) {
             /* cannot look inside: keep all of it read-only */
-            rc = list_add(w->l, g, SB_PROT_DIR);
+            rc = add_owned(w, g, SB_PROT_DIR);
             g = NULL;
-            if (rc < 0)
-                snprintf(w->err, w->errlen, "protected files: out of memory");
         } else {
             rc = git_dir(w, gfd, g);
         }
@@ -514,14 +522,36 @@ static int protect_git(struct walk *w, int dfd, const char *dir, const char *nam
     return rc;
 }
 
-/* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0). */
-static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, unsigned depth)
+static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level);
+
+/* Not walked into: node_modules, .git and the protected names (any case),
+ * what is known not to be a directory, and, when ROOT is /, the sandbox's
+ * own /dev and /proc and the read-only /sys. */
+static int walk_skips(const struct walk *w, const struct dirent *e, unsigned level)
+{
+    const char *n = e->d_name;
+
+    if (strcmp(n, "node_modules") == 0 || strcasecmp(n, ".git") == 0 || is_prot_name(n))
+        return 1;
+#ifdef DT_DIR
+    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+        return 1;
+#endif
+    return level == 0 && w->rootlen == 1 &&
+           (strcmp(n, "proc") == 0 || strcmp(n, "sys") == 0 || strcmp(n, "dev") == 0);
+}
+
+static int walk_child(struct walk *w, int sfd, const char *sub, unsigned level)
+{
+    return walk_dir(w, sfd, sub, level + 1);
+}
+
+/* The protected names in DIR (open as dfd), exact and in another case. */
+static int protect_dir(struct walk *w, int dfd, const char *dir, int at_root)
 {
     static const char *const special[] = {".git", ".claude"};
-    int at_root = level == 0, rc = 0, fd;
     struct sb_strv var = {0};
-    DIR *d;
-    struct dirent *e;
+    int rc = 0;
 
     for (size_t i = 0; i < COUNT(prot_names) && rc == 0; i++)
         rc = protect_name(w, dfd, dir, prot_names[i], at_root);
@@ -543,48 +573,18 @@ static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level, un
             rc = protect_name(w, dfd, dir, var.v[i], 0);
     }
     sb_strv_free(&var);
-    if (rc < 0 || level + 1 >= depth)
-        return rc;
-
-    fd = dup(dfd);
-    if (fd < 0)
-        return 0;
-    d = fdopendir(fd);
-    if (d == NULL) {
-        close(fd);
-        return 0;
-    }
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        const char *n = e->d_name;
-        char *sub;
-        int sfd;
-
-        if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strcmp(n, "node_modules") == 0 ||
-            strcasecmp(n, ".git") == 0 || is_prot_name(n))
-            continue;
-#ifdef DT_DIR
-        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
-            continue;
-#endif
-        sfd = open_subdir(dfd, n);
-        if (sfd < 0)
-            continue;
-        sub = join(dir, n);
-        if (sub == NULL) {
-            close(sfd);
-            snprintf(w->err, w->errlen, "protected files: out of memory");
-            rc = -ENOMEM;
-            break;
-        }
-        /* the sandbox has its own /dev and /proc; /sys is not writable */
-        if (!(at_root && w->rootlen == 1 &&
-              (strcmp(n, "proc") == 0 || strcmp(n, "sys") == 0 || strcmp(n, "dev") == 0)))
-            rc = walk_dir(w, sfd, sub, level + 1, depth);
-        free(sub);
-        close(sfd);
-    }
-    closedir(d);
     return rc;
+}
+
+/* Scans DIR (open as dfd) at LEVEL below ROOT (ROOT is 0), then its
+ * subdirectories down to the depth. */
+static int walk_dir(struct walk *w, int dfd, const char *dir, unsigned level)
+{
+    int rc = protect_dir(w, dfd, dir, level == 0);
+
+    if (rc < 0 || level + 1 >= w->depth)
+        return rc;
+    return each_subdir(w, dfd, dir, level, walk_skips, walk_child);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -620,10 +620,8 @@ static int add_pins(struct walk *w)
         const char *p = w->l->v[i].path;
         for (const char *s = p + w->rootlen + 1; (s = strchr(s, '/')) != NULL; s++) {
             char *anc = strndup(p, (size_t)(s - p));
-            if (anc == NULL || list_add(w->l, anc, SB_PROT_PIN) < 0) {
-                snprintf(w->err, w->errlen, "protected files: out of memory");
+            if (add_owned(w, anc, SB_PROT_PIN) < 0)
                 return -ENOMEM;
-            }
         }
     }
     return 0;
@@ -700,9 +698,10 @@ int sb_protect_scan(const char *root, unsigned depth, int allow_git_config,
     w.root = real;
     w.rootlen = strlen(real);
     w.allow_git_config = allow_git_config;
+    w.depth = depth == 0 ? 1 : depth;
     w.err = err;
     w.errlen = errlen;
-    rc = walk_dir(&w, fd, real, 0, depth == 0 ? 1 : depth);
+    rc = walk_dir(&w, fd, real, 0);
     if (rc == 0)
         rc = add_pins(&w);
     if (rc < 0)

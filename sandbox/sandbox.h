@@ -1,18 +1,28 @@
-/* sandbox/sandbox.h - enforcement around a command run by `sluice run`.
+/* sandbox/sandbox.h - enforcement around a command run by `sluice run`:
+ * what confines it, built from the settings alone (the host side of a run,
+ * which starts bwrap and serves the proxy, is run/).
  *
- * The parts, one file each:
+ * The parts, one file each, in the order of this header:
  *   strv.c     growable NULL-terminated string vectors (argv, envp)
  *   env.c      the command's environment: host env minus secrets, plus the
  *              proxy variables for every common tool
  *   protect.c  the protected-file scan (.bashrc, .git/hooks, ...) below the
  *              writable roots
+ *   verify.c   the post-run git check: what the protections cannot block
+ *              (a new commondir, a replaced protected link), seen afterwards
  *   bwrap.c    the bwrap argument builder: a pure function of the settings,
  *              the options below and the filesystem as it is now
- *   seccomp.c  the syscall filter loaded by `inner` just before exec
+ *   seccomp.c  the syscall filter loaded by `inner` just before exec, and
+ *              its description for `sluice explain`
+ *   landlock.c the Landlock domain `inner` enters before the filter
+ *   limits.c   sandbox.limits: the rlimits `inner` sets last, and the pids
+ *              cgroup a root launcher makes
+ *   inherit.c  host sockets the command inherits on 0-2: settled, or refused
  *   inner.c    `sluice inner`: runs as the sandbox's first program, makes the
  *              proxy listeners in the sandbox's network namespace, hands
  *              them to the host over a socketpair (SCM_RIGHTS), seals itself
- *              with no_new_privs + seccomp and execs the command
+ *              with no_new_privs, Landlock and seccomp and execs the
+ *              command; and the host's end of that handoff
  *
  * Errors are returned as -errno (or -1) with a one-line message in err that
  * names what was wrong and where; every failure is fatal to the run (fail
@@ -221,28 +231,26 @@ struct sb_seccomp_opts {
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
 
-/* ------------------------------------------------------------------------ */
-/* inherited host sockets (sandbox/inherit.c)                                */
-
-/* Takes a TCP socket with a peer from SS_CONNECTING to SS_CONNECTED (a
- * second connect() to its own peer), where no call but connect(AF_UNSPEC)
- * takes it back to unconnected. 0, or -errno (no peer any more). */
-int sb_tcp_settle(int fd);
-
-/* Looks at stdin, stdout and stderr, which the command inherits, for
- * sockets of the host's network (the launcher's own are the host's):
- * connected TCP ones are settled (sb_tcp_settle) and set *guard (the run
- * must have connect() answered by the host); connected Unix stream and
- * seqpacket ones are fine; any other is refused (a Unix one unless
- * ALLOW_UNIX). 0, or -EPERM with a sentence in err. */
-int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen);
-
 /* The ABIs the filter covers (libseccomp SCMP_ARCH_*), the native one
  * first: *n of them. Transparent mode reads the notifications of each. */
 const uint32_t *sb_seccomp_arches(size_t *n);
 
 /* One line per rule, for `sluice explain` and the README. */
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o);
+
+/* ------------------------------------------------------------------------ */
+/* Landlock (sandbox/landlock.c)                                             */
+
+/* Puts the calling thread (no_new_privs set) in a Landlock domain where
+ * files may be opened for writing only beneath the sandbox's writable mounts
+ * and on those of fds 0-2 opened for writing. NESTED (allowNestedUserNamespaces):
+ * a domain that restricts no filesystem access (which would forbid mount(2)
+ * to a nested sandbox), only for the ptrace scoping. 0 done, 1 the kernel
+ * has no Landlock, or (NESTED) none without filesystem rights (nothing done),
+ * -1 with a message in err. */
+int sb_landlock_confine(int nested, char *err, size_t errlen);
+/* The kernel's Landlock ABI version; 0 without Landlock. */
+int sb_landlock_abi(void);
 
 /* ------------------------------------------------------------------------ */
 /* resource limits (sandbox/limits.c)                                        */
@@ -275,26 +283,31 @@ void sb_cgroup_remove(struct sb_cgroup *cg);
 void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
 
 /* ------------------------------------------------------------------------ */
-/* Landlock (sandbox/landlock.c)                                             */
+/* inherited host sockets (sandbox/inherit.c)                                */
 
-/* Puts the calling thread (no_new_privs set) in a Landlock domain where
- * files may be opened for writing only beneath the sandbox's writable mounts
- * and on those of fds 0-2 opened for writing. NESTED (allowNestedUserNamespaces):
- * a domain that restricts no filesystem access (which would forbid mount(2)
- * to a nested sandbox), only for the ptrace scoping. 0 done, 1 the kernel
- * has no Landlock, or (NESTED) none without filesystem rights (nothing done),
- * -1 with a message in err. */
-int sb_landlock_confine(int nested, char *err, size_t errlen);
-/* The kernel's Landlock ABI version; 0 without Landlock. */
-int sb_landlock_abi(void);
+/* Takes a TCP socket with a peer from SS_CONNECTING to SS_CONNECTED (a
+ * second connect() to its own peer), where no call but connect(AF_UNSPEC)
+ * takes it back to unconnected. 0, or -errno (no peer any more). */
+int sb_tcp_settle(int fd);
+
+/* Looks at stdin, stdout and stderr, which the command inherits, for
+ * sockets of the host's network (the launcher's own are the host's):
+ * connected TCP ones are settled (sb_tcp_settle) and set *guard (the run
+ * must have connect() answered by the host); connected Unix stream and
+ * seqpacket ones are fine; any other is refused (a Unix one unless
+ * ALLOW_UNIX). 0, or -EPERM with a sentence in err. */
+int sb_inherit_check(int allow_unix, int *guard, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
 /* inner (sandbox/inner.c) and the host's end of the handoff                 */
 
 /* `sluice inner --fd N [--allow-unix-sockets] [--allow-local-binding]
- * [--allow-user-namespaces] [--http-port P] [--socks-port P]
- * -- CMD ARGS...`: never returns on success (execs CMD); 125 on error with a
- * message on stderr, 127/126 when CMD cannot be executed. */
+ * [--allow-user-namespaces] [--transparent] [--watch-writes]
+ * [--guard-connect] [--http-port P] [--socks-port P] [--reopen-ro=FD:OFF]...
+ * [--limit-processes=N] [--limit-memory-mib=N] [--limit-open-files=N]
+ * -- CMD ARGS...` (the syntax bwrap.c writes, parsed with getopt_long):
+ * never returns on success (execs CMD); 125 on error with a message on
+ * stderr, 127/126 when CMD cannot be executed. */
 int sb_inner_main(int argc, char **argv);
 
 enum sb_listener_kind { SB_L_HTTP = 0, SB_L_SOCKS = 1 };

@@ -727,17 +727,12 @@ out:
 /* ------------------------------------------------------------------------ */
 
 /* The lines `sluice explain` prints, chosen by the options. */
-const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
-{
-    static const char *all[16][24]; /* one list per combination of the options */
-    int unix_ok = o != NULL && o->allow_unix_sockets;
-    int bind_ok = o != NULL && o->allow_local_binding;
-    int userns_ok = o != NULL && o->allow_user_namespaces;
-    int tp = o != NULL && o->transparent;
-    const char **lines =
-        all[(unix_ok ? 1 : 0) | (bind_ok ? 2 : 0) | (userns_ok ? 4 : 0) | (tp ? 8 : 0)];
-    size_t n = 0;
+/* sb_seccomp_describe's lines, one group of rules a step: each appends to
+ * lines from n and returns the new count. */
 
+/* Transparent mode: connect() (and bind()) answered on the host. */
+static size_t describe_transparent(const char **lines, size_t n, int tp)
+{
     if (tp)
         lines[n++] = "connect() waits for sluice on the host (transparent mode: seccomp user "
                      "notification); sluice decides it with the policy and puts its own "
@@ -747,7 +742,13 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                      "sockets it connected; with allowLocalBinding, bind() is answered by "
                      "sluice the same way; on a socket of the host's namespace both fail "
                      "with EPERM";
+    return n;
+}
 
+/* socket(), socketpair() and socketcall() for Unix sockets, then the
+ * families socket() allows at all, and the keyrings. */
+static size_t describe_sockets(const char **lines, size_t n, int unix_ok)
+{
     if (unix_ok) {
         lines[n++] = "socket(AF_UNIX, ...) is allowed (network.allowAllUnixSockets is true)";
         lines[n++] = "socketpair(AF_UNIX, ...) is allowed with any type, datagram pairs "
@@ -776,6 +777,12 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
     lines[n++] = "keyctl(), add_key() and request_key() fail with ENOSYS (as on a kernel without "
                  "keys, which keyutils, krb5 and systemd fall back from): the caller's session, "
                  "user and user-session keyrings cannot be read or written";
+    return n;
+}
+
+/* bind() and listen(); io_uring; new user namespaces. */
+static size_t describe_binding_userns(const char **lines, size_t n, int bind_ok, int userns_ok)
+{
     if (bind_ok)
         lines[n++] = "bind() and listen() are allowed (network.allowLocalBinding is true): "
                      "servers can listen on the sandbox's own loopback, which nothing outside "
@@ -796,6 +803,12 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
         lines[n++] = "clone3() fails with ENOSYS, so libc falls back to clone(), whose flags "
                      "are checked";
     }
+    return n;
+}
+
+/* Set-user-ID modes, openat2(), the write report, terminal injection. */
+static size_t describe_files(const char **lines, size_t n)
+{
     lines[n++] = "chmod(), fchmod(), fchmodat(), fchmodat2(), creat(), mknod(), mknodat(), and "
                  "open()/openat() with O_CREAT or O_TMPFILE fail with EPERM when the mode has "
                  "S_ISUID or S_ISGID, in every mode (as root the command owns what it writes as "
@@ -816,6 +829,13 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                  "read-only opens never leave the kernel)";
     lines[n++] = "ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM (no keystroke injection "
                  "into the terminal)";
+    return n;
+}
+
+/* ptrace() of PID 1, Landlock, and the read-only stdio; then the ABIs and
+ * no_new_privs. */
+static size_t describe_confinement(const char **lines, size_t n, int userns_ok)
+{
     if (userns_ok) {
         lines[n++] = "ptrace(), process_vm_readv() and process_vm_writev() aimed at PID 1 (bwrap's "
                      "init, outside the filter) fail with EPERM; where the kernel has Landlock "
@@ -860,6 +880,25 @@ const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
                  "aarch64: native and arm); a syscall from any other architecture kills the "
                  "process";
     lines[n++] = "no_new_privs is set before the filter is loaded";
+    return n;
+}
+
+const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
+{
+    static const char *all[16][24]; /* one list per combination of the options */
+    int unix_ok = o != NULL && o->allow_unix_sockets;
+    int bind_ok = o != NULL && o->allow_local_binding;
+    int userns_ok = o != NULL && o->allow_user_namespaces;
+    int tp = o != NULL && o->transparent;
+    const char **lines =
+        all[(unix_ok ? 1 : 0) | (bind_ok ? 2 : 0) | (userns_ok ? 4 : 0) | (tp ? 8 : 0)];
+    size_t n = 0;
+
+    n = describe_transparent(lines, n, tp);
+    n = describe_sockets(lines, n, unix_ok);
+    n = describe_binding_userns(lines, n, bind_ok, userns_ok);
+    n = describe_files(lines, n);
+    n = describe_confinement(lines, n, userns_ok);
     lines[n] = NULL;
     return lines;
 }

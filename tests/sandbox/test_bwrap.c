@@ -1039,6 +1039,264 @@ static void test_nested_userns(void **state)
     expect_has(f, NULL, key_setuid_no);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Golden: the whole plan (argv, created, ro_why, warnings or the error) for
+ * a set of representative settings, one element a line, compared with
+ * tests/sandbox/bwrap_argv.golden. SLUICE_GOLDEN_WRITE=1 rewrites the file
+ * (only to record a deliberate change of the vector).                       */
+
+/* s with every occurrence of the fixture's root written as R, on fp. */
+static void put_rooted(FILE *fp, const struct fx *f, const char *s)
+{
+    size_t rl = strlen(f->root);
+    const char *at;
+
+    while ((at = strstr(s, f->root)) != NULL) {
+        fwrite(s, 1, (size_t)(at - s), fp);
+        fputc('R', fp);
+        s = at + rl;
+    }
+    fputs(s, fp);
+}
+
+static void put_strv(FILE *fp, const struct fx *f, const char *label, const struct sb_strv *v)
+{
+    for (size_t i = 0; i < v->n; i++) {
+        fprintf(fp, "%s ", label);
+        put_rooted(fp, f, v->v[i]);
+        fputc('\n', fp);
+    }
+}
+
+static void golden_defaults(struct fx *f)
+{
+    (void)f;
+}
+
+static void golden_allow_write_protected(struct fx *f)
+{
+    mkfile(f, "home/proj/.bashrc");
+    mkfile(f, "home/proj/.vscode/settings.json");
+    mkfile(f, "home/proj/sub/.git/HEAD");
+    mkfile(f, "home/proj/sub/.mcp.json");
+    mkfile(f, "home/proj/.claude/settings.json");
+    mkdir_(f, "home/cache");
+    mkfile(f, "home/cache/.gitconfig");
+    mkdir_(f, "home/proj/build-a");
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\".\", \".vscode\", \"~/cache\", "
+                "\"build-?\", \"nomatch-*\", \"~/missing\", \"/dev/shm\"], "
+                "\"createWrite\": [\"~/made/\", \"~/made.json\"], "
+                "\"denyWrite\": [\".git/HEAD\", \"/proc/self\"]}}");
+}
+
+static void golden_deny_read(struct fx *f)
+{
+    mkfile(f, "home/.ssh/id_ed25519");
+    mkfile(f, "home/.ssh/known_hosts");
+    mkfile(f, "home/.aws/credentials");
+    mkfile(f, "home/.netrc");
+    mkfile(f, "home/proj/secrets/key");
+    mkfile(f, "home/proj/.env");
+    mkdir_(f, "home/.npm/_logs");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~/.ssh\", \"~/.aws/credentials\", "
+                "\"~/.netrc\", \"~/missing\", \"secrets\", \".env\"], \"allowRead\": "
+                "[\"~/.ssh/known_hosts\", \"~/.netrc\", {\"path\": \"~/gone\", "
+                "\"literal\": true}]}}");
+}
+
+static void golden_deny_read_home(struct fx *f)
+{
+    mkfile(f, "home/.bashrc");
+    mkdir_(f, "home/.npm/_logs");
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\"]}}");
+}
+
+static void golden_unix_sockets(struct fx *f)
+{
+    f->o.allow_unix_sockets = 1;
+    f->o.inner_fd = 7;
+    f->o.stdin_tty = 0;
+    settings(f, "{\"network\": {\"allowLocalBinding\": true}}");
+}
+
+static void golden_nested_user(struct fx *f)
+{
+    settings(f, "{\"allowNestedUserNamespaces\": true, \"enableWeakerNestedSandbox\": true}");
+    f->o.stdio_ro = 5;
+    f->o.stdio_off[2] = 17;
+}
+
+static void golden_nested_root(struct fx *f)
+{
+    settings(f, "{\"allowNestedUserNamespaces\": true}");
+    f->o.host_root = 1;
+}
+
+static void golden_nested_setuid(struct fx *f)
+{
+    settings(f, "{\"allowNestedUserNamespaces\": true}");
+    f->o.host_root = 1;
+    f->o.bwrap_setuid = 1;
+}
+
+static void golden_stdin_file(struct fx *f)
+{
+    f->o.stdio_ro = 1;
+    f->o.stdio_off[0] = 42;
+    f->o.host_root = 1;
+}
+
+static void golden_transparent(struct fx *f)
+{
+    static char resolv[PATH_MAX + 32];
+
+    mkfile(f, "run/resolv.conf");
+    snprintf(resolv, sizeof(resolv), "%s/run/resolv.conf", f->root);
+    f->o.transparent = 1;
+    f->o.resolv_conf = resolv;
+    f->o.resolv_conf_dest = "/run/systemd/resolve/stub-resolv.conf";
+    f->o.watch_writes = 1;
+    f->o.guard_connect = 1;
+    settings(f, "{\"network\": {\"transparent\": true}}");
+}
+
+static void golden_open_network(struct fx *f)
+{
+    /* the warning about it is recorded with the case */
+    settings(f, "{\"network\": {\"isolate\": false}}");
+    f->o.restrict_network = 0;
+}
+
+static void golden_mask_limits_tmp_self(struct fx *f)
+{
+    static char mask[PATH_MAX + 16], self[PATH_MAX + 32];
+    char json[PATH_MAX + 64];
+
+    mkdir_(f, "run/sluice");
+    snprintf(mask, sizeof(mask), "%s/run/sluice", f->root);
+    f->o.mask_dir = mask;
+    snprintf(json, sizeof(json), "{\"filesystem\": {\"allowWrite\": [\".\", \"%s/run\"]}}",
+             f->root);
+    settings(f, json);
+    settings(f, "{\"sandbox\": {\"limits\": {\"processes\": 100, \"memory\": 512, "
+                "\"openFiles\": 256}}}");
+    /* sluice's binary under the host's /tmp, inside a writable directory */
+    mkfile(f, "home/proj/build/sluice");
+    snprintf(self, sizeof(self), "%s/build/sluice", f->cwd);
+    f->o.self_exe = self;
+}
+
+static void golden_disabled(struct fx *f)
+{
+    mkfile(f, "home/.netrc");
+    settings(f, "{\"filesystem\": {\"disabled\": true, \"denyRead\": [\"~/.netrc\"], "
+                "\"allowWrite\": [\"~\"], \"denyWrite\": [\".git\"]}}");
+}
+
+static void golden_cwd_hidden(struct fx *f)
+{
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"~\"], \"allowWrite\": [\"~/other\"]}}");
+}
+
+static void golden_bad_tilde(struct fx *f)
+{
+    settings(f, "{\"filesystem\": {\"allowWrite\": [\"~user/x\"]}}");
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(struct fx *f);
+} golden_cases[] = {
+    {"defaults", golden_defaults},
+    {"allowWrite with protected names", golden_allow_write_protected},
+    {"denyRead", golden_deny_read},
+    {"denyRead home", golden_deny_read_home},
+    {"allowUnixSockets", golden_unix_sockets},
+    {"nested, user", golden_nested_user},
+    {"nested, root", golden_nested_root},
+    {"nested, setuid bwrap", golden_nested_setuid},
+    {"read-only stdin file", golden_stdin_file},
+    {"transparent", golden_transparent},
+    {"isolate false", golden_open_network},
+    {"mask, limits, own binary", golden_mask_limits_tmp_self},
+    {"filesystem disabled", golden_disabled},
+    {"working directory hidden", golden_cwd_hidden},
+    {"bad tilde", golden_bad_tilde},
+};
+
+/* One case: its plan, or its error, with its warnings, on out. */
+static void golden_case(FILE *out, size_t i)
+{
+    void *state = NULL;
+    struct fx *f;
+    struct sb_plan p;
+    char err[1024] = "", *warn = NULL;
+    size_t warnlen = 0;
+    FILE *w;
+    int rc;
+
+    assert_int_equal(setup(&state), 0);
+    f = state;
+    golden_cases[i].fn(f);
+    w = open_memstream(&warn, &warnlen);
+    assert_non_null(w);
+    f->o.warn = w;
+    memset(&p, 0, sizeof(p));
+    rc = sb_bwrap_build(&f->o, &p, err, sizeof(err));
+    fclose(w);
+    fprintf(out, "== %s: %d\n", golden_cases[i].name, rc);
+    put_strv(out, f, "argv", &p.argv);
+    put_strv(out, f, "created", &p.created);
+    put_strv(out, f, "ro_why", &p.ro_why);
+    if (warn[0] != '\0') {
+        fputs("warn ", out);
+        put_rooted(out, f, warn);
+    }
+    if (rc != 0) {
+        fputs("error ", out);
+        put_rooted(out, f, err);
+        fputc('\n', out);
+    }
+    free(warn);
+    sb_plan_free(&p);
+    assert_int_equal(teardown(&state), 0);
+}
+
+static void test_golden(void **state)
+{
+    const char *data = getenv("SLUICE_TEST_DATA"), *write = getenv("SLUICE_GOLDEN_WRITE");
+    char path[PATH_MAX + 64], *got = NULL, *want = NULL;
+    size_t gotlen = 0, wantlen = 0;
+    FILE *out, *fp;
+
+    (void)state;
+    if (data == NULL)
+        skip();
+    snprintf(path, sizeof(path), "%s/../sandbox/bwrap_argv.golden", data);
+    out = open_memstream(&got, &gotlen);
+    assert_non_null(out);
+    for (size_t i = 0; i < sizeof(golden_cases) / sizeof(golden_cases[0]); i++)
+        golden_case(out, i);
+    fclose(out);
+    if (write != NULL && strcmp(write, "1") == 0) {
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(got, fp);
+        assert_int_equal(fclose(fp), 0);
+    }
+    fp = fopen(path, "r");
+    if (fp == NULL)
+        fail_msg("%s: %s", path, strerror(errno));
+    assert_int_equal(getdelim(&want, &wantlen, '\0', fp) >= 0, 1);
+    fclose(fp);
+    if (strcmp(got, want) != 0)
+        print_error("--- got:\n%s\n--- want (%s):\n%s\n", got, path, want);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1074,6 +1332,7 @@ int main(void)
         T(test_cwd_special),
         T(test_mask_and_limits),
         T(test_nested_userns),
+        cmocka_unit_test(test_golden),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
