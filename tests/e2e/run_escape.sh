@@ -701,7 +701,9 @@ PY
     mkdir -p -m 700 "$V/kx"
     killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
                   # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
-        for i in $(seq 200); do
+                  # (up to 30 s: on a loaded 2-core machine 10 s was not always
+                  # enough for the reaper to see bwrap go and clean up)
+        for i in $(seq 600); do
             [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
                 [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
             sleep 0.05
