@@ -360,13 +360,16 @@ enum relay_end {
 struct relay;
 typedef void (*relay_closed_cb)(struct relay *r);
 
+/* A TCP or pipe stream handle, seen as each of its libuv types. */
+union bridge_stream {
+    uv_handle_t h;
+    uv_stream_t s;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+};
+
 struct relay_side {
-    union {
-        uv_handle_t h;
-        uv_stream_t s;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } u;
+    union bridge_stream u;
     uv_shutdown_t shutdown_req;
     struct relay *r;
     uint64_t nread;        /* bytes read from this side and forwarded */

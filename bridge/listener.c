@@ -60,12 +60,7 @@
 #endif
 
 struct listener {
-    union {
-        uv_handle_t h;
-        uv_stream_t s;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } u;
+    union bridge_stream u;
     int kind; /* RELAY_TCP or RELAY_PIPE */
     listener_cb cb;
     void *arg;

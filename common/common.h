@@ -1,11 +1,13 @@
 /* common/common.h - small helpers every module uses, defined once: the
  * container_of macro, UTC timestamps, escaping of untrusted text for logs
- * and terminals, logfmt values, and the text of a connected peer. Nothing
+ * and terminals, logfmt values, the text of a connected peer, hex digits
+ * and a monotonic clock in milliseconds. Nothing
  * here knows about policy, relays or settings. */
 #ifndef SLUICE_COMMON_H
 #define SLUICE_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <uv.h>
 
@@ -33,5 +35,11 @@ void common_logfmt(FILE *f, int first, const char *key, const char *value);
 /* Text of a connected stream's peer: "ip:port", "[v6]:port", "unix" for a
  * pipe, "-" when the kernel cannot tell. Returns buf. */
 const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len);
+
+/* The value of the hexadecimal digit c (either case), or -1. */
+int common_hex_digit(int c);
+
+/* CLOCK_MONOTONIC in milliseconds (for deadlines outside an event loop). */
+int64_t common_mono_ms(void);
 
 #endif

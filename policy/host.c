@@ -6,6 +6,8 @@
 #include "policy/policy.h"
 #include "policy/policy-int.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <idn2.h>
@@ -28,17 +30,6 @@ static size_t count_char(const char *s, size_t len, char c)
     for (i = 0; i < len; i++)
         n += s[i] == c;
     return n;
-}
-
-int policy__hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 const char *policy_addr_str(const struct policy_addr *a, char *buf, size_t len)
@@ -109,7 +100,7 @@ static int parse_v4_part(const char *s, size_t len, uint64_t *out)
         int d;
         unsigned char c = (unsigned char)s[i];
         if (base == 16)
-            d = policy__hex_value(c);
+            d = common_hex_digit(c);
         else if (is_digit(c))
             d = c - '0';
         else
@@ -136,7 +127,7 @@ static int last_label_numeric(const char *s, size_t len)
         return 0;
     if (len - start >= 2 && s[start] == '0' && (s[start + 1] == 'x' || s[start + 1] == 'X')) {
         for (i = start + 2; i < len; i++)
-            if (policy__hex_value((unsigned char)s[i]) < 0)
+            if (common_hex_digit((unsigned char)s[i]) < 0)
                 return 0;
         return 1;
     }

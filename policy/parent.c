@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "policy/policy.h"
 
 #define NP_MAX 256
@@ -49,16 +50,6 @@ struct policy_parent {
 
 /* ------------------------------------------------------------------------ */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Percent-decodes s[0..n) into out (size outlen). -1 on a bad escape, a NUL
  * or a control byte, or when it does not fit. */
 static int pct_decode(const char *s, size_t n, char *out, size_t outlen)
@@ -71,8 +62,8 @@ static int pct_decode(const char *s, size_t n, char *out, size_t outlen)
             int h, l;
             if (i + 2 >= n)
                 return -1;
-            h = hexval((unsigned char)s[i + 1]);
-            l = hexval((unsigned char)s[i + 2]);
+            h = common_hex_digit((unsigned char)s[i + 1]);
+            l = common_hex_digit((unsigned char)s[i + 2]);
             if (h < 0 || l < 0)
                 return -1;
             c = h * 16 + l;

@@ -65,7 +65,6 @@ struct policy {
 };
 
 const char *policy__article(enum policy_addr_class c);
-int policy__hex_value(unsigned char c);
 int policy__parse_port(const char *s, size_t len, uint16_t *port);
 int policy__v6_is_mapped(const uint8_t *b);
 uint64_t policy__hash(const uint8_t *key, size_t len);

@@ -16,12 +16,7 @@
 #define ADMIN_TIMEOUT_MS 10000        /* per admin request, and idle kept admin connections */
 
 struct admin_conn {
-    union {
-        uv_handle_t h;
-        uv_stream_t s;
-        uv_tcp_t tcp;
-        uv_pipe_t pipe;
-    } u;
+    union bridge_stream u;
     uv_timer_t timer;
     uv_shutdown_t shutdown_req;
     llhttp_t parser;

@@ -62,6 +62,8 @@
 #define _GNU_SOURCE
 #include "run/reaper.h"
 
+#include "common/common.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -666,14 +668,6 @@ out:
 /* ------------------------------------------------------------------------ */
 /* the reaper                                                                */
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* In the reaper: until EOF or 'D' on FD. */
 static void reaper_main(int fd, const char *parent, long launcher)
 {
@@ -710,10 +704,10 @@ static void reaper_main(int fd, const char *parent, long launcher)
     /* the launcher is gone: let bwrap (killed by --die-with-parent) and the
      * sandbox go first */
     if (pidfd >= 0) {
-        int64_t deadline = mono_ms() + REAPER_WAIT_MS;
+        int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
         for (;;) {
             struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            int64_t left = deadline - mono_ms();
+            int64_t left = deadline - common_mono_ms();
             if (left <= 0 || poll(&p, 1, (int)left) != 0)
                 break;
         }

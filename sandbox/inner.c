@@ -54,6 +54,8 @@
 #define _GNU_SOURCE
 #include "sandbox/sandbox.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -754,22 +756,14 @@ static int handoff_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
     return rc;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until SOCK is readable; 0, -ETIMEDOUT or -errno. */
 static int wait_readable(int sock, unsigned timeout_ms)
 {
-    const int64_t deadline = now_ms() + (int64_t)timeout_ms;
+    const int64_t deadline = common_mono_ms() + (int64_t)timeout_ms;
 
     for (;;) {
         struct pollfd p = {.fd = sock, .events = POLLIN};
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - common_mono_ms();
         int r;
 
         if (left < 0)

@@ -1,6 +1,8 @@
 /* settings/jsonpos.c - locate values in JSON text that jansson accepted. */
 #include "settings/jsonpos.h"
 
+#include "common/common.h"
+
 #include <errno.h>
 #include <stdint.h>
 
@@ -102,23 +104,12 @@ static void skip_value(struct scan *s)
     }
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Reads the 4 hex digits after "\u"; -1 if malformed. */
 static long read_hex4(struct scan *s)
 {
     long v = 0;
     for (int k = 0; k < 4; k++) {
-        int h = s->i < s->len ? hexval(s->p[s->i]) : -1;
+        int h = s->i < s->len ? common_hex_digit(s->p[s->i]) : -1;
         if (h < 0)
             return -1;
         v = v * 16 + h;

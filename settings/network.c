@@ -15,31 +15,21 @@
 /* ------------------------------------------------------------------------ */
 /* Keys with their own rules                                                 */
 
+static int reason_ok(struct ctx *c, const char *key, json_t *e)
+{
+    (void)key;
+    if (!json_is_string(e))
+        return settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
+    if (json_string_length(e) == 0)
+        return settings__fail(c, 0, "must not be an empty string");
+    return 0;
+}
+
 int settings__fn_reasons(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    struct settings_map *m = &c->v->network.denied_domain_reasons;
-    const char *key;
-    json_t *e;
-
     (void)d;
-    if (!json_is_object(v))
-        return settings__fail(c, 0, "expected an object of domain: reason strings, got %s",
-                              settings__type_name(v));
-    json_object_foreach(v, key, e) {
-        int rc = 0;
-
-        settings__push_key(c, key);
-        if (!json_is_string(e))
-            rc = settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
-        else if (json_string_length(e) == 0)
-            rc = settings__fail(c, 0, "must not be an empty string");
-        settings__pop(c);
-        if (rc < 0)
-            return rc;
-        if (settings__map_put(m, key, json_string_value(e)) < 0)
-            return settings__fail_nomem(c);
-    }
-    return 0;
+    return settings__string_map(c, v, &c->v->network.denied_domain_reasons,
+                                "domain: reason strings", reason_ok);
 }
 
 int settings__fn_mode(struct ctx *c, json_t *v, const struct key_def *d)

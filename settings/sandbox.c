@@ -77,43 +77,31 @@ static const char *env_reserved(const char *name)
 }
 
 /* environment.set: {"NAME": "value"}; a later layer wins per name. */
+static int env_pair_ok(struct ctx *c, const char *key, json_t *e)
+{
+    const char *why = env_reserved(key);
+    char q[128];
+
+    settings__quote(q, sizeof(q), key);
+    if (!env_name_ok(key) || strchr(key, '*') != NULL)
+        return settings__fail(c, 1,
+                              "invalid environment variable name \"%s\" (letters, digits and '_', "
+                              "not starting with a digit)",
+                              q);
+    if (why != NULL)
+        return settings__fail(c, 1, "'%s' %s; it cannot be set", q, why);
+    if (!json_is_string(e))
+        return settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
+    if (strlen(json_string_value(e)) != json_string_length(e))
+        return settings__fail(c, 0, "must not contain a NUL character");
+    return 0;
+}
+
 int settings__fn_env_set(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    struct settings_map *m = &c->v->environment.set;
-    const char *key;
-    json_t *e;
-
     (void)d;
-    if (!json_is_object(v))
-        return settings__fail(c, 0, "expected an object of NAME: \"value\" strings, got %s",
-                              settings__type_name(v));
-    json_object_foreach(v, key, e) {
-        const char *why;
-        char q[128];
-        int rc = 0;
-
-        settings__push_key(c, key);
-        settings__quote(q, sizeof(q), key);
-        why = env_reserved(key);
-        if (!env_name_ok(key) || strchr(key, '*') != NULL)
-            rc = settings__fail(
-                c, 1,
-                "invalid environment variable name \"%s\" (letters, digits and '_', not "
-                "starting with a digit)",
-                q);
-        else if (why != NULL)
-            rc = settings__fail(c, 1, "'%s' %s; it cannot be set", q, why);
-        else if (!json_is_string(e))
-            rc = settings__fail(c, 0, "expected a string, got %s", settings__type_name(e));
-        else if (strlen(json_string_value(e)) != json_string_length(e))
-            rc = settings__fail(c, 0, "must not contain a NUL character");
-        settings__pop(c);
-        if (rc < 0)
-            return rc;
-        if (settings__map_put(m, key, json_string_value(e)) < 0)
-            return settings__fail_nomem(c);
-    }
-    return 0;
+    return settings__string_map(c, v, &c->v->environment.set, "NAME: \"value\" strings",
+                                env_pair_ok);
 }
 
 /* environment.pathAppend: absolute directories or "~" / "~/..." (expanded

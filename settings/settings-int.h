@@ -135,6 +135,11 @@ void settings__locate(const struct ctx *c, int at_key, struct jsonpos *pos);
 __attribute__((format(printf, 3, 4))) int settings__fail(struct ctx *c, int at_key, const char *fmt,
                                                          ...);
 int settings__fail_nomem(struct ctx *c);
+/* An object of "key": "string" pairs into m (a later pair wins per key): a
+ * non-object fails with "expected an object of WHAT, got TYPE"; each pair is
+ * checked by check (0, or settings__fail's value) with the key pushed. */
+int settings__string_map(struct ctx *c, json_t *v, struct settings_map *m, const char *what,
+                         int (*check)(struct ctx *c, const char *key, json_t *e));
 int settings__notice(struct ctx *c, const char *note);
 const char *settings__type_name(const json_t *j);
 void settings__push_key(struct ctx *c, const char *key);

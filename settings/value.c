@@ -117,6 +117,29 @@ int settings__fail(struct ctx *c, int at_key, const char *fmt, ...)
     return -EINVAL;
 }
 
+int settings__string_map(struct ctx *c, json_t *v, struct settings_map *m, const char *what,
+                         int (*check)(struct ctx *c, const char *key, json_t *e))
+{
+    const char *key;
+    json_t *e;
+
+    if (!json_is_object(v))
+        return settings__fail(c, 0, "expected an object of %s, got %s", what,
+                              settings__type_name(v));
+    json_object_foreach(v, key, e) {
+        int rc;
+
+        settings__push_key(c, key);
+        rc = check(c, key, e);
+        settings__pop(c);
+        if (rc < 0)
+            return rc;
+        if (settings__map_put(m, key, json_string_value(e)) < 0)
+            return settings__fail_nomem(c);
+    }
+    return 0;
+}
+
 int settings__fail_nomem(struct ctx *c)
 {
     snprintf(c->err->msg, sizeof(c->err->msg), "%s: out of memory", c->name);
