@@ -54,6 +54,8 @@ static void *worker(void *arg)
         seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(getppid), 0) == 0 &&
         seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(getpgid), 0) == 0 && seccomp_load(ctx) == 0)
         fd = fcntl(seccomp_notify_fd(ctx), F_DUPFD_CLOEXEC, 3);
+    if (ctx != NULL)
+        seccomp_release(ctx);
     if (write(j->pipe[1], &fd, sizeof(fd)) != (ssize_t)sizeof(fd) || fd < 0) {
         atomic_store(&j->done, 1);
         return NULL;
