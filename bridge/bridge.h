@@ -600,7 +600,8 @@ size_t egress_inflight(const struct egress_env *e);
 const char *egress_result_str(enum egress_result r);
 
 /* ------------------------------------------------------------------------ */
-/* front ends (bridge/frontend.c): what the SOCKS5 and HTTP proxies share    */
+/* front ends (bridge/frontend.c): what HTTP, SOCKS5, the bridge forwarder  */
+/* and transparent mode share                                               */
 /*                                                                           */
 /* A struct frontend is one proxy service's configuration plus its live      */
 /* connections (for limits, drain and shutdown). Each connection embeds a    */
@@ -633,7 +634,8 @@ struct connlog {
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
 
-/* The base of every front-end connection (HTTP, SOCKS5): its place in the
+/* The base of every front-end connection (HTTP, SOCKS5, the forwarder;
+ * transparent mode's connect() takes the id and log parts): its place in the
  * frontend's list, its id, peer name and start time, its own timer (the
  * head, handshake, keep-alive and linger timer: the relay's timer is the
  * relay's), the fields of its log records, emitting them, and the last
@@ -705,8 +707,15 @@ struct egress_outcome;
 struct relay;
 
 /* Registers c (zeroed, its callbacks set) with f: the timer initialised,
- * the next id, the start time, protocol and code -1. */
+ * then as frontend_conn_begin(). */
 void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol);
+/* For a connection without a client stream of its own (transparent mode's
+ * connect()): c (zeroed) gets f, the next id (0 when f has no counter), the
+ * start time, protocol and code -1; no timer, not in f's list, no CLOSE
+ * record. The owner calls frontend_conn_clear() when it is done with c. */
+void frontend_conn_begin(struct frontend *f, struct frontend_conn *c, const char *protocol);
+/* Frees the log fields' heap copies (rule, source, reason, url). */
+void frontend_conn_clear(struct frontend_conn *c);
 /* *dst becomes a heap copy of s, or NULL for NULL or "" (or no memory). */
 void frontend_conn_set_text(char **dst, const char *s);
 /* The verdict, rule, source, reason and address of an egress outcome. */

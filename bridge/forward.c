@@ -9,31 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One client connection. Owned by the forwarder's list from accept to the
- * relay's last close callback, where it is logged and freed (R5). */
+/* One client connection: the front-end connection base (id, peer, start
+ * time, its own timer, the log fields, the close record) plus the relay.
+ * In the forwarder's list (the base's) from accept until the base's
+ * release(), after the relay's last close callback and the timer's (R5). */
 struct fwd_conn {
-    struct relay relay; /* a = client, b = upstream, timer */
+    struct frontend_conn fc; /* fc.timer: the linger after a failed dial */
+    struct relay relay;      /* a = client, b = upstream */
     struct forwarder *f;
-    struct fwd_conn *prev, *next;
     struct dialer *dialer; /* dialing; NULL once the callback ran or was cancelled */
     uv_shutdown_t shut;    /* dial failed: our FIN to the client */
-    uint64_t id;
     int dial_status;   /* 0, or the UV_E* the dial failed with */
     int accept_status; /* 0, or the UV_E* listener_accept failed with */
     int stopped;       /* closed because the forwarder is stopping */
-    char peer[64];
 };
 
 struct forwarder {
-    uv_loop_t *loop;
+    struct frontend fe; /* loop, log, shared id counter, the live connections */
     struct forward_opts o;
     struct dialer_target target;
     enum relay_kind b_kind;
     char host[ENDPOINT_STR_MAX]; /* the target's text, for the log */
     struct conn_limit own;       /* when the owner gives none */
     struct conn_limit *limit;
-    struct fwd_conn *conns;
-    size_t live;
     uint64_t own_id;
     int stopping;
     void (*done)(void *);
@@ -44,8 +42,10 @@ static size_t live_of(void *ctx)
 {
     const struct forwarder *f = ctx;
 
-    return f->live;
+    return f->fe.nconns;
 }
+
+static void on_conn_ended(struct frontend *fe);
 
 int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_opts *o)
 {
@@ -57,10 +57,13 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
     f = calloc(1, sizeof(*f));
     if (f == NULL)
         return UV_ENOMEM;
-    f->loop = loop;
     f->o = *o;
     if (f->o.next_id == NULL)
         f->o.next_id = &f->own_id;
+    frontend_init(&f->fe, loop, f->o.next_id);
+    f->fe.log = o->log;
+    f->fe.log_ctx = o->log_ctx;
+    f->fe.conn_ended = on_conn_ended;
     if (o->connect.kind == ENDPOINT_UNIX) {
         f->target.is_unix = 1;
         f->target.path = f->o.connect.path;
@@ -83,43 +86,31 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
 
 size_t forwarder_live(const struct forwarder *f)
 {
-    return f->live;
+    return f->fe.nconns;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Connections                                                               */
 
-static void log_conn(const struct fwd_conn *c)
+/* How the connection ended, for its close record: the forwarder's own words
+ * for a failed accept or dial and for a shutdown, else the relay's. */
+static void note_end(struct fwd_conn *c)
 {
     const struct relay *r = &c->relay;
-    char how[96];
-    struct connlog rec;
+    char *how = c->fc.end_buf;
+    size_t len = sizeof(c->fc.end_buf);
 
-    if (c->f->o.log == NULL)
-        return;
     if (c->accept_status < 0)
-        snprintf(how, sizeof(how), "accept failed: %s", uv_err_name(c->accept_status));
+        snprintf(how, len, "accept failed: %s", uv_err_name(c->accept_status));
     else if (c->dial_status < 0)
-        snprintf(how, sizeof(how), "connect failed: %s", uv_err_name(c->dial_status));
+        snprintf(how, len, "connect failed: %s", uv_err_name(c->dial_status));
     else if (c->stopped && r->end == RELAY_END_OWNER)
-        snprintf(how, sizeof(how), "closed at shutdown");
+        snprintf(how, len, "closed at shutdown");
     else if (c->stopped)
-        snprintf(how, sizeof(how), "closed at shutdown before connecting");
+        snprintf(how, len, "closed at shutdown before connecting");
     else
-        relay_end_text(r, how, sizeof(how));
-    memset(&rec, 0, sizeof(rec));
-    rec.event = CONNLOG_CLOSE;
-    rec.id = c->id;
-    rec.client = c->peer;
-    rec.protocol = "forward";
-    rec.host = c->f->host;
-    rec.port = c->f->target.is_unix ? 0 : c->f->target.port;
-    rec.code = -1;
-    rec.bytes_up = r->a.nread;
-    rec.bytes_down = r->b.nread;
-    rec.duration_ms = uv_now(r->timer.loop) - r->started_ms;
-    rec.end = how;
-    c->f->o.log(c->f->o.log_ctx, &rec);
+        relay_end_text(r, how, len);
+    c->fc.end = how;
 }
 
 static void on_own_closed(uv_handle_t *h)
@@ -133,7 +124,7 @@ static void on_own_closed(uv_handle_t *h)
 
 static void maybe_free(struct forwarder *f)
 {
-    if (f->stopping != 1 || f->live != 0)
+    if (f->stopping != 1 || f->fe.nconns != 0)
         return;
     f->stopping = 2;
     if (f->limit != &f->own) {
@@ -147,24 +138,42 @@ static void maybe_free(struct forwarder *f)
     uv_close((uv_handle_t *)&f->own.retry, on_own_closed);
 }
 
-static void on_conn_closed(struct relay *r)
+/* The base's last step, after the close record and leaving the list. */
+static void on_conn_ended(struct frontend *fe)
 {
-    struct fwd_conn *c = r->data;
-    struct forwarder *f = c->f;
+    struct forwarder *f = container_of(fe, struct forwarder, fe);
 
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        f->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    log_conn(c);
-    free(c);
-    f->live--;
     if (f->stopping)
         maybe_free(f);
     else
         conn_limit_released(f->limit);
+}
+
+static void release(struct frontend_conn *fc)
+{
+    free(container_of(fc, struct fwd_conn, fc));
+}
+
+static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *down)
+{
+    relay_bytes(&container_of(fc, const struct fwd_conn, fc)->relay, up, down);
+}
+
+/* The end text is the forwarder's (note_end); the base adds the relay's
+ * own ending only where note_end would have written the same words. */
+static void on_relay_closed(struct relay *r)
+{
+    struct fwd_conn *c = r->data;
+
+    note_end(c);
+    frontend_conn_relay_closed(&c->fc, r); /* the close record, then release() */
+}
+
+/* Every close the forwarder makes: the relay's handles and the timer. */
+static void conn_close(struct fwd_conn *c, int status)
+{
+    frontend_conn_timer_close(&c->fc);
+    relay_close(&c->relay, status);
 }
 
 /* Dial failed: drop what the client sends, close once it has closed. One
@@ -185,7 +194,7 @@ static void on_drain_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
     (void)buf;
     if (nread < 0)
-        relay_close(r, c->dial_status); /* EOF or error: the client is gone */
+        conn_close(c, c->dial_status); /* EOF or error: the client is gone */
 }
 
 static void on_drain_shutdown(uv_shutdown_t *req, int status)
@@ -196,22 +205,21 @@ static void on_drain_shutdown(uv_shutdown_t *req, int status)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    struct relay *r = container_of(t, struct relay, timer);
-    struct fwd_conn *c = r->data;
+    struct fwd_conn *c = container_of(t, struct fwd_conn, fc.timer);
 
-    relay_close(r, c->dial_status);
+    conn_close(c, c->dial_status);
 }
 
 static void close_refused(struct fwd_conn *c)
 {
-    uv_stream_t *a = &c->relay.a.u.s;
+    uv_stream_t *a = relay_client(&c->relay);
 
     if (c->f->stopping || uv_read_start(a, on_drain_alloc, on_drain_read) != 0 ||
         uv_shutdown(&c->shut, a, on_drain_shutdown) != 0) {
-        relay_close(&c->relay, c->dial_status);
+        conn_close(c, c->dial_status);
         return;
     }
-    uv_timer_start(&c->relay.timer, on_linger_timeout, FORWARD_LINGER_MS, 0);
+    uv_timer_start(&c->fc.timer, on_linger_timeout, FORWARD_LINGER_MS, 0);
 }
 
 static void on_dialed(void *arg, int status, int fd, size_t index)
@@ -229,8 +237,25 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     rc = relay_open_b(&c->relay, fd); /* closes fd on error */
     if (rc == 0)
         rc = relay_start(&c->relay, c->f->o.idle_ms);
-    if (rc < 0)
-        relay_close(&c->relay, rc);
+    if (rc < 0) {
+        conn_close(c, rc);
+        return;
+    }
+    frontend_conn_timer_close(&c->fc); /* the relay has a timer of its own */
+}
+
+/* Shutdown: the dial cancelled, the connection closed ("closed at
+ * shutdown" unless it was already ending). */
+static void force_close(struct frontend_conn *fc)
+{
+    struct fwd_conn *c = container_of(fc, struct fwd_conn, fc);
+
+    if (c->dialer != NULL) {
+        dialer_cancel(c->dialer);
+        c->dialer = NULL;
+    }
+    c->stopped = c->dial_status == 0 && c->accept_status == 0 && !c->relay.closing;
+    conn_close(c, UV_ECANCELED);
 }
 
 void forwarder_accept(struct forwarder *f, struct listener *l)
@@ -247,26 +272,26 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
         return;
     }
     c->f = f;
-    c->id = ++*f->o.next_id;
-    c->next = f->conns;
-    if (f->conns != NULL)
-        f->conns->prev = c;
-    f->conns = c;
-    f->live++;
-    relay_init(f->loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind, on_conn_closed,
-               c);
-    rc = listener_accept(l, &c->relay.a.u.s);
+    c->fc.force_close = force_close;
+    c->fc.bytes = conn_bytes;
+    c->fc.release = release;
+    frontend_conn_start(&f->fe, &c->fc, "forward"); /* counted live from here */
+    c->fc.host = f->host;
+    c->fc.port = f->target.is_unix ? 0 : f->target.port;
+    relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind,
+               on_relay_closed, c);
+    rc = listener_accept(l, relay_client(&c->relay));
     conn_limit_accepted(f->limit, l, rc);
     if (rc < 0) {
-        snprintf(c->peer, sizeof(c->peer), "-");
+        snprintf(c->fc.client, sizeof(c->fc.client), "-");
         c->accept_status = rc;
-        relay_close(&c->relay, rc);
+        conn_close(c, rc);
         return;
     }
     if (f->o.log != NULL) /* only the log needs it: a getpeername() saved */
-        common_peer_name(&c->relay.a.u.s, listener_kind(l) == RELAY_PIPE, c->peer,
-                         sizeof(c->peer));
-    rc = dialer_start(&c->dialer, f->loop, &f->target, 1, f->o.connect_ms, on_dialed, c);
+        common_peer_name(relay_client(&c->relay), listener_kind(l) == RELAY_PIPE, c->fc.client,
+                         sizeof(c->fc.client));
+    rc = dialer_start(&c->dialer, f->fe.loop, &f->target, 1, f->o.connect_ms, on_dialed, c);
     if (rc < 0) {
         c->dialer = NULL;
         c->dial_status = rc;
@@ -276,6 +301,8 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
 
 void forwarder_close(struct forwarder *f, void (*done)(void *), void *arg)
 {
+    struct frontend_conn *fc, *prev;
+
     if (f->stopping)
         return;
     f->stopping = 1;
@@ -283,13 +310,11 @@ void forwarder_close(struct forwarder *f, void (*done)(void *), void *arg)
     f->done_arg = arg;
     if (f->limit == &f->own)
         f->own.npaused = 0; /* the listeners are being closed */
-    for (struct fwd_conn *c = f->conns; c != NULL; c = c->next) {
-        if (c->dialer != NULL) {
-            dialer_cancel(c->dialer);
-            c->dialer = NULL;
-        }
-        c->stopped = c->dial_status == 0 && c->accept_status == 0 && !c->relay.closing;
-        relay_close(&c->relay, UV_ECANCELED);
+    /* newest first, as the connections were always closed at shutdown;
+     * force_close frees nothing synchronously */
+    for (fc = f->fe.conns.prev; fc != &f->fe.conns; fc = prev) {
+        prev = fc->prev;
+        fc->force_close(fc);
     }
     maybe_free(f);
 }

@@ -16,9 +16,10 @@
  * client sees an EOF rather than a reset, and the socket is closed when the
  * client closes its side or after FORWARD_LINGER_MS.
  *
- * Each connection ends with one log record (struct connlog, event CLOSE:
- * id, client, protocol "forward", host and port of the target, bytes each
- * way, duration, end). One loop; not thread-safe.
+ * Each connection is a front-end connection (struct frontend_conn: id,
+ * peer, the log fields, the close) and ends with one log record (struct
+ * connlog, event CLOSE: id, client, protocol "forward", host and port of
+ * the target, bytes each way, duration, end). One loop; not thread-safe.
  */
 #ifndef SLUICE_BRIDGE_FORWARD_H
 #define SLUICE_BRIDGE_FORWARD_H

@@ -1,14 +1,17 @@
-/* bridge/frontend.c - what the SOCKS5 and HTTP front ends share: the list of
- * live connections, the credential check (peer names: common/), and the
- * connection base (struct frontend_conn): id, peer, start time, its own
- * timer, the log fields and records, and the end of the close (the CLOSE
- * record, leaving the list, release, conn_ended). What a new front end
- * (transparent mode, the bridge forwarder) gets from it: embed struct
- * frontend_conn, call frontend_conn_start() at accept and
- * common_peer_name() into c->client, fill the log fields as it decides
+/* bridge/frontend.c - what the front ends (HTTP, SOCKS5, the bridge
+ * forwarder, transparent mode) share: the list of live connections, the
+ * credential check (peer names: common/), and the connection base (struct
+ * frontend_conn): id, peer, start time, its own timer, the log fields and
+ * records, and the end of the close (the CLOSE record, leaving the list,
+ * release, conn_ended). A front end with a client stream embeds struct
+ * frontend_conn, calls frontend_conn_start() at accept and
+ * common_peer_name() into c->client, fills the log fields as it decides
  * (frontend_conn_note() for an egress outcome, frontend_conn_emit() for the
- * DECISION record), close the timer when the relay takes over, and call
- * frontend_conn_relay_closed() from the relay's close callback. */
+ * DECISION record), closes the timer when the relay takes over, and calls
+ * frontend_conn_relay_closed() from the relay's close callback. One
+ * without a stream (transparent mode's connect(): no timer, no relay, no
+ * close record) takes frontend_conn_begin() and frontend_conn_clear()
+ * only. */
 #include "bridge/bridge.h"
 
 #include <netinet/in.h>
@@ -106,15 +109,30 @@ void frontend_bytes(const struct frontend *f, uint64_t *up, uint64_t *down)
 /* ------------------------------------------------------------------------ */
 /* The connection base                                                       */
 
-void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol)
+void frontend_conn_begin(struct frontend *f, struct frontend_conn *c, const char *protocol)
 {
     c->f = f;
     c->code = -1;
     c->protocol = protocol;
-    uv_timer_init(f->loop, &c->timer);
     c->started_ms = uv_now(f->loop);
+    /* workers share the counter; without one (transparent mode's tests) 0 */
+    c->id = f->next_id != NULL ? __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED) : 0;
+}
+
+void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol)
+{
+    uv_timer_init(f->loop, &c->timer);
     frontend_add(f, c);
-    c->id = __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED); /* workers share it */
+    frontend_conn_begin(f, c, protocol);
+}
+
+void frontend_conn_clear(struct frontend_conn *c)
+{
+    free(c->rule);
+    free(c->source);
+    free(c->url);
+    free(c->reason);
+    c->rule = c->source = c->url = c->reason = NULL;
 }
 
 void frontend_conn_set_text(char **dst, const char *s)
@@ -195,10 +213,7 @@ static void conn_finish(struct frontend_conn *c)
 
     frontend_conn_emit(c, CONNLOG_CLOSE);
     frontend_remove(f, c);
-    free(c->rule);
-    free(c->source);
-    free(c->url);
-    free(c->reason);
+    frontend_conn_clear(c);
     c->release(c);
     if (f->conn_ended != NULL)
         f->conn_ended(f);

@@ -50,12 +50,20 @@ static const struct {
 #define N_INT_OPTS (sizeof(int_opts) / sizeof(int_opts[0]))
 _Static_assert(N_INT_OPTS == TP_N_INT_OPTS, "TP_N_INT_OPTS (transparent_int.h) counts int_opts");
 
+void tp_frontend_init(struct tp *t)
+{
+    frontend_init(&t->fe, t->loop, t->next_id);
+    t->fe.log = t->log;
+    t->fe.log_ctx = t->log_ctx;
+}
+
 void tp_req_free(struct tp_req *r)
 {
     r->t->npending--;
     TP_LIST_UNLINK(r);
     if (r->orig >= 0)
         close(r->orig);
+    frontend_conn_clear(&r->fc);
     free(r);
 }
 
@@ -233,27 +241,14 @@ static void on_egress(void *arg, const struct egress_outcome *o)
 {
     struct tp_req *r = arg;
     struct tp *t = r->t;
-    char addr[64] = "";
 
     r->er = NULL;
     if (t->log != NULL) {
-        struct connlog rec;
-        memset(&rec, 0, sizeof(rec));
-        if (o->have_addr)
-            policy_addr_str(&o->addr, addr, sizeof(addr));
-        rec.event = CONNLOG_DECISION;
-        rec.id = r->conn_id;
-        rec.client = r->client;
-        rec.protocol = "transparent";
-        rec.host = r->host;
-        rec.port = r->port;
-        rec.verdict = o->verdict;
-        rec.rule = o->rule;
-        rec.source = o->source[0] != '\0' ? o->source : NULL;
-        rec.reason = o->reason;
-        rec.addr = o->result == EGRESS_CONNECTED ? addr : "";
-        rec.code = errno_of(o);
-        t->log(t->log_ctx, &rec);
+        frontend_conn_note(&r->fc, o);
+        if (o->result != EGRESS_CONNECTED)
+            r->fc.addr[0] = '\0'; /* only an address the command got */
+        r->fc.code = errno_of(o);
+        frontend_conn_emit(&r->fc, CONNLOG_DECISION);
     }
     if (o->result == EGRESS_CONNECTED)
         install(r, o);
@@ -299,7 +294,6 @@ void tp_start_request(struct tp *t, const struct seccomp_notif *n, const struct 
     TP_LIST_PUSH(&t->reqs, r);
     t->npending++;
     snprintf(r->host, sizeof(r->host), "%s", host.name);
-    r->port = port;
     /* as the kernel gives it: family, port, address, the rest zero (r is
      * calloc()ed) */
     r->asked.in4.sin_family = c->sa.sa.sa_family;
@@ -312,8 +306,10 @@ void tp_start_request(struct tp *t, const struct seccomp_notif *n, const struct 
         r->asked.in6.sin6_addr = c->sa.in6.sin6_addr;
         r->asked_len = sizeof(r->asked.in6);
     }
-    snprintf(r->client, sizeof(r->client), "pid %d", (int)n->pid);
-    r->conn_id = t->next_id != NULL ? ++*t->next_id : 0;
+    frontend_conn_begin(&t->fe, &r->fc, "transparent");
+    r->fc.host = r->host;
+    r->fc.port = port;
+    snprintf(r->fc.client, sizeof(r->fc.client), "pid %d", (int)n->pid);
     /* the command gets sluice's socket once it is connected, never while its
      * handshake is under way: shutdown() would take such a socket back to
      * unconnected, and sendto(MSG_FASTOPEN) could then aim it anywhere from
@@ -328,7 +324,7 @@ void tp_start_request(struct tp *t, const struct seccomp_notif *n, const struct 
         socklen_t len = sizeof(v6only);
         r->mapped = getsockopt(orig, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
     }
-    rc = egress_start_dial(t->egress, &host, port, "transparent", r->client,
+    rc = egress_start_dial(t->egress, &host, port, "transparent", r->fc.client,
                            EGRESS_DIAL_SYNC | (r->mapped ? EGRESS_DIAL_V6SOCKET : 0), on_egress, r,
                            &r->er);
     if (rc < 0) {

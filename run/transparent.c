@@ -242,6 +242,7 @@ static void take_opts(struct tp *t, const struct tp_opts *o)
     t->log = o->log;
     t->log_ctx = o->log_ctx;
     t->next_id = o->next_id;
+    tp_frontend_init(t);
     t->notify = o->notify;
     t->notify_fd = run_notify_fd(o->notify);
     t->pid = o->cmd_pid;

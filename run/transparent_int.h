@@ -72,10 +72,12 @@ struct tp_req {
     int nonblock;  /* O_NONBLOCK on it when connect() was called */
     int mapped;    /* IPv6, not IPV6_V6ONLY: dialed from an IPv6 socket */
     struct egress_req *er;
-    char host[POLICY_HOST_MAX + 1]; /* for the log record */
-    uint16_t port;
-    char client[64];
-    uint64_t conn_id;
+    /* the connection base's id and log parts (frontend_conn_begin): id,
+     * client "pid N", host, port and the decision's fields; its timer is
+     * never used (no client stream to time) and it has no close record (no
+     * relay: the command gets the socket) */
+    struct frontend_conn fc;
+    char host[POLICY_HOST_MAX + 1]; /* fc.host */
     union tp_sa asked; /* the address the command asked for, as getpeername gives it */
     uint8_t asked_len;
 };
@@ -133,6 +135,7 @@ struct tp {
     connlog_fn log;
     void *log_ctx;
     uint64_t *next_id;
+    struct frontend fe; /* loop, log and id counter for the requests' fc (tp_frontend_init) */
     struct run_notify *notify;    /* the listener's server (notify.c), tp_opts.notify */
     int notify_fd;                /* its descriptor, for answers, ADDFD and ID_VALID */
     int diag_fd;                  /* sock_diag netlink socket in the sandbox's namespace */
@@ -183,7 +186,10 @@ void tp_cache_drop(struct tp *t);
 /* Answers W's connect() with ERROR and drops W. */
 void tp_wait_end(struct tp_wait *w, int error);
 
-/* tp_dial.c: a fresh TCP socket's options, [v4/v6][int_opts]. */
+/* tp_dial.c: the requests' front end, from t->loop, log, log_ctx and
+ * next_id (once they are set). */
+void tp_frontend_init(struct tp *t);
+/* A fresh TCP socket's options, [v4/v6][int_opts]. */
 void tp_read_defaults(int (*def)[TP_N_INT_OPTS]);
 /* Judges and dials DST:PORT for the call; answers it once done. Takes
  * ORIG. */

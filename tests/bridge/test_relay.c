@@ -46,6 +46,7 @@
 #include <uv.h>
 
 #include "bridge/bridge.h"
+#include "bridge/forward.h"
 
 #define WATCHDOG_MS 30000
 #define MAX_EXTRA_FDS 64
@@ -2415,6 +2416,134 @@ static void test_frontend_conn(void **state)
     assert_string_equal(log.client, "unix");
 }
 
+/* A connection without a stream (transparent mode's connect()): an id (0
+ * without a counter), the log fields and the DECISION record; not listed. */
+static void test_frontend_conn_begin(void **state)
+{
+    struct fx *f = *state;
+    struct frontend fe;
+    struct fc_log log;
+    struct frontend_conn c;
+    struct egress_outcome o;
+    uint64_t next_id = 9;
+
+    memset(&log, 0, sizeof(log));
+    frontend_init(&fe, &f->loop, NULL);
+    fe.log = fc_record;
+    fe.log_ctx = &log;
+    memset(&c, 0, sizeof(c));
+    frontend_conn_begin(&fe, &c, "transparent");
+    assert_int_equal(c.id, 0);
+    assert_int_equal(c.code, -1);
+    assert_int_equal(fe.nconns, 0);
+    fe.next_id = &next_id;
+    memset(&c, 0, sizeof(c));
+    frontend_conn_begin(&fe, &c, "transparent");
+    assert_int_equal(c.id, 10);
+    assert_int_equal(next_id, 10);
+
+    memset(&o, 0, sizeof(o));
+    o.verdict = "allow";
+    snprintf(o.rule, sizeof(o.rule), "'ok.test' network.allowedDomains[0]");
+    frontend_conn_note(&c, &o);
+    assert_string_equal(c.rule, "'ok.test' network.allowedDomains[0]");
+    assert_null(c.reason);
+    assert_string_equal(c.addr, "");
+    frontend_conn_emit(&c, CONNLOG_DECISION);
+    assert_int_equal(log.ndecision, 1);
+    assert_string_equal(log.verdict, "allow");
+    frontend_conn_clear(&c);
+    assert_null(c.rule);
+    assert_int_equal(fe.nconns, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The forwarder (bridge/forward.c) on the connection base                   */
+
+static void fw_on_accept(struct listener *l, void *arg)
+{
+    forwarder_accept(arg, l);
+}
+
+static void fw_done(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+/* A dial that is refused: one CLOSE record from the base with the
+ * forwarder's words, its own id counter shared, the peer, no verdict. */
+static void test_forward_refused(void **state)
+{
+    struct fx *f = *state;
+    struct fc_log log;
+    struct forward_opts o;
+    struct forwarder *fw = NULL;
+    struct listener *l = NULL;
+    struct endpoint ep;
+    struct policy_addr a;
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof(sin);
+    uint16_t lport, tport;
+    uint64_t next_id = 6;
+    char spec[64], want[32];
+    int deaf, cfd, done = 0;
+
+    /* a bound socket that never listens: a connect() to it is refused */
+    deaf = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(deaf >= 0);
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(deaf, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(getsockname(deaf, (struct sockaddr *)&sin, &sl), 0);
+    tport = ntohs(sin.sin_port);
+    snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%u", (unsigned)tport);
+
+    memset(&log, 0, sizeof(log));
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(endpoint_parse(spec, 0, &o.connect, NULL), 0);
+    o.max_conns = 4;
+    o.connect_ms = 5000;
+    o.log = fc_record;
+    o.log_ctx = &log;
+    o.next_id = &next_id;
+    assert_int_equal(forwarder_new(&fw, &f->loop, &o), 0);
+    assert_int_equal(endpoint_parse("tcp:127.0.0.1:0", 1, &ep, NULL), 0);
+    assert_int_equal(listener_open(&l, &f->loop, &ep, fw_on_accept, fw, NULL), 0);
+    assert_int_equal(listener_address(l, &a, &lport), 0);
+
+    cfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(cfd >= 0);
+    sin.sin_port = htons(lport);
+    assert_int_equal(connect(cfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    sl = sizeof(sin);
+    assert_int_equal(getsockname(cfd, (struct sockaddr *)&sin, &sl), 0);
+    snprintf(want, sizeof(want), "127.0.0.1:%u", (unsigned)ntohs(sin.sin_port));
+    close(cfd); /* the forwarder's drain then sees EOF: no linger */
+
+    while (log.nclose == 0 && !f->watchdog.fired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(log.nclose, 1);
+    assert_int_equal(log.ndecision, 0);
+    assert_int_equal(log.id, 7);
+    assert_int_equal(next_id, 7);
+    assert_string_equal(log.protocol, "forward");
+    assert_string_equal(log.host, "127.0.0.1");
+    assert_int_equal(log.port, tport);
+    assert_string_equal(log.end, "connect failed: ECONNREFUSED");
+    assert_string_equal(log.client, want);
+    assert_int_equal(log.code, -1);
+    assert_int_equal(log.up, 0);
+    assert_int_equal(log.down, 0);
+    assert_int_equal(forwarder_live(fw), 0);
+
+    forwarder_close(fw, fw_done, &done);
+    listener_close(l, NULL, NULL);
+    run(f);
+    assert_int_equal(done, 1);
+    close(deaf);
+}
+
 #define T(fn) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, NULL)
 #define TP(fn, p, tag)                                                                             \
     {                                                                                              \
@@ -2500,6 +2629,8 @@ int main(void)
         TP(test_splice_after_owner_writes, P_PT, "pipe"),
         T(test_splice_small_segments),
         T(test_frontend_conn),
+        T(test_frontend_conn_begin),
+        T(test_forward_refused),
     };
     const char *only = getenv("SLUICE_TEST_RELAY_MODE");
     uv_loop_t warm;
