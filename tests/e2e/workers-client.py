@@ -29,6 +29,8 @@ def one():
             if not b:
                 break
             head += b
+        if not head.startswith(b"HTTP/1.1 200"):
+            print("head: %r" % head[:120], file=sys.stderr)
         if head.startswith(b"HTTP/1.1 200"):
             with lock:
                 ok[0] += 1

@@ -38,8 +38,9 @@ JSON
 start_proxy w2 "$T/allow.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 --admin tcp:127.0.0.1:0 --workers 2
 APORT=$(admin_port w2)
 grep -q 'event=start .*2 workers' "$T/w2.log" && ok "start line: 2 workers" || bad "start line" "$(head -2 "$T/w2.log")"
-out=$(timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" "$N")
-[ "$out" = "200=$N echo=$N" ] && ok "$N concurrent tunnels through 2 workers" || bad "tunnels" "$out"
+out=$(timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" "$N" 2>"$T/tunnels.err")
+[ "$out" = "200=$N echo=$N" ] && ok "$N concurrent tunnels through 2 workers" ||
+    bad "tunnels" "$out $(sort "$T/tunnels.err" | uniq -c | head -5) $(grep -v 'code=200' "$T/w2.log" | grep 'event=close' | head -3)"
 w0=$(metric 'sluice_worker_connections_total{worker="0"}') w1=$(metric 'sluice_worker_connections_total{worker="1"}')
 [ "${w0:-0}" -gt 0 ] && [ "${w1:-0}" -gt 0 ] && [ $((w0 + w1)) -eq "$N" ] &&
     ok "both workers accepted ($w0 + $w1 = $N)" || bad "per-worker accepts" "w0=$w0 w1=$w1"
