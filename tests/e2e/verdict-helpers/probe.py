@@ -81,7 +81,10 @@ def decision_record(path, since):
     while True:
         with open(path, "rb") as f:
             f.seek(since)
-            new = f.read().decode("utf-8", "replace")
+            new = f.read()
+        # only whole lines: a write that straddles a page boundary can be seen
+        # half done, and a record cut before its rule= field reads as no rule
+        new = new[:new.rfind(b"\n") + 1].decode("utf-8", "replace")
         for line in new.splitlines():
             if line.startswith("{"):
                 try:
