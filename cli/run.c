@@ -9,6 +9,7 @@
  * option string), so `sluice run curl -sS URL` gives -sS to curl.
  */
 #include "cli/cli.h"
+#include "common/common.h"
 
 #include "policy/policy.h"
 #include "run/run.h"
@@ -185,6 +186,7 @@ int cli_run(int argc, char **argv)
     int rc;
 
     memset(&o, 0, sizeof(o));
+    o.t0_us = common_mono_us();
     o.control_fd = -1;
     o.debug = env_debug();
     rc = parse_args(&o, &settings_path, argc, argv);

@@ -56,7 +56,7 @@ int run_fsw_after_go(struct run *run)
     if (rc < 0) {
         fprintf(stderr, "sluice: run: the write watch: %s; stopping the command\n",
                 uv_strerror(rc));
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     return 0;

@@ -1,11 +1,13 @@
 /* run/launch_notify.c - the launcher's side of the seccomp listener: inner
- * sends it after 'G' once its filter is loaded, when transparent mode, a
- * guarded run or the write report asked for notifications.
+ * sends it once its filter is loaded (before 'G' when the launcher sent the
+ * filters, issue 25), when transparent mode, a guarded run or the write
+ * report asked for notifications.
  *
- *   run_listener_after_go  receives it and starts its one server
- *                          (run/notify.c); run_tp_after_go and
- *                          run_fsw_after_go then route their syscalls there;
- *   run_listener_close     stops it (after run_tp_close). */
+ *   run_listener_start  receives it and starts its one server
+ *                       (run/notify.c), before 'G'; run_tp_after_go and
+ *                       run_fsw_after_go then route their syscalls there
+ *                       (nothing is notified before the command runs);
+ *   run_listener_close  stops it (after run_tp_close). */
 #include "run/launch-int.h"
 #include "run/notify.h"
 
@@ -15,7 +17,7 @@
 
 #define RUN_NOTIFY_HANDOFF_MS 30000u
 
-int run_listener_after_go(struct run *run)
+int run_listener_start(struct run *run)
 {
     int connects = run->settings->network.transparent || run->guard, fd;
 
@@ -25,7 +27,7 @@ int run_listener_after_go(struct run *run)
     if (fd < 0) {
         fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
                 run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     /* a syscall nobody answers: refused when connect() is served (every
@@ -35,7 +37,7 @@ int run_listener_after_go(struct run *run)
                          connects ? "transparent mode" : "the write watch", run->err,
                          sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     return 0;

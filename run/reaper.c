@@ -403,10 +403,22 @@ static void collect_live(const char *path, const char *name, void *arg)
     sb_strv_free(&paths);
 }
 
-/* A placeholder still a mount point (EBUSY) is tried again this many
- * times, this far apart, before its run directory is left to a later sweep */
-#define PLACEHOLDER_TRIES 40
-static const struct timespec placeholder_wait = {0, 50 * 1000 * 1000};
+/* A placeholder still a mount point (EBUSY) is tried again, 1 ms later,
+ * then twice as long each time up to 50 ms apart, for PLACEHOLDER_WAIT_MS
+ * in all before its run directory is left to a later sweep (the dead
+ * sandbox's mounts usually go within a few ms; issue 25: a fixed 50 ms
+ * sleep made the common case slow) */
+#define PLACEHOLDER_WAIT_MS 2000
+#define PLACEHOLDER_STEP_MAX_MS 50
+
+static void placeholder_wait(int64_t *step_ms)
+{
+    struct timespec ts = {0, (long)*step_ms * 1000 * 1000};
+
+    (void)nanosleep(&ts, NULL);
+    if (*step_ms < PLACEHOLDER_STEP_MAX_MS)
+        *step_ms = *step_ms * 2 > PLACEHOLDER_STEP_MAX_MS ? PLACEHOLDER_STEP_MAX_MS : *step_ms * 2;
+}
 
 /* Cleans the run directory PATH (the mount points its record holds that no
  * live run holds too, deepest first, then the directory) when its record,
@@ -430,14 +442,15 @@ static void clean_dead(const char *path, const char *name, void *arg)
         /* a mount point is held by every run whose sandbox mounts on it:
          * the last one out removes it, never one a live sandbox uses */
         int busy = 0;
-        for (int tries = 0; tries < PLACEHOLDER_TRIES; tries++) {
+        int64_t step = 1, deadline = common_mono_ms() + PLACEHOLDER_WAIT_MS;
+        for (;;) {
             busy = 0;
             for (size_t i = paths.n; i-- > 0;)
                 if (!in_list(&s->live, paths.v[i]))
                     busy |= remove_placeholder(paths.v[i]);
-            if (!busy)
+            if (!busy || common_mono_ms() >= deadline)
                 break;
-            (void)nanosleep(&placeholder_wait, NULL);
+            placeholder_wait(&step);
         }
         /* a mount point still busy keeps the record, for the next sweep */
         if (!busy)
@@ -808,8 +821,10 @@ static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_
         return -1;
     }
     if (pid == 0) {
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC), rfd = p[0];
         close(p[1]);
+        if (rfd < 3) /* stdio was closed: keep the pipe clear of 0-2 */
+            rfd = fcntl(p[0], F_DUPFD_CLOEXEC, 3);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "sluice-reaper", 0UL, 0UL, 0UL);
         signal(SIGINT, SIG_IGN);
@@ -823,11 +838,17 @@ static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_
             (void)dup2(null, 1);
             (void)dup2(null, 2);
         }
-        /* every other descriptor but the pipe */
-        for (int fd = 3; fd < 1024; fd++)
-            if (fd != p[0])
-                (void)close(fd);
-        reaper_main(p[0], parent, launcher);
+        /* every other descriptor but the pipe, which becomes 3 (one
+         * close_range instead of a thousand close calls, issue 25) */
+        if (rfd != 3 && dup2(rfd, 3) == 3)
+            rfd = 3;
+#ifdef SYS_close_range
+        if (rfd != 3 || syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
+#endif
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != rfd)
+                    (void)close(fd);
+        reaper_main(rfd, parent, launcher);
         _exit(0);
     }
     close(p[0]);

@@ -21,6 +21,7 @@
 #ifndef SLUICE_RUN_H
 #define SLUICE_RUN_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sandbox/sandbox.h"
@@ -40,6 +41,8 @@ struct sb_launch_opts {
     int transparent;      /* --transparent: network.transparent on */
     char **cmd;           /* NULL-terminated; unused with cstr */
     const char *cstr;     /* -c STRING, or NULL */
+    int64_t t0_us;        /* when the subcommand started (common_mono_us), for -d's
+                             start-up phases; 0 when unknown */
 };
 
 /* Runs the command with settings s (loaded by the caller, still the
