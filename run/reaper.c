@@ -98,7 +98,8 @@ static int rm_chmod(const char *path, const struct stat *st, int type, struct FT
     (void)ftw;
     if (type == FTW_DNR)
         rm_unreadable = 1;
-    if (type == FTW_D || type == FTW_DNR)
+    /* only where it is needed: a chmod is a write to the inode */
+    if ((type == FTW_D || type == FTW_DNR) && (st->st_mode & S_IRWXU) != S_IRWXU)
         (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
     return 0;
 }
@@ -128,19 +129,57 @@ void sb_remove_tree(const char *path)
     (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
 }
 
-/* Removes PATH, a mount point bwrap made, when it still is what bwrap made
- * (an empty directory or an empty file). */
-/* The walk to PATH never follows a symbolic link (rt-5): a directory
- * above a placeholder may be renamed and replaced by a link by the command
- * of another run whose sandbox does not pin it (its scan skips
- * node_modules and stops at mandatoryDenySearchDepth), and the clean-up
- * must not then remove an empty file or directory outside. The recorded
- * paths are physical (no link in them), so a link met is such a swap. */
-static int remove_placeholder(const char *path)
+/* The directory a placeholder is removed from, kept open for its
+ * siblings (they are removed one after the other, mostly from the
+ * working directory: one walk for them all, issue 25). */
+struct ph_dir {
+    char path[PATH_MAX];
+    int fd; /* -1: none */
+};
+
+static void ph_dir_close(struct ph_dir *d)
 {
-    char buf[PATH_MAX], *p, *slash;
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
+    d->path[0] = '\0';
+}
+
+/* DIR (absolute, physical) opened by a walk from / that never follows a
+ * symbolic link (rt-5: a directory above a placeholder may be renamed and
+ * replaced by a link by the command of another run whose sandbox does not
+ * pin it (its scan skips node_modules and stops at
+ * mandatoryDenySearchDepth), and the clean-up must not then remove an
+ * empty file or directory outside; the recorded paths are physical, so a
+ * link met is such a swap). The descriptor, or -1. */
+static int open_physical(char *dir)
+{
+    int dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), nfd;
+
+    for (char *p = dir + 1; dfd >= 0 && *p != '\0';) {
+        char *e = strchr(p, '/');
+        if (e != NULL)
+            *e = '\0';
+        nfd = *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
+        close(dfd);
+        dfd = nfd;
+        if (e == NULL)
+            break;
+        *e = '/';
+        p = e + 1;
+    }
+    return dfd;
+}
+
+/* Removes PATH, a mount point bwrap made, when it still is what bwrap made
+ * (an empty directory or an empty file), from its directory as D holds it
+ * or walks to it (open_physical). 1 when it is still a mount point. */
+static int remove_placeholder(struct ph_dir *d, const char *path)
+{
+    char buf[PATH_MAX], *slash;
     struct stat st;
-    int dfd, nfd, busy = 0;
+    const char *name;
+    int busy = 0;
 
     if (path[0] != '/' || strlen(path) >= sizeof buf)
         return 0;
@@ -149,47 +188,42 @@ static int remove_placeholder(const char *path)
     if (slash[1] == '\0')
         return 0;
     *slash = '\0';
-    dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    for (p = buf + 1; dfd >= 0 && slash != buf && *p != '\0';) {
-        char *e = strchr(p, '/');
-        if (e != NULL)
-            *e = '\0';
-        nfd =
-            *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
-        close(dfd);
-        dfd = nfd;
-        if (e == NULL)
-            break;
-        p = e + 1;
+    name = slash + 1;
+    if (d->fd < 0 || strcmp(d->path, slash == buf ? "/" : buf) != 0) {
+        ph_dir_close(d);
+        snprintf(d->path, sizeof d->path, "%s", slash == buf ? "/" : buf);
+        d->fd = slash == buf ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : open_physical(buf);
+        if (d->fd < 0)
+            return 0;
     }
-    if (dfd < 0)
-        return 0;
-    p = slash + 1;
-    if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         int rc = 0;
         if (S_ISREG(st.st_mode) && st.st_size == 0)
-            rc = unlinkat(dfd, p, 0);
+            rc = unlinkat(d->fd, name, 0);
         else if (S_ISDIR(st.st_mode))
-            rc = unlinkat(dfd, p, AT_REMOVEDIR); /* fails, as it should, unless empty */
+            rc = unlinkat(d->fd, name, AT_REMOVEDIR); /* fails, as it should, unless empty */
         /* still a mount point: the dead sandbox's mount namespace is torn
          * down after its last process is reaped, not always before */
         busy = rc < 0 && errno == EBUSY;
     }
-    close(dfd);
     return busy;
 }
 
 /* ------------------------------------------------------------------------ */
 /* processes                                                                 */
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unknown. */
-static unsigned long long start_time(long pid)
+/* From one read of /proc/PID/stat: field 22 (the start time in clock
+ * ticks; 0 when unknown) and, when STATE is not NULL, field 3 (the state
+ * letter; '?' when unknown). */
+static unsigned long long proc_stat(long pid, char *state)
 {
     char path[64], buf[1024], *p;
     unsigned long long v = 0;
     ssize_t n;
     int fd;
 
+    if (state != NULL)
+        *state = '?';
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -202,6 +236,8 @@ static unsigned long long start_time(long pid)
     p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
     if (p == NULL)
         return 0;
+    if (state != NULL && p[1] == ' ' && p[2] != '\0')
+        *state = p[2];
     p++;
     /* fields 3.. follow; the start time is the 20th of them */
     for (int field = 3; field < 22 && p != NULL; field++)
@@ -211,24 +247,9 @@ static unsigned long long start_time(long pid)
     return v;
 }
 
-/* The state letter of /proc/PID/stat (field 3); '?' when unknown. */
-static char proc_state(long pid)
+static unsigned long long start_time(long pid)
 {
-    char path[64], buf[512], *p;
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return '?';
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return '?';
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    return (p != NULL && p[1] == ' ' && p[2] != '\0') ? p[2] : '?';
+    return proc_stat(pid, NULL);
 }
 
 /* PID is the process that started at START and has not exited (a zombie,
@@ -242,8 +263,7 @@ static int process_alive(long pid, unsigned long long start)
         return 0;
     if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
         return 0;
-    now = start_time(pid);
-    st = proc_state(pid);
+    now = proc_stat(pid, &st);
     return now != 0 && now == start && st != 'Z' && st != 'X';
 }
 
@@ -444,10 +464,12 @@ static void clean_dead(const char *path, const char *name, void *arg)
         int busy = 0;
         int64_t step = 1, deadline = common_mono_ms() + PLACEHOLDER_WAIT_MS;
         for (;;) {
+            struct ph_dir d = {.fd = -1};
             busy = 0;
             for (size_t i = paths.n; i-- > 0;)
                 if (!in_list(&s->live, paths.v[i]))
-                    busy |= remove_placeholder(paths.v[i]);
+                    busy |= remove_placeholder(&d, paths.v[i]);
+            ph_dir_close(&d);
             if (!busy || common_mono_ms() >= deadline)
                 break;
             placeholder_wait(&step);

@@ -103,6 +103,7 @@
 #define KIND_HTTP 'H'
 #define KIND_SOCKS 'S'
 #define KIND_NOTIFY 'N' /* transparent mode: the seccomp listener, after the go byte */
+#define KIND_NO_NOTIFY 'n' /* no listener: a filter around sluice holds it (issue 25) */
 #define HANDOFF_FILTERS 'F' /* issue 25: the host's compiled filters, before 'G' */
 /* two programs of at most BPF_MAXINSNS instructions, each with its count */
 #define INNER_FILTERS_MAX (2 * (4 + 4096 * 8))
@@ -762,7 +763,19 @@ static int confine_seccomp(const struct inner_args *a, const unsigned char *blob
         inner_err("%s", err);
         return -1;
     }
-    if (notifies(a)) {
+    if (notifies(a) && notify_fd < 0) {
+        /* loaded without the write report's rules (a listener is taken by
+         * a filter around sluice): the host runs without the report */
+        const char kind = KIND_NO_NOTIFY;
+        ssize_t w;
+        do
+            w = write(a->fd, &kind, 1);
+        while (w < 0 && errno == EINTR);
+        if (w != 1) {
+            inner_err("telling the host on fd %d: %s", a->fd, strerror(errno));
+            return -1;
+        }
+    } else if (notifies(a)) {
         const char kind = KIND_NOTIFY;
         rc = send_listeners(a->fd, &notify_fd, &kind, 1);
         close(notify_fd);
@@ -1096,6 +1109,10 @@ int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errl
     r = recv_handoff(sock, payload, sizeof payload, &rx);
     if (r < 0)
         return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
+    if (r == 1 && payload[0] == KIND_NO_NOTIFY && rx.nfds == 0 && rx.extra == 0)
+        return handoff_fail(err, errlen, -EBUSY,
+                            "no seccomp listener: a filter around sluice already has the one "
+                            "listener a filter chain may have");
     if (r != 1 || payload[0] != KIND_NOTIFY || rx.nfds != 1 || rx.extra > 0 ||
         (rx.flags & MSG_CTRUNC)) {
         for (size_t i = 0; i < rx.nfds; i++)

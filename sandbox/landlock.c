@@ -181,11 +181,16 @@ static int add_writable_mounts(int ruleset, char *err, size_t errlen)
         if (mp == NULL || mp[0] != '/')
             continue;
         unescape(mp);
+        /* the mount the path reaches now (the top one), read-only by its
+         * own flag or its superblock's; most are (the root and what
+         * bwrap binds read-only), and need no descriptor (issue 25: one
+         * system call each instead of three) */
+        if (statvfs(mp, &sv) < 0 || (sv.f_flag & ST_RDONLY) != 0)
+            continue; /* hidden below a later mount, gone, or read-only */
         fd = open(mp, O_PATH | O_CLOEXEC);
         if (fd < 0)
-            continue; /* hidden below a later mount, or gone */
-        /* the mount the path reaches now (the top one), read-only by its
-         * own flag or its superblock's */
+            continue;
+        /* judged again by the descriptor the rule is made on */
         if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) == 0 && add_rule(ruleset, fd) < 0) {
             snprintf(err, errlen, "landlock: rule for the writable mount '%s': %s", mp,
                      strerror(errno));

@@ -248,6 +248,10 @@ struct sb_seccomp_opts {
  * EPERM, on every ABI the kernel runs (x86-64: native, x32, i386 including
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
+/* (issue 25) Both return 1 instead of 0 when the filter chain already has
+ * a listener (a sandbox of this kind around sluice) and only the write
+ * report wanted one: the filter is loaded without the report's rules and
+ * *o->notify_fd is -1. */
 
 /* issue 25: the same two filters (the set-user-ID one, then the main one)
  * compiled by the host into *blob (malloc'ed, *len bytes), which inner
@@ -372,7 +376,10 @@ int sb_handoff_send_filters(int sock, const struct sb_seccomp_opts *o, char *err
 
 /* Transparent mode, host side: after the go byte, inner sends the seccomp
  * listener descriptor (kind 'N'). Returns it (CLOEXEC) or -errno with err
- * set. The descriptor is checked to be a seccomp notification fd. */
+ * set. The descriptor is checked to be a seccomp notification fd. -EBUSY:
+ * inner has none (kind 'n'): a filter around sluice holds the chain's one
+ * listener, and inner loaded its filter without the write report's rules
+ * (it does so only when the report alone wanted one). */
 int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen);
 
 /* Host side, after the go byte when inner was given --reopen-ro for

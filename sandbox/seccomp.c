@@ -738,6 +738,35 @@ static int notifies(const struct sb_seccomp_opts *o)
     return o->transparent || o->watch_writes || o->guard_connect;
 }
 
+/* The main filter could not get a listener because the filter chain
+ * already has one (EBUSY: a sandbox of this kind around sluice). When only
+ * the write report wanted it, the main filter is loaded without the
+ * report's rules, the one place it is built here when the host sent its
+ * own (issue 25: no probe child on the host before every run); 1, or
+ * RC unchanged when connect() needs the listener. */
+static int without_report(const struct sb_seccomp_opts *o, int rc, char *err, size_t errlen)
+{
+    struct sb_seccomp_opts plain = *o;
+    scmp_filter_ctx ctx;
+
+    if (rc != -EBUSY || !o->watch_writes || o->transparent || o->guard_connect)
+        return rc;
+    plain.watch_writes = 0;
+    plain.notify_fd = NULL;
+    rc = main_ctx(&plain, &ctx, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc < 0)
+        return fail(err, errlen, "seccomp_load (without the write report)", rc);
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (o->notify_fd != NULL)
+        *o->notify_fd = -1;
+    return 1;
+}
+
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx;
@@ -760,7 +789,7 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     if (rc < 0 && !notifies(o))
         rc = fail(err, errlen, "seccomp_load", rc);
     seccomp_release(ctx);
-    return rc;
+    return without_report(o, rc, err, errlen);
 }
 
 /* issue 25: the host compiles the filters while bwrap makes the sandbox,
@@ -873,7 +902,7 @@ int sb_seccomp_load_blob(const struct sb_seccomp_opts *o, const unsigned char *b
     /* the mode filter first, as sb_seccomp_load does */
     rc = load_prog(&prog[0], 0, o, err, errlen);
     if (rc == 0)
-        rc = load_prog(&prog[1], notifies(o), o, err, errlen);
+        rc = without_report(o, load_prog(&prog[1], notifies(o), o, err, errlen), err, errlen);
     sb_seccomp_blob_free(prog);
     return rc;
 }

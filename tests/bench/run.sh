@@ -230,13 +230,16 @@ if argv_file and not skip_startup:
         if "--" in argv:
             argv = argv[:argv.index("--")] + ["true"]
             # the run directory's private /tmp is gone after that run: a stand-in
+            mask = None
             for i in range(len(argv) - 2):
                 if argv[i] == "--bind" and argv[i + 2] == "/tmp":
+                    # PARENT/run.*/tmp: PARENT is masked by a tmpfs below
+                    mask = os.path.dirname(os.path.dirname(argv[i + 1]))
                     argv[i + 1] = os.path.join(tmp, "bwtmp")
-            # the run directories' parent, masked by a tmpfs, is gone when
-            # no run is left: the same mount on a stand-in of our own
+            # the run directories' parent is gone when no run is left: the
+            # same mount on a stand-in of our own
             for i in range(len(argv) - 1):
-                if argv[i] == "--tmpfs" and not os.path.exists(argv[i + 1]):
+                if argv[i] == "--tmpfs" and argv[i + 1] == mask and not os.path.exists(mask):
                     argv[i + 1] = os.path.join(tmp, "bwmask")
                     os.makedirs(argv[i + 1], exist_ok=True)
             created = set()
