@@ -5,19 +5,23 @@
  *      excludedCommands) may run the command unsandboxed;
  *   2. host checks and a private run directory (0700) holding the sandbox's
  *      /tmp (run/reaper.c: also the reaper that cleans up after a SIGKILL);
- *   3. bwrap, spawned with the environment of sandbox/env.c and the argv of
- *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
+ *   3. bwrap, spawned (run/spawn.c: posix_spawn) with the environment of
+ *      sandbox/env.c and the argv of sandbox/bwrap.c, inheriting one end of
+ *      a socketpair as fd 3; while it makes the sandbox (issue 25), this
+ *      process compiles the seccomp filters and sends them to inner, and
+ *      starts the proxy service;
  *   4. `sluice inner` (the first program inside) sends back the listening
  *      sockets it made in the sandbox's network namespace; the HTTP and
  *      SOCKS front ends of the proxy service (proxy/service.c) accept on them
  *      directly, in this process, so a connection from the sandbox reaches
  *      the policy with no relay hop (with network.httpProxyPort /
  *      socksProxyPort set, accepted connections are relayed to that
- *      external proxy instead);
- *   5. 'G' tells inner to seal itself (no_new_privs, seccomp) and exec the
- *      command. Nothing of sluice keeps running inside. In transparent mode
- *      (run/launch_tp.c) the resolver's sockets are made before 'G' and
- *      inner's seccomp listener is taken over after it;
+ *      external proxy instead); meanwhile inner seals itself
+ *      (no_new_privs, Landlock, the filters) and hands over its seccomp
+ *      listener when one is needed;
+ *   5. 'G' tells inner to exec the command. Nothing of sluice keeps running
+ *      inside. In transparent mode (run/launch_tp.c) the resolver's sockets
+ *      are made before 'G' and the listener is served from it on;
  *   6. SIGINT/SIGTERM/SIGHUP/SIGQUIT are forwarded to the command (a pidfd
  *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
  *      128+N when killed by signal N, never 0 for an interrupted run;
@@ -638,7 +642,7 @@ static int spawn_sandbox(struct run *run)
         .divert = divert,
         .debug = run->o->debug ? on_debug : NULL,
     };
-    int one = 1;
+    int one = 1, rc;
 
     if (uv_loop_init(&run->loop) != 0) {
         fprintf(stderr, "sluice: run: cannot create the event loop\n");
@@ -659,10 +663,11 @@ static int spawn_sandbox(struct run *run)
         return -1;
     }
     run_phase(run, "spawn");
-    sb_reaper_watch(&run->reaper, run->bwrap_pid);
     close(run->sp[1]);
     run->sp[1] = -1;
-    if (sb_handoff_send_filters(run->sp[0], &run->seccomp, run->err, sizeof(run->err)) < 0) {
+    rc = sb_handoff_send_filters(run->sp[0], &run->seccomp, run->err, sizeof(run->err));
+    /* a bwrap that is gone already (EPIPE) is the handoff's to report */
+    if (rc < 0 && rc != -EPIPE && rc != -ECONNRESET) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         abort_early(run);
         return -1;

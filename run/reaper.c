@@ -659,9 +659,9 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
 
     if (parent_dir(mask, mlen, err, errlen) < 0)
         return -1;
-    sb_cgroup_sweep(process_alive);
     /* the reaper before the run directory: from here on a kill leaves
-     * nothing behind */
+     * nothing behind; it also sweeps the pids cgroups of dead runs, beside
+     * the launcher's own work (issue 25) */
     if (reaper_fork(r, mask, err, errlen) < 0)
         return -1;
     lock = parent_lock(mask, 1);
@@ -708,6 +708,8 @@ static void reaper_main(int fd, const char *parent, long launcher)
 {
     int pidfd = -1, done = 0;
     unsigned char c;
+
+    sb_cgroup_sweep(process_alive); /* dead runs' pids cgroups (limits.c) */
 
     for (;;) {
         ssize_t r = read(fd, &c, 1);

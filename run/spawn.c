@@ -2,10 +2,11 @@
  *
  * bwrap is started with posix_spawn, which glibc implements with
  * clone(CLONE_VM | CLONE_VFORK): the launcher's page tables are not
- * copied, and nothing of the launcher's memory is faulted back in copy on
- * write afterwards (libuv's uv_spawn forks; on a loaded 2-CPU machine the
- * time from that fork to bwrap's execve was the largest single wait of a
- * run). The child gets the launcher's environment plan, stdin, stdout and
+ * copied, and none of its pages is write-protected for copy on write
+ * while bwrap starts (libuv's uv_spawn forks, and the launcher went on
+ * faulting its own pages back for the rest of the run). What is left
+ * between the spawn and bwrap's execve is the exec itself. The child gets
+ * the launcher's environment plan, stdin, stdout and
  * stderr, inner's end of the socketpair as RUN_INNER_FD and, for a
  * read-only file on 0-2 that bwrap re-binds, /dev/null on N and the file on
  * SB_STDIO_RO_PASS + N; every signal back to its default action and none
@@ -186,6 +187,10 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
     }
     run->bwrap_pid = (int)pid;
     run->proc_started = 1;
+    /* the reaper first: a launcher killed from here on leaves a bwrap that
+     * may not yet die with it (its own PR_SET_PDEATHSIG comes after its
+     * clone), and only a reaper that waits for it cleans up after it */
+    sb_reaper_watch(&run->reaper, run->bwrap_pid);
     rc = watch(run);
     if (rc < 0) {
         snprintf(err, errlen, "cannot watch %s: %s", run->plan.argv.v[0], uv_strerror(rc));

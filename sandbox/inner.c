@@ -1149,6 +1149,8 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
         return handoff_fail(err, errlen, rc, "poll: %s", strerror(-rc));
 
     r = recv_handoff(sock, payload, sizeof payload, &rx);
+    if (r == -ECONNRESET) /* inner (or bwrap) gone, with the filters unread */
+        r = 0;
     if (r < 0)
         return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
     nfds = rx.nfds;
