@@ -80,6 +80,8 @@ struct run {
     struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
     int cgroup_rc;               /* sb_cgroup_make's: 0 made, 1 not needed, -1 failed */
     struct sb_seccomp_opts seccomp; /* the filters inner loads (bwrap.c's flags) */
+    int filters_sent;               /* compiled here and sent ('F'): inner seals
+                                       itself before 'G', else after it */
     const char *bwrap;
     struct stat bwrap_st;
     struct sb_strv env;

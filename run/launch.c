@@ -666,6 +666,9 @@ static int spawn_sandbox(struct run *run)
     close(run->sp[1]);
     run->sp[1] = -1;
     rc = sb_handoff_send_filters(run->sp[0], &run->seccomp, run->err, sizeof(run->err));
+    run->filters_sent = rc == 0;
+    if (rc == 1)
+        run_debug(run, "inner builds the seccomp filters itself: %s", run->err);
     /* a bwrap that is gone already (EPIPE) is the handoff's to report */
     if (rc < 0 && rc != -EPIPE && rc != -ECONNRESET) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
@@ -733,10 +736,10 @@ static int limit_processes_enter(struct run *run)
     return 0;
 }
 
-/* What inner needs to seal itself (stdio it re-binds, the seccomp
- * listener) before it gets the go: the host has sent it the filters
- * (sb_handoff_send_filters), so it loads them while the host does its own
- * part. */
+/* What inner hands over as it seals itself (the stdio it re-binds, the
+ * seccomp listener): before the go byte when the host sent it the filters
+ * (sb_handoff_send_filters; it loads them while the host does its own
+ * part), after it when inner builds them itself. */
 static int before_go(struct run *run)
 {
     if ((run->stdio_ro & ~run->stdio_dir) != 0 &&
@@ -774,7 +777,9 @@ static int handoff(struct run *run)
         run_kill(run, SIGKILL);
         return -1;
     }
-    if (run_tp_before_go(run) < 0 || before_go(run) < 0)
+    /* with the host's filters inner seals itself before the go byte, else
+     * (the old order) after it */
+    if (run_tp_before_go(run) < 0 || (run->filters_sent && before_go(run) < 0))
         return -1;
     run_phase(run, "sealed");
     if (start_signals(run) < 0)
@@ -787,7 +792,8 @@ static int handoff(struct run *run)
         return -1;
     }
     run_phase(run, "go");
-    if (run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
+    if ((!run->filters_sent && before_go(run) < 0) || run_tp_after_go(run) < 0 ||
+        run_fsw_after_go(run) < 0)
         return -1;
     close(run->sp[0]);
     run->sp[0] = -1;

@@ -1015,7 +1015,7 @@ int sb_handoff_send_filters(int sock, const struct sb_seccomp_opts *o, char *err
 
     rc = sb_seccomp_export(o, &blob, &len, err, errlen);
     if (rc < 0)
-        return rc;
+        return 1; /* nothing sent: inner builds its own after 'G' */
     if (len == 0 || len > INNER_FILTERS_MAX) {
         free(blob);
         return handoff_fail(err, errlen, -EINVAL, "the filters are %zu bytes", len);

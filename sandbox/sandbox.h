@@ -370,8 +370,10 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
  * (sb_seccomp_export) and sent to inner ('F', a native uint32_t length,
  * the blob), which loads them instead of building its own, and then hands
  * over what follows below before the go byte, not after it. A host that
- * sends only the go byte gets the old order. 0, or a negative error with
- * err set. */
+ * sends only the go byte gets the old order. 0 sent; 1 when they could not
+ * be compiled here (err says why; libseccomp under valgrind, which lacks
+ * seccomp(2)): nothing was sent, and inner builds them after 'G', in the
+ * old order; or a negative error of the send with err set. */
 int sb_handoff_send_filters(int sock, const struct sb_seccomp_opts *o, char *err, size_t errlen);
 
 /* Transparent mode, host side: after the go byte, inner sends the seccomp
