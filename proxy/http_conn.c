@@ -78,9 +78,9 @@ void http_timer_set(struct http_conn *c, enum http_timer kind, uint64_t ms)
 {
     c->w->timer = kind;
     if (kind == TIMER_NONE || ms == 0)
-        uv_timer_stop(&c->fc.timer);
+        frontend_conn_timer_set(&c->fc, NULL, 0);
     else
-        uv_timer_start(&c->fc.timer, on_timer, ms, 0);
+        frontend_conn_timer_set(&c->fc, on_timer, ms);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -292,7 +292,7 @@ void http_close_gracefully(struct http_conn *c, const char *end)
 
 static void on_timer(uv_timer_t *t)
 {
-    struct http_conn *c = container_of(t, struct http_conn, fc.timer);
+    struct http_conn *c = container_of(frontend_conn_of_timer(t), struct http_conn, fc);
     struct http_work *w = c->w;
     char why[120];
 
@@ -475,8 +475,9 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         w->creading = 0;
         if (nread != UV_EOF) {
-            snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
-            http_conn_close(c, c->fc.end_buf);
+            if (c->fc.end == NULL)
+                frontend_conn_end_fmt(&c->fc, "client error: %s", uv_err_name((int)nread));
+            http_conn_close(c, c->fc.end);
             return;
         }
         if (c->state == HTTP_ST_FORWARD && w->req_phase == REQ_DONE) {
@@ -537,12 +538,16 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     c->f = f;
     c->w = w;
     c->overloaded = overloaded != 0;
-    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
-    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(f, &c->fc, "http");
+    if (frontend_conn_start(f, &c->fc, "http") < 0) {
+        free(c);
+        free(w);
+        return UV_ENOMEM;
+    }
+    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     http_set_state(c, HTTP_ST_HEAD);
     rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {

@@ -253,8 +253,7 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         break;
     }
     r.body = body;
-    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
-    http_answer(c, &r, c->fc.end_buf);
+    http_answer(c, &r, egress_result_str(o->result));
 }
 
 static int egress_code(const struct egress_outcome *o, int is_connect)
@@ -342,7 +341,7 @@ static int can_reuse(struct http_conn *c)
     frontend_conn_set_text(&c->fc.rule, j.rule_text);
     frontend_conn_set_text(&c->fc.source, j.source[0] != '\0' ? j.source : NULL);
     http_set_reason(c, "reusing the kept upstream connection");
-    policy_addr_str(&u->addr, c->fc.addr, sizeof(c->fc.addr));
+    c->fc.addr = u->addr;
     c->fc.code = -1;
     frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     return 1;
@@ -376,15 +375,15 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
  * query string (nor fragment): scheme, canonical host, port unless 80, path. */
 static void note_url(struct http_conn *c, const struct http_request *rq, const char *in)
 {
-    char url[POLICY_HOST_MAX + 600], port[8] = "";
+    char url[POLICY_HOST_MAX + 600], port[8] = "", method[16];
     const char *path = in + rq->path.off;
     size_t plen = 0;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
-    snprintf(c->fc.method, sizeof(c->fc.method), "%.*s", (int)rq->method_text.len,
-             in + rq->method_text.off);
+    snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
+    frontend_conn_set_text(&c->fc.method, method);
     if (c->fc.port != 80)
         snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
     snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
@@ -398,11 +397,11 @@ static void request_log_reset(struct http_conn *c)
     c->fc.host = NULL;
     c->fc.protocol = "http";
     c->fc.verdict[0] = '\0';
-    c->fc.addr[0] = '\0';
+    memset(&c->fc.addr, 0, sizeof(c->fc.addr));
     frontend_conn_set_text(&c->fc.rule, NULL);
     frontend_conn_set_text(&c->fc.source, NULL);
     frontend_conn_set_text(&c->fc.url, NULL);
-    c->fc.method[0] = '\0';
+    frontend_conn_set_text(&c->fc.method, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }

@@ -225,7 +225,7 @@ static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
+    struct socks_conn *c = container_of(frontend_conn_of_timer(t), struct socks_conn, fc);
     conn_close(c, NULL);
 }
 
@@ -241,7 +241,7 @@ static void on_final_shutdown(uv_shutdown_t *sr, int status)
         conn_close(c, NULL);
         return;
     }
-    uv_timer_start(&c->fc.timer, on_linger_timeout, SOCKS_LINGER_MS, 0);
+    frontend_conn_timer_set(&c->fc, on_linger_timeout, SOCKS_LINGER_MS);
 }
 
 /* A failure reply (or method/auth refusal) is queued: close once it is
@@ -392,8 +392,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         connected(c, o->fd);
         return;
     }
-    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
-    reply_fail(c, code, c->fc.end_buf);
+    reply_fail(c, code, egress_result_str(o->result));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -421,7 +420,7 @@ static void request(struct socks_conn *c)
     const char *why = NULL;
     int rc;
 
-    uv_timer_stop(&c->fc.timer);
+    frontend_conn_timer_set(&c->fc, NULL, 0);
     if (c->overloaded) {
         set_text(&c->fc.reason, "too many connections");
         reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
@@ -576,8 +575,9 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
     if (nread == 0 || nread == UV_EOF)
         return;
     if (nread < 0) {
-        snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
-        conn_close(c, c->fc.end_buf);
+        if (c->fc.end == NULL)
+            frontend_conn_end_fmt(&c->fc, "client error: %s", uv_err_name((int)nread));
+        conn_close(c, c->fc.end);
         return;
     }
     uv_read_stop(relay_client(&c->relay));
@@ -614,7 +614,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_handshake_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
+    struct socks_conn *c = container_of(frontend_conn_of_timer(t), struct socks_conn, fc);
 
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
@@ -638,12 +638,16 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
     }
     c->f = f;
     c->overloaded = overloaded;
-    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
-    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(f, &c->fc, "socks5");
+    if (frontend_conn_start(f, &c->fc, "socks5") < 0) {
+        free(c->hs);
+        free(c);
+        return UV_ENOMEM;
+    }
+    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     set_state(c, SOCKS_ST_HANDSHAKE);
     rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
@@ -660,6 +664,6 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         conn_close(c, "client read failed");
         return 0;
     }
-    uv_timer_start(&c->fc.timer, on_handshake_timeout, f->handshake_timeout_ms, 0);
+    frontend_conn_timer_set(&c->fc, on_handshake_timeout, f->handshake_timeout_ms);
     return 0;
 }
