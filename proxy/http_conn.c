@@ -280,8 +280,8 @@ void http_close_gracefully(struct http_conn *c, const char *end)
     c->req = NULL;
     http_up_close(c, w->up);
     http_client_read_stop(c);
-    w->last_io = uv_now(c->f->loop);
-    http_timer_set(c, TIMER_FLUSH, c->f->idle_timeout_ms);
+    w->last_io = uv_now(c->fc.f->loop);
+    http_timer_set(c, TIMER_FLUSH, c->fc.f->idle_timeout_ms);
     w->shutdown_req.data = c;
     if (uv_shutdown(&w->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         http_conn_close(c, NULL);
@@ -304,7 +304,7 @@ static void on_timer(uv_timer_t *t)
             http_conn_close(c, "idle timeout");
             return;
         }
-        snprintf(why, sizeof(why), "no complete request head within %u ms", c->f->head_timeout_ms);
+        snprintf(why, sizeof(why), "no complete request head within %u ms", c->fc.f->head_timeout_ms);
         if (w->in_len == 0) {
             http_set_reason(c, why);
             http_conn_close(c, "head timeout");
@@ -322,12 +322,12 @@ static void on_timer(uv_timer_t *t)
         }
         return;
     case HTTP_ST_FORWARD: {
-        uint64_t now = uv_now(c->f->loop), due = w->last_io + c->f->idle_timeout_ms;
+        uint64_t now = uv_now(c->fc.f->loop), due = w->last_io + c->fc.f->idle_timeout_ms;
         if (now < due) {
             http_timer_set(c, TIMER_STALL, due - now);
             return;
         }
-        snprintf(why, sizeof(why), "no progress for %u ms", c->f->idle_timeout_ms);
+        snprintf(why, sizeof(why), "no progress for %u ms", c->fc.f->idle_timeout_ms);
         http_set_reason(c, why);
         if (w->resp_phase == RESP_HEAD) {
             struct http_reply r;
@@ -344,7 +344,7 @@ static void on_timer(uv_timer_t *t)
     }
     case HTTP_ST_LINGER:
         if (w->timer == TIMER_FLUSH) {
-            uint64_t now = uv_now(c->f->loop), due = w->last_io + c->f->idle_timeout_ms;
+            uint64_t now = uv_now(c->fc.f->loop), due = w->last_io + c->fc.f->idle_timeout_ms;
             if (now < due) {
                 http_timer_set(c, TIMER_FLUSH, due - now);
                 return;
@@ -369,7 +369,7 @@ void http_process_client(struct http_conn *c)
         return;
     w->processing = 1;
     while (c->state == HTTP_ST_HEAD) {
-        size_t end = 0, max = c->f->max_head_bytes;
+        size_t end = 0, max = c->fc.f->max_head_bytes;
         const char *why = NULL;
         enum http_find f;
 
@@ -390,7 +390,7 @@ void http_process_client(struct http_conn *c)
             break;
         }
         if (w->timer != TIMER_HEAD)
-            http_timer_set(c, TIMER_HEAD, c->f->head_timeout_ms);
+            http_timer_set(c, TIMER_HEAD, c->fc.f->head_timeout_ms);
         f = http_head_end(w->in, w->in_len, &w->scan, &end, &why);
         if (f == HTTP_FIND_MORE && (w->in_len >= max || w->in_len >= w->in_max)) {
             if (c->overloaded)
@@ -430,7 +430,7 @@ static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
     (void)suggested;
     if (w->in == NULL) {
-        w->in_max = in_capacity(c->f);
+        w->in_max = in_capacity(c->fc.f);
         w->in_cap = HTTP_IN_START;
         w->in_len = 0;
         w->scan = 0;
@@ -509,7 +509,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             http_client_hold(c); /* a pipelined request: held for later */
             return;
         }
-        w->last_io = uv_now(c->f->loop);
+        w->last_io = uv_now(c->fc.f->loop);
         http_feed_request_body(c);
         return;
     default:
@@ -535,7 +535,6 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         free(w);
         return UV_ENOMEM;
     }
-    c->f = f;
     c->w = w;
     c->overloaded = overloaded != 0;
     c->fc.force_close = force_close;

@@ -59,7 +59,6 @@ struct socks_hs {
 struct socks_conn {
     struct relay relay; /* a = client, b = upstream */
     struct frontend_conn fc; /* fc.timer: the handshake and linger timer */
-    struct frontend *f;
     struct socks_hs *hs; /* NULL once the tunnel is up */
     struct egress_req *req;
     enum socks_state state;
@@ -348,7 +347,7 @@ static void connected(struct socks_conn *c, int fd)
         rc = early_write(c);
     frontend_conn_timer_close(&c->fc); /* the relay has a timer of its own */
     if (rc == 0)
-        rc = relay_start(&c->relay, c->f->idle_timeout_ms);
+        rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
     if (rc < 0) {
         conn_close(c, "relay failed to start");
         return;
@@ -439,13 +438,13 @@ static void request(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
-    if (policy_http_opts(egress_env_policy(c->f->egress))->refuse_opaque_tunnels) {
+    if (policy_http_opts(egress_env_policy(c->fc.f->egress))->refuse_opaque_tunnels) {
         set_text(&c->fc.reason, "tunnels are refused (network.refuseOpaqueTunnels)");
         reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
         return;
     }
     set_state(c, SOCKS_ST_EGRESS);
-    rc = egress_start(c->f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
+    rc = egress_start(c->fc.f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         set_text(&c->fc.reason, "%s", uv_strerror(rc));
@@ -504,14 +503,14 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
             }
             if (c->hs->parser.method == SOCKS5_METHOD_NONE) {
                 set_text(&c->fc.reason,
-                         c->f->auth_user != NULL ? "client offers no username/password auth"
+                         c->fc.f->auth_user != NULL ? "client offers no username/password auth"
                                                  : "client offers no acceptable method");
                 close_after_writes(c, "no acceptable auth method");
                 return;
             }
             break;
         case SOCKS5_AUTH_DONE: {
-            int ok = frontend_auth_ok(c->f, c->hs->parser.user, c->hs->parser.user_len, c->hs->parser.pass,
+            int ok = frontend_auth_ok(c->fc.f, c->hs->parser.user, c->hs->parser.user_len, c->hs->parser.pass,
                                       c->hs->parser.pass_len);
             socks5_auth_result(&c->hs->parser, ok);
             socks5_auth_reply(c->hs->auth_out, ok);
@@ -619,7 +618,7 @@ static void on_handshake_timeout(uv_timer_t *t)
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
     set_text(&c->fc.reason, "no complete request within %u ms",
-             c->f->handshake_timeout_ms);
+             c->fc.f->handshake_timeout_ms);
     conn_close(c, "handshake timeout");
 }
 
@@ -636,7 +635,6 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         free(c);
         return UV_ENOMEM;
     }
-    c->f = f;
     c->overloaded = overloaded;
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
