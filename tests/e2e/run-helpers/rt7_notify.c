@@ -247,8 +247,8 @@ static int cmd_abi(const char *rw, const char *ro, int port)
 /* flood and die: the same mix of calls from many threads                    */
 
 enum { OP_CONNECT, OP_CONNECT_I386, OP_OPEN_RO, OP_OPEN_RW, OP_UNLINK, OP_PEER, NOPS };
-static const char *op_name[NOPS] = {"connect", "connect-i386", "open-ro", "open-rw", "unlink",
-                                    "getpeername"};
+static const char *op_name[NOPS] = {"connect", "connect-i386", "open-ro",
+                                    "open-rw", "unlink",       "getpeername"};
 #define NERR 160
 static atomic_long tally[NOPS][NERR]; /* [op][0: ok, else errno] */
 
