@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #define FSW_PATH_MAX 4096
+#define FSW_X32_BIT 0x40000000 /* __X32_SYSCALL_BIT */
 
 /* The calls[] entry of (arch, nr); a small cache in front of libseccomp's
  * table walk. NULL: not a write syscall. */
@@ -64,7 +65,10 @@ static const struct fsw_call *call_of(uint32_t arch, int nr)
 
     if (cache[slot].arch == arch && cache[slot].nr == nr)
         return cache[slot].idx > 0 ? &calls[cache[slot].idx - 1] : NULL;
-    name = seccomp_syscall_resolve_num_arch(arch, nr);
+    /* x32 calls arrive with x86-64's audit arch and __X32_SYSCALL_BIT set:
+     * named by libseccomp's x32 table (rt-7) */
+    name = seccomp_syscall_resolve_num_arch(
+        arch == SCMP_ARCH_X86_64 && (nr & FSW_X32_BIT) ? SCMP_ARCH_X32 : arch, nr);
     cache[slot].arch = arch;
     cache[slot].nr = nr;
     cache[slot].idx = 0;
@@ -406,9 +410,13 @@ int fsw_route(struct run_notify *nt, int (*fn)(void *, int, const struct seccomp
     const struct fsw_call *calls = sb_fswatch_calls(&ncalls);
     int rc = 0;
 
+    /* x32's calls arrive with x86-64's audit arch (SCMP_ARCH_X32 is a
+     * libseccomp token no notification carries) and their own numbers
+     * (__X32_SYSCALL_BIT): routed under x86-64's arch (rt-7: under
+     * SCMP_ARCH_X32 they got the fallback, EPERM in transparent mode) */
     for (size_t a = 0; a < narch && rc == 0; a++)
         for (size_t i = 0; i < ncalls && rc == 0; i++)
-            rc = run_notify_route(nt, arches[a],
+            rc = run_notify_route(nt, arches[a] == SCMP_ARCH_X32 ? SCMP_ARCH_X86_64 : arches[a],
                                   seccomp_syscall_resolve_name_arch(arches[a], calls[i].name), fn,
                                   ctx);
     return rc;
