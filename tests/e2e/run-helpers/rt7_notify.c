@@ -490,18 +490,33 @@ static int cmd_swap(int secs, int aport, int dport)
     return 0;
 }
 
+/* A whole decimal number argument; anything else ends the program (2). */
+static int num(const char *s)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < -2147483647L || v > 2147483647L) {
+        fprintf(stderr, "rt7_notify: not a number: '%s'\n", s);
+        exit(2);
+    }
+    return (int)v;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     setup_low();
     if (argc == 5 && strcmp(argv[1], "abi") == 0)
-        return cmd_abi(argv[2], argv[3], atoi(argv[4]));
+        return cmd_abi(argv[2], argv[3], num(argv[4]));
     if (argc == 7 && strcmp(argv[1], "flood") == 0)
-        return cmd_flood(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5], atoi(argv[6]));
+        return cmd_flood(num(argv[2]), num(argv[3]), argv[4], argv[5], num(argv[6]));
     if (argc == 6 && strcmp(argv[1], "die") == 0)
-        return cmd_die(atoi(argv[2]), argv[3], argv[4], atoi(argv[5]));
+        return cmd_die(num(argv[2]), argv[3], argv[4], num(argv[5]));
     if (argc == 5 && strcmp(argv[1], "swap") == 0)
-        return cmd_swap(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+        return cmd_swap(num(argv[2]), num(argv[3]), num(argv[4]));
     fprintf(stderr, "usage: see the comment at the top of rt7_notify.c\n");
     return 2;
 }
