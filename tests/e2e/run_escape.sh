@@ -717,7 +717,10 @@ PY
             ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
         else
             bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
-            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree; do
+            # (all of them, so that one failure is not counted again by every
+            # later case: .claude holds the placeholders of its commands/
+            # and agents/)
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
                 rmdir "$K/$d" 2>/dev/null
             done
         fi
