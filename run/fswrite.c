@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #define FSW_PATH_MAX 4096
+#define FSW_OPENAT2_TRIES 64 /* lookup(): tries while openat2 says EAGAIN */
 #define FSW_X32_BIT 0x40000000 /* __X32_SYSCALL_BIT */
 
 /* The calls[] entry of (arch, nr); a small cache in front of libseccomp's
@@ -190,7 +191,16 @@ static int lookup(int rootfd, const char *abs, int follow)
     memset(&how, 0, sizeof(how));
     how.flags = (uint64_t)(O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     how.resolve = RESOLVE_IN_ROOT;
-    fd = (int)syscall(SYS_openat2, rootfd, abs, &how, sizeof(how));
+    /* EAGAIN: a ".." was resolved while a mount or rename happened anywhere
+     * on the machine (openat2(2): the kernel cannot vouch that it stayed
+     * below the root), and the call may simply be made again. Another
+     * sandbox starting is enough: without the retry, a refused write through
+     * "../" went unreported now and then on a busy machine */
+    for (int tries = 0; tries < FSW_OPENAT2_TRIES; tries++) {
+        fd = (int)syscall(SYS_openat2, rootfd, abs, &how, sizeof(how));
+        if (fd >= 0 || errno != EAGAIN)
+            break;
+    }
     if (fd < 0 && errno == ENOSYS) {
         /* no openat2 (valgrind 3.19 does not know it): below the root
          * all the same, but an absolute symlink on the way resolves
