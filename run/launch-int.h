@@ -18,6 +18,7 @@
 #define RUN_MAX_BLOCKED 64 /* distinct entries kept for the summary */
 #define RUN_PATH_MAX 4096
 #define RUN_INNER_FD 3 /* inner's end of the socketpair, in bwrap and inner */
+#define RUN_BWRAP_INFO_FD 7 /* bwrap's --info-fd, the reaper's pipe (above SB_STDIO_RO_PASS + 2) */
 #define RUN_PHASES_MAX 20 /* -d: start-up phases kept (run_phase) */
 
 struct blocked {

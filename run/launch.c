@@ -519,6 +519,7 @@ static int build_plan(struct run *run)
         .host_tmpdir = run->hosttmp,
         .self_exe = run->self,
         .inner_fd = RUN_INNER_FD,
+        .info_fd = run->reaper.info_fd >= 0 ? RUN_BWRAP_INFO_FD : -1,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
         .mask_dir = run->runmask,
         .transparent = run->settings->network.transparent,
@@ -868,7 +869,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->cmd_pidfd = -1;
     run->bwrap_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
-    run->reaper.pid = run->reaper.fd = -1;
+    run->reaper.pid = run->reaper.fd = run->reaper.info_fd = -1;
     run->rundir_lock = -1;
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
     run->stdio_back[0] = run->stdio_back[1] = run->stdio_back[2] = -1;

@@ -42,9 +42,17 @@
  * session of its own (a kill of the launcher's process group does not
  * reach it), holding the read end of a pipe whose write end only the
  * launcher has. The launcher sends 'P' + bwrap's pid once it runs, and 'D'
- * when it has cleaned up itself. EOF without 'D' means the launcher died
- * (SIGKILL, a crash): the reaper waits for bwrap to go (--die-with-parent
- * kills it and with it the whole sandbox; at most 10 s), then sweeps
+ * when it has cleaned up itself. A second pipe's write end goes to bwrap
+ * as --info-fd: bwrap writes {"child-pid": N} there as soon as it has
+ * cloned the sandbox's first process, and before that process may start
+ * (it waits for bwrap's word), so the reaper knows it before any mount
+ * point can exist. That process makes the mount points, placeholders
+ * among them, and asks for a death signal only when it is done: a bwrap
+ * killed with the launcher (--die-with-parent) left it making the rest
+ * after the reaper had cleaned (issue 25: "SIGKILL after 0.05s" left
+ * .profile ... .zshrc in the project now and then). EOF without 'D'
+ * means the launcher died (SIGKILL, a crash): the reaper waits for bwrap
+ * and that process to go (at most 10 s), then sweeps
  * PARENT as below, its launcher counting as dead: the launcher's run
  * directory is found by its record (rewritten with the mount points before
  * bwrap started) or its name, and the mount points that are still what
@@ -87,6 +95,7 @@
 #define RECORD_MAGIC "sluice-run 1 "
 #define RECORD_MAX (1u << 20)
 #define REAPER_WAIT_MS 10000
+#define REAPER_INFO_MAX 256 /* bwrap's --info-fd text: {"child-pid": N} */
 
 /* ------------------------------------------------------------------------ */
 /* removal                                                                   */
@@ -703,55 +712,183 @@ out:
 /* ------------------------------------------------------------------------ */
 /* the reaper                                                                */
 
-/* In the reaper: until EOF or 'D' on FD. */
-static void reaper_main(int fd, const char *parent, long launcher)
+int sb_reaper_info_pid(const char *buf, size_t len, long *pid)
 {
-    int pidfd = -1, done = 0;
+    static const char key[] = "\"child-pid\"";
+    char text[REAPER_INFO_MAX + 1], *k, *end;
+    long v;
+
+    if (len > REAPER_INFO_MAX)
+        len = REAPER_INFO_MAX;
+    memcpy(text, buf, len);
+    text[len] = '\0';
+    k = strstr(text, key);
+    if (k == NULL)
+        return -1;
+    k += sizeof(key) - 1;
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    if (*k++ != ':')
+        return -1;
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    if (*k < '1' || *k > '9')
+        return -1;
+    errno = 0;
+    v = strtol(k, &end, 10);
+    if (errno != 0 || v <= 0 || v > INT_MAX || (*end != '\0' && strchr(" \t\r\n,}", *end) == NULL))
+        return -1;
+    *pid = v;
+    return 0;
+}
+
+/* What the reaper watches: its launcher's pipe, bwrap's --info-fd, and
+ * pidfds of bwrap and of the sandbox's first process once it knows them. */
+struct watch {
+    int fd, info_fd, bwrap, child;
+    char info[REAPER_INFO_MAX];
+    size_t ninfo;
+};
+
+static int pidfd_of(long pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0U);
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+/* bwrap's --info-fd is readable: its text so far, and the sandbox's first
+ * process once named (pidfd_open at once: its parent, bwrap, has not
+ * waited for it). At EOF the pipe is closed. */
+static void read_info(struct watch *w)
+{
+    ssize_t r;
+    long pid;
+
+    do
+        r = read(w->info_fd, w->info + w->ninfo, sizeof(w->info) - w->ninfo);
+    while (r < 0 && errno == EINTR);
+    if (r > 0)
+        w->ninfo += (size_t)r;
+    if (w->child < 0 && sb_reaper_info_pid(w->info, w->ninfo, &pid) == 0)
+        w->child = pidfd_of(pid);
+    if (r <= 0 || w->ninfo == sizeof(w->info)) {
+        close(w->info_fd);
+        w->info_fd = -1;
+    }
+}
+
+/* Whatever bwrap's --info-fd holds now, without waiting. */
+static void drain_info(struct watch *w)
+{
+    while (w->info_fd >= 0) {
+        struct pollfd p = {.fd = w->info_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) != 1)
+            break;
+        read_info(w);
+    }
+}
+
+/* One message from the launcher: 1 for 'D', -1 at EOF, else 0 ('P' +
+ * bwrap's pid). */
+static int read_launcher(struct watch *w)
+{
     unsigned char c;
+    int32_t pid;
+    size_t got = 0;
+    ssize_t r;
 
-    sb_cgroup_sweep(process_alive); /* dead runs' pids cgroups (limits.c) */
-
-    for (;;) {
-        ssize_t r = read(fd, &c, 1);
+    do
+        r = read(w->fd, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        return -1;
+    if (c == 'D')
+        return 1;
+    if (c != 'P')
+        return 0;
+    while (got < sizeof pid) {
+        r = read(w->fd, (char *)&pid + got, sizeof pid - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            break;
-        if (c == 'D') {
-            done = 1;
-            break;
-        }
-        if (c == 'P') {
-            int32_t pid;
-            size_t got = 0;
-            while (got < sizeof pid) {
-                r = read(fd, (char *)&pid + got, sizeof pid - got);
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    break;
-                got += (size_t)r;
-            }
-            if (got == sizeof pid && pid > 0 && pidfd < 0)
-                pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0U);
-        }
+            return -1;
+        got += (size_t)r;
     }
-    if (done)
-        return;
-    /* the launcher is gone: let bwrap (killed by --die-with-parent) and the
-     * sandbox go first */
-    if (pidfd >= 0) {
-        int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
-        for (;;) {
-            struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            int64_t left = deadline - common_mono_ms();
-            if (left <= 0 || poll(&p, 1, (int)left) != 0)
-                break;
-        }
-    } else {
+    if (pid > 0 && w->bwrap < 0)
+        w->bwrap = pidfd_of((long)pid);
+    return 0;
+}
+
+/* The launcher is gone: bwrap (killed by --die-with-parent) and the
+ * sandbox's first process (which may still be making mount points) go
+ * first, for at most REAPER_WAIT_MS; bwrap's word on --info-fd is read
+ * until then too. Without a pidfd of bwrap: 200 ms. */
+static void wait_sandbox(struct watch *w)
+{
+    int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
+
+    if (w->bwrap < 0) {
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
+        return;
     }
+    for (;;) {
+        struct pollfd p[3] = {{.fd = w->bwrap, .events = POLLIN},
+                              {.fd = w->child, .events = POLLIN},
+                              {.fd = w->info_fd, .events = POLLIN}};
+        int64_t left = deadline - common_mono_ms();
+        if (left <= 0 || poll(p, 3, (int)left) < 0)
+            break;
+        if (p[0].revents != 0) {
+            close(w->bwrap);
+            w->bwrap = -1;
+        }
+        if (p[1].revents != 0) {
+            close(w->child);
+            w->child = -1;
+        }
+        if (p[2].revents != 0)
+            read_info(w);
+        if (w->bwrap < 0) {
+            /* what bwrap wrote before it went is in the pipe (another
+             * holder of the write end, a helper forked meanwhile, may keep
+             * EOF away): the first process is known now, or it never left
+             * its wait for bwrap's word (no mount point made) */
+            drain_info(w);
+            if (w->child < 0)
+                break;
+        }
+    }
+}
+
+/* In the reaper: until EOF or 'D' on FD; INFO_FD is bwrap's --info-fd
+ * (-1: none). */
+static void reaper_main(int fd, int info_fd, const char *parent, long launcher)
+{
+    struct watch w = {.fd = fd, .info_fd = info_fd, .bwrap = -1, .child = -1};
+    int rc = 0;
+
+    sb_cgroup_sweep(process_alive); /* dead runs' pids cgroups (limits.c) */
+
+    while (rc == 0) {
+        struct pollfd p[2] = {{.fd = w.fd, .events = POLLIN}, {.fd = w.info_fd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents != 0)
+            read_info(&w);
+        if (p[0].revents != 0)
+            rc = read_launcher(&w);
+    }
+    if (rc == 1)
+        return;
+    wait_sandbox(&w);
     /* the records on disk are the latest word: the launcher's run
      * directory (by its record, with the mount points once the launcher
      * knew them, or by its name) and any other dead run's */
@@ -824,31 +961,71 @@ int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, 
     return rc < 0 ? -1 : 0;
 }
 
+/* The reaper's descriptors: 0-2 on /dev/null, RFD (the launcher's pipe)
+ * on 3, IFD (bwrap's --info-fd, or -1) on 4, every other one closed (one
+ * close_range instead of a thousand close calls, issue 25). Its new
+ * numbers go to *rfd and *ifd. */
+static void reaper_fds(int *rfd, int *ifd)
+{
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int r = fcntl(*rfd, F_DUPFD_CLOEXEC, 64), i = *ifd >= 0 ? fcntl(*ifd, F_DUPFD_CLOEXEC, 64) : -1;
+
+    if (r < 0 || (*ifd >= 0 && i < 0)) {
+        /* no room up there: keep them where they are, close the rest */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != *rfd && fd != *ifd && fd != null)
+                (void)close(fd);
+        return;
+    }
+    if (null >= 0) {
+        /* a caller reading our stdout to EOF must not wait for us */
+        (void)dup2(null, 0);
+        (void)dup2(null, 1);
+        (void)dup2(null, 2);
+    }
+    *rfd = dup2(r, 3) == 3 ? 3 : r;
+    *ifd = i >= 0 && dup2(i, 4) == 4 ? 4 : i;
+#ifdef SYS_close_range
+    if (*rfd != 3 || (i >= 0 && *ifd != 4) || syscall(SYS_close_range, 5U, ~0U, 0U) != 0)
+#endif
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != *rfd && fd != *ifd)
+                (void)close(fd);
+}
+
 static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen)
 {
     long launcher = (long)getpid();
-    int p[2];
+    int p[2], q[2] = {-1, -1};
     pid_t pid;
 
     r->pid = -1;
     r->fd = -1;
+    r->info_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "reaper: pipe: %s", strerror(errno));
         return -1;
     }
+    /* bwrap's --info-fd: without it the reaper waits for bwrap only */
+    if (pipe2(q, O_CLOEXEC) < 0)
+        q[0] = q[1] = -1;
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "reaper: fork: %s", strerror(errno));
         close(p[0]);
         close(p[1]);
+        if (q[0] >= 0) {
+            close(q[0]);
+            close(q[1]);
+        }
         return -1;
     }
     if (pid == 0) {
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC), rfd = p[0];
+        int rfd = p[0], ifd = q[0];
         close(p[1]);
-        if (rfd < 3) /* stdio was closed: keep the pipe clear of 0-2 */
-            rfd = fcntl(p[0], F_DUPFD_CLOEXEC, 3);
+        if (q[1] >= 0)
+            close(q[1]);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "sluice-reaper", 0UL, 0UL, 0UL);
         signal(SIGINT, SIG_IGN);
@@ -856,28 +1033,16 @@ static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_
         signal(SIGHUP, SIG_IGN);
         signal(SIGQUIT, SIG_IGN);
         signal(SIGPIPE, SIG_IGN);
-        if (null >= 0) {
-            /* a caller reading our stdout to EOF must not wait for us */
-            (void)dup2(null, 0);
-            (void)dup2(null, 1);
-            (void)dup2(null, 2);
-        }
-        /* every other descriptor but the pipe, which becomes 3 (one
-         * close_range instead of a thousand close calls, issue 25) */
-        if (rfd != 3 && dup2(rfd, 3) == 3)
-            rfd = 3;
-#ifdef SYS_close_range
-        if (rfd != 3 || syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
-#endif
-            for (int fd = 3; fd < 1024; fd++)
-                if (fd != rfd)
-                    (void)close(fd);
-        reaper_main(rfd, parent, launcher);
+        reaper_fds(&rfd, &ifd);
+        reaper_main(rfd, ifd, parent, launcher);
         _exit(0);
     }
     close(p[0]);
+    if (q[0] >= 0)
+        close(q[0]);
     r->pid = pid;
     r->fd = p[1];
+    r->info_fd = q[1];
     return 0;
 }
 
@@ -893,8 +1058,17 @@ void sb_reaper_watch(struct sb_reaper *r, int pid)
     (void)write_all(r->fd, msg, sizeof msg);
 }
 
+void sb_reaper_info_sent(struct sb_reaper *r)
+{
+    if (r->info_fd >= 0) {
+        close(r->info_fd);
+        r->info_fd = -1;
+    }
+}
+
 void sb_reaper_finish(struct sb_reaper *r)
 {
+    sb_reaper_info_sent(r);
     if (r->fd >= 0) {
         (void)write_all(r->fd, "D", 1);
         close(r->fd);

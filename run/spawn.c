@@ -88,9 +88,11 @@ static int move_high(int fd)
     return n;
 }
 
-/* The child's descriptors: 3 is inner's end, 0-2 stay (or become /dev/null
- * when bwrap re-binds them: the file goes on SB_STDIO_RO_PASS + N first). */
-static int file_actions(struct run *run, posix_spawn_file_actions_t *fa, int inner, int devnull)
+/* The child's descriptors: 3 is inner's end, RUN_BWRAP_INFO_FD the
+ * reaper's pipe (INFO, -1: none), 0-2 stay (or become /dev/null when
+ * bwrap re-binds them: the file goes on SB_STDIO_RO_PASS + N first). */
+static int file_actions(struct run *run, posix_spawn_file_actions_t *fa, int inner, int info,
+                        int devnull)
 {
     int rc = 0;
 
@@ -102,6 +104,8 @@ static int file_actions(struct run *run, posix_spawn_file_actions_t *fa, int inn
             rc = posix_spawn_file_actions_adddup2(fa, devnull, i);
     if (rc == 0)
         rc = posix_spawn_file_actions_adddup2(fa, inner, RUN_INNER_FD);
+    if (rc == 0 && info >= 0)
+        rc = posix_spawn_file_actions_adddup2(fa, info, RUN_BWRAP_INFO_FD);
     return rc;
 }
 
@@ -138,12 +142,21 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t all, none;
-    int inner = -1, devnull = -1, rc;
+    int inner = -1, info = -1, devnull = -1, rc;
     pid_t pid;
 
     sigfillset(&all);
     sigemptyset(&none);
     inner = fcntl(run->sp[1], F_DUPFD_CLOEXEC, RUN_SPAWN_HIGH_FD);
+    /* the plan names --info-fd when the reaper has a pipe for it */
+    if (inner >= 0 && run->reaper.info_fd >= 0) {
+        info = fcntl(run->reaper.info_fd, F_DUPFD_CLOEXEC, RUN_SPAWN_HIGH_FD);
+        if (info < 0) {
+            close(inner);
+            inner = -1;
+        }
+    }
+    sb_reaper_info_sent(&run->reaper); /* bwrap's copy, if any, is INFO */
     if (inner < 0) {
         snprintf(err, errlen, "cannot start %s: %s", run->plan.argv.v[0], strerror(errno));
         return -1;
@@ -155,6 +168,8 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
         if (devnull < 0) {
             snprintf(err, errlen, "/dev/null: %s", strerror(errno));
             close(inner);
+            if (info >= 0)
+                close(info);
             return -1;
         }
     }
@@ -165,7 +180,7 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
             posix_spawn_file_actions_destroy(&fa);
     }
     if (rc == 0) {
-        rc = file_actions(run, &fa, inner, devnull);
+        rc = file_actions(run, &fa, inner, info, devnull);
         if (rc == 0)
             rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
         if (rc == 0)
@@ -179,6 +194,8 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
         posix_spawn_file_actions_destroy(&fa);
     }
     close(inner);
+    if (info >= 0)
+        close(info);
     if (devnull >= 0)
         close(devnull);
     if (rc != 0) {

@@ -879,6 +879,12 @@ static void emit_namespaces(struct ctx *c)
     if (!o->stdin_tty)
         args(c, "--new-session", NULL);
     args(c, "--die-with-parent", NULL);
+    if (o->info_fd > 2) {
+        /* the sandbox's first process outlives a bwrap killed while it
+         * makes the mount points: the reaper waits for it too (reaper.c) */
+        args(c, "--info-fd", NULL);
+        argf(c, "%d", o->info_fd);
+    }
     if (o->restrict_network && s->network.isolate)
         args(c, "--unshare-net", NULL);
     else if (!s->network.isolate) {

@@ -187,6 +187,8 @@ struct sb_bwrap_opts {
                                 directory), bound at /tmp inside */
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
+    int info_fd;             /* > 2: bwrap's --info-fd (its first process's pid,
+                                for the reaper); else none */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
     const char *mask_dir;    /* NULL, or a host directory hidden by an empty
                                 tmpfs (the parent of every run directory) */

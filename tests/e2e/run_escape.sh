@@ -159,8 +159,11 @@ JSON
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
-    # SLUICE_E2E_ONLY=rt3 (or rt7, issue21, issue21_unix) runs only that group (no host-side checks)
-    case ${SLUICE_E2E_ONLY:-} in rt3 | rt7 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
+    # SLUICE_E2E_ONLY=rt3 (or rt7, issue21, issue21_unix, killcheck) runs only that group (no host-side checks)
+    case ${SLUICE_E2E_ONLY:-} in
+    rt3 | rt7 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;;
+    killcheck) killcheck_only; return ;;
+    esac
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
@@ -614,6 +617,74 @@ PY
     rm -rf "$V"
 }
 
+# SIGKILL of sluice run at several moments (issue 14), the reaper's clean-up;
+# issue14's locals (V, K, CSET, ...) are in scope. SLUICE_E2E_ONLY=killcheck
+# runs only these (killcheck_only), KILLCHECK_DELAYS the kill times (issue
+# 25: "SIGKILL after 0.05s" left placeholders now and then: bwrap, killed
+# with the launcher, left its first process making them after the reaper
+# had cleaned; the reaper now waits for that process too, reaper.c).
+killchecks() {
+    # --- SIGKILL of sluice run leaves nothing in the project -------------------------------------------
+    git -c init.defaultBranch=main init -q "$K"
+    git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+    rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
+    mkdir -p -m 700 "$V/kx"
+    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
+                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
+                  # (up to 30 s: on a loaded 2-core machine 10 s was not always
+                  # enough for the reaper to see bwrap go and clean up)
+        for i in $(seq 600); do
+            [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
+                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
+            sleep 0.05
+        done
+        clean=$(ls -A "$K" | tr '\n' ' ')
+        out=$(git -C "$K" status --porcelain 2>&1) rc=$?
+        if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
+            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
+            ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
+        else
+            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
+            # (all of them, so that one failure is not counted again by every
+            # later case: .claude holds the placeholders of its commands/
+            # and agents/)
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
+                rmdir "$K/$d" 2>/dev/null
+            done
+        fi
+    }
+    for d in ${KILLCHECK_DELAYS:-0 0.05 0.2 0.5 1.5}; do
+        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+        pid=$!
+        sleep $d
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        killcheck "after ${d}s"
+    done
+    # the whole process group (an agent harness killing its job): the
+    # reaper is in a session of its own
+    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
+    killcheck "of the process group"
+    # launcher and reaper killed together: the next run sweeps
+    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    rpid=$(pgrep -P $pid -x sluice-reaper)
+    kill -9 $pid $rpid 2>/dev/null; wait $pid 2>/dev/null
+    sleep 0.5
+    (cd "$K" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c true) >/dev/null 2>&1
+    killcheck "of launcher and reaper, then one more run (the sweep)"
+}
+
+killcheck_only() {
+    local V=/var/tmp/sluice14k-$TOKEN-$(id -u) K=$T/killrepo d pid rpid i out rc clean
+    mkdir -p -m 755 "$V"
+    killchecks
+    rm -rf "$V" "$K"
+}
+
 # === issue 14: keyrings, FIFOs, socket families, private run directories, crash debris, limits ======
 # Each of these failed on main at 6022450 (see the issue); a few controls
 # (netlink route, the default limit) show what must keep working.
@@ -696,58 +767,7 @@ PY
     for i in $(seq 250); do [ -z "$(ls -A "$V/xdg")" ] && break; sleep 0.05; done
     [ -z "$(ls -A "$V/xdg")" ] && ok "host: run A's directory removed" || bad "host: run A left" "$(ls -laR "$V/xdg" | head)"
 
-    # --- SIGKILL of sluice run leaves nothing in the project -------------------------------------------
-    git -c init.defaultBranch=main init -q "$K"
-    git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
-    rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
-    mkdir -p -m 700 "$V/kx"
-    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
-                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
-                  # (up to 30 s: on a loaded 2-core machine 10 s was not always
-                  # enough for the reaper to see bwrap go and clean up)
-        for i in $(seq 600); do
-            [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
-                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
-            sleep 0.05
-        done
-        clean=$(ls -A "$K" | tr '\n' ' ')
-        out=$(git -C "$K" status --porcelain 2>&1) rc=$?
-        if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
-            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
-            ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
-        else
-            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
-            # (all of them, so that one failure is not counted again by every
-            # later case: .claude holds the placeholders of its commands/
-            # and agents/)
-            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
-                rmdir "$K/$d" 2>/dev/null
-            done
-        fi
-    }
-    for d in 0 0.05 0.2 0.5 1.5; do
-        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-        pid=$!
-        sleep $d
-        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-        killcheck "after ${d}s"
-    done
-    # the whole process group (an agent harness killing its job): the
-    # reaper is in a session of its own
-    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-    pid=$!
-    sleep 1
-    kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
-    killcheck "of the process group"
-    # launcher and reaper killed together: the next run sweeps
-    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-    pid=$!
-    sleep 1
-    rpid=$(pgrep -P $pid -x sluice-reaper)
-    kill -9 $pid $rpid 2>/dev/null; wait $pid 2>/dev/null
-    sleep 0.5
-    (cd "$K" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c true) >/dev/null 2>&1
-    killcheck "of launcher and reaper, then one more run (the sweep)"
+    killchecks
 
     # --- resource limits ---------------------------------------------------------------------------------
     printf '{"sandbox": {"limits": {"processes": 64, "openFiles": 128, "memory": 2048}}, "network": {"allowedDomains": ["127.0.0.1:%s"]}}' "$PA" > "$T/lim.json"
