@@ -986,7 +986,8 @@ static void reaper_fds(int *rfd, int *ifd)
     *rfd = dup2(r, 3) == 3 ? 3 : r;
     *ifd = i >= 0 && dup2(i, 4) == 4 ? 4 : i;
 #ifdef SYS_close_range
-    if (*rfd != 3 || (i >= 0 && *ifd != 4) || syscall(SYS_close_range, 5U, ~0U, 0U) != 0)
+    if (*rfd != 3 || (i >= 0 && *ifd != 4) ||
+        syscall(SYS_close_range, i >= 0 ? 5U : 4U, ~0U, 0U) != 0)
 #endif
         for (int fd = 3; fd < 1024; fd++)
             if (fd != *rfd && fd != *ifd)
