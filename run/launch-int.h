@@ -102,6 +102,7 @@ struct run {
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
     /* the seccomp listener's server (run/launch_notify.c, notify.c) */
     struct run_notify *notify;
+    int notify_said; /* -d has said how many notifications it served */
     /* write denials (run/launch_fsw.c, fswrite.c) */
     int watch_writes;
     struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */

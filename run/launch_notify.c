@@ -12,6 +12,7 @@
 #include "run/notify.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 
@@ -55,6 +56,13 @@ int run_listener_start(struct run *run)
 
 void run_listener_close(struct run *run)
 {
+    /* -d, once: what the listener cost the run (fswrite.sh: none for
+     * writes unless --report-writes) */
+    if (run->notify != NULL)
+        run_debug(run, "seccomp notifications: %" PRIu64, run_notify_received(run->notify));
+    else if (!run->notify_said)
+        run_debug(run, "seccomp notifications: none (no listener)");
+    run->notify_said = 1;
     run_notify_close(run->notify);
     run->notify = NULL;
 }

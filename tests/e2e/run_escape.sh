@@ -949,7 +949,7 @@ $out"
     mkfifo "$V/fifo"
     ( exec 3<>"$V/fifo"; sleep 8 ) & # a writer, so that `< FIFO` does not block
     local holder=$!
-    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "timeout 3 sh -c 'echo ESCAPED > $V/fifo'" 2>&1 < "$V/fifo"); rc=$?
+    out=$(cd "$W" && "$SLUICE" run --report-writes --settings "$CSET" -c "timeout 3 sh -c 'echo ESCAPED > $V/fifo'" 2>&1 < "$V/fifo"); rc=$?
     kill $holder 2>/dev/null; wait $holder 2>/dev/null
     if [ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "blocked 1 write: $V/fifo (read-only)" <<< "$out"; then
         ok "stdin < host FIFO: opening the FIFO for writing is refused, and the summary lists it"
@@ -1357,16 +1357,17 @@ while True:
         printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "transparent": %s}, "filesystem": {"denyWrite": ["%s/dw"]}}\n' \
             "$PA" "$m" "$V" > "$T/rt7-$m.json"
     done
-    # MODE -> "quiet settings stdin": -q turns the write report off; stdin
+    # MODE -> "report settings stdin": --report-writes turns the write
+    # report on (off by default since issue 25; -q keeps it off); stdin
     # "tcp" is a connection to the allowed origin (a guarded run)
-    modes=([report]="- false null" [transparent+report]="- true null" [transparent]="-q true null"
-           [guard]="-q false tcp" [guard+report]="- false tcp" [all three]="- true tcp")
+    modes=([report]="--report-writes false null" [transparent+report]="--report-writes true null"
+           [transparent]="-q true null" [guard]="-q false tcp" [guard+report]="--report-writes false tcp"
+           [all three]="--report-writes true tcp")
     # rt7_run MODE ARGS...: the attacker under sluice in MODE; output in $out, exit in $rc
     rt7_run() {
         local mode=$1 q s i
         shift
         read -r q s i <<< "${modes[$mode]}"
-        [ "$q" = - ] && q=
         if [ "$i" = tcp ]; then
             out=$(cd "$V" && "$SLUICE" run $q --settings "$T/rt7-$s.json" -- ./rt7_notify "$@" 2>&1 < "/dev/tcp/127.0.0.1/$PA")
         else
