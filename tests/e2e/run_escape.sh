@@ -1573,7 +1573,7 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
             grep -q 'filters built' <<< "$out" && ok "rt8 [$m]: with the launcher's export refused, inner builds the filters" ||
                 { bad "rt8 [$m]: the fallback was not taken" "$out"; continue; }
             # the write report's filter and (transparent) connect()'s notify rules, from inner's filters
-            out=$(cd "$V" && LD_PRELOAD=$V/noexport.so "$SLUICE" run --settings "$s" -c "touch /etc/rt8-$TOKEN; python3 probe.py tcp 127.0.0.1 $PA" 2>&1 </dev/null)
+            out=$(cd "$V" && LD_PRELOAD=$V/noexport.so "$SLUICE" run --report-writes --settings "$s" -c "touch /etc/rt8-$TOKEN; python3 probe.py tcp 127.0.0.1 $PA" 2>&1 </dev/null)
             grep -q "blocked 1 write.*/etc/rt8-$TOKEN" <<< "$out" && ok "rt8 [$m]: inner's filters: the refused write is reported" ||
                 bad "rt8 [$m]: inner's filters: the refused write is not reported" "$out"
             if [ $m = transparent ]; then
