@@ -1580,8 +1580,9 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
                 grep -q '^OPEN' <<< "$out" && ok "rt8 [$m]: inner's filters: the allow-listed origin is reached by a direct connect()" ||
                     bad "rt8 [$m]: inner's filters: the allow-listed origin is not reached" "$out"
             else
-                grep -q '^BLOCKED' <<< "$out" && ok "rt8 [$m]: inner's filters: a direct connect() to the origin is blocked" ||
-                    bad "HOLE (rt-8) rt8 [$m]: inner's filters: a direct connect() reached the origin" "$out"
+                if grep -q '^BLOCKED' <<< "$out"; then ok "rt8 [$m]: inner's filters: a direct connect() to the origin is blocked"
+                elif grep -q '^OPEN' <<< "$out"; then bad "HOLE (rt-8) rt8 [$m]: inner's filters: a direct connect() reached the origin" "$out"
+                else bad "rt8 [$m]: inner's filters: the direct connect() did not run" "$out"; fi
             fi
             for pr in unix unix-dgram unix-highbit unix-x32 unix-i386 socketcall-i386 io_uring io_uring-enter io_uring-x32 newuser newuser-clone clone3 mount raw packet "tcp 127.0.0.2 $PA"; do
                 a=$(cd "$V" && "$SLUICE" run -q --settings "$s" -- python3 probe.py $pr 2>&1 </dev/null | grep -m1 -E '^(BLOCKED|OPEN|SKIP)')
