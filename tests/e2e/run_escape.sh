@@ -1528,6 +1528,11 @@ JSON
         transparent) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/tp.json" -- "$@" 2>&1 </dev/null) ;;
         control) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" --control-fd 5 -- "$@" 2>&1 </dev/null 5</dev/null) ;;
         sock) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 < "/dev/tcp/127.0.0.1/$PA") ;;
+        extrafds) # the caller's own descriptors 7 (bwrap's --info-fd number), 8, 9
+            out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 </dev/null 7<>/dev/null 8>>"$V/x8" 9</etc/hostname) ;;
+        rofile) # a read-only regular file on stdin (bwrap re-binds it: SB_STDIO_RO_PASS)
+            echo orig > "$V/ro.txt"
+            out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 <"$V/ro.txt") ;;
         callersig) # a caller that blocks TERM, CHLD, INT, USR1 and ignores HUP,
                    # INT, TERM, PIPE, USR2 (main's launcher hung here: libuv
                    # never heard SIGCHLD; the pidfd watch does not need it)
@@ -1543,7 +1548,7 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
 
     # --- what the command inherits: descriptors, signals (a HOLE on s29-start,
     # fixed in run/spawn.c: glibc's 32 and 33 were ignored), umask, rlimits
-    for m in plain transparent control sock callersig; do
+    for m in plain transparent control sock extrafds rofile callersig; do
         rt8_run $m python3 rt8_probe.py fds
         [ $rc = 0 ] && ok "rt8 [$m]: the command holds fds 0-2 only; no sandbox process holds a socket, pipe or pidfd above 2" ||
             bad "HOLE (rt-8) rt8 [$m]: descriptors beyond 0-2 reach the sandbox" "$out"
