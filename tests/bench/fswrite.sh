@@ -47,7 +47,7 @@ for ((r = 0; r < ROUNDS; r++)); do
         run clone-$mode "$SLUICE" run $q -- git clone -q --no-hardlinks src clone
     done
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b > 0 ? a / b : 0}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
 printf '%-16s %-8s %10s %10s %11s %11s\n' "command ($FILES)" mode "wall ms" "cpu ms" "wall/quiet" "cpu/quiet"
 for c in untar clone; do
     wq=$(tr ' ' '\n' <<< "${T[$c-quiet]}" | grep . | median)
