@@ -1678,6 +1678,18 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
         kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
         rt8_clean "SIGKILL of the launcher after ${d}s" $pid
     done
+    # many early kills (a bwrap killed while its first process waited for
+    # its word left that process blocked forever on an eventfd, now and
+    # then: 1 in 60 as uid 1001; the reaper now kills it, reaper.c)
+    pids=
+    for i in $(seq 30); do
+        (cd "$K2" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run -q --settings "$V/plain.json" -c "sleep 30; : rt8kill-$TOKEN") >/dev/null 2>&1 </dev/null &
+        pid=$!
+        sleep 0.0$((i % 3 + 1))
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        pids="$pids $pid"
+    done
+    rt8_clean "30 SIGKILLs of the launcher 10-30 ms after start (no first process left waiting)" $pids
     # two runs at once in one directory: one killed early, the other runs on
     # and writes its file; then both at once to the end
     for d in 0.01 0.1; do
