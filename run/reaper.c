@@ -823,13 +823,31 @@ static int read_launcher(struct watch *w)
     return 0;
 }
 
+/* SIGKILL through a pidfd (never a recycled pid); -1 is none. */
+static void kill_pidfd(int pidfd)
+{
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0)
+        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0U);
+#else
+    (void)pidfd;
+#endif
+}
+
 /* The launcher is gone: bwrap (killed by --die-with-parent) and the
  * sandbox's first process (which may still be making mount points) go
  * first, for at most REAPER_WAIT_MS; bwrap's word on --info-fd is read
- * until then too. Without a pidfd of bwrap: 200 ms. */
+ * until then too. Without a pidfd of bwrap: 200 ms. The first process is
+ * killed as soon as it is known (rt-8): it asks for its death signal only
+ * once its set-up is done, and one whose bwrap died while it waited for
+ * bwrap's word (the uid map, an eventfd) waited forever, holding inner's
+ * end of the socketpair, after the reaper had given up on it. A run whose
+ * launcher is gone is over: --die-with-parent would kill it anyway. */
 static void wait_sandbox(struct watch *w)
 {
     int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
+
+    kill_pidfd(w->child);
 
     if (w->bwrap < 0) {
         struct timespec ts = {0, 200 * 1000 * 1000};
@@ -851,14 +869,23 @@ static void wait_sandbox(struct watch *w)
             close(w->child);
             w->child = -1;
         }
-        if (p[2].revents != 0)
+        if (p[2].revents != 0) {
+            int had = w->child >= 0;
             read_info(w);
+            if (!had)
+                kill_pidfd(w->child);
+        }
         if (w->bwrap < 0) {
             /* what bwrap wrote before it went is in the pipe (another
              * holder of the write end, a helper forked meanwhile, may keep
              * EOF away): the first process is known now, or it never left
              * its wait for bwrap's word (no mount point made) */
-            drain_info(w);
+            {
+                int had = w->child >= 0;
+                drain_info(w);
+                if (!had)
+                    kill_pidfd(w->child);
+            }
             if (w->child < 0)
                 break;
         }

@@ -145,7 +145,11 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
     int inner = -1, info = -1, devnull = -1, rc;
     pid_t pid;
 
-    sigfillset(&all);
+    /* every signal, glibc's own two (32, 33: SIGCANCEL, SIGSETXID) too:
+     * sigfillset leaves them out, and glibc's posix_spawn sets a signal of
+     * its own that is not in the default set to SIG_IGN in the child
+     * (rt-8: the command ran with 32 and 33 ignored, which uv_spawn reset) */
+    memset(&all, 0xff, sizeof all);
     sigemptyset(&none);
     inner = fcntl(run->sp[1], F_DUPFD_CLOEXEC, RUN_SPAWN_HIGH_FD);
     /* the plan names --info-fd when the reaper has a pipe for it */
