@@ -295,6 +295,8 @@ static X509 *get_or_mint(struct tls_leaves *lv, const char *name, char *err, siz
     pthread_mutex_lock(&lv->lock);
     e = cache_find(lv, name, h);
     if (e != NULL) {
+        lru_unlink(lv, e);
+        lru_push(lv, e);
         X509_up_ref(e->cert);
         x = e->cert;
     }
