@@ -45,6 +45,8 @@ struct tls_leaves {
     struct tls_ca *ca;
     EVP_PKEY *key;
     X509_EXTENSION *ext[EXT_N];
+    X509_PUBKEY *pub;      /* the leaf key's SubjectPublicKeyInfo, encoded once */
+    EVP_MD_CTX *sign_tmpl; /* DigestSign with the CA key, initialised once */
     unsigned valid_days;
     uint64_t seed;
 
@@ -245,6 +247,80 @@ out:
     return ok ? 0 : -1;
 }
 
+/* OpenSSL 3.0's X509_set_pubkey goes through the encoder framework (about
+ * 300 us a call here), so the leaf key's SubjectPublicKeyInfo is encoded
+ * once and its fields copied into each certificate. */
+static int set_pubkey(X509 *x, const X509_PUBKEY *tmpl)
+{
+    ASN1_OBJECT *alg = NULL;
+    const ASN1_OBJECT *pobj = NULL;
+    const unsigned char *pk = NULL;
+    const void *pval = NULL;
+    X509_ALGOR *pa = NULL;
+    void *val = NULL;
+    unsigned char *enc;
+    int pklen = 0, ptype = V_ASN1_UNDEF;
+
+    if (X509_PUBKEY_get0_param(&alg, &pk, &pklen, &pa, tmpl) != 1 || pklen <= 0)
+        return -1;
+    X509_ALGOR_get0(&pobj, &ptype, &pval, pa);
+    if (ptype == V_ASN1_OBJECT)
+        val = OBJ_dup(pval);
+    else if (ptype == V_ASN1_SEQUENCE)
+        val = ASN1_STRING_dup(pval);
+    else if (ptype != V_ASN1_UNDEF && ptype != V_ASN1_NULL)
+        return -1;
+    enc = OPENSSL_memdup(pk, (size_t)pklen);
+    alg = OBJ_dup(alg);
+    if ((val == NULL && pval != NULL && ptype != V_ASN1_NULL) || enc == NULL || alg == NULL ||
+        X509_PUBKEY_set0_param(X509_get_X509_PUBKEY(x), alg, ptype, val, enc, pklen) != 1) {
+        ASN1_OBJECT_free(alg);
+        if (ptype == V_ASN1_OBJECT)
+            ASN1_OBJECT_free(val);
+        else
+            ASN1_STRING_free(val);
+        OPENSSL_free(enc);
+        return -1;
+    }
+    return 0;
+}
+
+/* Signs x with a copy of the initialised DigestSign context (saves the
+ * algorithm fetch per leaf). */
+static int sign_leaf(struct tls_leaves *lv, X509 *x)
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int ok;
+
+    if (c == NULL)
+        return -1;
+    pthread_mutex_lock(&lv->lock);
+    ok = EVP_MD_CTX_copy_ex(c, lv->sign_tmpl) == 1;
+    pthread_mutex_unlock(&lv->lock);
+    ok = ok && X509_sign_ctx(x, c) > 0;
+    EVP_MD_CTX_free(c);
+    return ok ? 0 : -1;
+}
+
+/* x as a freshly parsed certificate: every cached field (the public key
+ * OpenSSL decodes and the TLS code reads, extension flags) made from the
+ * bytes a client will see. Frees x. */
+static X509 *reparse(X509 *x)
+{
+    unsigned char *der = NULL;
+    const unsigned char *p;
+    int n = i2d_X509(x, &der);
+    X509 *y = NULL;
+
+    X509_free(x);
+    if (n <= 0)
+        return NULL;
+    p = der;
+    y = d2i_X509(NULL, &p, n);
+    OPENSSL_free(der);
+    return y;
+}
+
 static X509 *mint_cert(struct tls_leaves *lv, const char *name, char *err, size_t errlen)
 {
     time_t now = time(NULL);
@@ -268,13 +344,16 @@ static X509 *mint_cert(struct tls_leaves *lv, const char *name, char *err, size_
                                                 (const unsigned char *)name, -1, -1, 0) == 1) &&
          X509_set_subject_name(x, subj) == 1 &&
          ASN1_TIME_set(X509_getm_notBefore(x), now - 3600) != NULL &&
-         ASN1_TIME_set(X509_getm_notAfter(x), (time_t)end) != NULL &&
-         X509_set_pubkey(x, lv->key) == 1;
+         ASN1_TIME_set(X509_getm_notAfter(x), (time_t)end) != NULL && set_pubkey(x, lv->pub) == 0;
     for (int i = 0; ok && i < EXT_N; i++)
         ok = X509_add_ext(x, lv->ext[i], -1) == 1;
     /* an empty subject needs a critical SAN (RFC 5280 4.2.1.6) */
-    ok = ok && add_san(x, name, !has_cn) == 0 && X509_sign(x, lv->ca->key, lv->ca->md) > 0;
+    ok = ok && add_san(x, name, !has_cn) == 0 && sign_leaf(lv, x) == 0;
     X509_NAME_free(subj);
+    if (ok) {
+        x = reparse(x);
+        ok = x != NULL;
+    }
     if (!ok) {
         X509_free(x);
         tls_err(err, errlen, "leaf '%s': cannot make the certificate", name);
@@ -466,7 +545,10 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
     if (lv->buckets == NULL || RAND_bytes((unsigned char *)&lv->seed, sizeof(lv->seed)) != 1)
         goto fail;
     lv->key = EVP_EC_gen("P-256");
-    if (lv->key == NULL || make_exts(lv) < 0)
+    lv->sign_tmpl = EVP_MD_CTX_new();
+    if (lv->key == NULL || lv->sign_tmpl == NULL || make_exts(lv) < 0 ||
+        X509_PUBKEY_set(&lv->pub, lv->key) != 1 ||
+        EVP_DigestSignInit(lv->sign_tmpl, NULL, lv->ca->md, NULL, lv->ca->key) != 1)
         goto fail;
     *out = lv;
     ERR_clear_error();
@@ -493,6 +575,8 @@ void tls_leaves_unref(struct tls_leaves *lv)
     for (int i = 0; i < EXT_N; i++)
         X509_EXTENSION_free(lv->ext[i]);
     EVP_PKEY_free(lv->key);
+    X509_PUBKEY_free(lv->pub);
+    EVP_MD_CTX_free(lv->sign_tmpl);
     tls_ca_free(lv->ca);
     pthread_mutex_destroy(&lv->lock);
     free(lv);
