@@ -40,6 +40,12 @@ struct leaf {
     char name[];
 };
 
+/* A name being minted (on the minting thread's stack). */
+struct pending {
+    struct pending *next;
+    const char *name;
+};
+
 struct tls_leaves {
     atomic_int refs;
     struct tls_ca *ca;
@@ -55,6 +61,8 @@ struct tls_leaves {
     size_t nbuckets; /* a power of two */
     struct leaf *head, *tail;
     unsigned count, cap;
+    struct pending *pending; /* names being minted */
+    pthread_cond_t minted;   /* broadcast when a mint ends */
     struct tls_leaves_stats st;
 };
 
@@ -363,34 +371,66 @@ static X509 *mint_cert(struct tls_leaves *lv, const char *name, char *err, size_
     return x;
 }
 
+/* The cached leaf for name with a reference and moved to the front, or
+ * NULL. Under lv->lock. */
+static X509 *cached(struct tls_leaves *lv, const char *name, uint64_t h)
+{
+    struct leaf *e = cache_find(lv, name, h);
+
+    if (e == NULL)
+        return NULL;
+    lru_unlink(lv, e);
+    lru_push(lv, e);
+    X509_up_ref(e->cert);
+    return e->cert;
+}
+
+static int in_flight(const struct tls_leaves *lv, const char *name)
+{
+    for (const struct pending *p = lv->pending; p != NULL; p = p->next)
+        if (strcmp(p->name, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* The leaf for a canonical name: cached, or minted and cached. A reference
- * for the caller, or NULL. */
+ * for the caller, or NULL. One mint per name at a time: a second thread
+ * asking for a name being minted waits for it (a burst of connections to a
+ * new host signs one leaf, not one each); after a failed mint a waiter
+ * tries itself. */
 static X509 *get_or_mint(struct tls_leaves *lv, const char *name, char *err, size_t errlen)
 {
     uint64_t h = name_hash(lv, name);
-    struct leaf *e;
-    X509 *x = NULL, *made;
+    struct pending me, **pp;
+    X509 *x, *made;
 
     pthread_mutex_lock(&lv->lock);
-    e = cache_find(lv, name, h);
-    if (e != NULL) {
-        lru_unlink(lv, e);
-        lru_push(lv, e);
-        X509_up_ref(e->cert);
-        x = e->cert;
+    while ((x = cached(lv, name, h)) == NULL && in_flight(lv, name)) {
+        lv->st.mint_waits++;
+        pthread_cond_wait(&lv->minted, &lv->lock);
     }
-    pthread_mutex_unlock(&lv->lock);
-    if (x != NULL)
+    if (x != NULL) {
+        pthread_mutex_unlock(&lv->lock);
         return x; /* another connection minted it meanwhile */
+    }
+    me.name = name;
+    me.next = lv->pending;
+    lv->pending = &me;
+    pthread_mutex_unlock(&lv->lock);
 
     made = mint_cert(lv, name, err, errlen);
+
     pthread_mutex_lock(&lv->lock);
+    for (pp = &lv->pending; *pp != &me; pp = &(*pp)->next)
+        ;
+    *pp = me.next;
     if (made == NULL) {
         lv->st.mint_failures++;
     } else {
         lv->st.mints++;
         x = cache_insert(lv, name, made);
     }
+    pthread_cond_broadcast(&lv->minted);
     pthread_mutex_unlock(&lv->lock);
     X509_free(made);
     if (made != NULL && x == NULL)
@@ -537,6 +577,7 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
         return UV_ENOMEM;
     atomic_init(&lv->refs, 1);
     pthread_mutex_init(&lv->lock, NULL);
+    pthread_cond_init(&lv->minted, NULL);
     lv->ca = tls_ca_ref(ca);
     lv->cap = cap;
     lv->valid_days = days;
@@ -578,6 +619,7 @@ void tls_leaves_unref(struct tls_leaves *lv)
     X509_PUBKEY_free(lv->pub);
     EVP_MD_CTX_free(lv->sign_tmpl);
     tls_ca_free(lv->ca);
+    pthread_cond_destroy(&lv->minted);
     pthread_mutex_destroy(&lv->lock);
     free(lv);
 }

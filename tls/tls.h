@@ -160,6 +160,7 @@ struct tls_leaves_stats {
     uint64_t misses; /* ... did not (a mint job was asked for) */
     uint64_t mints;  /* leaves minted */
     uint64_t mint_failures;
+    uint64_t mint_waits; /* a mint waited for another thread minting the same name */
     uint64_t evictions;
     unsigned cached; /* leaves in the cache now */
 };

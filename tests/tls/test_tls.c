@@ -24,6 +24,7 @@
  *   upstream    tls_conn as a client against an OpenSSL server: good,
  *               expired, wrong name, unknown issuer, IP SAN, extra CA files
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1090,6 +1091,63 @@ static void test_leaves_lru(void **state)
     tls_ca_free(ca);
 }
 
+/* Threads minting one name at once sign one leaf; the others wait for it
+ * (MINT_ROUNDS names, each asked for by MINT_THREADS threads released by a
+ * barrier). */
+#define MINT_THREADS 8
+
+#define MINT_ROUNDS 10
+
+struct mint_arg {
+    struct tls_leaves *lv;
+    pthread_barrier_t *start;
+    int rc;
+};
+
+static void *mint_thread(void *p)
+{
+    struct mint_arg *a = p;
+    char name[64];
+
+    a->rc = 0;
+    for (int r = 0; r < MINT_ROUNDS; r++) {
+        snprintf(name, sizeof(name), "burst%d.example", r);
+        pthread_barrier_wait(a->start);
+        if (tls_leaves_mint(a->lv, name, NULL, 0) < 0)
+            a->rc = -1;
+    }
+    return NULL;
+}
+
+static void test_leaves_burst(void **state)
+{
+    struct tls_ca *ca = NULL;
+    struct tls_leaves *lv = NULL;
+    struct tls_leaves_stats st;
+    pthread_t t[MINT_THREADS];
+    struct mint_arg a[MINT_THREADS];
+    pthread_barrier_t start;
+    char err[256];
+
+    assert_int_equal(tls_ca_generate(0, &ca, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_new(ca, NULL, &lv, err, sizeof(err)), 0);
+    assert_int_equal(pthread_barrier_init(&start, NULL, MINT_THREADS), 0);
+    for (int i = 0; i < MINT_THREADS; i++) {
+        a[i] = (struct mint_arg){lv, &start, -1};
+        assert_int_equal(pthread_create(&t[i], NULL, mint_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < MINT_THREADS; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(a[i].rc, 0);
+    }
+    pthread_barrier_destroy(&start);
+    tls_leaves_stats(lv, &st);
+    assert_int_equal(st.mints, MINT_ROUNDS);
+    assert_int_equal(st.cached, MINT_ROUNDS);
+    tls_leaves_unref(lv);
+    tls_ca_free(ca);
+}
+
 /* ------------------------------------------------------------------------ */
 /* An OpenSSL peer on memory BIOs, and a pump between it and a tls_conn      */
 
@@ -1747,6 +1805,7 @@ int main(void)
         cmocka_unit_test(test_leaves_fields),
         cmocka_unit_test(test_leaves_file_ca),
         cmocka_unit_test(test_leaves_lru),
+        cmocka_unit_test(test_leaves_burst),
         cmocka_unit_test(test_handshake_names),
         cmocka_unit_test(test_handshake_worker),
         cmocka_unit_test(test_handshake_alpn),
