@@ -3,10 +3,15 @@
  * A connection is an SSL with two memory BIOs: what the peer sent goes into
  * rbio (tls_conn_feed), what OpenSSL writes for the peer collects in wbio
  * (tls_conn_take_out). No socket, no OpenSSL type crosses tls.h. A memory
- * BIO keeps the largest buffer it ever held, so a BIO that held more than
- * BIO_KEEP_MAX bytes is replaced by a fresh one once it is empty: an idle
- * connection holds no buffers (with SSL_MODE_RELEASE_BUFFERS for OpenSSL's
- * own).
+ * BIO keeps the largest buffer it ever held, so a BIO that held bytes is
+ * replaced by a fresh one once it is empty: an idle connection holds no
+ * buffers (with SSL_MODE_RELEASE_BUFFERS for OpenSSL's own).
+ *
+ * Client side: sessions the origins hand out are kept per host name (at
+ * most SESSIONS_MAX, most recent first) and offered on the next connection
+ * to that name; a TLS 1.3 ticket is offered once. A session exists only
+ * after a handshake that verified the origin for that name, with this
+ * context's roots.
  *
  * Server side: the ClientHello callback serves the connection's leaf from
  * the cache, or marks the connection NEED_LEAF and returns
@@ -27,25 +32,34 @@
 
 #include "tls/tls-int.h"
 
-#define BIO_KEEP_MAX 4096
+#define SESSIONS_MAX 128 /* upstream sessions kept per client context */
 
 struct tls_server_ctx {
     SSL_CTX *ctx;
     struct tls_leaves *lv; /* a reference */
 };
 
+struct session {
+    struct session *next;
+    SSL_SESSION *sess; /* a reference */
+    char host[TLS_LEAF_NAME_MAX];
+};
+
 struct tls_client_ctx {
     SSL_CTX *ctx;
+    struct session *sessions; /* most recent first */
+    unsigned nsessions;
 };
 
 struct tls_conn {
     SSL *ssl;
     struct tls_server_ctx *sctx; /* server side; NULL on the client side */
+    struct tls_client_ctx *cctx; /* client side; NULL on the server side */
     enum tls_conn_state state;
     enum tls_alpn alpn;
     const char *reason; /* set once FAILED */
     X509 *leaf;         /* a minted leaf until the callback installs it */
-    unsigned minting : 1, mint_failed : 1, rbig : 1, wbig : 1;
+    unsigned minting : 1, mint_failed : 1, rused : 1, wused : 1;
     char name[TLS_LEAF_NAME_MAX]; /* the leaf's name, or the origin's host */
 };
 
@@ -240,6 +254,88 @@ void tls_server_ctx_free(struct tls_server_ctx *s)
     free(s);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Upstream sessions                                                         */
+
+static void session_drop(struct tls_client_ctx *cc, struct session **pp)
+{
+    struct session *e = *pp;
+
+    *pp = e->next;
+    SSL_SESSION_free(e->sess);
+    free(e);
+    cc->nsessions--;
+}
+
+static struct session **session_find(struct tls_client_ctx *cc, const char *host)
+{
+    struct session **pp = &cc->sessions;
+
+    while (*pp != NULL && strcmp((*pp)->host, host) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* OpenSSL's new-session callback: keeps a copy of sess for the
+ * connection's host. A copy, because OpenSSL marks the connection's own
+ * session not resumable when the connection is freed without a
+ * close_notify sent, which is how most proxied connections end. */
+static int on_new_session(SSL *ssl, SSL_SESSION *orig)
+{
+    struct tls_conn *c = SSL_get_app_data(ssl);
+    struct tls_client_ctx *cc = c != NULL ? c->cctx : NULL;
+    struct session **pp, *e;
+    SSL_SESSION *sess;
+
+    if (cc == NULL || !SSL_SESSION_is_resumable(orig) || (sess = SSL_SESSION_dup(orig)) == NULL)
+        return 0;
+    pp = session_find(cc, c->name);
+    if (*pp != NULL) {
+        e = *pp;
+        *pp = e->next;
+        SSL_SESSION_free(e->sess);
+    } else {
+        e = malloc(sizeof(*e));
+        if (e == NULL) {
+            SSL_SESSION_free(sess);
+            return 0;
+        }
+        snprintf(e->host, sizeof(e->host), "%s", c->name);
+        cc->nsessions++;
+    }
+    e->sess = sess;
+    e->next = cc->sessions;
+    cc->sessions = e;
+    if (cc->nsessions > SESSIONS_MAX) {
+        for (pp = &cc->sessions; (*pp)->next != NULL; pp = &(*pp)->next)
+            ;
+        session_drop(cc, pp);
+    }
+    return 0; /* OpenSSL keeps its own reference to orig */
+}
+
+/* Offers the kept session for the connection's host: a TLS 1.3 ticket
+ * once (it leaves the cache), a TLS 1.2 session as a copy (the cache's
+ * stays resumable however this connection ends). */
+static void session_offer(struct tls_conn *c)
+{
+    struct session **pp = session_find(c->cctx, c->name);
+    SSL_SESSION *s;
+    int tls13;
+
+    if (*pp == NULL)
+        return;
+    tls13 = SSL_SESSION_get_protocol_version((*pp)->sess) >= TLS1_3_VERSION;
+    s = tls13 ? (*pp)->sess : SSL_SESSION_dup((*pp)->sess);
+    if (s == NULL || !SSL_SESSION_is_resumable(s) || SSL_set_session(c->ssl, s) != 1)
+        tls13 = 1; /* drop it */
+    if (s != (*pp)->sess)
+        SSL_SESSION_free(s);
+    if (tls13)
+        session_drop(c->cctx, pp);
+    ERR_clear_error();
+}
+
 /* Adds every certificate of a PEM file to store; 0 certificates is an error. */
 static int load_roots(X509_STORE *store, const char *path, char *err, size_t errlen)
 {
@@ -287,6 +383,9 @@ int tls_client_ctx_new(const char *roots_path, const char *const *extra, size_t 
         goto out;
     }
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_session_cache_mode(c->ctx,
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(c->ctx, on_new_session);
     if (SSL_CTX_set_alpn_protos(c->ctx, alpn_h11, sizeof(alpn_h11) - 1) != 0) {
         tls_err(err, errlen, "TLS: cannot set ALPN");
         goto out;
@@ -308,6 +407,8 @@ void tls_client_ctx_free(struct tls_client_ctx *c)
 {
     if (c == NULL)
         return;
+    while (c->sessions != NULL)
+        session_drop(c, &c->sessions);
     SSL_CTX_free(c->ctx);
     free(c);
 }
@@ -395,6 +496,7 @@ struct tls_conn *tls_conn_client_new(struct tls_client_ctx *ctx, const char *hos
     c = conn_new(ctx->ctx, host);
     if (c == NULL)
         return NULL;
+    c->cctx = ctx;
     if (tls_ip_literal(host, NULL, NULL)) {
         ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) == 1;
     } else {
@@ -406,6 +508,7 @@ struct tls_conn *tls_conn_client_new(struct tls_client_ctx *ctx, const char *hos
         ERR_clear_error();
         return NULL;
     }
+    session_offer(c);
     SSL_set_connect_state(c->ssl);
     step(c); /* writes the ClientHello */
     return c;
@@ -420,26 +523,26 @@ void tls_conn_free(struct tls_conn *c)
     free(c);
 }
 
-/* A memory BIO that grew past BIO_KEEP_MAX is swapped for a fresh one once
- * it is empty, so an idle connection holds no buffer. */
+/* A memory BIO that held bytes is swapped for a fresh one once it is
+ * empty, so an idle connection holds no buffer. */
 static void release_idle(struct tls_conn *c)
 {
     BIO *b;
 
-    if (c->rbig && BIO_ctrl_pending(SSL_get_rbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
+    if (c->rused && BIO_ctrl_pending(SSL_get_rbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
         SSL_set0_rbio(c->ssl, b);
-        c->rbig = 0;
+        c->rused = 0;
     }
-    if (c->wbig && BIO_ctrl_pending(SSL_get_wbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
+    if (c->wused && BIO_ctrl_pending(SSL_get_wbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
         SSL_set0_wbio(c->ssl, b); /* frees the old one, keeps the handshake's bbio */
-        c->wbig = 0;
+        c->wused = 0;
     }
 }
 
 static void note_out(struct tls_conn *c)
 {
-    if (BIO_ctrl_pending(SSL_get_wbio(c->ssl)) > BIO_KEEP_MAX)
-        c->wbig = 1;
+    if (BIO_ctrl_pending(SSL_get_wbio(c->ssl)) > 0)
+        c->wused = 1;
 }
 
 int tls_conn_feed(struct tls_conn *c, const void *data, size_t len)
@@ -457,8 +560,8 @@ int tls_conn_feed(struct tls_conn *c, const void *data, size_t len)
         }
         done += n;
     }
-    if (BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > BIO_KEEP_MAX)
-        c->rbig = 1;
+    if (len > 0)
+        c->rused = 1;
     rc = step(c);
     note_out(c);
     return rc;

@@ -17,6 +17,11 @@
  *              connection (mallinfo2 delta)
  *   bulk       64 MiB each way through one connection: MB/s and the
  *              server's CPU per GiB, decrypting and encrypting
+ *   upstream   tls_conn as the client of an OpenSSL origin (ECDSA leaf and
+ *              its CA's chain), verifying it, a new name each time:
+ *              handshakes/s and the upstream side's CPU each
+ *   resumed    the same, one name: the origin's session is offered again
+ *   held       heap per held upstream connection
  * Prints figures next to issue 23's goals (>= 650 new terminated tunnels/s
  * per core, <= 1.5 ms TLS CPU per tunnel, <= 48 KiB per live tunnel). The
  * figures for the whole proxy come from the proxy lane; these bound what
@@ -29,10 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "tls/tls.h"
 
@@ -217,6 +224,133 @@ static void bench_held(struct tls_server_ctx *sctx, SSL_CTX *cctx, unsigned held
     free(conns);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The upstream leg: tls_conn as the client, verifying an OpenSSL origin     */
+
+static EVP_PKEY *origin_key;
+
+static X509 *origin_cert(X509 *issuer, EVP_PKEY *issuer_key, EVP_PKEY *key, const char *cn,
+                         const char *san, int ca)
+{
+    X509 *x = X509_new();
+    X509_NAME *n = X509_NAME_new();
+    X509V3_CTX v;
+    X509_EXTENSION *e;
+    const char *exts[3][2] = {{"basicConstraints", ca ? "critical,CA:TRUE" : "CA:FALSE"},
+                              {"subjectKeyIdentifier", "hash"},
+                              {"subjectAltName", san}};
+
+    X509_set_version(x, X509_VERSION_3);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), ca ? 1 : 2);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_subject_name(x, n);
+    X509_set_issuer_name(x, issuer != NULL ? X509_get_subject_name(issuer) : n);
+    X509_NAME_free(n);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+    X509_set_pubkey(x, key);
+    X509V3_set_ctx(&v, issuer != NULL ? issuer : x, x, NULL, NULL, 0);
+    for (int i = 0; i < (san != NULL ? 3 : 2); i++) {
+        e = X509V3_EXT_nconf(NULL, &v, exts[i][0], exts[i][1]);
+        if (e == NULL)
+            die("origin certificate extension");
+        X509_add_ext(x, e, -1);
+        X509_EXTENSION_free(e);
+    }
+    if (X509_sign(x, issuer_key != NULL ? issuer_key : key, EVP_sha256()) <= 0)
+        die("origin certificate");
+    return x;
+}
+
+/* An origin context (leaf for origin.example from a CA of its own); the
+ * CA goes to roots_path for the upstream context. */
+static SSL_CTX *origin_ctx(const char *roots_path)
+{
+    EVP_PKEY *cak = EVP_EC_gen("P-256");
+    X509 *ca, *leaf;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    FILE *f;
+
+    origin_key = EVP_EC_gen("P-256");
+    ca = origin_cert(NULL, NULL, cak, "bench origin CA", NULL, 1);
+    leaf = origin_cert(ca, cak, origin_key, "origin.example",
+                       "DNS:origin.example,DNS:*.origin.example", 0);
+    SSL_CTX_use_certificate(ctx, leaf);
+    SSL_CTX_use_PrivateKey(ctx, origin_key);
+    SSL_CTX_add1_chain_cert(ctx, ca);
+    f = fopen(roots_path, "w");
+    if (f == NULL || PEM_write_X509(f, ca) != 1)
+        die("cannot write the origin CA");
+    fclose(f);
+    X509_free(ca);
+    X509_free(leaf);
+    EVP_PKEY_free(cak);
+    return ctx;
+}
+
+static void origin_new(struct client *c, SSL_CTX *ctx)
+{
+    c->ssl = SSL_new(ctx);
+    c->in = BIO_new(BIO_s_mem());
+    c->out = BIO_new(BIO_s_mem());
+    BIO_set_mem_eof_return(c->in, -1);
+    BIO_set_mem_eof_return(c->out, -1);
+    SSL_set_bio(c->ssl, c->in, c->out);
+    SSL_set_accept_state(c->ssl);
+}
+
+static void bench_upstream(struct tls_client_ctx *cc, SSL_CTX *octx, double secs, int fresh)
+{
+    double t0 = mono(), el;
+    unsigned long n = 0, resumed = 0;
+    char host[64] = "origin.example";
+
+    server_cpu = 0;
+    do {
+        struct client o;
+        struct tls_conn *s;
+        if (fresh) /* a name never seen: no session to offer */
+            snprintf(host, sizeof(host), "h%lu.origin.example", n);
+        origin_new(&o, octx);
+        SRV(s = tls_conn_client_new(cc, host); to_client(&o, s));
+        handshake(&o, s);
+        exchange(&o, s);
+        resumed += (unsigned long)tls_conn_resumed(s);
+        SRV(tls_conn_free(s));
+        SSL_free(o.ssl);
+        n++;
+    } while ((el = mono() - t0) < secs);
+    printf("%-10s %8.0f handshakes/s (origin+upstream, one core)  upstream %.3f ms CPU each"
+           "   (%lu of %lu resumed)\n",
+           fresh ? "upstream" : "resumed", (double)n / el, server_cpu * 1e3 / (double)n, resumed, n);
+}
+
+static void bench_upstream_held(struct tls_client_ctx *cc, SSL_CTX *octx, unsigned held)
+{
+    struct tls_conn **conns = calloc(held, sizeof(*conns));
+    struct mallinfo2 before, after;
+    struct client o;
+
+    for (unsigned i = 0; i < held; i++) {
+        if (i == 1) {
+            malloc_trim(0);
+            before = mallinfo2();
+        }
+        origin_new(&o, octx);
+        conns[i] = tls_conn_client_new(cc, "origin.example");
+        to_client(&o, conns[i]);
+        handshake(&o, conns[i]);
+        exchange(&o, conns[i]);
+        SSL_free(o.ssl);
+    }
+    after = mallinfo2();
+    printf("%-10s %8.0f bytes of heap per held upstream connection (%u held)\n", "held",
+           (double)(after.uordblks - before.uordblks) / (double)(held - 1), held);
+    for (unsigned i = 0; i < held; i++)
+        tls_conn_free(conns[i]);
+    free(conns);
+}
+
 static void bench_bulk(struct tls_server_ctx *sctx, SSL_CTX *cctx)
 {
     const size_t total = (size_t)64 << 20, chunk = 16384;
@@ -292,6 +426,25 @@ int main(int argc, char **argv)
     bench_handshakes(sctx, cctx, secs, 1);
     bench_held(sctx, cctx, held);
     bench_bulk(sctx, cctx);
+
+    char roots[] = "/tmp/bench_tls_roots.XXXXXX";
+    int fd = mkstemp(roots);
+    struct tls_client_ctx *cc = NULL;
+    SSL_CTX *octx;
+    if (fd < 0)
+        die("mkstemp");
+    close(fd);
+    octx = origin_ctx(roots);
+    if (tls_client_ctx_new(roots, NULL, 0, &cc, err, sizeof(err)) < 0)
+        die(err);
+    unlink(roots);
+    bench_upstream(cc, octx, secs, 1);
+    bench_upstream(cc, octx, secs, 0);
+    bench_upstream_held(cc, octx, held);
+    tls_client_ctx_free(cc);
+    SSL_CTX_free(octx);
+    EVP_PKEY_free(origin_key);
+
     printf("goals (issue 23, whole proxy): >= 650 new terminated tunnels/s per core, "
            "<= 1.5 ms TLS CPU per tunnel, <= 48 KiB per live tunnel\n");
 

@@ -4,7 +4,7 @@
  *
  * 1. As the first bytes of a tunnel, as the front end will hand them over:
  *    the answer for the whole input, and for prefixes (all of them up to
- *    512 bytes, then 64 spread over the rest), must be consistent: once a
+ *    128 bytes, then 48 spread over the rest), must be consistent: once a
  *    prefix gets an answer other than NEED_MORE, every longer prefix gets
  *    the same one; the answer never depends on bytes past TLS_SNIFF_MAX.
  *    CLIENT_HELLO: hello_len is inside the input, the prefix of hello_len
@@ -82,7 +82,7 @@ static void as_stream(const uint8_t *d, size_t n)
 {
     struct tls_hello h, p;
     enum tls_sniff_result r = sniff(d, n, &h), pr;
-    size_t step = n > 512 ? (n - 512) / 64 + 1 : 1;
+    size_t step = n > 128 ? (n - 128) / 48 + 1 : 1;
 
     check_hello(&h, r);
     if (r == TLS_SNIFF_NOT_TLS)
@@ -96,7 +96,7 @@ static void as_stream(const uint8_t *d, size_t n)
         FUZZ_CHECK(sniff(d, TLS_SNIFF_MAX, &p) == r && same_hello(&h, &p));
         return;
     }
-    for (size_t i = 0; i < n; i += i < 512 ? 1 : step) {
+    for (size_t i = 0; i < n; i += i < 128 ? 1 : step) {
         pr = sniff(d, i, &p);
         check_hello(&p, pr);
         if (pr != TLS_SNIFF_NEED_MORE)

@@ -1717,6 +1717,74 @@ static void test_upstream(void **state)
     origin_pki_free(&o);
 }
 
+/* One connection to the origin: handshake, then the origin's "hi" read
+ * through the connection (which takes the origin's tickets with it).
+ * Returns whether the session was resumed. */
+static int upstream_once(struct tls_client_ctx *cc, SSL_CTX *octx, const char *host)
+{
+    struct peer p;
+    struct tls_conn *c = tls_conn_client_new(cc, host);
+    uint8_t buf[64];
+    size_t n, got;
+    int resumed;
+
+    assert_non_null(c);
+    SSL_CTX_up_ref(octx);
+    peer_init(&p, octx, 1);
+    pump(&p, c, MINT_STOP);
+    if (tls_conn_state(c) != TLS_CONN_OPEN)
+        fail_msg("%s: %s", host, tls_conn_reason(c));
+    assert_int_equal(SSL_write_ex(p.ssl, "hi", 2, &n), 1);
+    while (BIO_read_ex(p.out, buf, sizeof(buf), &n) == 1 && n > 0)
+        assert_int_equal(tls_conn_feed(c, buf, n), 0);
+    assert_int_equal(tls_conn_read(c, buf, sizeof(buf), &got), 0);
+    assert_int_equal(got, 2);
+    resumed = tls_conn_resumed(c);
+    assert_int_equal(resumed, SSL_session_reused(p.ssl));
+    tls_conn_free(c);
+    peer_free(&p);
+    return resumed;
+}
+
+/* The upstream leg offers the session an origin gave for the same name:
+ * a TLS 1.3 ticket once, a TLS 1.2 session again and again; never for
+ * another name. */
+static void test_upstream_resume(void **state)
+{
+    struct origin_pki o;
+    struct tls_client_ctx *cc = NULL;
+    struct peer p;
+    char err[256];
+
+    origin_pki_init(&o);
+    assert_int_equal(tls_client_ctx_new(o.ca_file, NULL, 0, &cc, err, sizeof(err)), 0);
+    origin_init(&p, &o, "DNS:origin.example,DNS:b.example", -3600, 86400, 0);
+    SSL_CTX_set_num_tickets(p.ctx, 1);
+    assert_false(upstream_once(cc, p.ctx, "origin.example"));
+    assert_true(upstream_once(cc, p.ctx, "origin.example"));
+    assert_true(upstream_once(cc, p.ctx, "origin.example")); /* the resumed one's ticket */
+    assert_false(upstream_once(cc, p.ctx, "b.example"));
+    assert_true(upstream_once(cc, p.ctx, "b.example"));
+    /* an origin that issues no ticket: nothing to resume */
+    SSL_CTX_set_num_tickets(p.ctx, 0);
+    assert_true(upstream_once(cc, p.ctx, "origin.example"));
+    assert_false(upstream_once(cc, p.ctx, "origin.example"));
+    peer_free(&p);
+
+    /* TLS 1.2: the same session again */
+    origin_init(&p, &o, "DNS:origin.example", -3600, 86400, 0);
+    SSL_CTX_set_max_proto_version(p.ctx, TLS1_2_VERSION);
+    tls_client_ctx_free(cc);
+    cc = NULL;
+    assert_int_equal(tls_client_ctx_new(o.ca_file, NULL, 0, &cc, err, sizeof(err)), 0);
+    assert_false(upstream_once(cc, p.ctx, "origin.example"));
+    assert_true(upstream_once(cc, p.ctx, "origin.example"));
+    assert_true(upstream_once(cc, p.ctx, "origin.example"));
+    peer_free(&p);
+    tls_client_ctx_free(cc);
+    origin_pki_free(&o);
+}
+
 static void test_upstream_extra(void **state)
 {
     struct origin_pki o;
@@ -1812,6 +1880,7 @@ int main(void)
         cmocka_unit_test(test_handshake_failures),
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
+        cmocka_unit_test(test_upstream_resume),
         cmocka_unit_test(test_upstream_extra),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
