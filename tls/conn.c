@@ -164,6 +164,8 @@ static int on_client_hello(SSL *ssl, int *al, void *arg)
         *al = SSL_AD_INTERNAL_ERROR;
         return SSL_CLIENT_HELLO_ERROR;
     }
+    if (c->leaf == NULL && SSL_get_certificate(ssl) != NULL)
+        return SSL_CLIENT_HELLO_SUCCESS; /* the second ClientHello after a HelloRetryRequest */
     if (c->leaf == NULL)
         c->leaf = tls_leaves_lookup(c->sctx->lv, c->name);
     if (c->leaf == NULL) {
@@ -238,6 +240,14 @@ int tls_server_ctx_new(struct tls_leaves *lv, struct tls_server_ctx **out, char 
     SSL_CTX_set_options(s->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_session_cache_mode(s->ctx, SSL_SESS_CACHE_OFF); /* tickets only */
     SSL_CTX_set_num_tickets(s->ctx, 1);
+    /* every loop's context shares the ticket keys: a session resumes on any loop */
+    if (SSL_CTX_set_tlsext_ticket_keys(s->ctx, (void *)tls_leaves_ticket_keys(lv),
+                                       TLS_TICKET_KEYS) != 1) {
+        SSL_CTX_free(s->ctx);
+        free(s);
+        tls_err(err, errlen, "TLS: cannot set the session ticket keys");
+        return UV_EIO;
+    }
     SSL_CTX_set_client_hello_cb(s->ctx, on_client_hello, NULL);
     SSL_CTX_set_alpn_select_cb(s->ctx, on_alpn, NULL);
     s->lv = tls_leaves_ref(lv);

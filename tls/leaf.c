@@ -55,6 +55,7 @@ struct tls_leaves {
     EVP_MD_CTX *sign_tmpl; /* DigestSign with the CA key, initialised once */
     unsigned valid_days;
     uint64_t seed;
+    unsigned char ticket_keys[TLS_TICKET_KEYS];
 
     pthread_mutex_t lock; /* guards everything below */
     struct leaf **buckets;
@@ -208,6 +209,11 @@ X509 *tls_leaves_lookup(struct tls_leaves *lv, const char *name)
 EVP_PKEY *tls_leaves_key(struct tls_leaves *lv)
 {
     return lv->key;
+}
+
+const unsigned char *tls_leaves_ticket_keys(const struct tls_leaves *lv)
+{
+    return lv->ticket_keys;
 }
 
 void tls_leaves_stats(struct tls_leaves *lv, struct tls_leaves_stats *st)
@@ -583,7 +589,8 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
     lv->valid_days = days;
     lv->nbuckets = pow2_at_least((size_t)cap * 2);
     lv->buckets = calloc(lv->nbuckets, sizeof(*lv->buckets));
-    if (lv->buckets == NULL || RAND_bytes((unsigned char *)&lv->seed, sizeof(lv->seed)) != 1)
+    if (lv->buckets == NULL || RAND_bytes((unsigned char *)&lv->seed, sizeof(lv->seed)) != 1 ||
+        RAND_priv_bytes(lv->ticket_keys, sizeof(lv->ticket_keys)) != 1)
         goto fail;
     lv->key = EVP_EC_gen("P-256");
     lv->sign_tmpl = EVP_MD_CTX_new();
@@ -619,6 +626,7 @@ void tls_leaves_unref(struct tls_leaves *lv)
     X509_PUBKEY_free(lv->pub);
     EVP_MD_CTX_free(lv->sign_tmpl);
     tls_ca_free(lv->ca);
+    OPENSSL_cleanse(lv->ticket_keys, sizeof(lv->ticket_keys));
     pthread_cond_destroy(&lv->minted);
     pthread_mutex_destroy(&lv->lock);
     free(lv);

@@ -47,6 +47,10 @@ struct tls_mint *tls_mint_new(struct tls_leaves *lv, const char *name);
  * or NULL (a miss, counted). */
 X509 *tls_leaves_lookup(struct tls_leaves *lv, const char *name);
 EVP_PKEY *tls_leaves_key(struct tls_leaves *lv);
+/* The session ticket keys every server context of lv uses (random, made
+ * with lv): TLS_TICKET_KEYS bytes. */
+#define TLS_TICKET_KEYS 80
+const unsigned char *tls_leaves_ticket_keys(const struct tls_leaves *lv);
 /* The mint job's leaf with a reference taken, or NULL when it failed. */
 X509 *tls_mint_take(struct tls_mint *m);
 
