@@ -259,13 +259,17 @@ enum tls_conn_state tls_conn_state(const struct tls_conn *c);
 const char *tls_conn_reason(const struct tls_conn *c);
 
 /* Server side, state NEED_LEAF: the job that mints the missing leaf (NULL
- * in any other state, or on ENOMEM). */
+ * in any other state, while the connection's job is out, or on ENOMEM).
+ * The job holds no pointer to the connection, so it may outlive it. */
 struct tls_mint *tls_conn_mint_job(struct tls_conn *c);
 /* Thread-safe, blocking: mints and caches the leaf (the job keeps it). */
 void tls_mint_run(struct tls_mint *m);
-/* Hands the job's leaf to the connection, frees the job and goes on with
- * the handshake. 0 or UV_EPROTO (mint failed or handshake failed). */
+/* Hands the job's leaf to the connection (m must be c's own job), frees
+ * the job and goes on with the handshake. 0, or UV_EPROTO when the mint
+ * failed (the client gets an internal_error alert) or the handshake did,
+ * UV_EINVAL when c was not waiting for a leaf. */
 int tls_conn_resume(struct tls_conn *c, struct tls_mint *m);
+/* Frees a job whose connection is gone. */
 void tls_mint_free(struct tls_mint *m);
 
 /* Plaintext the peer sent: writes up to len bytes into buf and sets *got

@@ -1515,6 +1515,39 @@ static void test_handshake_failures(void **state)
     fixture_free(&f);
 }
 
+/* A mint that produced nothing (a job resumed without running stands in
+ * for a failed one): the client gets an internal_error alert, the
+ * connection says why. */
+static void test_handshake_mint_failed(void **state)
+{
+    struct fixture f;
+    struct peer p;
+    struct tls_conn *c;
+    struct tls_mint *m;
+    uint8_t buf[4096];
+    size_t n;
+
+    fixture_init(&f);
+    c = tls_conn_server_new(f.sctx, "nomint.example");
+    client_init(&p, f.ca, "nomint.example", 0, NULL, 0);
+    pump(&p, c, MINT_STOP);
+    assert_int_equal(tls_conn_state(c), TLS_CONN_NEED_LEAF);
+    m = tls_conn_mint_job(c);
+    assert_non_null(m);
+    assert_int_equal(tls_conn_resume(c, m), UV_EPROTO);
+    assert_int_equal(tls_conn_state(c), TLS_CONN_FAILED);
+    assert_string_equal(tls_conn_reason(c), "cannot mint the leaf");
+    while ((n = tls_conn_take_out(c, buf, sizeof(buf))) > 0)
+        BIO_write(p.in, buf, (int)n);
+    assert_int_equal(SSL_do_handshake(p.ssl), -1);
+    assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), SSL_R_TLSV1_ALERT_INTERNAL_ERROR);
+    ERR_clear_error();
+
+    tls_conn_free(c);
+    peer_free(&p);
+    fixture_free(&f);
+}
+
 /* A session (TLS 1.3 ticket) from one loop's context resumes on another's
  * made from the same leaves. */
 static void test_handshake_resume(void **state)
@@ -1884,6 +1917,7 @@ int main(void)
         cmocka_unit_test(test_handshake_worker),
         cmocka_unit_test(test_handshake_alpn),
         cmocka_unit_test(test_handshake_failures),
+        cmocka_unit_test(test_handshake_mint_failed),
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
         cmocka_unit_test(test_upstream_resume),
