@@ -404,14 +404,14 @@ out:
     return rc;
 }
 
-int tls_ca_cert_pem(const struct tls_ca *ca, char *buf, size_t len)
+int tls_x509_pem(X509 *x, char *buf, size_t len)
 {
     BIO *bio = BIO_new(BIO_s_mem());
     char *data;
     long n;
     int rc = UV_ENOMEM;
 
-    if (bio == NULL || PEM_write_bio_X509(bio, ca->cert) != 1)
+    if (bio == NULL || PEM_write_bio_X509(bio, x) != 1)
         goto out;
     n = BIO_get_mem_data(bio, &data);
     if (n <= 0 || (size_t)n >= len || n > INT32_MAX) {
@@ -425,6 +425,11 @@ out:
     BIO_free(bio);
     ERR_clear_error();
     return rc;
+}
+
+int tls_ca_cert_pem(const struct tls_ca *ca, char *buf, size_t len)
+{
+    return tls_x509_pem(ca->cert, buf, len);
 }
 
 #define PEM_CERT_MAX 16384

@@ -464,31 +464,15 @@ int tls_leaves_cert_pem(struct tls_leaves *lv, const char *name, char *buf, size
 {
     char key[TLS_LEAF_NAME_MAX];
     struct leaf *e;
-    BIO *bio = NULL;
-    char *data;
-    long n;
     int rc = UV_ENOENT;
 
     if (tls_leaf_name(name, key) < 0)
         return UV_EINVAL;
     pthread_mutex_lock(&lv->lock);
     e = cache_find(lv, key, name_hash(lv, key));
-    if (e != NULL) {
-        rc = UV_ENOMEM;
-        bio = BIO_new(BIO_s_mem());
-        if (bio != NULL && PEM_write_bio_X509(bio, e->cert) == 1) {
-            n = BIO_get_mem_data(bio, &data);
-            rc = UV_ENOBUFS;
-            if (n > 0 && (size_t)n < len && n <= INT32_MAX) {
-                memcpy(buf, data, (size_t)n);
-                buf[n] = '\0';
-                rc = (int)n;
-            }
-        }
-    }
+    if (e != NULL)
+        rc = tls_x509_pem(e->cert, buf, len);
     pthread_mutex_unlock(&lv->lock);
-    BIO_free(bio);
-    ERR_clear_error();
     return rc;
 }
 

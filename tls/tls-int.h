@@ -28,6 +28,8 @@ struct tls_ca *tls_ca_ref(struct tls_ca *ca);
 int tls_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* Writes buf to path (mode 0644, O_NOFOLLOW, replacing it). */
 int tls_write_file(const char *path, const char *a, size_t alen, const char *b, size_t blen);
+/* x as PEM into buf: its length without the NUL, or UV_ENOBUFS, UV_ENOMEM. */
+int tls_x509_pem(X509 *x, char *buf, size_t len);
 /* A serial number of 159 random bits (positive, never zero). */
 int tls_serial_set(X509 *x);
 /* snprintf into err (when err is not NULL), then drops OpenSSL's error queue. */

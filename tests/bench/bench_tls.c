@@ -98,6 +98,7 @@ static SSL_CTX *client_ctx(struct tls_ca *ca)
     return ctx;
 }
 
+/* An OpenSSL peer on memory BIOs: a client of name, or (name NULL) a server. */
 static void client_new(struct client *c, SSL_CTX *ctx, const char *name)
 {
     c->ssl = SSL_new(ctx);
@@ -106,6 +107,10 @@ static void client_new(struct client *c, SSL_CTX *ctx, const char *name)
     BIO_set_mem_eof_return(c->in, -1);
     BIO_set_mem_eof_return(c->out, -1);
     SSL_set_bio(c->ssl, c->in, c->out);
+    if (name == NULL) {
+        SSL_set_accept_state(c->ssl);
+        return;
+    }
     SSL_set_tlsext_host_name(c->ssl, name);
     SSL_set1_host(c->ssl, name);
     SSL_set_connect_state(c->ssl);
@@ -288,17 +293,6 @@ static SSL_CTX *origin_ctx(const char *roots_path)
     return ctx;
 }
 
-static void origin_new(struct client *c, SSL_CTX *ctx)
-{
-    c->ssl = SSL_new(ctx);
-    c->in = BIO_new(BIO_s_mem());
-    c->out = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(c->in, -1);
-    BIO_set_mem_eof_return(c->out, -1);
-    SSL_set_bio(c->ssl, c->in, c->out);
-    SSL_set_accept_state(c->ssl);
-}
-
 static void bench_upstream(struct tls_client_ctx *cc, SSL_CTX *octx, double secs, int fresh)
 {
     double t0 = mono(), el;
@@ -311,7 +305,7 @@ static void bench_upstream(struct tls_client_ctx *cc, SSL_CTX *octx, double secs
         struct tls_conn *s;
         if (fresh) /* a name never seen: no session to offer */
             snprintf(host, sizeof(host), "h%lu.origin.example", n);
-        origin_new(&o, octx);
+        client_new(&o, octx, NULL);
         SRV(s = tls_conn_client_new(cc, host); to_client(&o, s));
         handshake(&o, s);
         exchange(&o, s);
@@ -336,7 +330,7 @@ static void bench_upstream_held(struct tls_client_ctx *cc, SSL_CTX *octx, unsign
             malloc_trim(0);
             before = mallinfo2();
         }
-        origin_new(&o, octx);
+        client_new(&o, octx, NULL);
         conns[i] = tls_conn_client_new(cc, "origin.example");
         to_client(&o, conns[i]);
         handshake(&o, conns[i]);
