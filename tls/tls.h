@@ -70,7 +70,8 @@ struct tls_hello {
     unsigned alpn_count; /* how many protocol names it offered */
     char alpn[TLS_ALPN_TEXT_MAX]; /* the names comma-separated, bytes outside
                                      printable ASCII as '?', cut with "..." */
-    size_t hello_len;    /* stream bytes up to the end of the ClientHello */
+    size_t hello_len;    /* stream bytes up to the end of the record that
+                            completes the ClientHello */
     const char *reason;  /* MALFORMED, or sni_bad: why, a static string */
 };
 
