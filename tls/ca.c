@@ -174,6 +174,19 @@ int64_t tls_ca_not_after(const struct tls_ca *ca)
     return ca->not_after;
 }
 
+const char *tls_ca_warning(const struct tls_ca *ca)
+{
+    uint32_t xf = X509_get_extension_flags(ca->cert);
+
+    if (!(xf & EXFLAG_KUSAGE))
+        return "the CA certificate has no keyUsage extension: clients that verify strictly "
+               "(Python 3.13 and later by default) refuse the leaves it signs";
+    if (X509_get0_subject_key_id(ca->cert) == NULL)
+        return "the CA certificate has no Subject Key Identifier: clients that verify strictly "
+               "(Python 3.13 and later by default) refuse the leaves it signs";
+    return NULL;
+}
+
 /* Seconds since the epoch of t, through its distance from now. */
 static int64_t asn1_epoch(const ASN1_TIME *t)
 {

@@ -117,6 +117,10 @@ int tls_ca_write_cert(const struct tls_ca *ca, const char *path, char *err, size
 int tls_bundle_write(const struct tls_ca *ca, const char *roots_path, const char *path,
                      char *err, size_t errlen);
 
+/* A CA from files that works but that strict verifiers refuse (no
+ * keyUsage, no Subject Key Identifier): a sentence for the log, or NULL. */
+const char *tls_ca_warning(const struct tls_ca *ca);
+
 /* The CA's notAfter as seconds since the epoch. */
 int64_t tls_ca_not_after(const struct tls_ca *ca);
 

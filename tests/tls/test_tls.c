@@ -759,6 +759,7 @@ static void test_ca_generate(void **state)
     assert_true(X509_cmp_current_time(X509_get0_notBefore(x)) < 0);
     assert_true(X509_cmp_current_time(X509_get0_notAfter(x)) > 0);
     assert_true(tls_ca_not_after(ca) > (int64_t)time(NULL) + 364 * 86400);
+    assert_null(tls_ca_warning(ca));
     X509_free(x);
 
     /* the certificate file: PEM, 0644, no key */
@@ -902,7 +903,7 @@ static void test_ca_files(void **state)
 
 /* OpenSSL's verdict on leaf for name (host or IP) with the CA as the only
  * trust anchor: X509_V_OK or the error. */
-static int verify_leaf(X509 *leaf, X509 *cax, const char *name, int is_ip)
+static int verify_leaf(X509 *leaf, X509 *cax, const char *name, int is_ip, int strict)
 {
     X509_STORE *st = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
@@ -913,7 +914,8 @@ static int verify_leaf(X509 *leaf, X509 *cax, const char *name, int is_ip)
     X509_STORE_CTX_init(ctx, st, leaf, NULL);
     p = X509_STORE_CTX_get0_param(ctx);
     X509_VERIFY_PARAM_set_purpose(p, X509_PURPOSE_SSL_SERVER);
-    X509_VERIFY_PARAM_set_flags(p, X509_V_FLAG_X509_STRICT);
+    if (strict) /* as Python 3.13 does */
+        X509_VERIFY_PARAM_set_flags(p, X509_V_FLAG_X509_STRICT);
     if (is_ip)
         X509_VERIFY_PARAM_set1_ip_asc(p, name);
     else
@@ -964,7 +966,9 @@ static void check_leaf(struct tls_ca *ca, struct tls_leaves *lv, const char *nam
     /* from before now to at most the CA's end */
     assert_true(X509_cmp_current_time(X509_get0_notBefore(x)) < 0);
     assert_true(ASN1_TIME_compare(X509_get0_notAfter(x), X509_get0_notAfter(cax)) <= 0);
-    assert_int_equal(verify_leaf(x, cax, name, is_ip), X509_V_OK);
+    assert_int_equal(verify_leaf(x, cax, name, is_ip, 0), X509_V_OK);
+    /* strictly too, unless the CA itself is what strict verification refuses */
+    assert_int_equal(verify_leaf(x, cax, name, is_ip, 1) == X509_V_OK, tls_ca_warning(ca) == NULL);
     X509_free(x);
     X509_free(cax);
 }
@@ -1049,6 +1053,61 @@ static void test_leaves_file_ca(void **state)
     assert_int_equal(tls_leaves_new(ca, NULL, &lv, err, sizeof(err)), 0);
     assert_int_equal(tls_leaves_mint(lv, "files.example", err, sizeof(err)), 0);
     check_leaf(ca, lv, "files.example", 0);
+    tls_leaves_unref(lv);
+    tls_ca_free(ca);
+}
+
+/* CAs made by the openssl command line, the way users make them: an
+ * RSA-2048 CA with Debian's defaults (no keyUsage: accepted with a
+ * warning, leaves verify but not strictly), one whose keyUsage lacks
+ * keyCertSign (refused), one with keyCertSign (no warning, strict
+ * verification passes). Skipped without the openssl command. */
+static void test_leaves_cli_ca(void **state)
+{
+    char cmd[1024], cert[128], key[128], bad[128], err[512];
+    struct tls_ca *ca = NULL;
+    struct tls_leaves *lv = NULL;
+
+    if (system("openssl version >/dev/null 2>&1") != 0)
+        skip();
+    path_in_tmp(cert, sizeof(cert), "cli-ca.pem");
+    path_in_tmp(key, sizeof(key), "cli-ca.key");
+    path_in_tmp(bad, sizeof(bad), "cli-badku.pem");
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 2 "
+             "-subj /CN=cli-ca >/dev/null 2>&1",
+             key, cert);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tls_ca_load(cert, key, &ca, err, sizeof(err)), 0);
+    /* Debian's default v3_ca has no keyUsage: accepted, with a warning */
+    assert_non_null(tls_ca_warning(ca));
+    assert_non_null(strstr(tls_ca_warning(ca), "keyUsage"));
+    assert_int_equal(tls_leaves_new(ca, NULL, &lv, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "cli.example", err, sizeof(err)), 0);
+    check_leaf(ca, lv, "cli.example", 0);
+    assert_int_equal(tls_leaves_mint(lv, "10.1.2.3", err, sizeof(err)), 0);
+    check_leaf(ca, lv, "10.1.2.3", 1);
+    tls_leaves_unref(lv);
+    tls_ca_free(ca);
+
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -key '%s' -out '%s' -days 2 -subj /CN=cli-bad "
+             "-addext keyUsage=critical,digitalSignature >/dev/null 2>&1",
+             key, bad);
+    assert_int_equal(system(cmd), 0);
+    expect_load_error(bad, key, UV_EINVAL, "lacks keyCertSign", bad);
+
+    /* with keyUsage keyCertSign: no warning, leaves pass strict verification */
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -key '%s' -out '%s' -days 2 -subj /CN=cli-good "
+             "-addext keyUsage=critical,keyCertSign,cRLSign >/dev/null 2>&1",
+             key, cert);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tls_ca_load(cert, key, &ca, err, sizeof(err)), 0);
+    assert_null(tls_ca_warning(ca));
+    assert_int_equal(tls_leaves_new(ca, NULL, &lv, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "cli.example", err, sizeof(err)), 0);
+    check_leaf(ca, lv, "cli.example", 0);
     tls_leaves_unref(lv);
     tls_ca_free(ca);
 }
@@ -1911,6 +1970,7 @@ int main(void)
         cmocka_unit_test(test_ca_files),
         cmocka_unit_test(test_leaves_fields),
         cmocka_unit_test(test_leaves_file_ca),
+        cmocka_unit_test(test_leaves_cli_ca),
         cmocka_unit_test(test_leaves_lru),
         cmocka_unit_test(test_leaves_burst),
         cmocka_unit_test(test_handshake_names),
