@@ -20,7 +20,11 @@
  * thread once made (the cache has its own lock); a struct tls_server_ctx,
  * struct tls_client_ctx and their struct tls_conn belong to one loop
  * thread. tls_mint_run() is the only call meant for a worker thread
- * (uv_queue_work's work callback).
+ * (uv_queue_work's work callback). OpenSSL keeps state per thread (error
+ * queue, random generators) that it frees when the thread ends, but not
+ * for threads still running when its atexit cleanup has run: a process
+ * that mints on libuv's worker threads calls uv_library_shutdown() before
+ * it exits, or valgrind reports that state as lost.
  */
 #ifndef SLUICE_TLS_H
 #define SLUICE_TLS_H

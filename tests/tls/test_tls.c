@@ -1983,5 +1983,10 @@ int main(void)
         cmocka_unit_test(test_upstream_resume),
         cmocka_unit_test(test_upstream_extra),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
+
+    /* joins libuv's worker threads while OpenSSL can still free their
+     * per-thread state (see tls.h, Threads) */
+    uv_library_shutdown();
+    return rc;
 }
