@@ -1240,11 +1240,16 @@ static void peer_free(struct peer *p)
 /* What to do on NEED_LEAF: mint right here, or leave it to the caller. */
 enum mint_mode { MINT_INLINE, MINT_STOP };
 
+/* The most bytes pump() moves at once, each way (test_handshake_bytewise
+ * sets 1). */
+static size_t pump_chunk = 16384;
+
 /* Moves bytes both ways and drives both handshakes until neither moves.
  * Returns the peer's SSL_do_handshake result (1 done). */
 static int pump(struct peer *p, struct tls_conn *c, enum mint_mode mode)
 {
     uint8_t buf[16384];
+    size_t chunk = pump_chunk < sizeof(buf) ? pump_chunk : sizeof(buf);
     int pr = 0;
 
     for (int round = 0; round < 100; round++) {
@@ -1257,7 +1262,7 @@ static int pump(struct peer *p, struct tls_conn *c, enum mint_mode mode)
             pr = 1;
             SSL_read_ex(p->ssl, buf, 0, &n); /* takes tickets and alerts */
         }
-        while (BIO_read_ex(p->out, buf, sizeof(buf), &n) == 1 && n > 0) {
+        while (BIO_read_ex(p->out, buf, chunk, &n) == 1 && n > 0) {
             tls_conn_feed(c, buf, n);
             moved = 1;
         }
@@ -1271,7 +1276,8 @@ static int pump(struct peer *p, struct tls_conn *c, enum mint_mode mode)
             tls_conn_resume(c, m);
             moved = 1;
         }
-        while ((n = tls_conn_take_out(c, buf, sizeof(buf))) > 0) {
+        while ((n = tls_conn_take_out(c, buf, chunk)) > 0) {
+            assert_true(n <= chunk);
             assert_int_equal(BIO_write(p->in, buf, (int)n), (int)n);
             moved = 1;
         }
@@ -1571,6 +1577,28 @@ static void test_handshake_failures(void **state)
     assert_null(tls_conn_server_new(f.sctx, "bad name"));
     assert_null(tls_conn_server_new(f.sctx, ""));
     assert_null(tls_conn_server_new(f.sctx, NULL));
+    fixture_free(&f);
+}
+
+/* The terminating side fed one byte at a time and drained one byte at a
+ * time: the same handshake, both directions, server and upstream side. */
+static void test_handshake_bytewise(void **state)
+{
+    struct fixture f;
+    struct peer p;
+    struct tls_conn *c;
+
+    fixture_init(&f);
+    pump_chunk = 1;
+    c = tls_conn_server_new(f.sctx, "bytes.example");
+    client_init(&p, f.ca, "bytes.example", 0, (const unsigned char *)"\x08http/1.1", 9);
+    assert_int_equal(pump(&p, c, MINT_INLINE), 1);
+    assert_int_equal(tls_conn_state(c), TLS_CONN_OPEN);
+    assert_int_equal(tls_conn_alpn(c), TLS_ALPN_HTTP11);
+    pump_chunk = 16384;
+    exchange(&p, c, 3000);
+    tls_conn_free(c);
+    peer_free(&p);
     fixture_free(&f);
 }
 
@@ -1977,6 +2005,7 @@ int main(void)
         cmocka_unit_test(test_handshake_worker),
         cmocka_unit_test(test_handshake_alpn),
         cmocka_unit_test(test_handshake_failures),
+        cmocka_unit_test(test_handshake_bytewise),
         cmocka_unit_test(test_handshake_mint_failed),
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
