@@ -658,8 +658,10 @@ int tls_conn_write(struct tls_conn *c, const void *buf, size_t len)
 {
     size_t n = 0;
 
-    if (c->state != TLS_CONN_OPEN)
+    if (c->state != TLS_CONN_OPEN && c->state != TLS_CONN_CLOSED)
         return c->state == TLS_CONN_FAILED ? UV_EPROTO : UV_ENOTCONN;
+    if (SSL_get_shutdown(c->ssl) & SSL_SENT_SHUTDOWN)
+        return UV_EPIPE;
     if (len == 0)
         return 0;
     ERR_clear_error();

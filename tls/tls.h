@@ -128,6 +128,7 @@ const char *tls_ca_warning(const struct tls_ca *ca);
 /* The CA's notAfter as seconds since the epoch. */
 int64_t tls_ca_not_after(const struct tls_ca *ca);
 
+/* Drops the caller's reference (struct tls_leaves holds its own). */
 void tls_ca_free(struct tls_ca *ca);
 
 /* ------------------------------------------------------------------------ */
@@ -199,7 +200,9 @@ void tls_server_ctx_free(struct tls_server_ctx *ctx);
 /* The upstream side: verifies the origin's chain against roots_path (NULL:
  * TLS_SYSTEM_ROOTS) plus every file in extra (PEM, one or more
  * certificates each; an unreadable or certificate-less file is an error
- * naming it), TLS 1.2 and 1.3, ALPN http/1.1. */
+ * naming it), TLS 1.2 and 1.3, ALPN http/1.1. The sessions origins give
+ * are kept per host name (at most 128) and offered on the next connection
+ * to that name (a TLS 1.3 ticket once). */
 int tls_client_ctx_new(const char *roots_path, const char *const *extra, size_t nextra,
                        struct tls_client_ctx **out, char *err, size_t errlen);
 void tls_client_ctx_free(struct tls_client_ctx *ctx);
@@ -287,7 +290,9 @@ void tls_mint_free(struct tls_mint *m);
 int tls_conn_read(struct tls_conn *c, void *buf, size_t len, size_t *got);
 
 /* Encrypts len bytes for the peer (all of them, or an error); the records
- * go to the pending output. Only in state OPEN: else UV_ENOTCONN. */
+ * go to the pending output. In state OPEN, and CLOSED (the peer closed its
+ * half: a response may still go out); before: UV_ENOTCONN, after a
+ * failure UV_EPROTO, after tls_conn_shutdown UV_EPIPE. */
 int tls_conn_write(struct tls_conn *c, const void *buf, size_t len);
 
 /* Queues a close_notify for the peer. */

@@ -1490,9 +1490,15 @@ static void test_handshake_worker(void **state)
         tls_conn_feed(c, buf, got);
     assert_int_equal(tls_conn_read(c, buf, sizeof(buf), &got), UV_EOF);
     assert_int_equal(tls_conn_state(c), TLS_CONN_CLOSED);
+    /* half-close: the other half still carries a reply, then our close_notify */
+    assert_int_equal(tls_conn_write(c, "bye", 3), 0);
     assert_int_equal(tls_conn_shutdown(c), 0);
+    assert_int_equal(tls_conn_write(c, "late", 4), UV_EPIPE);
     while ((got = tls_conn_take_out(c, buf, sizeof(buf))) > 0)
         BIO_write(p.in, buf, (int)got);
+    assert_int_equal(SSL_read_ex(p.ssl, buf, sizeof(buf), &got), 1);
+    assert_int_equal(got, 3);
+    assert_memory_equal(buf, "bye", 3);
     assert_int_equal(SSL_read_ex(p.ssl, buf, sizeof(buf), &got), 0);
     assert_int_equal(SSL_get_error(p.ssl, 0), SSL_ERROR_ZERO_RETURN);
 
