@@ -393,6 +393,10 @@ int tls_client_ctx_new(const char *roots_path, const char *const *extra, size_t 
         goto out;
     }
     SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+    /* a CA in the trust files is an anchor even when it is an intermediate
+     * (an extraCaCertPaths entry for a corporate issuing CA), as curl and
+     * Python 3.13 verify */
+    X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(c->ctx), X509_V_FLAG_PARTIAL_CHAIN);
     SSL_CTX_set_session_cache_mode(c->ctx,
                                    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(c->ctx, on_new_session);

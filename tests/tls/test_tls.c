@@ -1939,6 +1939,36 @@ static void test_upstream_extra(void **state)
     tls_client_ctx_free(cc);
     cc = NULL;
 
+    /* an intermediate CA as the extra file (its root unknown): an anchor */
+    {
+        struct certspec is = {"issuing CA", NULL, 1, 0, -3600, 86400, o.ca, o.ca_key};
+        EVP_PKEY *ik = mkkey();
+        X509 *inter = mkcert(&is, ik);
+        struct certspec ls = {"origin", "DNS:origin.example", 0, 0, -3600, 86400, inter, ik};
+        X509 *leaf = mkcert(&ls, o.key);
+        char inter_file[128];
+        SSL_CTX *octx = SSL_CTX_new(TLS_server_method());
+
+        path_in_tmp(inter_file, sizeof(inter_file), "issuing-ca.pem");
+        write_cert(inter, inter_file);
+        assert_int_equal(SSL_CTX_use_certificate(octx, leaf), 1);
+        assert_int_equal(SSL_CTX_use_PrivateKey(octx, o.key), 1);
+        extra[0] = inter_file;
+        assert_int_equal(tls_client_ctx_new(o.other_file, extra, 1, &cc, err, sizeof(err)), 0);
+        c = tls_conn_client_new(cc, "origin.example");
+        peer_init(&p, octx, 1);
+        pump(&p, c, MINT_STOP);
+        if (tls_conn_state(c) != TLS_CONN_OPEN)
+            fail_msg("intermediate anchor: %s", tls_conn_reason(c));
+        tls_conn_free(c);
+        peer_free(&p);
+        tls_client_ctx_free(cc);
+        cc = NULL;
+        X509_free(inter);
+        X509_free(leaf);
+        EVP_PKEY_free(ik);
+    }
+
     /* without the extra file: unknown issuer */
     assert_int_equal(tls_client_ctx_new(o.other_file, NULL, 0, &cc, err, sizeof(err)), 0);
     c = tls_conn_client_new(cc, "origin.example");
