@@ -36,7 +36,8 @@ struct leaf {
     struct leaf *hnext;       /* hash chain */
     struct leaf *prev, *next; /* use order: head is the most recent */
     uint64_t hash;
-    X509 *cert; /* the cache's reference */
+    int64_t not_after; /* the leaf's end, seconds since the epoch */
+    X509 *cert;        /* the cache's reference */
     char name[];
 };
 
@@ -54,6 +55,7 @@ struct tls_leaves {
     X509_PUBKEY *pub;      /* the leaf key's SubjectPublicKeyInfo, encoded once */
     EVP_MD_CTX *sign_tmpl; /* DigestSign with the CA key, initialised once */
     unsigned valid_days;
+    int64_t renew_before; /* seconds before its end a leaf is minted again */
     uint64_t seed;
     unsigned char ticket_keys[TLS_TICKET_KEYS];
 
@@ -156,7 +158,8 @@ static void cache_remove(struct tls_leaves *lv, struct leaf *e)
 /* Inserts name -> cert (the cache takes its own reference) unless an entry
  * is there already; returns the cached certificate with a reference for the
  * caller, or NULL on ENOMEM. */
-static X509 *cache_insert(struct tls_leaves *lv, const char *name, X509 *cert)
+static X509 *cache_insert(struct tls_leaves *lv, const char *name, X509 *cert,
+                          int64_t not_after)
 {
     uint64_t h = name_hash(lv, name);
     struct leaf *e = cache_find(lv, name, h);
@@ -168,6 +171,7 @@ static X509 *cache_insert(struct tls_leaves *lv, const char *name, X509 *cert)
             return NULL;
         memcpy(e->name, name, n + 1);
         e->hash = h;
+        e->not_after = not_after;
         e->cert = cert;
         X509_up_ref(cert);
         e->hnext = lv->buckets[h & (lv->nbuckets - 1)];
@@ -185,23 +189,39 @@ static X509 *cache_insert(struct tls_leaves *lv, const char *name, X509 *cert)
     return e->cert;
 }
 
+/* The cached leaf for name with a reference and moved to the front, or
+ * NULL. A leaf that ends within renew_before is dropped (and NULL returned)
+ * so it is minted again, unless the CA ends first: then a new one would end
+ * at the same time. Under lv->lock. */
+static X509 *cached(struct tls_leaves *lv, const char *name, uint64_t h)
+{
+    struct leaf *e = cache_find(lv, name, h);
+
+    if (e == NULL)
+        return NULL;
+    if (e->not_after - (int64_t)time(NULL) <= lv->renew_before &&
+        e->not_after < lv->ca->not_after) {
+        cache_remove(lv, e);
+        lv->st.renewals++;
+        return NULL;
+    }
+    lru_unlink(lv, e);
+    lru_push(lv, e);
+    X509_up_ref(e->cert);
+    return e->cert;
+}
+
 X509 *tls_leaves_lookup(struct tls_leaves *lv, const char *name)
 {
     uint64_t h = name_hash(lv, name);
-    struct leaf *e;
-    X509 *x = NULL;
+    X509 *x;
 
     pthread_mutex_lock(&lv->lock);
-    e = cache_find(lv, name, h);
-    if (e != NULL) {
-        lru_unlink(lv, e);
-        lru_push(lv, e);
-        X509_up_ref(e->cert);
-        x = e->cert;
+    x = cached(lv, name, h);
+    if (x != NULL)
         lv->st.hits++;
-    } else {
+    else
         lv->st.misses++;
-    }
     pthread_mutex_unlock(&lv->lock);
     return x;
 }
@@ -335,7 +355,8 @@ static X509 *reparse(X509 *x)
     return y;
 }
 
-static X509 *mint_cert(struct tls_leaves *lv, const char *name, char *err, size_t errlen)
+static X509 *mint_cert(struct tls_leaves *lv, const char *name, int64_t *not_after, char *err,
+                       size_t errlen)
 {
     time_t now = time(NULL);
     int64_t end = (int64_t)now + (int64_t)lv->valid_days * 86400;
@@ -374,21 +395,8 @@ static X509 *mint_cert(struct tls_leaves *lv, const char *name, char *err, size_
         return NULL;
     }
     ERR_clear_error();
+    *not_after = end;
     return x;
-}
-
-/* The cached leaf for name with a reference and moved to the front, or
- * NULL. Under lv->lock. */
-static X509 *cached(struct tls_leaves *lv, const char *name, uint64_t h)
-{
-    struct leaf *e = cache_find(lv, name, h);
-
-    if (e == NULL)
-        return NULL;
-    lru_unlink(lv, e);
-    lru_push(lv, e);
-    X509_up_ref(e->cert);
-    return e->cert;
 }
 
 static int in_flight(const struct tls_leaves *lv, const char *name)
@@ -409,6 +417,7 @@ static X509 *get_or_mint(struct tls_leaves *lv, const char *name, char *err, siz
     uint64_t h = name_hash(lv, name);
     struct pending me, **pp;
     X509 *x, *made;
+    int64_t not_after = 0;
 
     pthread_mutex_lock(&lv->lock);
     while ((x = cached(lv, name, h)) == NULL && in_flight(lv, name)) {
@@ -424,7 +433,7 @@ static X509 *get_or_mint(struct tls_leaves *lv, const char *name, char *err, siz
     lv->pending = &me;
     pthread_mutex_unlock(&lv->lock);
 
-    made = mint_cert(lv, name, err, errlen);
+    made = mint_cert(lv, name, &not_after, err, errlen);
 
     pthread_mutex_lock(&lv->lock);
     for (pp = &lv->pending; *pp != &me; pp = &(*pp)->next)
@@ -434,7 +443,7 @@ static X509 *get_or_mint(struct tls_leaves *lv, const char *name, char *err, siz
         lv->st.mint_failures++;
     } else {
         lv->st.mints++;
-        x = cache_insert(lv, name, made);
+        x = cache_insert(lv, name, made, not_after);
     }
     pthread_cond_broadcast(&lv->minted);
     pthread_mutex_unlock(&lv->lock);
@@ -555,11 +564,15 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
     struct tls_leaves *lv;
     unsigned cap = o != NULL && o->cache_size != 0 ? o->cache_size : TLS_CACHE_DEFAULT;
     unsigned days = o != NULL && o->valid_days != 0 ? o->valid_days : TLS_LEAF_DAYS_DEFAULT;
+    unsigned renew = o != NULL && o->renew_before != 0 ? o->renew_before : TLS_LEAF_RENEW_DEFAULT;
     int rc = UV_ENOMEM;
 
-    if (cap < TLS_CACHE_MIN || cap > TLS_CACHE_MAX || days > LEAF_DAYS_MAX) {
-        tls_err(err, errlen, "leaves: cache size %u (%u..%u) or validity %u days (1..%u) out of range",
-                cap, TLS_CACHE_MIN, TLS_CACHE_MAX, days, LEAF_DAYS_MAX);
+    if (cap < TLS_CACHE_MIN || cap > TLS_CACHE_MAX || days > LEAF_DAYS_MAX ||
+        renew > LEAF_DAYS_MAX * 86400u) {
+        tls_err(err, errlen,
+                "leaves: cache size %u (%u..%u), validity %u days (1..%u) or renewal %u s "
+                "out of range",
+                cap, TLS_CACHE_MIN, TLS_CACHE_MAX, days, LEAF_DAYS_MAX, renew);
         return UV_EINVAL;
     }
     lv = calloc(1, sizeof(*lv));
@@ -571,6 +584,7 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
     lv->ca = tls_ca_ref(ca);
     lv->cap = cap;
     lv->valid_days = days;
+    lv->renew_before = renew;
     lv->nbuckets = pow2_at_least((size_t)cap * 2);
     lv->buckets = calloc(lv->nbuckets, sizeof(*lv->buckets));
     if (lv->buckets == NULL || RAND_bytes((unsigned char *)&lv->seed, sizeof(lv->seed)) != 1 ||

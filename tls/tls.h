@@ -154,9 +154,13 @@ void tls_ca_free(struct tls_ca *ca);
 
 struct tls_leaves;
 
+#define TLS_LEAF_RENEW_DEFAULT 3600
+
 struct tls_leaves_opts {
-    unsigned cache_size; /* leaves kept, TLS_CACHE_MIN..TLS_CACHE_MAX; 0: default */
-    unsigned valid_days; /* leaf lifetime cap in days, 1..397; 0: default */
+    unsigned cache_size;   /* leaves kept, TLS_CACHE_MIN..TLS_CACHE_MAX; 0: default */
+    unsigned valid_days;   /* leaf lifetime cap in days, 1..397; 0: default */
+    unsigned renew_before; /* a cached leaf ending within this many seconds is
+                              minted again (unless the CA ends first); 0: default */
 };
 
 /* Takes a reference on ca (freed with the last reference). */
@@ -172,6 +176,7 @@ struct tls_leaves_stats {
     uint64_t mint_failures;
     uint64_t mint_waits; /* a mint waited for another thread minting the same name */
     uint64_t evictions;
+    uint64_t renewals;   /* cached leaves dropped near their end */
     unsigned cached; /* leaves in the cache now */
 };
 void tls_leaves_stats(struct tls_leaves *lv, struct tls_leaves_stats *st);

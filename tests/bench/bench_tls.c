@@ -389,7 +389,7 @@ int main(int argc, char **argv)
 {
     double secs = argc > 1 ? strtod(argv[1], NULL) : 3.0;
     unsigned held = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2000;
-    struct tls_leaves_opts o = {TLS_CACHE_MAX, 0};
+    struct tls_leaves_opts o = {TLS_CACHE_MAX, 0, 0};
     struct tls_ca *ca = NULL;
     struct tls_leaves *lv = NULL;
     struct tls_server_ctx *sctx = NULL;

@@ -1032,10 +1032,13 @@ static void test_leaves_fields(void **state)
     tls_leaves_unref(lv2);
     tls_ca_free(shortca);
 
-    struct tls_leaves_opts o = {8, 0};
+    struct tls_leaves_opts o = {8, 0, 0};
     assert_int_equal(tls_leaves_new(ca, &o, &lv2, err, sizeof(err)), UV_EINVAL);
     o.cache_size = 16;
     o.valid_days = 398;
+    assert_int_equal(tls_leaves_new(ca, &o, &lv2, err, sizeof(err)), UV_EINVAL);
+    o.valid_days = 0;
+    o.renew_before = 398 * 86400;
     assert_int_equal(tls_leaves_new(ca, &o, &lv2, err, sizeof(err)), UV_EINVAL);
     tls_leaves_unref(lv);
 }
@@ -1116,7 +1119,7 @@ static void test_leaves_lru(void **state)
 {
     struct tls_ca *ca = NULL;
     struct tls_leaves *lv = NULL;
-    struct tls_leaves_opts o = {16, 0};
+    struct tls_leaves_opts o = {16, 0, 0};
     struct tls_leaves_stats st;
     char err[256], name[64], pem[8192];
 
@@ -1608,6 +1611,55 @@ static void test_handshake_bytewise(void **state)
     fixture_free(&f);
 }
 
+/* A cached leaf near its end is minted again; one bounded by the CA's end
+ * is not (a new one would end at the same time). */
+static void test_leaves_renew(void **state)
+{
+    struct tls_ca *ca = NULL, *shortca = NULL;
+    struct tls_leaves *lv = NULL;
+    struct tls_leaves_opts o = {0, 10, 20 * 86400}; /* 10-day leaves, renewed 20 days early */
+    struct tls_leaves_stats st;
+    struct fixture f;
+    struct peer p;
+    struct tls_conn *c;
+    char err[256];
+
+    assert_int_equal(tls_ca_generate(0, &ca, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_new(ca, &o, &lv, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "renew.example", err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "renew.example", err, sizeof(err)), 0);
+    tls_leaves_stats(lv, &st);
+    assert_int_equal(st.mints, 2);
+    assert_int_equal(st.renewals, 1);
+
+    /* in a handshake: a miss, a mint, and the connection gets the new leaf */
+    f.ca = ca;
+    f.lv = lv;
+    assert_int_equal(tls_server_ctx_new(lv, &f.sctx, err, sizeof(err)), 0);
+    c = tls_conn_server_new(f.sctx, "renew.example");
+    client_init(&p, ca, "renew.example", 0, NULL, 0);
+    assert_int_equal(pump(&p, c, MINT_INLINE), 1);
+    tls_leaves_stats(lv, &st);
+    assert_int_equal(st.mints, 3);
+    assert_int_equal(st.renewals, 2);
+    assert_int_equal(st.hits, 0);
+    tls_conn_free(c);
+    peer_free(&p);
+    fixture_free(&f); /* frees lv and ca */
+
+    /* a CA ending in 2 days bounds the leaf: kept however early renewal is */
+    assert_int_equal(tls_ca_generate(2, &shortca, err, sizeof(err)), 0);
+    lv = NULL;
+    assert_int_equal(tls_leaves_new(shortca, &o, &lv, err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "renew.example", err, sizeof(err)), 0);
+    assert_int_equal(tls_leaves_mint(lv, "renew.example", err, sizeof(err)), 0);
+    tls_leaves_stats(lv, &st);
+    assert_int_equal(st.mints, 1);
+    assert_int_equal(st.renewals, 0);
+    tls_leaves_unref(lv);
+    tls_ca_free(shortca);
+}
+
 /* A mint that produced nothing (a job resumed without running stands in
  * for a failed one): the client gets an internal_error alert, the
  * connection says why. */
@@ -2036,6 +2088,7 @@ int main(void)
         cmocka_unit_test(test_leaves_file_ca),
         cmocka_unit_test(test_leaves_cli_ca),
         cmocka_unit_test(test_leaves_lru),
+        cmocka_unit_test(test_leaves_renew),
         cmocka_unit_test(test_leaves_burst),
         cmocka_unit_test(test_handshake_names),
         cmocka_unit_test(test_handshake_worker),
