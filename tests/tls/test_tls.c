@@ -882,6 +882,15 @@ static void test_ca_files(void **state)
     assert_non_null(ca);
     tls_ca_free(ca);
 
+    /* certificate and key in one file, named twice */
+    char both[128], cmd[512];
+    path_in_tmp(both, sizeof(both), "ca-both.pem");
+    snprintf(cmd, sizeof(cmd), "cat '%s' '%s' > '%s'", cf.key, cf.cert, both);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tls_ca_load(both, both, &ca, err, sizeof(err)), 0);
+    tls_ca_free(ca);
+    ca = NULL;
+
     expect_load_error(cf.cert, cf.other_key, UV_EINVAL, "is not the key of", cf.other_key);
     expect_load_error(cf.leafcert, cf.other_key, UV_EINVAL, "not a CA", cf.leafcert);
     expect_load_error(cf.cert, NULL, UV_EINVAL, "both", NULL);
