@@ -57,7 +57,8 @@ struct tls_leaves {
     unsigned valid_days;
     int64_t renew_before; /* seconds before its end a leaf is minted again */
     uint64_t seed;
-    unsigned char ticket_keys[TLS_TICKET_KEYS];
+    unsigned char *ticket_keys; /* TLS_TICKET_KEYS bytes (OpenSSL's secure heap
+                                   when the process set one up) */
 
     pthread_mutex_t lock; /* guards everything below */
     struct leaf **buckets;
@@ -588,7 +589,8 @@ int tls_leaves_new(struct tls_ca *ca, const struct tls_leaves_opts *o, struct tl
     lv->nbuckets = pow2_at_least((size_t)cap * 2);
     lv->buckets = calloc(lv->nbuckets, sizeof(*lv->buckets));
     if (lv->buckets == NULL || RAND_bytes((unsigned char *)&lv->seed, sizeof(lv->seed)) != 1 ||
-        RAND_priv_bytes(lv->ticket_keys, sizeof(lv->ticket_keys)) != 1)
+        (lv->ticket_keys = OPENSSL_secure_malloc(TLS_TICKET_KEYS)) == NULL ||
+        RAND_priv_bytes(lv->ticket_keys, TLS_TICKET_KEYS) != 1)
         goto fail;
     lv->key = EVP_EC_gen("P-256");
     lv->sign_tmpl = EVP_MD_CTX_new();
@@ -624,7 +626,7 @@ void tls_leaves_unref(struct tls_leaves *lv)
     X509_PUBKEY_free(lv->pub);
     EVP_MD_CTX_free(lv->sign_tmpl);
     tls_ca_free(lv->ca);
-    OPENSSL_cleanse(lv->ticket_keys, sizeof(lv->ticket_keys));
+    OPENSSL_secure_clear_free(lv->ticket_keys, TLS_TICKET_KEYS);
     pthread_cond_destroy(&lv->minted);
     pthread_mutex_destroy(&lv->lock);
     free(lv);
