@@ -229,8 +229,10 @@ void tls_client_ctx_free(struct tls_client_ctx *ctx);
 /*   tls_conn_resume(c, m)            (back on the loop; takes m) and the    */
 /*                                    handshake goes on                      */
 /* When the connection dies while the job runs, the after-work callback      */
-/* calls tls_mint_free(m) instead. The handshake timeout is the caller's     */
-/* (it has the timers): tls_conn_state() tells where the handshake is.       */
+/* calls tls_mint_free(m) instead. While paused, tls_conn_feed keeps what it */
+/* is given without reading it, so the caller stops reading the socket until */
+/* the resume (R8). The handshake timeout is the caller's (it has the        */
+/* timers): tls_conn_state() tells where the handshake is.                   */
 
 struct tls_conn;
 struct tls_mint;
