@@ -630,6 +630,7 @@ struct connlog {
     const char *source;   /* NULL or where the deciding rule is written */
     const char *method;   /* plain HTTP: the request method, else NULL */
     const char *url;      /* plain HTTP: the URL without its query, else NULL */
+    int terminated;       /* a CONNECT terminated by sluice, or a request inside one */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -667,6 +668,7 @@ struct frontend_conn {
     char end_buf[80];
     char method[16]; /* plain HTTP only, else "" */
     char *url;       /* plain HTTP only; NULL or a heap copy */
+    unsigned terminated : 1; /* TLS terminated here (connlog.terminated) */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 

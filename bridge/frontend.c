@@ -186,6 +186,7 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.end = c->end != NULL ? c->end : "closed";
     rec.method = c->method[0] != '\0' ? c->method : NULL;
     rec.url = c->url;
+    rec.terminated = c->terminated;
     c->f->log(c->f->log_ctx, &rec);
 }
 

@@ -162,6 +162,7 @@ struct http_reply {
     const char *rcode;      /* dns_error rcode ("NXDOMAIN"), or NULL */
     const char *body;       /* one line, or NULL for "<status> <phrase>"; sanitised */
     unsigned retry_after;   /* seconds; 0: no Retry-After */
+    const char *x_error;    /* X-Proxy-Error: this token ("too-many-tunnels"), or NULL */
     unsigned blocked : 1;   /* X-Proxy-Error: blocked-by-allowlist */
     unsigned close : 1;     /* Connection: close */
     unsigned challenge : 1; /* Proxy-Authenticate: Basic realm="sluice" */

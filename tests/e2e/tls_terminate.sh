@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# tests/e2e/tls_terminate.sh - network.tlsTerminate in sluice proxy (issue
+# 23): a CA from files made here, HTTPS origins with their own CA (openssl
+# CLI, python3 http.server + ssl), curl through the proxy.
+#
+# Everything runs in a private network namespace (unshare -n, as root): the
+# origins on 127.0.0.10 and 127.0.0.11 there (denyPrivateAddresses false),
+# dnsmasq on 127.0.0.1 answering the *.test names, sluice there too. Nothing reaches the host's network. Skips when not root.
+set -uo pipefail
+SLUICE=${1:?usage: tls_terminate.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+O1=127.0.0.10
+O2=127.0.0.11
+
+if [ -z "${SLUICE_TLS_NETNS:-}" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "ok - tlsTerminate # SKIP needs root (a private network namespace)"
+        echo "0 passed, 0 failed"
+        exit 0
+    fi
+    exec unshare -n env SLUICE_TLS_NETNS=1 bash "$0" "$SLUICE"
+fi
+
+. "$HERE/lib.sh"
+
+# --- the namespace ----------------------------------------------------------
+if ! ip link set lo up; then
+    bad "cannot set up the private network namespace"
+    e2e_finish
+    exit
+fi
+if ip route get 1.1.1.1 >/dev/null 2>&1; then
+    bad "this is not a private network namespace: it has a route out"
+    e2e_finish
+    exit
+fi
+
+# --- certificates (openssl CLI) ---------------------------------------------
+P=$T/pki
+mkdir -p "$P"
+mkca() { # NAME CN
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+        -subj "/CN=$2" -keyout "$P/$1.key" -out "$P/$1.pem" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -addext "subjectKeyIdentifier=hash" 2>>"$P/openssl.err"
+}
+# leaf NAME CA SAN [ca-options...]: a leaf signed by CA with `openssl ca`
+# (which takes -startdate/-enddate, for the expired one)
+leaf() {
+    local name=$1 ca=$2 san=$3
+    shift 3
+    mkdir -p "$P/db-$name"
+    : > "$P/db-$name/index.txt"
+    cat > "$P/$name.cnf" <<EOF
+[ca]
+default_ca = c
+[c]
+database = $P/db-$name/index.txt
+new_certs_dir = $P/db-$name
+serial = $P/db-$name/serial
+default_md = sha256
+policy = p
+copy_extensions = none
+x509_extensions = ext
+unique_subject = no
+[p]
+commonName = supplied
+[ext]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature
+extendedKeyUsage = serverAuth
+subjectAltName = $san
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOF
+    openssl rand -hex 8 > "$P/db-$name/serial"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+        -keyout "$P/$name.key" -out "$P/$name.csr" 2>>"$P/openssl.err" &&
+        openssl ca -batch -config "$P/$name.cnf" -cert "$P/$ca.pem" -keyfile "$P/$ca.key" \
+            -in "$P/$name.csr" -out "$P/$name.pem" -notext "$@" 2>>"$P/openssl.err" >/dev/null
+}
+if ! mkca sluiceca "sluice e2e CA" || ! mkca originca "origin e2e CA" || ! mkca strayca "stray CA" ||
+    ! leaf good originca "DNS:good.test,DNS:excl.test,DNS:rules.test" -days 30 ||
+    ! leaf expired originca "DNS:expired.test" -startdate 20200101000000Z -enddate 20200201000000Z ||
+    ! leaf stray strayca "DNS:unknown.test" -days 30; then
+    bad "cannot make the test certificates" "$(tail -5 "$P/openssl.err")"
+    e2e_finish
+    exit
+fi
+
+# --- origins ------------------------------------------------------------------
+mkdir -p "$T/www"
+echo "hello from the origin" > "$T/www/hello.txt"
+echo "plain origin" > "$T/www/plain.txt"
+cat > "$T/origin.py" <<'EOF'
+import http.server, ssl, sys
+addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+class H(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def __init__(self, *a, **k):
+        super().__init__(*a, directory=root, **k)
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(n)
+        out = b"posted " + self.path.encode() + b" " + body + b"\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer((addr, port), H)
+if cert != "-":
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+EOF
+start_origin() { # ADDR PORT CERT KEY
+    python3 "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" 2>>"$T/origins.err" &
+    PIDS+=($!)
+}
+PA=$(free_port)
+PB=$(free_port)
+PC=$(free_port)
+PH=$(free_port)
+start_origin "$O1" "$PA" "$P/good.pem" "$P/good.key"
+start_origin "$O2" "$PB" "$P/expired.pem" "$P/expired.key"
+start_origin "$O2" "$PC" "$P/stray.pem" "$P/stray.key"
+start_origin "$O1" "$PH" - -
+for i in $(seq 100); do
+    curl -s -o /dev/null --max-time 1 --cacert "$P/originca.pem" --resolve "good.test:$PA:$O1" \
+        "https://good.test:$PA/hello.txt" && break
+    sleep 0.1
+done
+
+start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong.test/$O1 \
+    --address=/rules.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
+    bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
+    e2e_finish
+    exit
+}
+
+settings() { # FILE EXTRA-TLS-KEYS
+    cat > "$1" <<JSON
+{"network": {"allowedDomains": ["*.test", "$O1", "$O2"], "dnsServers": ["127.0.0.1:$DPORT"],
+  "denyPrivateAddresses": false,
+  "tlsTerminate": {"caCertPath": "$P/sluiceca.pem", "caKeyPath": "$P/sluiceca.key",
+                   "extraCaCertPaths": ["$P/originca.pem"], "excludeDomains": ["excl.test"]$2}}}
+JSON
+}
+
+# --- the proxy refuses tlsTerminate without a CA from files -----------------
+printf '{"network": {"allowedDomains": ["*.test"],\n "tlsTerminate": {}}}\n' > "$T/noca.json"
+out=$("$SLUICE" proxy --settings "$T/noca.json" --http tcp:127.0.0.1:0 --socks off 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "noca.json:2:2: network.tlsTerminate: sluice proxy needs a CA from files"; then
+    ok "sluice proxy refuses tlsTerminate without caCertPath/caKeyPath, naming where"
+else
+    bad "tlsTerminate without a CA" "rc $rc: $out"
+fi
+
+settings "$T/s.json" ""
+start_proxy main "$T/s.json" --http tcp:127.0.0.1:0 --socks off
+X="http://127.0.0.1:$HPORT"
+if [ -z "$HPORT" ]; then
+    bad "the proxy did not start" "$(cat "$T/main.err")"
+    e2e_finish
+    exit
+fi
+
+# --- terminated: the origin's body, sluice's leaf ----------------------------
+out=$(curl -sS -v --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://good.test:$PA/hello.txt?token=secret" 2>"$T/c1.err")
+if [ "$out" = "hello from the origin" ] && grep -q "issuer: CN=sluice e2e CA" "$T/c1.err"; then
+    ok "terminated: curl gets the origin's body and sluice's leaf (issuer: the sluice CA)"
+else
+    bad "terminated" "$out / $(grep -i 'issuer\|error\|HTTP/' "$T/c1.err") / $(tail -3 "$T/main.log")"
+fi
+if grep "terminated=1" "$T/main.log" | grep "event=decision" | grep -q 'url="\?https://good.test:'"$PA"'/hello.txt"\? ' &&
+    grep "terminated=1" "$T/main.log" | grep -q "method=GET" &&
+    grep "terminated=1" "$T/main.log" | grep "event=close" | grep -q "code=200" &&
+    ! grep -q "token=secret" "$T/main.log"; then
+    ok "the log: terminated=1 with method, path (query left out) and status"
+else
+    bad "terminated log records" "$(grep terminated "$T/main.log" | tail -4)"
+fi
+# keep-alive: two requests in one terminated tunnel
+out=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://good.test:$PA/hello.txt" "https://good.test:$PA/plain.txt" 2>&1)
+if [ "$out" = "hello from the origin
+plain origin" ]; then
+    ok "two requests in one terminated tunnel"
+else
+    bad "two requests in one terminated tunnel" "$out"
+fi
+# a POST with a body
+out=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" -d 'a=1' "https://good.test:$PA/form" 2>&1)
+if [ "$out" = "posted /form a=1" ]; then
+    ok "a POST body through a terminated tunnel"
+else
+    bad "POST through a terminated tunnel" "$out"
+fi
+
+# --- excludeDomains: the origin's own certificate ----------------------------
+out=$(curl -sS -v --max-time 10 --cacert "$P/originca.pem" -x "$X" "https://excl.test:$PA/hello.txt" 2>"$T/c2.err")
+if [ "$out" = "hello from the origin" ] && grep -q "issuer: CN=origin e2e CA" "$T/c2.err"; then
+    ok "excludeDomains: an opaque tunnel, curl sees the origin's own certificate"
+else
+    bad "excludeDomains" "$out / $(grep -i 'issuer\|error' "$T/c2.err")"
+fi
+
+# --- not TLS after CONNECT: an opaque tunnel ---------------------------------
+out=$(curl -sS --max-time 10 -p -x "$X" "http://good.test:$PH/plain.txt" 2>&1)
+if [ "$out" = "plain origin" ]; then
+    ok "non-TLS bytes after CONNECT stay an opaque tunnel"
+else
+    bad "non-TLS bytes after CONNECT" "$out"
+fi
+
+# --- bad origin certificates: 502 with the reason ----------------------------
+bad_cert() { # NAME URL WANT
+    local code body
+    body=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" -w '\n%{http_code}' "$2" 2>&1)
+    code=${body##*$'\n'}
+    if [ "$code" = 502 ] && printf '%s' "$body" | grep -qi "$3"; then
+        ok "$1: 502 naming the failure ($3)"
+    else
+        bad "$1" "$body"
+    fi
+}
+bad_cert "an expired origin certificate" "https://expired.test:$PB/hello.txt" "expired"
+bad_cert "an origin certificate for another name" "https://wrong.test:$PA/hello.txt" "mismatch\|name"
+bad_cert "an origin certificate from an unknown issuer" "https://unknown.test:$PC/hello.txt" "issuer"
+if grep "reason=" "$T/main.log" | grep -q "TLS with the origin failed"; then
+    ok "the bad certificates are logged with their reason"
+else
+    bad "bad certificate log" "$(tail -5 "$T/main.log")"
+fi
+
+# --- handshake timeout: a silent client is closed ----------------------------
+kill "$PROXY_PID" 2>/dev/null
+settings "$T/s2.json" ', "maxTunnels": 1, "handshakeTimeoutMs": 300'
+start_proxy second "$T/s2.json" --http tcp:127.0.0.1:0 --socks off
+X="http://127.0.0.1:$HPORT"
+out=$(python3 - "$HPORT" "$PA" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"CONNECT good.test:%s HTTP/1.1\r\nHost: good.test\r\n\r\n" % sys.argv[2].encode())
+head = s.recv(1000)
+s.settimeout(5)
+t = time.monotonic()
+try:
+    rest = s.recv(1000)
+    print(head.split(b"\r\n")[0].decode(), "closed" if rest == b"" else "data", round(time.monotonic() - t, 1))
+except socket.timeout:
+    print(head.split(b"\r\n")[0].decode(), "still open")
+EOF
+)
+case $out in
+"HTTP/1.1 200 Connection Established closed "*)
+    if grep -q "handshake timeout" "$T/second.log"; then
+        ok "handshakeTimeoutMs: a client silent after the 200 is closed ($out)"
+    else
+        bad "handshake timeout log" "$(tail -3 "$T/second.log")"
+    fi ;;
+*) bad "handshake timeout" "$out" ;;
+esac
+
+# --- maxTunnels: 503 too-many-tunnels while one is held -----------------------
+python3 - "$HPORT" "$PA" "$P/sluiceca.pem" > "$T/hold.out" 2>&1 <<'EOF' &
+import socket, ssl, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"CONNECT good.test:%s HTTP/1.1\r\nHost: good.test\r\n\r\n" % sys.argv[2].encode())
+s.recv(1000)
+ctx = ssl.create_default_context(cafile=sys.argv[3])
+t = ctx.wrap_socket(s, server_hostname="good.test")
+print("held", flush=True)
+time.sleep(4)
+EOF
+HOLD=$!
+for i in $(seq 50); do grep -q held "$T/hold.out" && break; sleep 0.1; done
+curl -sS -v --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://good.test:$PA/hello.txt" >/dev/null 2>"$T/c3.err"
+if grep -q "< HTTP/1.1 503" "$T/c3.err" && grep -qi "< X-Proxy-Error: too-many-tunnels" "$T/c3.err"; then
+    ok "maxTunnels 1 with one held: 503 with X-Proxy-Error: too-many-tunnels"
+else
+    bad "maxTunnels" "$(cat "$T/hold.out") / $(grep '^<' "$T/c3.err")"
+fi
+kill "$HOLD" 2>/dev/null
+wait "$HOLD" 2>/dev/null
+# the slot comes back once it closed
+out=""
+for i in $(seq 30); do
+    out=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://good.test:$PA/hello.txt" 2>&1)
+    [ "$out" = "hello from the origin" ] && break
+    sleep 0.1
+done
+if [ "$out" = "hello from the origin" ]; then
+    ok "maxTunnels: the slot is free again once the held tunnel closed"
+else
+    bad "maxTunnels slot not released" "$out"
+fi
+
+e2e_finish
