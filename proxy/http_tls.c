@@ -221,56 +221,40 @@ void http_tls_conn_closing(struct http_conn *c)
 }
 
 /* An inner connection's request head of *end bytes at the start of w->in:
- * origin-form (or OPTIONS *) becomes absolute-form for the CONNECT target,
- * so it is judged and dialed by that target, never by its Host. 0, or -1
- * after a refusal. */
+ * its path goes to the CONNECT target (http_target_for_tunnel), so it is
+ * judged and dialed by that target, never by its Host. 0, or -1 after a
+ * refusal. */
 int http_tls_head(struct http_conn *c, size_t *end)
 {
     struct http_work *w = c->w;
-    const char *sp1 = memchr(w->in, ' ', *end), *sp2, *eol = memchr(w->in, '\n', *end);
     char auth[POLICY_HOST_MAX + 16];
-    size_t alen, tlen, mlen, n;
+    const char *why = NULL;
+    size_t n, rest = w->in_len - *end;
     char *nb;
 
-    if (sp1 == NULL || eol == NULL || sp1 > eol || (sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1))) == NULL) {
-        http_refuse(c, 400, "malformed request line", 1, "bad request");
-        return -1;
-    }
-    mlen = (size_t)(sp1 - w->in);
-    tlen = (size_t)(sp2 - sp1 - 1);
-    if (tlen == 0 || !(sp1[1] == '/' || (tlen == 1 && sp1[1] == '*'))) {
-        http_refuse(c, 400,
-                    "inside a terminated tunnel a request names a path (origin-form), not "
-                    "another host",
-                    1, "bad request");
-        return -1;
-    }
     if (c->host.kind == POLICY_HOST_IPV6)
         snprintf(auth, sizeof(auth), "[%s]:%u", c->host.name, (unsigned)c->fc.port);
     else
         snprintf(auth, sizeof(auth), "%s:%u", c->host.name, (unsigned)c->fc.port);
-    alen = strlen(auth);
-    /* "http://" + auth, then the target unless it is "*" */
-    n = 7 + alen + (sp1[1] == '*' ? 0 : tlen);
-    nb = malloc(w->in_len + n + 1);
+    n = http_target_for_tunnel(w->in, *end, auth, NULL, 0, &why);
+    if (n == 0) {
+        http_refuse(c, 400, why, 1, "bad request");
+        return -1;
+    }
+    nb = malloc(n + rest + 1);
     if (nb == NULL) {
         http_conn_close(c, "out of memory");
         return -1;
     }
-    memcpy(nb, w->in, mlen + 1);
-    memcpy(nb + mlen + 1, "http://", 7);
-    memcpy(nb + mlen + 8, auth, alen);
-    if (sp1[1] != '*')
-        memcpy(nb + mlen + 8 + alen, sp1 + 1, tlen);
-    memcpy(nb + mlen + 1 + n, sp2, w->in_len - (size_t)(sp2 - w->in));
-    n = mlen + 1 + n + (w->in_len - (size_t)(sp2 - w->in));
-    *end += n - w->in_len;
+    (void)http_target_for_tunnel(w->in, *end, auth, nb, n, &why);
+    memcpy(nb + n, w->in + *end, rest); /* a body or pipelined bytes */
     free(w->in);
     w->in = nb;
-    w->in_len = n;
-    w->in_cap = n + 1;
+    w->in_len = n + rest;
+    w->in_cap = n + rest + 1;
     if (w->in_max < w->in_cap)
         w->in_max = w->in_cap;
+    *end = n;
     return 0;
 }
 
