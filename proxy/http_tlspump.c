@@ -284,8 +284,8 @@ static void on_pump_timer(uv_timer_t *t)
 
     if (p->closing)
         return;
-    if (p->ending) {
-        http_pump_close(p);
+    if (p->ending) { /* our close_notify did not go out in time */
+        pump_end(p, NULL);
         return;
     }
     snprintf(why, sizeof(why), "no TLS handshake within %u ms", p->handshake_ms);
