@@ -145,7 +145,7 @@ start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong
 settings() { # FILE EXTRA-TLS-KEYS
     cat > "$1" <<JSON
 {"network": {"allowedDomains": ["*.test", "$O1", "$O2"], "dnsServers": ["127.0.0.1:$DPORT"],
-  "denyPrivateAddresses": false,
+  "denyPrivateAddresses": false, "requireHostMatch": true,
   "tlsTerminate": {"caCertPath": "$P/sluiceca.pem", "caKeyPath": "$P/sluiceca.key",
                    "extraCaCertPaths": ["$P/originca.pem"], "excludeDomains": ["excl.test"]$2}}}
 JSON
@@ -177,10 +177,13 @@ if [ "$out" = "hello from the origin" ] && grep -q "issuer: CN=sluice e2e CA" "$
 else
     bad "terminated" "$out / $(grep -i 'issuer\|error\|HTTP/' "$T/c1.err") / $(tail -3 "$T/main.log")"
 fi
-if grep "terminated=1" "$T/main.log" | grep "event=decision" | grep -q 'url="\?https://good.test:'"$PA"'/hello.txt"\? ' &&
-    grep "terminated=1" "$T/main.log" | grep -q "method=GET" &&
-    grep "terminated=1" "$T/main.log" | grep "event=close" | grep -q "code=200" &&
-    ! grep -q "token=secret" "$T/main.log"; then
+# (records read into variables: no 'grep | grep -q' under pipefail, whose
+# first grep may die of SIGPIPE)
+term=$(grep "terminated=1" "$T/main.log")
+tdec=$(grep "event=decision" <<<"$term")
+tclose=$(grep "event=close" <<<"$term")
+if grep -q 'url="\?https://good.test:'"$PA"'/hello.txt"\? ' <<<"$tdec" && grep -q "method=GET" <<<"$tdec" &&
+    grep -q "code=200" <<<"$tclose" && ! grep -q "token=secret" "$T/main.log"; then
     ok "the log: terminated=1 with method, path (query left out) and status"
 else
     bad "terminated log records" "$(grep terminated "$T/main.log" | tail -4)"
@@ -199,6 +202,47 @@ if [ "$out" = "posted /form a=1" ]; then
     ok "a POST body through a terminated tunnel"
 else
     bad "POST through a terminated tunnel" "$out"
+fi
+
+# --- the leaf is named by the CONNECT target, never by the SNI ---------------
+cat > "$T/sni.py" <<'EOF'
+import socket, ssl, sys
+port, target, sni, ca, alpn = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+s = socket.create_connection(("127.0.0.1", port))
+s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), target.encode()))
+print(s.recv(1000).split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context(cafile=ca)
+ctx.check_hostname = False
+if alpn != "-":
+    ctx.set_alpn_protocols(alpn.split(","))
+try:
+    t = ctx.wrap_socket(s, server_hostname=sni)
+    print("SAN", ",".join(v for k, v in t.getpeercert()["subjectAltName"]))
+except (ssl.SSLError, OSError) as e:
+    print("handshake failed", type(e).__name__)
+EOF
+out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
+if printf '%s' "$out" | grep -qx "SAN good.test"; then
+    ok "an SNI naming another host: the leaf is still for the CONNECT target"
+else
+    bad "leaf by CONNECT target" "$out"
+fi
+# an h2-only client: refused, with the reason logged
+out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/sluiceca.pem" h2 2>&1)
+if printf '%s' "$out" | grep -q "handshake failed" &&
+    grep -q 'reason="the client offers only ALPN h2, which sluice does not serve' "$T/main.log"; then
+    ok "an h2-only ClientHello is refused with a reason in the log"
+else
+    bad "h2-only ClientHello" "$out / $(grep ALPN "$T/main.log")"
+fi
+
+# --- request-level keys inside the tunnel: requireHostMatch ------------------
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" \
+    -H "Host: excl.test:$PA" "https://good.test:$PA/hello.txt" 2>&1)
+if [ "$code" = 421 ]; then
+    ok "requireHostMatch inside a terminated tunnel: a Host other than the CONNECT target gets 421"
+else
+    bad "requireHostMatch inside the tunnel" "$code"
 fi
 
 # --- excludeDomains: the origin's own certificate ----------------------------
@@ -231,7 +275,7 @@ bad_cert() { # NAME URL WANT
 bad_cert "an expired origin certificate" "https://expired.test:$PB/hello.txt" "expired"
 bad_cert "an origin certificate for another name" "https://wrong.test:$PA/hello.txt" "mismatch\|name"
 bad_cert "an origin certificate from an unknown issuer" "https://unknown.test:$PC/hello.txt" "issuer"
-if grep "reason=" "$T/main.log" | grep -q "TLS with the origin failed"; then
+if grep -q 'reason="TLS with the origin failed' "$T/main.log"; then
     ok "the bad certificates are logged with their reason"
 else
     bad "bad certificate log" "$(tail -5 "$T/main.log")"
