@@ -534,29 +534,53 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 /* ------------------------------------------------------------------------ */
 /* Accept                                                                    */
 
-int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
+/* A new connection of f on a client stream of kind (not open yet). NULL
+ * when out of memory. */
+static struct http_conn *conn_new(struct frontend *f, int kind, const char *protocol)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
     struct http_work *w = calloc(1, sizeof(*w));
-    int kind = listener_kind(l);
-    int rc;
 
     if (c == NULL || w == NULL) {
         free(c);
         free(w);
-        return UV_ENOMEM;
+        return NULL;
     }
     c->f = f;
     c->w = w;
     c->held_fd = -1;
-    c->overloaded = overloaded != 0;
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
     relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(f, &c->fc, "http");
+    frontend_conn_start(f, &c->fc, protocol);
     http_set_state(c, HTTP_ST_HEAD);
+    return c;
+}
+
+/* The client stream is open: the parsers, the head timer, reading. */
+static void conn_begin(struct http_conn *c)
+{
+    struct http_work *w = c->w;
+
+    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
+    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
+    w->reqp.data = c;
+    w->resp.data = c;
+    http_timer_set(c, TIMER_HEAD, c->f->head_timeout_ms);
+    http_client_read_start(c);
+}
+
+int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
+{
+    int kind = listener_kind(l);
+    struct http_conn *c = conn_new(f, kind, "http");
+    int rc;
+
+    if (c == NULL)
+        return UV_ENOMEM;
+    c->overloaded = overloaded != 0;
     rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
         snprintf(c->fc.client, sizeof(c->fc.client), "-");
@@ -568,12 +592,7 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         (void)uv_tcp_nodelay((uv_tcp_t *)relay_client(&c->relay), 1);
     if (kind == RELAY_TCP)
         relay_client_nodelay(&c->relay); /* set one way or the other */
-    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
-    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
-    w->reqp.data = c;
-    w->resp.data = c;
-    http_timer_set(c, TIMER_HEAD, f->head_timeout_ms);
-    http_client_read_start(c);
+    conn_begin(c);
     return 0;
 }
 
@@ -583,44 +602,26 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
 int http_session_open_terminated(struct frontend *f, int fd, const struct http_conn *outer)
 {
     struct proxy_service *svc = f->data;
-    struct http_conn *c = calloc(1, sizeof(*c));
-    struct http_work *w = calloc(1, sizeof(*w));
-    int rc;
+    struct http_conn *c;
 
-    if (c == NULL || w == NULL) {
-        free(c);
-        free(w);
+    __atomic_fetch_add(svc->live, 1, __ATOMIC_RELAXED); /* on_conn_ended takes it back */
+    c = conn_new(f, RELAY_PIPE, "https");
+    if (c == NULL) {
+        __atomic_fetch_sub(svc->live, 1, __ATOMIC_RELAXED);
         close(fd);
         return UV_ENOMEM;
     }
-    c->f = f;
-    c->w = w;
-    c->held_fd = -1;
     c->terminated = 1;
+    c->fc.terminated = 1;
     c->host = outer->host;
     c->fc.port = outer->fc.port;
-    relay_init(f->loop, &c->relay, RELAY_PIPE, RELAY_TCP, on_relay_closed, c);
-    relay_client(&c->relay)->data = c;
-    c->fc.force_close = force_close;
-    c->fc.bytes = conn_bytes;
-    c->fc.release = release;
-    __atomic_fetch_add(svc->live, 1, __ATOMIC_RELAXED); /* on_conn_ended takes it back */
-    frontend_conn_start(f, &c->fc, "https");
-    c->fc.terminated = 1;
     snprintf(c->fc.client, sizeof(c->fc.client), "%s", outer->fc.client);
-    http_set_state(c, HTTP_ST_HEAD);
-    rc = uv_pipe_open((uv_pipe_t *)relay_client(&c->relay), fd);
-    if (rc < 0) {
+    if (uv_pipe_open((uv_pipe_t *)relay_client(&c->relay), fd) < 0) {
         close(fd);
         http_conn_close(c, "cannot open the terminated session");
         return 0; /* closing: its record and count go the usual way */
     }
-    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
-    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
-    w->reqp.data = c;
-    w->resp.data = c;
-    http_timer_set(c, TIMER_HEAD, f->head_timeout_ms);
-    http_client_read_start(c);
+    conn_begin(c);
     return 0;
 }
 
