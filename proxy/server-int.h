@@ -47,7 +47,7 @@ struct service {
 };
 
 /* Decision counters by the log record's protocol and verdict. */
-enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_N };
+enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_HTTPS, MPROTO_N };
 enum { MDEC_ALLOW = 0, MDEC_DENY, MDEC_WOULD_DENY, MDEC_OTHER, MDEC_N };
 
 /* Per worker; every field atomic. */

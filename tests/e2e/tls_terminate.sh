@@ -162,7 +162,8 @@ else
 fi
 
 settings "$T/s.json" ""
-start_proxy main "$T/s.json" --http tcp:127.0.0.1:0 --socks off
+AP=$(free_port)
+start_proxy main "$T/s.json" --http tcp:127.0.0.1:0 --socks off --admin "tcp:127.0.0.1:$AP"
 X="http://127.0.0.1:$HPORT"
 if [ -z "$HPORT" ]; then
     bad "the proxy did not start" "$(cat "$T/main.err")"
@@ -243,6 +244,16 @@ if [ "$code" = 421 ]; then
     ok "requireHostMatch inside a terminated tunnel: a Host other than the CONNECT target gets 421"
 else
     bad "requireHostMatch inside the tunnel" "$code"
+fi
+
+# --- metrics ------------------------------------------------------------------
+m=$(curl -sS --max-time 5 "http://127.0.0.1:$AP/metrics" 2>&1)
+if grep -q '^sluice_tls_tunnels_open 0$' <<<"$m" && grep -q '^sluice_tls_leaves_total{result="minted"} [1-9]' <<<"$m" &&
+    grep -q '^sluice_tls_leaves_total{result="hit"} [1-9]' <<<"$m" &&
+    grep -q '^sluice_decisions_total{protocol="https",decision="allow"} [1-9]' <<<"$m"; then
+    ok "metrics: terminated tunnels open, leaf cache hits and mints, https decisions"
+else
+    bad "tls metrics" "$(grep -E 'tls|https' <<<"$m")"
 fi
 
 # --- excludeDomains: the origin's own certificate ----------------------------
