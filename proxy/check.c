@@ -30,6 +30,11 @@ struct check_item {
     const char *why; /* parse error */
     struct policy_host host;
     uint16_t port;
+    /* a URL target (http://, https://): the request it makes */
+    int url;
+    int tls;            /* https: a CONNECT tunnel, whose requests the proxy cannot read */
+    const char *method; /* --method, or GET */
+    char *path;         /* the target as sent ("/path?query"), malloc'ed */
     struct policy_decision match; /* the one rule match (policy_decide) */
     struct policy_judgment d;     /* policy_verdict_finish of match */
     int would_deny;               /* report mode lets d's denial through (d.report_only) */
@@ -87,6 +92,63 @@ static void host_port(const struct check_item *it, char *buf, size_t len)
         snprintf(buf, len, "[%s]:%u", it->host.name, (unsigned)it->port);
     else
         snprintf(buf, len, "%s:%u", it->host.name, (unsigned)it->port);
+}
+
+/* A URL target: "http[s]://AUTHORITY[/PATH][?QUERY][#FRAGMENT]" into the
+ * host, port (80 or 443 by default) and the target as a client sends it
+ * ("/" when there is no path; no fragment). 0, 1 when s is no URL, or
+ * -EINVAL with *why. */
+static int parse_url(const char *s, struct check_item *it, const char **why)
+{
+    char auth[POLICY_HOST_MAX + 16];
+    const char *a, *end, *frag;
+    size_t alen, plen;
+    int tls;
+
+    if (strncmp(s, "http://", 7) == 0)
+        tls = 0;
+    else if (strncmp(s, "https://", 8) == 0)
+        tls = 1;
+    else
+        return 1;
+    a = s + (tls ? 8 : 7);
+    alen = strcspn(a, "/?#");
+    if (memchr(a, '@', alen) != NULL) {
+        *why = "a URL with credentials (user@host) is not a target";
+        return -EINVAL;
+    }
+    if (alen == 0 || alen >= sizeof(auth)) {
+        *why = "a URL needs a host";
+        return -EINVAL;
+    }
+    memcpy(auth, a, alen);
+    auth[alen] = '\0';
+    if (policy_target_parse(auth, tls ? 443 : 80, &it->host, &it->port, why) < 0)
+        return -EINVAL;
+    end = a + alen;
+    frag = strchr(end, '#');
+    plen = frag != NULL ? (size_t)(frag - end) : strlen(end);
+    it->path = malloc(plen + 2);
+    if (it->path == NULL) {
+        *why = "out of memory";
+        return -EINVAL;
+    }
+    snprintf(it->path, plen + 2, "%s%.*s", plen == 0 || end[0] != '/' ? "/" : "", (int)plen, end);
+    it->url = 1;
+    it->tls = tls;
+    return 0;
+}
+
+/* The target: host:port, and for a URL the request ("POST /a/b"). */
+static void target_words(const struct check_item *it, char *buf, size_t len)
+{
+    size_t n;
+
+    host_port(it, buf, len);
+    n = strlen(buf);
+    if (it->url)
+        snprintf(buf + n, len - n, " %s %s%s", it->method, it->path,
+                 it->tls ? " (https: in a CONNECT tunnel)" : "");
 }
 
 /* ---- resolution ---- */
@@ -194,12 +256,15 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 
 static void print_text(const struct check_item *it, int resolve)
 {
-    char hp[POLICY_HOST_MAX + 16];
+    char hp[POLICY_HOST_MAX + 200];
     const char *src = it->d.source;
     size_t i;
 
-    host_port(it, hp, sizeof(hp));
-    if (it->d.rule != NULL) {
+    target_words(it, hp, sizeof(hp));
+    if (it->d.rule != NULL && it->d.rule->list_id == POLICY_LIST_REQUEST) {
+        printf("%-5s %s  request rule '%s' (%s[%zu], %s): %s\n", decision_name(it), hp,
+               it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
+    } else if (it->d.rule != NULL) {
         if (strstr(it->d.rule->list, "Files") != NULL)
             printf("%-5s %s  rule '%s' (%s, %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
@@ -231,6 +296,11 @@ static void print_json(const struct check_item *it, int resolve, const struct po
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
+    if (it->url) {
+        json_object_set_new(o, "method", json_string(it->method));
+        json_object_set_new(o, "path", json_string(it->path));
+        json_object_set_new(o, "tunnel", json_boolean(it->tls));
+    }
     json_object_set_new(o, "decision", json_string(decision_name(it)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
@@ -402,14 +472,20 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
     return (long)n;
 }
 
-/* Parses every target and decides it by the rules; 1 when one is bad. */
-static int decide_all(const struct policy *p, struct check_item *items, size_t n)
+/* Parses every target and decides it by the rules; 1 when one is bad. A URL
+ * target is decided as the proxy decides its request: an http:// one by its
+ * method and path, an https:// one as the CONNECT tunnel it travels in. */
+static int decide_all(const struct policy *p, struct check_item *items, size_t n,
+                      const char *method)
 {
     int bad_target = 0;
 
     for (size_t i = 0; i < n; i++) {
         struct check_item *it = &items[i];
-        if (policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0) {
+        struct policy_request rq;
+        int u = parse_url(it->target, it, &it->why);
+        if (u < 0 || (u > 0 && policy_target_parse(it->target, 443, &it->host, &it->port,
+                                                    &it->why) < 0)) {
             char esc[1024];
             common_escape(it->target, esc, sizeof(esc));
             if (it->file != NULL)
@@ -421,7 +497,13 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
             continue;
         }
         it->valid = 1;
-        policy_decide(p, &it->host, it->port, &it->match);
+        it->method = method != NULL ? method : "GET";
+        rq.method = it->method;
+        rq.method_len = strlen(it->method);
+        rq.target = it->path;
+        rq.target_len = it->path != NULL ? strlen(it->path) : 0;
+        policy_decide_request(p, &it->host, it->port, it->url && !it->tls ? &rq : NULL,
+                              &it->match);
         policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
         it->would_deny = it->d.report_only;
     }
@@ -519,7 +601,25 @@ int check_run(const struct check_opts *o, const struct settings *s)
         for (size_t i = 0; i < n; i++)
             items[i].target = o->targets[i];
     }
-    bad_target = decide_all(p, items, n);
+    if (o->method != NULL) {
+        int any_url = 0, token = o->method[0] != '\0';
+        for (const char *m = o->method; *m != '\0'; m++)
+            token &= (*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z') ||
+                     (*m >= '0' && *m <= '9') || strchr("!#$%&'*+-.^_`|~", *m) != NULL;
+        if (!token) {
+            fprintf(stderr, "sluice: check: --method: not a method (an RFC 9110 token)\n");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            any_url |= strncmp(items[i].target, "http://", 7) == 0 ||
+                       strncmp(items[i].target, "https://", 8) == 0;
+        if (!any_url) {
+            fprintf(stderr, "sluice: check: --method judges a request: give a URL target "
+                            "(http://HOST/PATH or https://HOST/PATH)\n");
+            goto out;
+        }
+    }
+    bad_target = decide_all(p, items, n, o->method);
     if (o->expect_path != NULL && bad_target)
         goto out;
     if (o->resolve) {
@@ -532,6 +632,8 @@ int check_run(const struct check_opts *o, const struct settings *s)
     rc = report(o, p, items, n, bad_target);
 out:
     fflush(stdout);
+    for (size_t i = 0; items != NULL && i < n; i++)
+        free(items[i].path);
     free(items);
     free(expect_buf);
     policy_free(p);

@@ -81,6 +81,24 @@ static int check_no_proxy(const char *list, const char **why)
     return checks->no_proxy(list, why);
 }
 
+int settings__check_rule_host(const char *pattern, const char **why)
+{
+    if (checks == NULL || checks->rule_host == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_host(pattern, why);
+}
+
+int settings__check_rule_path(const char *glob, const char **why)
+{
+    if (checks == NULL || checks->rule_path == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_path(glob, why);
+}
+
 /* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
  * are checked here so a mistake is reported where it is written. noProxy
  * may be a string ("a.com,10.0.0.0/8") or an array of entries. */
