@@ -26,6 +26,11 @@ static int rule_host(const char *pattern, const char **why)
     struct policy_rule r;
     char name[POLICY_HOST_MAX + 1];
 
+    if (pattern[0] == '*' && pattern[1] == '\0') {
+        *why = "a bare '*' would put every host under request rules (and refuse every tunnel); "
+               "name the hosts";
+        return -EINVAL;
+    }
     if (policy_pattern_parse(pattern, 0, &r, name, why) < 0)
         return -EINVAL;
     return 0;

@@ -242,7 +242,7 @@ int policy_path_glob_check(const char *glob, const char **why)
     }
     rc = normalize(glob, len, norm, len + 1, &nlen, 1, why);
     while (rc == 0 && next_seg(norm, nlen, &pos, &s, &n)) {
-        if (memchr(s, '*', n) != NULL && !(n == 1 || (n == 2 && s[1] == '*'))) {
+        if (memchr(s, '*', n) != NULL && !(n == 1 || (n == 2 && s[0] == '*' && s[1] == '*'))) {
             *why = "'*' and '**' must be whole segments ('/a/*/b', '/a/**')";
             rc = -EINVAL;
         }
@@ -395,14 +395,14 @@ static int compile_one(struct policy_req_rule *q, const struct settings_item *it
     q->host_len = strlen(q->host);
     q->deny = sr.deny;
     q->r.list_id = POLICY_LIST_REQUEST;
-    q->r.list = it->list != NULL ? it->list : "network.requestRules";
+    q->r.list = "network.requestRules"; /* static: the rule outlives the settings */
     q->r.index = it->index;
-    q->r.file = it->file != NULL ? it->file : "?";
+    q->r.file = strdup(it->file != NULL ? it->file : "?");
     q->r.line = it->line;
     q->r.col = it->col;
     q->r.managed = it->managed;
     q->r.pattern = rule_text(&sr);
-    if (q->r.pattern == NULL || split_methods(q, &sr) < 0)
+    if (q->r.file == NULL || q->r.pattern == NULL || split_methods(q, &sr) < 0)
         return -ENOMEM;
     rc = compile_globs(q, &sr, &why);
     if (rc == -EINVAL)
@@ -421,6 +421,7 @@ void policy__request_free(struct policy *p)
         free(q->methods);
         free(q->globs);
         free((char *)(uintptr_t)q->r.pattern);
+        free((char *)(uintptr_t)q->r.file);
     }
     free(p->req);
     p->req = NULL;
