@@ -156,6 +156,39 @@ fi
 c=$(checked "$T/report.json" POST "$G/o/r.git/git-receive-pack")
 [ "$c" = would_deny ] && ok "report mode: sluice check says would_deny" || bad "report mode: sluice check says would_deny" "$c"
 
+# explain says it in words, and as JSON
+text=$("$SLUICE" explain -s "$T/enforce.json")
+if printf '%s\n' "$text" | grep -q 'allow GET, POST on github.com to /\*/\*/info/refs' &&
+    printf '%s\n' "$text" | grep -q 'deny DELETE on github.com to any path'; then
+    ok "explain lists the request rules"
+else
+    bad "explain lists the request rules" "$(printf '%s\n' "$text" | head -20)"
+fi
+n=$("$SLUICE" explain -s "$T/enforce.json" --json |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["network"]["request_rules"]))')
+[ "$n" = 4 ] && ok "explain --json has the 4 rules" || bad "explain --json has the 4 rules" "$n"
+
+# sluice run --transparent: a direct connect() to a host with rules is refused
+# with the reason; through the HTTP proxy the rules judge each request
+# (skipped where sluice run cannot make a sandbox)
+if timeout 30 "$SLUICE" run -s "$T/enforce.json" -- true >/dev/null 2>&1; then
+    sed 's/"mode": "enforce"/"mode": "enforce", "transparent": true/' "$T/enforce.json" > "$T/tp.json"
+    out=$(timeout 60 "$SLUICE" run -s "$T/tp.json" -- sh -c "
+        curl -s -o /dev/null -w 'direct=%{http_code}\n' --noproxy '*' --max-time 5 $G/o/r.git/info/refs
+        curl -s -o /dev/null -w 'plain=%{http_code}\n' --noproxy '*' --max-time 5 http://plain.test:$PA/x
+        curl -s -o /dev/null -w 'proxied=%{http_code}\n' --max-time 5 $G/o/r.git/info/refs
+        curl -s -o /dev/null -w 'push=%{http_code}\n' --max-time 5 -X POST $G/o/r.git/git-receive-pack" 2>&1)
+    if printf '%s' "$out" | grep -q '^direct=000$' && printf '%s' "$out" | grep -q '^plain=404$' &&
+        printf '%s' "$out" | grep -q '^proxied=404$' && printf '%s' "$out" | grep -q '^push=403$' &&
+        printf '%s' "$out" | grep -q 'need TLS termination'; then
+        ok "run --transparent: connect() to a host with rules refused with the reason, proxied requests judged"
+    else
+        bad "run --transparent: connect() to a host with rules refused with the reason, proxied requests judged" "$out"
+    fi
+else
+    echo "ok - # SKIP run --transparent: sluice run cannot make a sandbox here"
+fi
+
 # nothing was resolved through anything but the dnsmasq started here
 grep -q 'github.com' "$T/dnsmasq.log" && ok "github.com was resolved by the local dnsmasq" \
     || bad "github.com was resolved by the local dnsmasq" "$(tail -5 "$T/dnsmasq.log")"
