@@ -46,7 +46,8 @@ void cli_check_usage(FILE *f)
           "                   network.denyPrivateAddresses is true); without it, as `run`\n"
           "  -h, --help       show this help\n"
           "  -V, --version    print the version and exit\n"
-          "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
+          "  --expect FILE    each line 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD URL'\n"
+          "                   ('#' comments); prints every\n"
           "                   mismatch and 'N passed, M failed'; exit 1 on a mismatch\n"
           "\n"
           "exit status: 0 ok, 1 expectation mismatch, 2 bad settings, target or expectation\n",

@@ -195,6 +195,9 @@ int policy_path_glob_check(const char *glob, const char **why);
 /* 1 when a normalised path matches a normalised glob. */
 int policy_path_glob_match(const char *glob, size_t glen, const char *path, size_t plen);
 size_t policy_request_rule_count(const struct policy *p);
+/* 1 when some request rule names host:port (its requests are judged by
+ * method and path), else 0. */
+int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port);
 
 /* policy_decide with an optional request line: the domain lists decide,
  * then request rules narrow (rq NULL: a connection whose requests sluice

@@ -459,6 +459,14 @@ int policy__request_managed(const struct policy *p)
     return p->req_managed;
 }
 
+int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    for (size_t i = 0; i < p->nreq; i++)
+        if (policy__rule_host_match(&p->req[i].r, p->req[i].host, p->req[i].host_len, h, port))
+            return 1;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Narrowing a decision                                                      */
 

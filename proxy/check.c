@@ -417,6 +417,30 @@ static char *split_line(char *line, char **w, size_t *wlen)
     return t;
 }
 
+/* "TARGET" or "METHOD URL" (a method token, then an http:// or https://
+ * URL): *t becomes the target, *m the method (NULL when none). 0 or -1. */
+static int split_method(char **t, const char **m)
+{
+    char *sp = strpbrk(*t, " \t"), *u;
+
+    *m = NULL;
+    if (sp == NULL)
+        return 0;
+    u = sp;
+    while (*u == ' ' || *u == '\t')
+        *u++ = '\0';
+    if (*u == '\0' || strpbrk(u, " \t") != NULL ||
+        (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
+        return -1;
+    for (const char *c = *t; *c != '\0'; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", *c) != NULL))
+            return -1;
+    *m = *t;
+    *t = u;
+    return 0;
+}
+
 static long read_expect(const char *path, char **bufp, struct check_item **itemsp)
 {
     char *buf = slurp(path);
@@ -432,6 +456,7 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         char *w, *t;
         size_t wlen = 0;
         enum policy_verdict v;
+        const char *m = NULL;
 
         lineno++;
         next = strchr(line, '\n');
@@ -440,8 +465,10 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         t = split_line(line, &w, &wlen);
         if (t == NULL)
             continue;
-        if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || strpbrk(t, " \t") != NULL) {
-            fprintf(stderr, "%s:%u: expected 'allow|deny|ask TARGET'\n", path, lineno);
+        if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || split_method(&t, &m) < 0) {
+            fprintf(stderr, "%s:%u: expected 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD "
+                            "URL'\n",
+                    path, lineno);
             bad = 1;
             continue;
         }
@@ -460,6 +487,7 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         items[n].file = path;
         items[n].line = lineno;
         items[n].expect = v;
+        items[n].method = m;
         n++;
     }
     if (bad) {
@@ -497,7 +525,8 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
             continue;
         }
         it->valid = 1;
-        it->method = method != NULL ? method : "GET";
+        if (it->method == NULL) /* an expectation line may name its own */
+            it->method = method != NULL ? method : "GET";
         rq.method = it->method;
         rq.method_len = strlen(it->method);
         rq.target = it->path;
@@ -549,13 +578,13 @@ static int report(const struct check_opts *o, const struct policy *p,
         if (!it->valid)
             continue;
         if (o->expect_path != NULL) {
-            char hp[POLICY_HOST_MAX + 16];
+            char hp[POLICY_HOST_MAX + 200];
             if (it->d.verdict == it->expect) {
                 passed++;
                 continue;
             }
             failed++;
-            host_port(it, hp, sizeof(hp));
+            target_words(it, hp, sizeof(hp));
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
                    verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
         } else if (o->json) {

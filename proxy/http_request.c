@@ -488,6 +488,44 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     return 0;
 }
 
+/* On a host with request rules the path goes upstream as it was judged:
+ * normalised (policy_path_normalize), the query kept as sent, so the origin
+ * and the rules read the same path. An ambiguous path is left alone: the
+ * verdict refuses it. *norm_head as in request_options. 0, or UV_ENOMEM. */
+static int request_rules_path(struct http_conn *c, struct http_request *rq, size_t end,
+                              char **norm_head)
+{
+    const struct policy *pol = egress_env_policy(c->f->egress);
+    const char *hb = *norm_head != NULL ? *norm_head : c->w->in, *path, *q;
+    size_t plen, qlen, n = 0, cap;
+    const char *why;
+    char *nb;
+
+    if (c->w->is_connect || !policy_request_ruled(pol, &c->host, c->fc.port))
+        return 0;
+    path = hb + rq->path.off;
+    plen = rq->path.len;
+    if (plen == 0 || path[0] != '/')
+        return 0; /* "" or "?q": sent as "/..." by the head builder, nothing to normalise */
+    q = memchr(path, '?', plen);
+    qlen = q != NULL ? plen - (size_t)(q - path) : 0;
+    cap = plen + 1;
+    nb = malloc(end + cap + qlen);
+    if (nb == NULL)
+        return UV_ENOMEM;
+    if (policy_path_normalize(path, plen, nb + end, cap, &n, &why) < 0) {
+        free(nb);
+        return 0;
+    }
+    memcpy(nb + end + n, path + plen - qlen, qlen);
+    memcpy(nb, hb, end);
+    rq->path.off = (uint32_t)end;
+    rq->path.len = (uint32_t)(n + qlen);
+    free(*norm_head);
+    *norm_head = nb;
+    return 0;
+}
+
 /* The head to send upstream for an absolute-form request, into w->out
  * (hb: the head the spans of rq point into). 0 or UV_ENOMEM. */
 static int request_upstream_head(struct http_conn *c, const struct http_request *rq,
@@ -623,6 +661,11 @@ void http_handle_head(struct http_conn *c, size_t end)
     }
     if (request_options(c, &rq, end, &norm_head) < 0)
         return;
+    if (request_rules_path(c, &rq, end, &norm_head) < 0) {
+        free(norm_head);
+        http_conn_close(c, "out of memory");
+        return;
+    }
     if (!w->is_connect) {
         const char *hb = norm_head != NULL ? norm_head : w->in;
         rc = request_upstream_head(c, &rq, hb);

@@ -55,12 +55,13 @@ checked() {
 }
 reached() { grep -cF " $1 $2 " "$T/A.log"; } # METHOD TARGET: requests that reached the origin
 
-# case NAME METHOD PATH WANT(allow|deny) [REASON-REGEX]
+# case NAME METHOD PATH WANT(allow|deny) [REASON-REGEX] [PATH-AT-THE-ORIGIN]
+# (on a host with rules the path goes upstream as it was judged: normalised)
 case_() {
-    local name=$1 m=$2 path=$3 want=$4 re=${5:-} code before after c
-    before=$(reached "$m" "$path")
+    local name=$1 m=$2 path=$3 want=$4 re=${5:-} seen=${6:-$3} code before after c
+    before=$(reached "$m" "$seen")
     code=$(live "$m" "$G$path")
-    after=$(reached "$m" "$path")
+    after=$(reached "$m" "$seen")
     c=$(checked "$T/enforce.json" "$m" "$G$path")
     if [ "$want" = allow ]; then
         if [ "$code" != 403 ] && [ "$after" -gt "$before" ]; then ok "$name: allowed ($code)"
@@ -88,17 +89,42 @@ case_ "a deny rule by method" DELETE "/o/r.git/info/refs" deny "deny DELETE gith
 case_ "a method no rule allows" PUT "/o/r.git/info/refs" deny "no allow rule"
 case_ "dot segments are resolved before matching" POST "/ORG/../o/r.git/git-receive-pack" deny
 case_ "encoded dots are resolved too" POST "/ORG/%2e%2e/o/r.git/git-receive-pack" deny
-case_ "unreserved escapes are decoded" POST "/%4FRG/r.git/git-receive-pack" allow
+case_ "unreserved escapes are decoded, and sent decoded" POST "/%4FRG/r.git/git-receive-pack" allow "" \
+    "/ORG/r.git/git-receive-pack"
+case_ "dot segments inside are resolved, and sent resolved" POST "/ORG/./x/../r.git/git-receive-pack" \
+    allow "" "/ORG/r.git/git-receive-pack"
+case_ "escapes other than unreserved are kept, hex upper-cased" GET "/o/r%3a.git/info/refs?a=%2f" \
+    allow "" "/o/r%3A.git/info/refs?a=%2f"
 case_ "an encoded slash is ambiguous" GET "/o%2Fr/x.git/info/refs" deny "ambiguous"
 case_ "an empty segment is ambiguous" POST "/ORG//r.git/git-receive-pack" deny "ambiguous"
 case_ "'..' above the root is ambiguous" GET "/../o/r.git/info/refs" deny "ambiguous"
 case_ "a trailing dot is ambiguous" POST "/ORG/secret./r.git/git-receive-pack" deny "ambiguous"
 case_ "the query is not matched" GET "/o/r.git/info/refs?/ORG/secret/x" allow
 
-# a host without rules: the domain lists alone
-code=$(live POST "http://plain.test:$PA/anything/at/all")
-[ "$code" != 403 ] && ok "a host no rule names is decided by the domain lists ($code)" \
-    || bad "a host no rule names is decided by the domain lists" "$(cat "$T/head")"
+# an expectation file with request lines: "VERDICT METHOD URL"
+cat > "$T/expect.txt" <<EXP
+allow $G/o/r.git/info/refs
+deny POST $G/o/r.git/git-receive-pack
+allow POST $G/ORG/r.git/git-receive-pack
+deny DELETE $G/ORG/r.git
+allow POST $G/o/r.git/git-receive-pack
+EXP
+out=$("$SLUICE" check -s "$T/enforce.json" --expect "$T/expect.txt")
+rc=$?
+if [ "$rc" = 1 ] && printf '%s\n' "$out" | grep -q '^4 passed, 1 failed$' &&
+    printf '%s\n' "$out" | grep -q "expect.txt:5: expected allow github.com:$PA POST /o/r.git/git-receive-pack, got deny"; then
+    ok "check --expect takes 'VERDICT METHOD URL' lines"
+else
+    bad "check --expect takes 'VERDICT METHOD URL' lines" "rc $rc: $out"
+fi
+
+# a host without rules: the domain lists alone, the path sent as spelled
+code=$(live POST "http://plain.test:$PA/anything/./at/%61ll")
+if [ "$code" != 403 ] && [ "$(reached POST /anything/./at/%61ll)" = 1 ]; then
+    ok "a host no rule names is decided by the domain lists ($code), its path sent as spelled"
+else
+    bad "a host no rule names is decided by the domain lists" "$code $(tail -2 "$T/A.log")"
+fi
 
 # keep-alive: both requests on one client connection; the second is judged
 out=$(curl -s --path-as-is -o /dev/null -o /dev/null -w '%{http_code} %{num_connects}\n' -x "http://127.0.0.1:$HPORT" \
