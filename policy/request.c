@@ -22,6 +22,8 @@
 #include "policy/policy.h"
 #include "policy/policy-int.h"
 
+#include "common/common.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -43,17 +45,6 @@ struct policy_req_rule {
 /* ------------------------------------------------------------------------ */
 /* Normalising a path                                                        */
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 static int unreserved(unsigned char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -65,7 +56,8 @@ static int escape_at(const char *s, size_t left)
 {
     int hi, lo;
 
-    if (left < 3 || (hi = hexval(s[1])) < 0 || (lo = hexval(s[2])) < 0)
+    if (left < 3 || (hi = common_hex_digit((unsigned char)s[1])) < 0 ||
+        (lo = common_hex_digit((unsigned char)s[2])) < 0)
         return -1;
     return hi * 16 + lo;
 }

@@ -417,6 +417,17 @@ static char *split_line(char *line, char **w, size_t *wlen)
     return t;
 }
 
+/* 1 when s is a method: a non-empty RFC 9110 token. */
+static int is_method(const char *s)
+{
+    if (*s == '\0')
+        return 0;
+    for (; *s != '\0'; s++)
+        if (!common_is_tchar((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
 /* "TARGET" or "METHOD URL" (a method token, then an http:// or https://
  * URL): *t becomes the target, *m the method (NULL when none). 0 or -1. */
 static int split_method(char **t, const char **m)
@@ -432,10 +443,8 @@ static int split_method(char **t, const char **m)
     if (*u == '\0' || strpbrk(u, " \t") != NULL ||
         (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
         return -1;
-    for (const char *c = *t; *c != '\0'; c++)
-        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-              strchr("!#$%&'*+-.^_`|~", *c) != NULL))
-            return -1;
+    if (!is_method(*t))
+        return -1;
     *m = *t;
     *t = u;
     return 0;
@@ -631,11 +640,8 @@ int check_run(const struct check_opts *o, const struct settings *s)
             items[i].target = o->targets[i];
     }
     if (o->method != NULL) {
-        int any_url = 0, token = o->method[0] != '\0';
-        for (const char *m = o->method; *m != '\0'; m++)
-            token &= (*m >= 'A' && *m <= 'Z') || (*m >= 'a' && *m <= 'z') ||
-                     (*m >= '0' && *m <= '9') || strchr("!#$%&'*+-.^_`|~", *m) != NULL;
-        if (!token) {
+        int any_url = 0;
+        if (!is_method(o->method)) {
             fprintf(stderr, "sluice: check: --method: not a method (an RFC 9110 token)\n");
             goto out;
         }

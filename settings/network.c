@@ -5,8 +5,9 @@
  */
 #include "settings/settings-int.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,7 +243,7 @@ int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
         const char *n = json_string_value(e);
         const char *why = NULL;
         for (const char *q = n; *q != '\0' && why == NULL; q++)
-            if (!(isalnum((unsigned char)*q) || strchr("!#$%&'*+-.^_`|~", *q) != NULL))
+            if (!common_is_tchar((unsigned char)*q))
                 why = "is not a header name (letters, digits and !#$%&'*+-.^_`|~)";
         if (why == NULL &&
             (strcasecmp(n, "content-length") == 0 || strcasecmp(n, "transfer-encoding") == 0))

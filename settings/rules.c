@@ -9,18 +9,13 @@
  */
 #include "settings/settings-int.h"
 
+#include "common/common.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RULE_HINT "(a rule has host, method, path and action)"
-
-/* RFC 9110 tchar. */
-static int is_tchar(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-           (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
-}
 
 /* A method token; a lower-case spelling of a standard method is refused
  * (methods are case-sensitive: "get" would never match a GET). */
@@ -35,7 +30,7 @@ static const char *method_why(const char *m)
     if (n > 32)
         return "a method is at most 32 characters";
     for (size_t i = 0; i < n; i++)
-        if (!is_tchar((unsigned char)m[i]))
+        if (!common_is_tchar((unsigned char)m[i]))
             return "is not a method (an RFC 9110 token: letters, digits and !#$%&'*+-.^_`|~)";
     for (size_t k = 0; k < sizeof(standard) / sizeof(standard[0]); k++) {
         const char *s = standard[k];
