@@ -118,6 +118,37 @@ else
     bad "check --expect takes 'VERDICT METHOD URL' lines" "rc $rc: $out"
 fi
 
+# raw requests curl would not send: every status must be a refusal (400 from
+# the head checks, 403 from the rules) and nothing may reach the origin
+RAW="python3 $HERE/http-helpers/raw.py"
+hostile() { # NAME TARGET-PATH [HOST-HEADER]
+    local name=$1 path=$2 host=${3:-github.com:$PA} before after got
+    before=$(grep -c '^req' "$T/A.log")
+    got=$($RAW "$HPORT" "s:POST http://github.com:$PA$path HTTP/1.1\r\nHost: $host\r\nContent-Length: 0\r\n\r\n" c 2>&1 | head -1)
+    after=$(grep -c '^req' "$T/A.log")
+    case "$got" in
+    400*|403*) [ "$after" -eq "$before" ] && ok "hostile: $name refused ($got)" ||
+        bad "hostile: $name refused" "$got, but the origin saw it: $(tail -1 "$T/A.log")" ;;
+    *) bad "hostile: $name refused" "got '$got'" ;;
+    esac
+}
+hostile "raw UTF-8 in the path" '/ORG/\xc3\xa9/../../o/r.git/git-receive-pack'
+hostile "an encoded NUL" '/ORG/%00/../../o/r.git/git-receive-pack'
+hostile "a raw backslash" '/ORG\\..\\o/r.git/git-receive-pack'
+hostile "an encoded backslash" '/ORG/%5C..%5Co/r.git/git-receive-pack'
+hostile "an overlong UTF-8 dot-dot" '/ORG/%C0%AE%C0%AE/o/r.git/git-receive-pack'
+hostile "a trailing-dot segment" '/ORG/secret./r.git/git-receive-pack'
+hostile "a fragment" '/ORG/r.git/git-receive-pack#x'
+hostile "a Host header naming another host (judged by the target)" '/o/r.git/git-receive-pack' \
+    plain.test
+out=$($RAW "$HPORT" \
+    "s:GET $G/o/r.git/info/refs HTTP/1.1\r\nHost: github.com\r\n\r\n" c \
+    "s:POST $G/o/r.git/git-receive-pack HTTP/1.1\r\nHost: github.com\r\nContent-Length: 0\r\n\r\n" c \
+    "s:POST $G/ORG/r.git/git-receive-pack HTTP/1.1\r\nHost: github.com\r\nContent-Length: 0\r\n\r\n" c \
+    "s:DELETE $G/ORG/r.git HTTP/1.1\r\nHost: github.com\r\n\r\n" c 2>&1 | tr '\n' ' ')
+[ "$out" = "404 403 404 403 " ] && ok "one connection, four requests, each judged: $out" ||
+    bad "one connection, four requests, each judged" "$out"
+
 # a host without rules: the domain lists alone, the path sent as spelled
 code=$(live POST "http://plain.test:$PA/anything/./at/%61ll")
 if [ "$code" != 403 ] && [ "$(reached POST /anything/./at/%61ll)" = 1 ]; then

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/policy.h"
 
@@ -501,6 +502,47 @@ static void test_dns_answers_ruled_host(void **state)
     policy_free(p);
 }
 
+/* Report mode does not lift request rules the managed file wrote (as it
+ * does not lift its deny rules); the user's are lifted. */
+static void test_report_managed(void **state)
+{
+    static const char managed[] =
+        "{\"network\": {\"mode\": \"report\", \"allowedDomains\": [\"github.com\"],\n"
+        " \"requestRules\": [{\"host\": \"github.com\", \"method\": \"GET\", "
+        "\"action\": \"allow\"}]}}\n";
+    char path[] = "/tmp/sluice-test-request-XXXXXX";
+    struct settings s;
+    struct settings_error err;
+    struct policy *p = NULL;
+    struct policy_host h;
+    struct policy_request rq = {"POST", 4, "/x", 2};
+    struct policy_judgment j;
+    struct policy_guard_verdict gv[1];
+    const char *why;
+    int fd = mkstemp(path);
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, managed, sizeof(managed) - 1), (ssize_t)(sizeof(managed) - 1));
+    close(fd);
+    settings_init(&s);
+    if (settings_apply_managed(&s, path, &err) < 0 || policy_compile(&s, &p, &err) < 0)
+        print_error("%s\n", err.msg);
+    unlink(path);
+    settings_free(&s);
+    assert_non_null(p);
+    assert_int_equal(policy_mode_report(p), 1);
+    assert_int_equal(policy_host_normalize("github.com", 10, &h, &why), 0);
+    policy_verdict_request(p, &h, 80, &rq, NULL, 0, gv, &j);
+    assert_int_equal(j.verdict, POLICY_DENY);
+    assert_int_equal(j.origin, POLICY_BY_REQUEST);
+    assert_int_equal(j.report_only, 0); /* the managed file's rule: enforced */
+    policy_verdict_request(p, &h, 443, NULL, NULL, 0, gv, &j);
+    assert_int_equal(j.verdict, POLICY_DENY);
+    assert_int_equal(j.report_only, 0);
+    policy_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_verdict_report),
         cmocka_unit_test(test_decide_same),
         cmocka_unit_test(test_dns_answers_ruled_host),
+        cmocka_unit_test(test_report_managed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
