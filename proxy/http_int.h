@@ -192,7 +192,6 @@ struct http_work {
 struct http_conn {
     struct relay relay;
     struct frontend_conn fc;
-    struct frontend *f;
     struct http_work *w;
     struct http_up *closing_ups;
     struct egress_req *req;

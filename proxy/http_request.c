@@ -15,7 +15,7 @@ void http_next_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
-    if (c->f->draining) { /* an answer that began before the drain */
+    if (c->fc.f->draining) { /* an answer that began before the drain */
         http_close_gracefully(c, "drained");
         return;
     }
@@ -26,7 +26,7 @@ void http_next_request(struct http_conn *c)
     if (w->in_len == 0) {
         free(w->in);
         w->in = NULL;
-        http_timer_set(c, TIMER_IDLE, c->f->idle_timeout_ms);
+        http_timer_set(c, TIMER_IDLE, c->fc.f->idle_timeout_ms);
     }
     if (!w->processing)
         http_process_client(c);
@@ -55,7 +55,7 @@ void http_answer(struct http_conn *c, const struct http_reply *r, const char *en
     struct http_reply rr = *r;
     size_t n;
 
-    if (c->f->draining)
+    if (c->fc.f->draining)
         rr.close = 1;
     n = http_reply_build(&rr, buf, sizeof(buf));
     if (n == 0) {
@@ -102,7 +102,7 @@ void http_reply_overloaded(struct http_conn *c)
 /* The health path (proxy.h): "GET <f->health_path> HTTP/1.x" exactly. */
 static int is_health_request(const struct http_conn *c, const char *h, size_t len)
 {
-    const char *p = c->f->health_path;
+    const char *p = c->fc.f->health_path;
     size_t pl;
 
     if (p == NULL)
@@ -133,7 +133,7 @@ static void reply_health(struct http_conn *c, int keep)
                                    "Connection: close\r\n\r\ndraining\n";
 
     http_set_reason(c, "health check");
-    if (c->f->draining)
+    if (c->fc.f->draining)
         reply_bytes(c, 503, draining, sizeof(draining) - 1, 1, "drained");
     else if (keep)
         reply_bytes(c, 200, ok, sizeof(ok) - 1, 0, "health check");
@@ -253,8 +253,7 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         break;
     }
     r.body = body;
-    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
-    http_answer(c, &r, c->fc.end_buf);
+    http_answer(c, &r, egress_result_str(o->result));
 }
 
 static int egress_code(const struct egress_outcome *o, int is_connect)
@@ -327,7 +326,7 @@ void http_start_egress(struct http_conn *c)
 
     http_set_state(c, HTTP_ST_EGRESS);
     http_timer_set(c, TIMER_NONE, 0); /* egress has its own deadlines (ask, DNS, dial) */
-    rc = egress_start_request(c->f->egress, &c->host, c->fc.port, judged_request(c, &prq),
+    rc = egress_start_request(c->fc.f->egress, &c->host, c->fc.port, judged_request(c, &prq),
                               c->fc.protocol, c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
@@ -343,7 +342,7 @@ void http_start_egress(struct http_conn *c)
 static int can_reuse(struct http_conn *c)
 {
     struct http_up *u = c->w->up;
-    const struct policy *pol = egress_env_policy(c->f->egress);
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     struct policy_guard_verdict gv;
     struct policy_judgment j;
     struct policy_request prq;
@@ -361,7 +360,7 @@ static int can_reuse(struct http_conn *c)
     frontend_conn_set_text(&c->fc.rule, j.rule_text);
     frontend_conn_set_text(&c->fc.source, j.source[0] != '\0' ? j.source : NULL);
     http_set_reason(c, "reusing the kept upstream connection");
-    policy_addr_str(&u->addr, c->fc.addr, sizeof(c->fc.addr));
+    c->fc.addr = u->addr;
     c->fc.code = -1;
     frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     return 1;
@@ -377,14 +376,14 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
     size_t ul = 0, pl = 0;
     int ok;
 
-    if (c->f->auth_user == NULL)
+    if (c->fc.f->auth_user == NULL)
         return 1;
     if (!rq->has_auth) {
         http_set_reason(c, "proxy authentication required");
         return 0;
     }
     ok = http_basic_decode(head + rq->auth.off, rq->auth.len, cred, sizeof(cred), &ul, &pl) == 0 &&
-         frontend_auth_ok(c->f, cred, ul, cred + ul + 1, pl);
+         frontend_auth_ok(c->fc.f, cred, ul, cred + ul + 1, pl);
     memset(cred, 0, sizeof(cred));
     if (!ok)
         http_set_reason(c, "wrong proxy credentials");
@@ -395,15 +394,15 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
  * query string (nor fragment): scheme, canonical host, port unless 80, path. */
 static void note_url(struct http_conn *c, const struct http_request *rq, const char *in)
 {
-    char url[POLICY_HOST_MAX + 600], port[8] = "";
+    char url[POLICY_HOST_MAX + 600], port[8] = "", method[16];
     const char *path = in + rq->path.off;
     size_t plen = 0;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
-    snprintf(c->fc.method, sizeof(c->fc.method), "%.*s", (int)rq->method_text.len,
-             in + rq->method_text.off);
+    snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
+    frontend_conn_set_text(&c->fc.method, method);
     if (c->fc.port != 80)
         snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
     snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
@@ -417,11 +416,11 @@ static void request_log_reset(struct http_conn *c)
     c->fc.host = NULL;
     c->fc.protocol = "http";
     c->fc.verdict[0] = '\0';
-    c->fc.addr[0] = '\0';
+    memset(&c->fc.addr, 0, sizeof(c->fc.addr));
     frontend_conn_set_text(&c->fc.rule, NULL);
     frontend_conn_set_text(&c->fc.source, NULL);
     frontend_conn_set_text(&c->fc.url, NULL);
-    c->fc.method[0] = '\0';
+    frontend_conn_set_text(&c->fc.method, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }
@@ -450,7 +449,7 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
                            char **norm_head)
 {
     struct http_work *w = c->w;
-    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
 
     if (w->is_connect && ho->refuse_opaque_tunnels) {
         http_refuse(c, 403,
@@ -495,7 +494,7 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
 static int request_rules_path(struct http_conn *c, struct http_request *rq, size_t end,
                               char **norm_head)
 {
-    const struct policy *pol = egress_env_policy(c->f->egress);
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     const char *hb = *norm_head != NULL ? *norm_head : c->w->in, *path, *q;
     size_t plen, qlen, n = 0, cap;
     const char *why;

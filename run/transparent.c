@@ -347,15 +347,17 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     return 0;
 }
 
-struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
+struct tp *tp_new_for_test(uv_loop_t *loop, struct egress_env *egress, connlog_fn log, void *ctx)
 {
     struct tp *t = tp_alloc();
 
     if (t == NULL)
         return NULL;
+    t->loop = loop;
     t->egress = egress;
     t->log = log;
     t->log_ctx = ctx;
+    tp_frontend_init(t);
     return t;
 }
 
