@@ -235,7 +235,9 @@ if timeout 30 "$SLUICE" run -s "$T/enforce.json" -- true >/dev/null 2>&1; then
         curl -s -o /dev/null -w 'plain=%{http_code}\n' --noproxy '*' --max-time 5 http://plain.test:$PA/x
         curl -s -o /dev/null -w 'proxied=%{http_code}\n' --max-time 5 $G/o/r.git/info/refs
         curl -s -o /dev/null -w 'push=%{http_code}\n' --max-time 5 -X POST $G/o/r.git/git-receive-pack" 2>&1)
-    if printf '%s' "$out" | grep -q '^direct=000$' && printf '%s' "$out" | grep -q '^plain=404$' &&
+    if printf '%s' "$out" | grep -q 'transparent mode needs'; then
+        echo "ok - # SKIP run --transparent: $(printf '%s' "$out" | head -1)" # valgrind lacks pidfd_getfd
+    elif printf '%s' "$out" | grep -q '^direct=000$' && printf '%s' "$out" | grep -q '^plain=404$' &&
         printf '%s' "$out" | grep -q '^proxied=404$' && printf '%s' "$out" | grep -q '^push=403$' &&
         printf '%s' "$out" | grep -q 'need TLS termination'; then
         ok "run --transparent: connect() to a host with rules refused with the reason, proxied requests judged"
