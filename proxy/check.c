@@ -272,7 +272,8 @@ static void print_text(const struct check_item *it, int resolve)
             printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
     } else {
-        printf("%-5s %s  no rule: %s\n", decision_name(it), hp, it->d.reason);
+        printf("%-5s %s  %s: %s\n", decision_name(it), hp,
+               it->d.origin == POLICY_BY_REQUEST ? "request rules" : "no rule", it->d.reason);
     }
     if (!resolve)
         return;
