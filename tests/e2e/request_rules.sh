@@ -213,6 +213,20 @@ fi
 c=$(checked "$T/report.json" POST "$G/o/r.git/git-receive-pack")
 [ "$c" = would_deny ] && ok "report mode: sluice check says would_deny" || bad "report mode: sluice check says would_deny" "$c"
 
+# the config test counts them, and a bad rule is refused where it is written
+out=$("$SLUICE" check -s "$T/enforce.json")
+printf '%s' "$out" | grep -q ', 4 request rules;' && ok "the config test counts the request rules" ||
+    bad "the config test counts the request rules" "$out"
+printf '{"network": {"requestRules": [\n  {"host": "a.test", "method": "get", "action": "deny"}]}}\n' > "$T/bad.json"
+out=$("$SLUICE" check -s "$T/bad.json" 2>&1)
+rc=$?
+[ "$rc" = 2 ] && printf '%s' "$out" | grep -q "bad.json:2:32: network.requestRules\[0\].method: \"get\": methods are case-sensitive" &&
+    ok "a bad rule is refused at FILE:LINE:COLUMN (exit 2)" || bad "a bad rule is refused at FILE:LINE:COLUMN" "rc $rc: $out"
+out=$("$SLUICE" proxy --settings "$T/bad.json" --http tcp:127.0.0.1:0 --socks off 2>&1)
+rc=$?
+[ "$rc" != 0 ] && printf '%s' "$out" | grep -q 'bad.json:2:32' &&
+    ok "sluice proxy refuses to start on a bad rule" || bad "sluice proxy refuses to start on a bad rule" "rc $rc: $out"
+
 # explain says it in words, and as JSON
 text=$("$SLUICE" explain -s "$T/enforce.json")
 if printf '%s\n' "$text" | grep -q 'allow GET, POST on github.com to /\*/\*/info/refs' &&
