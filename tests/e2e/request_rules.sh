@@ -262,6 +262,19 @@ else
     echo "ok - # SKIP run --transparent: sluice run cannot make a sandbox here"
 fi
 
+# SIGHUP reloads the rules: push outside ORG denied, then allowed by a new rule
+kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null
+cp "$T/enforce.json" "$T/reload.json"
+start_proxy h "$T/reload.json" --http tcp:127.0.0.1:0 --socks off
+code1=$(live POST "$G/o/r.git/git-receive-pack")
+sed 's|"path": "/ORG/\*\*"|"path": ["/ORG/**", "/o/**"]|' "$T/enforce.json" > "$T/reload.json.new"
+mv "$T/reload.json.new" "$T/reload.json"
+kill -HUP "$PROXY_PID"
+wait_for "$T/h.log" 'event=reload ' 10
+code2=$(live POST "$G/o/r.git/git-receive-pack")
+[ "$code1" = 403 ] && [ "$code2" = 404 ] && ok "SIGHUP reloads the request rules ($code1 -> $code2)" ||
+    bad "SIGHUP reloads the request rules" "$code1 -> $code2; $(grep reload "$T/h.log")"
+
 # nothing was resolved through anything but the dnsmasq started here
 grep -q 'github.com' "$T/dnsmasq.log" && ok "github.com was resolved by the local dnsmasq" \
     || bad "github.com was resolved by the local dnsmasq" "$(tail -5 "$T/dnsmasq.log")"
