@@ -278,8 +278,7 @@ int policy_path_glob_match(const char *glob, size_t glen, const char *path, size
 /* ------------------------------------------------------------------------ */
 /* Compiling                                                                 */
 
-static void rule_error(struct settings_error *err, const struct settings_item *it,
-                       const char *what)
+static void rule_error(struct settings_error *err, const struct settings_item *it, const char *what)
 {
     if (err != NULL)
         snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: %s", it->file, it->line, it->col,
@@ -420,8 +419,7 @@ void policy__request_free(struct policy *p)
     p->nreq = 0;
 }
 
-int policy__request_compile(struct policy *p, const struct settings *s,
-                            struct settings_error *err)
+int policy__request_compile(struct policy *p, const struct settings *s, struct settings_error *err)
 {
     const struct settings_list *l = &s->network.request_rules;
 
@@ -483,8 +481,8 @@ static int path_matches(const struct policy_req_rule *q, const char *path, size_
     return 0;
 }
 
-static void deny_with(struct policy_decision *d, const struct policy_rule *r, const char *fmt,
-                      ...) __attribute__((format(printf, 3, 4)));
+static void deny_with(struct policy_decision *d, const struct policy_rule *r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void deny_with(struct policy_decision *d, const struct policy_rule *r, const char *fmt, ...)
 {
@@ -502,11 +500,11 @@ static void deny_with(struct policy_decision *d, const struct policy_rule *r, co
 }
 
 /* The request line for a reason: "METHOD PATH", the path cut at 80. */
-static void request_words(const struct policy_request *rq, const char *path, size_t plen,
-                          char *buf, size_t len)
+static void request_words(const struct policy_request *rq, const char *path, size_t plen, char *buf,
+                          size_t len)
 {
-    snprintf(buf, len, "%.*s %.*s%s", (int)(rq->method_len < 32 ? rq->method_len : 32),
-             rq->method, (int)(plen < 80 ? plen : 80), path, plen > 80 ? "..." : "");
+    snprintf(buf, len, "%.*s %.*s%s", (int)(rq->method_len < 32 ? rq->method_len : 32), rq->method,
+             (int)(plen < 80 ? plen : 80), path, plen > 80 ? "..." : "");
 }
 
 void policy__request_narrow(const struct policy *p, const struct policy_host *h, uint16_t port,
@@ -558,8 +556,9 @@ void policy__request_narrow(const struct policy *p, const struct policy_host *h,
         return;
     }
     if (allow == NULL) {
-        deny_with(d, NULL, "%s matches no allow rule of network.requestRules for '%s' (first "
-                           "at %s:%u)",
+        deny_with(d, NULL,
+                  "%s matches no allow rule of network.requestRules for '%s' (first "
+                  "at %s:%u)",
                   words, h->name, first->r.file, first->r.line);
         return;
     }

@@ -21,7 +21,7 @@
  * (methods are case-sensitive: "get" would never match a GET). */
 static const char *method_why(const char *m)
 {
-    static const char *const standard[] = {"GET",     "HEAD",  "POST",  "PUT",  "DELETE",
+    static const char *const standard[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
                                            "CONNECT", "OPTIONS", "TRACE", "PATCH"};
     size_t n = strlen(m);
 
@@ -72,8 +72,8 @@ static int tb_add(struct textbuf *b, const char *s, size_t n)
 }
 
 static int one_or_more(struct ctx *c, json_t *v, const char *what,
-                       const char *(*ok)(struct ctx *c, const char *s), struct textbuf *b,
-                       char sep, size_t *count)
+                       const char *(*ok)(struct ctx *c, const char *s), struct textbuf *b, char sep,
+                       size_t *count)
 {
     size_t i, n = json_is_array(v) ? json_array_size(v) : 1;
     json_t *e;
@@ -82,8 +82,8 @@ static int one_or_more(struct ctx *c, json_t *v, const char *what,
         return settings__fail(c, 0, "expected a %s or an array of them, got %s", what,
                               settings__type_name(v));
     if (n == 0)
-        return settings__fail(c, 0, "must not be an empty array (leave the member out for any "
-                                    "%s)", what);
+        return settings__fail(c, 0, "must not be an empty array (leave the member out for any %s)",
+                              what);
     if (n > SETTINGS_RULE_FIELDS_MAX - 3)
         return settings__fail(c, 0, "at most %d entries", SETTINGS_RULE_FIELDS_MAX - 3);
     for (i = 0; i < n; i++) {

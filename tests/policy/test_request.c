@@ -109,8 +109,8 @@ static void test_normalize_table(void **state)
             failed++;
         } else if (r->out == NULL &&
                    (rc != -EINVAL || why == NULL || strstr(why, r->why) == NULL)) {
-            print_error("row %zu '%s': want refused (%s), got rc %d '%s' (%s)\n", i, r->in,
-                        r->why, rc, rc == 0 ? out : "", why != NULL ? why : "");
+            print_error("row %zu '%s': want refused (%s), got rc %d '%s' (%s)\n", i, r->in, r->why,
+                        rc, rc == 0 ? out : "", why != NULL ? why : "");
             failed++;
         } else if (r->out != NULL) {
             /* normalising the output again changes nothing */
@@ -302,14 +302,15 @@ static const char rules_json[] =
     "  \"allowedDomains\": [\"github.com\", \"*.example.com\", \"plain.test\", \"10.0.0.0/8\"],\n"
     "  \"deniedDomains\": [\"bad.example.com\"],\n"
     "  \"requestRules\": [\n"
-    "    {\"host\": \"github.com\", \"method\": [\"GET\", \"POST\"],\n"                /* 5 */
+    "    {\"host\": \"github.com\", \"method\": [\"GET\", \"POST\"],\n" /* 5 */
     "     \"path\": [\"/*/*/info/refs\", \"/*/*/git-upload-pack\"], \"action\": \"allow\"},\n"
-    "    {\"host\": \"github.com\", \"method\": \"POST\", \"path\": \"/ORG/**\", \"action\": \"allow\"},\n" /* 7 */
+    "    {\"host\": \"github.com\", \"method\": \"POST\", \"path\": \"/ORG/**\", \"action\": "
+    "\"allow\"},\n"                                                                         /* 7 */
     "    {\"host\": \"github.com\", \"path\": \"/ORG/secret/**\", \"action\": \"deny\"},\n" /* 8 */
-    "    {\"host\": \"*.example.com\", \"method\": \"GET\", \"action\": \"allow\"},\n" /* 9 */
-    "    {\"host\": \"bad.example.com\", \"action\": \"allow\"},\n"                    /* 10 */
+    "    {\"host\": \"*.example.com\", \"method\": \"GET\", \"action\": \"allow\"},\n"      /* 9 */
+    "    {\"host\": \"bad.example.com\", \"action\": \"allow\"},\n"                         /* 10 */
     "    {\"host\": \"10.1.0.0/16:8080\", \"path\": \"/api/**\", \"action\": \"allow\"},\n" /* 11 */
-    "    {\"host\": \"ask.test\", \"action\": \"deny\", \"method\": \"PUT\"}\n"          /* 12 */
+    "    {\"host\": \"ask.test\", \"action\": \"deny\", \"method\": \"PUT\"}\n"             /* 12 */
     "  ]\n"
     "}}\n";
 
@@ -358,16 +359,16 @@ static const struct vrow vrows[] = {
      "matches no allow rule"},
     {"github.com", 80, "POST", "/ORG/r.git/git-receive-pack", POLICY_ALLOW, POLICY_BY_RULE, 2,
      "allow POST github.com /ORG/**"},
-    {"github.com", 80, "POST", "/ORG/secret/r.git/git-receive-pack", POLICY_DENY,
-     POLICY_BY_REQUEST, 8, "denied by request rule 'deny * github.com /ORG/secret/**'"},
+    {"github.com", 80, "POST", "/ORG/secret/r.git/git-receive-pack", POLICY_DENY, POLICY_BY_REQUEST,
+     8, "denied by request rule 'deny * github.com /ORG/secret/**'"},
     {"github.com", 80, "GET", "/ORG/secret/r.git/info/refs", POLICY_DENY, POLICY_BY_REQUEST, 8,
      NULL},
     {"github.com", 80, "post", "/ORG/r.git/git-receive-pack", POLICY_DENY, POLICY_BY_REQUEST, 0,
      "no allow rule"}, /* methods are case-sensitive */
-    {"github.com", 80, "POST", "/ORG/../o/r.git/git-receive-pack", POLICY_DENY,
-     POLICY_BY_REQUEST, 0, "no allow rule"},
-    {"github.com", 80, "POST", "/ORG%2Fx/r.git/git-receive-pack", POLICY_DENY, POLICY_BY_REQUEST,
-     0, "ambiguous request target"},
+    {"github.com", 80, "POST", "/ORG/../o/r.git/git-receive-pack", POLICY_DENY, POLICY_BY_REQUEST,
+     0, "no allow rule"},
+    {"github.com", 80, "POST", "/ORG%2Fx/r.git/git-receive-pack", POLICY_DENY, POLICY_BY_REQUEST, 0,
+     "ambiguous request target"},
     {"github.com", 80, "POST", "/ORG/secret./x", POLICY_DENY, POLICY_BY_REQUEST, 0, "ambiguous"},
     /* tunnels to a host with rules: refused, whatever the port */
     {"github.com", 443, NULL, NULL, POLICY_DENY, POLICY_BY_REQUEST, 0, "TLS termination"},
@@ -546,16 +547,11 @@ static void test_report_managed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_normalize_table),
-        cmocka_unit_test(test_normalize_nul_and_bounds),
-        cmocka_unit_test(test_normalize_overlong),
-        cmocka_unit_test(test_glob_table),
-        cmocka_unit_test(test_glob_many_stars),
-        cmocka_unit_test(test_glob_check),
-        cmocka_unit_test(test_verdict_rows),
-        cmocka_unit_test(test_verdict_report),
-        cmocka_unit_test(test_decide_same),
-        cmocka_unit_test(test_dns_answers_ruled_host),
+        cmocka_unit_test(test_normalize_table),    cmocka_unit_test(test_normalize_nul_and_bounds),
+        cmocka_unit_test(test_normalize_overlong), cmocka_unit_test(test_glob_table),
+        cmocka_unit_test(test_glob_many_stars),    cmocka_unit_test(test_glob_check),
+        cmocka_unit_test(test_verdict_rows),       cmocka_unit_test(test_verdict_report),
+        cmocka_unit_test(test_decide_same),        cmocka_unit_test(test_dns_answers_ruled_host),
         cmocka_unit_test(test_report_managed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
