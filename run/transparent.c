@@ -278,6 +278,20 @@ static void resolve_nrs(struct tp *t)
     t->nr_socketcall = -1;
 #if defined(__x86_64__)
     t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");
+    /* i386's direct socket calls (Linux 4.3): libseccomp names them with a
+     * negative pseudo number (its socketcall multiplexing), which routes
+     * nothing, yet the filter notifies the direct calls as well as
+     * socketcall(SYS_CONNECT, ...) (rt-7: an i386 connect() without
+     * socketcall got the fallback, EPERM) */
+    for (size_t i = 0; i < 3; i++)
+        if (t->arch[i] == SCMP_ARCH_X86) {
+            if (t->nr_connect[i] < 0)
+                t->nr_connect[i] = 362;
+            if (t->nr_bind[i] < 0)
+                t->nr_bind[i] = 361;
+            if (t->nr_getpeername[i] < 0)
+                t->nr_getpeername[i] = 368;
+        }
 #endif
 }
 
