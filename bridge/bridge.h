@@ -576,8 +576,8 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
  * request: a connection whose requests sluice cannot read, which request
  * rules refuse on a host they name. */
 int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                         const struct policy_request *rq, const char *protocol,
-                         const char *client, egress_cb cb, void *arg, struct egress_req **req);
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req);
 
 /* How egress_start_dial() dials (transparent mode's connect()), flags:
  * EGRESS_DIAL_SYNC     a connection made at once (a loopback origin) is

@@ -601,8 +601,8 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
 }
 
 int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                         const struct policy_request *rq, const char *protocol,
-                         const char *client, egress_cb cb, void *arg, struct egress_req **req)
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req)
 {
     return start(e, host, port, rq, protocol, client, cb, arg, req, 0);
 }

@@ -54,8 +54,15 @@ void cli_check_usage(FILE *f)
           f);
 }
 
-enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT, OPT_TRANSPARENT, OPT_PROXY,
-       OPT_METHOD };
+enum {
+    OPT_SETTINGS = 256,
+    OPT_JSON,
+    OPT_RESOLVE,
+    OPT_EXPECT,
+    OPT_TRANSPARENT,
+    OPT_PROXY,
+    OPT_METHOD
+};
 
 static const struct option check_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},

@@ -90,8 +90,7 @@ int policy__rule_host_match(const struct policy_rule *r, const char *name, size_
 
 /* Request rules (request.c). */
 struct policy_req_rule;
-int policy__request_compile(struct policy *p, const struct settings *s,
-                            struct settings_error *err);
+int policy__request_compile(struct policy *p, const struct settings *s, struct settings_error *err);
 void policy__request_free(struct policy *p);
 int policy__request_managed(const struct policy *p);
 /* Narrows the domain lists' decision d for a request (rq NULL: a

@@ -476,8 +476,9 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         if (t == NULL)
             continue;
         if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || split_method(&t, &m) < 0) {
-            fprintf(stderr, "%s:%u: expected 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD "
-                            "URL'\n",
+            fprintf(stderr,
+                    "%s:%u: expected 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD "
+                    "URL'\n",
                     path, lineno);
             bad = 1;
             continue;
@@ -522,8 +523,8 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
         struct check_item *it = &items[i];
         struct policy_request rq;
         int u = parse_url(it->target, it, &it->why);
-        if (u < 0 || (u > 0 && policy_target_parse(it->target, 443, &it->host, &it->port,
-                                                    &it->why) < 0)) {
+        if (u < 0 ||
+            (u > 0 && policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0)) {
             char esc[1024];
             common_escape(it->target, esc, sizeof(esc));
             if (it->file != NULL)
@@ -541,8 +542,7 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
         rq.method_len = strlen(it->method);
         rq.target = it->path;
         rq.target_len = it->path != NULL ? strlen(it->path) : 0;
-        policy_decide_request(p, &it->host, it->port, it->url && !it->tls ? &rq : NULL,
-                              &it->match);
+        policy_decide_request(p, &it->host, it->port, it->url && !it->tls ? &rq : NULL, &it->match);
         policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
         it->would_deny = it->d.report_only;
     }

@@ -102,8 +102,8 @@ int check_config(const struct settings *sp, const char *path)
            allow.addrs, sp->network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
            deny.any, sp->network.denied_resolved_addresses.n,
            sp->network.allowed_domains_files.n + sp->network.denied_domains_files.n,
-           policy_request_rule_count(p), policy_mode_report(p) ? "report" : "enforce", unmatched(sp), private_addrs(sp), http,
-           socks, sp->proxy.max_connections);
+           policy_request_rule_count(p), policy_mode_report(p) ? "report" : "enforce",
+           unmatched(sp), private_addrs(sp), http, socks, sp->proxy.max_connections);
     policy_free(p);
     return fflush(stdout) == 0 ? 0 : 2;
 }

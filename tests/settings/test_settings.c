@@ -447,7 +447,8 @@ static const struct error_case error_cases[] = {
      "t.json:6:7: network.allowedDomains[1]: expected a string, got an object"},
     {"{\"network\": {\"deniedDomainReasons\": {\"\xC3\xA9.com\": \"x\", \"b\\u00e9.com\": 0}}}",
      "t.json:1:67: network.deniedDomainReasons[\"b\xC3\xA9.com\"]: expected a string, got an "
-     "integer"},    /* network.requestRules (issue 23): each mistake where it is written */
+     "integer"},
+    /* network.requestRules (issue 23): each mistake where it is written */
     {"{\"network\": {\"requestRules\": {}}}",
      "t.json:1:30: network.requestRules: expected an array of rules (a rule has host, method, "
      "path and action), got an object"},
@@ -1648,15 +1649,17 @@ static void test_request_rules_key(void **state)
     /* a layer without the key keeps them; one with it replaces them */
     assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
     assert_int_equal(s.network.request_rules.n, 2);
-    assert_int_equal(apply(&s, "{\"network\": {\"requestRules\": [{\"host\": \"a.com\", "
-                               "\"action\": \"deny\", \"method\": \"PUT\"}]}}",
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"a.com\", "
+                           "\"action\": \"deny\", \"method\": \"PUT\"}]}}",
                            &err),
                      0);
     assert_int_equal(s.network.request_rules.n, 1);
     assert_string_equal(s.network.request_rules.items[0].value, "deny\na.com\nPUT");
     /* a bad layer changes nothing */
-    assert_int_equal(apply(&s, "{\"network\": {\"requestRules\": [{\"host\": \"b.com\", "
-                               "\"action\": \"deny\"}, {\"host\": \"c.com\"}]}}",
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"b.com\", "
+                           "\"action\": \"deny\"}, {\"host\": \"c.com\"}]}}",
                            &err),
                      -EINVAL);
     assert_int_equal(s.network.request_rules.n, 1);
