@@ -111,8 +111,8 @@ allow POST $G/o/r.git/git-receive-pack
 EXP
 out=$("$SLUICE" check -s "$T/enforce.json" --expect "$T/expect.txt")
 rc=$?
-if [ "$rc" = 1 ] && printf '%s\n' "$out" | grep -q '^4 passed, 1 failed$' &&
-    printf '%s\n' "$out" | grep -q "expect.txt:5: expected allow github.com:$PA POST /o/r.git/git-receive-pack, got deny"; then
+if [ "$rc" = 1 ] && grep -q '^4 passed, 1 failed$' <<<"$out" &&
+    grep -q "expect.txt:5: expected allow github.com:$PA POST /o/r.git/git-receive-pack, got deny" <<<"$out"; then
     ok "check --expect takes 'VERDICT METHOD URL' lines"
 else
     bad "check --expect takes 'VERDICT METHOD URL' lines" "rc $rc: $out"
@@ -193,7 +193,8 @@ else
 fi
 
 # the decision record names the rule
-if grep -E 'event=decision.*decision=deny' "$T/p.log" | grep -q "rule=\"'deny \* github.com /ORG/secret/\*\*' network.requestRules\[2\]\" source=$T/enforce.json:"; then
+denies=$(grep -E 'event=decision.*decision=deny' "$T/p.log")
+if grep -q "rule=\"'deny \* github.com /ORG/secret/\*\*' network.requestRules\[2\]\" source=$T/enforce.json:" <<<"$denies"; then
     ok "the decision record names the request rule"
 else
     bad "the decision record names the request rule" "$(grep 'decision=deny' "$T/p.log" | head -5)"
@@ -215,22 +216,22 @@ c=$(checked "$T/report.json" POST "$G/o/r.git/git-receive-pack")
 
 # the config test counts them, and a bad rule is refused where it is written
 out=$("$SLUICE" check -s "$T/enforce.json")
-printf '%s' "$out" | grep -q ', 4 request rules;' && ok "the config test counts the request rules" ||
+grep -q ', 4 request rules;' <<<"$out" && ok "the config test counts the request rules" ||
     bad "the config test counts the request rules" "$out"
 printf '{"network": {"requestRules": [\n  {"host": "a.test", "method": "get", "action": "deny"}]}}\n' > "$T/bad.json"
 out=$("$SLUICE" check -s "$T/bad.json" 2>&1)
 rc=$?
-[ "$rc" = 2 ] && printf '%s' "$out" | grep -q "bad.json:2:32: network.requestRules\[0\].method: \"get\": methods are case-sensitive" &&
+[ "$rc" = 2 ] && grep -q "bad.json:2:32: network.requestRules\[0\].method: \"get\": methods are case-sensitive" <<<"$out" &&
     ok "a bad rule is refused at FILE:LINE:COLUMN (exit 2)" || bad "a bad rule is refused at FILE:LINE:COLUMN" "rc $rc: $out"
 out=$("$SLUICE" proxy --settings "$T/bad.json" --http tcp:127.0.0.1:0 --socks off 2>&1)
 rc=$?
-[ "$rc" != 0 ] && printf '%s' "$out" | grep -q 'bad.json:2:32' &&
+[ "$rc" != 0 ] && grep -q 'bad.json:2:32' <<<"$out" &&
     ok "sluice proxy refuses to start on a bad rule" || bad "sluice proxy refuses to start on a bad rule" "rc $rc: $out"
 
 # explain says it in words, and as JSON
 text=$("$SLUICE" explain -s "$T/enforce.json")
-if printf '%s\n' "$text" | grep -q 'allow GET, POST on github.com to /\*/\*/info/refs' &&
-    printf '%s\n' "$text" | grep -q 'deny DELETE on github.com to any path'; then
+if grep -q 'allow GET, POST on github.com to /\*/\*/info/refs' <<<"$text" &&
+    grep -q 'deny DELETE on github.com to any path' <<<"$text"; then
     ok "explain lists the request rules"
 else
     bad "explain lists the request rules" "$(printf '%s\n' "$text" | head -20)"
@@ -249,11 +250,11 @@ if timeout 30 "$SLUICE" run -s "$T/enforce.json" -- true >/dev/null 2>&1; then
         curl -s -o /dev/null -w 'plain=%{http_code}\n' --noproxy '*' --max-time 5 http://plain.test:$PA/x
         curl -s -o /dev/null -w 'proxied=%{http_code}\n' --max-time 5 $G/o/r.git/info/refs
         curl -s -o /dev/null -w 'push=%{http_code}\n' --max-time 5 -X POST $G/o/r.git/git-receive-pack" 2>&1)
-    if printf '%s' "$out" | grep -q 'transparent mode needs'; then
+    if grep -q 'transparent mode needs' <<<"$out"; then
         echo "ok - # SKIP run --transparent: $(printf '%s' "$out" | head -1)" # valgrind lacks pidfd_getfd
-    elif printf '%s' "$out" | grep -q '^direct=000$' && printf '%s' "$out" | grep -q '^plain=404$' &&
-        printf '%s' "$out" | grep -q '^proxied=404$' && printf '%s' "$out" | grep -q '^push=403$' &&
-        printf '%s' "$out" | grep -q 'need TLS termination'; then
+    elif grep -q '^direct=000$' <<<"$out" && grep -q '^plain=404$' <<<"$out" &&
+        grep -q '^proxied=404$' <<<"$out" && grep -q '^push=403$' <<<"$out" &&
+        grep -q 'need TLS termination' <<<"$out"; then
         ok "run --transparent: connect() to a host with rules refused with the reason, proxied requests judged"
     else
         bad "run --transparent: connect() to a host with rules refused with the reason, proxied requests judged" "$out"
