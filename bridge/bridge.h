@@ -570,6 +570,15 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
 
+/* egress_start for one request sluice can read (a plain-HTTP request):
+ * rq (used during the call only) goes into the rule decision, so request
+ * rules (network.requestRules) judge it. egress_start is this with no
+ * request: a connection whose requests sluice cannot read, which request
+ * rules refuse on a host they name. */
+int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req);
+
 /* How egress_start_dial() dials (transparent mode's connect()), flags:
  * EGRESS_DIAL_SYNC     a connection made at once (a loopback origin) is
  *                      reported before egress_start_dial() returns, without

@@ -124,6 +124,7 @@ void http_work_free(struct http_conn *c)
     free(w->uin);
     free(w->out);
     free(w->ohead);
+    free(w->rq_buf);
     free(w);
     c->w = NULL;
 }

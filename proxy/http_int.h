@@ -157,6 +157,10 @@ struct http_work {
     char ohdr[HTTP_OUT_HDRS][20];
     char *ohead; /* the response head (owned) */
     struct http_up *up;
+    /* the request line the verdict judges (plain HTTP): the method, then the
+     * target as forwarded ("/path?query"), in one allocation */
+    char *rq_buf;
+    size_t rq_method_len, rq_target_len;
     enum http_timer timer;
     uint64_t last_io;
     enum http_body req_body;

@@ -304,14 +304,30 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     http_start_exchange(c);
 }
 
+/* The request line the verdict judges: NULL for a tunnel (CONNECT). */
+static const struct policy_request *judged_request(const struct http_conn *c,
+                                                   struct policy_request *rq)
+{
+    const struct http_work *w = c->w;
+
+    if (w->is_connect || w->rq_buf == NULL)
+        return NULL;
+    rq->method = w->rq_buf;
+    rq->method_len = w->rq_method_len;
+    rq->target = w->rq_buf + w->rq_method_len;
+    rq->target_len = w->rq_target_len;
+    return rq;
+}
+
 void http_start_egress(struct http_conn *c)
 {
+    struct policy_request prq;
     int rc;
 
     http_set_state(c, HTTP_ST_EGRESS);
     http_timer_set(c, TIMER_NONE, 0); /* egress has its own deadlines (ask, DNS, dial) */
-    rc = egress_start(c->fc.f->egress, &c->host, c->fc.port, c->fc.protocol, c->fc.client, on_egress, c,
-                      &c->req);
+    rc = egress_start_request(c->fc.f->egress, &c->host, c->fc.port, judged_request(c, &prq),
+                              c->fc.protocol, c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         http_set_reason(c, uv_strerror(rc));
@@ -329,12 +345,15 @@ static int can_reuse(struct http_conn *c)
     const struct policy *pol = egress_env_policy(c->fc.f->egress);
     struct policy_guard_verdict gv;
     struct policy_judgment j;
+    struct policy_request prq;
 
     if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
-    /* the verdict with the connected address as the only answer */
-    policy_verdict(pol, &c->host, c->fc.port, &u->addr, 1, &gv, &j);
+    /* the verdict on this request with the connected address as the only
+     * answer (request rules judge every request on a kept connection) */
+    policy_verdict_request(pol, &c->host, c->fc.port, judged_request(c, &prq), &u->addr, 1, &gv,
+                           &j);
     if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
     snprintf(c->fc.verdict, sizeof(c->fc.verdict), "allow");
@@ -468,6 +487,44 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     return 0;
 }
 
+/* On a host with request rules the path goes upstream as it was judged:
+ * normalised (policy_path_normalize), the query kept as sent, so the origin
+ * and the rules read the same path. An ambiguous path is left alone: the
+ * verdict refuses it. *norm_head as in request_options. 0, or UV_ENOMEM. */
+static int request_rules_path(struct http_conn *c, struct http_request *rq, size_t end,
+                              char **norm_head)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    const char *hb = *norm_head != NULL ? *norm_head : c->w->in, *path, *q;
+    size_t plen, qlen, n = 0, cap;
+    const char *why;
+    char *nb;
+
+    if (c->w->is_connect || !policy_request_ruled(pol, &c->host, c->fc.port))
+        return 0;
+    path = hb + rq->path.off;
+    plen = rq->path.len;
+    if (plen == 0 || path[0] != '/')
+        return 0; /* "" or "?q": sent as "/..." by the head builder, nothing to normalise */
+    q = memchr(path, '?', plen);
+    qlen = q != NULL ? plen - (size_t)(q - path) : 0;
+    cap = plen + 1;
+    nb = malloc(end + cap + qlen);
+    if (nb == NULL)
+        return UV_ENOMEM;
+    if (policy_path_normalize(path, plen, nb + end, cap, &n, &why) < 0) {
+        free(nb);
+        return 0;
+    }
+    memcpy(nb + end + n, path + plen - qlen, qlen);
+    memcpy(nb, hb, end);
+    rq->path.off = (uint32_t)end;
+    rq->path.len = (uint32_t)(n + qlen);
+    free(*norm_head);
+    *norm_head = nb;
+    return 0;
+}
+
 /* The head to send upstream for an absolute-form request, into w->out
  * (hb: the head the spans of rq point into). 0 or UV_ENOMEM. */
 static int request_upstream_head(struct http_conn *c, const struct http_request *rq,
@@ -491,6 +548,28 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
     if (w->out == NULL)
         return UV_ENOMEM;
     w->out_len = http_request_build(hb, rq, authority, !rq->keep_alive, w->out, n);
+    return 0;
+}
+
+/* Keeps the request line the verdict judges: the method and the target as
+ * it goes upstream (hb: the head rq's spans point into; an empty path or a
+ * bare query is sent as "/..."). 0 or UV_ENOMEM. */
+static int keep_request_line(struct http_work *w, const struct http_request *rq, const char *hb)
+{
+    const char *path = hb + rq->path.off;
+    size_t ml = rq->method_text.len, pl = rq->path.len;
+    int slash = pl == 0 || path[0] != '/';
+
+    free(w->rq_buf);
+    w->rq_buf = malloc(ml + pl + 1);
+    if (w->rq_buf == NULL)
+        return UV_ENOMEM;
+    memcpy(w->rq_buf, hb + rq->method_text.off, ml);
+    if (slash)
+        w->rq_buf[ml] = '/';
+    memcpy(w->rq_buf + ml + (size_t)slash, path, pl);
+    w->rq_method_len = ml;
+    w->rq_target_len = pl + (size_t)slash;
     return 0;
 }
 
@@ -581,8 +660,16 @@ void http_handle_head(struct http_conn *c, size_t end)
     }
     if (request_options(c, &rq, end, &norm_head) < 0)
         return;
+    if (request_rules_path(c, &rq, end, &norm_head) < 0) {
+        free(norm_head);
+        http_conn_close(c, "out of memory");
+        return;
+    }
     if (!w->is_connect) {
-        rc = request_upstream_head(c, &rq, norm_head != NULL ? norm_head : w->in);
+        const char *hb = norm_head != NULL ? norm_head : w->in;
+        rc = request_upstream_head(c, &rq, hb);
+        if (rc == 0)
+            rc = keep_request_line(w, &rq, hb);
         free(norm_head);
         if (rc < 0) {
             http_conn_close(c, "out of memory");
