@@ -570,6 +570,15 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
 
+/* egress_start for one request sluice can read (a plain-HTTP request):
+ * rq (used during the call only) goes into the rule decision, so request
+ * rules (network.requestRules) judge it. egress_start is this with no
+ * request: a connection whose requests sluice cannot read, which request
+ * rules refuse on a host they name. */
+int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req);
+
 /* How egress_start_dial() dials (transparent mode's connect()), flags:
  * EGRESS_DIAL_SYNC     a connection made at once (a loopback origin) is
  *                      reported before egress_start_dial() returns, without
@@ -652,7 +661,10 @@ struct frontend_conn {
      * close record; may be NULL (then 0) */
     void (*bytes)(const struct frontend_conn *c, uint64_t *up, uint64_t *down);
     void (*release)(struct frontend_conn *c); /* frees the owner's struct */
-    uv_timer_t timer;    /* the front end's own, before the relay starts */
+    /* The front end's own timer, before the relay starts: a heap handle
+     * (timer->data is this struct), freed once closed, so that an idle
+     * tunnel does not carry it. */
+    uv_timer_t *timer;
     uint64_t id;
     uint64_t started_ms; /* uv_now() at accept */
     char client[48];     /* the peer: "127.0.0.1:40000", "[::1]:40000", "unix", "-" */
@@ -661,14 +673,14 @@ struct frontend_conn {
     const char *host;     /* the owner's text, or NULL when none was parsed */
     uint16_t port;
     char verdict[12];             /* "" or the egress verdict */
-    char *rule, *source, *reason; /* NULL or heap copies */
-    char addr[48];                /* "" or the address dialed */
+    struct policy_addr addr;      /* the address dialed; family 0: none */
     int code;                     /* status / reply code sent, -1 none */
-    const char *end;              /* how it ended: static text or end_buf */
-    char end_buf[80];
-    char method[16]; /* plain HTTP only, else "" */
-    char *url;       /* plain HTTP only; NULL or a heap copy */
-    unsigned terminated : 1; /* TLS terminated here (connlog.terminated) */
+    char *rule, *source, *reason; /* NULL or heap copies */
+    const char *end;              /* how it ended: static text or end_own */
+    char *end_own;                /* NULL or a heap copy (frontend_conn_end_fmt) */
+    char *method;                 /* plain HTTP only; NULL or a heap copy */
+    char *url;                    /* plain HTTP only; NULL or a heap copy */
+    unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 
@@ -708,18 +720,29 @@ void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);
 struct egress_outcome;
 struct relay;
 
-/* Registers c (zeroed, its callbacks set) with f: the timer initialised,
- * then as frontend_conn_begin(). */
-void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol);
+/* Registers c (zeroed, its callbacks set) with f: the timer allocated and
+ * initialised, then as frontend_conn_begin(). UV_ENOMEM: nothing was done
+ * (c is not registered; the owner frees it). */
+int frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol);
+/* The connection that owns a front-end timer (in its callback). */
+static inline struct frontend_conn *frontend_conn_of_timer(uv_timer_t *t)
+{
+    return t->data;
+}
 /* For a connection without a client stream of its own (transparent mode's
  * connect()): c (zeroed) gets f, the next id (0 when f has no counter), the
  * start time, protocol and code -1; no timer, not in f's list, no CLOSE
  * record. The owner calls frontend_conn_clear() when it is done with c. */
 void frontend_conn_begin(struct frontend *f, struct frontend_conn *c, const char *protocol);
-/* Frees the log fields' heap copies (rule, source, reason, url). */
+/* Frees the log fields' heap copies (rule, source, reason, method, url,
+ * end). */
 void frontend_conn_clear(struct frontend_conn *c);
 /* *dst becomes a heap copy of s, or NULL for NULL or "" (or no memory). */
 void frontend_conn_set_text(char **dst, const char *s);
+/* c->end becomes the formatted text (a heap copy; a fixed text when there
+ * is no memory); returns it. */
+const char *frontend_conn_end_fmt(struct frontend_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The verdict, rule, source, reason and address of an egress outcome. */
 void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o);
 /* Sends one record of the connection to the frontend's log (if any). */
@@ -728,6 +751,9 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev);
  * there is one (nothing is formatted otherwise). */
 void frontend_conn_debug(const struct frontend_conn *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Starts the connection's timer (one shot, ms from now), or stops it for
+ * cb NULL; nothing once the timer is closing. */
+void frontend_conn_timer_set(struct frontend_conn *c, uv_timer_cb cb, uint64_t ms);
 /* Closes the connection's timer (idempotent). */
 void frontend_conn_timer_close(struct frontend_conn *c);
 /* From the relay's close callback: notes how the relay ended, closes the

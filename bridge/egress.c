@@ -530,8 +530,8 @@ static void ask(struct egress_req *r)
 /* ------------------------------------------------------------------------ */
 
 static int start(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                 const char *protocol, const char *client, egress_cb cb, void *arg,
-                 struct egress_req **req, unsigned how)
+                 const struct policy_request *rq, const char *protocol, const char *client,
+                 egress_cb cb, void *arg, struct egress_req **req, unsigned how)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -558,7 +558,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
 
     /* the rule decision, the one match of this request; an IP literal is
      * guarded here too, but dialed only through proceed() -> guard() */
-    policy_decide(r->pol->p, host, port, &r->match);
+    policy_decide_request(r->pol->p, host, port, rq, &r->match);
     policy_verdict_finish(r->pol->p, host, port, &r->match, NULL, 0, gv, &j);
     snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
     snprintf(r->o.source, sizeof(r->o.source), "%s", j.source);
@@ -597,14 +597,21 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, 0);
+    return start(e, host, port, NULL, protocol, client, cb, arg, req, 0);
+}
+
+int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req)
+{
+    return start(e, host, port, rq, protocol, client, cb, arg, req, 0);
 }
 
 int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
                       const char *protocol, const char *client, unsigned how, egress_cb cb,
                       void *arg, struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, how);
+    return start(e, host, port, NULL, protocol, client, cb, arg, req, how);
 }
 
 void egress_cancel(struct egress_req *r)

@@ -97,20 +97,18 @@ size_t forwarder_live(const struct forwarder *f)
 static void note_end(struct fwd_conn *c)
 {
     const struct relay *r = &c->relay;
-    char *how = c->fc.end_buf;
-    size_t len = sizeof(c->fc.end_buf);
+    char how[80];
 
     if (c->accept_status < 0)
-        snprintf(how, len, "accept failed: %s", uv_err_name(c->accept_status));
+        frontend_conn_end_fmt(&c->fc, "accept failed: %s", uv_err_name(c->accept_status));
     else if (c->dial_status < 0)
-        snprintf(how, len, "connect failed: %s", uv_err_name(c->dial_status));
+        frontend_conn_end_fmt(&c->fc, "connect failed: %s", uv_err_name(c->dial_status));
     else if (c->stopped && r->end == RELAY_END_OWNER)
-        snprintf(how, len, "closed at shutdown");
+        c->fc.end = "closed at shutdown";
     else if (c->stopped)
-        snprintf(how, len, "closed at shutdown before connecting");
+        c->fc.end = "closed at shutdown before connecting";
     else
-        relay_end_text(r, how, len);
-    c->fc.end = how;
+        frontend_conn_end_fmt(&c->fc, "%s", relay_end_text(r, how, sizeof(how)));
 }
 
 static void on_own_closed(uv_handle_t *h)
@@ -205,7 +203,7 @@ static void on_drain_shutdown(uv_shutdown_t *req, int status)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    struct fwd_conn *c = container_of(t, struct fwd_conn, fc.timer);
+    struct fwd_conn *c = container_of(frontend_conn_of_timer(t), struct fwd_conn, fc);
 
     conn_close(c, c->dial_status);
 }
@@ -219,7 +217,7 @@ static void close_refused(struct fwd_conn *c)
         conn_close(c, c->dial_status);
         return;
     }
-    uv_timer_start(&c->fc.timer, on_linger_timeout, FORWARD_LINGER_MS, 0);
+    frontend_conn_timer_set(&c->fc, on_linger_timeout, FORWARD_LINGER_MS);
 }
 
 static void on_dialed(void *arg, int status, int fd, size_t index)
@@ -275,7 +273,11 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(&f->fe, &c->fc, "forward"); /* counted live from here */
+    if (frontend_conn_start(&f->fe, &c->fc, "forward") < 0) { /* counted live from here */
+        free(c);
+        conn_limit_accepted(f->limit, l, UV_ENOMEM);
+        return;
+    }
     c->fc.host = f->host;
     c->fc.port = f->target.is_unix ? 0 : f->target.port;
     relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind,

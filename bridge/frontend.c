@@ -119,11 +119,16 @@ void frontend_conn_begin(struct frontend *f, struct frontend_conn *c, const char
     c->id = f->next_id != NULL ? __atomic_add_fetch(f->next_id, 1, __ATOMIC_RELAXED) : 0;
 }
 
-void frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol)
+int frontend_conn_start(struct frontend *f, struct frontend_conn *c, const char *protocol)
 {
-    uv_timer_init(f->loop, &c->timer);
+    c->timer = malloc(sizeof(*c->timer));
+    if (c->timer == NULL)
+        return UV_ENOMEM;
+    uv_timer_init(f->loop, c->timer);
+    c->timer->data = c;
     frontend_add(f, c);
     frontend_conn_begin(f, c, protocol);
+    return 0;
 }
 
 void frontend_conn_clear(struct frontend_conn *c)
@@ -132,7 +137,24 @@ void frontend_conn_clear(struct frontend_conn *c)
     free(c->source);
     free(c->url);
     free(c->reason);
-    c->rule = c->source = c->url = c->reason = NULL;
+    free(c->method);
+    if (c->end == c->end_own)
+        c->end = NULL;
+    free(c->end_own);
+    c->rule = c->source = c->url = c->reason = c->method = c->end_own = NULL;
+}
+
+const char *frontend_conn_end_fmt(struct frontend_conn *c, const char *fmt, ...)
+{
+    char text[160];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    frontend_conn_set_text(&c->end_own, text);
+    c->end = c->end_own != NULL ? c->end_own : "error";
+    return c->end;
 }
 
 void frontend_conn_set_text(char **dst, const char *s)
@@ -153,15 +175,16 @@ void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o)
     frontend_conn_set_text(&c->rule, o->rule);
     frontend_conn_set_text(&c->source, o->source);
     frontend_conn_set_text(&c->reason, o->reason);
-    c->addr[0] = '\0';
+    memset(&c->addr, 0, sizeof(c->addr));
     if (o->have_addr)
-        policy_addr_str(&o->addr, c->addr, sizeof(c->addr));
+        c->addr = o->addr;
 }
 
 void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
 {
     struct connlog rec;
     uint64_t now = uv_now(c->f->loop), up = 0, down = 0;
+    char addr[48] = "";
 
     if (c->f->log == NULL)
         return;
@@ -178,13 +201,15 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.rule = c->rule != NULL ? c->rule : "";
     rec.source = c->source;
     rec.reason = c->reason != NULL ? c->reason : "";
-    rec.addr = c->addr;
+    if (c->addr.family != 0)
+        policy_addr_str(&c->addr, addr, sizeof(addr));
+    rec.addr = addr;
     rec.code = c->code;
     rec.bytes_up = up;
     rec.bytes_down = down;
     rec.duration_ms = now >= c->started_ms ? now - c->started_ms : 0;
     rec.end = c->end != NULL ? c->end : "closed";
-    rec.method = c->method[0] != '\0' ? c->method : NULL;
+    rec.method = c->method;
     rec.url = c->url;
     rec.terminated = c->terminated;
     c->f->log(c->f->log_ctx, &rec);
@@ -222,11 +247,23 @@ static void conn_finish(struct frontend_conn *c)
 
 static void on_timer_closed(uv_handle_t *h)
 {
-    struct frontend_conn *c = container_of(h, struct frontend_conn, timer);
+    struct frontend_conn *c = h->data;
 
+    free(h);
+    c->timer = NULL;
     c->timer_closed = 1;
     if (c->relay_closed)
         conn_finish(c);
+}
+
+void frontend_conn_timer_set(struct frontend_conn *c, uv_timer_cb cb, uint64_t ms)
+{
+    if (c->timer == NULL || c->timer_closing)
+        return;
+    if (cb == NULL)
+        uv_timer_stop(c->timer);
+    else
+        uv_timer_start(c->timer, cb, ms, 0);
 }
 
 void frontend_conn_timer_close(struct frontend_conn *c)
@@ -234,13 +271,17 @@ void frontend_conn_timer_close(struct frontend_conn *c)
     if (c->timer_closing)
         return;
     c->timer_closing = 1;
-    uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+    uv_close((uv_handle_t *)c->timer, on_timer_closed);
 }
 
 void frontend_conn_relay_closed(struct frontend_conn *c, const struct relay *r)
 {
-    if (r->end != RELAY_END_NONE && r->end != RELAY_END_OWNER)
-        c->end = relay_end_text(r, c->end_buf, sizeof(c->end_buf));
+    if (r->end == RELAY_END_NONE || r->end == RELAY_END_OWNER)
+        ; /* the owner's own end stands */
+    else if (r->status < 0 && r->end != RELAY_END_IDLE)
+        frontend_conn_end_fmt(c, "%s: %s", relay_end_str(r->end), uv_err_name(r->status));
+    else
+        c->end = relay_end_str(r->end); /* static text: no copy */
     c->relay_closed = 1;
     frontend_conn_timer_close(c);
     if (c->timer_closed)

@@ -428,6 +428,8 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     if (rc == 0)
         rc = http_opts(p, s);
     if (rc == 0)
+        rc = policy__request_compile(p, s, err);
+    if (rc == 0)
         rc = policy__tls_compile(p, s, err);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
@@ -452,6 +454,7 @@ void policy_free(struct policy *p)
     if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     policy_parent_free(p->parent);
+    policy__request_free(p);
     for (size_t k = 0; k < p->http.nstrip; k++)
         free(p->http.strip[k]);
     free(p->http.strip);
@@ -500,6 +503,9 @@ const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t le
 }
 
 /* ---- decide ---- */
+
+static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           struct policy_decision *d);
 
 /* The hashes of the whole name (slot 0) and of every proper suffix that
  * starts after a '.', with their offsets, in one backward pass. */
@@ -626,8 +632,50 @@ void policy_count_matches(struct policy *p, unsigned long *counter)
     p->match_count = counter;
 }
 
+/* One rule's host pattern against a request host and port: the semantics
+ * of the tables above for a single rule (request rules, policy/request.c). */
+int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
+                            const struct policy_host *h, uint16_t port)
+{
+    uint8_t a[16], b[16];
+
+    if (r->port != 0 && r->port != port)
+        return 0;
+    switch (r->kind) {
+    case POLICY_RULE_NAME:
+        return h->kind == POLICY_HOST_NAME && h->len == nlen && memcmp(h->name, name, nlen) == 0;
+    case POLICY_RULE_WILDCARD: /* a proper subdomain: ".name" ends the host */
+        return h->kind == POLICY_HOST_NAME && h->len > nlen + 1 &&
+               h->name[h->len - nlen - 1] == '.' &&
+               memcmp(h->name + h->len - nlen, name, nlen) == 0;
+    case POLICY_RULE_ANY:
+        return 1;
+    case POLICY_RULE_CIDR:
+        if (h->kind == POLICY_HOST_NAME || h->addr.family != r->addr.family)
+            return 0;
+        mask_addr(&h->addr, r->prefix, a);
+        mask_addr(&r->addr, r->prefix, b);
+        return memcmp(a, b, r->addr.family == 4 ? 4 : 16) == 0;
+    }
+    return 0;
+}
+
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d)
+{
+    policy_decide_request(p, h, port, NULL, d);
+}
+
+void policy_decide_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_request *rq, struct policy_decision *d)
+{
+    decide_domains(p, h, port, d);
+    policy__request_narrow(p, h, port, rq, d);
+}
+
+/* The domain lists' decision (deny, allow, IP literals, the unmatched). */
+static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           struct policy_decision *d)
 {
     uint32_t deny, allow;
 

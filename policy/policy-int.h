@@ -60,6 +60,10 @@ struct policy {
     uint16_t *listener_ports;
     size_t nlisteners;
 
+    struct policy_req_rule *req; /* network.requestRules (request.c) */
+    size_t nreq;
+    int req_managed; /* written by the managed file: report mode does not lift them */
+
     struct pchunk *arena;
     unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
     unsigned refs; /* policy_ref / policy_free, atomic: workers share one policy */
@@ -81,5 +85,20 @@ uint32_t policy__ip_denied(const struct policy *p, const struct policy_addr *a, 
 int policy__addr_denied_class(enum policy_addr_class c, int deny_private);
 enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
                                            uint16_t port);
+
+/* One rule's host pattern (name: its canonical name part) against a
+ * request host and port, as the domain matcher matches it. */
+int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
+                            const struct policy_host *h, uint16_t port);
+
+/* Request rules (request.c). */
+struct policy_req_rule;
+int policy__request_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__request_free(struct policy *p);
+int policy__request_managed(const struct policy *p);
+/* Narrows the domain lists' decision d for a request (rq NULL: a
+ * connection whose requests sluice cannot read). */
+void policy__request_narrow(const struct policy *p, const struct policy_host *h, uint16_t port,
+                            const struct policy_request *rq, struct policy_decision *d);
 
 #endif

@@ -70,6 +70,8 @@ enum policy_list_id {
     POLICY_LIST_DENIED = 0,      /* network.deniedDomains (+ deniedDomainsFiles) */
     POLICY_LIST_ALLOWED,         /* network.allowedDomains (+ allowedDomainsFiles) */
     POLICY_LIST_RESOLVED_DENIED, /* network.deniedResolvedAddresses */
+    POLICY_LIST_REQUEST,         /* network.requestRules: pattern is the whole rule as one
+                                    line, "ACTION METHODS HOST PATHS" */
 };
 
 struct policy_rule {
@@ -170,6 +172,9 @@ enum policy_origin {
     POLICY_BY_STRICT,       /* no rule, strictAllowlist */
     POLICY_BY_NO_RULE,      /* no rule decides: ask (or deny without a handler) */
     POLICY_BY_GUARD,        /* every resolved address was refused by the guard */
+    POLICY_BY_REQUEST,      /* network.requestRules: a deny rule matched (rule), no allow rule
+                               matched (rule NULL), an ambiguous target, or a connection
+                               without a readable request to a host with rules */
 };
 
 struct policy_decision {
@@ -178,6 +183,46 @@ struct policy_decision {
     const struct policy_rule *rule; /* NULL unless origin == POLICY_BY_RULE */
     char reason[256];               /* one line, printable ASCII */
 };
+
+/* ------------------------------------------------------------------------ */
+/* Request rules (policy/request.c)                                          */
+
+/* A request line: the method and the request target in origin form (the
+ * path and query as sent; an absolute-form request's path part). Not
+ * NUL-terminated. method NULL: a tunnel sluice terminates (TLS), decided by
+ * the domain lists alone, since request rules judge each request inside it
+ * (where rq NULL, a tunnel sluice cannot read, is refused on a ruled host). */
+struct policy_request {
+    const char *method;
+    size_t method_len;
+    const char *target;
+    size_t target_len;
+};
+
+#define POLICY_PATH_MAX 8192 /* longest path judged; longer is ambiguous */
+
+/* Normalises a request target for request rules: the query left out,
+ * unreserved escapes decoded and the others upper-cased, dot segments
+ * resolved. out needs len + 1 bytes (cap). 0, or -EINVAL with *why for an
+ * ambiguous target (see policy/request.c). */
+int policy_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *outlen,
+                          const char **why);
+/* Checks a rule's path glob (starts with '/', '*' and '**' whole segments,
+ * normalises cleanly). 0 or -EINVAL with *why. */
+int policy_path_glob_check(const char *glob, const char **why);
+/* 1 when a normalised path matches a normalised glob. */
+int policy_path_glob_match(const char *glob, size_t glen, const char *path, size_t plen);
+size_t policy_request_rule_count(const struct policy *p);
+/* 1 when some request rule names host:port (its requests are judged by
+ * method and path), else 0. */
+int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port);
+
+/* policy_decide with an optional request line: the domain lists decide,
+ * then request rules narrow (rq NULL: a connection whose requests sluice
+ * cannot read, refused on a host with request rules). policy_decide is
+ * this with rq NULL. */
+void policy_decide_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_request *rq, struct policy_decision *d);
 
 /* The rule step of policy_verdict: decides a normalised request by its
  * rules. ASK means no rule decided and the caller may ask a handler; without
@@ -307,6 +352,11 @@ struct policy_judgment {
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
+
+/* policy_verdict for a request line (policy_decide_request). */
+void policy_verdict_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                            const struct policy_request *rq, const struct policy_addr *addrs,
+                            size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j);
 
 /* The verdict in two steps, for a caller that decides before it resolves
  * (egress, `sluice check --resolve`): m is policy_decide's match for the

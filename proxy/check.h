@@ -15,6 +15,7 @@ struct check_opts {
     int resolve;
     int config_test; /* --settings and no target: check_config */
     int transparent; /* --transparent / network.transparent: the resolver's answer too */
+    const char *method; /* --method M for URL targets (default GET), or NULL */
 };
 
 /* Decides (and with resolve, resolves and guards) every target, or every

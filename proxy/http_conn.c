@@ -80,9 +80,9 @@ void http_timer_set(struct http_conn *c, enum http_timer kind, uint64_t ms)
 {
     c->w->timer = kind;
     if (kind == TIMER_NONE || ms == 0)
-        uv_timer_stop(&c->fc.timer);
+        frontend_conn_timer_set(&c->fc, NULL, 0);
     else
-        uv_timer_start(&c->fc.timer, on_timer, ms, 0);
+        frontend_conn_timer_set(&c->fc, on_timer, ms);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -126,6 +126,7 @@ void http_work_free(struct http_conn *c)
     free(w->uin);
     free(w->out);
     free(w->ohead);
+    free(w->rq_buf);
     free(w);
     c->w = NULL;
 }
@@ -283,8 +284,8 @@ void http_close_gracefully(struct http_conn *c, const char *end)
     c->req = NULL;
     http_up_close(c, w->up);
     http_client_read_stop(c);
-    w->last_io = uv_now(c->f->loop);
-    http_timer_set(c, TIMER_FLUSH, c->f->idle_timeout_ms);
+    w->last_io = uv_now(c->fc.f->loop);
+    http_timer_set(c, TIMER_FLUSH, c->fc.f->idle_timeout_ms);
     w->shutdown_req.data = c;
     if (uv_shutdown(&w->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         http_conn_close(c, NULL);
@@ -295,7 +296,7 @@ void http_close_gracefully(struct http_conn *c, const char *end)
 
 static void on_timer(uv_timer_t *t)
 {
-    struct http_conn *c = container_of(t, struct http_conn, fc.timer);
+    struct http_conn *c = container_of(frontend_conn_of_timer(t), struct http_conn, fc);
     struct http_work *w = c->w;
     char why[120];
 
@@ -307,7 +308,7 @@ static void on_timer(uv_timer_t *t)
             http_conn_close(c, "idle timeout");
             return;
         }
-        snprintf(why, sizeof(why), "no complete request head within %u ms", c->f->head_timeout_ms);
+        snprintf(why, sizeof(why), "no complete request head within %u ms", c->fc.f->head_timeout_ms);
         if (w->in_len == 0) {
             http_set_reason(c, why);
             http_conn_close(c, "head timeout");
@@ -325,12 +326,12 @@ static void on_timer(uv_timer_t *t)
         }
         return;
     case HTTP_ST_FORWARD: {
-        uint64_t now = uv_now(c->f->loop), due = w->last_io + c->f->idle_timeout_ms;
+        uint64_t now = uv_now(c->fc.f->loop), due = w->last_io + c->fc.f->idle_timeout_ms;
         if (now < due) {
             http_timer_set(c, TIMER_STALL, due - now);
             return;
         }
-        snprintf(why, sizeof(why), "no progress for %u ms", c->f->idle_timeout_ms);
+        snprintf(why, sizeof(why), "no progress for %u ms", c->fc.f->idle_timeout_ms);
         http_set_reason(c, why);
         if (w->resp_phase == RESP_HEAD) {
             struct http_reply r;
@@ -347,7 +348,7 @@ static void on_timer(uv_timer_t *t)
     }
     case HTTP_ST_LINGER:
         if (w->timer == TIMER_FLUSH) {
-            uint64_t now = uv_now(c->f->loop), due = w->last_io + c->f->idle_timeout_ms;
+            uint64_t now = uv_now(c->fc.f->loop), due = w->last_io + c->fc.f->idle_timeout_ms;
             if (now < due) {
                 http_timer_set(c, TIMER_FLUSH, due - now);
                 return;
@@ -372,7 +373,7 @@ void http_process_client(struct http_conn *c)
         return;
     w->processing = 1;
     while (c->state == HTTP_ST_HEAD) {
-        size_t end = 0, max = c->f->max_head_bytes;
+        size_t end = 0, max = c->fc.f->max_head_bytes;
         const char *why = NULL;
         enum http_find f;
 
@@ -393,7 +394,7 @@ void http_process_client(struct http_conn *c)
             break;
         }
         if (w->timer != TIMER_HEAD)
-            http_timer_set(c, TIMER_HEAD, c->f->head_timeout_ms);
+            http_timer_set(c, TIMER_HEAD, c->fc.f->head_timeout_ms);
         f = http_head_end(w->in, w->in_len, &w->scan, &end, &why);
         if (f == HTTP_FIND_MORE && (w->in_len >= max || w->in_len >= w->in_max)) {
             if (c->overloaded)
@@ -433,7 +434,7 @@ static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
     (void)suggested;
     if (w->in == NULL) {
-        w->in_max = in_capacity(c->f);
+        w->in_max = in_capacity(c->fc.f);
         w->in_cap = HTTP_IN_START;
         w->in_len = 0;
         w->scan = 0;
@@ -478,8 +479,9 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         w->creading = 0;
         if (nread != UV_EOF) {
-            snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
-            http_conn_close(c, c->fc.end_buf);
+            if (c->fc.end == NULL)
+                frontend_conn_end_fmt(&c->fc, "client error: %s", uv_err_name((int)nread));
+            http_conn_close(c, c->fc.end);
             return;
         }
         if (c->state == HTTP_ST_FORWARD && w->req_phase == REQ_DONE) {
@@ -520,7 +522,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             http_client_hold(c); /* a pipelined request: held for later */
             return;
         }
-        w->last_io = uv_now(c->f->loop);
+        w->last_io = uv_now(c->fc.f->loop);
         http_feed_request_body(c);
         return;
     default:
@@ -546,15 +548,18 @@ static struct http_conn *conn_new(struct frontend *f, int kind, const char *prot
         free(w);
         return NULL;
     }
-    c->f = f;
     c->w = w;
     c->held_fd = -1;
-    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
-    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(f, &c->fc, protocol);
+    if (frontend_conn_start(f, &c->fc, protocol) < 0) {
+        free(c);
+        free(w);
+        return NULL;
+    }
+    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     http_set_state(c, HTTP_ST_HEAD);
     return c;
 }
@@ -568,7 +573,7 @@ static void conn_begin(struct http_conn *c)
     llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
     w->reqp.data = c;
     w->resp.data = c;
-    http_timer_set(c, TIMER_HEAD, c->f->head_timeout_ms);
+    http_timer_set(c, TIMER_HEAD, c->fc.f->head_timeout_ms);
     http_client_read_start(c);
 }
 

@@ -197,7 +197,7 @@ static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     w->uin_len += (size_t)nread;
-    w->last_io = uv_now(c->f->loop);
+    w->last_io = uv_now(c->fc.f->loop);
     process_upstream(c);
 }
 
@@ -234,7 +234,7 @@ int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
         close(fd);
         return UV_ENOMEM;
     }
-    if (uv_tcp_init(c->f->loop, &u->tcp) != 0) {
+    if (uv_tcp_init(c->fc.f->loop, &u->tcp) != 0) {
         free(u);
         close(fd);
         return UV_EIO;
@@ -373,8 +373,8 @@ void http_start_exchange(struct http_conn *c)
         upstream_gone(c, rc);
         return;
     }
-    w->last_io = uv_now(c->f->loop);
-    http_timer_set(c, TIMER_STALL, c->f->idle_timeout_ms);
+    w->last_io = uv_now(c->fc.f->loop);
+    http_timer_set(c, TIMER_STALL, c->fc.f->idle_timeout_ms);
     http_up_read_start(c, u);
     if (c->state != HTTP_ST_FORWARD)
         return;
@@ -471,7 +471,7 @@ static int response_head(struct http_conn *c, size_t end)
         return -1;
     }
     {
-        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+        const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
         if (ho->nstrip > 0) /* network.stripResponseHeaders */
             reqopt_strip(w->uin, &rs, ho->strip, ho->nstrip);
     }
@@ -521,7 +521,7 @@ static int response_head(struct http_conn *c, size_t end)
             w->close_after = 1; /* raw until close for an HTTP/1.0 client */
         }
     }
-    if (!w->client_keep || w->client_eof || w->req_phase != REQ_DONE || w->upgrade || c->f->draining)
+    if (!w->client_keep || w->client_eof || w->req_phase != REQ_DONE || w->upgrade || c->fc.f->draining)
         w->close_after = 1;
     if (w->close_after)
         flags |= HTTP_OUT_CLOSE;

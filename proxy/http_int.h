@@ -167,6 +167,10 @@ struct http_work {
     char ohdr[HTTP_OUT_HDRS][20];
     char *ohead; /* the response head (owned) */
     struct http_up *up;
+    /* the request line the verdict judges (plain HTTP): the method, then the
+     * target as forwarded ("/path?query"), in one allocation */
+    char *rq_buf;
+    size_t rq_method_len, rq_target_len;
     enum http_timer timer;
     uint64_t last_io;
     enum http_body req_body;
@@ -198,7 +202,6 @@ struct http_work {
 struct http_conn {
     struct relay relay;
     struct frontend_conn fc;
-    struct frontend *f;
     struct http_work *w;
     struct http_up *closing_ups;
     struct egress_req *req;
@@ -273,7 +276,7 @@ void http_tunnel_opaque(struct http_conn *c, int fd);
 void http_upgrade_start(struct http_conn *c, const struct http_response *rs, size_t end);
 
 /* http_tls.c: network.tlsTerminate in the HTTP front end */
-int http_tls_wanted(struct http_conn *c);
+int http_tls_wanted(const struct http_conn *c);
 void http_tls_connect(struct http_conn *c, int fd);
 void http_tls_sniff(struct http_conn *c);
 void http_tls_conn_closing(struct http_conn *c);

@@ -15,7 +15,7 @@ void http_next_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
-    if (c->f->draining) { /* an answer that began before the drain */
+    if (c->fc.f->draining) { /* an answer that began before the drain */
         http_close_gracefully(c, "drained");
         return;
     }
@@ -26,7 +26,7 @@ void http_next_request(struct http_conn *c)
     if (w->in_len == 0) {
         free(w->in);
         w->in = NULL;
-        http_timer_set(c, TIMER_IDLE, c->f->idle_timeout_ms);
+        http_timer_set(c, TIMER_IDLE, c->fc.f->idle_timeout_ms);
     }
     if (!w->processing)
         http_process_client(c);
@@ -55,7 +55,7 @@ void http_answer(struct http_conn *c, const struct http_reply *r, const char *en
     struct http_reply rr = *r;
     size_t n;
 
-    if (c->f->draining)
+    if (c->fc.f->draining)
         rr.close = 1;
     n = http_reply_build(&rr, buf, sizeof(buf));
     if (n == 0) {
@@ -102,7 +102,7 @@ void http_reply_overloaded(struct http_conn *c)
 /* The health path (proxy.h): "GET <f->health_path> HTTP/1.x" exactly. */
 static int is_health_request(const struct http_conn *c, const char *h, size_t len)
 {
-    const char *p = c->f->health_path;
+    const char *p = c->fc.f->health_path;
     size_t pl;
 
     if (p == NULL)
@@ -133,7 +133,7 @@ static void reply_health(struct http_conn *c, int keep)
                                    "Connection: close\r\n\r\ndraining\n";
 
     http_set_reason(c, "health check");
-    if (c->f->draining)
+    if (c->fc.f->draining)
         reply_bytes(c, 503, draining, sizeof(draining) - 1, 1, "drained");
     else if (keep)
         reply_bytes(c, 200, ok, sizeof(ok) - 1, 0, "health check");
@@ -253,8 +253,7 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         break;
     }
     r.body = body;
-    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
-    http_answer(c, &r, c->fc.end_buf);
+    http_answer(c, &r, egress_result_str(o->result));
 }
 
 static int egress_code(const struct egress_outcome *o, int is_connect)
@@ -309,14 +308,36 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     http_start_exchange(c);
 }
 
+/* The request line the verdict judges: NULL for a tunnel sluice cannot
+ * read (CONNECT), method NULL for one it terminates. */
+static const struct policy_request *judged_request(const struct http_conn *c,
+                                                   struct policy_request *rq)
+{
+    const struct http_work *w = c->w;
+
+    if (w->is_connect && http_tls_wanted(c)) {
+        /* to be terminated: request rules judge the requests inside */
+        memset(rq, 0, sizeof(*rq));
+        return rq;
+    }
+    if (w->is_connect || w->rq_buf == NULL)
+        return NULL;
+    rq->method = w->rq_buf;
+    rq->method_len = w->rq_method_len;
+    rq->target = w->rq_buf + w->rq_method_len;
+    rq->target_len = w->rq_target_len;
+    return rq;
+}
+
 void http_start_egress(struct http_conn *c)
 {
+    struct policy_request prq;
     int rc;
 
     http_set_state(c, HTTP_ST_EGRESS);
     http_timer_set(c, TIMER_NONE, 0); /* egress has its own deadlines (ask, DNS, dial) */
-    rc = egress_start(c->f->egress, &c->host, c->fc.port, c->fc.protocol, c->fc.client, on_egress, c,
-                      &c->req);
+    rc = egress_start_request(c->fc.f->egress, &c->host, c->fc.port, judged_request(c, &prq),
+                              c->fc.protocol, c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         http_set_reason(c, uv_strerror(rc));
@@ -331,22 +352,25 @@ void http_start_egress(struct http_conn *c)
 static int can_reuse(struct http_conn *c)
 {
     struct http_up *u = c->w->up;
-    const struct policy *pol = egress_env_policy(c->f->egress);
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     struct policy_guard_verdict gv;
     struct policy_judgment j;
+    struct policy_request prq;
 
     if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
-    /* the verdict with the connected address as the only answer */
-    policy_verdict(pol, &c->host, c->fc.port, &u->addr, 1, &gv, &j);
+    /* the verdict on this request with the connected address as the only
+     * answer (request rules judge every request on a kept connection) */
+    policy_verdict_request(pol, &c->host, c->fc.port, judged_request(c, &prq), &u->addr, 1, &gv,
+                           &j);
     if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
     snprintf(c->fc.verdict, sizeof(c->fc.verdict), "allow");
     frontend_conn_set_text(&c->fc.rule, j.rule_text);
     frontend_conn_set_text(&c->fc.source, j.source[0] != '\0' ? j.source : NULL);
     http_set_reason(c, "reusing the kept upstream connection");
-    policy_addr_str(&u->addr, c->fc.addr, sizeof(c->fc.addr));
+    c->fc.addr = u->addr;
     c->fc.code = -1;
     frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     return 1;
@@ -362,14 +386,14 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
     size_t ul = 0, pl = 0;
     int ok;
 
-    if (c->f->auth_user == NULL)
+    if (c->fc.f->auth_user == NULL)
         return 1;
     if (!rq->has_auth) {
         http_set_reason(c, "proxy authentication required");
         return 0;
     }
     ok = http_basic_decode(head + rq->auth.off, rq->auth.len, cred, sizeof(cred), &ul, &pl) == 0 &&
-         frontend_auth_ok(c->f, cred, ul, cred + ul + 1, pl);
+         frontend_auth_ok(c->fc.f, cred, ul, cred + ul + 1, pl);
     memset(cred, 0, sizeof(cred));
     if (!ok)
         http_set_reason(c, "wrong proxy credentials");
@@ -380,7 +404,7 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
  * query string (nor fragment): scheme, canonical host, port unless 80, path. */
 static void note_url(struct http_conn *c, const struct http_request *rq, const char *in)
 {
-    char url[POLICY_HOST_MAX + 600], port[8] = "";
+    char url[POLICY_HOST_MAX + 600], port[8] = "", method[16];
     const char *path = in + rq->path.off;
     size_t plen = 0;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
@@ -388,8 +412,8 @@ static void note_url(struct http_conn *c, const struct http_request *rq, const c
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
-    snprintf(c->fc.method, sizeof(c->fc.method), "%.*s", (int)rq->method_text.len,
-             in + rq->method_text.off);
+    snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
+    frontend_conn_set_text(&c->fc.method, method);
     if (c->fc.port != dport)
         snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
     snprintf(url, sizeof(url), "%s://%s%s%s%s%.*s", c->terminated ? "https" : "http",
@@ -404,11 +428,11 @@ static void request_log_reset(struct http_conn *c)
     c->fc.host = NULL;
     c->fc.protocol = "http";
     c->fc.verdict[0] = '\0';
-    c->fc.addr[0] = '\0';
+    memset(&c->fc.addr, 0, sizeof(c->fc.addr));
     frontend_conn_set_text(&c->fc.rule, NULL);
     frontend_conn_set_text(&c->fc.source, NULL);
     frontend_conn_set_text(&c->fc.url, NULL);
-    c->fc.method[0] = '\0';
+    frontend_conn_set_text(&c->fc.method, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }
@@ -437,7 +461,7 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
                            char **norm_head)
 {
     struct http_work *w = c->w;
-    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
 
     if (w->is_connect && ho->refuse_opaque_tunnels && !http_tls_wanted(c)) {
         http_refuse(c, 403,
@@ -446,7 +470,12 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
                     1, "tunnel refused");
         return -1;
     }
-    if (!w->is_connect && ho->require_host_match &&
+    /* inside a terminated tunnel to a host with request rules, the Host must
+     * name the CONNECT target whatever requireHostMatch says */
+    if (!w->is_connect &&
+        (ho->require_host_match ||
+         (c->terminated &&
+          policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
         reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "
@@ -475,6 +504,44 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     return 0;
 }
 
+/* On a host with request rules the path goes upstream as it was judged:
+ * normalised (policy_path_normalize), the query kept as sent, so the origin
+ * and the rules read the same path. An ambiguous path is left alone: the
+ * verdict refuses it. *norm_head as in request_options. 0, or UV_ENOMEM. */
+static int request_rules_path(struct http_conn *c, struct http_request *rq, size_t end,
+                              char **norm_head)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    const char *hb = *norm_head != NULL ? *norm_head : c->w->in, *path, *q;
+    size_t plen, qlen, n = 0, cap;
+    const char *why;
+    char *nb;
+
+    if (c->w->is_connect || !policy_request_ruled(pol, &c->host, c->fc.port))
+        return 0;
+    path = hb + rq->path.off;
+    plen = rq->path.len;
+    if (plen == 0 || path[0] != '/')
+        return 0; /* "" or "?q": sent as "/..." by the head builder, nothing to normalise */
+    q = memchr(path, '?', plen);
+    qlen = q != NULL ? plen - (size_t)(q - path) : 0;
+    cap = plen + 1;
+    nb = malloc(end + cap + qlen);
+    if (nb == NULL)
+        return UV_ENOMEM;
+    if (policy_path_normalize(path, plen, nb + end, cap, &n, &why) < 0) {
+        free(nb);
+        return 0;
+    }
+    memcpy(nb + end + n, path + plen - qlen, qlen);
+    memcpy(nb, hb, end);
+    rq->path.off = (uint32_t)end;
+    rq->path.len = (uint32_t)(n + qlen);
+    free(*norm_head);
+    *norm_head = nb;
+    return 0;
+}
+
 /* The head to send upstream for an absolute-form request, into w->out
  * (hb: the head the spans of rq point into). 0 or UV_ENOMEM. */
 static int request_upstream_head(struct http_conn *c, const struct http_request *rq,
@@ -498,6 +565,28 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
     if (w->out == NULL)
         return UV_ENOMEM;
     w->out_len = http_request_build(hb, rq, authority, !rq->keep_alive, w->out, n);
+    return 0;
+}
+
+/* Keeps the request line the verdict judges: the method and the target as
+ * it goes upstream (hb: the head rq's spans point into; an empty path or a
+ * bare query is sent as "/..."). 0 or UV_ENOMEM. */
+static int keep_request_line(struct http_work *w, const struct http_request *rq, const char *hb)
+{
+    const char *path = hb + rq->path.off;
+    size_t ml = rq->method_text.len, pl = rq->path.len;
+    int slash = pl == 0 || path[0] != '/';
+
+    free(w->rq_buf);
+    w->rq_buf = malloc(ml + pl + 1);
+    if (w->rq_buf == NULL)
+        return UV_ENOMEM;
+    memcpy(w->rq_buf, hb + rq->method_text.off, ml);
+    if (slash)
+        w->rq_buf[ml] = '/';
+    memcpy(w->rq_buf + ml + (size_t)slash, path, pl);
+    w->rq_method_len = ml;
+    w->rq_target_len = pl + (size_t)slash;
     return 0;
 }
 
@@ -596,8 +685,16 @@ void http_handle_head(struct http_conn *c, size_t end)
     }
     if (request_options(c, &rq, end, &norm_head) < 0)
         return;
+    if (request_rules_path(c, &rq, end, &norm_head) < 0) {
+        free(norm_head);
+        http_conn_close(c, "out of memory");
+        return;
+    }
     if (!w->is_connect) {
-        rc = request_upstream_head(c, &rq, norm_head != NULL ? norm_head : w->in);
+        const char *hb = norm_head != NULL ? norm_head : w->in;
+        rc = request_upstream_head(c, &rq, hb);
+        if (rc == 0)
+            rc = keep_request_line(w, &rq, hb);
         free(norm_head);
         if (rc < 0) {
             http_conn_close(c, "out of memory");

@@ -88,7 +88,7 @@ static void on_client_write(uv_write_t *req, int status)
         return;
     }
     if (c->w != NULL)
-        c->w->last_io = uv_now(c->f->loop);
+        c->w->last_io = uv_now(c->fc.f->loop);
     client_drained(c);
 }
 
@@ -115,7 +115,7 @@ void http_on_up_write(uv_write_t *req, int status)
             http_up_close(c, u);
         return;
     }
-    w->last_io = uv_now(c->f->loop);
+    w->last_io = uv_now(c->fc.f->loop);
     if (c->state == HTTP_ST_FORWARD && w->client_paused &&
         uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) < RELAY_LOW_WATER) {
         w->client_paused = 0;

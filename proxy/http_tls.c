@@ -35,15 +35,15 @@
 
 static struct proxy_tls *loop_tls(const struct http_conn *c)
 {
-    const struct proxy_service *svc = c->f->data;
+    const struct proxy_service *svc = c->fc.f->data;
 
     return svc != NULL ? svc->tls : NULL;
 }
 
 /* 1 when this CONNECT is to be terminated (the policy in use decides). */
-int http_tls_wanted(struct http_conn *c)
+int http_tls_wanted(const struct http_conn *c)
 {
-    const struct policy *pol = egress_env_policy(c->f->egress);
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     const struct policy_tls_opts *to = policy_tls_opts(pol);
 
     return to->on && !c->terminated && !policy_tls_excluded(pol, &c->host, c->fc.port);
@@ -51,8 +51,8 @@ int http_tls_wanted(struct http_conn *c)
 
 static void on_sniff_timer(uv_timer_t *t)
 {
-    struct http_conn *c = container_of(t, struct http_conn, fc.timer);
-    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->f->egress));
+    struct http_conn *c = container_of(frontend_conn_of_timer(t), struct http_conn, fc);
+    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->fc.f->egress));
     char why[120];
 
     if (c->state != HTTP_ST_SNIFF && c->state != HTTP_ST_TLS)
@@ -68,7 +68,7 @@ static void on_sniff_timer(uv_timer_t *t)
 void http_tls_connect(struct http_conn *c, int fd)
 {
     static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
-    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->f->egress));
+    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->fc.f->egress));
     struct proxy_tls *t = loop_tls(c);
     uv_buf_t b = uv_buf_init((char *)(uintptr_t)ok, sizeof(ok) - 1);
     size_t prev;
@@ -107,14 +107,14 @@ void http_tls_connect(struct http_conn *c, int fd)
     }
     http_set_state(c, HTTP_ST_SNIFF);
     c->w->timer = TIMER_NONE;
-    uv_timer_start(&c->fc.timer, on_sniff_timer, to->handshake_ms, 0);
+    frontend_conn_timer_set(&c->fc, on_sniff_timer, to->handshake_ms);
     http_tls_sniff(c);
 }
 
 /* Not TLS: the opaque tunnel it would have been. */
 static void go_opaque(struct http_conn *c)
 {
-    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->f->egress));
+    const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
     struct proxy_tls *t = loop_tls(c);
     int fd = c->held_fd;
 
@@ -124,12 +124,18 @@ static void go_opaque(struct http_conn *c)
         http_conn_close(c, "tunnel refused");
         return;
     }
+    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port)) {
+        http_set_reason(c, "not TLS inside a tunnel to a host with request rules "
+                           "(network.requestRules): never passed opaque");
+        http_conn_close(c, "tunnel refused");
+        return;
+    }
     c->held_fd = -1;
     if (c->tls_counted) {
         __atomic_fetch_sub(&t->sh->open, 1, __ATOMIC_RELAXED);
         c->tls_counted = 0;
     }
-    uv_timer_stop(&c->fc.timer);
+    frontend_conn_timer_set(&c->fc, NULL, 0);
     http_tunnel_opaque(c, fd);
 }
 
@@ -262,7 +268,7 @@ int http_tls_head(struct http_conn *c, size_t *end)
  * CONNECT when one is set): the TLS client, then the exchange. */
 void http_tls_upstream(struct http_conn *c, const struct egress_outcome *o)
 {
-    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->f->egress));
+    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->fc.f->egress));
     struct proxy_tls *t = loop_tls(c);
     struct tls_conn *tc = t != NULL ? tls_conn_client_new(t->cctx, c->host.name) : NULL;
 

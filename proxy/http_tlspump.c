@@ -105,7 +105,7 @@ static struct http_tls_pump *pump_new(struct http_conn *c, enum pump_mode mode)
     if (p == NULL)
         return NULL;
     p->mode = mode;
-    p->loop = c->f->loop;
+    p->loop = c->fc.f->loop;
     p->c = c;
     uv_timer_init(p->loop, &p->timer);
     p->timer.data = p;
@@ -482,7 +482,10 @@ static int pump_opened(struct http_tls_pump *p)
     int fd = -1, rc;
 
     p->open = 1;
-    uv_timer_stop(p->mode == PUMP_SERVER ? &c->fc.timer : &p->timer);
+    if (p->mode == PUMP_SERVER)
+        frontend_conn_timer_set(&c->fc, NULL, 0);
+    else
+        uv_timer_stop(&p->timer);
     if (p->mode == PUMP_SERVER && tls_conn_alpn(p->tc) == TLS_ALPN_UNSERVED) {
         pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
         return -1;
@@ -495,7 +498,7 @@ static int pump_opened(struct http_tls_pump *p)
     }
     pipe_read_start(p);
     if (p->mode == PUMP_SERVER) {
-        rc = http_session_open_terminated(c->f, fd, c);
+        rc = http_session_open_terminated(c->fc.f, fd, c);
         if (rc < 0) {
             pump_end(p, "cannot start the terminated session");
             return -1;

@@ -47,6 +47,8 @@
 #include <unistd.h>
 
 #define FSW_PATH_MAX 4096
+#define FSW_OPENAT2_TRIES 64 /* lookup(): tries while openat2 says EAGAIN */
+#define FSW_X32_BIT 0x40000000 /* __X32_SYSCALL_BIT */
 
 /* The calls[] entry of (arch, nr); a small cache in front of libseccomp's
  * table walk. NULL: not a write syscall. */
@@ -64,7 +66,10 @@ static const struct fsw_call *call_of(uint32_t arch, int nr)
 
     if (cache[slot].arch == arch && cache[slot].nr == nr)
         return cache[slot].idx > 0 ? &calls[cache[slot].idx - 1] : NULL;
-    name = seccomp_syscall_resolve_num_arch(arch, nr);
+    /* x32 calls arrive with x86-64's audit arch and __X32_SYSCALL_BIT set:
+     * named by libseccomp's x32 table (rt-7) */
+    name = seccomp_syscall_resolve_num_arch(
+        arch == SCMP_ARCH_X86_64 && (nr & FSW_X32_BIT) ? SCMP_ARCH_X32 : arch, nr);
     cache[slot].arch = arch;
     cache[slot].nr = nr;
     cache[slot].idx = 0;
@@ -186,7 +191,16 @@ static int lookup(int rootfd, const char *abs, int follow)
     memset(&how, 0, sizeof(how));
     how.flags = (uint64_t)(O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     how.resolve = RESOLVE_IN_ROOT;
-    fd = (int)syscall(SYS_openat2, rootfd, abs, &how, sizeof(how));
+    /* EAGAIN: a ".." was resolved while a mount or rename happened anywhere
+     * on the machine (openat2(2): the kernel cannot vouch that it stayed
+     * below the root), and the call may simply be made again. Another
+     * sandbox starting is enough: without the retry, a refused write through
+     * "../" went unreported now and then on a busy machine */
+    for (int tries = 0; tries < FSW_OPENAT2_TRIES; tries++) {
+        fd = (int)syscall(SYS_openat2, rootfd, abs, &how, sizeof(how));
+        if (fd >= 0 || errno != EAGAIN)
+            break;
+    }
     if (fd < 0 && errno == ENOSYS) {
         /* no openat2 (valgrind 3.19 does not know it): below the root
          * all the same, but an absolute symlink on the way resolves
@@ -406,9 +420,13 @@ int fsw_route(struct run_notify *nt, int (*fn)(void *, int, const struct seccomp
     const struct fsw_call *calls = sb_fswatch_calls(&ncalls);
     int rc = 0;
 
+    /* x32's calls arrive with x86-64's audit arch (SCMP_ARCH_X32 is a
+     * libseccomp token no notification carries) and their own numbers
+     * (__X32_SYSCALL_BIT): routed under x86-64's arch (rt-7: under
+     * SCMP_ARCH_X32 they got the fallback, EPERM in transparent mode) */
     for (size_t a = 0; a < narch && rc == 0; a++)
         for (size_t i = 0; i < ncalls && rc == 0; i++)
-            rc = run_notify_route(nt, arches[a],
+            rc = run_notify_route(nt, arches[a] == SCMP_ARCH_X32 ? SCMP_ARCH_X86_64 : arches[a],
                                   seccomp_syscall_resolve_name_arch(arches[a], calls[i].name), fn,
                                   ctx);
     return rc;

@@ -345,10 +345,14 @@ static void on_wait(uv_poll_t *p, int status, int events)
     int e = 0;
 
     (void)events;
-    if (status < 0)
-        e = -status;
-    else if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+    /* the socket's own error first: libuv reports POLLERR (a refused
+     * handshake: the peer's RST) as status UV_EBADF, which is not what the
+     * kernel would have answered the caller (rt-7: a guarded run's refused
+     * connect() got EBADF, not ECONNREFUSED) */
+    if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
         e = errno;
+    if (e == 0 && status < 0)
+        e = -status;
     if (e == 0)
         e = -sb_tcp_settle(w->fd); /* as a blocking connect() leaves it: SS_CONNECTED */
     tp_wait_end(w, e);

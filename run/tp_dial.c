@@ -246,7 +246,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     if (t->log != NULL) {
         frontend_conn_note(&r->fc, o);
         if (o->result != EGRESS_CONNECTED)
-            r->fc.addr[0] = '\0'; /* only an address the command got */
+            memset(&r->fc.addr, 0, sizeof(r->fc.addr)); /* only an address the command got */
         r->fc.code = errno_of(o);
         frontend_conn_emit(&r->fc, CONNLOG_DECISION);
     }

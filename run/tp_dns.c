@@ -174,26 +174,25 @@ static void put16(uint8_t *p, unsigned v)
     p[1] = (uint8_t)v;
 }
 
+/* The DECISION record of a denied name, through the connection base as
+ * transparent mode's connect() records go (the same id counter and log). */
 static void dns_log_denied(struct tp *t, const char *name, const struct policy_judgment *d)
 {
-    struct connlog r;
+    struct frontend_conn c;
 
-    if (t->log == NULL)
+    if (t->fe.log == NULL)
         return;
-    memset(&r, 0, sizeof(r));
-    r.event = CONNLOG_DECISION;
-    r.id = t->next_id != NULL ? ++*t->next_id : 0;
-    r.client = "sandbox";
-    r.protocol = "dns";
-    r.host = name;
-    r.port = 0;
-    r.verdict = "deny";
-    r.rule = d->rule_text;
-    r.source = d->source[0] != '\0' ? d->source : NULL;
-    r.reason = d->reason;
-    r.addr = "";
-    r.code = DNS_NXDOMAIN;
-    t->log(t->log_ctx, &r);
+    memset(&c, 0, sizeof(c));
+    frontend_conn_begin(&t->fe, &c, "dns");
+    snprintf(c.client, sizeof(c.client), "sandbox");
+    c.host = name;
+    snprintf(c.verdict, sizeof(c.verdict), "deny");
+    frontend_conn_set_text(&c.rule, d->rule_text);
+    frontend_conn_set_text(&c.source, d->source[0] != '\0' ? d->source : NULL);
+    frontend_conn_set_text(&c.reason, d->reason);
+    c.code = DNS_NXDOMAIN;
+    frontend_conn_emit(&c, CONNLOG_DECISION);
+    frontend_conn_clear(&c);
 }
 
 /* Builds the answer to query q in out (cap >= 512). Returns its length, or 0

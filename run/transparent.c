@@ -278,6 +278,20 @@ static void resolve_nrs(struct tp *t)
     t->nr_socketcall = -1;
 #if defined(__x86_64__)
     t->nr_socketcall = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, "socketcall");
+    /* i386's direct socket calls (Linux 4.3): libseccomp names them with a
+     * negative pseudo number (its socketcall multiplexing), which routes
+     * nothing, yet the filter notifies the direct calls as well as
+     * socketcall(SYS_CONNECT, ...) (rt-7: an i386 connect() without
+     * socketcall got the fallback, EPERM) */
+    for (size_t i = 0; i < 3; i++)
+        if (t->arch[i] == SCMP_ARCH_X86) {
+            if (t->nr_connect[i] < 0)
+                t->nr_connect[i] = 362;
+            if (t->nr_bind[i] < 0)
+                t->nr_bind[i] = 361;
+            if (t->nr_getpeername[i] < 0)
+                t->nr_getpeername[i] = 368;
+        }
 #endif
 }
 
@@ -347,15 +361,17 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     return 0;
 }
 
-struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx)
+struct tp *tp_new_for_test(uv_loop_t *loop, struct egress_env *egress, connlog_fn log, void *ctx)
 {
     struct tp *t = tp_alloc();
 
     if (t == NULL)
         return NULL;
+    t->loop = loop;
     t->egress = egress;
     t->log = log;
     t->log_ctx = ctx;
+    tp_frontend_init(t);
     return t;
 }
 

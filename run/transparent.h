@@ -92,7 +92,7 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
 
 /* For tests: a table-only context whose tp_dns_answer decides with egress's
  * policy. */
-struct tp *tp_new_for_test(struct egress_env *egress, connlog_fn log, void *ctx);
+struct tp *tp_new_for_test(uv_loop_t *loop, struct egress_env *egress, connlog_fn log, void *ctx);
 void tp_free_for_test(struct tp *t);
 const struct tp_names *tp_names_of(const struct tp *t);
 

@@ -137,6 +137,9 @@ static const struct key_def network_keys[] = {
      LOCK(1, WEAK_IF_ZERO, "network.isolate", "open the host network (network.isolate false)")},
     CUSTOM("ambiguousRequestTarget", settings__fn_ambiguous, network.ambiguous_request_target,
            MERGE_SCALAR_SOME, NULL),
+    /* request rules (issue 23): replaced by a later layer, like allowedDomains */
+    CUSTOM("requestRules", settings__fn_request_rules, network.request_rules, MERGE_LIST,
+           "network.requestRules"),
     REFUSED_SAY("filterRequest",
                 "it is a callback of the JavaScript library, which a settings file cannot "
                 "carry; decide per request with an ask handler (sluice run --ask "

@@ -5,8 +5,9 @@
  */
 #include "settings/settings-int.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,24 @@ static int check_no_proxy(const char *list, const char **why)
         return -EINVAL;
     }
     return checks->no_proxy(list, why);
+}
+
+int settings__check_rule_host(const char *pattern, const char **why)
+{
+    if (checks == NULL || checks->rule_host == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_host(pattern, why);
+}
+
+int settings__check_rule_path(const char *glob, const char **why)
+{
+    if (checks == NULL || checks->rule_path == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_path(glob, why);
 }
 
 /* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
@@ -224,7 +243,7 @@ int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
         const char *n = json_string_value(e);
         const char *why = NULL;
         for (const char *q = n; *q != '\0' && why == NULL; q++)
-            if (!(isalnum((unsigned char)*q) || strchr("!#$%&'*+-.^_`|~", *q) != NULL))
+            if (!common_is_tchar((unsigned char)*q))
                 why = "is not a header name (letters, digits and !#$%&'*+-.^_`|~)";
         if (why == NULL &&
             (strcasecmp(n, "content-length") == 0 || strcasecmp(n, "transfer-encoding") == 0))

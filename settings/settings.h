@@ -101,6 +101,10 @@ struct settings {
             SETTINGS_AMBIGUOUS_REFUSE,
             SETTINGS_AMBIGUOUS_NORMALIZE,
         } ambiguous_request_target;
+        /* network.requestRules (issue 23): one item per rule, its value the
+         * rule in settings_request_rule's text form (below), its place the
+         * rule's object; replaced by a later layer that sets the key */
+        struct settings_list request_rules;
         /* network.tlsTerminate (srt 0.0.83's schema, plus scope) */
         struct {
             struct {
@@ -257,7 +261,30 @@ const char *settings_key_path(size_t i, char *buf, size_t len);
 struct settings_checks {
     int (*proxy_url)(const char *url, const char **why);  /* network.parentProxy.http(s) */
     int (*no_proxy)(const char *list, const char **why);  /* network.parentProxy.noProxy */
+    int (*rule_host)(const char *pattern, const char **why); /* network.requestRules[].host */
+    int (*rule_path)(const char *glob, const char **why);    /* network.requestRules[].path */
 };
+
+/* network.requestRules: the text form of one checked rule, the value of its
+ * settings_item: lines separated by '\n' (no field can hold one):
+ *   "allow" or "deny"
+ *   the host pattern
+ *   the methods, separated by ' ' ("" = any method)
+ *   one line per path glob (none = any path)
+ * settings_request_rule_split() reads it back. */
+#define SETTINGS_RULE_FIELDS_MAX 66 /* action, host, methods, up to 63 paths */
+struct settings_request_rule {
+    int deny;
+    const char *host;
+    size_t host_len;
+    const char *methods; /* space-separated, "" = any */
+    size_t methods_len;
+    const char *paths[SETTINGS_RULE_FIELDS_MAX - 3];
+    size_t path_lens[SETTINGS_RULE_FIELDS_MAX - 3];
+    size_t npaths; /* 0 = any path */
+};
+/* Splits a rule's text form (spans point into text). 0 or -EINVAL. */
+int settings_request_rule_split(const char *text, struct settings_request_rule *r);
 void settings_set_checks(const struct settings_checks *checks);
 
 #endif

@@ -59,7 +59,6 @@ struct socks_hs {
 struct socks_conn {
     struct relay relay; /* a = client, b = upstream */
     struct frontend_conn fc; /* fc.timer: the handshake and linger timer */
-    struct frontend *f;
     struct socks_hs *hs; /* NULL once the tunnel is up */
     struct egress_req *req;
     enum socks_state state;
@@ -225,7 +224,7 @@ static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_linger_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
+    struct socks_conn *c = container_of(frontend_conn_of_timer(t), struct socks_conn, fc);
     conn_close(c, NULL);
 }
 
@@ -241,7 +240,7 @@ static void on_final_shutdown(uv_shutdown_t *sr, int status)
         conn_close(c, NULL);
         return;
     }
-    uv_timer_start(&c->fc.timer, on_linger_timeout, SOCKS_LINGER_MS, 0);
+    frontend_conn_timer_set(&c->fc, on_linger_timeout, SOCKS_LINGER_MS);
 }
 
 /* A failure reply (or method/auth refusal) is queued: close once it is
@@ -348,7 +347,7 @@ static void connected(struct socks_conn *c, int fd)
         rc = early_write(c);
     frontend_conn_timer_close(&c->fc); /* the relay has a timer of its own */
     if (rc == 0)
-        rc = relay_start(&c->relay, c->f->idle_timeout_ms);
+        rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
     if (rc < 0) {
         conn_close(c, "relay failed to start");
         return;
@@ -392,8 +391,7 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         connected(c, o->fd);
         return;
     }
-    snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "%s", egress_result_str(o->result));
-    reply_fail(c, code, c->fc.end_buf);
+    reply_fail(c, code, egress_result_str(o->result));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -421,7 +419,7 @@ static void request(struct socks_conn *c)
     const char *why = NULL;
     int rc;
 
-    uv_timer_stop(&c->fc.timer);
+    frontend_conn_timer_set(&c->fc, NULL, 0);
     if (c->overloaded) {
         set_text(&c->fc.reason, "too many connections");
         reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
@@ -440,13 +438,13 @@ static void request(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
-    if (policy_http_opts(egress_env_policy(c->f->egress))->refuse_opaque_tunnels) {
+    if (policy_http_opts(egress_env_policy(c->fc.f->egress))->refuse_opaque_tunnels) {
         set_text(&c->fc.reason, "tunnels are refused (network.refuseOpaqueTunnels)");
         reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
         return;
     }
     set_state(c, SOCKS_ST_EGRESS);
-    rc = egress_start(c->f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
+    rc = egress_start(c->fc.f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         set_text(&c->fc.reason, "%s", uv_strerror(rc));
@@ -505,14 +503,14 @@ static void feed(struct socks_conn *c, const uint8_t *data, size_t len)
             }
             if (c->hs->parser.method == SOCKS5_METHOD_NONE) {
                 set_text(&c->fc.reason,
-                         c->f->auth_user != NULL ? "client offers no username/password auth"
+                         c->fc.f->auth_user != NULL ? "client offers no username/password auth"
                                                  : "client offers no acceptable method");
                 close_after_writes(c, "no acceptable auth method");
                 return;
             }
             break;
         case SOCKS5_AUTH_DONE: {
-            int ok = frontend_auth_ok(c->f, c->hs->parser.user, c->hs->parser.user_len, c->hs->parser.pass,
+            int ok = frontend_auth_ok(c->fc.f, c->hs->parser.user, c->hs->parser.user_len, c->hs->parser.pass,
                                       c->hs->parser.pass_len);
             socks5_auth_result(&c->hs->parser, ok);
             socks5_auth_reply(c->hs->auth_out, ok);
@@ -576,8 +574,9 @@ static void egress_read(struct socks_conn *c, ssize_t nread)
     if (nread == 0 || nread == UV_EOF)
         return;
     if (nread < 0) {
-        snprintf(c->fc.end_buf, sizeof(c->fc.end_buf), "client error: %s", uv_err_name((int)nread));
-        conn_close(c, c->fc.end_buf);
+        if (c->fc.end == NULL)
+            frontend_conn_end_fmt(&c->fc, "client error: %s", uv_err_name((int)nread));
+        conn_close(c, c->fc.end);
         return;
     }
     uv_read_stop(relay_client(&c->relay));
@@ -614,12 +613,12 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 static void on_handshake_timeout(uv_timer_t *t)
 {
-    struct socks_conn *c = container_of(t, struct socks_conn, fc.timer);
+    struct socks_conn *c = container_of(frontend_conn_of_timer(t), struct socks_conn, fc);
 
     if (c->state != SOCKS_ST_HANDSHAKE)
         return;
     set_text(&c->fc.reason, "no complete request within %u ms",
-             c->f->handshake_timeout_ms);
+             c->fc.f->handshake_timeout_ms);
     conn_close(c, "handshake timeout");
 }
 
@@ -636,14 +635,17 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         free(c);
         return UV_ENOMEM;
     }
-    c->f = f;
     c->overloaded = overloaded;
-    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
-    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    frontend_conn_start(f, &c->fc, "socks5");
+    if (frontend_conn_start(f, &c->fc, "socks5") < 0) {
+        free(c->hs);
+        free(c);
+        return UV_ENOMEM;
+    }
+    relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
+    relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     set_state(c, SOCKS_ST_HANDSHAKE);
     rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
@@ -660,6 +662,6 @@ int socks_session_accept(struct frontend *f, struct listener *l, int overloaded)
         conn_close(c, "client read failed");
         return 0;
     }
-    uv_timer_start(&c->fc.timer, on_handshake_timeout, f->handshake_timeout_ms, 0);
+    frontend_conn_timer_set(&c->fc, on_handshake_timeout, f->handshake_timeout_ms);
     return 0;
 }

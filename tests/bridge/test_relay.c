@@ -2372,7 +2372,7 @@ static void test_frontend_conn(void **state)
     relay_init(&f->loop, &c->relay, RELAY_TCP, RELAY_TCP, fc_relay_closed, c);
     c->fc.bytes = fc_bytes;
     c->fc.release = fc_release;
-    frontend_conn_start(&fe, &c->fc, "socks5");
+    assert_int_equal(frontend_conn_start(&fe, &c->fc, "socks5"), 0);
     assert_int_equal(c->fc.id, 42);
     assert_int_equal(c->fc.code, -1);
     assert_int_equal(fe.nconns, 1);
@@ -2448,7 +2448,7 @@ static void test_frontend_conn_begin(void **state)
     frontend_conn_note(&c, &o);
     assert_string_equal(c.rule, "'ok.test' network.allowedDomains[0]");
     assert_null(c.reason);
-    assert_string_equal(c.addr, "");
+    assert_int_equal(c.addr.family, 0); /* no address dialed */
     frontend_conn_emit(&c, CONNLOG_DECISION);
     assert_int_equal(log.ndecision, 1);
     assert_string_equal(log.verdict, "allow");

@@ -159,8 +159,8 @@ JSON
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
-    # SLUICE_E2E_ONLY=rt3 (or issue21, issue21_unix) runs only that group (no host-side checks)
-    case ${SLUICE_E2E_ONLY:-} in rt3 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
+    # SLUICE_E2E_ONLY=rt3 (or rt7, issue21, issue21_unix) runs only that group (no host-side checks)
+    case ${SLUICE_E2E_ONLY:-} in rt3 | rt7 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
@@ -389,6 +389,8 @@ PY" 2>&1 >/dev/null)
         issue21_unix
         issue21
         [ -n "${SLUICE_E2E_SKIP_RT3:-}" ] || rt3
+        # rt7 runs every mode itself: once, in the default pass
+        [ -n "${SLUICE_E2E_TRANSPARENT:-}" ] || rt7
     fi
 
     # === host-side checks after everything =============================================================
@@ -715,7 +717,10 @@ PY
             ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
         else
             bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
-            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree; do
+            # (all of them, so that one failure is not counted again by every
+            # later case: .claude holds the placeholders of its commands/
+            # and agents/)
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
                 rmdir "$K/$d" 2>/dev/null
             done
         fi
@@ -1290,6 +1295,181 @@ sys.exit(subprocess.run(sys.argv[1:], stdin=m).returncode)' "$SLUICE" run --sett
 try: os.open(\"$V/ff\", os.O_WRONLY | os.O_NONBLOCK)
 except OSError as e: raise SystemExit(0 if e.errno == errno.ENXIO else 1)'"
     rm -rf "$V" "$W/rt3.out"
+}
+
+# rt-7 (red team of issue 22, "Make room before TLS"): the one server of the
+# seccomp listener (run/notify.c) and its routes to transparent mode
+# (run/tp_call.c) and the write report (run/fswrite.c), in every mode
+# combination that has a listener: the write report alone, transparent mode
+# (+ the report), a guarded run (a host TCP socket on stdin, inner
+# --guard-connect; + the report), all three. The attacker is a small C
+# program (run-helpers/rt7_notify.c, compiled here) that makes the calls on
+# the native, x32 and i386 ABIs (i386: SKIP where int $0x80 is off). The
+# judges: each call's result equals the same call's result outside sluice
+# (a write to a read-only path: EROFS; never the fallback's EPERM), no
+# connect() succeeds to a host listener no rule allows and that listener
+# accepts nothing, no thread hangs (a watchdog in the attacker), and the
+# write report counts every refused write. SLUICE_E2E_ONLY=rt7 runs only
+# this group.
+rt7() {
+    local V=/var/tmp/sluice-rt7-$TOKEN-$(id -u) PD m q set stdin out base line tag got want n acc rc cmd
+    local -A modes
+    if ! command -v gcc >/dev/null 2>&1; then skip "rt7: the notification server" "no gcc to build the attacker"; return; fi
+    mkdir -p -m 755 "$V" && mkdir -p "$V/rw" "$V/dw" "$V/base/rw" && echo x > "$V/dw/f" && echo x > "$V/base/ro"
+    if ! gcc -O1 -pthread -o "$V/rt7_notify" "$HERE/run-helpers/rt7_notify.c" 2>"$T/rt7-cc.err" ||
+        ! gcc -O1 -shared -fPIC -o "$V/nosync.so" "$HERE/run-helpers/rt7_nosync.c" 2>>"$T/rt7-cc.err"; then
+        bad "rt7: the attacker did not build" "$(cat "$T/rt7-cc.err")"; return
+    fi
+    # a host listener no rule allows: every connection it accepts is a hole
+    PD=$(free_port)
+    : > "$T/rt7-acc"
+    python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(128); print("ready", flush=True)
+while True:
+    c, a = s.accept(); open(sys.argv[2], "a").write("accepted %r\n" % (a,)); c.close()' "$PD" "$T/rt7-acc" \
+        > "$T/rt7-listen.out" 2>&1 &
+    PIDS+=($!)
+    wait_for "$T/rt7-listen.out" ready 5 || { bad "rt7: listener" "$(cat "$T/rt7-listen.out")"; return; }
+    for m in false true; do
+        printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "transparent": %s}, "filesystem": {"denyWrite": ["%s/dw"]}}\n' \
+            "$PA" "$m" "$V" > "$T/rt7-$m.json"
+    done
+    # MODE -> "quiet settings stdin": -q turns the write report off; stdin
+    # "tcp" is a connection to the allowed origin (a guarded run)
+    modes=([report]="- false null" [transparent+report]="- true null" [transparent]="-q true null"
+           [guard]="-q false tcp" [guard+report]="- false tcp" [all three]="- true tcp")
+    # rt7_run MODE ARGS...: the attacker under sluice in MODE; output in $out, exit in $rc
+    rt7_run() {
+        local mode=$1 q s i
+        shift
+        read -r q s i <<< "${modes[$mode]}"
+        [ "$q" = - ] && q=
+        if [ "$i" = tcp ]; then
+            out=$(cd "$V" && "$SLUICE" run $q --settings "$T/rt7-$s.json" -- ./rt7_notify "$@" 2>&1 < "/dev/tcp/127.0.0.1/$PA")
+        else
+            out=$(cd "$V" && "$SLUICE" run $q --settings "$T/rt7-$s.json" -- ./rt7_notify "$@" 2>&1 </dev/null)
+        fi
+        rc=$?
+    }
+    # the guarded modes are guarded (a host TCP socket on stdin is seen)
+    out=$(cd "$V" && "$SLUICE" run -d -q --settings "$T/rt7-false.json" -- true 2>&1 < "/dev/tcp/127.0.0.1/$PA")
+    grep -q 'connect() is answered by sluice' <<< "$out" && ok "rt7: a TCP socket on stdin makes a guarded run" ||
+        bad "rt7: the guarded run is not guarded" "$out"
+
+    # 1. each call on each ABI, once, in each mode, against its result outside sluice
+    base=$(cd "$V/base" && ../rt7_notify abi rw ro "$(free_port)" 2>&1) # a port nothing listens on
+    for m in report transparent+report transparent guard guard+report "all three"; do
+        rt7_run "$m" abi rw dw/f "$PD"
+        n=0
+        while read -r tag got; do
+            [ -n "$tag" ] || continue
+            case $tag in sluice:*) continue ;; esac
+            want=$(awk -v t="$tag" '$1 == t { print $2 }' <<< "$base")
+            case $tag in
+            open-ro-*) [ "$want" = ok ] && want=EROFS ;;
+            # nothing listens on PD in the sandbox's namespace, and no rule
+            # allows it: refused (ENOSYS: an ABI this kernel lacks, when
+            # the kernel runs the call itself)
+            connect-*) [ "$want" = ENOSYS ] && [ "$got" = ENOSYS ] || want=ECONNREFUSED ;;
+            esac
+            if [ "$got" = SKIP ]; then continue; fi
+            n=$((n + 1))
+            if [ "$got" = ok ] && [ "${tag%%-*}" = connect ]; then
+                bad "HOLE (rt-7) rt7 [$m]: $tag to a port no rule allows succeeded" "$out"
+                n=-999
+            elif [ "$got" != "$want" ]; then
+                bad "HOLE (rt-7) rt7 [$m]: $tag answered $got, outside sluice $want (the wrong module or the fallback answered it)" "$out"
+                n=-999
+            fi
+        done <<< "$out"
+        [ $rc = 0 ] && [ $n -ge 9 ] && ok "rt7 [$m]: $n calls on the native, x32 (and i386) ABIs answered as outside sluice" ||
+            { [ $n -ge 0 ] && bad "rt7 [$m]: abi run (exit $rc, $n calls)" "$out"; }
+        case $m in *report* | "all three")
+            grep -q "^sluice: blocked [0-9]* writes\?: $V/dw/f (denyWrite)" <<< "$out" &&
+                ok "rt7 [$m]: the refused write is reported" || bad "rt7 [$m]: the refused write is not reported" "$out" ;;
+        esac
+    done
+
+    # 2. a flood: 150 threads x 20 rounds of connect(), a refused open, a
+    # create and an unlink, getpeername() (more callers waiting at once than
+    # the server's batch of 64); nothing hangs, every answer is the
+    # kernel's or the policy's, every refused write is counted
+    for m in report transparent+report "all three" guard; do
+        rt7_run "$m" flood 150 20 rw dw/f "$PD"
+        if [ $rc = 0 ] && grep -q '^threads 150$' <<< "$out" && ! grep -q HUNG <<< "$out" &&
+            [ -z "$(grep -E '^connect' <<< "$out" | grep -v '^connect[^ ]* ECONNREFUSED ')" ] &&
+            [ "$(grep -cE '^(open-ro EROFS|open-rw ok|unlink ok|getpeername ENOTCONN) 3000$' <<< "$out")" = 4 ] &&
+            [ "$(grep -cE '^(open-ro|open-rw|unlink|getpeername) ' <<< "$out")" = 4 ]; then
+            ok "rt7 [$m]: 150 threads x 20 rounds of each call: all answered, none by the wrong module"
+        else
+            bad "HOLE (rt-7) rt7 [$m]: flood (exit $rc)" "$out"
+        fi
+        case $m in *report* | "all three")
+            grep -q "^sluice: blocked 3000 writes: $V/dw/f (denyWrite) ×3000$" <<< "$out" &&
+                ok "rt7 [$m]: flood: all 3000 refused writes reported" || bad "rt7 [$m]: flood: the write count" "$(grep '^sluice:' <<< "$out")" ;;
+        esac
+    done
+
+    # 3. callers that die: 60 children with 8 threads each in the same
+    # calls, SIGKILLed 0-2 ms in; then each call once more, answered
+    for m in transparent+report "all three"; do
+        rt7_run "$m" die 60 rw dw/f "$PD"
+        if [ $rc = 0 ] && grep -q '^killed 60$' <<< "$out" && ! grep -q HUNG <<< "$out" &&
+            [ -z "$(grep -E '^connect' <<< "$out" | grep -v '^connect[^ ]* ECONNREFUSED ')" ] &&
+            [ "$(grep -cE '^(open-ro EROFS|open-rw ok|unlink ok|getpeername ENOTCONN) 12$' <<< "$out")" = 4 ]; then
+            ok "rt7 [$m]: 60 callers killed mid-call; the server still answers every call after them"
+        else
+            bad "HOLE (rt-7) rt7 [$m]: callers that die (exit $rc)" "$out"
+        fi
+    done
+
+    # 4. TOCTOU: one thread dup2()s a host socket (sluice's, or the inherited
+    # one) and a fresh one onto a number and flips the address (allowed,
+    # refused, AF_UNSPEC) while another connect()s it and tries
+    # sendto(MSG_FASTOPEN) to the refused port
+    for m in transparent+report "all three" guard; do
+        rt7_run "$m" swap 3 "$PA" "$PD"
+        if [ $rc = 0 ] && grep -q '^swap tries=' <<< "$out" && ! grep -q HUNG <<< "$out" &&
+            ! grep -qE '^(unspec-host|fastopen-host) ok' <<< "$out" && grep -q '^unspec-host ' <<< "$out"; then
+            ok "rt7 [$m]: a host socket and the address swapped under connect(): $(grep '^swap' <<< "$out")"
+        else
+            bad "HOLE (rt-7) rt7 [$m]: swap under connect() (exit $rc)" "$out"
+        fi
+    done
+
+    # 5. calls after the command is gone: a daemon (setsid) keeps calling
+    # connect() and open() after the command exits; it must be gone with
+    # the run, and no call of it may have got through
+    rm -f "$V/bg.log"
+    out=$(cd "$V" && "$SLUICE" run --settings "$T/rt7-true.json" -- sh -c \
+        'setsid sh -c "i=0; while [ \$i -lt 200 ]; do ./rt7_notify abi rw dw/f '"$PD"' >> bg.log 2>&1; i=\$((i+1)); done" </dev/null >/dev/null 2>&1 & sleep 0.3; exit 0' 2>&1 </dev/null)
+    sleep 1
+    n=$(wc -l < "$V/bg.log" 2>/dev/null || echo 0)
+    sleep 1
+    if [ "$(wc -l < "$V/bg.log" 2>/dev/null || echo 0)" = "$n" ] && ! grep -qE '^connect-[^ ]* ok' "$V/bg.log" 2>/dev/null &&
+        ! pgrep -f "rt7_notify abi rw dw/f $PD" >/dev/null; then
+        ok "rt7: a daemon left calling after the command exits is gone with the run ($n lines before)"
+    else
+        bad "HOLE (rt-7) rt7: a daemon outlived the run or got a call through" "$(tail -5 "$V/bg.log"; pgrep -af rt7_notify)"
+    fi
+
+    # 6. SYNC_WAKE_UP refused (a kernel before 6.6): an LD_PRELOAD makes
+    # SECCOMP_IOCTL_NOTIF_SET_FLAGS fail with EINVAL; every call still answered
+    rm -f "$V/nosync.log"
+    out=$(cd "$V" && RT7_NOSYNC_LOG=$V/nosync.log LD_PRELOAD=$V/nosync.so "$SLUICE" run --settings "$T/rt7-true.json" -- \
+        ./rt7_notify flood 16 20 rw dw/f "$PD" 2>&1 < "/dev/tcp/127.0.0.1/$PA"); rc=$?
+    if [ -s "$V/nosync.log" ] && [ $rc = 0 ] && ! grep -q HUNG <<< "$out" && ! grep -q '^connect ok' <<< "$out" &&
+        [ "$(grep -cE '^(open-ro EROFS|open-rw ok|unlink ok|getpeername ENOTCONN) 320$' <<< "$out")" = 4 ]; then
+        ok "rt7: SYNC_WAKE_UP refused (EINVAL, as before Linux 6.6): the server answers as before"
+    else
+        bad "rt7: without SYNC_WAKE_UP (exit $rc, shim hit: $(wc -l < "$V/nosync.log" 2>/dev/null))" "$out"
+    fi
+
+    acc=$(cat "$T/rt7-acc")
+    [ -z "$acc" ] && ok "rt7: the host listener no rule allows accepted nothing" ||
+        bad "HOLE (rt-7) rt7: connections reached the host listener no rule allows" "$acc"
+    rm -rf "$V"
 }
 
 start=$SECONDS

@@ -93,6 +93,10 @@ fi
 mkdir -p "$T/www"
 echo "hello from the origin" > "$T/www/hello.txt"
 echo "plain origin" > "$T/www/plain.txt"
+mkdir -p "$T/www/pub/secret" "$T/www/priv"
+echo "public file" > "$T/www/pub/a.txt"
+echo "secret file" > "$T/www/pub/secret/s.txt"
+echo "private file" > "$T/www/priv/p.txt"
 cat > "$T/origin.py" <<'EOF'
 import http.server, ssl, sys
 addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
@@ -136,7 +140,7 @@ for i in $(seq 100); do
 done
 
 start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong.test/$O1 \
-    --address=/rules.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
+    --address=/rules.test/$O1 --address=/pinned.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
     bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
     e2e_finish
     exit
@@ -146,8 +150,14 @@ settings() { # FILE EXTRA-TLS-KEYS
     cat > "$1" <<JSON
 {"network": {"allowedDomains": ["*.test", "$O1", "$O2"], "dnsServers": ["127.0.0.1:$DPORT"],
   "denyPrivateAddresses": false, "requireHostMatch": true,
+  "requestRules": [
+    {"host": "rules.test", "method": "GET", "path": "/pub/**", "action": "allow"},
+    {"host": "rules.test", "method": "POST", "path": "/ORG/*", "action": "allow"},
+    {"host": "rules.test", "path": "/pub/secret/**", "action": "deny"},
+    {"host": "pinned.test", "action": "allow"}],
   "tlsTerminate": {"caCertPath": "$P/sluiceca.pem", "caKeyPath": "$P/sluiceca.key",
-                   "extraCaCertPaths": ["$P/originca.pem"], "excludeDomains": ["excl.test"]$2}}}
+                   "extraCaCertPaths": ["$P/originca.pem"],
+                   "excludeDomains": ["excl.test", "pinned.test"]$2}}}
 JSON
 }
 
@@ -254,6 +264,43 @@ if grep -q '^sluice_tls_tunnels_open 0$' <<<"$m" && grep -q '^sluice_tls_leaves_
     ok "metrics: terminated tunnels open, leaf cache hits and mints, https decisions"
 else
     bad "tls metrics" "$(grep -E 'tls|https' <<<"$m")"
+fi
+
+# --- request rules inside the tunnel -------------------------------------------
+rr() { # METHOD PATH: the status through a terminated tunnel to rules.test
+    curl -s -o "$T/rr.out" -w '%{http_code}' --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" \
+        --path-as-is -X "$1" ${3:+-d "$3"} "https://rules.test:$PA$2" 2>&1
+}
+rr_case() { # NAME METHOD PATH WANT [BODY]
+    local code
+    code=$(rr "$2" "$3" "${5:-}")
+    if [ "$code" = "$4" ]; then ok "request rules in a terminated tunnel: $1 ($2 $3: $4)"; else bad "request rules: $1" "$code $(cat "$T/rr.out")"; fi
+}
+rr_case "an allowed GET" GET /pub/a.txt 200
+rr_case "a GET outside the allowed paths" GET /priv/p.txt 403
+rr_case "a denied path under an allowed one" GET /pub/secret/s.txt 403
+rr_case "a method no rule allows" DELETE /pub/a.txt 403
+rr_case "an allowed POST" POST /ORG/repo 200 x=1
+rr_case "a POST outside its path" POST /OTHER/repo 403 x=1
+rr_case "a dot segment climbing out of the allowed path" GET /pub/../priv/p.txt 403
+if grep -q "request rule '" "$T/rr.out" 2>/dev/null || grep -q "network.requestRules" "$T/rr.out"; then
+    ok "the 403 inside the tunnel names the request rules"
+else
+    bad "403 names the rule" "$(cat "$T/rr.out")"
+fi
+# a ruled host in excludeDomains cannot be terminated: its CONNECT is refused
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$P/originca.pem" -x "$X" "https://pinned.test:$PA/hello.txt" 2>&1)
+if [ "$code" = 000 ] && grep -q "host=pinned.test.*decision=deny.*has request rules" "$T/main.log"; then
+    ok "a host with request rules that is not terminated (excludeDomains) is refused, never opaque"
+else
+    bad "ruled host in excludeDomains" "$code $(grep pinned.test "$T/main.log" | tail -2)"
+fi
+# non-TLS bytes to a ruled host: refused, never passed opaque
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -p -x "$X" "http://rules.test:$PH/plain.txt" 2>&1)
+if [ "$code" != 200 ] && grep -q "not TLS inside a tunnel to a host with request rules" "$T/main.log"; then
+    ok "non-TLS bytes in a CONNECT to a host with request rules are refused"
+else
+    bad "non-TLS to a ruled host" "$code"
 fi
 
 # --- excludeDomains: the origin's own certificate ----------------------------

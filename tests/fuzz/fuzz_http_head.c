@@ -2,15 +2,16 @@
  *
  * The input is the byte stream a client sends (a request head, maybe a body
  * or early tunnel bytes, maybe followed by the upstream's response head), or
- * one upstream response when it starts with "HTTP/". What http.c does with
- * such bytes is replayed on the pure functions of proxy/head.c and llhttp:
+ * one upstream response when it starts with "HTTP/". What the HTTP front
+ * end (proxy/http_*.c) does with such bytes is replayed on the pure
+ * functions of proxy/head*.c and llhttp:
  *   - http_head_end, fed whole, byte by byte and in pseudo-random chunks
  *     (each prefix in an exact-size heap block): the same verdict and end;
  *   - http_request_parse; for an accepted head, the llhttp cross-check
- *     http.c makes (the same framing in both parsers), the host through
+ *     the front end makes (the same framing in both parsers), the host through
  *     policy_host_normalize (idempotent) and policy_target_parse of the
  *     authority (same canonical host and port);
- *   - http_request_build as http.c calls it (length first, then an exact
+ *   - http_request_build as http_request.c calls it (length first, then an exact
  *     buffer; a short buffer is never overrun), and the rebuilt head turned
  *     back into absolute form re-parses to the same method, host, port, path
  *     and framing, and llhttp frames it the same way;
@@ -32,7 +33,7 @@
 #include "policy/policy.h"
 #include "proxy/proxy.h"
 
-/* llhttp side: what http.c's callbacks record, reduced to counters. */
+/* llhttp side: what the front end's callbacks record, reduced to counters. */
 struct ll_state {
     int msg_done;
     int skip_body; /* responses: an answer to HEAD */
@@ -64,7 +65,7 @@ static int on_resp_headers_complete(llhttp_t *p)
 static llhttp_settings_t req_settings;
 static llhttp_settings_t resp_settings;
 
-/* http.c's llhttp_check_head: 1 when llhttp frames the head as head.c did. */
+/* http_forward.c's http_llhttp_check_head: 1 when llhttp frames the head as head_request.c did. */
 static int ll_agrees(llhttp_t *p, struct ll_state *s, llhttp_type_t type, const char *head,
                      size_t len, enum http_body body, uint64_t cl)
 {
@@ -185,7 +186,7 @@ static void check_reply(int status, const char *phrase, const char *text, uint64
     free(out);
 }
 
-/* A response head resp[0..len): parse, build as http.c would, re-parse. */
+/* A response head resp[0..len): parse, build as http_forward.c would, re-parse. */
 static void check_response(const char *resp, size_t len, int head_request, uint64_t bits)
 {
     static struct http_response rs, rs2;
@@ -278,7 +279,7 @@ static void check_tunnel_target(const char *head, size_t len)
     free(out);
 }
 
-/* A request head accepted by http_request_parse: everything http.c does next. */
+/* A request head accepted by http_request_parse: everything the front end does next. */
 static void check_request(const char *h, size_t end, const struct http_request *rq,
                           const char *rest, size_t restlen, uint64_t bits)
 {
@@ -315,7 +316,7 @@ static void check_request(const char *h, size_t end, const struct http_request *
     memset(&ls, 0, sizeof(ls));
     agrees = ll_agrees(&lp, &ls, HTTP_REQUEST, h, end, rq->body, rq->content_length);
     if (!agrees && strict_llhttp()) {
-        fprintf(stderr, "llhttp frames this head differently (http.c answers 400)\n");
+        fprintf(stderr, "llhttp frames this head differently (the front end answers 400)\n");
         abort();
     }
     /* the body (or early tunnel bytes) after the head */
@@ -344,7 +345,7 @@ static void check_request(const char *h, size_t end, const struct http_request *
     FUZZ_CHECK(policy_host_normalize(host.name, host.len, &host2, &why) == 0);
     FUZZ_CHECK(host2.kind == host.kind && strcmp(host2.name, host.name) == 0);
 
-    /* the authority, as http.c writes it */
+    /* the authority, as http_request.c writes it */
     if (host.kind == POLICY_HOST_IPV6)
         snprintf(authority, sizeof(authority), "[%s]", host.name);
     else

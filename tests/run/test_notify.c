@@ -97,7 +97,49 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-static void serve(struct job *j, int fallback)
+/* rt-7: routes that share getppid()'s slot in the route table (hash
+ * arch*31+nr % 256): other ABIs' numbers, the same ABI's number + 256 and
+ * with __X32_SYSCALL_BIT (x32 calls arrive with x86-64's arch), routed
+ * before and after it. None may be handed getppid()'s notification. */
+static int misrouted;
+
+static int on_decoy(void *ctx, int notify_fd, const struct seccomp_notif *n)
+{
+    (void)ctx;
+    (void)notify_fd;
+    (void)n;
+    misrouted++;
+    return 0; /* the fallback answers */
+}
+
+static size_t slot_of(uint32_t arch, int nr)
+{
+    return ((size_t)arch * 31u + (size_t)(unsigned)nr) % 256u; /* notify.c's */
+}
+
+static void route_decoys(struct run_notify *nt, int after)
+{
+    static const uint32_t arches[] = {SCMP_ARCH_X86, SCMP_ARCH_X32, SCMP_ARCH_AARCH64,
+                                      SCMP_ARCH_ARM, SCMP_ARCH_X86_64};
+    uint32_t native = seccomp_arch_native();
+    size_t want = slot_of(native, SCMP_SYS(getppid));
+
+    for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); a++)
+        for (int j = after; j < 6; j += 2) {
+            /* the nr that lands arches[a] on getppid's slot, + 256 j */
+            int nr = (int)((want + 256u * 64u - (size_t)arches[a] * 31u % 256u) % 256u) + 256 * j;
+            if (arches[a] == native && nr == SCMP_SYS(getppid))
+                continue;
+            assert_int_equal(slot_of(arches[a], nr), want);
+            assert_int_equal(run_notify_route(nt, arches[a], nr, on_decoy, &misrouted), 0);
+        }
+    /* the same arch, the x32 bit: the same slot */
+    assert_int_equal(run_notify_route(nt, native, SCMP_SYS(getppid) | 0x40000000 | (after << 20),
+                                      on_decoy, &misrouted),
+                     0);
+}
+
+static void serve_with(struct job *j, int fallback, int decoys)
 {
     uv_loop_t loop;
     pthread_t th;
@@ -111,8 +153,13 @@ static void serve(struct job *j, int fallback)
     assert_true(fd >= 0);
     assert_int_equal(uv_loop_init(&loop), 0);
     assert_int_equal(run_notify_start(&j->nt, &loop, fd, fallback, "test", err, sizeof(err)), 0);
+    misrouted = 0;
+    if (decoys)
+        route_decoys(j->nt, 0);
     assert_int_equal(
         run_notify_route(j->nt, seccomp_arch_native(), SCMP_SYS(getppid), on_getppid, j), 0);
+    if (decoys)
+        route_decoys(j->nt, 1);
     assert_int_equal(uv_timer_init(&loop, &j->tick), 0);
     j->tick.data = j;
     assert_int_equal(uv_timer_start(&j->tick, on_tick, 20, 20), 0);
@@ -124,6 +171,12 @@ static void serve(struct job *j, int fallback)
     assert_true(j->ticks <= 500);
     assert_int_equal(j->routed, 1);
     assert_int_equal(j->e[0], EDOM); /* the route's answer */
+    assert_int_equal(misrouted, 0);
+}
+
+static void serve(struct job *j, int fallback)
+{
+    serve_with(j, fallback, 0);
 }
 
 static void test_routed_then_refused(void **state)
@@ -148,11 +201,50 @@ static void test_routed_then_continued(void **state)
     assert_int_equal(j.r[2], (long)getpgid(0));
 }
 
+static void test_colliding_routes(void **state)
+{
+    struct job j;
+
+    (void)state;
+    serve_with(&j, EPERM, 1);
+    assert_int_equal(j.e[1], EPERM); /* unrouted: the fallback, not a decoy */
+    assert_int_equal(j.e[2], EPERM);
+}
+
+/* rt-7: the table holds 256 routes; the 257th is refused (UV_ENOSPC), a
+ * route already there can still be changed; arch 0 and a negative number
+ * (a name the ABI lacks: libseccomp's i386 connect is -103) are ignored. */
+static void test_full_table(void **state)
+{
+    uv_loop_t loop;
+    struct run_notify *nt;
+    char err[128];
+    int efd[2];
+
+    (void)state;
+    assert_int_equal(pipe2(efd, O_CLOEXEC), 0); /* pollable; not a listener */
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(run_notify_start(&nt, &loop, efd[0], EPERM, "test", err, sizeof(err)), 0);
+    for (int i = 0; i < 256; i++)
+        assert_int_equal(run_notify_route(nt, SCMP_ARCH_X86_64, i * 7, on_decoy, &misrouted), 0);
+    assert_int_equal(run_notify_route(nt, SCMP_ARCH_X86, 5, on_decoy, &misrouted), UV_ENOSPC);
+    assert_int_equal(run_notify_route(nt, SCMP_ARCH_X86_64, 7, on_decoy, NULL), 0);
+    assert_int_equal(run_notify_route(nt, 0, 1, on_decoy, NULL), 0); /* ignored */
+    assert_int_equal(run_notify_route(nt, SCMP_ARCH_X86_64, -103, on_decoy, NULL), 0);
+    run_notify_unroute(nt, &misrouted);
+    run_notify_close(nt);
+    (void)uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    close(efd[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routed_then_refused),
         cmocka_unit_test(test_routed_then_continued),
+        cmocka_unit_test(test_colliding_routes),
+        cmocka_unit_test(test_full_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,7 +135,7 @@ static int setup_json(void **state, const char *json)
     unlink(path);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     assert_int_equal(egress_env_new(&f->egress, &f->loop, p, NULL, NULL, 1000), 0);
-    f->tp = tp_new_for_test(f->egress, on_log, f);
+    f->tp = tp_new_for_test(&f->loop, f->egress, on_log, f);
     assert_non_null(f->tp);
     *state = f;
     return 0;

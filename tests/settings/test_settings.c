@@ -475,6 +475,87 @@ static const struct error_case error_cases[] = {
     {"{\"network\": {\"deniedDomainReasons\": {\"\xC3\xA9.com\": \"x\", \"b\\u00e9.com\": 0}}}",
      "t.json:1:67: network.deniedDomainReasons[\"b\xC3\xA9.com\"]: expected a string, got an "
      "integer"},
+    /* network.requestRules (issue 23): each mistake where it is written */
+    {"{\"network\": {\"requestRules\": {}}}",
+     "t.json:1:30: network.requestRules: expected an array of rules (a rule has host, method, "
+     "path and action), got an object"},
+    {"{\"network\": {\"requestRules\": [\"github.com\"]}}",
+     "t.json:1:31: network.requestRules[0]: expected a rule object (a rule has host, method, "
+     "path and action), got a string"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"action\": \"allow\", "
+     "\"verb\": \"GET\"}]}}",
+     "t.json:1:68: network.requestRules[0].verb: unknown key 'verb' (a rule has host, method, "
+     "path and action)"},
+    {"{\"network\": {\"requestRules\": [{\"action\": \"allow\"}]}}",
+     "t.json:1:31: network.requestRules[0]: a rule needs a host (a pattern as in "
+     "allowedDomains)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\"}]}}",
+     "t.json:1:31: network.requestRules[0]: a rule needs an action: \"allow\" or \"deny\""},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"action\": \"permit\"}]}}",
+     "t.json:1:59: network.requestRules[0].action: expected \"allow\" or \"deny\""},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"*.com\", \"action\": \"allow\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '*.com': wildcard over a public suffix (it "
+     "would match every site under it)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"*\", \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '*': a bare '*' would put every host under "
+     "request rules (and refuse every tunnel); name the hosts"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"https://a.com/x\", \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: 'https://a.com/x': a URL is not a pattern; "
+     "write the host only (e.g. example.com)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": 7, \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: expected a host pattern string, got an "
+     "integer"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": \"G ET\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: \"G ET\": is not a method (an RFC 9110 "
+     "token: letters, digits and !#$%&'*+-.^_`|~)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [\"GET\", "
+     "\"post\"], \"action\": \"deny\"}]}}",
+     "t.json:1:67: network.requestRules[0].method[1]: \"post\": methods are case-sensitive "
+     "(RFC 9110): write it in upper case"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: must not be an empty array (leave the "
+     "member out for any method)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": 1, \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: expected a method or an array of them, got "
+     "an integer"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [null], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:60: network.requestRules[0].method[0]: expected a method, got null"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": [], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: must not be an empty array (leave the member "
+     "out for any path glob)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"ORG/**\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"ORG/**\": not an origin-form path (it must "
+     "start with '/')"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": [\"/ok\", \"/a*\"], "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:65: network.requestRules[0].path[1]: \"/a*\": '*' and '**' must be whole "
+     "segments ('/a/*/b', '/a/**')"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a/../..\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a/../..\": '..' climbs above the root"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a?x=1\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a?x=1\": a '?' (the query is never "
+     "matched)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a%2fb\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a%2fb\": an encoded '/' (%2F)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/caf\\u00e9\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/caf\xC3\xA9\": a control byte, space or "
+     "non-ASCII byte (percent-encode it)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": \"\", \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: \"\": a method must not be empty"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"\", \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '': empty pattern"},
 };
 
 static void test_errors(void **state)
@@ -1601,6 +1682,66 @@ static void test_transparent_key(void **state)
     settings_free(&s);
 }
 
+/* network.requestRules (issue 23): each rule is one item at its object,
+ * in the text form of settings.h; a later layer that sets the key replaces
+ * the rules, one that does not keeps them. */
+static void test_request_rules_key(void **state)
+{
+    static const char one[] =
+        "{\"network\": {\"requestRules\": [\n"
+        "  {\"host\": \"github.com\", \"method\": [\"GET\", \"POST\"],\n"
+        "   \"path\": [\"/*/*/info/refs\", \"/ORG/**\"], \"action\": \"allow\"},\n"
+        "  {\"action\": \"deny\", \"host\": \"*.example.com:8080\"}\n"
+        "]}}";
+    struct settings s;
+    struct settings_error err;
+    struct settings_request_rule r;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(apply(&s, one, &err), 0);
+    assert_int_equal(s.network.request_rules.n, 2);
+    assert_string_equal(s.network.request_rules.items[0].value,
+                        "allow\ngithub.com\nGET POST\n/*/*/info/refs\n/ORG/**");
+    assert_int_equal(s.network.request_rules.items[0].line, 2);
+    assert_int_equal(s.network.request_rules.items[0].col, 3);
+    assert_string_equal(s.network.request_rules.items[0].list, "network.requestRules");
+    assert_string_equal(s.network.request_rules.items[1].value, "deny\n*.example.com:8080\n");
+    assert_int_equal(s.network.request_rules.items[1].index, 1);
+    assert_int_equal(settings_request_rule_split(s.network.request_rules.items[0].value, &r), 0);
+    assert_int_equal(r.deny, 0);
+    assert_int_equal(r.host_len, 10);
+    assert_int_equal(r.methods_len, 8);
+    assert_int_equal(r.npaths, 2);
+    assert_int_equal(r.path_lens[1], 7);
+    assert_int_equal(settings_request_rule_split(s.network.request_rules.items[1].value, &r), 0);
+    assert_int_equal(r.deny, 1);
+    assert_int_equal(r.methods_len, 0);
+    assert_int_equal(r.npaths, 0);
+    assert_int_equal(settings_request_rule_split("permit\na.com\n", &r), -EINVAL);
+    assert_int_equal(settings_request_rule_split("allow", &r), -EINVAL);
+    /* a layer without the key keeps them; one with it replaces them */
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.request_rules.n, 2);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"a.com\", "
+                           "\"action\": \"deny\", \"method\": \"PUT\"}]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.network.request_rules.n, 1);
+    assert_string_equal(s.network.request_rules.items[0].value, "deny\na.com\nPUT");
+    /* a bad layer changes nothing */
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"b.com\", "
+                           "\"action\": \"deny\"}, {\"host\": \"c.com\"}]}}",
+                           &err),
+                     -EINVAL);
+    assert_int_equal(s.network.request_rules.n, 1);
+    assert_int_equal(apply(&s, "{\"network\": {\"requestRules\": []}}", &err), 0);
+    assert_int_equal(s.network.request_rules.n, 0);
+    settings_free(&s);
+}
+
 /* The schema's key at path ("network.allowedDomains"), or NULL. */
 static json_t *schema_key(json_t *schema, const char *path)
 {
@@ -1648,7 +1789,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 103); /* 20 top-level keys, 58 nested, 25 at the third level */
+    assert_int_equal(count, 104); /* 20 top-level keys, 59 nested, 25 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1700,6 +1841,7 @@ int main(void)
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
+        cmocka_unit_test(test_request_rules_key),
     };
     int rc;
 
