@@ -89,7 +89,7 @@ void http_tls_connect(struct http_conn *c, int fd)
         http_set_reason(c, "too many terminated tunnels (network.tlsTerminate.maxTunnels)");
         memset(&r, 0, sizeof(r));
         r.status = 503;
-        r.error = "proxy_internal_error";
+        r.error = "connection_limit_reached";
         r.details = "too many terminated tunnels";
         r.x_error = "too-many-tunnels";
         r.body = "sluice: too many terminated tunnels, retry later";
@@ -124,7 +124,8 @@ static void go_opaque(struct http_conn *c)
         http_conn_close(c, "tunnel refused");
         return;
     }
-    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port)) {
+    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+        !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
         http_set_reason(c, "not TLS inside a tunnel to a host with request rules "
                            "(network.requestRules): never passed opaque");
         http_conn_close(c, "tunnel refused");

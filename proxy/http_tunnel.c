@@ -62,6 +62,16 @@ void http_tunnel_start(struct http_conn *c, int fd)
         http_tls_connect(c, fd);
         return;
     }
+    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+        !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
+        /* judged as a tunnel to terminate, and a reload since turned that
+         * off: a host with request rules is never passed opaque (report
+         * mode lets it through, as its verdict did) */
+        close(fd);
+        http_refuse(c, 403, "a host with request rules is reachable only through TLS termination",
+                    1, "tunnel refused");
+        return;
+    }
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));
