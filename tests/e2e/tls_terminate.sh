@@ -81,7 +81,7 @@ EOF
             -in "$P/$name.csr" -out "$P/$name.pem" -notext "$@" 2>>"$P/openssl.err" >/dev/null
 }
 if ! mkca sluiceca "sluice e2e CA" || ! mkca originca "origin e2e CA" || ! mkca strayca "stray CA" ||
-    ! leaf good originca "DNS:good.test,DNS:excl.test,DNS:rules.test" -days 30 ||
+    ! leaf good originca "DNS:good.test,DNS:excl.test,DNS:rules.test,DNS:many.test" -days 30 ||
     ! leaf expired originca "DNS:expired.test" -startdate 20200101000000Z -enddate 20200201000000Z ||
     ! leaf stray strayca "DNS:unknown.test" -days 30; then
     bad "cannot make the test certificates" "$(tail -5 "$P/openssl.err")"
@@ -140,7 +140,7 @@ for i in $(seq 100); do
 done
 
 start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong.test/$O1 \
-    --address=/rules.test/$O1 --address=/pinned.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
+    --address=/rules.test/$O1 --address=/pinned.test/$O1 --address=/many.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
     bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
     e2e_finish
     exit
@@ -165,7 +165,7 @@ JSON
 printf '{"network": {"allowedDomains": ["*.test"],\n "tlsTerminate": {}}}\n' > "$T/noca.json"
 out=$("$SLUICE" proxy --settings "$T/noca.json" --http tcp:127.0.0.1:0 --socks off 2>&1)
 rc=$?
-if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "noca.json:2:2: network.tlsTerminate: sluice proxy needs a CA from files"; then
+if [ "$rc" -ne 0 ] && grep -q "noca.json:2:2: network.tlsTerminate: sluice proxy needs a CA from files" <<<"$out"; then
     ok "sluice proxy refuses tlsTerminate without caCertPath/caKeyPath, naming where"
 else
     bad "tlsTerminate without a CA" "rc $rc: $out"
@@ -233,14 +233,14 @@ except (ssl.SSLError, OSError) as e:
     print("handshake failed", type(e).__name__)
 EOF
 out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
-if printf '%s' "$out" | grep -qx "SAN good.test"; then
+if grep -qx "SAN good.test" <<<"$out"; then
     ok "an SNI naming another host: the leaf is still for the CONNECT target"
 else
     bad "leaf by CONNECT target" "$out"
 fi
 # an h2-only client: refused, with the reason logged
 out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/sluiceca.pem" h2 2>&1)
-if printf '%s' "$out" | grep -q "handshake failed" &&
+if grep -q "handshake failed" <<<"$out" &&
     grep -q 'reason="the client offers only ALPN h2, which sluice does not serve' "$T/main.log"; then
     ok "an h2-only ClientHello is refused with a reason in the log"
 else
@@ -254,6 +254,24 @@ if [ "$code" = 421 ]; then
     ok "requireHostMatch inside a terminated tunnel: a Host other than the CONNECT target gets 421"
 else
     bad "requireHostMatch inside the tunnel" "$code"
+fi
+
+# --- concurrent first handshakes for one name (one mint, the others wait) ---
+many=()
+for i in $(seq 24); do
+    curl -sS --max-time 20 --cacert "$P/sluiceca.pem" -x "$X" "https://many.test:$PA/hello.txt" \
+        > "$T/many.$i" 2>&1 &
+    many+=($!)
+done
+wait "${many[@]}"
+wait_ok=0
+for i in $(seq 24); do
+    [ "$(cat "$T/many.$i")" = "hello from the origin" ] && wait_ok=$((wait_ok + 1))
+done
+if [ "$wait_ok" = 24 ]; then
+    ok "24 concurrent terminated tunnels to a name not yet minted all get the origin's body"
+else
+    bad "concurrent first handshakes" "$wait_ok of 24; $(cat "$T"/many.* | sort | uniq -c)"
 fi
 
 # --- metrics ------------------------------------------------------------------
@@ -324,7 +342,7 @@ bad_cert() { # NAME URL WANT
     local code body
     body=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" -w '\n%{http_code}' "$2" 2>&1)
     code=${body##*$'\n'}
-    if [ "$code" = 502 ] && printf '%s' "$body" | grep -qi "$3"; then
+    if [ "$code" = 502 ] && grep -qi "$3" <<<"$body"; then
         ok "$1: 502 naming the failure ($3)"
     else
         bad "$1" "$body"
