@@ -16,6 +16,7 @@ struct check_opts {
     int config_test; /* --settings and no target: check_config */
     int transparent; /* --transparent / network.transparent: the resolver's answer too */
     const char *method; /* --method M for URL targets (default GET), or NULL */
+    const char *replay_path; /* --replay LOG ("-": stdin), or NULL */
 };
 
 /* Decides (and with resolve, resolves and guards) every target, or every
@@ -23,6 +24,13 @@ struct check_opts {
  * 1 when an expectation failed, 2 for bad input (settings, targets,
  * expectation lines). */
 int check_run(const struct check_opts *o, const struct settings *s);
+
+/* `sluice check --replay LOG` (proxy/replay.c): judges every decision
+ * record of the connection log LOG with the policy of s (loaded from
+ * settings_path, NULL for the default files) and prints the decisions that
+ * change. 0 when none changes, 1 when one does, 2 for bad settings or a bad
+ * log (every bad line reported as LOG:LINE: why; nothing else printed). */
+int check_replay(const struct check_opts *o, const struct settings *s, const char *settings_path);
 
 /* The config test (proxy/checkconf.c): compiles the settings loaded from
  * path and prints a one-line summary (rules by kind, mode, unmatched
