@@ -143,7 +143,9 @@ static int add_record(struct replay *rp, const struct replay_record *r, char *ke
 }
 
 /* One line into line (NUL-terminated, *len bytes): 1, 0 at the end of the
- * file, or -1 for a line longer than REPLAY_LINE_MAX (read past, not kept). */
+ * file, 2 for a last line without its newline (the log was cut: every
+ * record ends with one), or -1 for a line longer than REPLAY_LINE_MAX (read
+ * past, not kept). */
 static int read_line(FILE *f, char *line, size_t *len)
 {
     size_t n = 0;
@@ -159,7 +161,9 @@ static int read_line(FILE *f, char *line, size_t *len)
     *len = n;
     if (over)
         return -1;
-    return c == EOF && n == 0 ? 0 : 1;
+    if (c == EOF)
+        return n == 0 ? 0 : 2;
+    return 1;
 }
 
 /* Reads the log into groups. 0, or -1 after reporting FILE:LINE of every
@@ -196,11 +200,15 @@ static int read_log(struct replay *rp)
             nbad++;
             continue;
         }
-        if (len == 0)
+        if (len == 0 && got == 1)
             continue; /* a blank line says nothing */
         kind = replay_parse_line(line, len, buf, REPLAY_LINE_MAX + 1, &r, &why);
-        if (kind < 0) {
-            fprintf(stderr, "%s:%lu: not a connection log record: %s\n", rp->path, lineno, why);
+        if (kind < 0 || got == 2) {
+            fprintf(stderr, "%s:%lu: %s%s%s\n", rp->path, lineno,
+                    kind < 0 ? "not a connection log record: " : "", kind < 0 ? why : "",
+                    got != 2      ? ""
+                    : kind < 0    ? " (the last line, without its newline: the log was cut)"
+                                  : "the last line has no newline: the log was cut");
             nbad++;
         } else if (kind == 0) {
             rp->others++;
