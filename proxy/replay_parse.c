@@ -8,6 +8,8 @@
  * that is not exactly a record is refused with a reason. No I/O. */
 #include "proxy/replay.h"
 
+#include "common/common.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>
@@ -330,6 +332,15 @@ static int check_record(const struct fields *f, struct replay_record *r, const c
     if ((f->method == NULL) != (f->url == NULL)) {
         *why = "method without url, or url without method";
         return -EINVAL;
+    }
+    if (f->method != NULL) {
+        const char *m = f->method;
+        for (; *m != '\0' && common_is_tchar((unsigned char)*m); m++)
+            ;
+        if (*m != '\0' || m == f->method) {
+            *why = "method is not a method (an RFC 9110 token)";
+            return -EINVAL;
+        }
     }
     if (f->url != NULL && url_path(f->url, &r->path, why) < 0)
         return -EINVAL;
