@@ -5,7 +5,8 @@
  *                [--method M] TARGET...
  *   sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE
  *   sluice check --settings FILE [--proxy] (the config test, proxy/checkconf.c)
- *   sluice check [--settings FILE] [--json] [--proxy] --replay LOG (proxy/replay.c)
+ *   sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG
+ *                (proxy/replay.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -26,7 +27,7 @@ void cli_check_usage(FILE *f)
           "                    [--method M] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE\n"
           "       sluice check --settings FILE [--proxy]\n"
-          "       sluice check [--settings FILE] [--json] [--proxy] --replay LOG\n"
+          "       sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
           "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
@@ -54,7 +55,8 @@ void cli_check_usage(FILE *f)
           "  --replay LOG     judge every decision record of a connection log (logfmt or\n"
           "                   JSON, '-' for stdin) with these settings and print each\n"
           "                   decision that changes, grouped, with counts, old and new\n"
-          "                   rule; names are not resolved; exit 1 when one changes\n"
+          "                   rule; names are resolved only with --resolve; exit 1 when\n"
+          "                   one changes\n"
           "\n"
           "exit status: 0 ok (with --replay: nothing changes), 1 expectation mismatch (a\n"
           "decision changes), 2 bad settings, target, expectation or log line\n",
@@ -140,10 +142,6 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
         if (o->expect_path != NULL || o->ntargets > 0 || o->method != NULL || o->transparent) {
             fprintf(stderr, "sluice: check: --replay LOG takes no targets, --expect, --method "
                             "or --transparent\n");
-            return 1 + 2;
-        }
-        if (o->resolve) { /* not built: refused rather than ignored */
-            fprintf(stderr, "sluice: check: --replay does not resolve names yet: no --resolve\n");
             return 1 + 2;
         }
         return 0;

@@ -13,6 +13,7 @@
 
 #include "common/common.h"
 #include "policy/policy.h"
+#include "proxy/server.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -34,6 +35,8 @@ struct replay_group {
     uint16_t port;
     int addr_seen; /* a record of the group names the address (guard) */
     /* the verdict now */
+    struct policy_decision m; /* the rule match, finished with answers for --resolve */
+    struct check_lookup *lk;  /* --resolve: the name's answers (shared), or NULL */
     const char *now;
     char now_rule[512], now_source[300], now_reason[400];
     int by_request; /* decided by request rules without one rule (no allow rule matched) */
@@ -46,6 +49,7 @@ struct replay {
     struct replay_group *first, **last;
     size_t ngroups;
     unsigned long decisions, others;
+    int resolve;
 };
 
 /* ---- reading ---- */
@@ -258,9 +262,18 @@ static int allowed(const char *decision)
     return strcmp(decision, "allow") == 0 || strcmp(decision, "would_deny") == 0;
 }
 
-/* The group's decision now, by the verdict `sluice check` and the proxy
- * use. */
-static void judge(const struct policy *p, struct replay_group *g)
+static void set_now(struct replay_group *g, const struct policy_judgment *j)
+{
+    g->now = verdict_word(j);
+    g->by_request = j->origin == POLICY_BY_REQUEST;
+    snprintf(g->now_rule, sizeof(g->now_rule), "%s", j->rule_text);
+    snprintf(g->now_source, sizeof(g->now_source), "%s", j->source);
+    snprintf(g->now_reason, sizeof(g->now_reason), "%s", j->reason);
+}
+
+/* The group's decision now by the rules, by the verdict `sluice check` and
+ * the proxy use (an IP literal is its own answer and guarded). */
+static void judge(const struct policy *p, struct replay_group *g, int resolve)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -268,34 +281,89 @@ static void judge(const struct policy *p, struct replay_group *g)
     if (strcmp(g->protocol, "dns") == 0) {
         /* what transparent mode's resolver does with the name */
         int refused = policy_dns_refused(p, &g->h, &j);
+        set_now(g, &j);
         g->now = refused ? "deny" : "allow";
         if (!refused)
-            snprintf(j.reason, sizeof(j.reason),
+            snprintf(g->now_reason, sizeof(g->now_reason),
                      "the sandbox's resolver answers '%s'; each connect() is judged by its port",
                      g->h.name);
-    } else {
-        struct policy_request rq, *rqp = NULL;
-        if (g->path != NULL) {
-            rq.method = g->method;
-            rq.method_len = strlen(g->method);
-            rq.target = g->path;
-            rq.target_len = strlen(g->path);
-            rqp = &rq;
-        }
-        policy_verdict_request(p, &g->h, g->port, rqp, NULL, 0, gv, &j);
-        g->now = verdict_word(&j);
+        return;
     }
-    g->by_request = j.origin == POLICY_BY_REQUEST;
-    snprintf(g->now_rule, sizeof(g->now_rule), "%s", j.rule_text);
-    snprintf(g->now_source, sizeof(g->now_source), "%s", j.source);
-    snprintf(g->now_reason, sizeof(g->now_reason), "%s", j.reason);
-    /* a name the rules let through and the guard refused (the record names
-     * the refused address, or the allow rule that let the name through):
-     * without answers the rules alone cannot say what the guard does now */
-    g->skipped = strcmp(g->decision, "deny") == 0 && g->h.kind == POLICY_HOST_NAME &&
-                 allowed(g->now) &&
+    struct policy_request rq, *rqp = NULL;
+    if (g->path != NULL) {
+        rq.method = g->method;
+        rq.method_len = strlen(g->method);
+        rq.target = g->path;
+        rq.target_len = strlen(g->path);
+        rqp = &rq;
+    }
+    policy_decide_request(p, &g->h, g->port, rqp, &g->m);
+    policy_verdict_finish(p, &g->h, g->port, &g->m, NULL, 0, gv, &j);
+    set_now(g, &j);
+    /* without answers, a name the rules let through and the guard refused
+     * (the record names the refused address, or the allow rule that let the
+     * name through) cannot be judged again */
+    g->skipped = !resolve && strcmp(g->decision, "deny") == 0 &&
+                 g->h.kind == POLICY_HOST_NAME && allowed(g->now) &&
                  (g->addr_seen ||
                   (g->rule != NULL && strstr(g->rule, " network.allowedDomains") != NULL));
+}
+
+/* --resolve: the rule match finished with the name's answers, as egress
+ * does; a failed lookup denies (nothing could be dialed). */
+static void judge_answers(const struct policy *p, struct replay_group *g)
+{
+    struct policy_guard_verdict gv[CHECK_MAX_ADDRS];
+    struct policy_judgment j;
+
+    if (g->lk->st != RESOLVER_OK) {
+        g->now = "deny";
+        snprintf(g->now_reason, sizeof(g->now_reason), "%s for %s",
+                 check_resolver_status_name(g->lk->st), g->h.name);
+        return;
+    }
+    policy_verdict_finish(p, &g->h, g->port, &g->m, g->lk->addrs, g->lk->n, gv, &j);
+    set_now(g, &j);
+}
+
+/* --resolve: each name judged allowed or undecided by the rules is resolved
+ * once, and its groups judged with the answers. 0 or negative errno. */
+static int resolve_groups(const struct settings *s, const struct policy *p, struct replay *rp)
+{
+    struct check_lookup **l = calloc(rp->ngroups > 0 ? rp->ngroups : 1, sizeof(*l));
+    size_t n = 0;
+    int rc = -ENOMEM;
+
+    if (l == NULL)
+        return rc;
+    for (struct replay_group *g = rp->first; g != NULL; g = g->onext) {
+        if (strcmp(g->protocol, "dns") == 0 || g->h.kind != POLICY_HOST_NAME ||
+            strcmp(g->now, "deny") == 0)
+            continue;
+        for (size_t i = 0; i < n && g->lk == NULL; i++)
+            if (strcmp(l[i]->name, g->h.name) == 0)
+                g->lk = l[i];
+        if (g->lk != NULL)
+            continue;
+        g->lk = calloc(1, sizeof(*g->lk));
+        if (g->lk == NULL)
+            goto out;
+        g->lk->name = g->h.name;
+        l[n++] = g->lk;
+    }
+    rc = check_resolve(s, l, n);
+    if (rc < 0)
+        goto out;
+    for (struct replay_group *g = rp->first; g != NULL; g = g->onext)
+        if (g->lk != NULL)
+            judge_answers(p, g);
+out:
+    for (size_t i = 0; i < n; i++) /* owned here; groups only point */
+        free(l[i]);
+    for (struct replay_group *g = rp->first; g != NULL; g = g->onext)
+        g->lk = NULL;
+    free(l);
+    return rc;
 }
 
 /* 1 when the decision changes: an "ask" now (no rule decides; denied unless
@@ -409,7 +477,7 @@ static void print_summary(const struct replay *rp, const struct tally *t, int js
         json_object_set_new(sum, "denied_to_allowed", json_integer((json_int_t)t->to_allowed));
         json_object_set_new(sum, "report_mode", json_integer((json_int_t)t->report));
         json_object_set_new(sum, "guard_not_judged", json_integer((json_int_t)t->skipped));
-        json_object_set_new(sum, "resolve", json_false());
+        json_object_set_new(sum, "resolve", json_boolean(rp->resolve));
         json_object_set_new(o, "summary", sum);
         s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (s != NULL)
@@ -444,14 +512,22 @@ int check_replay(const struct check_opts *o, const struct settings *s, const cha
     }
     if (read_log(&rp) < 0)
         goto out;
+    rp.resolve = o->resolve;
+    for (struct replay_group *g = rp.first; g != NULL; g = g->onext)
+        judge(p, g, o->resolve);
+    if (o->resolve) {
+        proxy_set_local(p, NULL, NULL, 0); /* as check --resolve */
+        if (resolve_groups(s, p, &rp) < 0)
+            goto out;
+    }
     if (!o->json)
         printf("replay of %s against %s: %lu decisions in %zu groups, %lu other records "
-               "skipped; judged by the rules, without resolving names (no address guard for "
-               "names)\n",
+               "skipped; judged by the rules, %s\n",
                rp.path, settings_path != NULL ? settings_path : "the default settings",
-               rp.decisions, rp.ngroups, rp.others);
+               rp.decisions, rp.ngroups, rp.others,
+               o->resolve ? "names resolved now and every answer judged by the address guard"
+                          : "without resolving names (no address guard for names)");
     for (struct replay_group *g = rp.first; g != NULL; g = g->onext) {
-        judge(p, g);
         if (g->skipped) {
             t.skipped += g->count;
             continue;

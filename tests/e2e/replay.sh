@@ -18,14 +18,14 @@ PA=$(free_port)
 $ORIGIN A "$PA" "$T/A.log" 2>"$T/A.err" &
 PIDS+=($!)
 start_dnsmasq --local=/test/ --host-record=a.test,127.0.0.1 --host-record=b.test,127.0.0.1 \
-    --host-record=c.test,127.0.0.1
+    --host-record=c.test,127.0.0.1 --host-record=e.test,127.0.0.2
 [ -n "$DPORT" ] || { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
 for i in $(seq 50); do grep -q listening "$T/A.log" 2>/dev/null && break; sleep 0.1; done
 
 # the policy the log is recorded under (line numbers matter: sources)
 cat > "$T/old.json" <<JSON
 {"network": {"dnsServers": ["127.0.0.1:$DPORT"],
-  "allowedDomains": ["a.test", "b.test", "127.0.0.1:$PA"],
+  "allowedDomains": ["a.test", "b.test", "127.0.0.1:$PA", "e.test"],
   "deniedDomains": ["c.test"],
   "requestRules": [
     {"host": "a.test", "method": "GET", "path": "/pub/**", "action": "allow"}
@@ -34,16 +34,18 @@ JSON
 # stricter: b.test denied, a.test's GETs only under /pub/y/
 cat > "$T/strict.json" <<JSON
 {"network": {"dnsServers": ["127.0.0.1:$DPORT"],
-  "allowedDomains": ["a.test", "127.0.0.1:$PA"],
+  "allowedDomains": ["a.test", "127.0.0.1:$PA", "e.test"],
   "deniedDomains": ["c.test", "b.test"],
   "requestRules": [
     {"host": "a.test", "method": "GET", "path": "/pub/y/**", "action": "allow"}
   ]}}
 JSON
-# looser: c.test and d.test allowed, POST under /pub/ too
+# looser: c.test and d.test allowed, POST under /pub/ too, and e.test's
+# loopback address 127.0.0.2 (which the guard refused) allow-listed
 cat > "$T/loose.json" <<JSON
 {"network": {"dnsServers": ["127.0.0.1:$DPORT"],
-  "allowedDomains": ["a.test", "b.test", "c.test", "d.test", "127.0.0.1:$PA"],
+  "allowedDomains": ["a.test", "b.test", "c.test", "d.test", "127.0.0.1:$PA", "e.test",
+                     "127.0.0.2:$PA"],
   "requestRules": [
     {"host": "a.test", "method": ["GET", "POST"], "path": "/pub/**", "action": "allow"}
   ]}}
@@ -78,6 +80,7 @@ record() {
     curl $X "http://c.test:$PA/z"
     curl $X "http://d.test:$PA/w"
     curl $X "http://127.0.0.1:$PA/ip"
+    curl $X "http://e.test:$PA/guard"
     curl $X -p "http://b.test:$PA/tunnel"
     curl -s -o /dev/null --max-time 10 --socks5-hostname "127.0.0.1:$sp" "http://c.test:$PA/s"
     curl -s -o /dev/null --max-time 10 --socks5-hostname "127.0.0.1:$sp" "http://b.test:$PA/s"
@@ -88,10 +91,15 @@ record() {
 record text || { e2e_finish; exit 1; }
 record json --log-format json || { e2e_finish; exit 1; }
 ndec=$(grep -c 'event=decision' "$T/text.log")
-if [ "$ndec" = 10 ] && [ "$(grep -c '"event":"decision"' "$T/json.log")" = 10 ]; then
-    ok "both logs hold the 10 decisions"
+if [ "$ndec" = 11 ] && [ "$(grep -c '"event":"decision"' "$T/json.log")" = 11 ]; then
+    ok "both logs hold the 11 decisions"
 else
-    bad "both logs hold the 10 decisions" "$(cat "$T/text.log" "$T/json.log")"
+    bad "both logs hold the 11 decisions" "$(cat "$T/text.log" "$T/json.log")"
+fi
+if grep 'host=e.test' "$T/text.log" | grep -q 'decision=deny.*addr=127.0.0.2'; then
+    ok "the guard refused e.test's loopback answer in the log"
+else
+    bad "the guard refused e.test's loopback answer in the log" "$(grep e.test "$T/text.log")"
 fi
 
 S="$T/old.json"
@@ -105,7 +113,7 @@ allow -> deny  http a.test:$PA GET /pub/x  x2  was: $RA  now: request rules: GET
 allow -> deny  http b.test:$PA GET /y  x1  was: $RB  now: 'b.test' network.deniedDomains[1] ($ST:3): denied by rule 'b.test'
 allow -> deny  connect b.test:$PA  x1  was: $RB  now: 'b.test' network.deniedDomains[1] ($ST:3): denied by rule 'b.test'
 allow -> deny  socks5 b.test:$PA  x1  was: $RB  now: 'b.test' network.deniedDomains[1] ($ST:3): denied by rule 'b.test'
-5 of 10 decisions change: 5 allowed -> denied, 0 denied -> allowed, 0 allow <-> would_deny
+5 of 11 decisions change: 5 allowed -> denied, 0 denied -> allowed, 0 allow <-> would_deny; 1 denied by the address guard, not judged without answers
 OUT
 }
 loose_want() {
@@ -114,18 +122,35 @@ deny -> allow  http a.test:$PA POST /pub/x  x1  was: no rule  now: 'a.test' netw
 deny -> allow  http c.test:$PA GET /z  x1  was: $RC  now: 'c.test' network.allowedDomains[2] ($LO:2): allowed by rule 'c.test'
 deny -> allow  http d.test:$PA GET /w  x1  was: no rule  now: 'd.test' network.allowedDomains[3] ($LO:2): allowed by rule 'd.test'
 deny -> allow  socks5 c.test:$PA  x1  was: $RC  now: 'c.test' network.allowedDomains[2] ($LO:2): allowed by rule 'c.test'
-4 of 10 decisions change: 0 allowed -> denied, 4 denied -> allowed, 0 allow <-> would_deny
+4 of 11 decisions change: 0 allowed -> denied, 4 denied -> allowed, 0 allow <-> would_deny; 1 denied by the address guard, not judged without answers
 OUT
 }
+# --resolve: e.test is resolved now (through the dnsmasq) and its answer
+# 127.0.0.2 judged by the guard: still refused under the stricter policy,
+# allowed by its IP rule under the looser one
+strict_resolve_want() {
+    strict_want | sed 's/; 1 denied by the address guard, not judged without answers$//'
+}
+loose_resolve_want() { # d.test has no address now (NXDOMAIN): still denied
+    loose_want | sed -n '1,2p'
+    cat <<OUT
+deny -> allow  http e.test:$PA GET /guard  x1  was: 'e.test' network.allowedDomains[3] ($S:2)  now: 'e.test' network.allowedDomains[5] ($LO:2): allowed by rule 'e.test'
+OUT
+    loose_want | sed -n '4p'
+    echo "4 of 11 decisions change: 0 allowed -> denied, 4 denied -> allowed, 0 allow <-> would_deny"
+}
 
-# replay NAME LOG SETTINGS WANT-RC WANT-FUNCTION
+# replay NAME LOG SETTINGS WANT-RC WANT-FUNCTION [ARGS...]
 replay() {
-    local name=$1 log=$2 set=$3 want_rc=$4 want=$5 out rc
-    out=$("$SLUICE" check --settings "$set" --replay "$log" 2>"$T/replay.err")
+    local name=$1 log=$2 set=$3 want_rc=$4 want=$5 how out rc
+    shift 5
+    how="without resolving names [(]no address guard for names[)]"
+    [ "$#" -gt 0 ] && how="names resolved now and every answer judged by the address guard"
+    out=$("$SLUICE" check --settings "$set" --replay "$log" "$@" 2>"$T/replay.err")
     rc=$?
     if [ "$rc" = "$want_rc" ]; then ok "$name: exit $rc"
     else bad "$name: exit $want_rc" "exit $rc: $out $(cat "$T/replay.err")"; fi
-    if head -1 <<<"$out" | grep -q "^replay of $log against $set: 10 decisions in 9 groups, .* judged by the rules, without resolving names"; then
+    if head -1 <<<"$out" | grep -qE "^replay of $log against $set: 11 decisions in 10 groups, [0-9]+ other records skipped; judged by the rules, $how\$"; then
         ok "$name: the header says what was judged, and how"
     else
         bad "$name: the header" "$(head -1 <<<"$out")"
@@ -137,12 +162,14 @@ replay "text log, stricter" "$T/text.log" "$T/strict.json" 1 strict_want
 replay "json log, stricter" "$T/json.log" "$T/strict.json" 1 strict_want
 replay "text log, looser" "$T/text.log" "$T/loose.json" 1 loose_want
 replay "json log, looser" "$T/json.log" "$T/loose.json" 1 loose_want
+replay "text log, stricter, --resolve" "$T/text.log" "$T/strict.json" 1 strict_resolve_want --resolve
+replay "json log, looser, --resolve" "$T/json.log" "$T/loose.json" 1 loose_resolve_want --resolve
 
 # the policy the log was recorded under changes nothing: exit 0, no change line
 for f in text json; do
     out=$("$SLUICE" check --settings "$T/old.json" --replay "$T/$f.log" 2>&1)
     rc=$?
-    if [ "$rc" = 0 ] && [ "$(tail -n +2 <<<"$out")" = "0 of 10 decisions change: 0 allowed -> denied, 0 denied -> allowed, 0 allow <-> would_deny" ]; then
+    if [ "$rc" = 0 ] && [ "$(tail -n +2 <<<"$out")" = "0 of 11 decisions change: 0 allowed -> denied, 0 denied -> allowed, 0 allow <-> would_deny; 1 denied by the address guard, not judged without answers" ]; then
         ok "$f log, the same policy: nothing changes, exit 0"
     else
         bad "$f log, the same policy: nothing changes, exit 0" "exit $rc: $out"
@@ -166,7 +193,7 @@ assert first["method"] == "GET" and first["path"] == "/pub/x" and first["count"]
 assert first["old"]["decision"] == "allow" and first["old"]["rule"] == "'a.test' network.allowedDomains[0]", first
 assert first["new"]["decision"] == "deny" and first["new"]["rule"] is None, first
 s = objs[-1]["summary"]
-assert s["decisions"] == 10 and s["groups"] == 9 and s["changed"] == 5 and s["changed_groups"] == 4, s
+assert s["decisions"] == 11 and s["groups"] == 10 and s["guard_not_judged"] == 1 and s["changed"] == 5 and s["changed_groups"] == 4, s
 assert s["allowed_to_denied"] == 5 and s["denied_to_allowed"] == 0 and s["resolve"] is False, s
 assert len(objs) == 5, objs
 PY
