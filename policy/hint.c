@@ -84,8 +84,8 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
                      "change it",
                      r->pattern, j->source);
         else
-            snprintf(buf, len, "a deny rule wins over every allow rule: remove or narrow '%s' "
-                     "(%s) to allow it",
+            snprintf(buf, len, "deny rules win over allow rules: to allow it, remove or narrow "
+                     "'%s' (%s)",
                      r->pattern, j->source);
         return buf;
     }
@@ -98,11 +98,16 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
                  dest(h, port, d, sizeof(d)));
         return buf;
     case POLICY_BY_GUARD:
+        if (j->cls == POLICY_CLASS_PROXY) {
+            snprintf(buf, len, "sluice never connects to its own listeners");
+            return buf;
+        }
+        if (h->kind != POLICY_HOST_NAME) {
+            snprintf(buf, len, "to allow this address, add '%s' to network.allowedDomains",
+                     dest(h, port, d, sizeof(d)));
+            return buf;
+        }
         if (refused != NULL && port != 0) {
-            if (j->cls == POLICY_CLASS_PROXY) {
-                snprintf(buf, len, "sluice never connects to its own listeners");
-                return buf;
-            }
             snprintf(buf, len,
                      "'%s' resolved to an address the guard refuses; to allow that address, add "
                      "'%s' to network.allowedDomains",
