@@ -102,6 +102,69 @@ else
     bad "the guard refused e.test's loopback answer in the log" "$(grep e.test "$T/text.log")"
 fi
 
+# the deny messages of the recorded log (issue 26): each denial says what
+# to add to the settings to allow it, and never a way around the proxy
+hint_of() { # GREP-PATTERN: the hint= of the first decision record matching
+    grep 'event=decision' "$T/text.log" | grep -E -- "$1" | head -1 | sed -n 's/.* hint="\([^"]*\)".*/\1/p'
+}
+hint_is() { # NAME PATTERN WANT
+    local got
+    got=$(hint_of "$2")
+    [ "$got" = "$3" ] && ok "hint: $1" || bad "hint: $1" "got '$got', want '$3'"
+}
+hint_is "a name no rule allows: the allowedDomains entry" "host=d.test" \
+    "to allow it, add 'd.test:$PA' to network.allowedDomains"
+hint_is "a deny rule: which one to remove or narrow" "protocol=socks5 host=c.test" \
+    "deny rules win over allow rules: to allow it, remove or narrow 'c.test' ($T/old.json:3)"
+hint_is "the address the guard refused" "host=e.test" \
+    "'e.test' resolved to an address the guard refuses; to allow that address, add '127.0.0.2:$PA' to network.allowedDomains"
+if grep 'decision=allow' "$T/text.log" | grep -q 'hint='; then
+    bad "an allowed record has no hint" "$(grep 'decision=allow' "$T/text.log" | grep hint=)"
+else
+    ok "an allowed record has no hint"
+fi
+if grep -qiE 'noproxy|no_proxy|unset .*proxy|without the proxy' "$T/text.log" "$T/json.log"; then
+    bad "no hint suggests a way around the proxy" "$(grep -iE 'noproxy|no_proxy' "$T/text.log")"
+else
+    ok "no hint suggests a way around the proxy"
+fi
+if python3 - "$T/json.log" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+d = [r for r in recs if r.get("event") == "decision" and r.get("host") == "d.test"][0]
+assert d["hint"].startswith("to allow it, add 'd.test:"), d
+keys = list(d)
+assert keys.index("reason") + 1 == keys.index("hint"), keys
+post = [r for r in recs if r.get("event") == "decision" and r.get("method") == "POST"][0]
+want = ('to allow it, add {"host": "a.test", "method": "POST", "path": "/pub/x", '
+        '"action": "allow"} to network.requestRules')
+assert post["hint"] == want, post
+PY
+then ok "hint: the JSON log carries it after reason; request rules: the allow rule to add"
+else bad "hint: the JSON log carries it after reason; request rules: the allow rule to add" "$(grep -E 'd.test|POST' "$T/json.log")"; fi
+
+# network.denyMessage replaces the hint: in the 403 body and the log
+cat > "$T/msg.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "denyMessage": "ask #egress on chat for an exception"}}
+JSON
+start_proxy msg "$T/msg.json" --http tcp:127.0.0.1:0
+if [ -n "$HPORT" ]; then
+    body=$(curl -s --max-time 10 -x "http://127.0.0.1:$HPORT" "http://127.0.0.9:$PA/x")
+    if [ "$body" = "sluice: 127.0.0.9:$PA blocked: 127.0.0.9 is a loopback address and no rule allows it; ask #egress on chat for an exception" ]; then
+        ok "denyMessage: the 403 body ends with it"
+    else
+        bad "denyMessage: the 403 body ends with it" "$body"
+    fi
+    wait_for "$T/msg.log" 'event=decision' 5
+    grep -q 'hint="ask #egress on chat for an exception"' "$T/msg.log" &&
+        ok "denyMessage: the log's hint is it" || bad "denyMessage: the log's hint is it" "$(cat "$T/msg.log")"
+    kill "$PROXY_PID"
+fi
+out=$("$SLUICE" check --settings <(echo '{"network": {"denyMessage": "two\nlines"}}') a.test 2>&1)
+rc=$?
+[ "$rc" = 2 ] && grep -q 'network.denyMessage' <<<"$out" && ok "denyMessage: a second line is refused, naming the key" ||
+    bad "denyMessage: a second line is refused, naming the key" "exit $rc: $out"
+
 S="$T/old.json"
 RA="'a.test' network.allowedDomains[0] ($S:2)"
 RB="'b.test' network.allowedDomains[1] ($S:2)"
