@@ -51,8 +51,7 @@ static void request_hint(const struct policy_host *h, const struct policy_reques
     }
     if (rq->target_len >= sizeof(path) ||
         policy_path_normalize(rq->target, rq->target_len, path, sizeof(path), &plen, &why) < 0) {
-        snprintf(buf, len, "to allow it, add a network.requestRules allow rule for '%s'",
-                 h->name);
+        snprintf(buf, len, "to allow it, add a network.requestRules allow rule for '%s'", h->name);
         return;
     }
     snprintf(method, sizeof(method), "%.*s", (int)(rq->method_len < 31 ? rq->method_len : 31),
@@ -84,7 +83,8 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
                      "change it",
                      r->pattern, j->source);
         else
-            snprintf(buf, len, "deny rules win over allow rules: to allow it, remove or narrow "
+            snprintf(buf, len,
+                     "deny rules win over allow rules: to allow it, remove or narrow "
                      "'%s' (%s)",
                      r->pattern, j->source);
         return buf;

@@ -413,7 +413,8 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     p->strict = s->network.strict_allowlist;
     p->deny_private = s->network.deny_private_addresses == SETTINGS_TRUE;
     p->report = s->network.mode == SETTINGS_MODE_REPORT;
-    if (s->network.deny_message != NULL && (p->deny_message = strdup(s->network.deny_message)) == NULL)
+    if (s->network.deny_message != NULL &&
+        (p->deny_message = strdup(s->network.deny_message)) == NULL)
         rc = -ENOMEM;
 
     for (i = 0; rc == 0 && i < s->network.denied_domains.n; i++)

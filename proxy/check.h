@@ -18,7 +18,7 @@ struct check_opts {
     int resolve;
     int config_test; /* --settings and no target: check_config */
     int transparent; /* --transparent / network.transparent: the resolver's answer too */
-    const char *method; /* --method M for URL targets (default GET), or NULL */
+    const char *method;      /* --method M for URL targets (default GET), or NULL */
     const char *replay_path; /* --replay LOG ("-": stdin), or NULL */
 };
 

@@ -210,9 +210,9 @@ static int read_log(struct replay *rp)
         if (kind < 0 || got == 2) {
             fprintf(stderr, "%s:%lu: %s%s%s\n", rp->path, lineno,
                     kind < 0 ? "not a connection log record: " : "", kind < 0 ? why : "",
-                    got != 2      ? ""
-                    : kind < 0    ? " (the last line, without its newline: the log was cut)"
-                                  : "the last line has no newline: the log was cut");
+                    got != 2   ? ""
+                    : kind < 0 ? " (the last line, without its newline: the log was cut)"
+                               : "the last line has no newline: the log was cut");
             nbad++;
         } else if (kind == 0) {
             rp->others++;
@@ -303,10 +303,10 @@ static void judge(const struct policy *p, struct replay_group *g, int resolve)
     /* without answers, a name the rules let through and the guard refused
      * (the record names the refused address, or the allow rule that let the
      * name through) cannot be judged again */
-    g->skipped = !resolve && strcmp(g->decision, "deny") == 0 &&
-                 g->h.kind == POLICY_HOST_NAME && allowed(g->now) &&
-                 (g->addr_seen ||
-                  (g->rule != NULL && strstr(g->rule, " network.allowedDomains") != NULL));
+    g->skipped =
+        !resolve && strcmp(g->decision, "deny") == 0 && g->h.kind == POLICY_HOST_NAME &&
+        allowed(g->now) &&
+        (g->addr_seen || (g->rule != NULL && strstr(g->rule, " network.allowedDomains") != NULL));
 }
 
 /* --resolve: the rule match finished with the name's answers, as egress
@@ -411,8 +411,8 @@ static void print_change_text(const struct replay_group *g)
     if (g->source != NULL)
         printf(" (%s)", common_escape(g->source, e3, sizeof(e3)));
     printf("  now: %s", g->now_rule[0] != '\0' ? g->now_rule
-                        : g->by_request   ? "request rules"
-                                          : "no rule");
+                        : g->by_request        ? "request rules"
+                                               : "no rule");
     if (g->now_source[0] != '\0')
         printf(" (%s)", g->now_source);
     printf(": %s\n", g->now_reason);

@@ -291,14 +291,15 @@ static int url_path(const char *url, const char **path, const char **why)
 
 static int check_record(const struct fields *f, struct replay_record *r, const char **why)
 {
-    static const char *const protocols[] = {"connect", "http", "socks5", "transparent", "dns",
-                                            NULL};
+    static const char *const protocols[] = {"connect",     "http", "socks5",
+                                            "transparent", "dns",  NULL};
     static const char *const decisions[] = {"allow", "deny", "would_deny", NULL};
     int dns;
 
     if (f->protocol == NULL || !one_of(f->protocol, protocols)) {
-        *why = f->protocol == NULL ? "a decision without a protocol"
-                                   : "an unknown protocol (connect, http, socks5, transparent, dns)";
+        *why = f->protocol == NULL
+                   ? "a decision without a protocol"
+                   : "an unknown protocol (connect, http, socks5, transparent, dns)";
         return -EINVAL;
     }
     if (f->decision == NULL || !one_of(f->decision, decisions)) {

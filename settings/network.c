@@ -220,8 +220,7 @@ int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d)
 
     (void)d;
     if (!json_is_string(v))
-        return settings__fail(c, 0, "expected a string (one line), got %s",
-                              settings__type_name(v));
+        return settings__fail(c, 0, "expected a string (one line), got %s", settings__type_name(v));
     m = json_string_value(v);
     n = json_string_length(v);
     if (n == 0 || n > 200)

@@ -32,7 +32,8 @@ static struct policy *pol;
 static void build_policy(void)
 {
     static const char json[] =
-        "{\"network\": {\"allowedDomains\": [\"ruled.test\", \"*.example.com\", \"127.0.0.1:80\"],\n"
+        "{\"network\": {\"allowedDomains\": [\"ruled.test\", \"*.example.com\", "
+        "\"127.0.0.1:80\"],\n"
         " \"deniedDomains\": [\"evil.test\"],\n"
         " \"requestRules\": [{\"host\": \"ruled.test\", \"method\": \"GET\", \"path\": \"/a/**\", "
         "\"action\": \"allow\"}]}}\n";

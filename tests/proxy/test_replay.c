@@ -93,9 +93,8 @@ static void round_trip(void **state)
         assert_int_equal(parse(line, &r, &why), 0);
         free(line);
     }
-    assert_int_equal(parse("time=x level=info event=start message=\"listening http tcp:1\"", &r,
-                           &why),
-                     0);
+    assert_int_equal(
+        parse("time=x level=info event=start message=\"listening http tcp:1\"", &r, &why), 0);
 }
 
 static void forms(void **state)
@@ -113,9 +112,8 @@ static void forms(void **state)
     assert_string_equal(r.h.name, "127.0.0.1");
     assert_null(r.path);
     /* dns: no port */
-    assert_int_equal(parse("event=decision protocol=dns host=evil.test decision=deny code=3", &r,
-                           &why),
-                     1);
+    assert_int_equal(
+        parse("event=decision protocol=dns host=evil.test decision=deny code=3", &r, &why), 1);
     assert_int_equal(r.port, 0);
     /* an empty path is "/" */
     assert_int_equal(parse("{\"event\":\"decision\",\"protocol\":\"http\",\"host\":\"a.test\","
