@@ -46,17 +46,6 @@ static const char **field_slot(struct fields *f, const char *key, size_t klen)
 
 /* ---- logfmt ---- */
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* 1 when c may stand in an unquoted value (common_logfmt quotes the rest) */
 static int bare_ok(unsigned char c)
 {
@@ -110,9 +99,11 @@ static int logfmt_value(const char *line, size_t len, size_t *pos, char *out, co
             out[o++] = line[++i];
             continue;
         }
-        if (i + 3 < len && line[i + 1] == 'x' && hexval((unsigned char)line[i + 2]) >= 0 &&
-            hexval((unsigned char)line[i + 3]) >= 0) {
-            int v = hexval((unsigned char)line[i + 2]) * 16 + hexval((unsigned char)line[i + 3]);
+        if (i + 3 < len && line[i + 1] == 'x' &&
+            common_hex_digit((unsigned char)line[i + 2]) >= 0 &&
+            common_hex_digit((unsigned char)line[i + 3]) >= 0) {
+            int v = common_hex_digit((unsigned char)line[i + 2]) * 16 +
+                    common_hex_digit((unsigned char)line[i + 3]);
             if (v == 0) {
                 *why = "a NUL byte (\\x00) in a value";
                 return -EINVAL;
