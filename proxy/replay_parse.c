@@ -316,6 +316,10 @@ static int check_record(const struct fields *f, struct replay_record *r, const c
         *why = "a dns decision with a port";
         return -EINVAL;
     }
+    if (dns && r->h.kind != POLICY_HOST_NAME) { /* the resolver judges names only */
+        *why = "a dns decision for an IP address";
+        return -EINVAL;
+    }
     r->path = NULL;
     if ((f->method != NULL || f->url != NULL) && strcmp(f->protocol, "http") != 0) {
         *why = "method or url in a record that is not protocol=http";

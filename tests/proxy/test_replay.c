@@ -169,6 +169,9 @@ static void bad_lines(void **state)
         {"event=decision protocol=connect host=a.test port=0443 decision=allow", "port"},
         {"event=decision protocol=connect host=a.test port=-1 decision=allow", "port"},
         {"event=decision protocol=dns host=a.test port=53 decision=deny", "dns decision with"},
+        /* found by fuzz_replay: policy_dns_refused is for names only */
+        {"event=decision protocol=dns host=1 decision=deny", "dns decision for an IP"},
+        {"event=decision protocol=dns host=[::1] decision=deny", "dns decision for an IP"},
         {"event=decision protocol=connect host=a.test port=1 method=GET url=http://a.test/ "
          "decision=allow",
          "not protocol=http"},
