@@ -176,6 +176,7 @@ int settings__fn_reasons(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_mode(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_plaintext_set(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_request_rules(struct ctx *c, json_t *v, const struct key_def *d);

@@ -105,6 +105,9 @@ struct settings {
          * rule in settings_request_rule's text form (below), its place the
          * rule's object; replaced by a later layer that sets the key */
         struct settings_list request_rules;
+        /* network.denyMessage (issue 26): replaces the hint of every denial
+         * (the 403 body, the log's hint, the run summary); NULL: sluice's */
+        char *deny_message;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
