@@ -520,6 +520,8 @@ struct egress_outcome {
     char rule[512];           /* "" or: 'PATTERN' LIST[INDEX] (policy_rule_format) */
     char source[300];         /* "" or where that rule is written: FILE:LINE */
     char reason[400];         /* one line, printable ASCII: why denied / what failed */
+    char hint[400];           /* EGRESS_DENIED: what to change in the settings to allow it
+                                 (policy_deny_hint), one line; else "" */
     size_t naddrs;            /* addresses the name resolved to */
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
@@ -640,6 +642,7 @@ struct connlog {
     const char *method;   /* plain HTTP: the request method, else NULL */
     const char *url;      /* plain HTTP: the URL without its query, else NULL */
     int terminated;       /* a CONNECT terminated by sluice, or a request inside one */
+    const char *hint;     /* a denial: what to change in the settings to allow it, or NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -681,6 +684,7 @@ struct frontend_conn {
     char *method;                 /* plain HTTP only; NULL or a heap copy */
     char *url;                    /* plain HTTP only; NULL or a heap copy */
     unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
+    char *hint;                   /* a denial's hint; NULL or a heap copy */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 

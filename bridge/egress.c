@@ -197,6 +197,11 @@ static void finish(struct egress_req *r, enum egress_result res, int status)
 
 static void deny(struct egress_req *r, enum egress_stage stage, const char *reason)
 {
+    if (r->o.hint[0] == '\0') { /* the ask handler's no, or nobody to ask */
+        static const struct policy_judgment none = {.origin = POLICY_BY_NO_RULE};
+        policy_deny_hint(r->pol->p, &r->host, r->port, NULL, &none, NULL, r->o.hint,
+                         sizeof(r->o.hint));
+    }
     r->o.stage = stage;
     if (reason != NULL)
         snprintf(r->o.reason, sizeof(r->o.reason), "%s", reason);
@@ -393,6 +398,8 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
         }
         r->o.addr = addrs[0];
         r->o.have_addr = 1;
+        policy_deny_hint(r->pol->p, &r->host, r->port, NULL, &j, &addrs[0], r->o.hint,
+                         sizeof(r->o.hint));
         deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
         return;
     }
@@ -586,6 +593,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
             r->o.would_deny = 1;
             proceed(r);
         } else {
+            policy_deny_hint(r->pol->p, host, port, rq, &j, NULL, r->o.hint, sizeof(r->o.hint));
             deny(r, EGRESS_BY_POLICY, NULL);
         }
         break;

@@ -5,6 +5,8 @@
  *                [--method M] TARGET...
  *   sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE
  *   sluice check --settings FILE [--proxy] (the config test, proxy/checkconf.c)
+ *   sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG
+ *                (proxy/replay.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -25,6 +27,7 @@ void cli_check_usage(FILE *f)
           "                    [--method M] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE\n"
           "       sluice check --settings FILE [--proxy]\n"
+          "       sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
           "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
@@ -49,8 +52,14 @@ void cli_check_usage(FILE *f)
           "  --expect FILE    each line 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD URL'\n"
           "                   ('#' comments); prints every\n"
           "                   mismatch and 'N passed, M failed'; exit 1 on a mismatch\n"
+          "  --replay LOG     judge every decision record of a connection log (logfmt or\n"
+          "                   JSON, '-' for stdin) with these settings and print each\n"
+          "                   decision that changes, grouped, with counts, old and new\n"
+          "                   rule; names are resolved only with --resolve; exit 1 when\n"
+          "                   one changes\n"
           "\n"
-          "exit status: 0 ok, 1 expectation mismatch, 2 bad settings, target or expectation\n",
+          "exit status: 0 ok (with --replay: nothing changes), 1 expectation mismatch (a\n"
+          "decision changes), 2 bad settings, target, expectation or log line\n",
           f);
 }
 
@@ -61,7 +70,8 @@ enum {
     OPT_EXPECT,
     OPT_TRANSPARENT,
     OPT_PROXY,
-    OPT_METHOD
+    OPT_METHOD,
+    OPT_REPLAY
 };
 
 static const struct option check_options[] = {
@@ -72,6 +82,7 @@ static const struct option check_options[] = {
     {"proxy", no_argument, NULL, OPT_PROXY},
     {"method", required_argument, NULL, OPT_METHOD},
     {"expect", required_argument, NULL, OPT_EXPECT},
+    {"replay", required_argument, NULL, OPT_REPLAY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -112,6 +123,9 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
         case OPT_EXPECT:
             o->expect_path = optarg;
             break;
+        case OPT_REPLAY:
+            o->replay_path = optarg;
+            break;
         case 'h':
             cli_check_usage(stdout);
             return 1;
@@ -124,6 +138,14 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
     }
     o->targets = (const char *const *)&argv[optind];
     o->ntargets = (size_t)(argc - optind);
+    if (o->replay_path != NULL) {
+        if (o->expect_path != NULL || o->ntargets > 0 || o->method != NULL || o->transparent) {
+            fprintf(stderr, "sluice: check: --replay LOG takes no targets, --expect, --method "
+                            "or --transparent\n");
+            return 1 + 2;
+        }
+        return 0;
+    }
     if (o->expect_path != NULL && o->ntargets > 0) {
         fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
         return 1 + 2;
@@ -160,9 +182,12 @@ int cli_check(int argc, char **argv)
         return 2;
     if (as_proxy)
         proxy_settings_defaults(&s);
-    if (s.network.transparent)
+    if (s.network.transparent && o.replay_path == NULL)
         o.transparent = 1;
-    rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
+    if (o.replay_path != NULL)
+        rc = check_replay(&o, &s, settings_path);
+    else
+        rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
     settings_free(&s);
     return rc;
 }

@@ -413,6 +413,9 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     p->strict = s->network.strict_allowlist;
     p->deny_private = s->network.deny_private_addresses == SETTINGS_TRUE;
     p->report = s->network.mode == SETTINGS_MODE_REPORT;
+    if (s->network.deny_message != NULL &&
+        (p->deny_message = strdup(s->network.deny_message)) == NULL)
+        rc = -ENOMEM;
 
     for (i = 0; rc == 0 && i < s->network.denied_domains.n; i++)
         rc = add_rule(p, s, &s->network.denied_domains.items[i], POLICY_LIST_DENIED, err);
@@ -455,6 +458,7 @@ void policy_free(struct policy *p)
         return;
     policy_parent_free(p->parent);
     policy__request_free(p);
+    free(p->deny_message);
     for (size_t k = 0; k < p->http.nstrip; k++)
         free(p->http.strip[k]);
     free(p->http.strip);
@@ -484,6 +488,11 @@ void policy_free(struct policy *p)
 int policy_mode_report(const struct policy *p)
 {
     return p->report;
+}
+
+const char *policy_deny_message(const struct policy *p)
+{
+    return p->deny_message;
 }
 
 int policy_deny_private(const struct policy *p)

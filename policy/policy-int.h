@@ -53,6 +53,7 @@ struct policy {
     struct pcidr deny_cidr[2], allow_cidr[2], rdeny_cidr[2]; /* [0] v4, [1] v6 */
 
     int allow_all, strict, deny_private, report;
+    char *deny_message; /* network.denyMessage, or NULL */
 
     struct policy_addr *self;
     size_t nself;

@@ -370,6 +370,19 @@ void policy_verdict_finish(const struct policy *p, const struct policy_host *h, 
  * from now on (NULL stops counting). Not thread-safe; set before use. */
 void policy_count_matches(struct policy *p, unsigned long *counter);
 
+/* The hint a denial ends with (policy/hint.c, issue 26): in one short line
+ * of printable ASCII, what a user would change in the settings to allow
+ * h:port (port 0: a name, as transparent mode's resolver refuses it) - the
+ * entry to add to network.allowedDomains or network.requestRules, the deny
+ * rule that wins, or the managed file that set it - never a way around the
+ * proxy; network.denyMessage replaces it. rq: the request judged, or NULL;
+ * refused: the first answer the guard refused, or NULL. Returns buf. */
+const char *policy_deny_hint(const struct policy *p, const struct policy_host *h, uint16_t port,
+                             const struct policy_request *rq, const struct policy_judgment *j,
+                             const struct policy_addr *refused, char *buf, size_t len);
+/* network.denyMessage, or NULL. */
+const char *policy_deny_message(const struct policy *p);
+
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len);

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <uv.h>
 
-#define CHECK_MAX_ADDRS 32
 #define CHECK_DNS_TIMEOUT_MS 5000
 
 struct check_item {
@@ -39,9 +38,7 @@ struct check_item {
     struct policy_judgment d;     /* policy_verdict_finish of match */
     int would_deny;               /* report mode lets d's denial through (d.report_only) */
     /* --resolve */
-    int resolving;
-    enum resolver_status rst;
-    struct policy_addr addrs[CHECK_MAX_ADDRS];
+    struct check_lookup lk;
     size_t naddrs;
     struct policy_guard_verdict gv[CHECK_MAX_ADDRS];
     size_t nallowed;
@@ -67,7 +64,7 @@ static const char *decision_name(const struct check_item *it)
     return it->would_deny ? "would_deny" : verdict_name(it->d.verdict);
 }
 
-static const char *resolver_status_name(enum resolver_status st)
+const char *check_resolver_status_name(enum resolver_status st)
 {
     switch (st) {
     case RESOLVER_OK:
@@ -156,15 +153,14 @@ static void target_words(const struct check_item *it, char *buf, size_t len)
 static void on_resolved(void *arg, enum resolver_status st, const struct policy_addr *addrs,
                         size_t n)
 {
-    struct check_item *it = arg;
+    struct check_lookup *l = arg;
 
-    it->resolving = 0;
-    it->rst = st;
+    l->st = st;
     if (n > CHECK_MAX_ADDRS)
         n = CHECK_MAX_ADDRS;
     if (n > 0)
-        memcpy(it->addrs, addrs, n * sizeof(*addrs));
-    it->naddrs = n;
+        memcpy(l->addrs, addrs, n * sizeof(*addrs));
+    l->n = n;
 }
 
 static void on_resolver_closed(void *arg)
@@ -172,7 +168,7 @@ static void on_resolver_closed(void *arg)
     (void)arg;
 }
 
-static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
+int check_resolve(const struct settings *s, struct check_lookup *const *l, size_t n)
 {
     uv_loop_t loop;
     struct resolver *r = NULL;
@@ -199,21 +195,38 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
         return rc;
     }
     for (i = 0; i < n; i++) {
-        struct check_item *it = &items[i];
         struct resolver_query *q;
-        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
-            continue;
-        it->resolving = 1;
-        if (resolver_query(r, it->host.name, on_resolved, it, &q) < 0) {
-            it->resolving = 0;
-            it->rst = RESOLVER_FAIL;
-        }
+        l[i]->st = RESOLVER_FAIL;
+        l[i]->n = 0;
+        if (resolver_query(r, l[i]->name, on_resolved, l[i], &q) < 0)
+            l[i]->st = RESOLVER_FAIL;
     }
     uv_run(&loop, UV_RUN_DEFAULT);
     resolver_close(r, on_resolver_closed, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(&loop);
     return rc == 0 ? 0 : -EBUSY;
+}
+
+/* Resolves the names check --resolve judges: allowed or undecided ones. */
+static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
+{
+    struct check_lookup **l = calloc(n > 0 ? n : 1, sizeof(*l));
+    size_t k = 0;
+    int rc;
+
+    if (l == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct check_item *it = &items[i];
+        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
+            continue;
+        it->lk.name = it->host.name;
+        l[k++] = &it->lk;
+    }
+    rc = check_resolve(s, l, k);
+    free(l);
+    return rc;
 }
 
 /* Writes a decision's reason, cut at its size: a reason is a one-line
@@ -238,14 +251,14 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 {
     if (!it->valid || it->d.verdict == POLICY_DENY)
         return;
-    if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
+    if (it->host.kind == POLICY_HOST_NAME && it->lk.st != RESOLVER_OK) {
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         it->would_deny = 0;
-        set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
+        set_reason(&it->d, "%s for %s", check_resolver_status_name(it->lk.st), it->host.name);
         return;
     }
-    policy_verdict_finish(p, &it->host, it->port, &it->match, it->addrs, it->naddrs, it->gv,
+    policy_verdict_finish(p, &it->host, it->port, &it->match, it->lk.addrs, it->lk.n, it->gv,
                           &it->d);
     it->naddrs = it->d.naddrs;
     it->nallowed = it->d.nallowed;

@@ -203,7 +203,7 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
 {
     struct http_work *w = c->w;
     struct http_reply r;
-    char body[800], hp[300];
+    char body[1300], hp[300];
     const char *reason = o->reason[0] != '\0' ? o->reason : egress_result_str(o->result);
 
     memset(&r, 0, sizeof(r));
@@ -216,7 +216,9 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         r.phrase = reason;
         r.error = o->stage == EGRESS_BY_GUARD ? "destination_ip_prohibited" : "http_request_denied";
         r.blocked = 1;
-        snprintf(body, sizeof(body), "sluice: %s blocked: %s", hp, reason);
+        /* what, why (the rule), and what to add to allow it (issue 26) */
+        snprintf(body, sizeof(body), "sluice: %s blocked: %s%s%s", hp, reason,
+                 o->hint[0] != '\0' ? "; " : "", o->hint);
         break;
     case EGRESS_DNS_FAILED:
         r.status = 502;
@@ -433,6 +435,7 @@ static void request_log_reset(struct http_conn *c)
     frontend_conn_set_text(&c->fc.source, NULL);
     frontend_conn_set_text(&c->fc.url, NULL);
     frontend_conn_set_text(&c->fc.method, NULL);
+    frontend_conn_set_text(&c->fc.hint, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }

@@ -131,6 +131,7 @@ void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
     put_str(&l, "rule", r->rule);
     put_str(&l, "source", r->source);
     put_str(&l, "reason", r->reason);
+    put_str(&l, "hint", r->hint);
     put_str(&l, "addr", r->addr);
     if (r->code >= 0)
         put_num(&l, "code", (unsigned long long)r->code);

@@ -140,6 +140,8 @@ static const struct key_def network_keys[] = {
     /* request rules (issue 23): replaced by a later layer, like allowedDomains */
     CUSTOM("requestRules", settings__fn_request_rules, network.request_rules, MERGE_LIST,
            "network.requestRules"),
+    {.name = "denyMessage", .kind = KD_CUSTOM, .fn = settings__fn_deny_message,
+     .off = OFF(network.deny_message), .merge = MERGE_STRING},
     REFUSED_SAY("filterRequest",
                 "it is a callback of the JavaScript library, which a settings file cannot "
                 "carry; decide per request with an ask handler (sluice run --ask "

@@ -211,6 +211,32 @@ int settings__fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* network.denyMessage: one line of printable ASCII (it goes into 403
+ * bodies, log lines and the terminal), 1 to 200 bytes. */
+int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+    size_t n;
+
+    (void)d;
+    if (!json_is_string(v))
+        return settings__fail(c, 0, "expected a string (one line), got %s", settings__type_name(v));
+    m = json_string_value(v);
+    n = json_string_length(v);
+    if (n == 0 || n > 200)
+        return settings__fail(c, 0, "expected 1 to 200 characters, got %zu", n);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)m[i] < 0x20 || (unsigned char)m[i] > 0x7e)
+            return settings__fail(c, 0,
+                                  "only printable ASCII on one line (it is sent in HTTP "
+                                  "bodies and written to logs and terminals)");
+    free(c->v->network.deny_message);
+    c->v->network.deny_message = strdup(m);
+    if (c->v->network.deny_message == NULL)
+        return settings__fail_nomem(c);
+    return 0;
+}
+
 /* network.allowPlaintextHeaderSet: lets filterRequest/credentials set
  * headers on plain HTTP in srt. sluice sets no header on a request (both
  * are refused), so true would promise something that cannot happen. */

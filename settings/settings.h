@@ -123,6 +123,9 @@ struct settings {
                 SETTINGS_TLS_SCOPE_NEEDED,  /* only hosts with request rules or credentials */
             } scope;
         } tls_terminate;
+        /* network.denyMessage (issue 26): replaces the hint of every denial
+         * (the 403 body, the log's hint, the run summary); NULL: sluice's */
+        char *deny_message;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;

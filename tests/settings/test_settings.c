@@ -1742,6 +1742,40 @@ static void test_request_rules_key(void **state)
     settings_free(&s);
 }
 
+/* network.denyMessage (issue 26): one line of printable ASCII, 1 to 200
+ * bytes, replaced by a later layer; anything else is refused, located. */
+static void test_deny_message_key(void **state)
+{
+    static const char *const bad[] = {
+        "{\"network\": {\"denyMessage\": \"\"}}",
+        "{\"network\": {\"denyMessage\": 1}}",
+        "{\"network\": {\"denyMessage\": null}}",
+        "{\"network\": {\"denyMessage\": \"two\\nlines\"}}",
+        "{\"network\": {\"denyMessage\": \"tab\\there\"}}",
+        "{\"network\": {\"denyMessage\": \"caf\\u00e9\"}}",
+        "{\"network\": {\"denyMessage\": \"del\\u007f\"}}",
+    };
+    struct settings s;
+    struct settings_error err;
+    char big[300];
+    (void)state;
+
+    settings_init(&s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(apply(&s, bad[i], &err), -EINVAL);
+        if (strstr(err.msg, "network.denyMessage") == NULL)
+            fail_msg("case %zu: '%s' does not name the key", i, err.msg);
+        assert_null(s.network.deny_message);
+    }
+    snprintf(big, sizeof(big), "{\"network\": {\"denyMessage\": \"%0201d\"}}", 0);
+    assert_int_equal(apply(&s, big, &err), -EINVAL);
+    assert_int_equal(apply(&s, "{\"network\": {\"denyMessage\": \"ask #infra\"}}", &err), 0);
+    assert_string_equal(s.network.deny_message, "ask #infra");
+    assert_int_equal(apply(&s, "{\"network\": {\"denyMessage\": \"see go/egress\"}}", &err), 0);
+    assert_string_equal(s.network.deny_message, "see go/egress");
+    settings_free(&s);
+}
+
 /* The schema's key at path ("network.allowedDomains"), or NULL. */
 static json_t *schema_key(json_t *schema, const char *path)
 {
@@ -1789,7 +1823,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 104); /* 20 top-level keys, 59 nested, 25 at the third level */
+    assert_int_equal(count, 105); /* 20 top-level keys, 60 nested, 25 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1842,6 +1876,7 @@ int main(void)
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),
+        cmocka_unit_test(test_deny_message_key),
     };
     int rc;
 
