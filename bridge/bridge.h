@@ -641,6 +641,7 @@ struct connlog {
     const char *source;   /* NULL or where the deciding rule is written */
     const char *method;   /* plain HTTP: the request method, else NULL */
     const char *url;      /* plain HTTP: the URL without its query, else NULL */
+    int terminated;       /* a CONNECT terminated by sluice, or a request inside one */
     const char *hint;     /* a denial: what to change in the settings to allow it, or NULL */
 };
 
@@ -682,6 +683,7 @@ struct frontend_conn {
     char *end_own;                /* NULL or a heap copy (frontend_conn_end_fmt) */
     char *method;                 /* plain HTTP only; NULL or a heap copy */
     char *url;                    /* plain HTTP only; NULL or a heap copy */
+    unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
     char *hint;                   /* a denial's hint; NULL or a heap copy */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };

@@ -213,6 +213,7 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.end = c->end != NULL ? c->end : "closed";
     rec.method = c->method;
     rec.url = c->url;
+    rec.terminated = c->terminated;
     rec.hint = c->hint;
     c->f->log(c->f->log_ctx, &rec);
 }

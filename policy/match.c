@@ -432,6 +432,8 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
         rc = http_opts(p, s);
     if (rc == 0)
         rc = policy__request_compile(p, s, err);
+    if (rc == 0)
+        rc = policy__tls_compile(p, s, err);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -460,6 +462,7 @@ void policy_free(struct policy *p)
     for (size_t k = 0; k < p->http.nstrip; k++)
         free(p->http.strip[k]);
     free(p->http.strip);
+    policy__tls_free(p);
     ptab_free(&p->deny_exact);
     ptab_free(&p->deny_wild);
     ptab_free(&p->allow_exact);

@@ -42,6 +42,7 @@ struct pchunk;
 struct policy {
     struct policy_parent *parent; /* network.parentProxy or the environment's; NULL: none */
     struct policy_http_opts http;
+    struct policy_tls_opts tls; /* network.tlsTerminate (tls.c) */
     struct policy_rule *rules;
     uint32_t *chain; /* next rule index with the same key, or POLICY_NO_RULE */
     size_t nrules, caprules;
@@ -72,6 +73,8 @@ struct policy {
 const char *policy__article(enum policy_addr_class c);
 int policy__parse_port(const char *s, size_t len, uint16_t *port);
 int policy__v6_is_mapped(const uint8_t *b);
+int policy__tls_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__tls_free(struct policy *p);
 uint64_t policy__hash(const uint8_t *key, size_t len);
 uint32_t policy__ptab_first(const struct policy *p, const struct ptab *t, const uint8_t *key,
                             size_t len, uint64_t h, uint16_t port);

@@ -134,6 +134,22 @@ struct policy_http_opts {
 };
 const struct policy_http_opts *policy_http_opts(const struct policy *p);
 
+/* network.tlsTerminate as compiled with the policy (policy/tls.c). */
+struct policy_tls_exclude;
+struct policy_tls_opts {
+    int on;                /* the settings give tlsTerminate */
+    unsigned max_tunnels;  /* terminated tunnels open at once, per process */
+    unsigned handshake_ms; /* from the CONNECT's 200 to the end of the handshake */
+    int scope_needed;      /* scope "needed" (not implemented by the proxy yet) */
+    size_t nexclude;
+    struct policy_tls_exclude *exclude; /* excludeDomains, compiled */
+};
+const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
+/* 1 when host:port matches network.tlsTerminate.excludeDomains (patterns as
+ * in allowedDomains: a name, *.name for the names below it, an address or
+ * CIDR, each with an optional port). */
+int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
+
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
@@ -173,7 +189,9 @@ struct policy_decision {
 
 /* A request line: the method and the request target in origin form (the
  * path and query as sent; an absolute-form request's path part). Not
- * NUL-terminated. */
+ * NUL-terminated. method NULL: a tunnel sluice terminates (TLS), decided by
+ * the domain lists alone, since request rules judge each request inside it
+ * (where rq NULL, a tunnel sluice cannot read, is refused on a ruled host). */
 struct policy_request {
     const char *method;
     size_t method_len;

@@ -7,8 +7,10 @@
  * some rule names is allowed only when an allow rule matches its method and
  * normalised path and no deny rule does. A connection that carries no
  * request line sluice can read (a CONNECT, a SOCKS5 CONNECT, a transparent
- * connect()) to such a host is refused: request rules would need TLS
- * termination, which is not built yet.
+ * connect()) to such a host is refused: request rules need TLS termination
+ * to see inside it. A CONNECT sluice proxy terminates (network.tlsTerminate,
+ * the host not in excludeDomains) is judged with a request line whose
+ * method is NULL: the domain lists decide it, the rules each request inside.
  *
  * Paths are judged after normalisation: the query is left out, unreserved
  * characters are percent-decoded (other escapes are kept, hex upper-cased),
@@ -518,6 +520,8 @@ void policy__request_narrow(const struct policy *p, const struct policy_host *h,
 
     if (p->nreq == 0 || d->verdict == POLICY_DENY)
         return; /* rules only narrow */
+    if (rq != NULL && rq->method == NULL)
+        return; /* a terminated tunnel: the rules judge each request inside it */
     if (rq != NULL && normalize(rq->target, rq->target_len, path, sizeof(path), &plen, 0, &why) < 0)
         ambiguous = 1;
     for (size_t i = 0; i < p->nreq; i++) {
@@ -538,7 +542,7 @@ void policy__request_narrow(const struct policy *p, const struct policy_host *h,
     if (rq == NULL) {
         deny_with(d, NULL,
                   "'%s' has request rules (network.requestRules, first at %s:%u), which need TLS "
-                  "termination (not built yet) to judge inside a tunnel; use plain http:// "
+                  "termination (network.tlsTerminate) to judge inside a tunnel, or plain http:// "
                   "through the HTTP proxy",
                   h->name, first->r.file, first->r.line);
         return;

@@ -295,6 +295,10 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         http_tunnel_start(c, o->fd);
         return;
     }
+    if (c->terminated) { /* TLS to the origin first (proxy/http_tls.c) */
+        http_tls_upstream(c, o);
+        return;
+    }
     rc = http_up_adopt(c, o->fd, o);
     if (rc < 0) {
         char why[160];
@@ -306,12 +310,18 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     http_start_exchange(c);
 }
 
-/* The request line the verdict judges: NULL for a tunnel (CONNECT). */
+/* The request line the verdict judges: NULL for a tunnel sluice cannot
+ * read (CONNECT), method NULL for one it terminates. */
 static const struct policy_request *judged_request(const struct http_conn *c,
                                                    struct policy_request *rq)
 {
     const struct http_work *w = c->w;
 
+    if (w->is_connect && http_tls_wanted(c)) {
+        /* to be terminated: request rules judge the requests inside */
+        memset(rq, 0, sizeof(*rq));
+        return rq;
+    }
     if (w->is_connect || w->rq_buf == NULL)
         return NULL;
     rq->method = w->rq_buf;
@@ -400,15 +410,17 @@ static void note_url(struct http_conn *c, const struct http_request *rq, const c
     const char *path = in + rq->path.off;
     size_t plen = 0;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
+    unsigned dport = c->terminated ? 443 : 80;
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
     snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
     frontend_conn_set_text(&c->fc.method, method);
-    if (c->fc.port != 80)
+    if (c->fc.port != dport)
         snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
-    snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
-             port, (int)(plen < 512 ? plen : 512), path);
+    snprintf(url, sizeof(url), "%s://%s%s%s%s%.*s", c->terminated ? "https" : "http",
+             v6 ? "[" : "", c->host.name, v6 ? "]" : "", port, (int)(plen < 512 ? plen : 512),
+             path);
     frontend_conn_set_text(&c->fc.url, url);
 }
 
@@ -454,14 +466,19 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     struct http_work *w = c->w;
     const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
 
-    if (w->is_connect && ho->refuse_opaque_tunnels) {
+    if (w->is_connect && ho->refuse_opaque_tunnels && !http_tls_wanted(c)) {
         http_refuse(c, 403,
                     "tunnels are refused (network.refuseOpaqueTunnels): sluice cannot see "
                     "inside CONNECT",
                     1, "tunnel refused");
         return -1;
     }
-    if (!w->is_connect && ho->require_host_match &&
+    /* inside a terminated tunnel to a host with request rules, the Host must
+     * name the CONNECT target whatever requireHostMatch says */
+    if (!w->is_connect &&
+        (ho->require_host_match ||
+         (c->terminated &&
+          policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
         reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "
@@ -541,7 +558,7 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
         snprintf(authority, sizeof(authority), "[%s]", c->host.name);
     else
         snprintf(authority, sizeof(authority), "%s", c->host.name);
-    if (c->fc.port != 80) {
+    if (c->fc.port != (c->terminated ? 443 : 80)) {
         size_t al = strlen(authority);
         snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->fc.port);
     }
@@ -600,7 +617,7 @@ static int request_parse(struct http_conn *c, struct http_request *rq, size_t en
     w->client_keep = rq->keep_alive;
     w->client_11 = rq->minor == 1;
     w->req_body = rq->body;
-    c->fc.protocol = w->is_connect ? "connect" : "http";
+    c->fc.protocol = w->is_connect ? "connect" : c->terminated ? "https" : "http";
     if (policy_host_normalize(w->in + rq->host.off, rq->host.len, &c->host, &why) < 0) {
         char msg[200];
         c->fc.host = NULL;
@@ -651,13 +668,21 @@ void http_handle_head(struct http_conn *c, size_t end)
         http_reply_overloaded(c);
         return;
     }
-    if (is_health_request(c, w->in, end)) {
+    if (c->terminated && http_tls_head(c, &end) < 0)
+        return; /* inside a terminated tunnel: the CONNECT target's request */
+    if (!c->terminated && is_health_request(c, w->in, end)) {
         health_check(c, end);
         return;
     }
     if (request_parse(c, &rq, end) < 0)
         return;
-    if (!auth_ok(c, &rq, w->in)) {
+    if (c->terminated && w->upgrade) {
+        http_refuse(c, 501,
+                    "Upgrade (WebSocket) inside a terminated tunnel is not implemented yet", 1,
+                    "upgrade refused");
+        return;
+    }
+    if (!c->terminated && !auth_ok(c, &rq, w->in)) {
         reply_auth_required(c, &rq, end);
         return;
     }

@@ -123,6 +123,8 @@ void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
         if (r->port != 0)
             put_num(&l, "port", r->port);
     }
+    if (r->terminated)
+        put_num(&l, "terminated", 1);
     put_str(&l, "method", r->method);
     put_str(&l, "url", r->url);
     put_str(&l, "decision", r->verdict);

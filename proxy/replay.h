@@ -20,7 +20,7 @@ struct replay_record {
     const char *protocol; /* connect, http, socks5, transparent, dns */
     const char *decision; /* allow, deny, would_deny */
     const char *host;     /* as logged */
-    const char *method;   /* http: the request method, or NULL */
+    const char *method;   /* http, https: the request method, or NULL */
     const char *url;      /* http: the URL without its query, or NULL */
     const char *rule;     /* the deciding rule as logged ("'PATTERN' LIST[INDEX]"), or NULL */
     const char *source;   /* FILE:LINE, or NULL */

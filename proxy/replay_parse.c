@@ -260,19 +260,21 @@ static int parse_port(const struct fields *f, uint16_t *port, const char **why)
     return 0;
 }
 
-/* The path of a logged URL: "http://AUTHORITY[PATH]" (the proxy logs it
+/* The path of a logged URL: "http[s]://AUTHORITY[PATH]" (the proxy logs it
  * without its query); "/" when there is none. */
-static int url_path(const char *url, const char **path, const char **why)
+static int url_path(const char *url, int tls, const char **path, const char **why)
 {
+    const char *scheme = tls ? "https://" : "http://";
+    size_t n = strlen(scheme);
     const char *a;
 
-    if (strncmp(url, "http://", 7) != 0) {
-        *why = "url is not an http:// URL";
+    if (strncmp(url, scheme, n) != 0) {
+        *why = tls ? "url is not an https:// URL" : "url is not an http:// URL";
         return -EINVAL;
     }
-    a = url + 7;
+    a = url + n;
     a += strcspn(a, "/?#");
-    if (a == url + 7) {
+    if (a == url + n) {
         *why = "url has no host";
         return -EINVAL;
     }
@@ -282,15 +284,15 @@ static int url_path(const char *url, const char **path, const char **why)
 
 static int check_record(const struct fields *f, struct replay_record *r, const char **why)
 {
-    static const char *const protocols[] = {"connect",     "http", "socks5",
-                                            "transparent", "dns",  NULL};
+    static const char *const protocols[] = {"connect", "http", "https", "socks5",
+                                            "transparent", "dns", NULL};
     static const char *const decisions[] = {"allow", "deny", "would_deny", NULL};
     int dns;
 
     if (f->protocol == NULL || !one_of(f->protocol, protocols)) {
         *why = f->protocol == NULL
                    ? "a decision without a protocol"
-                   : "an unknown protocol (connect, http, socks5, transparent, dns)";
+                   : "an unknown protocol (connect, http, https, socks5, transparent, dns)";
         return -EINVAL;
     }
     if (f->decision == NULL || !one_of(f->decision, decisions)) {
@@ -321,8 +323,9 @@ static int check_record(const struct fields *f, struct replay_record *r, const c
         return -EINVAL;
     }
     r->path = NULL;
-    if ((f->method != NULL || f->url != NULL) && strcmp(f->protocol, "http") != 0) {
-        *why = "method or url in a record that is not protocol=http";
+    if ((f->method != NULL || f->url != NULL) && strcmp(f->protocol, "http") != 0 &&
+        strcmp(f->protocol, "https") != 0) {
+        *why = "method or url in a record that is not protocol=http or https";
         return -EINVAL;
     }
     if ((f->method == NULL) != (f->url == NULL)) {
@@ -338,7 +341,7 @@ static int check_record(const struct fields *f, struct replay_record *r, const c
             return -EINVAL;
         }
     }
-    if (f->url != NULL && url_path(f->url, &r->path, why) < 0)
+    if (f->url != NULL && url_path(f->url, strcmp(f->protocol, "https") == 0, &r->path, why) < 0)
         return -EINVAL;
     r->protocol = f->protocol;
     r->decision = f->decision;

@@ -105,6 +105,24 @@ struct settings {
          * rule in settings_request_rule's text form (below), its place the
          * rule's object; replaced by a later layer that sets the key */
         struct settings_list request_rules;
+        /* network.tlsTerminate (srt 0.0.83's schema, plus scope) */
+        struct {
+            struct {
+                int set;          /* the object was given (even empty) */
+                const char *file; /* where (the last layer that gave it), for messages */
+                unsigned line, col;
+            } given;
+            char *ca_cert_path;    /* both or neither (checked per layer) */
+            char *ca_key_path;
+            struct settings_list exclude_domains;    /* DomainPattern list */
+            struct settings_list extra_ca_cert_paths; /* upstream trust besides the system's */
+            unsigned max_tunnels;                     /* 1..65536, default 256 */
+            unsigned handshake_timeout_ms;            /* 100..600000, default 10000 */
+            enum settings_tls_scope {
+                SETTINGS_TLS_SCOPE_ALL = 0, /* srt: every allowed host not excluded */
+                SETTINGS_TLS_SCOPE_NEEDED,  /* only hosts with request rules or credentials */
+            } scope;
+        } tls_terminate;
         /* network.denyMessage (issue 26): replaces the hint of every denial
          * (the 403 body, the log's hint, the run summary); NULL: sluice's */
         char *deny_message;

@@ -458,6 +458,32 @@ static void test_verdict_report(void **state)
     policy_free(p);
 }
 
+/* A tunnel sluice terminates (a request line whose method is NULL) is
+ * decided by the domain lists alone on a ruled host, where one it cannot
+ * read (NULL) is refused; an unmatched host is still not allowed. */
+static void test_terminated_tunnel(void **state)
+{
+    struct policy *p = compile(rules_json, NULL);
+    struct policy_decision a, b;
+    struct policy_request tunnel;
+    struct policy_host h;
+    const char *why;
+
+    (void)state;
+    memset(&tunnel, 0, sizeof(tunnel));
+    assert_int_equal(policy_host_normalize("github.com", 10, &h, &why), 0);
+    policy_decide_request(p, &h, 443, NULL, &a);
+    assert_int_equal(a.verdict, POLICY_DENY);
+    assert_non_null(strstr(a.reason, "has request rules"));
+    policy_decide_request(p, &h, 443, &tunnel, &b);
+    assert_int_equal(b.verdict, POLICY_ALLOW);
+    assert_int_not_equal(b.origin, POLICY_BY_REQUEST);
+    assert_int_equal(policy_host_normalize("nowhere.example", 15, &h, &why), 0);
+    policy_decide_request(p, &h, 443, &tunnel, &b);
+    assert_int_not_equal(b.verdict, POLICY_ALLOW); /* unmatched: ask, or deny */
+    policy_free(p);
+}
+
 /* policy_decide is policy_decide_request without a request line; without
  * request rules a request line changes nothing. */
 static void test_decide_same(void **state)
@@ -551,7 +577,8 @@ int main(void)
         cmocka_unit_test(test_normalize_overlong), cmocka_unit_test(test_glob_table),
         cmocka_unit_test(test_glob_many_stars),    cmocka_unit_test(test_glob_check),
         cmocka_unit_test(test_verdict_rows),       cmocka_unit_test(test_verdict_report),
-        cmocka_unit_test(test_decide_same),        cmocka_unit_test(test_dns_answers_ruled_host),
+        cmocka_unit_test(test_decide_same),
+        cmocka_unit_test(test_terminated_tunnel),        cmocka_unit_test(test_dns_answers_ruled_host),
         cmocka_unit_test(test_report_managed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

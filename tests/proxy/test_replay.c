@@ -122,6 +122,14 @@ static void forms(void **state)
                            &r, &why),
                      1);
     assert_string_equal(r.path, "/");
+    /* a request inside a tunnel sluice terminated (protocol=https, terminated=1) */
+    assert_int_equal(parse("event=decision protocol=https host=a.test port=443 method=POST "
+                           "url=https://a.test/o/r.git/git-receive-pack decision=deny "
+                           "terminated=1",
+                           &r, &why),
+                     1);
+    assert_string_equal(r.path, "/o/r.git/git-receive-pack");
+    assert_string_equal(r.method, "POST");
     /* unknown keys are read and left */
     assert_int_equal(parse("event=decision protocol=connect host=a.test port=443 decision=allow "
                            "future_key=1",
@@ -184,6 +192,12 @@ static void bad_lines(void **state)
          "decision=allow",
          "not a method"},
         {"event=decision protocol=http host=a.test port=80 method=GET url=ftp://a.test/ "
+         "decision=allow",
+         "http://"},
+        {"event=decision protocol=https host=a.test port=443 method=GET url=http://a.test/ "
+         "decision=allow",
+         "https://"},
+        {"event=decision protocol=http host=a.test port=80 method=GET url=https://a.test/ "
          "decision=allow",
          "http://"},
         {"event=decision protocol=http host=a.test port=80 method=GET url=http:///x "

@@ -398,10 +398,37 @@ static const struct error_case error_cases[] = {
     {"{\"mandatoryDenySearchDepth\": 99999999999}",
      "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 99999999999"},
     /* refused rather than silently dropped */
-    {"{\"network\": {\"tlsTerminate\": {}}}",
-     "t.json:1:14: network.tlsTerminate: 'network.tlsTerminate' is not supported by sluice: "
-     "sluice does not decrypt TLS and decides by host and port; remove it, and inspect "
-     "content in a proxy you control named in network.parentProxy"},
+    /* network.tlsTerminate (issue 23): srt's schema */
+    {"{\"network\": {\"tlsTerminate\": []}}",
+     "t.json:1:30: network.tlsTerminate: expected an object, got an array"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/ca.pem\"}}}",
+     "t.json:1:14: network.tlsTerminate: caCertPath and caKeyPath come together: caCertPath "
+     "without caKeyPath"},
+    {"{\"network\": {\"tlsTerminate\": {\"caKeyPath\": \"/ca.key\"}}}",
+     "t.json:1:14: network.tlsTerminate: caCertPath and caKeyPath come together: caKeyPath "
+     "without caCertPath"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"\", \"caKeyPath\": \"/k\"}}}",
+     "t.json:1:45: network.tlsTerminate.caCertPath: expected a path, got an empty string or a "
+     "NUL byte"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": 1, \"caKeyPath\": \"/k\"}}}",
+     "t.json:1:45: network.tlsTerminate.caCertPath: expected a path string, got an integer"},
+    {"{\"network\": {\"tlsTerminate\": {\"maxTunnels\": 0}}}",
+     "t.json:1:45: network.tlsTerminate.maxTunnels: must be in 1..65536, got 0"},
+    {"{\"network\": {\"tlsTerminate\": {\"maxTunnels\": 65537}}}",
+     "t.json:1:45: network.tlsTerminate.maxTunnels: must be in 1..65536, got 65537"},
+    {"{\"network\": {\"tlsTerminate\": {\"handshakeTimeoutMs\": 99}}}",
+     "t.json:1:53: network.tlsTerminate.handshakeTimeoutMs: must be in 100..600000, got 99"},
+    {"{\"network\": {\"tlsTerminate\": {\"handshakeTimeoutMs\": 600001}}}",
+     "t.json:1:53: network.tlsTerminate.handshakeTimeoutMs: must be in 100..600000, got 600001"},
+    {"{\"network\": {\"tlsTerminate\": {\"scope\": \"some\"}}}",
+     "t.json:1:40: network.tlsTerminate.scope: expected \"all\" or \"needed\""},
+    {"{\"network\": {\"tlsTerminate\": {\"excludeDomains\": \"a.com\"}}}",
+     "t.json:1:49: network.tlsTerminate.excludeDomains: expected an array of strings, got a "
+     "string"},
+    {"{\"network\": {\"tlsTerminate\": {\"extraCaCertPaths\": [\"\"]}}}",
+     "t.json:1:52: network.tlsTerminate.extraCaCertPaths[0]: must not be an empty string"},
+    {"{\"network\": {\"tlsTerminate\": {\"mode\": 1}}}",
+     "t.json:1:31: network.tlsTerminate.mode: unknown key 'mode'"},
     {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\"}}}",
      "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not supported by sluice: remove "
      "it; to send allowed traffic through another proxy, name it in network.parentProxy "
@@ -1589,6 +1616,53 @@ static void check_schema_keys(json_t *props, const char *parent, const char *gra
 
 /* network.transparent (issue 17): a bool, false by default, replaced by a
  * later layer like the other booleans. */
+/* network.tlsTerminate (issue 23): srt's defaults; the object is recorded
+ * even when empty; caCertPath and caKeyPath move together; a later layer
+ * without the object keeps it. */
+static void test_tls_terminate_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.network.tls_terminate.given.set, 0);
+    assert_int_equal(s.network.tls_terminate.max_tunnels, 256);
+    assert_int_equal(s.network.tls_terminate.handshake_timeout_ms, 10000);
+    assert_int_equal(apply(&s, "{\"network\": {\"tlsTerminate\": {}}}", &err), 0);
+    assert_int_equal(s.network.tls_terminate.given.set, 1);
+    assert_int_equal(s.network.tls_terminate.given.line, 1);
+    assert_int_equal(s.network.tls_terminate.given.col, 14);
+    assert_null(s.network.tls_terminate.ca_cert_path);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/c.pem\", "
+                           "\"caKeyPath\": \"/k.pem\", \"maxTunnels\": 1, \"scope\": \"needed\", "
+                           "\"excludeDomains\": [\"*.pinned.example\"], "
+                           "\"extraCaCertPaths\": [\"/o.pem\"], \"handshakeTimeoutMs\": 100}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.network.tls_terminate.ca_cert_path, "/c.pem");
+    assert_string_equal(s.network.tls_terminate.ca_key_path, "/k.pem");
+    assert_int_equal(s.network.tls_terminate.max_tunnels, 1);
+    assert_int_equal(s.network.tls_terminate.handshake_timeout_ms, 100);
+    assert_int_equal(s.network.tls_terminate.scope, SETTINGS_TLS_SCOPE_NEEDED);
+    assert_int_equal(s.network.tls_terminate.exclude_domains.n, 1);
+    assert_string_equal(s.network.tls_terminate.exclude_domains.items[0].value,
+                        "*.pinned.example");
+    assert_string_equal(s.network.tls_terminate.extra_ca_cert_paths.items[0].value, "/o.pem");
+    /* a layer without the key keeps it; one with new paths replaces both */
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.tls_terminate.given.set, 1);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/c2.pem\", "
+                           "\"caKeyPath\": \"/k2.pem\"}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.network.tls_terminate.ca_cert_path, "/c2.pem");
+    assert_string_equal(s.network.tls_terminate.ca_key_path, "/k2.pem");
+    settings_free(&s);
+}
+
 static void test_transparent_key(void **state)
 {
     struct settings s;
@@ -1749,7 +1823,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 98); /* 20 top-level keys, 60 nested, 18 at the third level */
+    assert_int_equal(count, 105); /* 20 top-level keys, 60 nested, 25 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1800,6 +1874,7 @@ int main(void)
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_transparent_key),
+        cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),
         cmocka_unit_test(test_deny_message_key),
     };
