@@ -520,6 +520,8 @@ struct egress_outcome {
     char rule[512];           /* "" or: 'PATTERN' LIST[INDEX] (policy_rule_format) */
     char source[300];         /* "" or where that rule is written: FILE:LINE */
     char reason[400];         /* one line, printable ASCII: why denied / what failed */
+    char hint[400];           /* EGRESS_DENIED: what to change in the settings to allow it
+                                 (policy_deny_hint), one line; else "" */
     size_t naddrs;            /* addresses the name resolved to */
     struct policy_addr addr;  /* dialed (EGRESS_CONNECTED, or the last tried) */
     int have_addr;
@@ -569,6 +571,15 @@ void egress_env_free(struct egress_env *e);
 int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t port,
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req);
+
+/* egress_start for one request sluice can read (a plain-HTTP request):
+ * rq (used during the call only) goes into the rule decision, so request
+ * rules (network.requestRules) judge it. egress_start is this with no
+ * request: a connection whose requests sluice cannot read, which request
+ * rules refuse on a host they name. */
+int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req);
 
 /* How egress_start_dial() dials (transparent mode's connect()), flags:
  * EGRESS_DIAL_SYNC     a connection made at once (a loopback origin) is
@@ -630,6 +641,8 @@ struct connlog {
     const char *source;   /* NULL or where the deciding rule is written */
     const char *method;   /* plain HTTP: the request method, else NULL */
     const char *url;      /* plain HTTP: the URL without its query, else NULL */
+    int terminated;       /* a CONNECT terminated by sluice, or a request inside one */
+    const char *hint;     /* a denial: what to change in the settings to allow it, or NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -670,6 +683,8 @@ struct frontend_conn {
     char *end_own;                /* NULL or a heap copy (frontend_conn_end_fmt) */
     char *method;                 /* plain HTTP only; NULL or a heap copy */
     char *url;                    /* plain HTTP only; NULL or a heap copy */
+    unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
+    char *hint;                   /* a denial's hint; NULL or a heap copy */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 

@@ -197,6 +197,11 @@ static void finish(struct egress_req *r, enum egress_result res, int status)
 
 static void deny(struct egress_req *r, enum egress_stage stage, const char *reason)
 {
+    if (r->o.hint[0] == '\0') { /* the ask handler's no, or nobody to ask */
+        static const struct policy_judgment none = {.origin = POLICY_BY_NO_RULE};
+        policy_deny_hint(r->pol->p, &r->host, r->port, NULL, &none, NULL, r->o.hint,
+                         sizeof(r->o.hint));
+    }
     r->o.stage = stage;
     if (reason != NULL)
         snprintf(r->o.reason, sizeof(r->o.reason), "%s", reason);
@@ -393,6 +398,8 @@ static void guard(struct egress_req *r, const struct policy_addr *addrs, size_t 
         }
         r->o.addr = addrs[0];
         r->o.have_addr = 1;
+        policy_deny_hint(r->pol->p, &r->host, r->port, NULL, &j, &addrs[0], r->o.hint,
+                         sizeof(r->o.hint));
         deny(r, EGRESS_BY_GUARD, j.origin == POLICY_BY_GUARD ? j.reason : gv[0].why);
         return;
     }
@@ -530,8 +537,8 @@ static void ask(struct egress_req *r)
 /* ------------------------------------------------------------------------ */
 
 static int start(struct egress_env *e, const struct policy_host *host, uint16_t port,
-                 const char *protocol, const char *client, egress_cb cb, void *arg,
-                 struct egress_req **req, unsigned how)
+                 const struct policy_request *rq, const char *protocol, const char *client,
+                 egress_cb cb, void *arg, struct egress_req **req, unsigned how)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
@@ -558,7 +565,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
 
     /* the rule decision, the one match of this request; an IP literal is
      * guarded here too, but dialed only through proceed() -> guard() */
-    policy_decide(r->pol->p, host, port, &r->match);
+    policy_decide_request(r->pol->p, host, port, rq, &r->match);
     policy_verdict_finish(r->pol->p, host, port, &r->match, NULL, 0, gv, &j);
     snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
     snprintf(r->o.source, sizeof(r->o.source), "%s", j.source);
@@ -586,6 +593,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
             r->o.would_deny = 1;
             proceed(r);
         } else {
+            policy_deny_hint(r->pol->p, host, port, rq, &j, NULL, r->o.hint, sizeof(r->o.hint));
             deny(r, EGRESS_BY_POLICY, NULL);
         }
         break;
@@ -597,14 +605,21 @@ int egress_start(struct egress_env *e, const struct policy_host *host, uint16_t 
                  const char *protocol, const char *client, egress_cb cb, void *arg,
                  struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, 0);
+    return start(e, host, port, NULL, protocol, client, cb, arg, req, 0);
+}
+
+int egress_start_request(struct egress_env *e, const struct policy_host *host, uint16_t port,
+                         const struct policy_request *rq, const char *protocol, const char *client,
+                         egress_cb cb, void *arg, struct egress_req **req)
+{
+    return start(e, host, port, rq, protocol, client, cb, arg, req, 0);
 }
 
 int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint16_t port,
                       const char *protocol, const char *client, unsigned how, egress_cb cb,
                       void *arg, struct egress_req **req)
 {
-    return start(e, host, port, protocol, client, cb, arg, req, how);
+    return start(e, host, port, NULL, protocol, client, cb, arg, req, how);
 }
 
 void egress_cancel(struct egress_req *r)

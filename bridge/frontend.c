@@ -138,10 +138,11 @@ void frontend_conn_clear(struct frontend_conn *c)
     free(c->url);
     free(c->reason);
     free(c->method);
+    free(c->hint);
     if (c->end == c->end_own)
         c->end = NULL;
     free(c->end_own);
-    c->rule = c->source = c->url = c->reason = c->method = c->end_own = NULL;
+    c->rule = c->source = c->url = c->reason = c->method = c->end_own = c->hint = NULL;
 }
 
 const char *frontend_conn_end_fmt(struct frontend_conn *c, const char *fmt, ...)
@@ -175,6 +176,7 @@ void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o)
     frontend_conn_set_text(&c->rule, o->rule);
     frontend_conn_set_text(&c->source, o->source);
     frontend_conn_set_text(&c->reason, o->reason);
+    frontend_conn_set_text(&c->hint, o->result == EGRESS_DENIED ? o->hint : NULL);
     memset(&c->addr, 0, sizeof(c->addr));
     if (o->have_addr)
         c->addr = o->addr;
@@ -211,6 +213,8 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.end = c->end != NULL ? c->end : "closed";
     rec.method = c->method;
     rec.url = c->url;
+    rec.terminated = c->terminated;
+    rec.hint = c->hint;
     c->f->log(c->f->log_ctx, &rec);
 }
 

@@ -1,9 +1,12 @@
 /* cli/check.c - `sluice check`: its options, help and exit codes. The
  * engine (decide, resolve, guard, print, expectations) is proxy/check.c.
  *
- *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] [--proxy] TARGET...
+ *   sluice check [--settings FILE] [--json] [--resolve] [--transparent] [--proxy]
+ *                [--method M] TARGET...
  *   sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE
  *   sluice check --settings FILE [--proxy] (the config test, proxy/checkconf.c)
+ *   sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG
+ *                (proxy/replay.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -21,14 +24,17 @@
 void cli_check_usage(FILE *f)
 {
     fputs("usage: sluice check [--settings FILE] [--json] [--resolve] [--transparent] [--proxy]\n"
-          "                    TARGET...\n"
+          "                    [--method M] TARGET...\n"
           "       sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE\n"
           "       sluice check --settings FILE [--proxy]\n"
+          "       sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
           "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
           "one-line summary: rules by kind, mode, listeners (a config test).\n"
-          "TARGET is host, host:port, an IPv4 literal, [v6] or [v6]:port (port 443 when omitted).\n"
+          "TARGET is host, host:port, an IPv4 literal, [v6] or [v6]:port (port 443 when omitted),\n"
+          "or a URL (http://HOST[:PORT]/PATH, https://...): the request it makes, judged by\n"
+          "network.requestRules too (an https:// URL as the CONNECT tunnel it travels in).\n"
           "\n"
           "  -s, --settings FILE\n"
           "                   settings file (default: $SLUICE_SETTINGS, then the user file)\n"
@@ -38,18 +44,36 @@ void cli_check_usage(FILE *f)
           "                   judge every answer with the address guard\n"
           "  --transparent    also say what transparent mode's resolver answers for each\n"
           "                   name (on when network.transparent is true)\n"
+          "  -X, --method M   the method of URL targets' requests (default GET)\n"
           "  --proxy          judge as `sluice proxy` would: its defaults (an unset\n"
           "                   network.denyPrivateAddresses is true); without it, as `run`\n"
           "  -h, --help       show this help\n"
           "  -V, --version    print the version and exit\n"
-          "  --expect FILE    each line 'allow|deny|ask TARGET' ('#' comments); prints every\n"
+          "  --expect FILE    each line 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD URL'\n"
+          "                   ('#' comments); prints every\n"
           "                   mismatch and 'N passed, M failed'; exit 1 on a mismatch\n"
+          "  --replay LOG     judge every decision record of a connection log (what\n"
+          "                   sluice proxy --log or sluice run --log wrote: logfmt or\n"
+          "                   JSON, '-' for stdin) with these settings and print each\n"
+          "                   decision that changes, grouped, with counts, old and new\n"
+          "                   rule; names are resolved only with --resolve; exit 1 when\n"
+          "                   one changes\n"
           "\n"
-          "exit status: 0 ok, 1 expectation mismatch, 2 bad settings, target or expectation\n",
+          "exit status: 0 ok (with --replay: nothing changes), 1 expectation mismatch (a\n"
+          "decision changes), 2 bad settings, target, expectation or log line\n",
           f);
 }
 
-enum { OPT_SETTINGS = 256, OPT_JSON, OPT_RESOLVE, OPT_EXPECT, OPT_TRANSPARENT, OPT_PROXY };
+enum {
+    OPT_SETTINGS = 256,
+    OPT_JSON,
+    OPT_RESOLVE,
+    OPT_EXPECT,
+    OPT_TRANSPARENT,
+    OPT_PROXY,
+    OPT_METHOD,
+    OPT_REPLAY
+};
 
 static const struct option check_options[] = {
     {"settings", required_argument, NULL, OPT_SETTINGS},
@@ -57,7 +81,9 @@ static const struct option check_options[] = {
     {"resolve", no_argument, NULL, OPT_RESOLVE},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"proxy", no_argument, NULL, OPT_PROXY},
+    {"method", required_argument, NULL, OPT_METHOD},
     {"expect", required_argument, NULL, OPT_EXPECT},
+    {"replay", required_argument, NULL, OPT_REPLAY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -71,9 +97,11 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":s:hV", check_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:X:hV", check_options, NULL)) != -1) {
         if (c == 's') /* -s FILE, as in run */
             c = OPT_SETTINGS;
+        if (c == 'X') /* -X M, as in curl */
+            c = OPT_METHOD;
         switch (c) {
         case OPT_SETTINGS:
             *settings = optarg;
@@ -90,8 +118,14 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
         case OPT_PROXY:
             *as_proxy = 1;
             break;
+        case OPT_METHOD:
+            o->method = optarg;
+            break;
         case OPT_EXPECT:
             o->expect_path = optarg;
+            break;
+        case OPT_REPLAY:
+            o->replay_path = optarg;
             break;
         case 'h':
             cli_check_usage(stdout);
@@ -105,6 +139,14 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
     }
     o->targets = (const char *const *)&argv[optind];
     o->ntargets = (size_t)(argc - optind);
+    if (o->replay_path != NULL) {
+        if (o->expect_path != NULL || o->ntargets > 0 || o->method != NULL || o->transparent) {
+            fprintf(stderr, "sluice: check: --replay LOG takes no targets, --expect, --method "
+                            "or --transparent\n");
+            return 1 + 2;
+        }
+        return 0;
+    }
     if (o->expect_path != NULL && o->ntargets > 0) {
         fprintf(stderr, "sluice: check: give either --expect FILE or targets, not both\n");
         return 1 + 2;
@@ -141,9 +183,12 @@ int cli_check(int argc, char **argv)
         return 2;
     if (as_proxy)
         proxy_settings_defaults(&s);
-    if (s.network.transparent)
+    if (s.network.transparent && o.replay_path == NULL)
         o.transparent = 1;
-    rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
+    if (o.replay_path != NULL)
+        rc = check_replay(&o, &s, settings_path);
+    else
+        rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);
     settings_free(&s);
     return rc;
 }

@@ -113,6 +113,12 @@ int common_hex_digit(int c)
     return -1;
 }
 
+int common_is_tchar(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c > 0 && c < 0x7f && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
 int64_t common_mono_ms(void)
 {
     struct timespec ts;

@@ -39,6 +39,10 @@ const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len)
 /* The value of the hexadecimal digit c (either case), or -1. */
 int common_hex_digit(int c);
 
+/* 1 when c is an RFC 9110 tchar (a character of a token: a method, a header
+ * name): letters, digits and !#$%&'*+-.^_`|~. */
+int common_is_tchar(int c);
+
 /* CLOCK_MONOTONIC in milliseconds (for deadlines outside an event loop). */
 int64_t common_mono_ms(void);
 /* The same clock in microseconds (sluice run --debug's start-up phases). */

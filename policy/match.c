@@ -413,6 +413,9 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     p->strict = s->network.strict_allowlist;
     p->deny_private = s->network.deny_private_addresses == SETTINGS_TRUE;
     p->report = s->network.mode == SETTINGS_MODE_REPORT;
+    if (s->network.deny_message != NULL &&
+        (p->deny_message = strdup(s->network.deny_message)) == NULL)
+        rc = -ENOMEM;
 
     for (i = 0; rc == 0 && i < s->network.denied_domains.n; i++)
         rc = add_rule(p, s, &s->network.denied_domains.items[i], POLICY_LIST_DENIED, err);
@@ -427,6 +430,10 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
     }
     if (rc == 0)
         rc = http_opts(p, s);
+    if (rc == 0)
+        rc = policy__request_compile(p, s, err);
+    if (rc == 0)
+        rc = policy__tls_compile(p, s, err);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -450,9 +457,12 @@ void policy_free(struct policy *p)
     if (p == NULL || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     policy_parent_free(p->parent);
+    policy__request_free(p);
+    free(p->deny_message);
     for (size_t k = 0; k < p->http.nstrip; k++)
         free(p->http.strip[k]);
     free(p->http.strip);
+    policy__tls_free(p);
     ptab_free(&p->deny_exact);
     ptab_free(&p->deny_wild);
     ptab_free(&p->allow_exact);
@@ -480,6 +490,11 @@ int policy_mode_report(const struct policy *p)
     return p->report;
 }
 
+const char *policy_deny_message(const struct policy *p)
+{
+    return p->deny_message;
+}
+
 int policy_deny_private(const struct policy *p)
 {
     return p->deny_private;
@@ -497,6 +512,9 @@ const char *policy_rule_source(const struct policy_rule *r, char *buf, size_t le
 }
 
 /* ---- decide ---- */
+
+static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           struct policy_decision *d);
 
 /* The hashes of the whole name (slot 0) and of every proper suffix that
  * starts after a '.', with their offsets, in one backward pass. */
@@ -623,8 +641,50 @@ void policy_count_matches(struct policy *p, unsigned long *counter)
     p->match_count = counter;
 }
 
+/* One rule's host pattern against a request host and port: the semantics
+ * of the tables above for a single rule (request rules, policy/request.c). */
+int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
+                            const struct policy_host *h, uint16_t port)
+{
+    uint8_t a[16], b[16];
+
+    if (r->port != 0 && r->port != port)
+        return 0;
+    switch (r->kind) {
+    case POLICY_RULE_NAME:
+        return h->kind == POLICY_HOST_NAME && h->len == nlen && memcmp(h->name, name, nlen) == 0;
+    case POLICY_RULE_WILDCARD: /* a proper subdomain: ".name" ends the host */
+        return h->kind == POLICY_HOST_NAME && h->len > nlen + 1 &&
+               h->name[h->len - nlen - 1] == '.' &&
+               memcmp(h->name + h->len - nlen, name, nlen) == 0;
+    case POLICY_RULE_ANY:
+        return 1;
+    case POLICY_RULE_CIDR:
+        if (h->kind == POLICY_HOST_NAME || h->addr.family != r->addr.family)
+            return 0;
+        mask_addr(&h->addr, r->prefix, a);
+        mask_addr(&r->addr, r->prefix, b);
+        return memcmp(a, b, r->addr.family == 4 ? 4 : 16) == 0;
+    }
+    return 0;
+}
+
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d)
+{
+    policy_decide_request(p, h, port, NULL, d);
+}
+
+void policy_decide_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_request *rq, struct policy_decision *d)
+{
+    decide_domains(p, h, port, d);
+    policy__request_narrow(p, h, port, rq, d);
+}
+
+/* The domain lists' decision (deny, allow, IP literals, the unmatched). */
+static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           struct policy_decision *d)
 {
     uint32_t deny, allow;
 

@@ -42,6 +42,7 @@ struct pchunk;
 struct policy {
     struct policy_parent *parent; /* network.parentProxy or the environment's; NULL: none */
     struct policy_http_opts http;
+    struct policy_tls_opts tls; /* network.tlsTerminate (tls.c) */
     struct policy_rule *rules;
     uint32_t *chain; /* next rule index with the same key, or POLICY_NO_RULE */
     size_t nrules, caprules;
@@ -52,12 +53,17 @@ struct policy {
     struct pcidr deny_cidr[2], allow_cidr[2], rdeny_cidr[2]; /* [0] v4, [1] v6 */
 
     int allow_all, strict, deny_private, report;
+    char *deny_message; /* network.denyMessage, or NULL */
 
     struct policy_addr *self;
     size_t nself;
     struct policy_addr *listeners;
     uint16_t *listener_ports;
     size_t nlisteners;
+
+    struct policy_req_rule *req; /* network.requestRules (request.c) */
+    size_t nreq;
+    int req_managed; /* written by the managed file: report mode does not lift them */
 
     struct pchunk *arena;
     unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
@@ -67,6 +73,8 @@ struct policy {
 const char *policy__article(enum policy_addr_class c);
 int policy__parse_port(const char *s, size_t len, uint16_t *port);
 int policy__v6_is_mapped(const uint8_t *b);
+int policy__tls_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__tls_free(struct policy *p);
 uint64_t policy__hash(const uint8_t *key, size_t len);
 uint32_t policy__ptab_first(const struct policy *p, const struct ptab *t, const uint8_t *key,
                             size_t len, uint64_t h, uint16_t port);
@@ -78,5 +86,20 @@ uint32_t policy__ip_denied(const struct policy *p, const struct policy_addr *a, 
 int policy__addr_denied_class(enum policy_addr_class c, int deny_private);
 enum policy_addr_class policy__local_class(const struct policy *p, const struct policy_addr *a,
                                            uint16_t port);
+
+/* One rule's host pattern (name: its canonical name part) against a
+ * request host and port, as the domain matcher matches it. */
+int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
+                            const struct policy_host *h, uint16_t port);
+
+/* Request rules (request.c). */
+struct policy_req_rule;
+int policy__request_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__request_free(struct policy *p);
+int policy__request_managed(const struct policy *p);
+/* Narrows the domain lists' decision d for a request (rq NULL: a
+ * connection whose requests sluice cannot read). */
+void policy__request_narrow(const struct policy *p, const struct policy_host *h, uint16_t port,
+                            const struct policy_request *rq, struct policy_decision *d);
 
 #endif

@@ -70,6 +70,8 @@ enum policy_list_id {
     POLICY_LIST_DENIED = 0,      /* network.deniedDomains (+ deniedDomainsFiles) */
     POLICY_LIST_ALLOWED,         /* network.allowedDomains (+ allowedDomainsFiles) */
     POLICY_LIST_RESOLVED_DENIED, /* network.deniedResolvedAddresses */
+    POLICY_LIST_REQUEST,         /* network.requestRules: pattern is the whole rule as one
+                                    line, "ACTION METHODS HOST PATHS" */
 };
 
 struct policy_rule {
@@ -132,6 +134,22 @@ struct policy_http_opts {
 };
 const struct policy_http_opts *policy_http_opts(const struct policy *p);
 
+/* network.tlsTerminate as compiled with the policy (policy/tls.c). */
+struct policy_tls_exclude;
+struct policy_tls_opts {
+    int on;                /* the settings give tlsTerminate */
+    unsigned max_tunnels;  /* terminated tunnels open at once, per process */
+    unsigned handshake_ms; /* from the CONNECT's 200 to the end of the handshake */
+    int scope_needed;      /* scope "needed" (not implemented by the proxy yet) */
+    size_t nexclude;
+    struct policy_tls_exclude *exclude; /* excludeDomains, compiled */
+};
+const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
+/* 1 when host:port matches network.tlsTerminate.excludeDomains (patterns as
+ * in allowedDomains: a name, *.name for the names below it, an address or
+ * CIDR, each with an optional port). */
+int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
+
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */
 int policy_compile(const struct settings *s, struct policy **out, struct settings_error *err);
@@ -154,6 +172,9 @@ enum policy_origin {
     POLICY_BY_STRICT,       /* no rule, strictAllowlist */
     POLICY_BY_NO_RULE,      /* no rule decides: ask (or deny without a handler) */
     POLICY_BY_GUARD,        /* every resolved address was refused by the guard */
+    POLICY_BY_REQUEST,      /* network.requestRules: a deny rule matched (rule), no allow rule
+                               matched (rule NULL), an ambiguous target, or a connection
+                               without a readable request to a host with rules */
 };
 
 struct policy_decision {
@@ -162,6 +183,46 @@ struct policy_decision {
     const struct policy_rule *rule; /* NULL unless origin == POLICY_BY_RULE */
     char reason[256];               /* one line, printable ASCII */
 };
+
+/* ------------------------------------------------------------------------ */
+/* Request rules (policy/request.c)                                          */
+
+/* A request line: the method and the request target in origin form (the
+ * path and query as sent; an absolute-form request's path part). Not
+ * NUL-terminated. method NULL: a tunnel sluice terminates (TLS), decided by
+ * the domain lists alone, since request rules judge each request inside it
+ * (where rq NULL, a tunnel sluice cannot read, is refused on a ruled host). */
+struct policy_request {
+    const char *method;
+    size_t method_len;
+    const char *target;
+    size_t target_len;
+};
+
+#define POLICY_PATH_MAX 8192 /* longest path judged; longer is ambiguous */
+
+/* Normalises a request target for request rules: the query left out,
+ * unreserved escapes decoded and the others upper-cased, dot segments
+ * resolved. out needs len + 1 bytes (cap). 0, or -EINVAL with *why for an
+ * ambiguous target (see policy/request.c). */
+int policy_path_normalize(const char *in, size_t len, char *out, size_t cap, size_t *outlen,
+                          const char **why);
+/* Checks a rule's path glob (starts with '/', '*' and '**' whole segments,
+ * normalises cleanly). 0 or -EINVAL with *why. */
+int policy_path_glob_check(const char *glob, const char **why);
+/* 1 when a normalised path matches a normalised glob. */
+int policy_path_glob_match(const char *glob, size_t glen, const char *path, size_t plen);
+size_t policy_request_rule_count(const struct policy *p);
+/* 1 when some request rule names host:port (its requests are judged by
+ * method and path), else 0. */
+int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port);
+
+/* policy_decide with an optional request line: the domain lists decide,
+ * then request rules narrow (rq NULL: a connection whose requests sluice
+ * cannot read, refused on a host with request rules). policy_decide is
+ * this with rq NULL. */
+void policy_decide_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                           const struct policy_request *rq, struct policy_decision *d);
 
 /* The rule step of policy_verdict: decides a normalised request by its
  * rules. ASK means no rule decided and the caller may ask a handler; without
@@ -292,6 +353,11 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
 
+/* policy_verdict for a request line (policy_decide_request). */
+void policy_verdict_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                            const struct policy_request *rq, const struct policy_addr *addrs,
+                            size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j);
+
 /* The verdict in two steps, for a caller that decides before it resolves
  * (egress, `sluice check --resolve`): m is policy_decide's match for the
  * same h and port, made once and kept; each call folds it with the answers
@@ -303,6 +369,19 @@ void policy_verdict_finish(const struct policy *p, const struct policy_host *h, 
 /* For tests: every rule match (policy_decide) on p adds one to *counter
  * from now on (NULL stops counting). Not thread-safe; set before use. */
 void policy_count_matches(struct policy *p, unsigned long *counter);
+
+/* The hint a denial ends with (policy/hint.c, issue 26): in one short line
+ * of printable ASCII, what a user would change in the settings to allow
+ * h:port (port 0: a name, as transparent mode's resolver refuses it) - the
+ * entry to add to network.allowedDomains or network.requestRules, the deny
+ * rule that wins, or the managed file that set it - never a way around the
+ * proxy; network.denyMessage replaces it. rq: the request judged, or NULL;
+ * refused: the first answer the guard refused, or NULL. Returns buf. */
+const char *policy_deny_hint(const struct policy *p, const struct policy_host *h, uint16_t port,
+                             const struct policy_request *rq, const struct policy_judgment *j,
+                             const struct policy_addr *refused, char *buf, size_t len);
+/* network.denyMessage, or NULL. */
+const char *policy_deny_message(const struct policy *p);
 
 /* Formats a rule as policy_judgment.rule_text does (without its source:
  * policy_rule_source() gives that). */

@@ -12,6 +12,7 @@
  * policy_verdict_finish: the rules are matched once per decision.
  */
 #include "policy/policy.h"
+#include "policy/policy-int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +20,9 @@
 
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len)
 {
-    if (strstr(r->list, "Files") != NULL) /* a list file: its line is the source */
+    if (r->list_id == POLICY_LIST_REQUEST) /* the whole rule as one line */
+        snprintf(buf, len, "'%s' %s[%zu]", r->pattern, r->list, r->index);
+    else if (strstr(r->list, "Files") != NULL) /* a list file: its line is the source */
         snprintf(buf, len, "'%s' %s", r->pattern, r->list);
     else
         snprintf(buf, len, "'%s' %s[%zu]", r->pattern, r->list, r->index);
@@ -62,6 +65,8 @@ static int report_only(const struct policy *p, const struct policy_judgment *j)
     case POLICY_BY_STRICT:
     case POLICY_BY_NO_RULE:
         return 1;
+    case POLICY_BY_REQUEST: /* request rules; not the managed file's */
+        return !policy__request_managed(p);
     case POLICY_BY_CLASS:
     case POLICY_BY_ALLOW_ALL:
     case POLICY_BY_GUARD:
@@ -176,5 +181,15 @@ void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_
     struct policy_decision m;
 
     policy_decide(p, h, port, &m);
+    policy_verdict_finish(p, h, port, &m, addrs, n, gv, j);
+}
+
+void policy_verdict_request(const struct policy *p, const struct policy_host *h, uint16_t port,
+                            const struct policy_request *rq, const struct policy_addr *addrs,
+                            size_t n, struct policy_guard_verdict *gv, struct policy_judgment *j)
+{
+    struct policy_decision m;
+
+    policy_decide_request(p, h, port, rq, &m);
     policy_verdict_finish(p, h, port, &m, addrs, n, gv, j);
 }

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <uv.h>
 
-#define CHECK_MAX_ADDRS 32
 #define CHECK_DNS_TIMEOUT_MS 5000
 
 struct check_item {
@@ -30,13 +29,16 @@ struct check_item {
     const char *why; /* parse error */
     struct policy_host host;
     uint16_t port;
+    /* a URL target (http://, https://): the request it makes */
+    int url;
+    int tls;            /* https: a CONNECT tunnel, whose requests the proxy cannot read */
+    const char *method; /* --method, or GET */
+    char *path;         /* the target as sent ("/path?query"), malloc'ed */
     struct policy_decision match; /* the one rule match (policy_decide) */
     struct policy_judgment d;     /* policy_verdict_finish of match */
     int would_deny;               /* report mode lets d's denial through (d.report_only) */
     /* --resolve */
-    int resolving;
-    enum resolver_status rst;
-    struct policy_addr addrs[CHECK_MAX_ADDRS];
+    struct check_lookup lk;
     size_t naddrs;
     struct policy_guard_verdict gv[CHECK_MAX_ADDRS];
     size_t nallowed;
@@ -62,7 +64,7 @@ static const char *decision_name(const struct check_item *it)
     return it->would_deny ? "would_deny" : verdict_name(it->d.verdict);
 }
 
-static const char *resolver_status_name(enum resolver_status st)
+const char *check_resolver_status_name(enum resolver_status st)
 {
     switch (st) {
     case RESOLVER_OK:
@@ -89,20 +91,76 @@ static void host_port(const struct check_item *it, char *buf, size_t len)
         snprintf(buf, len, "%s:%u", it->host.name, (unsigned)it->port);
 }
 
+/* A URL target: "http[s]://AUTHORITY[/PATH][?QUERY][#FRAGMENT]" into the
+ * host, port (80 or 443 by default) and the target as a client sends it
+ * ("/" when there is no path; no fragment). 0, 1 when s is no URL, or
+ * -EINVAL with *why. */
+static int parse_url(const char *s, struct check_item *it, const char **why)
+{
+    char auth[POLICY_HOST_MAX + 16];
+    const char *a, *end, *frag;
+    size_t alen, plen;
+    int tls;
+
+    if (strncmp(s, "http://", 7) == 0)
+        tls = 0;
+    else if (strncmp(s, "https://", 8) == 0)
+        tls = 1;
+    else
+        return 1;
+    a = s + (tls ? 8 : 7);
+    alen = strcspn(a, "/?#");
+    if (memchr(a, '@', alen) != NULL) {
+        *why = "a URL with credentials (user@host) is not a target";
+        return -EINVAL;
+    }
+    if (alen == 0 || alen >= sizeof(auth)) {
+        *why = "a URL needs a host";
+        return -EINVAL;
+    }
+    memcpy(auth, a, alen);
+    auth[alen] = '\0';
+    if (policy_target_parse(auth, tls ? 443 : 80, &it->host, &it->port, why) < 0)
+        return -EINVAL;
+    end = a + alen;
+    frag = strchr(end, '#');
+    plen = frag != NULL ? (size_t)(frag - end) : strlen(end);
+    it->path = malloc(plen + 2);
+    if (it->path == NULL) {
+        *why = "out of memory";
+        return -EINVAL;
+    }
+    snprintf(it->path, plen + 2, "%s%.*s", plen == 0 || end[0] != '/' ? "/" : "", (int)plen, end);
+    it->url = 1;
+    it->tls = tls;
+    return 0;
+}
+
+/* The target: host:port, and for a URL the request ("POST /a/b"). */
+static void target_words(const struct check_item *it, char *buf, size_t len)
+{
+    size_t n;
+
+    host_port(it, buf, len);
+    n = strlen(buf);
+    if (it->url)
+        snprintf(buf + n, len - n, " %s %s%s", it->method, it->path,
+                 it->tls ? " (https: in a CONNECT tunnel)" : "");
+}
+
 /* ---- resolution ---- */
 
 static void on_resolved(void *arg, enum resolver_status st, const struct policy_addr *addrs,
                         size_t n)
 {
-    struct check_item *it = arg;
+    struct check_lookup *l = arg;
 
-    it->resolving = 0;
-    it->rst = st;
+    l->st = st;
     if (n > CHECK_MAX_ADDRS)
         n = CHECK_MAX_ADDRS;
     if (n > 0)
-        memcpy(it->addrs, addrs, n * sizeof(*addrs));
-    it->naddrs = n;
+        memcpy(l->addrs, addrs, n * sizeof(*addrs));
+    l->n = n;
 }
 
 static void on_resolver_closed(void *arg)
@@ -110,7 +168,7 @@ static void on_resolver_closed(void *arg)
     (void)arg;
 }
 
-static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
+int check_resolve(const struct settings *s, struct check_lookup *const *l, size_t n)
 {
     uv_loop_t loop;
     struct resolver *r = NULL;
@@ -137,21 +195,38 @@ static int resolve_all(const struct settings *s, struct check_item *items, size_
         return rc;
     }
     for (i = 0; i < n; i++) {
-        struct check_item *it = &items[i];
         struct resolver_query *q;
-        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
-            continue;
-        it->resolving = 1;
-        if (resolver_query(r, it->host.name, on_resolved, it, &q) < 0) {
-            it->resolving = 0;
-            it->rst = RESOLVER_FAIL;
-        }
+        l[i]->st = RESOLVER_FAIL;
+        l[i]->n = 0;
+        if (resolver_query(r, l[i]->name, on_resolved, l[i], &q) < 0)
+            l[i]->st = RESOLVER_FAIL;
     }
     uv_run(&loop, UV_RUN_DEFAULT);
     resolver_close(r, on_resolver_closed, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(&loop);
     return rc == 0 ? 0 : -EBUSY;
+}
+
+/* Resolves the names check --resolve judges: allowed or undecided ones. */
+static int resolve_all(const struct settings *s, struct check_item *items, size_t n)
+{
+    struct check_lookup **l = calloc(n > 0 ? n : 1, sizeof(*l));
+    size_t k = 0;
+    int rc;
+
+    if (l == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct check_item *it = &items[i];
+        if (!it->valid || it->host.kind != POLICY_HOST_NAME || it->d.verdict == POLICY_DENY)
+            continue;
+        it->lk.name = it->host.name;
+        l[k++] = &it->lk;
+    }
+    rc = check_resolve(s, l, k);
+    free(l);
+    return rc;
 }
 
 /* Writes a decision's reason, cut at its size: a reason is a one-line
@@ -176,14 +251,14 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 {
     if (!it->valid || it->d.verdict == POLICY_DENY)
         return;
-    if (it->host.kind == POLICY_HOST_NAME && it->rst != RESOLVER_OK) {
+    if (it->host.kind == POLICY_HOST_NAME && it->lk.st != RESOLVER_OK) {
         it->d.verdict = POLICY_DENY;
         it->d.origin = POLICY_BY_GUARD;
         it->would_deny = 0;
-        set_reason(&it->d, "%s for %s", resolver_status_name(it->rst), it->host.name);
+        set_reason(&it->d, "%s for %s", check_resolver_status_name(it->lk.st), it->host.name);
         return;
     }
-    policy_verdict_finish(p, &it->host, it->port, &it->match, it->addrs, it->naddrs, it->gv,
+    policy_verdict_finish(p, &it->host, it->port, &it->match, it->lk.addrs, it->lk.n, it->gv,
                           &it->d);
     it->naddrs = it->d.naddrs;
     it->nallowed = it->d.nallowed;
@@ -194,12 +269,15 @@ static void apply_guard(const struct policy *p, struct check_item *it)
 
 static void print_text(const struct check_item *it, int resolve)
 {
-    char hp[POLICY_HOST_MAX + 16];
+    char hp[POLICY_HOST_MAX + 200];
     const char *src = it->d.source;
     size_t i;
 
-    host_port(it, hp, sizeof(hp));
-    if (it->d.rule != NULL) {
+    target_words(it, hp, sizeof(hp));
+    if (it->d.rule != NULL && it->d.rule->list_id == POLICY_LIST_REQUEST) {
+        printf("%-5s %s  request rule '%s' (%s[%zu], %s): %s\n", decision_name(it), hp,
+               it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
+    } else if (it->d.rule != NULL) {
         if (strstr(it->d.rule->list, "Files") != NULL)
             printf("%-5s %s  rule '%s' (%s, %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, src, it->d.reason);
@@ -207,7 +285,8 @@ static void print_text(const struct check_item *it, int resolve)
             printf("%-5s %s  rule '%s' (%s[%zu], %s): %s\n", decision_name(it), hp,
                    it->d.rule->pattern, it->d.rule->list, it->d.rule->index, src, it->d.reason);
     } else {
-        printf("%-5s %s  no rule: %s\n", decision_name(it), hp, it->d.reason);
+        printf("%-5s %s  %s: %s\n", decision_name(it), hp,
+               it->d.origin == POLICY_BY_REQUEST ? "request rules" : "no rule", it->d.reason);
     }
     if (!resolve)
         return;
@@ -231,6 +310,11 @@ static void print_json(const struct check_item *it, int resolve, const struct po
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
+    if (it->url) {
+        json_object_set_new(o, "method", json_string(it->method));
+        json_object_set_new(o, "path", json_string(it->path));
+        json_object_set_new(o, "tunnel", json_boolean(it->tls));
+    }
     json_object_set_new(o, "decision", json_string(decision_name(it)));
     if (it->d.rule != NULL) {
         json_object_set_new(o, "rule", json_string(it->d.rule->pattern));
@@ -347,6 +431,39 @@ static char *split_line(char *line, char **w, size_t *wlen)
     return t;
 }
 
+/* 1 when s is a method: a non-empty RFC 9110 token. */
+static int is_method(const char *s)
+{
+    if (*s == '\0')
+        return 0;
+    for (; *s != '\0'; s++)
+        if (!common_is_tchar((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+/* "TARGET" or "METHOD URL" (a method token, then an http:// or https://
+ * URL): *t becomes the target, *m the method (NULL when none). 0 or -1. */
+static int split_method(char **t, const char **m)
+{
+    char *sp = strpbrk(*t, " \t"), *u;
+
+    *m = NULL;
+    if (sp == NULL)
+        return 0;
+    u = sp;
+    while (*u == ' ' || *u == '\t')
+        *u++ = '\0';
+    if (*u == '\0' || strpbrk(u, " \t") != NULL ||
+        (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0))
+        return -1;
+    if (!is_method(*t))
+        return -1;
+    *m = *t;
+    *t = u;
+    return 0;
+}
+
 static long read_expect(const char *path, char **bufp, struct check_item **itemsp)
 {
     char *buf = slurp(path);
@@ -362,6 +479,7 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         char *w, *t;
         size_t wlen = 0;
         enum policy_verdict v;
+        const char *m = NULL;
 
         lineno++;
         next = strchr(line, '\n');
@@ -370,8 +488,11 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         t = split_line(line, &w, &wlen);
         if (t == NULL)
             continue;
-        if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || strpbrk(t, " \t") != NULL) {
-            fprintf(stderr, "%s:%u: expected 'allow|deny|ask TARGET'\n", path, lineno);
+        if (parse_verdict(w, wlen, &v) < 0 || *t == '\0' || split_method(&t, &m) < 0) {
+            fprintf(stderr,
+                    "%s:%u: expected 'allow|deny|ask TARGET' or 'allow|deny|ask METHOD "
+                    "URL'\n",
+                    path, lineno);
             bad = 1;
             continue;
         }
@@ -390,6 +511,7 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
         items[n].file = path;
         items[n].line = lineno;
         items[n].expect = v;
+        items[n].method = m;
         n++;
     }
     if (bad) {
@@ -402,14 +524,20 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
     return (long)n;
 }
 
-/* Parses every target and decides it by the rules; 1 when one is bad. */
-static int decide_all(const struct policy *p, struct check_item *items, size_t n)
+/* Parses every target and decides it by the rules; 1 when one is bad. A URL
+ * target is decided as the proxy decides its request: an http:// one by its
+ * method and path, an https:// one as the CONNECT tunnel it travels in. */
+static int decide_all(const struct policy *p, struct check_item *items, size_t n,
+                      const char *method)
 {
     int bad_target = 0;
 
     for (size_t i = 0; i < n; i++) {
         struct check_item *it = &items[i];
-        if (policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0) {
+        struct policy_request rq;
+        int u = parse_url(it->target, it, &it->why);
+        if (u < 0 ||
+            (u > 0 && policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0)) {
             char esc[1024];
             common_escape(it->target, esc, sizeof(esc));
             if (it->file != NULL)
@@ -421,7 +549,13 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
             continue;
         }
         it->valid = 1;
-        policy_decide(p, &it->host, it->port, &it->match);
+        if (it->method == NULL) /* an expectation line may name its own */
+            it->method = method != NULL ? method : "GET";
+        rq.method = it->method;
+        rq.method_len = strlen(it->method);
+        rq.target = it->path;
+        rq.target_len = it->path != NULL ? strlen(it->path) : 0;
+        policy_decide_request(p, &it->host, it->port, it->url && !it->tls ? &rq : NULL, &it->match);
         policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
         it->would_deny = it->d.report_only;
     }
@@ -467,13 +601,13 @@ static int report(const struct check_opts *o, const struct policy *p,
         if (!it->valid)
             continue;
         if (o->expect_path != NULL) {
-            char hp[POLICY_HOST_MAX + 16];
+            char hp[POLICY_HOST_MAX + 200];
             if (it->d.verdict == it->expect) {
                 passed++;
                 continue;
             }
             failed++;
-            host_port(it, hp, sizeof(hp));
+            target_words(it, hp, sizeof(hp));
             printf("%s:%u: expected %s %s, got %s: %s\n", it->file, it->line,
                    verdict_name(it->expect), hp, verdict_name(it->d.verdict), it->d.reason);
         } else if (o->json) {
@@ -519,7 +653,22 @@ int check_run(const struct check_opts *o, const struct settings *s)
         for (size_t i = 0; i < n; i++)
             items[i].target = o->targets[i];
     }
-    bad_target = decide_all(p, items, n);
+    if (o->method != NULL) {
+        int any_url = 0;
+        if (!is_method(o->method)) {
+            fprintf(stderr, "sluice: check: --method: not a method (an RFC 9110 token)\n");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+            any_url |= strncmp(items[i].target, "http://", 7) == 0 ||
+                       strncmp(items[i].target, "https://", 8) == 0;
+        if (!any_url) {
+            fprintf(stderr, "sluice: check: --method judges a request: give a URL target "
+                            "(http://HOST/PATH or https://HOST/PATH)\n");
+            goto out;
+        }
+    }
+    bad_target = decide_all(p, items, n, o->method);
     if (o->expect_path != NULL && bad_target)
         goto out;
     if (o->resolve) {
@@ -532,6 +681,8 @@ int check_run(const struct check_opts *o, const struct settings *s)
     rc = report(o, p, items, n, bad_target);
 out:
     fflush(stdout);
+    for (size_t i = 0; items != NULL && i < n; i++)
+        free(items[i].path);
     free(items);
     free(expect_buf);
     policy_free(p);

@@ -95,15 +95,15 @@ int check_config(const struct settings *sp, const char *path)
 
     printf("%s: ok: %zu rules: allow %zu (%zu names, %zu wildcards, %zu addresses), deny %zu "
            "(%zu names, %zu wildcards, %zu addresses, %zu any), %zu resolved-address denials, "
-           "%zu list files; mode %s; unmatched %s; private addresses %s; "
+           "%zu list files, %zu request rules; mode %s; unmatched %s; private addresses %s; "
            "listeners http %s, socks5 %s, admin off (defaults of sluice proxy); "
            "maxConnections %u\n",
            path, policy_rule_count(p), sp->network.allowed_domains.n, allow.names, allow.wildcards,
            allow.addrs, sp->network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
            deny.any, sp->network.denied_resolved_addresses.n,
            sp->network.allowed_domains_files.n + sp->network.denied_domains_files.n,
-           policy_mode_report(p) ? "report" : "enforce", unmatched(sp), private_addrs(sp), http,
-           socks, sp->proxy.max_connections);
+           policy_request_rule_count(p), policy_mode_report(p) ? "report" : "enforce",
+           unmatched(sp), private_addrs(sp), http, socks, sp->proxy.max_connections);
     policy_free(p);
     return fflush(stdout) == 0 ? 0 : 2;
 }

@@ -338,3 +338,40 @@ int http_request_parse(const char *h, size_t len, struct http_request *r, const 
     return 0;
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Requests inside a terminated tunnel                                       */
+
+static void put_at(char *out, size_t cap, size_t *at, const char *s, size_t n)
+{
+    if (*at < cap)
+        memcpy(out + *at, s, n <= cap - *at ? n : cap - *at);
+    *at += n;
+}
+
+size_t http_target_for_tunnel(const char *head, size_t len, const char *authority, char *out,
+                              size_t cap, const char **why)
+{
+    const char *eol = memchr(head, '\n', len), *sp1, *sp2;
+    size_t at = 0, tlen;
+
+    sp1 = eol != NULL ? memchr(head, ' ', (size_t)(eol - head)) : NULL;
+    sp2 = sp1 != NULL ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+    if (sp1 == NULL || sp2 == NULL || sp1 == head) {
+        *why = "malformed request line";
+        return 0;
+    }
+    tlen = (size_t)(sp2 - sp1 - 1);
+    if (tlen == 0 || !(sp1[1] == '/' || (tlen == 1 && sp1[1] == '*'))) {
+        *why = "inside a terminated tunnel a request names a path (origin-form), not another "
+               "host";
+        return 0;
+    }
+    put_at(out, cap, &at, head, (size_t)(sp1 - head) + 1); /* "METHOD " */
+    put_at(out, cap, &at, "http://", 7);
+    put_at(out, cap, &at, authority, strlen(authority));
+    if (sp1[1] == '/')
+        put_at(out, cap, &at, sp1 + 1, tlen);
+    put_at(out, cap, &at, sp2, len - (size_t)(sp2 - head)); /* " HTTP/1.x" and the fields */
+    return at;
+}

@@ -251,6 +251,11 @@ size_t http_reply_build(const struct http_reply *r, char *out, size_t cap)
     puts_(&w, "\r\n");
     if (r->blocked)
         puts_(&w, "X-Proxy-Error: blocked-by-allowlist\r\n");
+    else if (r->x_error != NULL) {
+        puts_(&w, "X-Proxy-Error: ");
+        puts_(&w, r->x_error);
+        puts_(&w, "\r\n");
+    }
     if (r->challenge)
         puts_(&w, "Proxy-Authenticate: Basic realm=\"sluice\"\r\n");
     if (r->allow)

@@ -3,6 +3,8 @@
  * and drain (the states are in proxy/http_int.h). */
 #include "proxy/http_int.h"
 
+#include "proxy/service.h"
+
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +19,8 @@ static void on_timer(uv_timer_t *t);
 
 void http_set_state(struct http_conn *c, enum http_state s)
 {
-    static const char *const names[] = {"HEAD",   "EGRESS", "FORWARD",
-                                        "TUNNEL", "LINGER", "CLOSING"};
+    static const char *const names[] = {"HEAD",  "EGRESS", "FORWARD", "TUNNEL",
+                                        "SNIFF", "TLS",    "LINGER",  "CLOSING"};
 
     assert(c->state != HTTP_ST_CLOSING); /* CLOSING is the last state */
     if (c->state != s)
@@ -124,6 +126,7 @@ void http_work_free(struct http_conn *c)
     free(w->uin);
     free(w->out);
     free(w->ohead);
+    free(w->rq_buf);
     free(w);
     c->w = NULL;
 }
@@ -153,6 +156,7 @@ void http_conn_close(struct http_conn *c, const char *end)
     http_set_state(c, HTTP_ST_CLOSING);
     egress_cancel(c->req);
     c->req = NULL;
+    http_tls_conn_closing(c);
     if (c->w != NULL)
         http_up_close(c, c->w->up);
     frontend_conn_timer_close(&c->fc);
@@ -494,6 +498,12 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             uv_read_stop(s);
             return;
         }
+        if (c->state == HTTP_ST_SNIFF) {
+            w->client_eof = 1;
+            uv_read_stop(s);
+            http_tls_sniff(c);
+            return;
+        }
         /* answers may still be queued: they go out before our FIN */
         w->client_eof = 1;
         http_close_gracefully(c, w->in_len > 0 ? "client closed mid-head" : "client closed");
@@ -503,6 +513,9 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     switch (c->state) {
     case HTTP_ST_HEAD:
         http_process_client(c);
+        return;
+    case HTTP_ST_SNIFF:
+        http_tls_sniff(c);
         return;
     case HTTP_ST_FORWARD:
         if (w->req_phase == REQ_DONE) {
@@ -523,31 +536,56 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 /* ------------------------------------------------------------------------ */
 /* Accept                                                                    */
 
-int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
+/* A new connection of f on a client stream of kind (not open yet). NULL
+ * when out of memory. */
+static struct http_conn *conn_new(struct frontend *f, int kind, const char *protocol)
 {
     struct http_conn *c = calloc(1, sizeof(*c));
     struct http_work *w = calloc(1, sizeof(*w));
-    int kind = listener_kind(l);
-    int rc;
 
     if (c == NULL || w == NULL) {
         free(c);
         free(w);
-        return UV_ENOMEM;
+        return NULL;
     }
     c->w = w;
-    c->overloaded = overloaded != 0;
+    c->held_fd = -1;
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    if (frontend_conn_start(f, &c->fc, "http") < 0) {
+    if (frontend_conn_start(f, &c->fc, protocol) < 0) {
         free(c);
         free(w);
-        return UV_ENOMEM;
+        return NULL;
     }
     relay_init(f->loop, &c->relay, (enum relay_kind)kind, RELAY_TCP, on_relay_closed, c);
     relay_client(&c->relay)->data = c; /* our read callbacks find c there */
     http_set_state(c, HTTP_ST_HEAD);
+    return c;
+}
+
+/* The client stream is open: the parsers, the head timer, reading. */
+static void conn_begin(struct http_conn *c)
+{
+    struct http_work *w = c->w;
+
+    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
+    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
+    w->reqp.data = c;
+    w->resp.data = c;
+    http_timer_set(c, TIMER_HEAD, c->fc.f->head_timeout_ms);
+    http_client_read_start(c);
+}
+
+int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
+{
+    int kind = listener_kind(l);
+    struct http_conn *c = conn_new(f, kind, "http");
+    int rc;
+
+    if (c == NULL)
+        return UV_ENOMEM;
+    c->overloaded = overloaded != 0;
     rc = listener_accept(l, relay_client(&c->relay));
     if (rc < 0) {
         snprintf(c->fc.client, sizeof(c->fc.client), "-");
@@ -559,12 +597,36 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
         (void)uv_tcp_nodelay((uv_tcp_t *)relay_client(&c->relay), 1);
     if (kind == RELAY_TCP)
         relay_client_nodelay(&c->relay); /* set one way or the other */
-    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
-    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
-    w->reqp.data = c;
-    w->resp.data = c;
-    http_timer_set(c, TIMER_HEAD, f->head_timeout_ms);
-    http_client_read_start(c);
+    conn_begin(c);
+    return 0;
+}
+
+/* The inner connection of a terminated tunnel (proxy/http_tls.c): the
+ * plaintext end fd of its socket pair; requests go to outer's CONNECT
+ * target. Counted as a connection of f like an accepted one. */
+int http_session_open_terminated(struct frontend *f, int fd, const struct http_conn *outer)
+{
+    struct proxy_service *svc = f->data;
+    struct http_conn *c;
+
+    __atomic_fetch_add(svc->live, 1, __ATOMIC_RELAXED); /* on_conn_ended takes it back */
+    c = conn_new(f, RELAY_PIPE, "https");
+    if (c == NULL) {
+        __atomic_fetch_sub(svc->live, 1, __ATOMIC_RELAXED);
+        close(fd);
+        return UV_ENOMEM;
+    }
+    c->terminated = 1;
+    c->fc.terminated = 1;
+    c->host = outer->host;
+    c->fc.port = outer->fc.port;
+    snprintf(c->fc.client, sizeof(c->fc.client), "%s", outer->fc.client);
+    if (uv_pipe_open((uv_pipe_t *)relay_client(&c->relay), fd) < 0) {
+        close(fd);
+        http_conn_close(c, "cannot open the terminated session");
+        return 0; /* closing: its record and count go the usual way */
+    }
+    conn_begin(c);
     return 0;
 }
 

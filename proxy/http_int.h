@@ -16,6 +16,13 @@
  *            gathered into one client write (w->ob, out_flush)
  *   TUNNEL   CONNECT, or an Upgrade after 101: the relay owns the bytes;
  *            w is freed (an idle tunnel holds only struct http_conn)
+ *   SNIFF    a CONNECT to be terminated got its 200: client reads into w->in
+ *            until tls_sniff decides; the dialed upstream socket waits in
+ *            held_fd; the handshake timer (fc.timer); one tunnel counted
+ *            against maxTunnels (tls_counted)
+ *   TLS      terminated: the pump (tp, proxy/http_tls.c) reads the client
+ *            and owns the TLS engine; w is freed; the requests run on an
+ *            inner connection of their own over a socket pair
  *   LINGER   the last answer is queued, the write side shut down after it;
  *            reads are discarded until EOF or HTTP_LINGER_MS
  *   CLOSING  conn_close() ran: relay_close() issued, upstreams closing
@@ -64,6 +71,8 @@ enum http_state {
     HTTP_ST_EGRESS,
     HTTP_ST_FORWARD,
     HTTP_ST_TUNNEL,
+    HTTP_ST_SNIFF,
+    HTTP_ST_TLS,
     HTTP_ST_LINGER,
     HTTP_ST_CLOSING,
 };
@@ -122,6 +131,7 @@ enum http_check_phase {
  */
 
 struct http_conn;
+struct http_tls_pump;
 
 /* An upstream connection for absolute-form requests, kept between requests
  * to the same canonical host:port. */
@@ -157,6 +167,10 @@ struct http_work {
     char ohdr[HTTP_OUT_HDRS][20];
     char *ohead; /* the response head (owned) */
     struct http_up *up;
+    /* the request line the verdict judges (plain HTTP): the method, then the
+     * target as forwarded ("/path?query"), in one allocation */
+    char *rq_buf;
+    size_t rq_method_len, rq_target_len;
     enum http_timer timer;
     uint64_t last_io;
     enum http_body req_body;
@@ -194,6 +208,11 @@ struct http_conn {
     enum http_state state;
     uint64_t bytes_up, bytes_down; /* forwarded outside the relay */
     unsigned overloaded : 1;
+    unsigned terminated : 1; /* an inner connection: requests from a terminated tunnel */
+    unsigned tls_counted : 1; /* one of maxTunnels is this connection's */
+    int held_fd;              /* SNIFF: the dialed upstream socket, else -1 */
+    struct http_tls_pump *tp; /* TLS: the server pump; an inner connection in
+                                 EGRESS: the upstream pump shaking hands */
     /* the last request's target (fc.host points to its name once parsed,
      * fc.port is its port; the other log fields are in fc) */
     struct policy_host host;
@@ -253,6 +272,23 @@ int http_send_last_chunk(struct http_conn *c, struct http_up *u);
 
 /* http_tunnel.c */
 void http_tunnel_start(struct http_conn *c, int fd);
+void http_tunnel_opaque(struct http_conn *c, int fd);
 void http_upgrade_start(struct http_conn *c, const struct http_response *rs, size_t end);
+
+/* http_tls.c: network.tlsTerminate in the HTTP front end */
+int http_tls_wanted(const struct http_conn *c);
+void http_tls_connect(struct http_conn *c, int fd);
+void http_tls_sniff(struct http_conn *c);
+void http_tls_conn_closing(struct http_conn *c);
+int http_tls_head(struct http_conn *c, size_t *end);
+void http_tls_upstream(struct http_conn *c, const struct egress_outcome *o);
+int http_session_open_terminated(struct frontend *f, int fd, const struct http_conn *outer);
+
+/* http_tlspump.c: the transport shim of terminated tunnels */
+struct tls_conn;
+void http_pump_server(struct http_conn *c, struct tls_conn *tc);
+void http_pump_client(struct http_conn *c, struct tls_conn *tc, const struct egress_outcome *o,
+                      unsigned handshake_ms);
+void http_pump_close(struct http_tls_pump *p);
 
 #endif

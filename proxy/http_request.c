@@ -203,7 +203,7 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
 {
     struct http_work *w = c->w;
     struct http_reply r;
-    char body[800], hp[300];
+    char body[1300], hp[300];
     const char *reason = o->reason[0] != '\0' ? o->reason : egress_result_str(o->result);
 
     memset(&r, 0, sizeof(r));
@@ -216,7 +216,9 @@ static void egress_failed(struct http_conn *c, const struct egress_outcome *o)
         r.phrase = reason;
         r.error = o->stage == EGRESS_BY_GUARD ? "destination_ip_prohibited" : "http_request_denied";
         r.blocked = 1;
-        snprintf(body, sizeof(body), "sluice: %s blocked: %s", hp, reason);
+        /* what, why (the rule), and what to add to allow it (issue 26) */
+        snprintf(body, sizeof(body), "sluice: %s blocked: %s%s%s", hp, reason,
+                 o->hint[0] != '\0' ? "; " : "", o->hint);
         break;
     case EGRESS_DNS_FAILED:
         r.status = 502;
@@ -293,6 +295,10 @@ static void on_egress(void *arg, const struct egress_outcome *o)
         http_tunnel_start(c, o->fd);
         return;
     }
+    if (c->terminated) { /* TLS to the origin first (proxy/http_tls.c) */
+        http_tls_upstream(c, o);
+        return;
+    }
     rc = http_up_adopt(c, o->fd, o);
     if (rc < 0) {
         char why[160];
@@ -304,14 +310,36 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     http_start_exchange(c);
 }
 
+/* The request line the verdict judges: NULL for a tunnel sluice cannot
+ * read (CONNECT), method NULL for one it terminates. */
+static const struct policy_request *judged_request(const struct http_conn *c,
+                                                   struct policy_request *rq)
+{
+    const struct http_work *w = c->w;
+
+    if (w->is_connect && http_tls_wanted(c)) {
+        /* to be terminated: request rules judge the requests inside */
+        memset(rq, 0, sizeof(*rq));
+        return rq;
+    }
+    if (w->is_connect || w->rq_buf == NULL)
+        return NULL;
+    rq->method = w->rq_buf;
+    rq->method_len = w->rq_method_len;
+    rq->target = w->rq_buf + w->rq_method_len;
+    rq->target_len = w->rq_target_len;
+    return rq;
+}
+
 void http_start_egress(struct http_conn *c)
 {
+    struct policy_request prq;
     int rc;
 
     http_set_state(c, HTTP_ST_EGRESS);
     http_timer_set(c, TIMER_NONE, 0); /* egress has its own deadlines (ask, DNS, dial) */
-    rc = egress_start(c->fc.f->egress, &c->host, c->fc.port, c->fc.protocol, c->fc.client, on_egress, c,
-                      &c->req);
+    rc = egress_start_request(c->fc.f->egress, &c->host, c->fc.port, judged_request(c, &prq),
+                              c->fc.protocol, c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         http_set_reason(c, uv_strerror(rc));
@@ -329,12 +357,15 @@ static int can_reuse(struct http_conn *c)
     const struct policy *pol = egress_env_policy(c->fc.f->egress);
     struct policy_guard_verdict gv;
     struct policy_judgment j;
+    struct policy_request prq;
 
     if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
         strcmp(u->host, c->host.name) != 0)
         return 0;
-    /* the verdict with the connected address as the only answer */
-    policy_verdict(pol, &c->host, c->fc.port, &u->addr, 1, &gv, &j);
+    /* the verdict on this request with the connected address as the only
+     * answer (request rules judge every request on a kept connection) */
+    policy_verdict_request(pol, &c->host, c->fc.port, judged_request(c, &prq), &u->addr, 1, &gv,
+                           &j);
     if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
     snprintf(c->fc.verdict, sizeof(c->fc.verdict), "allow");
@@ -379,15 +410,17 @@ static void note_url(struct http_conn *c, const struct http_request *rq, const c
     const char *path = in + rq->path.off;
     size_t plen = 0;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
+    unsigned dport = c->terminated ? 443 : 80;
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
     snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
     frontend_conn_set_text(&c->fc.method, method);
-    if (c->fc.port != 80)
+    if (c->fc.port != dport)
         snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
-    snprintf(url, sizeof(url), "http://%s%s%s%s%.*s", v6 ? "[" : "", c->host.name, v6 ? "]" : "",
-             port, (int)(plen < 512 ? plen : 512), path);
+    snprintf(url, sizeof(url), "%s://%s%s%s%s%.*s", c->terminated ? "https" : "http",
+             v6 ? "[" : "", c->host.name, v6 ? "]" : "", port, (int)(plen < 512 ? plen : 512),
+             path);
     frontend_conn_set_text(&c->fc.url, url);
 }
 
@@ -402,6 +435,7 @@ static void request_log_reset(struct http_conn *c)
     frontend_conn_set_text(&c->fc.source, NULL);
     frontend_conn_set_text(&c->fc.url, NULL);
     frontend_conn_set_text(&c->fc.method, NULL);
+    frontend_conn_set_text(&c->fc.hint, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }
@@ -432,14 +466,19 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     struct http_work *w = c->w;
     const struct policy_http_opts *ho = policy_http_opts(egress_env_policy(c->fc.f->egress));
 
-    if (w->is_connect && ho->refuse_opaque_tunnels) {
+    if (w->is_connect && ho->refuse_opaque_tunnels && !http_tls_wanted(c)) {
         http_refuse(c, 403,
                     "tunnels are refused (network.refuseOpaqueTunnels): sluice cannot see "
                     "inside CONNECT",
                     1, "tunnel refused");
         return -1;
     }
-    if (!w->is_connect && ho->require_host_match &&
+    /* inside a terminated tunnel to a host with request rules, the Host must
+     * name the CONNECT target whatever requireHostMatch says */
+    if (!w->is_connect &&
+        (ho->require_host_match ||
+         (c->terminated &&
+          policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
         reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "
@@ -468,6 +507,44 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
     return 0;
 }
 
+/* On a host with request rules the path goes upstream as it was judged:
+ * normalised (policy_path_normalize), the query kept as sent, so the origin
+ * and the rules read the same path. An ambiguous path is left alone: the
+ * verdict refuses it. *norm_head as in request_options. 0, or UV_ENOMEM. */
+static int request_rules_path(struct http_conn *c, struct http_request *rq, size_t end,
+                              char **norm_head)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    const char *hb = *norm_head != NULL ? *norm_head : c->w->in, *path, *q;
+    size_t plen, qlen, n = 0, cap;
+    const char *why;
+    char *nb;
+
+    if (c->w->is_connect || !policy_request_ruled(pol, &c->host, c->fc.port))
+        return 0;
+    path = hb + rq->path.off;
+    plen = rq->path.len;
+    if (plen == 0 || path[0] != '/')
+        return 0; /* "" or "?q": sent as "/..." by the head builder, nothing to normalise */
+    q = memchr(path, '?', plen);
+    qlen = q != NULL ? plen - (size_t)(q - path) : 0;
+    cap = plen + 1;
+    nb = malloc(end + cap + qlen);
+    if (nb == NULL)
+        return UV_ENOMEM;
+    if (policy_path_normalize(path, plen, nb + end, cap, &n, &why) < 0) {
+        free(nb);
+        return 0;
+    }
+    memcpy(nb + end + n, path + plen - qlen, qlen);
+    memcpy(nb, hb, end);
+    rq->path.off = (uint32_t)end;
+    rq->path.len = (uint32_t)(n + qlen);
+    free(*norm_head);
+    *norm_head = nb;
+    return 0;
+}
+
 /* The head to send upstream for an absolute-form request, into w->out
  * (hb: the head the spans of rq point into). 0 or UV_ENOMEM. */
 static int request_upstream_head(struct http_conn *c, const struct http_request *rq,
@@ -481,7 +558,7 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
         snprintf(authority, sizeof(authority), "[%s]", c->host.name);
     else
         snprintf(authority, sizeof(authority), "%s", c->host.name);
-    if (c->fc.port != 80) {
+    if (c->fc.port != (c->terminated ? 443 : 80)) {
         size_t al = strlen(authority);
         snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->fc.port);
     }
@@ -491,6 +568,28 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
     if (w->out == NULL)
         return UV_ENOMEM;
     w->out_len = http_request_build(hb, rq, authority, !rq->keep_alive, w->out, n);
+    return 0;
+}
+
+/* Keeps the request line the verdict judges: the method and the target as
+ * it goes upstream (hb: the head rq's spans point into; an empty path or a
+ * bare query is sent as "/..."). 0 or UV_ENOMEM. */
+static int keep_request_line(struct http_work *w, const struct http_request *rq, const char *hb)
+{
+    const char *path = hb + rq->path.off;
+    size_t ml = rq->method_text.len, pl = rq->path.len;
+    int slash = pl == 0 || path[0] != '/';
+
+    free(w->rq_buf);
+    w->rq_buf = malloc(ml + pl + 1);
+    if (w->rq_buf == NULL)
+        return UV_ENOMEM;
+    memcpy(w->rq_buf, hb + rq->method_text.off, ml);
+    if (slash)
+        w->rq_buf[ml] = '/';
+    memcpy(w->rq_buf + ml + (size_t)slash, path, pl);
+    w->rq_method_len = ml;
+    w->rq_target_len = pl + (size_t)slash;
     return 0;
 }
 
@@ -518,7 +617,7 @@ static int request_parse(struct http_conn *c, struct http_request *rq, size_t en
     w->client_keep = rq->keep_alive;
     w->client_11 = rq->minor == 1;
     w->req_body = rq->body;
-    c->fc.protocol = w->is_connect ? "connect" : "http";
+    c->fc.protocol = w->is_connect ? "connect" : c->terminated ? "https" : "http";
     if (policy_host_normalize(w->in + rq->host.off, rq->host.len, &c->host, &why) < 0) {
         char msg[200];
         c->fc.host = NULL;
@@ -569,20 +668,36 @@ void http_handle_head(struct http_conn *c, size_t end)
         http_reply_overloaded(c);
         return;
     }
-    if (is_health_request(c, w->in, end)) {
+    if (c->terminated && http_tls_head(c, &end) < 0)
+        return; /* inside a terminated tunnel: the CONNECT target's request */
+    if (!c->terminated && is_health_request(c, w->in, end)) {
         health_check(c, end);
         return;
     }
     if (request_parse(c, &rq, end) < 0)
         return;
-    if (!auth_ok(c, &rq, w->in)) {
+    if (c->terminated && w->upgrade) {
+        http_refuse(c, 501,
+                    "Upgrade (WebSocket) inside a terminated tunnel is not implemented yet", 1,
+                    "upgrade refused");
+        return;
+    }
+    if (!c->terminated && !auth_ok(c, &rq, w->in)) {
         reply_auth_required(c, &rq, end);
         return;
     }
     if (request_options(c, &rq, end, &norm_head) < 0)
         return;
+    if (request_rules_path(c, &rq, end, &norm_head) < 0) {
+        free(norm_head);
+        http_conn_close(c, "out of memory");
+        return;
+    }
     if (!w->is_connect) {
-        rc = request_upstream_head(c, &rq, norm_head != NULL ? norm_head : w->in);
+        const char *hb = norm_head != NULL ? norm_head : w->in;
+        rc = request_upstream_head(c, &rq, hb);
+        if (rc == 0)
+            rc = keep_request_line(w, &rq, hb);
         free(norm_head);
         if (rc < 0) {
             http_conn_close(c, "out of memory");

@@ -35,6 +35,22 @@ static void tunnel_go(struct http_conn *c)
 }
 
 
+/* SNIFF found no TLS: the tunnel the 200 announced (proxy/http_tls.c). */
+void http_tunnel_opaque(struct http_conn *c, int fd)
+{
+    char why[160];
+    int rc = relay_open_b(&c->relay, fd);
+
+    if (rc < 0) {
+        snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));
+        http_set_reason(c, why);
+        http_conn_close(c, "internal error");
+        return;
+    }
+    http_set_state(c, HTTP_ST_EGRESS); /* tunnel_go moves on to TUNNEL */
+    tunnel_go(c);
+}
+
 void http_tunnel_start(struct http_conn *c, int fd)
 {
     static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -42,6 +58,20 @@ void http_tunnel_start(struct http_conn *c, int fd)
     char why[160];
     int rc;
 
+    if (http_tls_wanted(c)) {
+        http_tls_connect(c, fd);
+        return;
+    }
+    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+        !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
+        /* judged as a tunnel to terminate, and a reload since turned that
+         * off: a host with request rules is never passed opaque (report
+         * mode lets it through, as its verdict did) */
+        close(fd);
+        http_refuse(c, 403, "a host with request rules is reachable only through TLS termination",
+                    1, "tunnel refused");
+        return;
+    }
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));

@@ -123,12 +123,15 @@ void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
         if (r->port != 0)
             put_num(&l, "port", r->port);
     }
+    if (r->terminated)
+        put_num(&l, "terminated", 1);
     put_str(&l, "method", r->method);
     put_str(&l, "url", r->url);
     put_str(&l, "decision", r->verdict);
     put_str(&l, "rule", r->rule);
     put_str(&l, "source", r->source);
     put_str(&l, "reason", r->reason);
+    put_str(&l, "hint", r->hint);
     put_str(&l, "addr", r->addr);
     if (r->code >= 0)
         put_num(&l, "code", (unsigned long long)r->code);

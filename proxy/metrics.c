@@ -4,11 +4,15 @@
  * relaxed atomic adds; /metrics (main thread) sums them with atomic loads. */
 #include "proxy/server-int.h"
 
+#include "proxy/tlsterm.h"
+#include "tls/tls.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static const char *const mproto_names[MPROTO_N] = {"http", "connect", "socks5"};
+/* "https": a request inside a terminated tunnel */
+static const char *const mproto_names[MPROTO_N] = {"http", "connect", "socks5", "https"};
 static const char *const mdec_names[MDEC_N] = {"allow", "deny", "would_deny", "other"};
 
 static int metric_index(const char *s, const char *const *names, int n, int other)
@@ -152,6 +156,29 @@ static void decisions(FILE *m, const struct metric_sums *t)
             (unsigned long long)t->bytes_down);
 }
 
+/* network.tlsTerminate: terminated tunnels open and the leaf cache. */
+static void tls_metrics(FILE *m, const struct proxy_srv *srv)
+{
+    struct tls_leaves_stats st;
+
+    if (srv->tls == NULL)
+        return;
+    tls_leaves_stats(srv->tls->leaves, &st);
+    metric_head(m, "sluice_tls_tunnels_open", "gauge",
+                "Terminated tunnels open now (network.tlsTerminate.maxTunnels bounds them).");
+    fprintf(m, "sluice_tls_tunnels_open %zu\n", __atomic_load_n(&srv->tls->open, __ATOMIC_RELAXED));
+    metric_head(m, "sluice_tls_leaves_total", "counter",
+                "Leaf certificates: handshakes that found theirs cached (hit) or not (miss), "
+                "leaves minted and mints that failed.");
+    fprintf(m, "sluice_tls_leaves_total{result=\"hit\"} %llu\n", (unsigned long long)st.hits);
+    fprintf(m, "sluice_tls_leaves_total{result=\"miss\"} %llu\n", (unsigned long long)st.misses);
+    fprintf(m, "sluice_tls_leaves_total{result=\"minted\"} %llu\n", (unsigned long long)st.mints);
+    fprintf(m, "sluice_tls_leaves_total{result=\"mint_failed\"} %llu\n",
+            (unsigned long long)st.mint_failures);
+    metric_head(m, "sluice_tls_leaves_cached", "gauge", "Leaf certificates in the cache.");
+    fprintf(m, "sluice_tls_leaves_cached %u\n", st.cached);
+}
+
 /* Prometheus text exposition format 0.0.4. Main thread. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
 {
@@ -168,6 +195,7 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
                 "Start time of the process since the Unix epoch in seconds.");
     fprintf(m, "process_start_time_seconds %.3f\n", srv->start_time);
     connections(m, srv, &t);
+    tls_metrics(m, srv);
     decisions(m, &t);
     metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
     fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);

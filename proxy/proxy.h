@@ -113,6 +113,19 @@ struct http_request {
  * http_head_end). Returns 0, or the status to answer with *why set. */
 int http_request_parse(const char *head, size_t len, struct http_request *r, const char **why);
 
+/* A request inside a terminated tunnel names a path (origin-form, or "*"
+ * for OPTIONS); it goes to the tunnel's CONNECT target, whatever its Host
+ * says. Rewrites the request line of head (len bytes, a whole head as
+ * http_head_end delimits it) into absolute-form for authority ("host:port",
+ * "[v6]:port"): "M /p HTTP/1.1" becomes "M http://authority/p HTTP/1.1",
+ * "OPTIONS * ..." becomes "OPTIONS http://authority ...". The rest of the
+ * head is copied unchanged, for http_request_parse to judge. Returns the new
+ * length (at most cap bytes are written, so a value > cap means out was too
+ * small), or 0 with *why set when the line is malformed or its target is
+ * not a path (absolute-form, authority-form: another host). */
+size_t http_target_for_tunnel(const char *head, size_t len, const char *authority, char *out,
+                              size_t cap, const char **why);
+
 /* Writes the head to send upstream for an absolute-form request:
  * "METHOD origin-form HTTP/1.1", "Host: authority", the fields not dropped,
  * the framing (Content-Length: N or Transfer-Encoding: chunked: bodies are
@@ -162,6 +175,7 @@ struct http_reply {
     const char *rcode;      /* dns_error rcode ("NXDOMAIN"), or NULL */
     const char *body;       /* one line, or NULL for "<status> <phrase>"; sanitised */
     unsigned retry_after;   /* seconds; 0: no Retry-After */
+    const char *x_error;    /* X-Proxy-Error: this token ("too-many-tunnels"), or NULL */
     unsigned blocked : 1;   /* X-Proxy-Error: blocked-by-allowlist */
     unsigned close : 1;     /* Connection: close */
     unsigned challenge : 1; /* Proxy-Authenticate: Basic realm="sluice" */

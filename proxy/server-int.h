@@ -47,7 +47,7 @@ struct service {
 };
 
 /* Decision counters by the log record's protocol and verdict. */
-enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_N };
+enum { MPROTO_HTTP = 0, MPROTO_CONNECT, MPROTO_SOCKS5, MPROTO_HTTPS, MPROTO_N };
 enum { MDEC_ALLOW = 0, MDEC_DENY, MDEC_WOULD_DENY, MDEC_OTHER, MDEC_N };
 
 /* Per worker; every field atomic. */
@@ -94,6 +94,7 @@ struct proxy_srv {
     struct ask_broker *broker;   /* the one ask broker (main loop), or NULL */
     struct ask_handler *handler; /* its handler, or NULL */
     struct policy *policy;       /* the policy in use (the main thread's reference) */
+    struct proxy_tls_shared *tls; /* network.tlsTerminate's CA and leaves, or NULL */
     struct proxy_worker *workers[PROXY_MAX_WORKERS];
     unsigned nworkers, ndone;
     unsigned nworkers_made; /* created (for the error paths) */

@@ -20,6 +20,7 @@
 #include "proxy/server-int.h"
 
 #include "proxy/proxy.h"
+#include "proxy/tlsterm.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -48,6 +49,8 @@ static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy 
     if (settings_load(s, srv->settings_path, err) < 0 || settings_apply_managed(s, NULL, err) < 0)
         return -1;
     proxy_settings_defaults(s);
+    if (proxy_tls_settings_check(s, err) < 0)
+        return -1;
     if (policy_compile(s, p, err) < 0)
         return -1;
     proxy_set_local(*p, srv->laddr, srv->lport, srv->nlisten);
@@ -64,7 +67,7 @@ static void reload(struct proxy_srv *srv)
     unsigned i;
 
     notify_reloading(srv->notify);
-    if (load_policy(srv, &s, &p, &err) < 0) {
+    if (load_policy(srv, &s, &p, &err) < 0 || proxy_tls_reload_check(srv->tls, &s, &err) < 0) {
         proxy_metrics_reload(srv, 0);
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         proxy_log_event(&srv->log, "error", "reload_failed", msg);
@@ -323,6 +326,15 @@ static int start(struct proxy_srv *srv)
         return 2;
     }
     srv->policy = p;
+    if (proxy_tls_shared_new(&srv->settings, &srv->tls, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "sluice: proxy: network.tlsTerminate: %s\n", msg);
+        return 2;
+    }
+    if (srv->tls != NULL && srv->tls->warning != NULL)
+        fprintf(stderr, "sluice: warning: network.tlsTerminate: %s\n", srv->tls->warning);
+    if (srv->tls != NULL && srv->o.socks_on)
+        fprintf(stderr, "sluice: warning: network.tlsTerminate: SOCKS5 connections are not "
+                        "terminated yet: they stay opaque tunnels (HTTP CONNECT is terminated)\n");
     for (size_t i = 0; i < srv->settings.notices.n; i++)
         fprintf(stderr, "sluice: warning: %s\n", srv->settings.notices.items[i].value);
     srv->max_conns = proxy_max_connections(&srv->settings);
@@ -460,6 +472,10 @@ static int cleanup(struct proxy_srv *srv, int code)
     policy_free(srv->policy);
     settings_free(&srv->settings);
     proxy_log_close(&srv->log);
+    if (srv->tls != NULL) {
+        proxy_tls_shared_free(srv->tls);
+        uv_library_shutdown(); /* the mint threads end before OpenSSL's atexit (tls.h) */
+    }
     return code;
 }
 

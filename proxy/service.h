@@ -99,6 +99,7 @@ struct proxy_service {
     int own_broker;
     struct egress_env *egress;
     struct proxy_service_hooks h;
+    struct proxy_tls *tls; /* network.tlsTerminate on this loop (sluice proxy), or NULL */
 };
 
 /* Ready for listeners: empty front ends on loop, connection ids from

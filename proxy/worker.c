@@ -10,6 +10,7 @@
 #include "proxy/server-int.h"
 
 #include "proxy/proxy.h"
+#include "proxy/tlsterm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,6 +340,8 @@ int proxy_worker_setup(struct proxy_worker *w, struct proxy_service_conf *conf, 
     }
     if (proxy_service_start(&w->svc, &srv->settings, conf, &ask, err, errlen) < 0)
         return 1;
+    if (srv->tls != NULL && proxy_tls_new(srv->tls, &w->svc.tls, err, errlen) < 0)
+        return 1;
     egress_env_set_observer(w->svc.egress, proxy_metrics_outcome, &w->m);
     uv_prepare_init(w->loop, &w->prep);
     w->prep.data = w;
@@ -394,6 +397,8 @@ void proxy_worker_free(struct proxy_worker *w)
         return;
     if (w->thread_ok)
         uv_thread_join(&w->thread);
+    proxy_tls_free(w->svc.tls);
+    w->svc.tls = NULL;
     proxy_service_free(&w->svc);
     if (w->threaded && w->loop_ok && uv_loop_close(&w->own_loop) != 0)
         fprintf(stderr, "sluice: proxy: worker %u: handles left open at exit\n", w->index);

@@ -41,8 +41,15 @@ static void note(struct blocked *list, size_t *n, unsigned *total, unsigned *dro
 
 static void note_blocked(struct run *run, const struct connlog *r)
 {
-    char what[300];
+    char what[300], why[900];
     const char *reason = r->reason != NULL ? r->reason : "";
+
+    /* why, then what to add to allow it (issue 26): one entry, one line */
+    if (r->hint != NULL && r->hint[0] != '\0') {
+        snprintf(why, sizeof(why), "%.400s%s%.400s", reason, reason[0] != '\0' ? "; " : "",
+                 r->hint);
+        reason = why;
+    }
 
     if (r->port == 0) /* a name the sandbox's resolver refused (transparent mode) */
         snprintf(what, sizeof(what), "%s (dns)", r->host != NULL ? r->host : "?");

@@ -176,9 +176,12 @@ static void put16(uint8_t *p, unsigned v)
 
 /* The DECISION record of a denied name, through the connection base as
  * transparent mode's connect() records go (the same id counter and log). */
-static void dns_log_denied(struct tp *t, const char *name, const struct policy_judgment *d)
+static void dns_log_denied(struct tp *t, const struct policy_host *h,
+                           const struct policy_judgment *d)
 {
     struct frontend_conn c;
+    char hint[400];
+    const char *name = h->name;
 
     if (t->fe.log == NULL)
         return;
@@ -190,6 +193,8 @@ static void dns_log_denied(struct tp *t, const char *name, const struct policy_j
     frontend_conn_set_text(&c.rule, d->rule_text);
     frontend_conn_set_text(&c.source, d->source[0] != '\0' ? d->source : NULL);
     frontend_conn_set_text(&c.reason, d->reason);
+    frontend_conn_set_text(&c.hint, policy_deny_hint(egress_env_policy(t->egress), h, 0, NULL, d,
+                                                     NULL, hint, sizeof(hint)));
     c.code = DNS_NXDOMAIN;
     frontend_conn_emit(&c, CONNLOG_DECISION);
     frontend_conn_clear(&c);
@@ -258,7 +263,7 @@ size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, 
         goto done;
     }
     if (policy_dns_refused(egress_env_policy(t->egress), &h, &d)) {
-        dns_log_denied(t, h.name, &d);
+        dns_log_denied(t, &h, &d);
         rcode = DNS_NXDOMAIN;
         goto done;
     }

@@ -34,6 +34,70 @@ static void list_text(FILE *f, const char *label, const struct settings_list *l,
     fputc('\n', f);
 }
 
+/* network.requestRules as JSON: [{host, action, methods, paths}] (an
+ * empty list: any method / any path). */
+static json_t *rules_json(const struct settings *s)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a != NULL && i < s->network.request_rules.n; i++) {
+        struct settings_request_rule r;
+        json_t *ms = json_array(), *ps = json_array();
+        const char *m;
+
+        if (settings_request_rule_split(s->network.request_rules.items[i].value, &r) < 0) {
+            json_decref(ms);
+            json_decref(ps);
+            continue;
+        }
+        for (m = r.methods; m < r.methods + r.methods_len;) {
+            size_t left = (size_t)(r.methods + r.methods_len - m);
+            const char *sp = memchr(m, ' ', left);
+            size_t n = sp != NULL ? (size_t)(sp - m) : left;
+            json_array_append_new(ms, json_stringn(m, n));
+            m += n + 1;
+        }
+        for (size_t k = 0; k < r.npaths; k++)
+            json_array_append_new(ps, json_stringn(r.paths[k], r.path_lens[k]));
+        json_array_append_new(a, json_pack("{s:s%, s:s, s:o, s:o}", "host", r.host, r.host_len,
+                                           "action", r.deny ? "deny" : "allow", "methods", ms,
+                                           "paths", ps));
+    }
+    return a;
+}
+
+/* network.requestRules in words, one line a rule. */
+static void rules_text(FILE *f, const struct settings *s)
+{
+    if (s->network.request_rules.n == 0)
+        return;
+    fprintf(f, "  - Request rules (network.requestRules): on the hosts they name, a plain http:// "
+               "request is allowed only when an allow rule matches its method and path and no "
+               "deny rule does (paths compared after normalisation; ambiguous paths refused). "
+               "HTTPS, SOCKS and direct connections to those hosts are refused: sluice cannot "
+               "see the requests inside them (TLS termination is not built yet).\n");
+    for (size_t i = 0; i < s->network.request_rules.n; i++) {
+        struct settings_request_rule r;
+        if (settings_request_rule_split(s->network.request_rules.items[i].value, &r) < 0)
+            continue;
+        fprintf(f, "    - %s ", r.deny ? "deny" : "allow");
+        if (r.methods_len == 0)
+            fprintf(f, "any method");
+        for (size_t k = 0; k < r.methods_len; k++) {
+            if (r.methods[k] == ' ')
+                fputs(", ", f);
+            else
+                fputc(r.methods[k], f);
+        }
+        fprintf(f, " on %.*s to ", (int)r.host_len, r.host);
+        if (r.npaths == 0)
+            fprintf(f, "any path");
+        for (size_t k = 0; k < r.npaths; k++)
+            fprintf(f, "%s%.*s", k > 0 ? ", " : "", (int)r.path_lens[k], r.paths[k]);
+        fputc('\n', f);
+    }
+}
+
 /* The managed file: which file, the keys it fixes, and the boundary keys
  * only it may weaken (the reference runtime's areSandboxSettingsLockedByPolicy). */
 static json_t *managed_json(const struct settings *s)
@@ -128,7 +192,8 @@ static int print_json(const struct settings *s)
         "bypass", "allow_unsandboxed_commands", bypass_allowed(s),
         "dangerously_disable_sandbox_honoured", bypass_allowed(s),
         "excluded_commands", list_json(&s->sandbox.excluded_commands));
-    if (o == NULL || json_object_set_new(o, "managed", managed_json(s)) < 0) {
+    if (o == NULL || json_object_set_new(o, "managed", managed_json(s)) < 0 ||
+        json_object_set_new(json_object_get(o, "network"), "request_rules", rules_json(s)) < 0) {
         json_decref(o);
         fprintf(stderr, "sluice: explain: out of memory\n");
         return 1;
@@ -205,6 +270,7 @@ static void network_text(FILE *f, const struct settings *s)
     if (s->network.require_host_match)
         fprintf(f, "  - A plain HTTP request whose Host header names another host is refused "
                    "(421).\n");
+    rules_text(f, s);
     parent_text(f, s);
 }
 

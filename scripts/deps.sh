@@ -6,12 +6,15 @@ set -euo pipefail
 pkgs=(
     build-essential cmake pkg-config
     libuv1-dev libc-ares-dev node-llhttp libjansson-dev libseccomp-dev
-    libidn2-dev libpsl-dev publicsuffix libcmocka-dev
+    libidn2-dev libpsl-dev publicsuffix libcmocka-dev libssl-dev
     bubblewrap curl dnsmasq-base socat netcat-openbsd python3 openssl tinyproxy microsocks
     clang libclang-rt-14-dev valgrind
     dpkg-dev file fakeroot lintian mandoc bash-completion yamllint prometheus systemd
     squid
 )
+# libssl-dev: OpenSSL 3 for TLS termination (tls/: the ClientHello callback
+# that pauses a handshake for a leaf minted off the loop, the X.509 API for
+# the CA and leaves, upstream verification); only tls/ includes its headers.
 # squid: tests/e2e/parent_squid.sh checks network.parentProxy against a real
 # corporate proxy with Debian's shipped configuration (in a private network
 # namespace; the package's service is not what the test runs).

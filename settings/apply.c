@@ -119,6 +119,8 @@ static int apply_key(struct ctx *c, json_t *v, const struct key_def *d)
         if (!json_is_object(v))
             return settings__fail(c, 0, "expected an object, got %s", settings__type_name(v));
         rc = settings__apply_object(c, v, d->sub, d->nsub);
+        if (rc == 0 && d->fn != NULL) /* the object as a whole (network.tlsTerminate) */
+            rc = d->fn(c, v, d);
         break;
     case KD_CUSTOM:
         rc = d->fn(c, v, d);

@@ -61,6 +61,24 @@
 #define LOCK(order, weak, path, what) .lock = {order, weak, path, what}
 
 /* clang-format off */
+/* "network.tlsTerminate" (srt 0.0.83): the object's own row checks
+ * caCertPath and caKeyPath come together, and records that it was given */
+static const struct key_def tls_terminate_keys[] = {
+    {.name = "caCertPath", .kind = KD_CUSTOM, .fn = settings__fn_tls_path,
+     .off = OFF(network.tls_terminate.ca_cert_path),
+     .off2 = OFF(network.tls_terminate.ca_key_path), .merge = MERGE_STRING},
+    /* moved with caCertPath (off2): a layer names both or neither */
+    {.name = "caKeyPath", .kind = KD_CUSTOM, .fn = settings__fn_tls_path,
+     .off = OFF(network.tls_terminate.ca_key_path), .merge = MERGE_NONE},
+    CUSTOM("excludeDomains", settings__fn_tls_exclude, network.tls_terminate.exclude_domains,
+           MERGE_LIST, "network.tlsTerminate.excludeDomains"),
+    CUSTOM("extraCaCertPaths", settings__fn_tls_extra, network.tls_terminate.extra_ca_cert_paths,
+           MERGE_LIST, "network.tlsTerminate.extraCaCertPaths"),
+    UINT("maxTunnels", network.tls_terminate.max_tunnels, 1, 65536),
+    UINT("handshakeTimeoutMs", network.tls_terminate.handshake_timeout_ms, 100, 600000),
+    CUSTOM("scope", settings__fn_tls_scope, network.tls_terminate.scope, MERGE_SCALAR, NULL),
+};
+
 static const struct key_def network_keys[] = {
     {.name = "allowedDomains", .kind = KD_STRLIST, .off = OFF(network.allowed_domains),
      .merge = MERGE_LIST, .group = MG_ALLOWED_DOMAINS, .list = "network.allowedDomains"},
@@ -102,9 +120,10 @@ static const struct key_def network_keys[] = {
     REFUSED_SAY("mitmProxy",
                 "remove it; to send allowed traffic through another proxy, name it in "
                 "network.parentProxy (sluice sends CONNECT to it)"),
-    REFUSED_SAY("tlsTerminate",
-                "sluice does not decrypt TLS and decides by host and port; remove it, and "
-                "inspect content in a proxy you control named in network.parentProxy"),
+    {.name = "tlsTerminate", .kind = KD_OBJECT, .sub = tls_terminate_keys,
+     .nsub = COUNT(tls_terminate_keys), .fn = settings__fn_tls_terminate,
+     .off = OFF(network.tls_terminate.given), .size = SIZE(network.tls_terminate.given),
+     .merge = MERGE_SCALAR},
     CUSTOM("parentProxy", settings__fn_parent, network.parent_proxy, MERGE_PARENT, NULL),
     {.name = "allowPlaintextHeaderSet", .kind = KD_CUSTOM, .fn = settings__fn_plaintext_set},
     CUSTOM("stripResponseHeaders", settings__fn_strip, network.strip_response_headers,
@@ -118,6 +137,11 @@ static const struct key_def network_keys[] = {
      LOCK(1, WEAK_IF_ZERO, "network.isolate", "open the host network (network.isolate false)")},
     CUSTOM("ambiguousRequestTarget", settings__fn_ambiguous, network.ambiguous_request_target,
            MERGE_SCALAR_SOME, NULL),
+    /* request rules (issue 23): replaced by a later layer, like allowedDomains */
+    CUSTOM("requestRules", settings__fn_request_rules, network.request_rules, MERGE_LIST,
+           "network.requestRules"),
+    {.name = "denyMessage", .kind = KD_CUSTOM, .fn = settings__fn_deny_message,
+     .off = OFF(network.deny_message), .merge = MERGE_STRING},
     REFUSED_SAY("filterRequest",
                 "it is a callback of the JavaScript library, which a settings file cannot "
                 "carry; decide per request with an ask handler (sluice run --ask "

@@ -46,6 +46,7 @@ static void mark_managed(struct settings *L)
         &L->network.allowed_domains,
         &L->network.denied_domains,
         &L->network.denied_resolved_addresses,
+        &L->network.request_rules,
     };
 
     for (size_t i = 0; i < COUNT(lists); i++)

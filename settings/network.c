@@ -1,12 +1,13 @@
 /* settings/network.c - validators of the "network" keys with rules of
  * their own: deniedDomainReasons, denyPrivateAddresses, mode, parentProxy,
  * ambiguousRequestTarget, allowPlaintextHeaderSet, stripResponseHeaders,
- * dnsServers.
+ * dnsServers, tlsTerminate.
  */
 #include "settings/settings-int.h"
 
+#include "common/common.h"
+
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,24 @@ static int check_no_proxy(const char *list, const char **why)
         return -EINVAL;
     }
     return checks->no_proxy(list, why);
+}
+
+int settings__check_rule_host(const char *pattern, const char **why)
+{
+    if (checks == NULL || checks->rule_host == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_host(pattern, why);
+}
+
+int settings__check_rule_path(const char *glob, const char **why)
+{
+    if (checks == NULL || checks->rule_path == NULL) {
+        *why = NO_CHECK;
+        return -EINVAL;
+    }
+    return checks->rule_path(glob, why);
 }
 
 /* network.parentProxy: {http, https, noProxy}; URLs and the noProxy list
@@ -192,6 +211,32 @@ int settings__fn_ambiguous(struct ctx *c, json_t *v, const struct key_def *d)
     return 0;
 }
 
+/* network.denyMessage: one line of printable ASCII (it goes into 403
+ * bodies, log lines and the terminal), 1 to 200 bytes. */
+int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+    size_t n;
+
+    (void)d;
+    if (!json_is_string(v))
+        return settings__fail(c, 0, "expected a string (one line), got %s", settings__type_name(v));
+    m = json_string_value(v);
+    n = json_string_length(v);
+    if (n == 0 || n > 200)
+        return settings__fail(c, 0, "expected 1 to 200 characters, got %zu", n);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)m[i] < 0x20 || (unsigned char)m[i] > 0x7e)
+            return settings__fail(c, 0,
+                                  "only printable ASCII on one line (it is sent in HTTP "
+                                  "bodies and written to logs and terminals)");
+    free(c->v->network.deny_message);
+    c->v->network.deny_message = strdup(m);
+    if (c->v->network.deny_message == NULL)
+        return settings__fail_nomem(c);
+    return 0;
+}
+
 /* network.allowPlaintextHeaderSet: lets filterRequest/credentials set
  * headers on plain HTTP in srt. sluice sets no header on a request (both
  * are refused), so true would promise something that cannot happen. */
@@ -224,7 +269,7 @@ int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d)
         const char *n = json_string_value(e);
         const char *why = NULL;
         for (const char *q = n; *q != '\0' && why == NULL; q++)
-            if (!(isalnum((unsigned char)*q) || strchr("!#$%&'*+-.^_`|~", *q) != NULL))
+            if (!common_is_tchar((unsigned char)*q))
                 why = "is not a header name (letters, digits and !#$%&'*+-.^_`|~)";
         if (why == NULL &&
             (strcasecmp(n, "content-length") == 0 || strcasecmp(n, "transfer-encoding") == 0))
@@ -310,4 +355,111 @@ int settings__fn_dns(struct ctx *c, json_t *v, const struct key_def *d)
     if (rc < 0)
         return rc;
     return settings__take_strlist(c, v, &c->v->network.dns_servers, d->list, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* network.tlsTerminate (srt 0.0.83)                                         */
+
+/* A path in the object: a non-empty string; relative to the settings
+ * file's directory (as list files are). */
+static int tls_path_dup(struct ctx *c, json_t *v, char **out)
+{
+    const char *p;
+    size_t n;
+
+    if (!json_is_string(v))
+        return settings__fail(c, 0, "expected a path string, got %s", settings__type_name(v));
+    p = json_string_value(v);
+    if (p[0] == '\0' || strlen(p) != json_string_length(v))
+        return settings__fail(c, 0, "expected a path, got an empty string or a NUL byte");
+    if (p[0] != '/' && c->dir != NULL) {
+        n = strlen(c->dir) + strlen(p) + 2;
+        *out = malloc(n);
+        if (*out != NULL)
+            snprintf(*out, n, "%s/%s", c->dir, p);
+    } else {
+        *out = strdup(p);
+    }
+    return *out == NULL ? settings__fail_nomem(c) : 0;
+}
+
+int settings__fn_tls_path(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    char **dst = (char **)settings__field(c, d), *p = NULL;
+    int rc = tls_path_dup(c, v, &p);
+
+    if (rc < 0)
+        return rc;
+    free(*dst);
+    *dst = p;
+    return 0;
+}
+
+/* excludeDomains: patterns as in allowedDomains, each checked (and located)
+ * by the policy compile as allowedDomains' are. */
+int settings__fn_tls_exclude(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return settings__take_strlist(c, v, (struct settings_list *)settings__field(c, d), d->list,
+                                  1);
+}
+
+int settings__fn_tls_extra(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_list *l = settings__field(c, d);
+    int rc = settings__take_strlist(c, v, l, d->list, 1);
+
+    /* relative paths resolve against the settings file's directory */
+    for (size_t i = 0; rc == 0 && i < l->n; i++) {
+        char *p = l->items[i].value, *abs;
+        size_t n;
+        if (p[0] == '/' || c->dir == NULL)
+            continue;
+        n = strlen(c->dir) + strlen(p) + 2;
+        abs = malloc(n);
+        if (abs == NULL)
+            return settings__fail_nomem(c);
+        snprintf(abs, n, "%s/%s", c->dir, p);
+        free(p);
+        l->items[i].value = abs;
+    }
+    return rc;
+}
+
+int settings__fn_tls_scope(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    const char *m;
+
+    (void)d;
+    if (!json_is_string(v))
+        return settings__fail(c, 0, "expected \"all\" or \"needed\", got %s",
+                              settings__type_name(v));
+    m = json_string_value(v);
+    if (strcmp(m, "all") == 0)
+        c->v->network.tls_terminate.scope = SETTINGS_TLS_SCOPE_ALL;
+    else if (strcmp(m, "needed") == 0)
+        c->v->network.tls_terminate.scope = SETTINGS_TLS_SCOPE_NEEDED;
+    else
+        return settings__fail(c, 0, "expected \"all\" or \"needed\"");
+    return 0;
+}
+
+/* The object as a whole, after its keys: caCertPath and caKeyPath come
+ * together or not at all (srt), and the object was given. */
+int settings__fn_tls_terminate(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    int cert = json_object_get(v, "caCertPath") != NULL;
+    int key = json_object_get(v, "caKeyPath") != NULL;
+
+    struct jsonpos pos;
+
+    if (cert != key)
+        return settings__fail(c, 1, "caCertPath and caKeyPath come together: %s without %s",
+                              cert ? "caCertPath" : "caKeyPath", cert ? "caKeyPath" : "caCertPath");
+    (void)d;
+    settings__locate(c, 1, &pos);
+    c->v->network.tls_terminate.given.set = 1;
+    c->v->network.tls_terminate.given.file = c->name;
+    c->v->network.tls_terminate.given.line = pos.line;
+    c->v->network.tls_terminate.given.col = pos.col;
+    return 0;
 }

@@ -101,6 +101,31 @@ struct settings {
             SETTINGS_AMBIGUOUS_REFUSE,
             SETTINGS_AMBIGUOUS_NORMALIZE,
         } ambiguous_request_target;
+        /* network.requestRules (issue 23): one item per rule, its value the
+         * rule in settings_request_rule's text form (below), its place the
+         * rule's object; replaced by a later layer that sets the key */
+        struct settings_list request_rules;
+        /* network.tlsTerminate (srt 0.0.83's schema, plus scope) */
+        struct {
+            struct {
+                int set;          /* the object was given (even empty) */
+                const char *file; /* where (the last layer that gave it), for messages */
+                unsigned line, col;
+            } given;
+            char *ca_cert_path;    /* both or neither (checked per layer) */
+            char *ca_key_path;
+            struct settings_list exclude_domains;    /* DomainPattern list */
+            struct settings_list extra_ca_cert_paths; /* upstream trust besides the system's */
+            unsigned max_tunnels;                     /* 1..65536, default 256 */
+            unsigned handshake_timeout_ms;            /* 100..600000, default 10000 */
+            enum settings_tls_scope {
+                SETTINGS_TLS_SCOPE_ALL = 0, /* srt: every allowed host not excluded */
+                SETTINGS_TLS_SCOPE_NEEDED,  /* only hosts with request rules or credentials */
+            } scope;
+        } tls_terminate;
+        /* network.denyMessage (issue 26): replaces the hint of every denial
+         * (the 403 body, the log's hint, the run summary); NULL: sluice's */
+        char *deny_message;
     } network;
     struct {
         struct settings_list deny_read, allow_read, allow_write, deny_write;
@@ -239,7 +264,30 @@ const char *settings_key_path(size_t i, char *buf, size_t len);
 struct settings_checks {
     int (*proxy_url)(const char *url, const char **why);  /* network.parentProxy.http(s) */
     int (*no_proxy)(const char *list, const char **why);  /* network.parentProxy.noProxy */
+    int (*rule_host)(const char *pattern, const char **why); /* network.requestRules[].host */
+    int (*rule_path)(const char *glob, const char **why);    /* network.requestRules[].path */
 };
+
+/* network.requestRules: the text form of one checked rule, the value of its
+ * settings_item: lines separated by '\n' (no field can hold one):
+ *   "allow" or "deny"
+ *   the host pattern
+ *   the methods, separated by ' ' ("" = any method)
+ *   one line per path glob (none = any path)
+ * settings_request_rule_split() reads it back. */
+#define SETTINGS_RULE_FIELDS_MAX 66 /* action, host, methods, up to 63 paths */
+struct settings_request_rule {
+    int deny;
+    const char *host;
+    size_t host_len;
+    const char *methods; /* space-separated, "" = any */
+    size_t methods_len;
+    const char *paths[SETTINGS_RULE_FIELDS_MAX - 3];
+    size_t path_lens[SETTINGS_RULE_FIELDS_MAX - 3];
+    size_t npaths; /* 0 = any path */
+};
+/* Splits a rule's text form (spans point into text). 0 or -EINVAL. */
+int settings_request_rule_split(const char *text, struct settings_request_rule *r);
 void settings_set_checks(const struct settings_checks *checks);
 
 #endif

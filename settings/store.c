@@ -147,6 +147,8 @@ void settings_init(struct settings *s)
     s->network.mode = SETTINGS_MODE_ENFORCE;
     s->network.isolate = 1;
     s->network.deny_private_addresses = SETTINGS_UNSET;
+    s->network.tls_terminate.max_tunnels = 256;
+    s->network.tls_terminate.handshake_timeout_ms = 10000;
     s->mandatory_deny_search_depth = 3;
     s->sandbox.enabled = SETTINGS_UNSET;
     s->sandbox.allow_unsandboxed_commands = SETTINGS_UNSET;
@@ -184,10 +186,16 @@ void settings_free(struct settings *s)
     settings__map_free(&s->ignore_violations);
     free(s->bwrap_path);
     free(s->java_agent_jar_path);
+    free(s->network.tls_terminate.ca_cert_path);
+    free(s->network.tls_terminate.ca_key_path);
+    settings__list_free(&s->network.tls_terminate.exclude_domains);
+    settings__list_free(&s->network.tls_terminate.extra_ca_cert_paths);
     free(s->network.parent_proxy.http);
     free(s->network.parent_proxy.https);
     free(s->network.parent_proxy.no_proxy);
     settings__list_free(&s->network.strip_response_headers);
+    settings__list_free(&s->network.request_rules);
+    free(s->network.deny_message);
     settings__list_free(&s->git_safe_directories);
     settings__list_free(&s->sandbox.excluded_commands);
     settings__list_free(&s->environment.allow);

@@ -47,7 +47,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin request_rules tls_terminate)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-1500}
 # run_escape.sh leaves out its issue 21 groups and the inherited-socket

@@ -206,8 +206,8 @@ want_st="< HTTP/1.1 403 denied by rule 'denied.test'"
 if grep -qxF "$want_st" <<< "$out" &&
     grep -qxF "< Proxy-Status: sluice; error=http_request_denied; details=\"denied by rule 'denied.test'\"" <<< "$out" &&
     grep -qxF "< X-Proxy-Error: blocked-by-allowlist" <<< "$out" &&
-    grep -qE "^< body [0-9]+: sluice: denied.test:$PA blocked: denied by rule 'denied.test'\\\\n$" <<< "$out"; then
-    ok "deny rule: 403 with the reason as phrase, Proxy-Status, X-Proxy-Error, one-line body"
+    grep -qE "^< body [0-9]+: sluice: denied.test:$PA blocked: denied by rule 'denied.test'; deny rules win over allow rules: to allow it, remove or narrow 'denied.test' \\([^)]*:[0-9]+\\)\\\\n$" <<< "$out"; then
+    ok "deny rule: 403 with the reason as phrase, Proxy-Status, X-Proxy-Error, one-line body with the hint"
 else bad "403 deny" "$out"; fi
 rawgrep "unmatched name: 403" '^< HTTP/1.1 403 ' s:"GET http://example.org/$H11" r
 rawgrep "metadata answer refused by the guard: 403 destination_ip_prohibited" \

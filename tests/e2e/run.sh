@@ -138,6 +138,11 @@ $4}"; fi
     [ "$out" = 403 ] && ok "a denied origin gets 403" || bad "denied 403" "$out $err"
     grep -q "^sluice: blocked 1 connection: 127.0.0.1:$PB" <<< "$err" &&
         ok "the after-run summary names the blocked connection" || bad "blocked summary" "$err"
+    grep -qF "to allow this address, add '127.0.0.1:$PB' to network.allowedDomains)" <<< "$err" &&
+        ok "the summary says what to add to allow it" || bad "the summary's hint" "$err"
+    grep -qiE 'noproxy|no_proxy|unset .*proxy' <<< "$err" &&
+        bad "the summary never suggests a way around the proxy" "$err" ||
+        ok "the summary never suggests a way around the proxy"
     out=$(sr -c "curl $X -o /dev/null http://127.0.0.1:$PB/a; curl $X -o /dev/null http://127.0.0.1:$PB/b; curl $X -p -o /dev/null http://127.0.0.1:$PB/b" 2>&1)
     grep -q "^sluice: blocked 3 connections: 127.0.0.1:$PB.*×3" <<< "$out" &&
         ok "the summary counts repeats (×3)" || bad "summary ×3" "$out"

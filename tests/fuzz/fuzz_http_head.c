@@ -250,6 +250,35 @@ static void check_response(const char *resp, size_t len, int head_request, uint6
     free(h);
 }
 
+/* Inside a terminated tunnel: the head's target goes to the CONNECT target
+ * (http_target_for_tunnel) or is refused; the length is the same with and
+ * without room, nothing is written past cap, and a rewritten head that
+ * parses names exactly the tunnel's target. */
+static void check_tunnel_target(const char *head, size_t len)
+{
+    static const char auth[] = "t.example:8443";
+    static struct http_request rq;
+    const char *why = NULL;
+    size_t n = http_target_for_tunnel(head, len, auth, NULL, 0, &why), m;
+    char *out;
+
+    if (n == 0) {
+        FUZZ_CHECK(why != NULL && *why != '\0');
+        return;
+    }
+    FUZZ_CHECK(n <= len + 7 + sizeof(auth) - 1);
+    out = malloc(n + 1);
+    FUZZ_CHECK(out != NULL);
+    out[n] = '#';
+    m = http_target_for_tunnel(head, len, auth, out, n, &why);
+    FUZZ_CHECK(m == n && out[n] == '#');
+    if (http_request_parse(out, n, &rq, &why) == 0) {
+        FUZZ_CHECK(rq.port == 8443 && rq.host.len == 9 && memcmp(out + rq.host.off, "t.example", 9) == 0);
+        FUZZ_CHECK(rq.method != HTTP_METHOD_CONNECT);
+    }
+    free(out);
+}
+
 /* A request head accepted by http_request_parse: everything the front end does next. */
 static void check_request(const char *h, size_t end, const struct http_request *rq,
                           const char *rest, size_t restlen, uint64_t bits)
@@ -449,6 +478,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     head = fuzz_dup(in, end0, 0);
+    check_tunnel_target(head, end0);
     st = http_request_parse(head, end0, &rq, &why);
     if (st != 0) {
         FUZZ_CHECK(why != NULL && *why != '\0');

@@ -1653,6 +1653,64 @@ static const struct compile_row compile_rows[] = {
     {POLICY_LIST_RESOLVED_DENIED, "10.0.0.1:80", 0},
 };
 
+/* network.tlsTerminate.excludeDomains: patterns as in allowedDomains, a bad
+ * one fails the compile with its place; matching by name, wildcard (names
+ * below only), address, CIDR and port. */
+static void test_tls_exclude(void **state)
+{
+    static const struct {
+        const char *host;
+        uint16_t port;
+        int excluded;
+    } rows[] = {
+        {"pinned.example", 443, 1},     {"a.pinned.example", 443, 0},
+        {"x.mtls.example", 443, 1},     {"a.b.mtls.example", 8443, 1},
+        {"mtls.example", 443, 0},       {"other.example", 443, 0},
+        {"203.0.113.9", 443, 1},        {"203.0.114.1", 443, 0},
+        {"port.example", 8443, 1},      {"port.example", 443, 0},
+        {"2001:db8::5", 443, 1},        {"evilpinned.example", 443, 0},
+    };
+    struct settings s;
+    struct settings_error err;
+    struct policy *p = NULL;
+    struct policy_host h;
+    const char *why;
+
+    (void)state;
+    settings_blank(&s);
+    s.network.tls_terminate.given.set = 1;
+    s.network.tls_terminate.max_tunnels = 7;
+    s.network.tls_terminate.handshake_timeout_ms = 500;
+    list_add(&s.network.tls_terminate.exclude_domains, "pinned.example", "x", 0, 3);
+    list_add(&s.network.tls_terminate.exclude_domains, "*.mtls.example", "x", 1, 4);
+    list_add(&s.network.tls_terminate.exclude_domains, "203.0.113.0/24", "x", 2, 5);
+    list_add(&s.network.tls_terminate.exclude_domains, "port.example:8443", "x", 3, 6);
+    list_add(&s.network.tls_terminate.exclude_domains, "[2001:db8::]/32", "x", 4, 7);
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(policy_compile(&s, &p, &err), 0);
+    assert_int_equal(policy_tls_opts(p)->on, 1);
+    assert_int_equal(policy_tls_opts(p)->max_tunnels, 7);
+    assert_int_equal(policy_tls_opts(p)->handshake_ms, 500);
+    for (size_t i = 0; i < NELEM(rows); i++) {
+        assert_int_equal(policy_host_normalize(rows[i].host, strlen(rows[i].host), &h, &why), 0);
+        if (policy_tls_excluded(p, &h, rows[i].port) != rows[i].excluded)
+            print_error("row %zu: %s:%u\n", i, rows[i].host, (unsigned)rows[i].port);
+        assert_int_equal(policy_tls_excluded(p, &h, rows[i].port), rows[i].excluded);
+    }
+    policy_free(p);
+    settings_free(&s);
+    /* a bad pattern: the compile fails, naming its place */
+    settings_blank(&s);
+    list_add(&s.network.tls_terminate.exclude_domains, "ok.example", "network.tlsTerminate.excludeDomains", 0, 3);
+    list_add(&s.network.tls_terminate.exclude_domains, "*", "network.tlsTerminate.excludeDomains", 1, 4);
+    p = NULL;
+    assert_int_equal(policy_compile(&s, &p, &err), -EINVAL);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, FILE_NAME ":4:"));
+    assert_non_null(strstr(err.msg, "network.tlsTerminate.excludeDomains[1]: '*'"));
+    settings_free(&s);
+}
+
 static void test_compile_errors(void **state)
 {
     (void)state;
@@ -2017,6 +2075,7 @@ int main(void)
         cmocka_unit_test(test_compile_errors), cmocka_unit_test(test_rule_source),
         cmocka_unit_test(test_long_names),    cmocka_unit_test(test_many_rules),
         cmocka_unit_test(test_parent_proxy),
+        cmocka_unit_test(test_tls_exclude),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

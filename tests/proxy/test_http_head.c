@@ -231,6 +231,60 @@ static const struct req_row req_rows[] = {
      400, NULL, 0, 0, 0, 0, "Proxy-Authorization"},
 };
 
+/* http_target_for_tunnel: a request inside a terminated tunnel goes to the
+ * CONNECT target; anything naming another host, or malformed, is refused. */
+static void test_target_for_tunnel(void **state)
+{
+    static const struct {
+        const char *in, *want; /* want NULL: refused */
+    } rows[] = {
+        {"GET /a?b HTTP/1.1\r\nHost: x\r\n\r\n",
+         "GET http://t.example:443/a?b HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+         "OPTIONS http://t.example:443 HTTP/1.1\r\nHost: x\r\n\r\n"},
+        {"POST / HTTP/1.0\r\n\r\n", "POST http://t.example:443/ HTTP/1.0\r\n\r\n"},
+        {"GET http://evil.example/ HTTP/1.1\r\n\r\n", NULL},
+        {"GET https://evil.example/ HTTP/1.1\r\n\r\n", NULL},
+        {"CONNECT evil.example:443 HTTP/1.1\r\n\r\n", NULL},
+        {"GET //evil.example/ HTTP/1.1\r\n\r\n",
+         "GET http://t.example:443//evil.example/ HTTP/1.1\r\n\r\n"},
+        {"GET *x HTTP/1.1\r\n\r\n", NULL},
+        {"GET  HTTP/1.1\r\n\r\n", NULL},
+        {" /a HTTP/1.1\r\n\r\n", NULL},
+        {"GET /a\r\n\r\n", NULL},
+        {"GET\r\n /a HTTP/1.1\r\n\r\n", NULL},
+        {"", NULL},
+    };
+    static struct http_request rq;
+    char out[512];
+
+    (void)state;
+    for (size_t i = 0; i < ROWS(rows); i++) {
+        const char *why = NULL;
+        size_t len = strlen(rows[i].in);
+        char *b = dup_exact(rows[i].in, len);
+        size_t n = http_target_for_tunnel(b, len, "t.example:443", out, sizeof(out), &why);
+
+        if (rows[i].want == NULL) {
+            if (n != 0)
+                fail_msg("row %zu: accepted '%.*s'", i, (int)n, out);
+            assert_non_null(why);
+        } else {
+            if (n != strlen(rows[i].want) || memcmp(out, rows[i].want, n) != 0)
+                fail_msg("row %zu: got '%.*s'", i, (int)(n < sizeof(out) ? n : 0), out);
+            /* a short buffer: the length, and nothing written past it */
+            out[3] = '#';
+            assert_int_equal(http_target_for_tunnel(b, len, "t.example:443", out, 3, &why), n);
+            assert_int_equal(out[3], '#');
+            if (http_request_parse(out, n, &rq, &why) == 0) {
+                assert_int_equal(rq.port, 443);
+                assert_memory_equal(out + rq.host.off, "t.example", 9);
+            }
+        }
+        free(b);
+    }
+}
+
 static void test_request_parse(void **state)
 {
     static struct http_request rq;
@@ -599,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_head_end),        cmocka_unit_test(test_head_end_incremental),
         cmocka_unit_test(test_request_parse),   cmocka_unit_test(test_request_mutations),
         cmocka_unit_test(test_too_many_fields), cmocka_unit_test(test_request_build),
+        cmocka_unit_test(test_target_for_tunnel),
         cmocka_unit_test(test_response),        cmocka_unit_test(test_reply_denied),
         cmocka_unit_test(test_reply_others),    cmocka_unit_test(test_basic),
     };

@@ -398,10 +398,37 @@ static const struct error_case error_cases[] = {
     {"{\"mandatoryDenySearchDepth\": 99999999999}",
      "t.json:1:30: mandatoryDenySearchDepth: must be in 1..10, got 99999999999"},
     /* refused rather than silently dropped */
-    {"{\"network\": {\"tlsTerminate\": {}}}",
-     "t.json:1:14: network.tlsTerminate: 'network.tlsTerminate' is not supported by sluice: "
-     "sluice does not decrypt TLS and decides by host and port; remove it, and inspect "
-     "content in a proxy you control named in network.parentProxy"},
+    /* network.tlsTerminate (issue 23): srt's schema */
+    {"{\"network\": {\"tlsTerminate\": []}}",
+     "t.json:1:30: network.tlsTerminate: expected an object, got an array"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/ca.pem\"}}}",
+     "t.json:1:14: network.tlsTerminate: caCertPath and caKeyPath come together: caCertPath "
+     "without caKeyPath"},
+    {"{\"network\": {\"tlsTerminate\": {\"caKeyPath\": \"/ca.key\"}}}",
+     "t.json:1:14: network.tlsTerminate: caCertPath and caKeyPath come together: caKeyPath "
+     "without caCertPath"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"\", \"caKeyPath\": \"/k\"}}}",
+     "t.json:1:45: network.tlsTerminate.caCertPath: expected a path, got an empty string or a "
+     "NUL byte"},
+    {"{\"network\": {\"tlsTerminate\": {\"caCertPath\": 1, \"caKeyPath\": \"/k\"}}}",
+     "t.json:1:45: network.tlsTerminate.caCertPath: expected a path string, got an integer"},
+    {"{\"network\": {\"tlsTerminate\": {\"maxTunnels\": 0}}}",
+     "t.json:1:45: network.tlsTerminate.maxTunnels: must be in 1..65536, got 0"},
+    {"{\"network\": {\"tlsTerminate\": {\"maxTunnels\": 65537}}}",
+     "t.json:1:45: network.tlsTerminate.maxTunnels: must be in 1..65536, got 65537"},
+    {"{\"network\": {\"tlsTerminate\": {\"handshakeTimeoutMs\": 99}}}",
+     "t.json:1:53: network.tlsTerminate.handshakeTimeoutMs: must be in 100..600000, got 99"},
+    {"{\"network\": {\"tlsTerminate\": {\"handshakeTimeoutMs\": 600001}}}",
+     "t.json:1:53: network.tlsTerminate.handshakeTimeoutMs: must be in 100..600000, got 600001"},
+    {"{\"network\": {\"tlsTerminate\": {\"scope\": \"some\"}}}",
+     "t.json:1:40: network.tlsTerminate.scope: expected \"all\" or \"needed\""},
+    {"{\"network\": {\"tlsTerminate\": {\"excludeDomains\": \"a.com\"}}}",
+     "t.json:1:49: network.tlsTerminate.excludeDomains: expected an array of strings, got a "
+     "string"},
+    {"{\"network\": {\"tlsTerminate\": {\"extraCaCertPaths\": [\"\"]}}}",
+     "t.json:1:52: network.tlsTerminate.extraCaCertPaths[0]: must not be an empty string"},
+    {"{\"network\": {\"tlsTerminate\": {\"mode\": 1}}}",
+     "t.json:1:31: network.tlsTerminate.mode: unknown key 'mode'"},
     {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\"}}}",
      "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not supported by sluice: remove "
      "it; to send allowed traffic through another proxy, name it in network.parentProxy "
@@ -448,6 +475,87 @@ static const struct error_case error_cases[] = {
     {"{\"network\": {\"deniedDomainReasons\": {\"\xC3\xA9.com\": \"x\", \"b\\u00e9.com\": 0}}}",
      "t.json:1:67: network.deniedDomainReasons[\"b\xC3\xA9.com\"]: expected a string, got an "
      "integer"},
+    /* network.requestRules (issue 23): each mistake where it is written */
+    {"{\"network\": {\"requestRules\": {}}}",
+     "t.json:1:30: network.requestRules: expected an array of rules (a rule has host, method, "
+     "path and action), got an object"},
+    {"{\"network\": {\"requestRules\": [\"github.com\"]}}",
+     "t.json:1:31: network.requestRules[0]: expected a rule object (a rule has host, method, "
+     "path and action), got a string"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"action\": \"allow\", "
+     "\"verb\": \"GET\"}]}}",
+     "t.json:1:68: network.requestRules[0].verb: unknown key 'verb' (a rule has host, method, "
+     "path and action)"},
+    {"{\"network\": {\"requestRules\": [{\"action\": \"allow\"}]}}",
+     "t.json:1:31: network.requestRules[0]: a rule needs a host (a pattern as in "
+     "allowedDomains)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\"}]}}",
+     "t.json:1:31: network.requestRules[0]: a rule needs an action: \"allow\" or \"deny\""},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"action\": \"permit\"}]}}",
+     "t.json:1:59: network.requestRules[0].action: expected \"allow\" or \"deny\""},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"*.com\", \"action\": \"allow\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '*.com': wildcard over a public suffix (it "
+     "would match every site under it)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"*\", \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '*': a bare '*' would put every host under "
+     "request rules (and refuse every tunnel); name the hosts"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"https://a.com/x\", \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: 'https://a.com/x': a URL is not a pattern; "
+     "write the host only (e.g. example.com)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": 7, \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: expected a host pattern string, got an "
+     "integer"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": \"G ET\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: \"G ET\": is not a method (an RFC 9110 "
+     "token: letters, digits and !#$%&'*+-.^_`|~)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [\"GET\", "
+     "\"post\"], \"action\": \"deny\"}]}}",
+     "t.json:1:67: network.requestRules[0].method[1]: \"post\": methods are case-sensitive "
+     "(RFC 9110): write it in upper case"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: must not be an empty array (leave the "
+     "member out for any method)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": 1, \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: expected a method or an array of them, got "
+     "an integer"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": [null], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:60: network.requestRules[0].method[0]: expected a method, got null"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": [], \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: must not be an empty array (leave the member "
+     "out for any path glob)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"ORG/**\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"ORG/**\": not an origin-form path (it must "
+     "start with '/')"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": [\"/ok\", \"/a*\"], "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:65: network.requestRules[0].path[1]: \"/a*\": '*' and '**' must be whole "
+     "segments ('/a/*/b', '/a/**')"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a/../..\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a/../..\": '..' climbs above the root"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a?x=1\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a?x=1\": a '?' (the query is never "
+     "matched)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/a%2fb\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/a%2fb\": an encoded '/' (%2F)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"path\": \"/caf\\u00e9\", "
+     "\"action\": \"deny\"}]}}",
+     "t.json:1:57: network.requestRules[0].path: \"/caf\xC3\xA9\": a control byte, space or "
+     "non-ASCII byte (percent-encode it)"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"a.com\", \"method\": \"\", \"action\": "
+     "\"deny\"}]}}",
+     "t.json:1:59: network.requestRules[0].method: \"\": a method must not be empty"},
+    {"{\"network\": {\"requestRules\": [{\"host\": \"\", \"action\": \"deny\"}]}}",
+     "t.json:1:40: network.requestRules[0].host: '': empty pattern"},
 };
 
 static void test_errors(void **state)
@@ -1508,6 +1616,53 @@ static void check_schema_keys(json_t *props, const char *parent, const char *gra
 
 /* network.transparent (issue 17): a bool, false by default, replaced by a
  * later layer like the other booleans. */
+/* network.tlsTerminate (issue 23): srt's defaults; the object is recorded
+ * even when empty; caCertPath and caKeyPath move together; a later layer
+ * without the object keeps it. */
+static void test_tls_terminate_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.network.tls_terminate.given.set, 0);
+    assert_int_equal(s.network.tls_terminate.max_tunnels, 256);
+    assert_int_equal(s.network.tls_terminate.handshake_timeout_ms, 10000);
+    assert_int_equal(apply(&s, "{\"network\": {\"tlsTerminate\": {}}}", &err), 0);
+    assert_int_equal(s.network.tls_terminate.given.set, 1);
+    assert_int_equal(s.network.tls_terminate.given.line, 1);
+    assert_int_equal(s.network.tls_terminate.given.col, 14);
+    assert_null(s.network.tls_terminate.ca_cert_path);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/c.pem\", "
+                           "\"caKeyPath\": \"/k.pem\", \"maxTunnels\": 1, \"scope\": \"needed\", "
+                           "\"excludeDomains\": [\"*.pinned.example\"], "
+                           "\"extraCaCertPaths\": [\"/o.pem\"], \"handshakeTimeoutMs\": 100}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.network.tls_terminate.ca_cert_path, "/c.pem");
+    assert_string_equal(s.network.tls_terminate.ca_key_path, "/k.pem");
+    assert_int_equal(s.network.tls_terminate.max_tunnels, 1);
+    assert_int_equal(s.network.tls_terminate.handshake_timeout_ms, 100);
+    assert_int_equal(s.network.tls_terminate.scope, SETTINGS_TLS_SCOPE_NEEDED);
+    assert_int_equal(s.network.tls_terminate.exclude_domains.n, 1);
+    assert_string_equal(s.network.tls_terminate.exclude_domains.items[0].value,
+                        "*.pinned.example");
+    assert_string_equal(s.network.tls_terminate.extra_ca_cert_paths.items[0].value, "/o.pem");
+    /* a layer without the key keeps it; one with new paths replaces both */
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.tls_terminate.given.set, 1);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"tlsTerminate\": {\"caCertPath\": \"/c2.pem\", "
+                           "\"caKeyPath\": \"/k2.pem\"}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.network.tls_terminate.ca_cert_path, "/c2.pem");
+    assert_string_equal(s.network.tls_terminate.ca_key_path, "/k2.pem");
+    settings_free(&s);
+}
+
 static void test_transparent_key(void **state)
 {
     struct settings s;
@@ -1524,6 +1679,100 @@ static void test_transparent_key(void **state)
     assert_int_equal(s.network.transparent, 0);
     assert_int_equal(apply(&s, "{\"network\": {\"transparent\": \"yes\"}}", &err), -EINVAL);
     assert_non_null(strstr(err.msg, "transparent"));
+    settings_free(&s);
+}
+
+/* network.requestRules (issue 23): each rule is one item at its object,
+ * in the text form of settings.h; a later layer that sets the key replaces
+ * the rules, one that does not keeps them. */
+static void test_request_rules_key(void **state)
+{
+    static const char one[] =
+        "{\"network\": {\"requestRules\": [\n"
+        "  {\"host\": \"github.com\", \"method\": [\"GET\", \"POST\"],\n"
+        "   \"path\": [\"/*/*/info/refs\", \"/ORG/**\"], \"action\": \"allow\"},\n"
+        "  {\"action\": \"deny\", \"host\": \"*.example.com:8080\"}\n"
+        "]}}";
+    struct settings s;
+    struct settings_error err;
+    struct settings_request_rule r;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(apply(&s, one, &err), 0);
+    assert_int_equal(s.network.request_rules.n, 2);
+    assert_string_equal(s.network.request_rules.items[0].value,
+                        "allow\ngithub.com\nGET POST\n/*/*/info/refs\n/ORG/**");
+    assert_int_equal(s.network.request_rules.items[0].line, 2);
+    assert_int_equal(s.network.request_rules.items[0].col, 3);
+    assert_string_equal(s.network.request_rules.items[0].list, "network.requestRules");
+    assert_string_equal(s.network.request_rules.items[1].value, "deny\n*.example.com:8080\n");
+    assert_int_equal(s.network.request_rules.items[1].index, 1);
+    assert_int_equal(settings_request_rule_split(s.network.request_rules.items[0].value, &r), 0);
+    assert_int_equal(r.deny, 0);
+    assert_int_equal(r.host_len, 10);
+    assert_int_equal(r.methods_len, 8);
+    assert_int_equal(r.npaths, 2);
+    assert_int_equal(r.path_lens[1], 7);
+    assert_int_equal(settings_request_rule_split(s.network.request_rules.items[1].value, &r), 0);
+    assert_int_equal(r.deny, 1);
+    assert_int_equal(r.methods_len, 0);
+    assert_int_equal(r.npaths, 0);
+    assert_int_equal(settings_request_rule_split("permit\na.com\n", &r), -EINVAL);
+    assert_int_equal(settings_request_rule_split("allow", &r), -EINVAL);
+    /* a layer without the key keeps them; one with it replaces them */
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.request_rules.n, 2);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"a.com\", "
+                           "\"action\": \"deny\", \"method\": \"PUT\"}]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.network.request_rules.n, 1);
+    assert_string_equal(s.network.request_rules.items[0].value, "deny\na.com\nPUT");
+    /* a bad layer changes nothing */
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"requestRules\": [{\"host\": \"b.com\", "
+                           "\"action\": \"deny\"}, {\"host\": \"c.com\"}]}}",
+                           &err),
+                     -EINVAL);
+    assert_int_equal(s.network.request_rules.n, 1);
+    assert_int_equal(apply(&s, "{\"network\": {\"requestRules\": []}}", &err), 0);
+    assert_int_equal(s.network.request_rules.n, 0);
+    settings_free(&s);
+}
+
+/* network.denyMessage (issue 26): one line of printable ASCII, 1 to 200
+ * bytes, replaced by a later layer; anything else is refused, located. */
+static void test_deny_message_key(void **state)
+{
+    static const char *const bad[] = {
+        "{\"network\": {\"denyMessage\": \"\"}}",
+        "{\"network\": {\"denyMessage\": 1}}",
+        "{\"network\": {\"denyMessage\": null}}",
+        "{\"network\": {\"denyMessage\": \"two\\nlines\"}}",
+        "{\"network\": {\"denyMessage\": \"tab\\there\"}}",
+        "{\"network\": {\"denyMessage\": \"caf\\u00e9\"}}",
+        "{\"network\": {\"denyMessage\": \"del\\u007f\"}}",
+    };
+    struct settings s;
+    struct settings_error err;
+    char big[300];
+    (void)state;
+
+    settings_init(&s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(apply(&s, bad[i], &err), -EINVAL);
+        if (strstr(err.msg, "network.denyMessage") == NULL)
+            fail_msg("case %zu: '%s' does not name the key", i, err.msg);
+        assert_null(s.network.deny_message);
+    }
+    snprintf(big, sizeof(big), "{\"network\": {\"denyMessage\": \"%0201d\"}}", 0);
+    assert_int_equal(apply(&s, big, &err), -EINVAL);
+    assert_int_equal(apply(&s, "{\"network\": {\"denyMessage\": \"ask #infra\"}}", &err), 0);
+    assert_string_equal(s.network.deny_message, "ask #infra");
+    assert_int_equal(apply(&s, "{\"network\": {\"denyMessage\": \"see go/egress\"}}", &err), 0);
+    assert_string_equal(s.network.deny_message, "see go/egress");
     settings_free(&s);
 }
 
@@ -1574,7 +1823,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 96); /* 20 top-level keys, 58 nested, 18 at the third level */
+    assert_int_equal(count, 105); /* 20 top-level keys, 60 nested, 25 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1625,6 +1874,9 @@ int main(void)
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_transparent_key),
+        cmocka_unit_test(test_tls_terminate_key),
+        cmocka_unit_test(test_request_rules_key),
+        cmocka_unit_test(test_deny_message_key),
     };
     int rc;
 
