@@ -2,6 +2,7 @@
  * help and exit codes. The launcher itself is run/launch.c.
  *
  *   sluice run [-s FILE] [--ask HANDLER] [--log FILE] [-q] [-d]
+ *              [--report-writes]
  *              [--control-fd N] [--dangerously-disable-sandbox]
  *              (-c STRING | [--] CMD ARGS...)
  *
@@ -9,6 +10,7 @@
  * option string), so `sluice run curl -sS URL` gives -sS to curl.
  */
 #include "cli/cli.h"
+#include "common/common.h"
 
 #include "policy/policy.h"
 #include "run/run.h"
@@ -38,6 +40,10 @@ void cli_run_usage(FILE *f)
             "  --log-format FORMAT  text (default) or json\n"
             "  -q, --quiet          no summary of blocked connections and refused\n"
             "                       writes after the run (writes are then not watched)\n"
+            "  --report-writes      watch write system calls and list the writes the\n"
+            "                       sandbox refused after the run; off by default: every\n"
+            "                       write-intent call then costs a round trip to sluice\n"
+            "                       (README: \"Refused writes\")\n"
             "  -d, --debug          [SandboxDebug] lines on stderr (also SRT_DEBUG=1)\n"
             "  --transparent        judge every TCP connect() and answer DNS in the\n"
             "                       sandbox (network.transparent), for programs that\n"
@@ -61,7 +67,15 @@ void cli_run_usage(FILE *f)
             "are bad (the command did not run).\n");
 }
 
-enum { OPT_ASK = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_BYPASS, OPT_CONTROL_FD, OPT_TRANSPARENT };
+enum {
+    OPT_ASK = 256,
+    OPT_LOG,
+    OPT_LOG_FORMAT,
+    OPT_BYPASS,
+    OPT_CONTROL_FD,
+    OPT_TRANSPARENT,
+    OPT_REPORT_WRITES
+};
 
 static const struct option run_options[] = {
     {"settings", required_argument, NULL, 's'},
@@ -73,6 +87,7 @@ static const struct option run_options[] = {
     {"control-fd", required_argument, NULL, OPT_CONTROL_FD},
     {"dangerously-disable-sandbox", no_argument, NULL, OPT_BYPASS},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"report-writes", no_argument, NULL, OPT_REPORT_WRITES},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -133,6 +148,9 @@ static int run_option(struct sb_launch_opts *o, const char **settings, int c, ch
     case OPT_TRANSPARENT:
         o->transparent = 1;
         return 0;
+    case OPT_REPORT_WRITES:
+        o->report_writes = 1;
+        return 0;
     case OPT_CONTROL_FD:
         return parse_fd(optarg, &o->control_fd) < 0 ? 1 + SB_LAUNCH_FAIL : 0;
     case 'c':
@@ -185,6 +203,7 @@ int cli_run(int argc, char **argv)
     int rc;
 
     memset(&o, 0, sizeof(o));
+    o.t0_us = common_mono_us();
     o.control_fd = -1;
     o.debug = env_debug();
     rc = parse_args(&o, &settings_path, argc, argv);

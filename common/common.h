@@ -45,5 +45,7 @@ int common_is_tchar(int c);
 
 /* CLOCK_MONOTONIC in milliseconds (for deadlines outside an event loop). */
 int64_t common_mono_ms(void);
+/* The same clock in microseconds (sluice run --debug's start-up phases). */
+int64_t common_mono_us(void);
 
 #endif

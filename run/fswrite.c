@@ -30,20 +30,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/filter.h>
 #include <linux/openat2.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define FSW_PATH_MAX 4096
@@ -504,49 +501,6 @@ const char *fsw_reason(const struct sb_strv *argv, const struct sb_strv *ro_why,
     return "read-only"; /* a bind of sluice's own (its binary, resolv.conf) */
 }
 
-/* Is sluice itself under a seccomp filter (Seccomp: 2 in /proc/self/status)? */
-static int under_filter(void)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    int mode = 0;
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "Seccomp: %d", &mode) == 1)
-            break;
-    fclose(f);
-    return mode == 2;
-}
-
-/* The kernel allows one listener per filter chain (EBUSY for a second):
- * when sluice runs under a filter that has one (a sandbox of its own kind
- * around it), inner could not load its filter. A forked child tries. */
-static int listener_taken(void)
-{
-    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    struct sock_fprog prog = {1, &allow};
-    int status = 0;
-    pid_t pid;
-
-    if (!under_filter())
-        return 0;
-    pid = fork();
-    if (pid < 0)
-        return 1;
-    if (pid == 0) {
-        long fd;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0)
-            _exit(2);
-        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-        _exit(fd < 0 && errno == EBUSY ? 1 : 0);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-}
-
 const char *fsw_preflight(void)
 {
     struct utsname u;
@@ -565,8 +519,9 @@ const char *fsw_preflight(void)
             return "seccomp(SECCOMP_GET_NOTIF_SIZES)";
         seccomp_notify_free(n, r);
     }
-    if (listener_taken())
-        return "a seccomp listener of its own (sluice runs under a filter that already has "
-               "one)";
+    /* a listener already taken by a filter around sluice (the kernel
+     * allows one per filter chain) is found by inner as it loads its
+     * filter, which then leaves the report out (issue 25: no probe child
+     * before every run) */
     return NULL;
 }

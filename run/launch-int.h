@@ -17,6 +17,9 @@
 
 #define RUN_MAX_BLOCKED 64 /* distinct entries kept for the summary */
 #define RUN_PATH_MAX 4096
+#define RUN_INNER_FD 3 /* inner's end of the socketpair, in bwrap and inner */
+#define RUN_BWRAP_INFO_FD 7 /* bwrap's --info-fd, the reaper's pipe (above SB_STDIO_RO_PASS + 2) */
+#define RUN_PHASES_MAX 20 /* -d: start-up phases kept (run_phase) */
 
 struct blocked {
     char *what;   /* "host:port" */
@@ -42,7 +45,15 @@ struct run {
     /* httpProxyPort / socksProxyPort: accepted connections relayed there */
     struct forwarder *fwd_http, *fwd_socks;
     uint64_t next_id;
-    uv_process_t proc;
+    /* bwrap (run/spawn.c): its pid once it runs, the pidfd its exit is
+     * watched on (-1: SIGCHLD instead) */
+    int bwrap_pid;
+    int bwrap_pidfd;
+    union {
+        uv_poll_t poll;
+        uv_signal_t sig;
+    } bwrap_watch;
+    int bwrap_watching;
     unsigned stdio_ro;  /* fds 0-2 handed to bwrap re-bound (bwrap.c) */
     unsigned stdio_dir; /* those of them that are directories */
     long long stdio_off[3];
@@ -68,6 +79,10 @@ struct run {
     char runmask[RUN_PATH_MAX];  /* issue 14: the run directories' parent (reaper.c) */
     struct sb_reaper reaper;     /* issue 14 */
     struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
+    int cgroup_rc;               /* sb_cgroup_make's: 0 made, 1 not needed, -1 failed */
+    struct sb_seccomp_opts seccomp; /* the filters inner loads (bwrap.c's flags) */
+    int filters_sent;               /* compiled here and sent ('F'): inner seals
+                                       itself before 'G', else after it */
     const char *bwrap;
     struct stat bwrap_st;
     struct sb_strv env;
@@ -87,11 +102,17 @@ struct run {
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
     /* the seccomp listener's server (run/launch_notify.c, notify.c) */
     struct run_notify *notify;
+    int notify_said; /* -d has said how many notifications it served */
     /* write denials (run/launch_fsw.c, fswrite.c) */
     int watch_writes;
     struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */
     size_t nwblocked;
     unsigned wblocked_total, wblocked_dropped;
+    /* -d: where the time went, phase by phase (run_phase) */
+    int64_t phase_at; /* common_mono_us() of the previous mark */
+    size_t nphases;
+    const char *phase_name[RUN_PHASES_MAX];
+    int64_t phase_us[RUN_PHASES_MAX];
 };
 
 /* run/summary.c */
@@ -103,6 +124,19 @@ void run_note_write(struct run *run, const char *path, const char *reason, const
 /* "[SandboxDebug] ..." on stderr when -d / SRT_DEBUG is on. */
 void run_debug(const struct run *run, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The time since the previous mark (or since o->t0_us) was spent on NAME
+ * (a string literal). run_debug_phases() prints them in one -d line. */
+void run_phase(struct run *run, const char *name);
+void run_debug_phases(const struct run *run);
+
+/* run/spawn.c: bwrap started (posix_spawn) with the plan's argv and the
+ * environment, inner's end of the socketpair (run->sp[1]) as fd 3; its
+ * exit then calls run_bwrap_exited (launch.c) from the loop. 0, or -1 with
+ * a message in err. run_kill signals bwrap while it has not been waited
+ * for (its death takes the sandbox with it: --die-with-parent). */
+int run_spawn_bwrap(struct run *run, char *err, size_t errlen);
+void run_kill(struct run *run, int sig);
+void run_bwrap_exited(struct run *run, int status, int term_signal);
 
 /* run/launch_tp.c: transparent mode's steps; each 0, or -1 after a
  * message (and bwrap killed once it runs). No-ops when the mode is off. */
@@ -119,11 +153,11 @@ void run_tp_free(struct run *run);
 int run_fsw_prepare(struct run *run);
 int run_fsw_after_go(struct run *run);
 
-/* run/launch_notify.c: the seccomp listener, same conventions. after_go
+/* run/launch_notify.c: the seccomp listener, same conventions. start
  * receives it (transparent mode, a guarded run or the write report) and
- * starts its server (notify.c), before run_tp_after_go; close stops it,
- * after run_tp_close. */
-int run_listener_after_go(struct run *run);
+ * starts its server (notify.c), before 'G' and run_tp_after_go; close
+ * stops it, after run_tp_close. */
+int run_listener_start(struct run *run);
 void run_listener_close(struct run *run);
 
 /* run/rundir.c */

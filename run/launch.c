@@ -5,19 +5,23 @@
  *      excludedCommands) may run the command unsandboxed;
  *   2. host checks and a private run directory (0700) holding the sandbox's
  *      /tmp (run/reaper.c: also the reaper that cleans up after a SIGKILL);
- *   3. bwrap, spawned with the environment of sandbox/env.c and the argv of
- *      sandbox/bwrap.c, inheriting one end of a socketpair as fd 3;
+ *   3. bwrap, spawned (run/spawn.c: posix_spawn) with the environment of
+ *      sandbox/env.c and the argv of sandbox/bwrap.c, inheriting one end of
+ *      a socketpair as fd 3; while it makes the sandbox (issue 25), this
+ *      process compiles the seccomp filters and sends them to inner, and
+ *      starts the proxy service;
  *   4. `sluice inner` (the first program inside) sends back the listening
  *      sockets it made in the sandbox's network namespace; the HTTP and
  *      SOCKS front ends of the proxy service (proxy/service.c) accept on them
  *      directly, in this process, so a connection from the sandbox reaches
  *      the policy with no relay hop (with network.httpProxyPort /
  *      socksProxyPort set, accepted connections are relayed to that
- *      external proxy instead);
- *   5. 'G' tells inner to seal itself (no_new_privs, seccomp) and exec the
- *      command. Nothing of sluice keeps running inside. In transparent mode
- *      (run/launch_tp.c) the resolver's sockets are made before 'G' and
- *      inner's seccomp listener is taken over after it;
+ *      external proxy instead); meanwhile inner seals itself
+ *      (no_new_privs, Landlock, the filters) and hands over its seccomp
+ *      listener when one is needed;
+ *   5. 'G' tells inner to exec the command. Nothing of sluice keeps running
+ *      inside. In transparent mode (run/launch_tp.c) the resolver's sockets
+ *      are made before 'G' and the listener is served from it on;
  *   6. SIGINT/SIGTERM/SIGHUP/SIGQUIT are forwarded to the command (a pidfd
  *      from inner's SCM_CREDENTIALS), and the exit status is the command's:
  *      128+N when killed by signal N, never 0 for an interrupted run;
@@ -49,7 +53,6 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define RUN_INNER_FD 3
 #define RUN_HTTP_PORT 3128u
 #define RUN_SOCKS_PORT 1080u
 #define RUN_HANDOFF_MS 30000u
@@ -167,14 +170,12 @@ static void close_all(struct run *run)
     run->control = NULL;
 }
 
-static void on_exit_cb(uv_process_t *p, int64_t status, int term_signal)
+void run_bwrap_exited(struct run *run, int status, int term_signal)
 {
-    struct run *run = container_of(p, struct run, proc);
-
     run->proc_exited = 1;
+    run_phase(run, "command");
     run->exit_status = status;
     run->term_signal = term_signal;
-    uv_close((uv_handle_t *)p, on_handle_closed);
     close_all(run);
 }
 
@@ -187,8 +188,7 @@ static void on_signal(uv_signal_t *h, int signum)
         return;
     /* no pidfd (or the command is gone): signal bwrap, whose death takes
      * the sandbox with it (--die-with-parent) */
-    if (run->proc_started && !run->proc_exited)
-        (void)uv_process_kill(&run->proc, signum);
+    run_kill(run, signum);
 }
 
 static int start_signals(struct run *run)
@@ -420,6 +420,7 @@ static int host_checks(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", why);
         return -1;
     }
+    run_phase(run, "host");
     if (sb_rundir_make(run->rundir, sizeof(run->rundir), run->hosttmp, sizeof(run->hosttmp),
                        run->runmask, sizeof(run->runmask), &run->reaper, run->err,
                        sizeof(run->err)) < 0) {
@@ -427,6 +428,7 @@ static int host_checks(struct run *run)
         return -1;
     }
     run->have_rundir = 1;
+    run_phase(run, "rundir");
     run_debug(run, "bwrap %s, run directory %s", run->bwrap, run->rundir);
     return 0;
 }
@@ -517,17 +519,20 @@ static int build_plan(struct run *run)
         .host_tmpdir = run->hosttmp,
         .self_exe = run->self,
         .inner_fd = RUN_INNER_FD,
+        .info_fd = run->reaper.info_fd >= 0 ? RUN_BWRAP_INFO_FD : -1,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
         .mask_dir = run->runmask,
         .transparent = run->settings->network.transparent,
         .watch_writes = run->watch_writes,
         .guard_connect = run->guard,
+        .debug = run->o->debug,
         .resolv_conf = run->tp_resolv_file,
         .resolv_conf_dest = run->tp_resolv_dest,
         .cmd = run->cmd,
     };
 
     memcpy(bo.stdio_off, run->stdio_off, sizeof(bo.stdio_off));
+    sb_bwrap_seccomp_opts(&bo, &run->seccomp);
     fsw_file_rules(!run->settings->allow_nested_user_namespaces);
     /* issue 21: from the protected-file scan until the record names the
      * mount points this run stands on, no other run may remove one */
@@ -568,8 +573,13 @@ static int check_cwd_and_log(struct run *run)
                 run->cwd);
         return -1;
     }
-    if (sb_gitwatch_begin(run->cwd, run->settings->mandatory_deny_search_depth, &run->gw,
-                          run->err, sizeof(run->err)) < 0) {
+    /* what the plan's scans found (issue 25: one walk); with the
+     * filesystem rules off there was none, and the working directory is
+     * walked as before */
+    if ((run->settings->filesystem.disabled
+             ? sb_gitwatch_begin(run->cwd, run->settings->mandatory_deny_search_depth, &run->gw,
+                                 run->err, sizeof(run->err))
+             : sb_gitwatch_list(&run->plan.watch, &run->gw, run->err, sizeof(run->err))) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
@@ -592,7 +602,38 @@ static int check_cwd_and_log(struct run *run)
     return 0;
 }
 
-/* The loop, the socketpair to inner, the proxy service; then bwrap. */
+static int limit_processes_make(struct run *run);
+
+/* A failure between bwrap's start and inner's listeners. bwrap's child
+ * waits for its parent to write its uid map and only then asks to die
+ * with it (PR_SET_PDEATHSIG): bwrap killed before that leaves the child
+ * waiting forever, holding the command's stdin, stdout and stderr. So the
+ * sandbox is let come up (or bwrap end) first; inner, which never gets
+ * the go byte, goes with it. */
+static void abort_early(struct run *run)
+{
+    struct sb_handoff h;
+    char err[256];
+
+    memset(&h, 0, sizeof(h));
+    if (sb_handoff_recv(run->sp[0], RUN_HANDOFF_MS, &h, err, sizeof(err)) == 0) {
+        int pidfd = h.cmd_pid > 0 ? run_pidfd_open(h.cmd_pid) : -1;
+        for (size_t i = 0; i < h.n; i++)
+            close(h.fds[i]);
+        /* inner first: bwrap then ends as after any command */
+        if (pidfd >= 0 && run_pidfd_signal(pidfd, SIGKILL) == 0) {
+            close(pidfd);
+            return;
+        }
+        if (pidfd >= 0)
+            close(pidfd);
+    }
+    run_kill(run, SIGKILL);
+}
+
+/* The loop, the socketpair to inner and bwrap; then, while bwrap makes
+ * the sandbox, the proxy service (inner waits for the go byte, which comes
+ * only once the service serves its listeners). */
 static int spawn_sandbox(struct run *run)
 {
     const struct proxy_service_hooks hooks = {
@@ -602,9 +643,7 @@ static int spawn_sandbox(struct run *run)
         .divert = divert,
         .debug = run->o->debug ? on_debug : NULL,
     };
-    uv_stdio_container_t stdio[SB_STDIO_RO_PASS + 3];
-    uv_process_options_t po;
-    int one = 1, rc, devnull = -1;
+    int one = 1, rc;
 
     if (uv_loop_init(&run->loop) != 0) {
         fprintf(stderr, "sluice: run: cannot create the event loop\n");
@@ -620,84 +659,98 @@ static int spawn_sandbox(struct run *run)
         fprintf(stderr, "sluice: run: socketpair: %s\n", strerror(errno));
         return -1;
     }
-    if (start_services(run, run->err, sizeof(run->err)) < 0) {
+    if (run_spawn_bwrap(run, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
-    memset(&po, 0, sizeof(po));
-    for (int i = 0; i < 3; i++) {
-        stdio[i].flags = UV_INHERIT_FD;
-        stdio[i].data.fd = i;
-    }
-    stdio[RUN_INNER_FD].flags = UV_INHERIT_FD;
-    stdio[RUN_INNER_FD].data.fd = run->sp[1];
-    po.stdio_count = RUN_INNER_FD + 1;
-    /* a read-only file re-bound by bwrap (stdio_read_only): bwrap gets it
-     * on SB_STDIO_RO_PASS + N, binds and closes it, and /dev/null as N, so
-     * that its init (PID 1 in the sandbox) holds nothing of it */
-    for (int i = 0; i < 3; i++) {
-        stdio[SB_STDIO_RO_PASS + i].flags = UV_IGNORE;
-        if ((run->stdio_ro & (1U << i)) == 0)
-            continue;
-        if (devnull < 0 && (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-            fprintf(stderr, "sluice: run: /dev/null: %s; the command was not run\n",
-                    strerror(errno));
-            return -1;
-        }
-        stdio[i].data.fd = devnull;
-        stdio[SB_STDIO_RO_PASS + i].flags = UV_INHERIT_FD;
-        stdio[SB_STDIO_RO_PASS + i].data.fd = i;
-        po.stdio_count = SB_STDIO_RO_PASS + i + 1;
-    }
-    po.file = run->plan.argv.v[0];
-    po.args = run->plan.argv.v;
-    po.env = run->env.v;
-    po.stdio = stdio;
-    po.exit_cb = on_exit_cb;
-    rc = uv_spawn(&run->loop, &run->proc, &po);
-    if (devnull >= 0)
-        close(devnull);
-    if (rc < 0) {
-        fprintf(stderr, "sluice: run: cannot start %s: %s; the command was not run\n",
-                run->plan.argv.v[0], uv_strerror(rc));
-        uv_close((uv_handle_t *)&run->proc, on_handle_closed);
-        return -1;
-    }
-    run->proc_started = 1;
-    sb_reaper_watch(&run->reaper, run->proc.pid);
+    run_phase(run, "spawn");
     close(run->sp[1]);
     run->sp[1] = -1;
+    rc = sb_handoff_send_filters(run->sp[0], &run->seccomp, run->err, sizeof(run->err));
+    run->filters_sent = rc == 0;
+    if (rc == 1)
+        run_debug(run, "inner builds the seccomp filters itself: %s", run->err);
+    /* a bwrap that is gone already (EPIPE) is the handoff's to report */
+    if (rc < 0 && rc != -EPIPE && rc != -ECONNRESET) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        abort_early(run);
+        return -1;
+    }
+    run_phase(run, "filters");
+    if (start_services(run, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        abort_early(run);
+        return -1;
+    }
+    if (limit_processes_make(run) < 0) {
+        abort_early(run);
+        return -1;
+    }
+    run_phase(run, "services");
     return 0;
 }
 
 /* issue 14: root is exempt from RLIMIT_NPROC: inner goes into a pids
  * cgroup (limits.c) before the go byte. Where none can be used the default
  * limit is best effort, and a limit set in the settings is refused (it
- * would be ignored). 0, or -1 after a message. */
-static int limit_processes(struct run *run)
+ * would be ignored). The cgroup is made while bwrap starts (issue 25),
+ * inner moved into it once its pid is known. Each 0, or -1 after a
+ * message. */
+static int limit_refused(struct run *run)
 {
-    unsigned procs = run->settings->sandbox.limits.processes;
-    int rc;
+    fprintf(stderr,
+            "sluice: run: sandbox.limits.processes cannot be enforced: root is exempt from "
+            "RLIMIT_NPROC and no pids cgroup could be used%s%s%s; the command was not run\n",
+            run->err[0] != '\0' ? " (" : "", run->err, run->err[0] != '\0' ? ")" : "");
+    return -1;
+}
 
+static int enforced(const struct run *run)
+{
+    return getuid() == 0 && run->settings->sandbox.limits.processes != SETTINGS_DEFAULT_PROCESSES;
+}
+
+static int limit_processes_make(struct run *run)
+{
     run->err[0] = '\0';
-    rc = sb_cgroup_make(&run->cgroup, procs, run->err, sizeof(run->err));
-    if (rc == 0 && (run->h.cmd_pid <= 0 ||
-                    sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0)) {
+    run->cgroup_rc = sb_cgroup_make(&run->cgroup, run->settings->sandbox.limits.processes,
+                                    run->err, sizeof(run->err));
+    if (run->cgroup_rc != 0 && enforced(run))
+        return limit_refused(run);
+    return 0;
+}
+
+static int limit_processes_enter(struct run *run)
+{
+    if (run->cgroup_rc != 0)
+        return 0;
+    run->err[0] = '\0';
+    if (run->h.cmd_pid <= 0 ||
+        sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0) {
         if (run->h.cmd_pid <= 0)
             snprintf(run->err, sizeof(run->err), "limits: the sandbox's pid is unknown");
         sb_cgroup_remove(&run->cgroup);
-        rc = -1;
+        run->cgroup_rc = -1;
+        return enforced(run) ? limit_refused(run) : 0;
     }
-    if (rc != 0 && getuid() == 0 && procs != SETTINGS_DEFAULT_PROCESSES) {
-        fprintf(stderr,
-                "sluice: run: sandbox.limits.processes cannot be enforced: root is exempt from "
-                "RLIMIT_NPROC and no pids cgroup could be used%s%s%s; the command was not run\n",
-                run->err[0] != '\0' ? " (" : "", run->err, run->err[0] != '\0' ? ")" : "");
+    run_debug(run, "pids cgroup %s", run->cgroup.path);
+    return 0;
+}
+
+/* What inner hands over as it seals itself (the stdio it re-binds, the
+ * seccomp listener): before the go byte when the host sent it the filters
+ * (sb_handoff_send_filters; it loads them while the host does its own
+ * part), after it when inner builds them itself. */
+static int before_go(struct run *run)
+{
+    if ((run->stdio_ro & ~run->stdio_dir) != 0 &&
+        sb_handoff_recv_stdio(run->sp[0], RUN_HANDOFF_MS, run->stdio_ro & ~run->stdio_dir,
+                              run->stdio_back, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: the sandbox did not start (%s)\n", run->err);
+        run_kill(run, SIGKILL);
         return -1;
     }
-    if (rc == 0)
-        run_debug(run, "pids cgroup %s", run->cgroup.path);
-    return 0;
+    return run_listener_start(run);
 }
 
 /* inner's listeners in, signals watched, 'G' out: the command starts. */
@@ -708,41 +761,40 @@ static int handoff(struct run *run)
     if (sb_handoff_recv(run->sp[0], RUN_HANDOFF_MS, &run->h, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: the sandbox did not start (%s); the command was not run\n",
                 run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
+    run_phase(run, "sandbox up");
     if (open_listeners(run, &run->h, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     run_debug(run, "sandbox up: %zu proxy listeners, command pid %d", run->core.nls,
               (int)run->h.cmd_pid);
     if (run->h.cmd_pid > 0)
         run->cmd_pidfd = run_pidfd_open(run->h.cmd_pid);
-    if (limit_processes(run) < 0) {
-        (void)uv_process_kill(&run->proc, SIGKILL);
+    if (limit_processes_enter(run) < 0) {
+        run_kill(run, SIGKILL);
         return -1;
     }
-    if (run_tp_before_go(run) < 0)
+    /* with the host's filters inner seals itself before the go byte, else
+     * (the old order) after it */
+    if (run_tp_before_go(run) < 0 || (run->filters_sent && before_go(run) < 0))
         return -1;
+    run_phase(run, "sealed");
     if (start_signals(run) < 0)
         fail = "sluice: run: cannot watch signals\n";
     else if (write(run->sp[0], "G", 1) != 1)
         fail = "sluice: run: the sandbox went away before the command started\n";
     if (fail != NULL) {
         fputs(fail, stderr);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
-    if ((run->stdio_ro & ~run->stdio_dir) != 0 &&
-        sb_handoff_recv_stdio(run->sp[0], RUN_HANDOFF_MS, run->stdio_ro & ~run->stdio_dir,
-                              run->stdio_back, run->err, sizeof(run->err)) < 0) {
-        fprintf(stderr, "sluice: run: the sandbox did not start (%s)\n", run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
-        return -1;
-    }
-    if (run_listener_after_go(run) < 0 || run_tp_after_go(run) < 0 || run_fsw_after_go(run) < 0)
+    run_phase(run, "go");
+    if ((!run->filters_sent && before_go(run) < 0) || run_tp_after_go(run) < 0 ||
+        run_fsw_after_go(run) < 0)
         return -1;
     close(run->sp[0]);
     run->sp[0] = -1;
@@ -761,7 +813,10 @@ static void cleanup(struct run *run)
         uv_walk(&run->loop, walk_close, NULL);
         uv_run(&run->loop, UV_RUN_DEFAULT);
         (void)uv_loop_close(&run->loop);
+        run_phase(run, "loop closed");
     }
+    if (run->bwrap_pidfd >= 0)
+        close(run->bwrap_pidfd);
     stdio_restore_offsets(run);
     for (int i = 0; i < 2; i++)
         if (run->sp[i] >= 0)
@@ -781,10 +836,14 @@ static void cleanup(struct run *run)
     sb_rundir_unlock(run->rundir_lock);
     run->rundir_lock = -1;
     sb_plan_free(&run->plan);
+    run_phase(run, "summary");
     if (run->have_rundir)
         sb_rundir_remove(run->rundir);
+    run_phase(run, "run directory removed");
     sb_cgroup_remove(&run->cgroup);
+    run_phase(run, "cgroup removed");
     sb_reaper_finish(&run->reaper);
+    run_phase(run, "reaper done");
     sb_strv_free(&run->env);
     run_tp_free(run);
     proxy_service_free(&run->core);
@@ -792,6 +851,8 @@ static void cleanup(struct run *run)
     if (run->log_on)
         proxy_log_close(&run->log);
     free(run->cmdline);
+    run_phase(run, "freed");
+    run_debug_phases(run);
 }
 
 int sb_launch(const struct sb_launch_opts *o, struct settings *s)
@@ -806,8 +867,9 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     run->o = o;
     run->settings = s;
     run->cmd_pidfd = -1;
+    run->bwrap_pidfd = -1;
     run->sp[0] = run->sp[1] = -1;
-    run->reaper.pid = run->reaper.fd = -1;
+    run->reaper.pid = run->reaper.fd = run->reaper.info_fd = -1;
     run->rundir_lock = -1;
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1;
     run->stdio_back[0] = run->stdio_back[1] = run->stdio_back[2] = -1;
@@ -826,10 +888,17 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         code = rc;
         goto out;
     }
-    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_fsw_prepare(run) < 0 ||
-        build_plan(run) < 0 ||
-        check_cwd_and_log(run) < 0 ||
-        spawn_sandbox(run) < 0 || handoff(run) < 0)
+    run_phase(run, "settings");
+    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_fsw_prepare(run) < 0)
+        goto out;
+    run_phase(run, "prepare");
+    if (build_plan(run) < 0)
+        goto out;
+    run_phase(run, "plan");
+    if (check_cwd_and_log(run) < 0)
+        goto out;
+    run_phase(run, "record");
+    if (spawn_sandbox(run) < 0 || handoff(run) < 0)
         goto out;
     /* serve until the command (bwrap) exits */
     uv_run(&run->loop, UV_RUN_DEFAULT);

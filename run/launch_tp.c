@@ -97,7 +97,7 @@ int run_tp_before_go(struct run *run)
     if (tp_dns_sockets(run->h.cmd_pid, &run->tp_fds[0], &run->tp_fds[1], &run->tp_fds[2],
                        &run->tp_ns_dev, &run->tp_ns_ino, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     if (!run->settings->network.transparent) {
@@ -139,7 +139,7 @@ int run_tp_after_go(struct run *run)
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1; /* tp_start takes them */
     if (tp_start(&run->tp, &to, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
-        (void)uv_process_kill(&run->proc, SIGKILL);
+        run_kill(run, SIGKILL);
         return -1;
     }
     run_debug(run, "%s for pid %d",

@@ -40,6 +40,7 @@ struct run_notify {
     uv_poll_t poll;
     int notify_fd;
     int fallback; /* errno, 0: CONTINUE */
+    uint64_t received; /* notifications read (-d) */
     struct seccomp_notif *notif;
     struct seccomp_notif_resp *resp;
     struct route routes[NOTIFY_SLOTS];
@@ -97,6 +98,11 @@ int run_notify_fd(const struct run_notify *nt)
     return nt != NULL ? nt->notify_fd : -1;
 }
 
+uint64_t run_notify_received(const struct run_notify *nt)
+{
+    return nt != NULL ? nt->received : 0;
+}
+
 /* The next notification waiting on the listener, read into nt->notif
  * without blocking: 1 when one was read, 0 when none is waiting or it went
  * away before it was read (ENOENT). A listener with no task left under its
@@ -135,6 +141,7 @@ static void on_notify(uv_poll_t *p, int status, int events)
         return;
     for (int i = 0; i < NOTIFY_BATCH && next(nt); i++) {
         const struct route *r = route_of(nt, nt->notif->data.arch, nt->notif->data.nr);
+        nt->received++;
         if (r == NULL || !r->fn(r->ctx, nt->notify_fd, nt->notif))
             answer_fallback(nt, nt->notif->id);
     }

@@ -39,6 +39,9 @@ void run_notify_unroute(struct run_notify *nt, const void *ctx);
 /* The listener's descriptor (for answers, ADDFD and ID_VALID), -1 for NULL. */
 int run_notify_fd(const struct run_notify *nt);
 
+/* How many notifications the server has read so far (0 for NULL). */
+uint64_t run_notify_received(const struct run_notify *nt);
+
 /* Stops serving and closes the listener (the memory goes with the loop's
  * close callbacks). NULL is a no-op. */
 void run_notify_close(struct run_notify *nt);

@@ -42,9 +42,17 @@
  * session of its own (a kill of the launcher's process group does not
  * reach it), holding the read end of a pipe whose write end only the
  * launcher has. The launcher sends 'P' + bwrap's pid once it runs, and 'D'
- * when it has cleaned up itself. EOF without 'D' means the launcher died
- * (SIGKILL, a crash): the reaper waits for bwrap to go (--die-with-parent
- * kills it and with it the whole sandbox; at most 10 s), then sweeps
+ * when it has cleaned up itself. A second pipe's write end goes to bwrap
+ * as --info-fd: bwrap writes {"child-pid": N} there as soon as it has
+ * cloned the sandbox's first process, and before that process may start
+ * (it waits for bwrap's word), so the reaper knows it before any mount
+ * point can exist. That process makes the mount points, placeholders
+ * among them, and asks for a death signal only when it is done: a bwrap
+ * killed with the launcher (--die-with-parent) left it making the rest
+ * after the reaper had cleaned (issue 25: "SIGKILL after 0.05s" left
+ * .profile ... .zshrc in the project now and then). EOF without 'D'
+ * means the launcher died (SIGKILL, a crash): the reaper waits for bwrap
+ * and that process to go (at most 10 s), then sweeps
  * PARENT as below, its launcher counting as dead: the launcher's run
  * directory is found by its record (rewritten with the mount points before
  * bwrap started) or its name, and the mount points that are still what
@@ -87,6 +95,7 @@
 #define RECORD_MAGIC "sluice-run 1 "
 #define RECORD_MAX (1u << 20)
 #define REAPER_WAIT_MS 10000
+#define REAPER_INFO_MAX 256 /* bwrap's --info-fd text: {"child-pid": N} */
 
 /* ------------------------------------------------------------------------ */
 /* removal                                                                   */
@@ -98,7 +107,8 @@ static int rm_chmod(const char *path, const struct stat *st, int type, struct FT
     (void)ftw;
     if (type == FTW_DNR)
         rm_unreadable = 1;
-    if (type == FTW_D || type == FTW_DNR)
+    /* only where it is needed: a chmod is a write to the inode */
+    if ((type == FTW_D || type == FTW_DNR) && (st->st_mode & S_IRWXU) != S_IRWXU)
         (void)chmod(path, (st->st_mode & 07777) | S_IRWXU);
     return 0;
 }
@@ -128,19 +138,57 @@ void sb_remove_tree(const char *path)
     (void)nftw(path, rm_one, 16, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
 }
 
-/* Removes PATH, a mount point bwrap made, when it still is what bwrap made
- * (an empty directory or an empty file). */
-/* The walk to PATH never follows a symbolic link (rt-5): a directory
- * above a placeholder may be renamed and replaced by a link by the command
- * of another run whose sandbox does not pin it (its scan skips
- * node_modules and stops at mandatoryDenySearchDepth), and the clean-up
- * must not then remove an empty file or directory outside. The recorded
- * paths are physical (no link in them), so a link met is such a swap. */
-static int remove_placeholder(const char *path)
+/* The directory a placeholder is removed from, kept open for its
+ * siblings (they are removed one after the other, mostly from the
+ * working directory: one walk for them all, issue 25). */
+struct ph_dir {
+    char path[PATH_MAX];
+    int fd; /* -1: none */
+};
+
+static void ph_dir_close(struct ph_dir *d)
 {
-    char buf[PATH_MAX], *p, *slash;
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
+    d->path[0] = '\0';
+}
+
+/* DIR (absolute, physical) opened by a walk from / that never follows a
+ * symbolic link (rt-5: a directory above a placeholder may be renamed and
+ * replaced by a link by the command of another run whose sandbox does not
+ * pin it (its scan skips node_modules and stops at
+ * mandatoryDenySearchDepth), and the clean-up must not then remove an
+ * empty file or directory outside; the recorded paths are physical, so a
+ * link met is such a swap). The descriptor, or -1. */
+static int open_physical(char *dir)
+{
+    int dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), nfd;
+
+    for (char *p = dir + 1; dfd >= 0 && *p != '\0';) {
+        char *e = strchr(p, '/');
+        if (e != NULL)
+            *e = '\0';
+        nfd = *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
+        close(dfd);
+        dfd = nfd;
+        if (e == NULL)
+            break;
+        *e = '/';
+        p = e + 1;
+    }
+    return dfd;
+}
+
+/* Removes PATH, a mount point bwrap made, when it still is what bwrap made
+ * (an empty directory or an empty file), from its directory as D holds it
+ * or walks to it (open_physical). 1 when it is still a mount point. */
+static int remove_placeholder(struct ph_dir *d, const char *path)
+{
+    char buf[PATH_MAX], *slash;
     struct stat st;
-    int dfd, nfd, busy = 0;
+    const char *name;
+    int busy = 0;
 
     if (path[0] != '/' || strlen(path) >= sizeof buf)
         return 0;
@@ -149,47 +197,42 @@ static int remove_placeholder(const char *path)
     if (slash[1] == '\0')
         return 0;
     *slash = '\0';
-    dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    for (p = buf + 1; dfd >= 0 && slash != buf && *p != '\0';) {
-        char *e = strchr(p, '/');
-        if (e != NULL)
-            *e = '\0';
-        nfd =
-            *p != '\0' ? openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
-        close(dfd);
-        dfd = nfd;
-        if (e == NULL)
-            break;
-        p = e + 1;
+    name = slash + 1;
+    if (d->fd < 0 || strcmp(d->path, slash == buf ? "/" : buf) != 0) {
+        ph_dir_close(d);
+        snprintf(d->path, sizeof d->path, "%s", slash == buf ? "/" : buf);
+        d->fd = slash == buf ? open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : open_physical(buf);
+        if (d->fd < 0)
+            return 0;
     }
-    if (dfd < 0)
-        return 0;
-    p = slash + 1;
-    if (fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         int rc = 0;
         if (S_ISREG(st.st_mode) && st.st_size == 0)
-            rc = unlinkat(dfd, p, 0);
+            rc = unlinkat(d->fd, name, 0);
         else if (S_ISDIR(st.st_mode))
-            rc = unlinkat(dfd, p, AT_REMOVEDIR); /* fails, as it should, unless empty */
+            rc = unlinkat(d->fd, name, AT_REMOVEDIR); /* fails, as it should, unless empty */
         /* still a mount point: the dead sandbox's mount namespace is torn
          * down after its last process is reaped, not always before */
         busy = rc < 0 && errno == EBUSY;
     }
-    close(dfd);
     return busy;
 }
 
 /* ------------------------------------------------------------------------ */
 /* processes                                                                 */
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unknown. */
-static unsigned long long start_time(long pid)
+/* From one read of /proc/PID/stat: field 22 (the start time in clock
+ * ticks; 0 when unknown) and, when STATE is not NULL, field 3 (the state
+ * letter; '?' when unknown). */
+static unsigned long long proc_stat(long pid, char *state)
 {
     char path[64], buf[1024], *p;
     unsigned long long v = 0;
     ssize_t n;
     int fd;
 
+    if (state != NULL)
+        *state = '?';
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -202,6 +245,8 @@ static unsigned long long start_time(long pid)
     p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
     if (p == NULL)
         return 0;
+    if (state != NULL && p[1] == ' ' && p[2] != '\0')
+        *state = p[2];
     p++;
     /* fields 3.. follow; the start time is the 20th of them */
     for (int field = 3; field < 22 && p != NULL; field++)
@@ -211,24 +256,9 @@ static unsigned long long start_time(long pid)
     return v;
 }
 
-/* The state letter of /proc/PID/stat (field 3); '?' when unknown. */
-static char proc_state(long pid)
+static unsigned long long start_time(long pid)
 {
-    char path[64], buf[512], *p;
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return '?';
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return '?';
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    return (p != NULL && p[1] == ' ' && p[2] != '\0') ? p[2] : '?';
+    return proc_stat(pid, NULL);
 }
 
 /* PID is the process that started at START and has not exited (a zombie,
@@ -242,8 +272,7 @@ static int process_alive(long pid, unsigned long long start)
         return 0;
     if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
         return 0;
-    now = start_time(pid);
-    st = proc_state(pid);
+    now = proc_stat(pid, &st);
     return now != 0 && now == start && st != 'Z' && st != 'X';
 }
 
@@ -403,10 +432,22 @@ static void collect_live(const char *path, const char *name, void *arg)
     sb_strv_free(&paths);
 }
 
-/* A placeholder still a mount point (EBUSY) is tried again this many
- * times, this far apart, before its run directory is left to a later sweep */
-#define PLACEHOLDER_TRIES 40
-static const struct timespec placeholder_wait = {0, 50 * 1000 * 1000};
+/* A placeholder still a mount point (EBUSY) is tried again, 1 ms later,
+ * then twice as long each time up to 50 ms apart, for PLACEHOLDER_WAIT_MS
+ * in all before its run directory is left to a later sweep (the dead
+ * sandbox's mounts usually go within a few ms; issue 25: a fixed 50 ms
+ * sleep made the common case slow) */
+#define PLACEHOLDER_WAIT_MS 2000
+#define PLACEHOLDER_STEP_MAX_MS 50
+
+static void placeholder_wait(int64_t *step_ms)
+{
+    struct timespec ts = {0, (long)*step_ms * 1000 * 1000};
+
+    (void)nanosleep(&ts, NULL);
+    if (*step_ms < PLACEHOLDER_STEP_MAX_MS)
+        *step_ms = *step_ms * 2 > PLACEHOLDER_STEP_MAX_MS ? PLACEHOLDER_STEP_MAX_MS : *step_ms * 2;
+}
 
 /* Cleans the run directory PATH (the mount points its record holds that no
  * live run holds too, deepest first, then the directory) when its record,
@@ -430,14 +471,17 @@ static void clean_dead(const char *path, const char *name, void *arg)
         /* a mount point is held by every run whose sandbox mounts on it:
          * the last one out removes it, never one a live sandbox uses */
         int busy = 0;
-        for (int tries = 0; tries < PLACEHOLDER_TRIES; tries++) {
+        int64_t step = 1, deadline = common_mono_ms() + PLACEHOLDER_WAIT_MS;
+        for (;;) {
+            struct ph_dir d = {.fd = -1};
             busy = 0;
             for (size_t i = paths.n; i-- > 0;)
                 if (!in_list(&s->live, paths.v[i]))
-                    busy |= remove_placeholder(paths.v[i]);
-            if (!busy)
+                    busy |= remove_placeholder(&d, paths.v[i]);
+            ph_dir_close(&d);
+            if (!busy || common_mono_ms() >= deadline)
                 break;
-            (void)nanosleep(&placeholder_wait, NULL);
+            placeholder_wait(&step);
         }
         /* a mount point still busy keeps the record, for the next sweep */
         if (!busy)
@@ -624,9 +668,9 @@ int sb_rundir_make(char *dir, size_t len, char *tmp, size_t tlen, char *mask, si
 
     if (parent_dir(mask, mlen, err, errlen) < 0)
         return -1;
-    sb_cgroup_sweep(process_alive);
     /* the reaper before the run directory: from here on a kill leaves
-     * nothing behind */
+     * nothing behind; it also sweeps the pids cgroups of dead runs, beside
+     * the launcher's own work (issue 25) */
     if (reaper_fork(r, mask, err, errlen) < 0)
         return -1;
     lock = parent_lock(mask, 1);
@@ -668,53 +712,210 @@ out:
 /* ------------------------------------------------------------------------ */
 /* the reaper                                                                */
 
-/* In the reaper: until EOF or 'D' on FD. */
-static void reaper_main(int fd, const char *parent, long launcher)
+int sb_reaper_info_pid(const char *buf, size_t len, long *pid)
 {
-    int pidfd = -1, done = 0;
-    unsigned char c;
+    static const char key[] = "\"child-pid\"";
+    char text[REAPER_INFO_MAX + 1], *k, *end;
+    long v;
 
-    for (;;) {
-        ssize_t r = read(fd, &c, 1);
+    if (len > REAPER_INFO_MAX)
+        len = REAPER_INFO_MAX;
+    memcpy(text, buf, len);
+    text[len] = '\0';
+    k = strstr(text, key);
+    if (k == NULL)
+        return -1;
+    k += sizeof(key) - 1;
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    if (*k++ != ':')
+        return -1;
+    while (*k == ' ' || *k == '\t' || *k == '\n' || *k == '\r')
+        k++;
+    if (*k < '1' || *k > '9')
+        return -1;
+    errno = 0;
+    v = strtol(k, &end, 10);
+    if (errno != 0 || v <= 0 || v > INT_MAX || (*end != '\0' && strchr(" \t\r\n,}", *end) == NULL))
+        return -1;
+    *pid = v;
+    return 0;
+}
+
+/* What the reaper watches: its launcher's pipe, bwrap's --info-fd, and
+ * pidfds of bwrap and of the sandbox's first process once it knows them. */
+struct watch {
+    int fd, info_fd, bwrap, child;
+    char info[REAPER_INFO_MAX];
+    size_t ninfo;
+};
+
+static int pidfd_of(long pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0U);
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+/* bwrap's --info-fd is readable: its text so far, and the sandbox's first
+ * process once named (pidfd_open at once: its parent, bwrap, has not
+ * waited for it). At EOF the pipe is closed. */
+static void read_info(struct watch *w)
+{
+    ssize_t r;
+    long pid;
+
+    do
+        r = read(w->info_fd, w->info + w->ninfo, sizeof(w->info) - w->ninfo);
+    while (r < 0 && errno == EINTR);
+    if (r > 0)
+        w->ninfo += (size_t)r;
+    if (w->child < 0 && sb_reaper_info_pid(w->info, w->ninfo, &pid) == 0)
+        w->child = pidfd_of(pid);
+    if (r <= 0 || w->ninfo == sizeof(w->info)) {
+        close(w->info_fd);
+        w->info_fd = -1;
+    }
+}
+
+/* Whatever bwrap's --info-fd holds now, without waiting. */
+static void drain_info(struct watch *w)
+{
+    while (w->info_fd >= 0) {
+        struct pollfd p = {.fd = w->info_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) != 1)
+            break;
+        read_info(w);
+    }
+}
+
+/* One message from the launcher: 1 for 'D', -1 at EOF, else 0 ('P' +
+ * bwrap's pid). */
+static int read_launcher(struct watch *w)
+{
+    unsigned char c;
+    int32_t pid;
+    size_t got = 0;
+    ssize_t r;
+
+    do
+        r = read(w->fd, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        return -1;
+    if (c == 'D')
+        return 1;
+    if (c != 'P')
+        return 0;
+    while (got < sizeof pid) {
+        r = read(w->fd, (char *)&pid + got, sizeof pid - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
-            break;
-        if (c == 'D') {
-            done = 1;
-            break;
-        }
-        if (c == 'P') {
-            int32_t pid;
-            size_t got = 0;
-            while (got < sizeof pid) {
-                r = read(fd, (char *)&pid + got, sizeof pid - got);
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    break;
-                got += (size_t)r;
-            }
-            if (got == sizeof pid && pid > 0 && pidfd < 0)
-                pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0U);
-        }
+            return -1;
+        got += (size_t)r;
     }
-    if (done)
-        return;
-    /* the launcher is gone: let bwrap (killed by --die-with-parent) and the
-     * sandbox go first */
-    if (pidfd >= 0) {
-        int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
-        for (;;) {
-            struct pollfd p = {.fd = pidfd, .events = POLLIN};
-            int64_t left = deadline - common_mono_ms();
-            if (left <= 0 || poll(&p, 1, (int)left) != 0)
-                break;
-        }
-    } else {
+    if (pid > 0 && w->bwrap < 0)
+        w->bwrap = pidfd_of((long)pid);
+    return 0;
+}
+
+/* SIGKILL through a pidfd (never a recycled pid); -1 is none. */
+static void kill_pidfd(int pidfd)
+{
+#ifdef SYS_pidfd_send_signal
+    if (pidfd >= 0)
+        (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0U);
+#else
+    (void)pidfd;
+#endif
+}
+
+/* The launcher is gone: bwrap (killed by --die-with-parent) and the
+ * sandbox's first process (which may still be making mount points) go
+ * first, for at most REAPER_WAIT_MS; bwrap's word on --info-fd is read
+ * until then too. Without a pidfd of bwrap: 200 ms. The first process is
+ * killed as soon as it is known (rt-8): it asks for its death signal only
+ * once its set-up is done, and one whose bwrap died while it waited for
+ * bwrap's word (the uid map, an eventfd) waited forever, holding inner's
+ * end of the socketpair, after the reaper had given up on it. A run whose
+ * launcher is gone is over: --die-with-parent would kill it anyway. */
+static void wait_sandbox(struct watch *w)
+{
+    int64_t deadline = common_mono_ms() + REAPER_WAIT_MS;
+
+    kill_pidfd(w->child);
+
+    if (w->bwrap < 0) {
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
+        return;
     }
+    for (;;) {
+        struct pollfd p[3] = {{.fd = w->bwrap, .events = POLLIN},
+                              {.fd = w->child, .events = POLLIN},
+                              {.fd = w->info_fd, .events = POLLIN}};
+        int64_t left = deadline - common_mono_ms();
+        if (left <= 0 || poll(p, 3, (int)left) < 0)
+            break;
+        if (p[0].revents != 0) {
+            close(w->bwrap);
+            w->bwrap = -1;
+        }
+        if (p[1].revents != 0) {
+            close(w->child);
+            w->child = -1;
+        }
+        if (p[2].revents != 0) {
+            int had = w->child >= 0;
+            read_info(w);
+            if (!had)
+                kill_pidfd(w->child);
+        }
+        if (w->bwrap < 0) {
+            /* what bwrap wrote before it went is in the pipe (another
+             * holder of the write end, a helper forked meanwhile, may keep
+             * EOF away): the first process is known now, or it never left
+             * its wait for bwrap's word (no mount point made) */
+            {
+                int had = w->child >= 0;
+                drain_info(w);
+                if (!had)
+                    kill_pidfd(w->child);
+            }
+            if (w->child < 0)
+                break;
+        }
+    }
+}
+
+/* In the reaper: until EOF or 'D' on FD; INFO_FD is bwrap's --info-fd
+ * (-1: none). */
+static void reaper_main(int fd, int info_fd, const char *parent, long launcher)
+{
+    struct watch w = {.fd = fd, .info_fd = info_fd, .bwrap = -1, .child = -1};
+    int rc = 0;
+
+    sb_cgroup_sweep(process_alive); /* dead runs' pids cgroups (limits.c) */
+
+    while (rc == 0) {
+        struct pollfd p[2] = {{.fd = w.fd, .events = POLLIN}, {.fd = w.info_fd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents != 0)
+            read_info(&w);
+        if (p[0].revents != 0)
+            rc = read_launcher(&w);
+    }
+    if (rc == 1)
+        return;
+    wait_sandbox(&w);
     /* the records on disk are the latest word: the launcher's run
      * directory (by its record, with the mount points once the launcher
      * knew them, or by its name) and any other dead run's */
@@ -787,29 +988,72 @@ int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, 
     return rc < 0 ? -1 : 0;
 }
 
+/* The reaper's descriptors: 0-2 on /dev/null, RFD (the launcher's pipe)
+ * on 3, IFD (bwrap's --info-fd, or -1) on 4, every other one closed (one
+ * close_range instead of a thousand close calls, issue 25). Its new
+ * numbers go to *rfd and *ifd. */
+static void reaper_fds(int *rfd, int *ifd)
+{
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int r = fcntl(*rfd, F_DUPFD_CLOEXEC, 64), i = *ifd >= 0 ? fcntl(*ifd, F_DUPFD_CLOEXEC, 64) : -1;
+
+    if (r < 0 || (*ifd >= 0 && i < 0)) {
+        /* no room up there: keep them where they are, close the rest */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != *rfd && fd != *ifd && fd != null)
+                (void)close(fd);
+        return;
+    }
+    if (null >= 0) {
+        /* a caller reading our stdout to EOF must not wait for us */
+        (void)dup2(null, 0);
+        (void)dup2(null, 1);
+        (void)dup2(null, 2);
+    }
+    *rfd = dup2(r, 3) == 3 ? 3 : r;
+    *ifd = i >= 0 && dup2(i, 4) == 4 ? 4 : i;
+#ifdef SYS_close_range
+    if (*rfd != 3 || (i >= 0 && *ifd != 4) ||
+        syscall(SYS_close_range, i >= 0 ? 5U : 4U, ~0U, 0U) != 0)
+#endif
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != *rfd && fd != *ifd)
+                (void)close(fd);
+}
+
 static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_t errlen)
 {
     long launcher = (long)getpid();
-    int p[2];
+    int p[2], q[2] = {-1, -1};
     pid_t pid;
 
     r->pid = -1;
     r->fd = -1;
+    r->info_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0) {
         snprintf(err, errlen, "reaper: pipe: %s", strerror(errno));
         return -1;
     }
+    /* bwrap's --info-fd: without it the reaper waits for bwrap only */
+    if (pipe2(q, O_CLOEXEC) < 0)
+        q[0] = q[1] = -1;
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "reaper: fork: %s", strerror(errno));
         close(p[0]);
         close(p[1]);
+        if (q[0] >= 0) {
+            close(q[0]);
+            close(q[1]);
+        }
         return -1;
     }
     if (pid == 0) {
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int rfd = p[0], ifd = q[0];
         close(p[1]);
+        if (q[1] >= 0)
+            close(q[1]);
         (void)setsid();
         (void)prctl(PR_SET_NAME, "sluice-reaper", 0UL, 0UL, 0UL);
         signal(SIGINT, SIG_IGN);
@@ -817,22 +1061,16 @@ static int reaper_fork(struct sb_reaper *r, const char *parent, char *err, size_
         signal(SIGHUP, SIG_IGN);
         signal(SIGQUIT, SIG_IGN);
         signal(SIGPIPE, SIG_IGN);
-        if (null >= 0) {
-            /* a caller reading our stdout to EOF must not wait for us */
-            (void)dup2(null, 0);
-            (void)dup2(null, 1);
-            (void)dup2(null, 2);
-        }
-        /* every other descriptor but the pipe */
-        for (int fd = 3; fd < 1024; fd++)
-            if (fd != p[0])
-                (void)close(fd);
-        reaper_main(p[0], parent, launcher);
+        reaper_fds(&rfd, &ifd);
+        reaper_main(rfd, ifd, parent, launcher);
         _exit(0);
     }
     close(p[0]);
+    if (q[0] >= 0)
+        close(q[0]);
     r->pid = pid;
     r->fd = p[1];
+    r->info_fd = q[1];
     return 0;
 }
 
@@ -848,8 +1086,17 @@ void sb_reaper_watch(struct sb_reaper *r, int pid)
     (void)write_all(r->fd, msg, sizeof msg);
 }
 
+void sb_reaper_info_sent(struct sb_reaper *r)
+{
+    if (r->info_fd >= 0) {
+        close(r->info_fd);
+        r->info_fd = -1;
+    }
+}
+
 void sb_reaper_finish(struct sb_reaper *r)
 {
+    sb_reaper_info_sent(r);
     if (r->fd >= 0) {
         (void)write_all(r->fd, "D", 1);
         close(r->fd);

@@ -8,8 +8,10 @@
 #include "sandbox/sandbox.h"
 
 struct sb_reaper {
-    int pid; /* the reaper, -1 when none */
-    int fd;  /* our end of its pipe */
+    int pid;     /* the reaper, -1 when none */
+    int fd;      /* our end of its pipe */
+    int info_fd; /* the write end of its second pipe, for bwrap's --info-fd
+                    (closed once bwrap has it), -1 when none */
 };
 
 /* Makes PARENT/run.PID.START.XXXXXX (0700) and RUN/tmp, PARENT
@@ -42,6 +44,11 @@ void sb_remove_tree(const char *path);
 int sb_reaper_record(const char *rundir, const struct sb_plan *plan, char *err, size_t errlen);
 /* Tells the reaper bwrap's pid, to wait for it before cleaning. */
 void sb_reaper_watch(struct sb_reaper *r, int pid);
+/* bwrap has its copy of r->info_fd (or will never run): ours is closed. */
+void sb_reaper_info_sent(struct sb_reaper *r);
+/* The sandbox's first process in what bwrap wrote on --info-fd (BUF, LEN
+ * bytes: {"child-pid": N}): 0 with *PID, -1 when BUF names none. */
+int sb_reaper_info_pid(const char *buf, size_t len, long *pid);
 /* After this process cleaned up itself: the reaper exits, and is waited. */
 void sb_reaper_finish(struct sb_reaper *r);
 

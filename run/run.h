@@ -21,6 +21,7 @@
 #ifndef SLUICE_RUN_H
 #define SLUICE_RUN_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sandbox/sandbox.h"
@@ -38,8 +39,11 @@ struct sb_launch_opts {
     int debug;            /* -d / SRT_DEBUG: [SandboxDebug] lines on stderr */
     int control_fd;       /* --control-fd N (N >= 3), or -1 */
     int transparent;      /* --transparent: network.transparent on */
+    int report_writes;    /* --report-writes: refused writes listed (not with quiet) */
     char **cmd;           /* NULL-terminated; unused with cstr */
     const char *cstr;     /* -c STRING, or NULL */
+    int64_t t0_us;        /* when the subcommand started (common_mono_us), for -d's
+                             start-up phases; 0 when unknown */
 };
 
 /* Runs the command with settings s (loaded by the caller, still the

@@ -213,3 +213,36 @@ void run_debug(const struct run *run, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
 }
+
+void run_phase(struct run *run, const char *name)
+{
+    int64_t now = common_mono_us();
+
+    if (run->phase_at == 0)
+        run->phase_at = run->o->t0_us != 0 ? run->o->t0_us : now;
+    if (run->nphases < RUN_PHASES_MAX) {
+        run->phase_name[run->nphases] = name;
+        run->phase_us[run->nphases] = now - run->phase_at;
+        run->nphases++;
+    }
+    run->phase_at = now;
+}
+
+void run_debug_phases(const struct run *run)
+{
+    char line[1024];
+    size_t off = 0;
+    int64_t total = 0;
+
+    if (!run->o->debug || run->nphases == 0)
+        return;
+    for (size_t i = 0; i < run->nphases; i++) {
+        int n = snprintf(line + off, sizeof(line) - off, "%s%s %.2f", i > 0 ? ", " : "",
+                         run->phase_name[i], (double)run->phase_us[i] / 1000.0);
+        if (n < 0 || (size_t)n >= sizeof(line) - off)
+            break;
+        off += (size_t)n;
+        total += run->phase_us[i];
+    }
+    run_debug(run, "time (ms): %s; total %.2f", line, (double)total / 1000.0);
+}

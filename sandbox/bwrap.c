@@ -622,6 +622,11 @@ static int add_protected(struct ctx *c, const char *root)
     rc = sb_protect_scan(root, c->s->mandatory_deny_search_depth, c->s->filesystem.allow_git_config,
                          &l, c->err, c->errlen);
     for (size_t i = 0; i < l.n && rc == 0; i++) {
+        /* for the post-run check (verify.c): no second walk (issue 25) */
+        if (sb_gitwatch_keep(&c->plan.watch, &l.v[i]) < 0) {
+            rc = nomem(c);
+            break;
+        }
         if (l.v[i].kind == SB_PROT_LINK)
             continue; /* no mount covers a link: verify.c watches it */
         enum op_kind k = l.v[i].kind == SB_PROT_PIN      ? OP_PIN
@@ -874,6 +879,12 @@ static void emit_namespaces(struct ctx *c)
     if (!o->stdin_tty)
         args(c, "--new-session", NULL);
     args(c, "--die-with-parent", NULL);
+    if (o->info_fd > 2) {
+        /* the sandbox's first process outlives a bwrap killed while it
+         * makes the mount points: the reaper waits for it too (reaper.c) */
+        args(c, "--info-fd", NULL);
+        argf(c, "%d", o->info_fd);
+    }
     if (o->restrict_network && s->network.isolate)
         args(c, "--unshare-net", NULL);
     else if (!s->network.isolate) {
@@ -1063,9 +1074,22 @@ static void emit_inner(struct ctx *c)
         args(c, "--watch-writes", NULL);
     if (o->guard_connect)
         args(c, "--guard-connect", NULL);
+    if (o->debug)
+        args(c, "--debug", NULL);
     for (size_t i = 0; i < COUNT(limits); i++)
         if (limits[i].v > 0)
             argf(c, "%s%u", limits[i].opt, limits[i].v);
+}
+
+void sb_bwrap_seccomp_opts(const struct sb_bwrap_opts *o, struct sb_seccomp_opts *so)
+{
+    memset(so, 0, sizeof(*so));
+    so->allow_unix_sockets = o->allow_unix_sockets;
+    so->allow_local_binding = o->s->network.allow_local_binding;
+    so->allow_user_namespaces = o->s->allow_nested_user_namespaces;
+    so->transparent = o->transparent;
+    so->watch_writes = o->watch_writes;
+    so->guard_connect = o->guard_connect;
 }
 
 /* "--" and the command's argv, verbatim. */
@@ -1138,4 +1162,5 @@ void sb_plan_free(struct sb_plan *p)
     sb_strv_free(&p->argv);
     sb_strv_free(&p->created);
     sb_strv_free(&p->ro_why);
+    sb_prot_list_free(&p->watch);
 }

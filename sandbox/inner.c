@@ -2,7 +2,7 @@
  * and the host's end of its handoff (design.md "The sandbox").
  *
  *   sluice inner --fd N [--allow-unix-sockets] [--transparent] [--watch-writes]
- *                [--guard-connect] [--http-port P]
+ *                [--guard-connect] [--http-port P] [--debug]
  *                [--socks-port P] [--limit-processes=N] [--limit-memory-mib=N]
  *                [--limit-open-files=N] [--reopen-ro=FD:OFFSET] -- CMD ARGS...
  *
@@ -15,17 +15,28 @@
  *      (EADDRNOTAVAIL, EAFNOSUPPORT) is skipped; any other failure is fatal;
  *   3. hands them to the host over fd N (its end of a socketpair) in one
  *      message, below, and closes its own copies;
- *   4. waits for the host's go byte; EOF or any other byte exits 125
- *      without running the command (fail closed: no command runs before
- *      the host serves its proxy);
- *   5. closes fd N and every other inherited fd >= 3 (stdin, stdout and
- *      stderr are the command's and stay as they are);
- *   6. sets no_new_privs and loads the seccomp filter (seccomp.c), last;
- *   7. execs CMD (PATH search): 127 if it is not found, 126 if it cannot be
+ *   4. reads the host's next message: the filters the host compiled ('F',
+ *      issue 25: sluice run's launcher sends them while bwrap starts), or
+ *      the go byte ('G': the host of the tests, or of a command that
+ *      reuses inner); EOF or any other byte exits 125 without running the
+ *      command (fail closed: no command runs before the host serves its
+ *      proxy);
+ *   5. reopens the read-only stdio (--reopen-ro) and hands its regular
+ *      files back, sets no_new_privs, enters the Landlock domain
+ *      (landlock.c) and loads the seccomp filters: the host's, or after
+ *      'G' ones it builds itself (seccomp.c); with notifications, hands
+ *      the seccomp listener to the host;
+ *   6. after 'F': waits for the go byte, as in 4;
+ *   7. applies sandbox.limits, closes fd N and every other inherited fd >= 3
+ *      (stdin, stdout and stderr are the command's and stay as they are);
+ *   8. execs CMD (PATH search): 127 if it is not found, 126 if it cannot be
  *      executed, with "sluice inner: CMD: reason" on stderr.
- * Its pid becomes the command's pid.
+ * Its pid becomes the command's pid. Between the filters and the go byte
+ * inner makes no system call that a filter notifies (reads, the limits,
+ * closing descriptors and execve are not write-intent calls): the host
+ * serves the listener only from the go byte on.
  *
- * Wire format on the socketpair (version 1; both ends are this file):
+ * Wire format on the socketpair (version 2; both ends are this file):
  *   inner -> host, one sendmsg:
  *     payload  n bytes (2 <= n <= 4), one per listener, in order: 'H' for the
  *              HTTP proxy listener, 'S' for the SOCKS5 listener. At least
@@ -35,19 +46,28 @@
  *              before starting bwrap, so the kernel also attaches
  *              SCM_CREDENTIALS with inner's pid translated into the host's
  *              pid namespace; inner sends no credentials itself.
+ *   host -> inner, optional, at any time before 'G':
+ *     'F'      a native uint32_t length L (at most INNER_FILTERS_MAX) and L
+ *              bytes: the two seccomp programs (sb_seccomp_export). A
+ *              filter only adds to the ones in force, so a command that
+ *              runs inner and sends its own weakens nothing.
  *   host -> inner, one byte:
  *     'G'      "go": the host is serving the listeners; inner execs CMD.
  *              Anything else, or EOF, makes inner exit 125.
- *   inner -> host, transparent mode (--transparent) or the write report
- *   (--watch-writes) only, after 'G' and after the filter with connect()
- *   or the write syscalls -> SCMP_ACT_NOTIFY is loaded (one listener for
- *   both: the kernel allows one per filter chain):
+ *   inner -> host, --reopen-ro of regular files only: payload '0' + N per
+ *   descriptor N, control: those descriptors (sb_handoff_recv_stdio); after
+ *   'F' and before 'G', or (old order) after 'G'.
+ *   inner -> host, transparent mode (--transparent), a guarded run
+ *   (--guard-connect) or the write report (--watch-writes) only, once the
+ *   filter with connect() or the write syscalls -> SCMP_ACT_NOTIFY is
+ *   loaded (one listener for both: the kernel allows one per filter
+ *   chain); after 'F' and before 'G', or (old order) after 'G':
  *     payload  'N'; control: one SCM_RIGHTS descriptor, the seccomp
  *              listener (sb_handoff_recv_notify checks it is one). inner
  *              closes its copy before it execs CMD: a command holding it
  *              could answer its own connect()s.
- * A socketpair of type SOCK_STREAM or SOCK_SEQPACKET works: the message is
- * a single small write either way. */
+ * The socketpair is SOCK_STREAM: inner reads 'F' and what follows it in
+ * parts (each other message is a single write). */
 /* SCM_CREDENTIALS, struct ucred, MSG_CMSG_CLOEXEC and syscall() are Linux
  * or BSD extensions: the project builds with _POSIX_C_SOURCE=200809L only.
  * Before any include. */
@@ -83,6 +103,10 @@
 #define KIND_HTTP 'H'
 #define KIND_SOCKS 'S'
 #define KIND_NOTIFY 'N' /* transparent mode: the seccomp listener, after the go byte */
+#define KIND_NO_NOTIFY 'n' /* no listener: a filter around sluice holds it (issue 25) */
+#define HANDOFF_FILTERS 'F' /* issue 25: the host's compiled filters, before 'G' */
+/* two programs of at most BPF_MAXINSNS instructions, each with its count */
+#define INNER_FILTERS_MAX (2 * (4 + 4096 * 8))
 
 static void inner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void inner_err(const char *fmt, ...)
@@ -104,6 +128,7 @@ struct inner_args {
     int allow_unix_sockets;
     int allow_local_binding, allow_user_namespaces;
     int transparent, watch_writes, guard_connect;
+    int debug;          /* --debug: a [SandboxDebug] line of inner's phases */
     unsigned reopen_ro; /* bit N: --reopen-ro=N:OFFSET */
     long long reopen_off[3];
     struct sb_limits limits;
@@ -143,6 +168,7 @@ enum inner_opt {
     OPT_GUARD_CONNECT,
     OPT_REOPEN_RO,
     OPT_LIMIT,
+    OPT_DEBUG,
 };
 
 static const struct option inner_options[] = {
@@ -156,6 +182,7 @@ static const struct option inner_options[] = {
     {"watch-writes", no_argument, NULL, OPT_WATCH_WRITES},
     {"guard-connect", no_argument, NULL, OPT_GUARD_CONNECT},
     {"reopen-ro", required_argument, NULL, OPT_REOPEN_RO},
+    {"debug", no_argument, NULL, OPT_DEBUG},
     /* sb_limits_parse_arg checks the name and the value */
     {"limit-processes", required_argument, NULL, OPT_LIMIT},
     {"limit-memory-mib", required_argument, NULL, OPT_LIMIT},
@@ -293,6 +320,9 @@ static int parse_one(struct inner_args *a, int c, int index, const char *element
         return 0;
     case OPT_GUARD_CONNECT:
         a->guard_connect = 1;
+        return 0;
+    case OPT_DEBUG:
+        a->debug = 1;
         return 0;
     case OPT_REOPEN_RO:
         return parse_reopen(a, optarg);
@@ -471,27 +501,66 @@ static int send_listeners(int sock, const int *fds, const char *kinds, size_t n)
     return 0;
 }
 
-/* 0 on 'G'; -1 (message printed) otherwise. */
-static int wait_for_go(int sock)
+/* Reads exactly LEN bytes; 0, or -1 after a message naming WHAT. */
+static int read_exact(int sock, void *buf, size_t len, const char *what)
 {
-    unsigned char c;
-    ssize_t r;
+    char *p = buf;
 
-    do
-        r = read(sock, &c, 1);
-    while (r < 0 && errno == EINTR);
-    if (r < 0) {
-        inner_err("waiting for the host on fd %d: %s", sock, strerror(errno));
+    while (len > 0) {
+        ssize_t r = read(sock, p, len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            inner_err("reading %s on fd %d: %s", what, sock, strerror(errno));
+            return -1;
+        }
+        if (r == 0) {
+            inner_err("the host closed fd %d before starting the command", sock);
+            return -1;
+        }
+        p += r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* The host's next message: 'G' (go) or, before it, 'F' (the filters);
+ * *c is which. 0, or -1 (message printed) on anything else. */
+static int next_message(int sock, int filters_ok, unsigned char *c)
+{
+    if (read_exact(sock, c, 1, "the host's go") < 0)
+        return -1;
+    if (*c != HANDOFF_GO && !(filters_ok && *c == HANDOFF_FILTERS)) {
+        inner_err("unexpected byte 0x%02x from the host on fd %d", (unsigned)*c, sock);
         return -1;
     }
-    if (r == 0) {
-        inner_err("the host closed fd %d before starting the command", sock);
+    return 0;
+}
+
+/* After 'F': a native uint32_t length and the filter blob
+ * (sb_seccomp_export). 0 with *blob malloc'ed, or -1 after a message. */
+static int read_filters(int sock, unsigned char **blob, size_t *len)
+{
+    uint32_t n;
+
+    *blob = NULL;
+    if (read_exact(sock, &n, sizeof n, "the host's filters") < 0)
+        return -1;
+    if (n == 0 || n > INNER_FILTERS_MAX) {
+        inner_err("the host's filters: %u bytes", (unsigned)n);
         return -1;
     }
-    if (c != HANDOFF_GO) {
-        inner_err("unexpected byte 0x%02x from the host on fd %d", (unsigned)c, sock);
+    *blob = malloc(n);
+    if (*blob == NULL) {
+        inner_err("out of memory");
         return -1;
     }
+    if (read_exact(sock, *blob, n, "the host's filters") < 0) {
+        free(*blob);
+        *blob = NULL;
+        return -1;
+    }
+    *len = n;
     return 0;
 }
 
@@ -622,22 +691,14 @@ static int notifies(const struct inner_args *a)
     return a->transparent || a->watch_writes || a->guard_connect;
 }
 
-/* Steps 4 and 5: the go byte, the read-only stdio reopened (and handed
- * back), the inherited descriptors closed. 0, or -1 after a message. */
-static int after_go(const struct inner_args *a)
+/* The read-only stdio reopened on its re-bind, and handed back. 0, or -1
+ * after a message. */
+static int reopen_stdio(const struct inner_args *a)
 {
-    if (wait_for_go(a->fd) < 0)
-        return -1;
     for (int fd = 0; fd <= 2; fd++)
         if ((a->reopen_ro & (1U << fd)) && reopen_read_only(fd, a->reopen_off[fd]) < 0)
             return -1;
-    if (send_reopened(a->fd, a->reopen_ro) < 0)
-        return -1;
-    if (!notifies(a)) {
-        close(a->fd);
-        close_from_3();
-    }
-    return 0;
+    return send_reopened(a->fd, a->reopen_ro);
 }
 
 /* no_new_privs and the Landlock domain, with a warning for what this mode
@@ -676,10 +737,11 @@ static int confine_landlock(const struct inner_args *a)
     return 0;
 }
 
-/* Step 6: the seccomp filter, and its listener to the host (no copy stays
- * here: a command holding it could answer its own connect()s). 0, or -1
- * after a message. */
-static int confine_seccomp(const struct inner_args *a)
+/* Step 6: the seccomp filters (the host's BLOB, or built here when the
+ * host sent none), and their listener to the host (no copy stays here: a
+ * command holding it could answer its own connect()s). 0, or -1 after a
+ * message. */
+static int confine_seccomp(const struct inner_args *a, const unsigned char *blob, size_t len)
 {
     struct sb_seccomp_opts so;
     char err[256];
@@ -693,12 +755,27 @@ static int confine_seccomp(const struct inner_args *a)
     so.watch_writes = a->watch_writes;
     so.guard_connect = a->guard_connect;
     so.notify_fd = &notify_fd;
-    rc = sb_seccomp_load(&so, err, sizeof err);
+    if (blob != NULL)
+        rc = sb_seccomp_load_blob(&so, blob, len, err, sizeof err);
+    else
+        rc = sb_seccomp_load(&so, err, sizeof err);
     if (rc < 0) {
         inner_err("%s", err);
         return -1;
     }
-    if (notifies(a)) {
+    if (notifies(a) && notify_fd < 0) {
+        /* loaded without the write report's rules (a listener is taken by
+         * a filter around sluice): the host runs without the report */
+        const char kind = KIND_NO_NOTIFY;
+        ssize_t w;
+        do
+            w = write(a->fd, &kind, 1);
+        while (w < 0 && errno == EINTR);
+        if (w != 1) {
+            inner_err("telling the host on fd %d: %s", a->fd, strerror(errno));
+            return -1;
+        }
+    } else if (notifies(a)) {
         const char kind = KIND_NOTIFY;
         rc = send_listeners(a->fd, &notify_fd, &kind, 1);
         close(notify_fd);
@@ -706,27 +783,88 @@ static int confine_seccomp(const struct inner_args *a)
             inner_err("sending the seccomp listener on fd %d: %s", a->fd, strerror(-rc));
             return -1;
         }
-        close(a->fd);
-        close_from_3();
     }
     return 0;
 }
 
+/* --debug: where inner's time went, in ms since its start. */
+struct inner_clock {
+    int64_t t0, listeners, filters, landlock, seccomp, go;
+};
+
+static void inner_debug(const struct inner_args *a, const struct inner_clock *k)
+{
+    if (!a->debug)
+        return;
+    fprintf(stderr,
+            "[SandboxDebug] inner (ms since its start): listeners sent %.2f, filters %s %.2f, "
+            "Landlock %.2f, seccomp %.2f, go %.2f\n",
+            (double)(k->listeners - k->t0) / 1000.0, k->filters != 0 ? "from the host" : "built",
+            (double)((k->filters != 0 ? k->filters : k->go) - k->t0) / 1000.0,
+            (double)(k->landlock - k->t0) / 1000.0, (double)(k->seccomp - k->t0) / 1000.0,
+            (double)(k->go - k->t0) / 1000.0);
+}
+
+/* Steps 4 to 6. The host either sends the filters it compiled ('F')
+ * before 'G', and inner seals itself (Landlock, seccomp, the listener
+ * handed over) while the host finishes its side, then waits for 'G'; or
+ * only 'G' (the host of the tests, or of a command reusing inner), and
+ * inner builds the filters itself after it. 0, or -1 after a message. */
+static int seal(const struct inner_args *a, struct inner_clock *k)
+{
+    unsigned char c, *blob = NULL;
+    size_t len = 0;
+    int rc = -1;
+
+    if (next_message(a->fd, 1, &c) < 0)
+        return -1;
+    if (c == HANDOFF_FILTERS) {
+        if (read_filters(a->fd, &blob, &len) < 0)
+            return -1;
+        k->filters = common_mono_us();
+    } else {
+        k->go = common_mono_us();
+    }
+    if (reopen_stdio(a) < 0 || confine_landlock(a) < 0)
+        goto out;
+    k->landlock = common_mono_us();
+    if (confine_seccomp(a, blob, len) < 0)
+        goto out;
+    k->seccomp = common_mono_us();
+    if (c == HANDOFF_FILTERS) {
+        if (next_message(a->fd, 0, &c) < 0)
+            goto out;
+        k->go = common_mono_us();
+    }
+    rc = 0;
+out:
+    free(blob);
+    return rc;
+}
+
 int sb_inner_main(int argc, char **argv)
 {
+    struct inner_clock k = {.t0 = common_mono_us()};
     struct inner_args a;
     char err[256];
     int e;
 
-    if (parse_args(argc, argv, &a) < 0 || hand_off_listeners(&a) < 0 || after_go(&a) < 0 ||
-        confine_landlock(&a) < 0 || confine_seccomp(&a) < 0)
+    if (parse_args(argc, argv, &a) < 0 || hand_off_listeners(&a) < 0)
         return INNER_FAIL;
+    k.listeners = common_mono_us();
+    if (seal(&a, &k) < 0)
+        return INNER_FAIL;
+    inner_debug(&a, &k);
     /* sandbox.limits last: nothing of inner's own (an ASan build's
      * allocator, Landlock's mountinfo reading) runs under them */
     if (sb_limits_apply(&a.limits, err, sizeof err) < 0) {
         inner_err("%s", err);
         return INNER_FAIL;
     }
+    /* every inherited descriptor but 0-2: the socketpair (the seccomp
+     * listener's copy went with the message) */
+    close(a.fd);
+    close_from_3();
     execvp(a.cmd[0], a.cmd);
     e = errno;
     inner_err("%s: %s", a.cmd[0], strerror(e));
@@ -868,6 +1006,46 @@ static ssize_t recv_handoff(int sock, void *payload, size_t len, struct rx *rx)
     return r;
 }
 
+int sb_handoff_send_filters(int sock, const struct sb_seccomp_opts *o, char *err, size_t errlen)
+{
+    unsigned char *blob = NULL, *msg = NULL;
+    size_t len = 0, off = 0, total;
+    uint32_t n;
+    int rc;
+
+    rc = sb_seccomp_export(o, &blob, &len, err, errlen);
+    if (rc < 0)
+        return 1; /* nothing sent: inner builds its own after 'G' */
+    if (len == 0 || len > INNER_FILTERS_MAX) {
+        free(blob);
+        return handoff_fail(err, errlen, -EINVAL, "the filters are %zu bytes", len);
+    }
+    /* one write: 'F', the length, the blob */
+    n = (uint32_t)len;
+    total = 1 + sizeof n + len;
+    msg = malloc(total);
+    if (msg == NULL) {
+        free(blob);
+        return handoff_fail(err, errlen, -ENOMEM, "out of memory");
+    }
+    msg[0] = HANDOFF_FILTERS;
+    memcpy(msg + 1, &n, sizeof n);
+    memcpy(msg + 1 + sizeof n, blob, len);
+    free(blob);
+    while (off < total) {
+        ssize_t w = send(sock, msg + off, total - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            rc = handoff_fail(err, errlen, -errno, "sending the filters: %s", strerror(errno));
+            break;
+        }
+        off += (size_t)w;
+    }
+    free(msg);
+    return rc;
+}
+
 int sb_handoff_recv_stdio(int sock, unsigned timeout_ms, unsigned want, int fds[3], char *err,
                           size_t errlen)
 {
@@ -931,6 +1109,10 @@ int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errl
     r = recv_handoff(sock, payload, sizeof payload, &rx);
     if (r < 0)
         return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
+    if (r == 1 && payload[0] == KIND_NO_NOTIFY && rx.nfds == 0 && rx.extra == 0)
+        return handoff_fail(err, errlen, -EBUSY,
+                            "no seccomp listener: a filter around sluice already has the one "
+                            "listener a filter chain may have");
     if (r != 1 || payload[0] != KIND_NOTIFY || rx.nfds != 1 || rx.extra > 0 ||
         (rx.flags & MSG_CTRUNC)) {
         for (size_t i = 0; i < rx.nfds; i++)
@@ -967,6 +1149,8 @@ int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *e
         return handoff_fail(err, errlen, rc, "poll: %s", strerror(-rc));
 
     r = recv_handoff(sock, payload, sizeof payload, &rx);
+    if (r == -ECONNRESET) /* inner (or bwrap) gone, with the filters unread */
+        r = 0;
     if (r < 0)
         return handoff_fail(err, errlen, (int)r, "recvmsg: %s", strerror((int)-r));
     nfds = rx.nfds;

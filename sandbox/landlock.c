@@ -10,8 +10,10 @@
  *   - beneath every mount of the sandbox that is writable (fstatvfs without
  *     ST_RDONLY: the working directory and filesystem.allowWrite, the
  *     private /tmp, bwrap's /dev and its devpts and /dev/shm, /proc), read
- *     from /proc/self/mountinfo as the sandbox sees it. A FIFO in a writable
- *     path stays usable: the command could make one there anyway;
+ *     from /proc/self/mountinfo as the sandbox sees it (a line whose own or
+ *     superblock options say ro is passed over without a system call; the
+ *     others are judged by the mount their path reaches). A FIFO in a
+ *     writable path stays usable: the command could make one there anyway;
  *   - on the command's stdin, stdout and stderr when they are files, ttys or
  *     FIFOs of the host (what the user handed the command) opened for
  *     writing, so `echo x > /dev/stderr` keeps working; one opened
@@ -113,6 +115,38 @@ static void unescape(char *s)
     *w = '\0';
 }
 
+/* 1 when a mountinfo options field (OPTS, "ro,..." or "rw,...") says
+ * read-only. */
+static int opts_ro(const char *opts)
+{
+    return opts != NULL && strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || opts[2] == '\0' ||
+                                                           opts[2] == '\n');
+}
+
+/* 1 when the mountinfo line (the fields after MOUNTPOINT, in SAVE's
+ * strtok_r state) lists a read-only mount: its own options (field 6) or its
+ * superblock's (the last field, after " - FSTYPE SOURCE"). Only a shortcut:
+ * a writable mount hidden under a read-only one is still judged by the
+ * path (statvfs), and a writable top mount always has a line of its own
+ * that says rw. */
+static int line_ro(char **save)
+{
+    char *opts = strtok_r(NULL, " ", save), *f, *last = NULL;
+    int dash = 0, after = 0;
+
+    if (opts_ro(opts))
+        return 1;
+    while ((f = strtok_r(NULL, " ", save)) != NULL) {
+        if (!dash && strcmp(f, "-") == 0) {
+            dash = 1;
+            continue;
+        }
+        if (dash && ++after == 3)
+            last = f;
+    }
+    return opts_ro(last);
+}
+
 /* the rights the domain handles (set by sb_landlock_confine from the ABI) */
 static uint64_t ll_handled = LL_WRITE_FILE | LL_MAKE_BLOCK;
 
@@ -178,14 +212,17 @@ static int add_writable_mounts(int ruleset, char *err, size_t errlen)
         (void)strtok_r(line, " ", &save);
         for (int i = 0; i < 4; i++)
             mp = strtok_r(NULL, " ", &save);
-        if (mp == NULL || mp[0] != '/')
-            continue;
+        if (mp == NULL || mp[0] != '/' || line_ro(&save))
+            continue; /* most are read-only: the root and what bwrap binds so */
         unescape(mp);
+        /* the mount the path reaches now (the top one), read-only by its
+         * own flag or its superblock's (issue 25: no descriptor for it) */
+        if (statvfs(mp, &sv) < 0 || (sv.f_flag & ST_RDONLY) != 0)
+            continue; /* hidden below a later mount, gone, or read-only */
         fd = open(mp, O_PATH | O_CLOEXEC);
         if (fd < 0)
-            continue; /* hidden below a later mount, or gone */
-        /* the mount the path reaches now (the top one), read-only by its
-         * own flag or its superblock's */
+            continue;
+        /* judged again by the descriptor the rule is made on */
         if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) == 0 && add_rule(ruleset, fd) < 0) {
             snprintf(err, errlen, "landlock: rule for the writable mount '%s': %s", mp,
                      strerror(errno));

@@ -146,6 +146,14 @@ int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, c
  * repair on report (may be NULL). Returns the number repaired. */
 size_t sb_gitwatch_end(struct sb_gitwatch *w, FILE *report);
 void sb_gitwatch_free(struct sb_gitwatch *w);
+/* issue 25: the same from what the plan's scans found (sb_plan.watch):
+ * the writable roots, where alone the command can change anything, and
+ * no second walk. */
+int sb_gitwatch_list(const struct sb_prot_list *l, struct sb_gitwatch *w, char *err,
+                     size_t errlen);
+/* Appends a copy of P to L when the post-run check watches such an entry
+ * (bwrap.c, as it reads each scan). 0 or -ENOMEM. */
+int sb_gitwatch_keep(struct sb_prot_list *l, const struct sb_prot *p);
 
 /* ------------------------------------------------------------------------ */
 /* bwrap argument builder (sandbox/bwrap.c)                                  */
@@ -179,12 +187,15 @@ struct sb_bwrap_opts {
                                 directory), bound at /tmp inside */
     const char *self_exe;    /* sluice's path */
     int inner_fd;            /* the socketpair end `inner` inherits */
+    int info_fd;             /* > 2: bwrap's --info-fd (its first process's pid,
+                                for the reaper); else none */
     int allow_unix_sockets;  /* passed to inner (seccomp) */
     const char *mask_dir;    /* NULL, or a host directory hidden by an empty
                                 tmpfs (the parent of every run directory) */
     int transparent;         /* network.transparent: inner gets --transparent */
     int watch_writes;        /* inner gets --watch-writes (write denials reported) */
     int guard_connect;       /* inner gets --guard-connect (sb_inherit_check) */
+    int debug;               /* inner gets --debug (its phases on stderr) */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
     const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
@@ -199,9 +210,18 @@ struct sb_plan {
                                the settings made, and why ("protected",
                                "denyWrite", "allowRead only"), for the write
                                report (fsw_reason) */
+    struct sb_prot_list watch; /* what the protected-file scans found that
+                                  no mount covers and the post-run check
+                                  watches (sb_gitwatch_list): git
+                                  directories, .git files, commondir files,
+                                  protected links */
 };
 
 int sb_bwrap_build(const struct sb_bwrap_opts *o, struct sb_plan *p, char *err, size_t errlen);
+struct sb_seccomp_opts;
+/* The filter options inner gets from the argv sb_bwrap_build writes for O
+ * (so that filters the host compiles match inner's flags). */
+void sb_bwrap_seccomp_opts(const struct sb_bwrap_opts *o, struct sb_seccomp_opts *so);
 /* Removes the mount points listed in p->created that are still what bwrap
  * made (an empty regular file or an empty directory), deepest first. */
 void sb_plan_cleanup(const struct sb_plan *p);
@@ -230,6 +250,30 @@ struct sb_seccomp_opts {
  * EPERM, on every ABI the kernel runs (x86-64: native, x32, i386 including
  * socketcall); other architectures killed. */
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen);
+/* (issue 25) Both return 1 instead of 0 when the filter chain already has
+ * a listener (a sandbox of this kind around sluice) and only the write
+ * report wanted one: the filter is loaded without the report's rules and
+ * *o->notify_fd is -1. */
+
+/* issue 25: the same two filters (the set-user-ID one, then the main one)
+ * compiled by the host into *blob (malloc'ed, *len bytes), which inner
+ * loads with sb_seccomp_load_blob instead of building them itself: the
+ * host does it while bwrap makes the sandbox. A filter can only add
+ * restrictions to the ones in force, so a blob from anyone but sluice's
+ * launcher (a command reusing `sluice inner`) weakens nothing. 0, or a
+ * negative error with err set. */
+int sb_seccomp_export(const struct sb_seccomp_opts *o, unsigned char **blob, size_t *len,
+                      char *err, size_t errlen);
+int sb_seccomp_load_blob(const struct sb_seccomp_opts *o, const unsigned char *blob, size_t len,
+                         char *err, size_t errlen);
+/* The blob's programs (SB_SECCOMP_PROGS of them, each 1 to BPF_MAXINSNS
+ * instructions, nothing after the last) into PROGS, each filter malloc'ed
+ * (sb_seccomp_blob_free). 0, -EPROTO for anything else, -ENOMEM. The
+ * kernel checks the instructions when they are loaded. */
+#define SB_SECCOMP_PROGS 2
+struct sock_fprog;
+int sb_seccomp_blob_parse(const unsigned char *blob, size_t len, struct sock_fprog *progs);
+void sb_seccomp_blob_free(struct sock_fprog *progs);
 
 /* The ABIs the filter covers (libseccomp SCMP_ARCH_*), the native one
  * first: *n of them. Transparent mode reads the notifications of each. */
@@ -324,9 +368,22 @@ struct sb_handoff {
  * in ms). Every fd is CLOEXEC. */
 int sb_handoff_recv(int sock, unsigned timeout_ms, struct sb_handoff *h, char *err, size_t errlen);
 
+/* Host side, issue 25: the seccomp filters for O compiled here
+ * (sb_seccomp_export) and sent to inner ('F', a native uint32_t length,
+ * the blob), which loads them instead of building its own, and then hands
+ * over what follows below before the go byte, not after it. A host that
+ * sends only the go byte gets the old order. 0 sent; 1 when they could not
+ * be compiled here (err says why; libseccomp under valgrind, which lacks
+ * seccomp(2)): nothing was sent, and inner builds them after 'G', in the
+ * old order; or a negative error of the send with err set. */
+int sb_handoff_send_filters(int sock, const struct sb_seccomp_opts *o, char *err, size_t errlen);
+
 /* Transparent mode, host side: after the go byte, inner sends the seccomp
  * listener descriptor (kind 'N'). Returns it (CLOEXEC) or -errno with err
- * set. The descriptor is checked to be a seccomp notification fd. */
+ * set. The descriptor is checked to be a seccomp notification fd. -EBUSY:
+ * inner has none (kind 'n'): a filter around sluice holds the chain's one
+ * listener, and inner loaded its filter without the write report's rules
+ * (it does so only when the report alone wanted one). */
 int sb_handoff_recv_notify(int sock, unsigned timeout_ms, char *err, size_t errlen);
 
 /* Host side, after the go byte when inner was given --reopen-ro for

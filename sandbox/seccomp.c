@@ -482,20 +482,12 @@ ptrace_rules:
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
 #endif
 
-/* Transparent mode: the filter is exported as BPF and loaded with
- * seccomp(2) directly, because libseccomp 2.5 cannot ask for
- * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19): once the host has
- * read a connect()'s notification, a non-fatal signal no longer interrupts
- * the wait (without it every Go program's preemption signal would restart
- * connect() and the host's dial with it). Kernels without the flag (EINVAL)
- * get the filter without it. The listener descriptor goes to *o->notify_fd. */
-static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err,
-                              size_t errlen)
+/* The filter CTX compiled to classic BPF (libseccomp 2.5 exports to a
+ * descriptor only: a memfd). *prog->filter is malloc'ed. 0 or -1 with err. */
+static int export_prog(scmp_filter_ctx ctx, struct sock_fprog *prog, char *err, size_t errlen)
 {
-    struct sock_fprog prog;
     unsigned char *buf;
     off_t size;
-    long fd;
     int mfd, rc;
 
     mfd = (int)syscall(SYS_memfd_create, "sluice-seccomp", 1U /* MFD_CLOEXEC */);
@@ -508,7 +500,7 @@ static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts 
     }
     size = lseek(mfd, 0, SEEK_END);
     if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-        size > (off_t)(sizeof(struct sock_filter) * 65535)) {
+        size > (off_t)(sizeof(struct sock_filter) * BPF_MAXINSNS)) {
         close(mfd);
         return fail(err, errlen, "seccomp_export_bpf (size)", -EINVAL);
     }
@@ -519,24 +511,56 @@ static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts 
         return fail(err, errlen, "reading the exported filter", -EIO);
     }
     close(mfd);
-    prog.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
-    prog.filter = (struct sock_filter *)(void *)buf;
+    prog->len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+    prog->filter = (struct sock_filter *)(void *)buf;
+    return 0;
+}
+
+/* Loads PROG on the calling thread (no_new_privs set). With LISTENER, as
+ * transparent mode and the write report need: seccomp(2) itself, because
+ * libseccomp 2.5 cannot ask for SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+ * (Linux 5.19): once the host has read a connect()'s notification, a
+ * non-fatal signal no longer interrupts the wait (without it every Go
+ * program's preemption signal would restart connect() and the host's dial
+ * with it). Kernels without the flag (EINVAL) get the filter without it.
+ * The listener descriptor goes to *o->notify_fd. */
+static int load_prog(const struct sock_fprog *prog, int listener, const struct sb_seccomp_opts *o,
+                     char *err, size_t errlen)
+{
+    long fd;
+
+    if (!listener) {
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0U, prog) != 0)
+            return fail(err, errlen, "seccomp(SECCOMP_SET_MODE_FILTER)", -errno);
+        return 0;
+    }
     fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+                 SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, prog);
     if (fd < 0 && errno == EINVAL)
-        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-    rc = fd < 0 ? -errno : 0;
-    free(buf);
-    if (rc < 0)
+        fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, prog);
+    if (fd < 0)
         return fail(err, errlen,
                     "seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER) (transparent mode and the "
                     "write report need seccomp user notification, Linux 5.0+)",
-                    rc);
+                    -errno);
     if (o->notify_fd != NULL)
         *o->notify_fd = (int)fd;
     else
         close((int)fd);
     return 0;
+}
+
+static int load_with_listener(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char *err,
+                              size_t errlen)
+{
+    struct sock_fprog prog;
+    int rc = export_prog(ctx, &prog, err, errlen);
+
+    if (rc < 0)
+        return rc;
+    rc = load_prog(&prog, 1, o, err, errlen);
+    free(prog.filter);
+    return rc;
 }
 
 /* A filter context with sluice's attributes and every ABI of
@@ -693,6 +717,56 @@ static int load_mode_filter(char *err, size_t errlen)
     return rc;
 }
 
+/* The main filter's context for O, rules added. */
+static int main_ctx(const struct sb_seccomp_opts *o, scmp_filter_ctx *out, char *err,
+                    size_t errlen)
+{
+    int rc = new_ctx(out, err, errlen);
+
+    if (rc < 0)
+        return rc;
+    rc = add_rules(*out, o, err, errlen);
+    if (rc < 0) {
+        seccomp_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static int notifies(const struct sb_seccomp_opts *o)
+{
+    return o->transparent || o->watch_writes || o->guard_connect;
+}
+
+/* The main filter could not get a listener because the filter chain
+ * already has one (EBUSY: a sandbox of this kind around sluice). When only
+ * the write report wanted it, the main filter is loaded without the
+ * report's rules, the one place it is built here when the host sent its
+ * own (issue 25: no probe child on the host before every run); 1, or
+ * RC unchanged when connect() needs the listener. */
+static int without_report(const struct sb_seccomp_opts *o, int rc, char *err, size_t errlen)
+{
+    struct sb_seccomp_opts plain = *o;
+    scmp_filter_ctx ctx;
+
+    if (rc != -EBUSY || !o->watch_writes || o->transparent || o->guard_connect)
+        return rc;
+    plain.watch_writes = 0;
+    plain.notify_fd = NULL;
+    rc = main_ctx(&plain, &ctx, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc < 0)
+        return fail(err, errlen, "seccomp_load (without the write report)", rc);
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (o->notify_fd != NULL)
+        *o->notify_fd = -1;
+    return 1;
+}
+
 int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
 {
     scmp_filter_ctx ctx;
@@ -705,22 +779,131 @@ int sb_seccomp_load(const struct sb_seccomp_opts *o, char *err, size_t errlen)
     rc = load_mode_filter(err, errlen);
     if (rc < 0)
         return rc;
-    rc = new_ctx(&ctx, err, errlen);
+    rc = main_ctx(o, &ctx, err, errlen);
     if (rc < 0)
         return rc;
-
-    rc = add_rules(ctx, o, err, errlen);
-    if (rc < 0)
-        goto out;
-
-    if (o->transparent || o->watch_writes || o->guard_connect)
+    if (notifies(o))
         rc = load_with_listener(ctx, o, err, errlen);
     else
         rc = seccomp_load(ctx);
-    if (rc < 0 && !o->transparent && !o->watch_writes && !o->guard_connect)
+    if (rc < 0 && !notifies(o))
         rc = fail(err, errlen, "seccomp_load", rc);
-out:
     seccomp_release(ctx);
+    return without_report(o, rc, err, errlen);
+}
+
+/* issue 25: the host compiles the filters while bwrap makes the sandbox,
+ * and inner only loads them. The blob: for the mode filter, then the main
+ * one, a native uint32_t count of instructions and that many struct
+ * sock_filter. */
+
+static int blob_put(unsigned char **blob, size_t *len, const struct sock_fprog *prog)
+{
+    uint32_t n = prog->len;
+    size_t add = sizeof n + (size_t)n * sizeof(struct sock_filter);
+    unsigned char *b = realloc(*blob, *len + add);
+
+    if (b == NULL)
+        return -ENOMEM;
+    memcpy(b + *len, &n, sizeof n);
+    memcpy(b + *len + sizeof n, prog->filter, (size_t)n * sizeof(struct sock_filter));
+    *blob = b;
+    *len += add;
+    return 0;
+}
+
+int sb_seccomp_export(const struct sb_seccomp_opts *o, unsigned char **blob, size_t *len,
+                      char *err, size_t errlen)
+{
+    scmp_filter_ctx ctx[SB_SECCOMP_PROGS] = {NULL, NULL};
+    struct sock_fprog prog;
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    *blob = NULL;
+    *len = 0;
+    rc = new_ctx(&ctx[0], err, errlen);
+    if (rc == 0) {
+        rc = add_mode_rules(ctx[0], err, errlen);
+        if (rc == 0)
+            rc = main_ctx(o, &ctx[1], err, errlen);
+    }
+    for (size_t i = 0; rc == 0 && i < SB_SECCOMP_PROGS; i++) {
+        rc = export_prog(ctx[i], &prog, err, errlen);
+        if (rc == 0) {
+            rc = blob_put(blob, len, &prog);
+            if (rc < 0)
+                rc = fail(err, errlen, "the filter blob", rc);
+            free(prog.filter);
+        }
+    }
+    for (size_t i = 0; i < SB_SECCOMP_PROGS; i++)
+        if (ctx[i] != NULL)
+            seccomp_release(ctx[i]);
+    if (rc < 0) {
+        free(*blob);
+        *blob = NULL;
+        *len = 0;
+    }
+    return rc;
+}
+
+int sb_seccomp_blob_parse(const unsigned char *blob, size_t len, struct sock_fprog *progs)
+{
+    size_t off = 0;
+
+    for (size_t i = 0; i < SB_SECCOMP_PROGS; i++)
+        progs[i].filter = NULL;
+    for (size_t i = 0; i < SB_SECCOMP_PROGS; i++) {
+        uint32_t n;
+        if (len - off < sizeof n)
+            goto bad;
+        memcpy(&n, blob + off, sizeof n);
+        off += sizeof n;
+        if (n == 0 || n > BPF_MAXINSNS || (len - off) / sizeof(struct sock_filter) < n)
+            goto bad;
+        progs[i].len = (unsigned short)n;
+        /* an aligned copy: the blob's offsets are multiples of 4 only */
+        progs[i].filter = malloc((size_t)n * sizeof(struct sock_filter));
+        if (progs[i].filter == NULL) {
+            sb_seccomp_blob_free(progs);
+            return -ENOMEM;
+        }
+        memcpy(progs[i].filter, blob + off, (size_t)n * sizeof(struct sock_filter));
+        off += (size_t)n * sizeof(struct sock_filter);
+    }
+    if (off == len)
+        return 0;
+bad:
+    sb_seccomp_blob_free(progs);
+    return -EPROTO;
+}
+
+void sb_seccomp_blob_free(struct sock_fprog *progs)
+{
+    for (size_t i = 0; i < SB_SECCOMP_PROGS; i++) {
+        free(progs[i].filter);
+        progs[i].filter = NULL;
+    }
+}
+
+int sb_seccomp_load_blob(const struct sb_seccomp_opts *o, const unsigned char *blob, size_t len,
+                         char *err, size_t errlen)
+{
+    struct sock_fprog prog[SB_SECCOMP_PROGS];
+    int rc;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    rc = sb_seccomp_blob_parse(blob, len, prog);
+    if (rc < 0)
+        return fail(err, errlen, "reading the host's filters", rc);
+    /* the mode filter first, as sb_seccomp_load does */
+    rc = load_prog(&prog[0], 0, o, err, errlen);
+    if (rc == 0)
+        rc = without_report(o, load_prog(&prog[1], notifies(o), o, err, errlen), err, errlen);
+    sb_seccomp_blob_free(prog);
     return rc;
 }
 

@@ -138,19 +138,23 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, char *err,
-                      size_t errlen)
+/* 1 when the post-run check watches this entry of a scan. */
+static int watched(const struct sb_prot *p)
 {
-    struct sb_prot_list l = {0};
+    return (p->kind == SB_PROT_PIN && ends_with(p->path, "/.git")) ||
+           (p->kind == SB_PROT_FILE && ends_with(p->path, "/.git")) ||
+           ends_with(p->path, "/commondir") || p->kind == SB_PROT_LINK;
+}
+
+int sb_gitwatch_list(const struct sb_prot_list *l, struct sb_gitwatch *w, char *err,
+                     size_t errlen)
+{
     char path[4096];
-    int rc;
+    int rc = 0;
 
     memset(w, 0, sizeof(*w));
-    rc = sb_protect_scan(root, depth, 0, &l, err, errlen);
-    if (rc < 0)
-        return rc;
-    for (size_t i = 0; i < l.n && rc == 0; i++) {
-        const struct sb_prot *p = &l.v[i];
+    for (size_t i = 0; i < l->n && rc == 0; i++) {
+        const struct sb_prot *p = &l->v[i];
         /* a git directory (pinned) or the .git pointer file */
         if (p->kind == SB_PROT_PIN && ends_with(p->path, "/.git")) {
             if ((size_t)snprintf(path, sizeof(path), "%s/commondir", p->path) < sizeof(path))
@@ -163,11 +167,48 @@ int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, c
             rc = watch_link(w, p->path);
         }
     }
-    sb_prot_list_free(&l);
     if (rc < 0) {
         snprintf(err, errlen, "git watch: out of memory");
         sb_gitwatch_free(w);
     }
+    return rc;
+}
+
+int sb_gitwatch_keep(struct sb_prot_list *l, const struct sb_prot *p)
+{
+    struct sb_prot *v;
+    char *path;
+
+    if (!watched(p))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap != 0 ? l->cap * 2 : 8;
+        v = realloc(l->v, cap * sizeof(*v));
+        if (v == NULL)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    path = strdup(p->path);
+    if (path == NULL)
+        return -ENOMEM;
+    l->v[l->n].path = path;
+    l->v[l->n].kind = p->kind;
+    l->n++;
+    return 0;
+}
+
+int sb_gitwatch_begin(const char *root, unsigned depth, struct sb_gitwatch *w, char *err,
+                      size_t errlen)
+{
+    struct sb_prot_list l = {0};
+    int rc;
+
+    memset(w, 0, sizeof(*w));
+    rc = sb_protect_scan(root, depth, 0, &l, err, errlen);
+    if (rc == 0)
+        rc = sb_gitwatch_list(&l, w, err, errlen);
+    sb_prot_list_free(&l);
     return rc;
 }
 

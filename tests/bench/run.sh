@@ -25,7 +25,15 @@
 #     `true` in place of `sluice inner`, run in its own block: the cost of
 #     sluice's namespaces and mounts alone, without sluice's two processes.
 #     Target: `sluice run -- true` within 5 ms of bare bwrap, and 25x faster
-#     than srt when srt is there.
+#     than srt when srt is there; of the 5 ms (issue 25), bwrap as sluice
+#     builds it within 2 ms of bare bwrap and the rest (sluice's host side,
+#     inner, teardown: `sluice run` minus bwrap as sluice builds it) within
+#     3 ms. With BASELINE=PATH (another sluice binary, e.g. a build of main)
+#     the row "baseline run -- true" is run interleaved with the others, so
+#     both builds see the same machine, and the change is printed. Then
+#     PHASE_RUNS (10) runs of each sluice with -d give the median of every
+#     phase of its "[SandboxDebug] time (ms)" line (where the time went;
+#     builds without that line show none).
 # (b) download: DL_BYTES (1 GiB) of zeros from a local origin (python,
 #     sendfile from a 64 MiB sparse file, over and over, Content-Length) on
 #     127.0.0.1, fetched by
@@ -56,8 +64,10 @@
 #
 # Output: the table on stdout, JSON to --json PATH (default ./bench-run.json).
 # Knobs: RUNS (30), RSS_RUNS (5), DL_BYTES (1073741824), DL_ROUNDS (5), CONN_N (2000),
-# CONN_ROUNDS (3), SKIP_STARTUP=1 (only (b) and (c)), SLUICE (the binary,
-# default BUILD_DIR/sluice), KEEP=1 (keep the temporary directory).
+# CONN_ROUNDS (3), SKIP_STARTUP=1 (only (b) and (c)), ONLY_STARTUP=1 (only
+# (a)), BASELINE (a second sluice binary for (a)), PHASE_RUNS (10), SLUICE
+# (the binary, default BUILD_DIR/sluice), KEEP=1 (keep the temporary
+# directory).
 set -uo pipefail
 
 BUILD=build
@@ -77,7 +87,14 @@ DL_BYTES=${DL_BYTES:-1073741824}
 DL_ROUNDS=${DL_ROUNDS:-5}
 CONN_N=${CONN_N:-2000}
 CONN_ROUNDS=${CONN_ROUNDS:-3}
-export CONN_N CONN_ROUNDS SKIP_STARTUP=${SKIP_STARTUP:-}
+export CONN_N CONN_ROUNDS SKIP_STARTUP=${SKIP_STARTUP:-} ONLY_STARTUP=${ONLY_STARTUP:-}
+export PHASE_RUNS=${PHASE_RUNS:-10}
+BASELINE=${BASELINE:-}
+if [ -n "$BASELINE" ]; then
+    BASELINE=$(cd "$(dirname "$BASELINE")" && pwd)/$(basename "$BASELINE")
+    [ -x "$BASELINE" ] || { echo "run.sh: BASELINE $BASELINE is not executable" >&2; exit 2; }
+fi
+export BASELINE
 
 for need in python3 curl bwrap; do
     command -v "$need" >/dev/null || { echo "run.sh: $need is needed" >&2; exit 2; }
@@ -158,6 +175,10 @@ bare = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
         "--unshare-net", "--unshare-pid", "true"]
 rows = [("true", ["true"]), ("sluice --version", [sluice, "--version"]),
         ("bare bwrap", bare), ("sluice run -- true", [sluice, "run", "--quiet", "--", "true"])]
+baseline = os.environ.get("BASELINE") or None
+only_startup = os.environ.get("ONLY_STARTUP") == "1"
+if baseline:
+    rows.append(("baseline run -- true", [baseline, "run", "--quiet", "--", "true"]))
 if srt:
     rows.append(("srt -c true", [srt, "-c", "true"]))
 raw = {name: ([], []) for name, _ in rows}
@@ -173,6 +194,32 @@ for _ in range(runs):
         raw[name][1].append(rss)
 startup = {name: summary(raw[name][0], None if skip_startup else peak_rss(argv)) for name, argv in rows}
 
+# where the time went: each build's -d phases, medians over PHASE_RUNS runs
+def phases_of(binary):
+    got = {}
+    order = []
+    for _ in range(int(os.environ.get("PHASE_RUNS", "10"))):
+        p = subprocess.run([binary, "run", "--quiet", "-d", "--", "true"], cwd=work,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        m = re.search(r"\[SandboxDebug\] time \(ms\): (.*); total ([0-9.]+)", p.stderr)
+        if not m:
+            return None
+        for part in m.group(1).split(", ") + ["total " + m.group(2)]:
+            name, _, v = part.rpartition(" ")
+            if name not in got:
+                got[name] = []
+                order.append(name)
+            got[name].append(float(v))
+    return [(n, round(statistics.median(got[n]), 3)) for n in order]
+
+
+phases = {}
+if not skip_startup:
+    phases["sluice"] = phases_of(sluice)
+    if baseline:
+        phases["baseline"] = phases_of(baseline)
+
 # bwrap exactly as sluice builds it, `true` instead of `sluice inner`
 built = None
 if argv_file and not skip_startup:
@@ -183,9 +230,18 @@ if argv_file and not skip_startup:
         if "--" in argv:
             argv = argv[:argv.index("--")] + ["true"]
             # the run directory's private /tmp is gone after that run: a stand-in
+            mask = None
             for i in range(len(argv) - 2):
                 if argv[i] == "--bind" and argv[i + 2] == "/tmp":
+                    # PARENT/run.*/tmp: PARENT is masked by a tmpfs below
+                    mask = os.path.dirname(os.path.dirname(argv[i + 1]))
                     argv[i + 1] = os.path.join(tmp, "bwtmp")
+            # the run directories' parent is gone when no run is left: the
+            # same mount on a stand-in of our own
+            for i in range(len(argv) - 1):
+                if argv[i] == "--tmpfs" and argv[i + 1] == mask and not os.path.exists(mask):
+                    argv[i + 1] = os.path.join(tmp, "bwmask")
+                    os.makedirs(argv[i + 1], exist_ok=True)
             created = set()
 
             def clean():
@@ -286,8 +342,10 @@ dl_rows = [("direct (outside, no proxy)", curl_direct),
            ("sluice run: proxied GET", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in),
            ("sluice run: CONNECT tunnel", [sluice, "run", "--quiet", "--settings", settings, "--"] + curl_in[:1] + ["-p"] + curl_in[1:]),
            ("sluice run --transparent: direct", [sluice, "run", "--quiet", "--transparent", "--settings", settings, "--"] + curl_direct)]
+if only_startup:
+    dl_rows = []
 dl_raw = {n: [] for n, _ in dl_rows}
-for rnd in range(dl_rounds + 1):  # round 0: warm-up, not counted
+for rnd in range(dl_rounds + 1 if dl_rows else 0):  # round 0: warm-up, not counted
     for name, argv in dl_rows:
         p = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
         parts = p.stdout.split()
@@ -338,6 +396,8 @@ conn_rows = [("direct (outside)", ["python3", "-c", CONN_PY, "direct", str(cport
 if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
     conn_rows += [("direct, one CPU", ["taskset", "-c", "0"] + conn_rows[0][1]),
                   ("sluice run --transparent, one CPU", ["taskset", "-c", "0"] + conn_rows[1][1])]
+if only_startup:
+    conn_rows = []
 conn_raw = {n: [] for n, _ in conn_rows}
 for rnd in range(conn_rounds):
     for name, argv in conn_rows:
@@ -357,7 +417,7 @@ for name, _ in dl_rows:
     download[name] = {"mib_s": round(statistics.median(x[0] for x in v), 1),
                       "seconds": round(statistics.median(x[1] for x in v), 3),
                       "rounds": [round(x[0], 1) for x in v]}
-ref = [x[0] for x in dl_raw[dl_rows[0][0]]]
+ref = [x[0] for x in dl_raw[dl_rows[0][0]]] if dl_rows else []
 for name, _ in dl_rows:
     download[name]["ratio"] = round(statistics.median(x[0] / d for x, d in zip(dl_raw[name], ref)), 3)
 
@@ -376,7 +436,7 @@ bw = subprocess.run(["bwrap", "--version"], capture_output=True, text=True).stdo
 meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "host": platform.node(),
         "kernel": platform.release(), "cpu": cpu_model(), "cpus": os.cpu_count(),
         "bwrap": bw, "sluice": sluice, "uid": os.getuid(), "runs": runs,
-        "dl_bytes": dl_bytes, "dl_rounds": dl_rounds, "srt": srt or None}
+        "dl_bytes": dl_bytes, "dl_rounds": dl_rounds, "srt": srt or None, "baseline": baseline}
 b = startup["bare bwrap"]["median_ms"]
 s = startup["sluice run -- true"]["median_ms"]
 targets = [{"check": "sluice run -- true within 5 ms of bare bwrap", "value_ms": round(s - b, 3),
@@ -385,19 +445,26 @@ if srt:
     r = startup["srt -c true"]["median_ms"] / s
     targets.append({"check": "sluice run -- true >= 25x faster than srt -c true", "value": round(r, 1),
                     "pass": r >= 25})
+if built and not skip_startup:
+    targets.append({"check": "bwrap as sluice builds it within 2 ms of bare bwrap",
+                    "value_ms": round(built["median_ms"] - b, 3), "pass": built["median_ms"] - b <= 2.0})
+    targets.append({"check": "sluice host + inner + teardown within 3 ms",
+                    "value_ms": round(s - built["median_ms"], 3), "pass": s - built["median_ms"] <= 3.0})
 for name, _ in dl_rows[1:3]:
     targets.append({"check": "%s >= 0.8x direct" % name, "value": download[name]["ratio"],
                     "pass": download[name]["ratio"] is not None and download[name]["ratio"] >= 0.8})
-tpd = download["sluice run --transparent: direct"]["ratio"]
-targets.append({"check": "transparent download >= 0.95x direct", "value": tpd, "pass": tpd >= 0.95})
-best_proxy = max(download["sluice run: proxied GET"]["ratio"], download["sluice run: CONNECT tunnel"]["ratio"])
-targets.append({"check": "transparent download >= the proxy path", "value": round(tpd - best_proxy, 3),
-                "pass": tpd >= best_proxy})
-lat = connects["sluice run --transparent"]["us_per_connect"] / connects["direct (outside)"]["us_per_connect"]
-targets.append({"check": "transparent connect latency <= 3x direct", "value": round(lat, 2), "pass": lat <= 3})
-targets.append({"check": "transparent connects/s >= the proxy path",
-                "value": connects["sluice run --transparent"]["connects_s"] - connects["sluice run: CONNECT via proxy"]["connects_s"],
-                "pass": connects["sluice run --transparent"]["connects_s"] >= connects["sluice run: CONNECT via proxy"]["connects_s"]})
+if dl_rows:
+    tpd = download["sluice run --transparent: direct"]["ratio"]
+    targets.append({"check": "transparent download >= 0.95x direct", "value": tpd, "pass": tpd >= 0.95})
+    best_proxy = max(download["sluice run: proxied GET"]["ratio"], download["sluice run: CONNECT tunnel"]["ratio"])
+    targets.append({"check": "transparent download >= the proxy path", "value": round(tpd - best_proxy, 3),
+                    "pass": tpd >= best_proxy})
+if conn_rows:
+    lat = connects["sluice run --transparent"]["us_per_connect"] / connects["direct (outside)"]["us_per_connect"]
+    targets.append({"check": "transparent connect latency <= 3x direct", "value": round(lat, 2), "pass": lat <= 3})
+    targets.append({"check": "transparent connects/s >= the proxy path",
+                    "value": connects["sluice run --transparent"]["connects_s"] - connects["sluice run: CONNECT via proxy"]["connects_s"],
+                    "pass": connects["sluice run --transparent"]["connects_s"] >= connects["sluice run: CONNECT via proxy"]["connects_s"]})
 
 print("sluice run benchmark  %s  %s, %d CPUs, kernel %s, %s, uid %d" %
       (meta["date"], meta["cpu"], meta["cpus"], meta["kernel"], bw, meta["uid"]))
@@ -428,6 +495,18 @@ if built:
     print("      sluice host + sluice inner + teardown        %+6.2f ms  (sluice run - bwrap as sluice builds it)" % rest)
     print("        of which two extra process starts         ~%5.2f ms  (2 x sluice --version; `true` alone: %.2f)" %
           (2 * startup["sluice --version"]["median_ms"], t0))
+if baseline and not skip_startup:
+    bl = startup["baseline run -- true"]["median_ms"]
+    print()
+    print("    against the baseline (%s): %+.2f ms (%.2f -> %.2f ms; over bare bwrap %+.2f -> %+.2f ms)" %
+          (baseline, s - bl, bl, s, bl - b, s - b))
+for who, ph in phases.items():
+    print()
+    if ph is None:
+        print("    %s: no \"time (ms)\" line under -d (a build before issue 25)" % who)
+        continue
+    print("    %s -d phases, median ms of %s runs:" % (who, os.environ.get("PHASE_RUNS", "10")))
+    print("      " + ", ".join("%s %.2f" % (n, v) for n, v in ph))
 print()
 print("(b) download of %d MiB from 127.0.0.1 with curl, median of %d rounds" % (dl_bytes >> 20, dl_rounds))
 print("%-34s %9s %9s %7s   %s" % ("", "MiB/s", "seconds", "ratio", "rounds (MiB/s)"))
@@ -446,7 +525,8 @@ for t in targets:
     v = t.get("value_ms", t.get("value"))
     print("  %-4s %-55s %s" % ("pass" if t["pass"] else "MISS", t["check"], v))
 with open(out, "w") as f:
-    json.dump({"meta": meta, "startup": startup, "bwrap_as_built": built, "download": download,
+    json.dump({"meta": meta, "startup": startup, "bwrap_as_built": built, "phases": phases,
+               "download": download,
                "connects": connects,
                "targets": targets, "raw": {"startup_ms": {k: v[0] for k, v in raw.items()},
                                            "download_mib_s": {k: [x[0] for x in v] for k, v in dl_raw.items()}}},

@@ -159,8 +159,11 @@ JSON
 JSON
     fp1=$(fingerprint "$W") fp2=$(fingerprint "$W2") fp3=$(fingerprint "$W3")
     CWD=$W CSET=$T/s.json CENV=()
-    # SLUICE_E2E_ONLY=rt3 (or rt7, issue21, issue21_unix) runs only that group (no host-side checks)
-    case ${SLUICE_E2E_ONLY:-} in rt3 | rt7 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;; esac
+    # SLUICE_E2E_ONLY=rt3 (or rt7, rt8, issue21, issue21_unix, killcheck) runs only that group (no host-side checks)
+    case ${SLUICE_E2E_ONLY:-} in
+    rt3 | rt7 | rt8 | issue21 | issue21_unix) "$SLUICE_E2E_ONLY"; return ;;
+    killcheck) killcheck_only; return ;;
+    esac
     X="--max-time 5 -sS --noproxy '' -x http://127.0.0.1:3128"
 
     # === network: the only way out is the proxy ===============================================
@@ -391,6 +394,8 @@ PY" 2>&1 >/dev/null)
         [ -n "${SLUICE_E2E_SKIP_RT3:-}" ] || rt3
         # rt7 runs every mode itself: once, in the default pass
         [ -n "${SLUICE_E2E_TRANSPARENT:-}" ] || rt7
+        # rt8 runs every mode itself too
+        [ -n "${SLUICE_E2E_TRANSPARENT:-}" ] || rt8
     fi
 
     # === host-side checks after everything =============================================================
@@ -614,6 +619,74 @@ PY
     rm -rf "$V"
 }
 
+# SIGKILL of sluice run at several moments (issue 14), the reaper's clean-up;
+# issue14's locals (V, K, CSET, ...) are in scope. SLUICE_E2E_ONLY=killcheck
+# runs only these (killcheck_only), KILLCHECK_DELAYS the kill times (issue
+# 25: "SIGKILL after 0.05s" left placeholders now and then: bwrap, killed
+# with the launcher, left its first process making them after the reaper
+# had cleaned; the reaper now waits for that process too, reaper.c).
+killchecks() {
+    # --- SIGKILL of sluice run leaves nothing in the project -------------------------------------------
+    git -c init.defaultBranch=main init -q "$K"
+    git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+    rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
+    mkdir -p -m 700 "$V/kx"
+    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
+                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
+                  # (up to 30 s: on a loaded 2-core machine 10 s was not always
+                  # enough for the reaper to see bwrap go and clean up)
+        for i in $(seq 600); do
+            [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
+                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
+            sleep 0.05
+        done
+        clean=$(ls -A "$K" | tr '\n' ' ')
+        out=$(git -C "$K" status --porcelain 2>&1) rc=$?
+        if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
+            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
+            ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
+        else
+            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
+            # (all of them, so that one failure is not counted again by every
+            # later case: .claude holds the placeholders of its commands/
+            # and agents/)
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
+                rmdir "$K/$d" 2>/dev/null
+            done
+        fi
+    }
+    for d in ${KILLCHECK_DELAYS:-0 0.05 0.2 0.5 1.5}; do
+        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+        pid=$!
+        sleep $d
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        killcheck "after ${d}s"
+    done
+    # the whole process group (an agent harness killing its job): the
+    # reaper is in a session of its own
+    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
+    killcheck "of the process group"
+    # launcher and reaper killed together: the next run sweeps
+    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
+    pid=$!
+    sleep 1
+    rpid=$(pgrep -P $pid -x sluice-reaper)
+    kill -9 $pid $rpid 2>/dev/null; wait $pid 2>/dev/null
+    sleep 0.5
+    (cd "$K" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c true) >/dev/null 2>&1
+    killcheck "of launcher and reaper, then one more run (the sweep)"
+}
+
+killcheck_only() {
+    local V=/var/tmp/sluice14k-$TOKEN-$(id -u) K=$T/killrepo d pid rpid i out rc clean
+    mkdir -p -m 755 "$V"
+    killchecks
+    rm -rf "$V" "$K"
+}
+
 # === issue 14: keyrings, FIFOs, socket families, private run directories, crash debris, limits ======
 # Each of these failed on main at 6022450 (see the issue); a few controls
 # (netlink route, the default limit) show what must keep working.
@@ -696,58 +769,7 @@ PY
     for i in $(seq 250); do [ -z "$(ls -A "$V/xdg")" ] && break; sleep 0.05; done
     [ -z "$(ls -A "$V/xdg")" ] && ok "host: run A's directory removed" || bad "host: run A left" "$(ls -laR "$V/xdg" | head)"
 
-    # --- SIGKILL of sluice run leaves nothing in the project -------------------------------------------
-    git -c init.defaultBranch=main init -q "$K"
-    git -C "$K" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
-    rm -f "$K/.git/config" # the worst case: git cannot read a .git/config directory
-    mkdir -p -m 700 "$V/kx"
-    killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
-                  # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
-                  # (up to 30 s: on a loaded 2-core machine 10 s was not always
-                  # enough for the reaper to see bwrap go and clean up)
-        for i in $(seq 600); do
-            [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
-                [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
-            sleep 0.05
-        done
-        clean=$(ls -A "$K" | tr '\n' ' ')
-        out=$(git -C "$K" status --porcelain 2>&1) rc=$?
-        if [ "$clean" = ".git " ] && [ $rc = 0 ] && [ -z "$out" ] && git -C "$K" fsck >/dev/null 2>&1 &&
-            [ ! -e "$K/.git/config" ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ]; then
-            ok "SIGKILL $1: git status clean, git fsck ok, no placeholder or run directory left"
-        else
-            bad "SIGKILL $1: debris" "project: $clean; .git: $(ls -A "$K/.git" | tr '\n' ' '); status rc $rc: $out; rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ')"
-            # (all of them, so that one failure is not counted again by every
-            # later case: .claude holds the placeholders of its commands/
-            # and agents/)
-            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .git/config .git/config.worktree .claude/commands .claude/agents .claude; do
-                rmdir "$K/$d" 2>/dev/null
-            done
-        fi
-    }
-    for d in 0 0.05 0.2 0.5 1.5; do
-        (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-        pid=$!
-        sleep $d
-        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-        killcheck "after ${d}s"
-    done
-    # the whole process group (an agent harness killing its job): the
-    # reaper is in a session of its own
-    (cd "$K" && exec setsid env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-    pid=$!
-    sleep 1
-    kill -9 -- -$pid 2>/dev/null; wait $pid 2>/dev/null
-    killcheck "of the process group"
-    # launcher and reaper killed together: the next run sweeps
-    (cd "$K" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c 'sleep 30; : kill14') >/dev/null 2>&1 &
-    pid=$!
-    sleep 1
-    rpid=$(pgrep -P $pid -x sluice-reaper)
-    kill -9 $pid $rpid 2>/dev/null; wait $pid 2>/dev/null
-    sleep 0.5
-    (cd "$K" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$CSET" -c true) >/dev/null 2>&1
-    killcheck "of launcher and reaper, then one more run (the sweep)"
+    killchecks
 
     # --- resource limits ---------------------------------------------------------------------------------
     printf '{"sandbox": {"limits": {"processes": 64, "openFiles": 128, "memory": 2048}}, "network": {"allowedDomains": ["127.0.0.1:%s"]}}' "$PA" > "$T/lim.json"
@@ -927,7 +949,7 @@ $out"
     mkfifo "$V/fifo"
     ( exec 3<>"$V/fifo"; sleep 8 ) & # a writer, so that `< FIFO` does not block
     local holder=$!
-    out=$(cd "$W" && "$SLUICE" run --settings "$CSET" -c "timeout 3 sh -c 'echo ESCAPED > $V/fifo'" 2>&1 < "$V/fifo"); rc=$?
+    out=$(cd "$W" && "$SLUICE" run --report-writes --settings "$CSET" -c "timeout 3 sh -c 'echo ESCAPED > $V/fifo'" 2>&1 < "$V/fifo"); rc=$?
     kill $holder 2>/dev/null; wait $holder 2>/dev/null
     if [ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "blocked 1 write: $V/fifo (read-only)" <<< "$out"; then
         ok "stdin < host FIFO: opening the FIFO for writing is refused, and the summary lists it"
@@ -1335,16 +1357,17 @@ while True:
         printf '{"network": {"allowedDomains": ["127.0.0.1:%s"], "transparent": %s}, "filesystem": {"denyWrite": ["%s/dw"]}}\n' \
             "$PA" "$m" "$V" > "$T/rt7-$m.json"
     done
-    # MODE -> "quiet settings stdin": -q turns the write report off; stdin
+    # MODE -> "report settings stdin": --report-writes turns the write
+    # report on (off by default since issue 25; -q keeps it off); stdin
     # "tcp" is a connection to the allowed origin (a guarded run)
-    modes=([report]="- false null" [transparent+report]="- true null" [transparent]="-q true null"
-           [guard]="-q false tcp" [guard+report]="- false tcp" [all three]="- true tcp")
+    modes=([report]="--report-writes false null" [transparent+report]="--report-writes true null"
+           [transparent]="-q true null" [guard]="-q false tcp" [guard+report]="--report-writes false tcp"
+           [all three]="--report-writes true tcp")
     # rt7_run MODE ARGS...: the attacker under sluice in MODE; output in $out, exit in $rc
     rt7_run() {
         local mode=$1 q s i
         shift
         read -r q s i <<< "${modes[$mode]}"
-        [ "$q" = - ] && q=
         if [ "$i" = tcp ]; then
             out=$(cd "$V" && "$SLUICE" run $q --settings "$T/rt7-$s.json" -- ./rt7_notify "$@" 2>&1 < "/dev/tcp/127.0.0.1/$PA")
         else
@@ -1470,6 +1493,232 @@ while True:
     [ -z "$acc" ] && ok "rt7: the host listener no rule allows accepted nothing" ||
         bad "HOLE (rt-7) rt7: connections reached the host listener no rule allows" "$acc"
     rm -rf "$V"
+}
+
+# === rt-8 (issue 25, start-up at the floor) =========================================================
+# bwrap is started with posix_spawn, the seccomp filters are compiled on the
+# host and sent to inner ('F'), Landlock skips the mounts mountinfo says are
+# read-only, the reaper hears bwrap's pid at once. Probes in
+# run-helpers/rt8_probe.py (descriptors, signals, umask and rlimits, mount
+# calls and writes to read-only mounts), rt8_handoff.py (`sluice inner`
+# driven with bad 'F' messages) and rt8_noexport.c (an LD_PRELOAD that makes
+# the launcher fail to compile the filters: inner builds its own). Each
+# case passes when the boundary holds. SLUICE_E2E_ONLY=rt8 runs only this
+# group.
+rt8() {
+    local V=/var/tmp/sluice-rt8-$TOKEN-$(id -u) m s out rc host in pr a b v d pid pids K2 i n
+    mkdir -p -m 755 "$V"
+    cp "$HERE/run-helpers/rt8_probe.py" "$HERE/run-helpers/rt8_handoff.py" "$HERE/run-helpers/probe.py" "$V/"
+    cat > "$V/plain.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"]}}
+JSON
+    cat > "$V/tp.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "transparent": true}}
+JSON
+    cat > "$V/lb.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$PA"], "allowLocalBinding": true}}
+JSON
+    # rt8_run MODE CMD...: CMD under sluice in MODE (plain, transparent,
+    # control: --control-fd 5, sock: a TCP socket on stdin, a guarded run);
+    # output in $out, exit in $rc
+    rt8_run() {
+        local mode=$1; shift
+        case $mode in
+        plain) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 </dev/null) ;;
+        transparent) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/tp.json" -- "$@" 2>&1 </dev/null) ;;
+        control) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" --control-fd 5 -- "$@" 2>&1 </dev/null 5</dev/null) ;;
+        sock) out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 < "/dev/tcp/127.0.0.1/$PA") ;;
+        extrafds) # the caller's own descriptors 7 (bwrap's --info-fd number), 8, 9
+            out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 </dev/null 7<>/dev/null 8>>"$V/x8" 9</etc/hostname) ;;
+        rofile) # a read-only regular file on stdin (bwrap re-binds it: SB_STDIO_RO_PASS)
+            echo orig > "$V/ro.txt"
+            out=$(cd "$V" && "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 <"$V/ro.txt") ;;
+        callersig) # a caller that blocks TERM, CHLD, INT, USR1 and ignores HUP,
+                   # INT, TERM, PIPE, USR2 (main's launcher hung here: libuv
+                   # never heard SIGCHLD; the pidfd watch does not need it)
+            out=$(cd "$V" && timeout -s KILL 60 python3 -c '
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGCHLD, signal.SIGINT, signal.SIGUSR1})
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGUSR2):
+    signal.signal(s, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json" -- "$@" 2>&1 </dev/null) ;;
+        esac
+        rc=$?
+    }
+
+    # --- what the command inherits: descriptors, signals (a HOLE on s29-start,
+    # fixed in run/spawn.c: glibc's 32 and 33 were ignored), umask, rlimits
+    for m in plain transparent control sock extrafds rofile callersig; do
+        rt8_run $m python3 rt8_probe.py fds
+        [ $rc = 0 ] && ok "rt8 [$m]: the command holds fds 0-2 only; no sandbox process holds a socket, pipe or pidfd above 2" ||
+            bad "HOLE (rt-8) rt8 [$m]: descriptors beyond 0-2 reach the sandbox" "$out"
+        rt8_run $m python3 rt8_probe.py signals
+        [ $rc = 0 ] && ok "rt8 [$m]: no signal ignored or blocked in the command; PID 1 blocks SIGCHLD only" ||
+            bad "HOLE (rt-8) rt8 [$m]: signal dispositions inherited by the sandbox" "$out"
+    done
+    host=$(cd "$V" && umask 027 && python3 rt8_probe.py state | grep -v RLIMIT_NPROC)
+    out=$(cd "$V" && umask 027 && "$SLUICE" run -q --settings "$V/plain.json" -- python3 rt8_probe.py state 2>&1 </dev/null)
+    in=$(grep -v RLIMIT_NPROC <<< "$out")
+    [ "$host" = "$in" ] && ok "rt8: umask and rlimits (but sandbox.limits' processes) are the caller's" ||
+        bad "rt8: umask or rlimits differ from the caller's" "$(diff <(printf '%s\n' "$host") <(printf '%s\n' "$in"))"
+
+    # --- Landlock skips read-only mounts: the mount calls and writes to them
+    for m in plain transparent; do
+        rt8_run $m python3 rt8_probe.py mounts
+        [ $rc = 0 ] && ok "rt8 [$m]: mount, open_tree, move_mount, fsopen, fspick, mount_setattr fail; no read-only mount written ($(grep '^read-only' <<< "$out"))" ||
+            bad "HOLE (rt-8) rt8 [$m]: a read-only mount made writable or written" "$out"
+    done
+
+    # --- the filters: inner's own (the launcher cannot compile them) and
+    # the host's answer every probe alike
+    if command -v gcc >/dev/null 2>&1 && gcc -O1 -shared -fPIC -o "$V/noexport.so" "$HERE/run-helpers/rt8_noexport.c" 2>"$V/cc.err"; then
+        for m in plain transparent; do
+            s=$V/plain.json; [ $m = transparent ] && s=$V/tp.json
+            out=$(cd "$V" && RT8_NOEXPORT_LOG=$V/ne.log LD_PRELOAD=$V/noexport.so "$SLUICE" run -d --settings "$s" -- true 2>&1 </dev/null)
+            grep -q 'filters built' <<< "$out" && ok "rt8 [$m]: with the launcher's export refused, inner builds the filters" ||
+                { bad "rt8 [$m]: the fallback was not taken" "$out"; continue; }
+            # the write report's filter and (transparent) connect()'s notify rules, from inner's filters
+            out=$(cd "$V" && LD_PRELOAD=$V/noexport.so "$SLUICE" run --report-writes --settings "$s" -c "touch /etc/rt8-$TOKEN; python3 probe.py tcp 127.0.0.1 $PA" 2>&1 </dev/null)
+            grep -q "blocked 1 write.*/etc/rt8-$TOKEN" <<< "$out" && ok "rt8 [$m]: inner's filters: the refused write is reported" ||
+                bad "rt8 [$m]: inner's filters: the refused write is not reported" "$out"
+            if [ $m = transparent ]; then
+                grep -q '^OPEN' <<< "$out" && ok "rt8 [$m]: inner's filters: the allow-listed origin is reached by a direct connect()" ||
+                    bad "rt8 [$m]: inner's filters: the allow-listed origin is not reached" "$out"
+            else
+                if grep -q '^BLOCKED' <<< "$out"; then ok "rt8 [$m]: inner's filters: a direct connect() to the origin is blocked"
+                elif grep -q '^OPEN' <<< "$out"; then bad "HOLE (rt-8) rt8 [$m]: inner's filters: a direct connect() reached the origin" "$out"
+                else bad "rt8 [$m]: inner's filters: the direct connect() did not run" "$out"; fi
+            fi
+            for pr in unix unix-dgram unix-highbit unix-x32 unix-i386 socketcall-i386 io_uring io_uring-enter io_uring-x32 newuser newuser-clone clone3 mount raw packet "tcp 127.0.0.2 $PA"; do
+                a=$(cd "$V" && "$SLUICE" run -q --settings "$s" -- python3 probe.py $pr 2>&1 </dev/null | grep -m1 -E '^(BLOCKED|OPEN|SKIP)')
+                b=$(cd "$V" && LD_PRELOAD=$V/noexport.so "$SLUICE" run -q --settings "$s" -- python3 probe.py $pr 2>&1 </dev/null | grep -m1 -E '^(BLOCKED|OPEN|SKIP)')
+                case $a/$b in
+                BLOCKED*/BLOCKED*) [ "$a" = "$b" ] && ok "rt8 [$m]: $pr: $a, from the host's filters and from inner's" ||
+                    bad "rt8 [$m]: $pr: the host's filters answer '$a', inner's '$b'" ;;
+                SKIP*/SKIP*) skip "rt8 [$m]: $pr" "${a#SKIP }" ;;
+                *) bad "HOLE (rt-8) rt8 [$m]: $pr: host's filters '$a', inner's '$b'" ;;
+                esac
+            done
+        done
+    else
+        skip "rt8: inner's own filters against the host's" "no gcc for the LD_PRELOAD"
+    fi
+
+    # --- bad 'F' messages: inner exits 125, the command never runs
+    for v in trunc zero over garbled ones badbyte eof twof; do
+        out=$(cd "$V" && python3 rt8_handoff.py "$SLUICE" $v 2>&1)
+        [ "$(head -1 <<< "$out")" = "exit 125 not-run" ] && ok "rt8: inner given '$v' exits 125, the command not run" ||
+            bad "HOLE (rt-8) rt8: inner given '$v'" "$out"
+    done
+    out=$(cd "$V" && python3 rt8_handoff.py "$SLUICE" go 2>&1)
+    [ "$(head -1 <<< "$out")" = "exit 0 ran" ] && ok "rt8: (control) inner given 'G' only runs the command" ||
+        bad "rt8: the handoff driver does not work" "$out"
+    # the command runs inner and sends filters that allow everything: the
+    # sandbox's own stay in force
+    for pr in unix unix-x32 io_uring newuser mount; do
+        out=$(cd "$V" && "$SLUICE" run -q --settings "$V/lb.json" -- python3 rt8_handoff.py "$SLUICE" allowall python3 probe.py $pr 2>&1 </dev/null)
+        case $(grep -m1 -E '^(BLOCKED|OPEN|SKIP)' <<< "$out") in
+        BLOCKED*) ok "rt8: inner reused with an allow-all 'F': $pr still blocked" ;;
+        SKIP*) skip "rt8: inner reused with an allow-all 'F': $pr" "$out" ;;
+        *) bad "HOLE (rt-8) rt8: inner reused with an allow-all 'F': $pr" "$out" ;;
+        esac
+    done
+
+    # --- a failure after bwrap's start (issue 25 moved the pids cgroup
+    # behind the spawn): root's limit that cannot be enforced aborts the run
+    # (abort_early) with the command not run and nothing left
+    if [ "$(id -u)" = 0 ] && command -v gcc >/dev/null 2>&1 &&
+        gcc -O1 -shared -fPIC -o "$V/nocg.so" "$HERE/run-helpers/rt8_nocgroup.c" 2>"$V/cc.err"; then
+        mkdir -p "$V/late"
+        echo '{"sandbox": {"limits": {"processes": 100}}}' > "$V/lim.json"
+        out=$(cd "$V/late" && LD_PRELOAD=$V/nocg.so "$SLUICE" run --settings "$V/lim.json" -c "touch $V/late-ran; : rt8late-$TOKEN" 2>&1 </dev/null); rc=$?
+        sleep 0.5
+        if [ $rc = 125 ] && [ ! -e "$V/late-ran" ] && [ -z "$(ls -A "$V/late")" ] && ! pgrep -f "rt8late-$TOKEN" >/dev/null; then
+            ok "rt8: the pids cgroup refused after bwrap's start: exit 125, the command not run, nothing left"
+        else
+            bad "HOLE (rt-8) rt8: a failure after bwrap's start" "exit $rc; ran: $(ls "$V/late-ran" 2>&1); left: $(ls -A "$V/late"); $out"
+        fi
+    fi
+
+    # --- SIGKILL of the launcher early (0 to 200 ms), and two runs at once
+    # in one directory: no placeholder, run directory, cgroup or process left
+    K2=$T/rt8kill
+    git -c init.defaultBranch=main init -q "$K2"
+    git -C "$K2" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+    mkdir -p -m 700 "$V/kx"
+    rt8_clean() { # WHAT PIDS...: nothing left once the reapers are done
+        local what=$1 left; shift
+        for i in $(seq 600); do
+            [ "$(ls -A "$K2")" = .git ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] &&
+                ! pgrep -f "rt8kill-$TOKEN" >/dev/null && break
+            sleep 0.05
+        done
+        left=
+        for pid in "$@"; do
+            ls -d /sys/fs/cgroup/pids/sluice-run.$pid.* /sys/fs/cgroup/sluice-run.$pid.* 2>/dev/null | grep -q . &&
+                left="$left cgroup of $pid;"
+        done
+        [ "$(ls -A "$K2")" = .git ] || left="$left project: $(ls -A "$K2" | tr '\n' ' ');"
+        [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] || left="$left rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ');"
+        pgrep -f "rt8kill-$TOKEN" >/dev/null && left="$left processes: $(pgrep -af "rt8kill-$TOKEN" | tr '\n' ' ')"
+        git -C "$K2" status --porcelain 2>&1 | grep -q . && left="$left git status: $(git -C "$K2" status --porcelain 2>&1)"
+        if [ -z "$left" ]; then ok "rt8: $what: nothing left"
+        else
+            bad "HOLE (rt-8) rt8: $what: debris" "$left"
+            pkill -9 -f "rt8kill-$TOKEN" 2>/dev/null # only ours: the token is unique
+            for d in .bash_profile .bashrc .gitconfig .gitmodules .idea .mcp.json .profile .ripgreprc .vscode .zprofile .zshrc .claude/commands .claude/agents .claude; do
+                rmdir "$K2/$d" 2>/dev/null
+            done
+        fi
+    }
+    for d in 0 0.001 0.005 0.02 0.05 0.2; do
+        (cd "$K2" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$V/plain.json" -c "sleep 30; : rt8kill-$TOKEN") >/dev/null 2>&1 &
+        pid=$!
+        sleep $d
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        rt8_clean "SIGKILL of the launcher after ${d}s" $pid
+    done
+    # many early kills (a bwrap killed while its first process waited for
+    # its word left that process blocked forever on an eventfd, now and
+    # then: 1 in 60 as uid 1001; the reaper now kills it, reaper.c)
+    pids=
+    for i in $(seq 30); do
+        (cd "$K2" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run -q --settings "$V/plain.json" -c "sleep 30; : rt8kill-$TOKEN") >/dev/null 2>&1 </dev/null &
+        pid=$!
+        sleep 0.0$((i % 3 + 1))
+        kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+        pids="$pids $pid"
+    done
+    rt8_clean "30 SIGKILLs of the launcher 10-30 ms after start (no first process left waiting)" $pids
+    # two runs at once in one directory: one killed early, the other runs on
+    # and writes its file; then both at once to the end
+    for d in 0.01 0.1; do
+        (cd "$K2" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run --settings "$V/plain.json" -c "sleep 30; : rt8kill-$TOKEN") >/dev/null 2>&1 &
+        a=$!
+        out=$(cd "$K2" && XDG_RUNTIME_DIR=$V/kx "$SLUICE" run -q --settings "$V/plain.json" -c "sleep 0.5; [ -d .git ] && [ -e .bashrc ] && echo kept > rt8-out.txt; : rt8kill-$TOKEN" 2>&1 </dev/null &
+              sleep $d; kill -9 $a 2>/dev/null; wait) ; rc=$?
+        wait $a 2>/dev/null
+        if [ "$(cat "$K2/rt8-out.txt" 2>/dev/null)" = kept ]; then
+            ok "rt8: two runs in one directory, one SIGKILLed after ${d}s: the other saw its placeholders and wrote its file"
+        else
+            bad "HOLE (rt-8) rt8: two runs in one directory, one SIGKILLed after ${d}s: the other was disturbed" "$out; $(ls -A "$K2")"
+        fi
+        rm -f "$K2/rt8-out.txt"
+        rt8_clean "two runs in one directory, one SIGKILLed after ${d}s" $a
+    done
+    pids=
+    for i in 1 2 3; do
+        (cd "$K2" && exec env XDG_RUNTIME_DIR=$V/kx "$SLUICE" run -q --settings "$V/plain.json" -c "echo $i > rt8-$i.txt; : rt8kill-$TOKEN") >"$V/par$i.out" 2>&1 </dev/null &
+        pids="$pids $!"
+    done
+    n=0
+    for pid in $pids; do wait $pid && n=$((n + 1)); done
+    [ $n = 3 ] && [ "$(cat "$K2"/rt8-[123].txt 2>/dev/null | tr -d '\n')" = 123 ] &&
+        ok "rt8: three runs at once in one directory all succeed" ||
+        bad "rt8: three runs at once in one directory" "$n of 3; $(cat "$V"/par*.out)"
+    rm -f "$K2"/rt8-[123].txt
+    rt8_clean "three runs at once in one directory" $pids
+    rm -rf "$V" "$K2"
 }
 
 start=$SECONDS

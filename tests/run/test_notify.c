@@ -34,6 +34,7 @@ struct job {
     int e[3];    /* their errno, 0 on success */
     atomic_int done;
     int routed; /* notifications the handler answered */
+    uint64_t received; /* run_notify_received() at the end */
     struct run_notify *nt;
     uv_timer_t tick;
     int ticks;
@@ -91,6 +92,7 @@ static void on_tick(uv_timer_t *t)
     struct job *j = t->data;
 
     if (atomic_load(&j->done) || ++j->ticks > 500) { /* 10 s watchdog */
+        j->received = run_notify_received(j->nt);
         run_notify_close(j->nt);
         j->nt = NULL;
         uv_close((uv_handle_t *)t, NULL);
@@ -170,6 +172,8 @@ static void serve_with(struct job *j, int fallback, int decoys)
     close(j->pipe[1]);
     assert_true(j->ticks <= 500);
     assert_int_equal(j->routed, 1);
+    assert_int_equal(j->received, 3); /* routed or not, each is counted (-d) */
+    assert_int_equal(run_notify_received(NULL), 0);
     assert_int_equal(j->e[0], EDOM); /* the route's answer */
     assert_int_equal(misrouted, 0);
 }

@@ -144,7 +144,7 @@ static void end_child(pid_t pid)
 static int setup(void **state)
 {
     (void)state;
-    reaper.pid = reaper.fd = -1;
+    reaper.pid = reaper.fd = reaper.info_fd = -1;
     snprintf(base, sizeof(base), "/tmp/sluice-test-reaper.XXXXXX");
     if (mkdtemp(base) == NULL)
         return -1;
@@ -523,6 +523,167 @@ static void test_reaper(void **state)
     assert_false(exists("%s", parent));
 }
 
+/* bwrap's --info-fd text: the sandbox's first process, or nothing */
+static void test_info_pid(void **state)
+{
+    static const char *bad[] = {
+        "",
+        "{}",
+        "{\"child-pid\": }",
+        "{\"child-pid\": 0}",
+        "{\"child-pid\": -5}",
+        "{\"child-pid\": 12x}",
+        "{\"child-pid\" 12}",
+        "{\"child_pid\": 12}",
+        "{\"child-pid\": 99999999999999999999}",
+        "{\"child-pid\": 4294967296}",
+        "{\"child-pid\": +12}",
+    };
+    char big[600];
+    long pid = 0;
+
+    (void)state;
+    assert_int_equal(sb_reaper_info_pid("{\n    \"child-pid\": 4242\n}\n", 27, &pid), 0);
+    assert_int_equal(pid, 4242);
+    assert_int_equal(sb_reaper_info_pid("{ \"child-pid\": 7 }", 18, &pid), 0);
+    assert_int_equal(pid, 7);
+    /* cut short: only what LEN says is read */
+    assert_int_equal(sb_reaper_info_pid("{\"child-pid\": 4242}", 16, &pid), 0);
+    assert_int_equal(pid, 42);
+    assert_int_equal(sb_reaper_info_pid("{\"child-pid\": 4242}", 12, &pid), -1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        pid = 0;
+        assert_int_equal(sb_reaper_info_pid(bad[i], strlen(bad[i]), &pid), -1);
+        assert_int_equal(pid, 0);
+    }
+    /* past what the reaper keeps (256 bytes): not seen */
+    memset(big, ' ', sizeof(big));
+    memcpy(big + 400, "\"child-pid\": 5}", 15);
+    assert_int_equal(sb_reaper_info_pid(big, sizeof(big), &pid), -1);
+}
+
+/* Issue 25: bwrap's first process makes the mount points and may outlive
+ * a bwrap killed with the launcher (it asks for no death signal until it
+ * is done). The reaper hears its pid on --info-fd and waits for it: a
+ * mount point it makes after bwrap is gone is still removed. rt-8: the
+ * reaper kills it (one waiting for bwrap's word waited forever), so it
+ * is gone, and the mount point it would make 300 ms on is either never
+ * made or removed. */
+static void test_reaper_waits_for_sandbox(void **state)
+{
+    char proj[PATH_MAX + 16], ph[PATH_MAX * 2], parent[PATH_MAX + 16], mark[PATH_MAX + 16];
+    int st;
+    pid_t pid;
+
+    (void)state;
+    snprintf(proj, sizeof(proj), "%s/proj5", base);
+    mk(proj, 1, NULL);
+    snprintf(ph, sizeof(ph), "%s/.profile", proj);
+    snprintf(parent, sizeof(parent), "%s/sluice", base);
+    snprintf(mark, sizeof(mark), "%s/made", base);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* the launcher */
+        char dir[PATH_MAX], tmp[PATH_MAX + 8], mask[PATH_MAX], err[256], info[64];
+        struct sb_plan plan;
+        struct sb_reaper r;
+        pid_t bw, first;
+        int n, ready[2];
+        char c;
+
+        memset(&plan, 0, sizeof(plan));
+        if (sb_strv_push(&plan.created, ph) < 0 ||
+            sb_rundir_make(dir, sizeof(dir), tmp, sizeof(tmp), mask, sizeof(mask), &r, err,
+                           sizeof(err)) < 0 ||
+            sb_reaper_record(dir, &plan, err, sizeof(err)) < 0 || r.info_fd < 0)
+            _exit(2);
+        if (pipe(ready) < 0)
+            _exit(5);
+        bw = fork(); /* bwrap: dies with the launcher */
+        if (bw == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            close(r.fd);
+            close(r.info_fd);
+            if (null >= 0) { /* not holding the test's output open */
+                (void)dup2(null, 1);
+                (void)dup2(null, 2);
+            }
+            (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);
+            if (write(ready[1], "r", 1) != 1 || getppid() == 1)
+                _exit(0);
+            pause();
+            _exit(0);
+        }
+        if (bw < 0 || read(ready[0], &c, 1) != 1) /* it dies with us from here on */
+            _exit(6);
+        first = fork(); /* its first process: makes the mount point late */
+        if (first == 0) {
+            struct timespec ts = {0, 300 * 1000 * 1000};
+            int null = open("/dev/null", O_WRONLY);
+            close(r.fd);
+            close(r.info_fd);
+            if (null >= 0) {
+                (void)dup2(null, 1);
+                (void)dup2(null, 2);
+            }
+            nanosleep(&ts, NULL);
+            (void)mkdir(ph, 0755);
+            (void)mkdir(mark, 0755);
+            _exit(0);
+        }
+        if (first < 0)
+            _exit(3);
+        n = snprintf(info, sizeof(info), "{\n    \"child-pid\": %d\n}\n", (int)first);
+        if (write(r.info_fd, info, (size_t)n) != n)
+            _exit(4);
+        {
+            char fp[PATH_MAX + 24];
+            FILE *f;
+            snprintf(fp, sizeof(fp), "%s/firstpid", base);
+            f = fopen(fp, "w");
+            if (f == NULL || fprintf(f, "%d\n", (int)first) < 0 || fclose(f) != 0)
+                _exit(7);
+        }
+        sb_reaper_info_sent(&r);
+        sb_reaper_watch(&r, (int)bw);
+        _exit(0); /* killed: nothing cleaned */
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    {
+        char fp[PATH_MAX + 24];
+        FILE *f;
+        int first = 0, gone = 0;
+        snprintf(fp, sizeof(fp), "%s/firstpid", base);
+        f = fopen(fp, "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%d", &first), 1);
+        fclose(f);
+        unlink(fp);
+        /* killed by the reaper well before the 300 ms it sleeps (a
+         * zombie of the test's init counts as gone: it can make nothing) */
+        for (int i = 0; i < 200 && !gone; i++) {
+            char stp[64], buf[512];
+            FILE *sf;
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            snprintf(stp, sizeof(stp), "/proc/%d/stat", first);
+            sf = fopen(stp, "r");
+            if (sf == NULL) {
+                gone = 1;
+                break;
+            }
+            if (fgets(buf, sizeof(buf), sf) != NULL && strstr(buf, ") Z ") != NULL)
+                gone = 1;
+            fclose(sf);
+            nanosleep(&ts, NULL);
+        }
+        assert_true(gone);
+    }
+    assert_true(wait_gone(ph));
+    assert_true(wait_gone(parent));
+    (void)rmdir(mark); /* made only when the kill came late */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +695,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_placeholder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_placeholder_outlives_maker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_launcher_live_reaper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_info_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reaper_waits_for_sandbox, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,37 +338,80 @@ static void read_only_mount_reported(void **state)
     cleanup(dir);
 }
 
-static void preflight_sees_a_taken_listener(void **state)
+/* Issue 25: a listener already taken (a filter around sluice has it) is
+ * found by inner as it loads its filter, with no probe child on the host:
+ * with only the write report wanting one, the filter goes on without the
+ * report's rules (1, no listener, and the host hears 'n': -EBUSY); when
+ * connect() needs it (transparent mode), loading fails. Both the filter
+ * inner builds and the one the host compiled. */
+static int load_in_taken_chain(int transparent, int from_host)
 {
-    int sp[2], status = 0;
-    pid_t pid;
+    struct sb_seccomp_opts so;
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    char err[256];
+    int nfd = -1, first = -1, rc;
+
+    memset(&so, 0, sizeof(so));
+    so.allow_unix_sockets = 1;
+    so.watch_writes = 1;
+    so.notify_fd = &first;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0 || sb_seccomp_load(&so, err, sizeof(err)) != 0)
+        return 10;
+    /* the first listener stays open (a closed one is detached and frees
+     * the place); nobody answers it: nothing below makes a write call */
+    so.transparent = transparent;
+    so.notify_fd = &nfd;
+    if (from_host && sb_seccomp_export(&so, &blob, &len, err, sizeof(err)) != 0)
+        return 11;
+    rc = from_host ? sb_seccomp_load_blob(&so, blob, len, err, sizeof(err))
+                   : sb_seccomp_load(&so, err, sizeof(err));
+    free(blob);
+    if (transparent)
+        return rc == -EBUSY ? 0 : 12;
+    if (rc != 1 || nfd != -1)
+        return 13;
+    /* the rest of the filter is there: AF_VSOCK stays refused */
+    if (socket(40 /* AF_VSOCK */, SOCK_STREAM, 0) >= 0 || errno != EPERM)
+        return 14;
+    return 0;
+}
+
+static void listener_taken_found_by_inner(void **state)
+{
+    (void)state;
+    assert_null(fsw_preflight()); /* this kernel has it; no probe of the chain */
+    for (int mode = 0; mode < 4; mode++) {
+        int status = 0;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            _exit(load_in_taken_chain(mode & 1, mode >> 1));
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) != 0)
+            fail_msg("transparent %d, from the host %d: step %d", mode & 1, mode >> 1,
+                     WEXITSTATUS(status));
+    }
+}
+
+/* The host's side of it: 'n' is -EBUSY with a message, and no descriptor. */
+static void no_listener_message(void **state)
+{
+    char err[256];
+    int sp[2];
 
     (void)state;
-    assert_null(fsw_preflight()); /* this kernel has it, and no listener is taken */
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct sb_seccomp_opts so;
-        char err[256];
-        int nfd = -1;
-        memset(&so, 0, sizeof(so));
-        so.allow_unix_sockets = 1;
-        so.watch_writes = 1;
-        so.notify_fd = &nfd;
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) < 0 ||
-            sb_seccomp_load(&so, err, sizeof(err)) < 0)
-            _exit(3);
-        /* the listener stays open (a closed one is detached and frees the
-         * place); nobody answers it: the child makes no write calls */
-        _exit(fsw_preflight() != NULL ? 0 : 1);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    assert_int_equal(write(sp[1], "n", 1), 1);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 1000, err, sizeof(err)), -EBUSY);
+    assert_non_null(strstr(err, "already has"));
+    /* 'N' without a descriptor is still refused as a protocol error */
+    assert_int_equal(write(sp[1], "N", 1), 1);
+    assert_int_equal(sb_handoff_recv_notify(sp[0], 1000, err, sizeof(err)), -EPROTO);
     close(sp[0]);
     close(sp[1]);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 int main(void)
@@ -377,7 +420,8 @@ int main(void)
         cmocka_unit_test(reason_cases),
         cmocka_unit_test(writes_notified_and_run),
         cmocka_unit_test(read_only_mount_reported),
-        cmocka_unit_test(preflight_sees_a_taken_listener),
+        cmocka_unit_test(listener_taken_found_by_inner),
+        cmocka_unit_test(no_listener_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -648,6 +648,58 @@ static void test_watch_links(void **state)
     assert_string_equal(buf, "x\n");
 }
 
+/* issue 25: the post-run check from what the plan's scan found (no second
+ * walk): only what it watches is kept from the scan, and it repairs what
+ * sb_gitwatch_begin would. */
+static void test_watch_from_scan(void **state)
+{
+    const struct tree *t = *state;
+    struct sb_prot_list scan = {0}, kept = {0};
+    struct sb_gitwatch w;
+    char err[256], p[PATH_MAX * 2];
+    size_t git = 0, file = 0, link = 0;
+    FILE *f;
+
+    mkdir_(t, ".git/hooks");
+    mkfile(t, ".git/config");
+    mkfile(t, "sub/.git"); /* a gitdir: pointer */
+    mkfile(t, "dotfiles/bashrc");
+    mklink(t, ".bashrc", "dotfiles/bashrc");
+    assert_int_equal(sb_protect_scan(t->root, 3, 1, &scan, err, sizeof(err)), 0);
+    for (size_t i = 0; i < scan.n; i++)
+        assert_int_equal(sb_gitwatch_keep(&kept, &scan.v[i]), 0);
+    for (size_t i = 0; i < kept.n; i++) {
+        const char *rel = kept.v[i].path + strlen(t->root);
+        if (strcmp(rel, "/.git") == 0 && kept.v[i].kind == SB_PROT_PIN)
+            git++;
+        else if (strcmp(rel, "/sub/.git") == 0 && kept.v[i].kind == SB_PROT_FILE)
+            file++;
+        else if (strcmp(rel, "/.bashrc") == 0 && kept.v[i].kind == SB_PROT_LINK)
+            link++;
+        else
+            fail_msg("kept %s (kind %d)", rel, (int)kept.v[i].kind);
+    }
+    assert_int_equal(git + file + link, 3);
+    sb_prot_list_free(&scan);
+
+    assert_int_equal(sb_gitwatch_list(&kept, &w, err, sizeof(err)), 0);
+    /* the command: a commondir redirecting git, the pointer aimed away */
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof(p), "%s/%s", t->root, i == 0 ? ".git/commondir" : "sub/.git");
+        f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(i == 0 ? "/elsewhere\n" : "gitdir: /elsewhere\n", f);
+        fclose(f);
+    }
+    assert_int_equal(sb_gitwatch_end(&w, NULL), 2);
+    sb_gitwatch_free(&w);
+    sb_prot_list_free(&kept);
+    snprintf(p, sizeof(p), "%s/.git/commondir", t->root);
+    assert_int_equal(access(p, F_OK), -1);
+    read_back(t, "sub/.git", p, sizeof(p));
+    assert_string_equal(p, "x\n");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_tree, teardown_tree)
 
 int main(void)
@@ -663,6 +715,7 @@ int main(void)
         T(test_symlinks),
         T(test_git_symlink_and_ro_cover),
         T(test_watch_links),
+        T(test_watch_from_scan),
         T(test_submodules_and_worktrees),
         T(test_appends_and_errors),
         T(test_claude),
