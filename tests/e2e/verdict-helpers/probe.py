@@ -21,7 +21,7 @@ Each side is reduced to one outcome:
   (let through: CONNECT 200, 502 or 504; GET 502 or 504; SOCKS 0, 3, 5, 6)
 A row passes when all three agree, the proxy's decision record (PROXY_LOG,
 text or JSON) names the rule check named in its `rule` field and the source
-check named in its own `source` field (or neither when check named none) and, for a deny, the proxy's reason is the one check gave. Prints
+check named in its own `source` field (or neither when check named none) and, for a deny, the proxy's reason is the one check gave (the 403 body may follow it with "; " and the hint of what to change in the settings). Prints
 one TAP line per row.
 """
 import ipaddress
@@ -228,7 +228,8 @@ def main():
         for side, (out, reason, raw, asked) in got.items():
             if out != want:
                 problems.append("%s=%s (%s%s)" % (side, out, raw, ", asked" if asked else ""))
-            elif want == "deny" and side != "socks" and reason != c["reason"]:
+            elif (want == "deny" and side != "socks" and reason != c["reason"] and
+                  not reason.startswith(c["reason"] + "; ")):
                 problems.append("%s reason %r, check reason %r" % (side, reason, c["reason"]))
         name = "%s: %s -> %s" % (table, target, want)
         if problems:
