@@ -149,9 +149,18 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
     char why[300];
 
     if (h->alpn_offered && !h->alpn_http11) {
+        /* An h2-only client (gRPC): sluice serves http/1.1 only. A host
+         * that needs termination (request rules) refuses it; any other
+         * passes opaque, as it would without tlsTerminate. */
+        const struct policy *pol = egress_env_policy(c->fc.f->egress);
+        if (!policy_request_ruled(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
+            go_opaque(c);
+            return;
+        }
         snprintf(why, sizeof(why),
                  "the client offers only ALPN %s, which sluice does not serve in a terminated "
-                 "tunnel (http/1.1 only)",
+                 "tunnel (http/1.1 only), and this host's request rules (network.requestRules) "
+                 "need termination",
                  h->alpn);
         http_set_reason(c, why);
         http_conn_close(c, "tls refused");

@@ -247,13 +247,21 @@ if grep -qx "SAN good.test" <<<"$out"; then
 else
     bad "leaf by CONNECT target" "$out"
 fi
-# an h2-only client: refused, with the reason logged
-out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/sluiceca.pem" h2 2>&1)
+# an h2-only client (sluice serves http/1.1 only): on a host that needs no
+# termination it passes opaque (the origin's own certificate reaches it) ...
+out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/originca.pem" h2 2>&1)
+if grep -q "^SAN good.test,excl.test,rules.test,many.test$" <<<"$out"; then
+    ok "an h2-only ClientHello to a host without request rules passes opaque (origin's certificate)"
+else
+    bad "h2-only ClientHello, no rules" "$out"
+fi
+# ... and on a host with request rules it is refused, with the reason logged
+out=$(python3 "$T/sni.py" "$HPORT" "rules.test:$PA" "rules.test" "$P/sluiceca.pem" h2 2>&1)
 if grep -q "handshake failed" <<<"$out" &&
     grep -q 'reason="the client offers only ALPN h2, which sluice does not serve' "$T/main.log"; then
-    ok "an h2-only ClientHello is refused with a reason in the log"
+    ok "an h2-only ClientHello to a host with request rules is refused with a reason in the log"
 else
-    bad "h2-only ClientHello" "$out / $(grep ALPN "$T/main.log")"
+    bad "h2-only ClientHello, rules" "$out / $(grep ALPN "$T/main.log")"
 fi
 
 # --- request-level keys inside the tunnel: requireHostMatch ------------------
