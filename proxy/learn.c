@@ -215,7 +215,11 @@ int learn_add_connlog(struct learn *l, const struct connlog *r)
         l->unreadable++;
         return -EINVAL;
     }
-    return learn_add(l, &rec);
+    if (learn_add(l, &rec) < 0) { /* out of memory: said by learn_build */
+        l->dropped++;
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 /* ---- building ---- */
