@@ -266,9 +266,9 @@ static void entry_set(struct entry *e, const char *prefix, const struct policy_h
     e->port = port;
 }
 
-/* base's verdict on a destination: 1 when it allows it (by the domain
- * lists: a request rule only narrows what they allow), 0 when not; a deny
- * rule of base is noted. */
+/* base's verdict on a destination: 1 when its domain lists allow it (a
+ * request rule only narrows what they allow, and is not learned), 0 when
+ * not, -1 when a deny rule of base refuses it (noted), -ENOMEM. */
 static int base_allows(struct learn *l, const struct policy *base, const struct dest *d)
 {
     struct policy_guard_verdict gv[1];
@@ -276,9 +276,13 @@ static int base_allows(struct learn *l, const struct policy *base, const struct 
     struct policy_judgment j;
     char what[LEARN_ENTRY_MAX], text[1400];
 
-    policy_decide(base, &d->h, d->port, &m);
+    /* a request line without a method: the domain lists alone decide (as
+     * for a tunnel sluice terminates), request rules only narrow them */
+    static const struct policy_request domains_only = {NULL, 0, NULL, 0};
+
+    policy_decide_request(base, &d->h, d->port, &domains_only, &m);
     policy_verdict_finish(base, &d->h, d->port, &m, NULL, 0, gv, &j);
-    if (j.verdict == POLICY_ALLOW || j.origin == POLICY_BY_REQUEST)
+    if (j.verdict == POLICY_ALLOW)
         return 1;
     if (j.origin == POLICY_BY_RULE && j.verdict == POLICY_DENY) {
         snprintf(text, sizeof(text),
