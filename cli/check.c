@@ -71,7 +71,8 @@ void cli_check_usage(FILE *f)
           "                   through a symbolic link) instead of stdout\n"
           "\n"
           "exit status: 0 ok (with --replay: nothing changes), 1 expectation mismatch (a\n"
-          "decision changes), 2 bad settings, target, expectation or log line\n",
+          "decision changes), 2 bad settings, target, expectation or log line, or a\n"
+          "learned fragment that cannot be written\n",
           f);
 }
 
