@@ -23,7 +23,7 @@ if [ -z "${SLUICE_LEARN_NETNS:-}" ]; then
         exec unshare -n env SLUICE_LEARN_NETNS=1 bash "${BASH_SOURCE[0]}" "$SLUICE"
     fi
     unshare -rn true 2>/dev/null || { echo "ok - learn # SKIP no private network namespace"; exit 77; }
-    exec unshare -rn env SLUICE_LEARN_NETNS=1 bash "${BASH_SOURCE[0]}" "$SLUICE"
+    exec unshare -rn env SLUICE_LEARN_NETNS=1 SLUICE_LEARN_USERNS=1 bash "${BASH_SOURCE[0]}" "$SLUICE"
 fi
 . "$HERE/lib.sh"
 
@@ -253,5 +253,37 @@ rc=$?
 rc=$?
 [ "$rc" = 125 ] && grep -q -- '--ask' "$T/ask.err" && ok "run --learn refuses --ask (125)" ||
     bad "run --learn refuses --ask (rc $rc)" "$(cat "$T/ask.err")"
+
+# --- the same as an unprivileged user (root only): git alone, to stay short ---
+user_pass() {
+    local U G dir sl
+    command -v setpriv >/dev/null 2>&1 || { echo "ok - [user] learn # SKIP no setpriv"; return; }
+    id sluicetest >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin sluicetest >/dev/null 2>&1
+    U=$(id -u sluicetest 2>/dev/null || id -u nobody) G=$(id -g sluicetest 2>/dev/null || id -g nobody)
+    dir=$(mktemp -d /tmp/sluice-learn-user.XXXXXX) || return
+    chmod 755 "$dir"
+    cp "$SLUICE" "$dir/sluice" && chmod 755 "$dir/sluice"
+    mkdir -p "$dir/cfg/sluice" "$dir/u1" "$dir/u2"
+    cp "$XDG_CONFIG_HOME/sluice/settings.json" "$dir/cfg/sluice/"
+    chown -R "$U:$G" "$dir/u1" "$dir/u2"
+    chmod -R a+rX "$dir"
+    chown "$U:$G" "$dir"
+    as() { (cd "$dir/$1" && shift && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
+        env HOME="$dir" XDG_CONFIG_HOME="$dir/cfg" "$@"); }
+    as u1 "$dir/sluice" run --learn "$dir/learned.json" -- git clone -q http://git.vcs.test:8080/repo.git c \
+        >"$T/user1.out" 2>"$T/user1.err"
+    if [ -f "$dir/u1/c/README" ] && [ "$(grep -c '"' "$dir/learned.json" 2>/dev/null)" = 3 ] &&
+            grep -q '"git.vcs.test:8080"' "$dir/learned.json"; then
+        ok "[user] run --learn: git clone in report mode, the fragment is git.vcs.test:8080"
+    else
+        bad "[user] run --learn: git clone in report mode" "$(cat "$T/user1.err" "$dir/learned.json" 2>/dev/null)"
+    fi
+    as u2 "$dir/sluice" run -s "$dir/learned.json" -- git clone -q http://git.vcs.test:8080/repo.git c \
+        >"$T/user2.out" 2>"$T/user2.err"
+    [ -f "$dir/u2/c/README" ] && ok "[user] enforce mode under the fragment: git clone works" ||
+        bad "[user] enforce mode under the fragment: git clone works" "$(cat "$T/user2.err")"
+    rm -rf "$dir"
+}
+[ "$(id -u)" -eq 0 ] && [ -z "${SLUICE_LEARN_USERNS:-}" ] && user_pass
 
 e2e_finish
