@@ -39,16 +39,6 @@ struct learn {
     unsigned long decisions, dropped, unreadable, notes_dropped;
 };
 
-static uint64_t hash(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 int learn_new(struct learn **out)
 {
     *out = calloc(1, sizeof(**out));
@@ -86,7 +76,7 @@ static const char *host_port(const struct policy_host *h, uint16_t port, char *b
 
 static int note_add(struct learn *l, const char *text)
 {
-    struct note **b = &l->notes[hash(text, strlen(text)) % LEARN_BUCKETS], *n;
+    struct note **b = &l->notes[replay_hash(text, strlen(text)) % LEARN_BUCKETS], *n;
 
     for (n = *b; n != NULL; n = n->next)
         if (strcmp(n->text, text) == 0) {
@@ -112,7 +102,7 @@ static int note_add(struct learn *l, const char *text)
 static int dest_add(struct learn *l, const struct policy_host *h, uint16_t port)
 {
     struct dest **b, *d;
-    uint64_t k = hash(h->name, h->len) ^ port;
+    uint64_t k = replay_hash(h->name, h->len) ^ port;
 
     b = &l->dests[k % LEARN_BUCKETS];
     for (d = *b; d != NULL; d = d->next)

@@ -70,7 +70,7 @@ static int key_add(char *key, size_t *len, size_t cap, const char *s)
     return 0;
 }
 
-static uint64_t hash(const char *s, size_t n)
+uint64_t replay_hash(const char *s, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
@@ -110,7 +110,7 @@ static int add_record(struct replay *rp, const struct replay_record *r, char *ke
         key_add(key, &klen, cap, r->path) < 0 || key_add(key, &klen, cap, r->decision) < 0 ||
         key_add(key, &klen, cap, r->rule) < 0 || key_add(key, &klen, cap, r->source) < 0)
         return -ENOMEM; /* cannot happen: cap is twice the line */
-    b = &rp->buckets[hash(key, klen) % REPLAY_BUCKETS];
+    b = &rp->buckets[replay_hash(key, klen) % REPLAY_BUCKETS];
     for (g = *b; g != NULL; g = g->next)
         if (g->keylen == klen && memcmp(g->key, key, klen) == 0)
             break;
