@@ -28,6 +28,9 @@ fi
 . "$HERE/lib.sh"
 
 fail_setup() { bad "$1" "${2:-}"; e2e_finish; exit 1; }
+# the interpreter itself, not a version manager's shim (pyenv's costs a
+# second a call on a loaded machine)
+PY=$(python3 -c 'import sys; print(sys.executable)')
 
 # --- the namespaces ---------------------------------------------------------
 ip link set lo up || fail_setup "lo up in the private namespace"
@@ -58,7 +61,7 @@ mkdir -p "$W/git" "$W/pkgs/simple/learnpkg" "$W/npm/learnpkg/-"
         git clone -q --bare . "$W/git/repo.git" && cd "$W/git/repo.git" && git update-server-info
 ) || fail_setup "the git repository"
 # pip: a wheel made here, its index on pypi.pkgs.test, the file on files.pkgs.test
-python3 - "$W/pkgs" <<'PY' || fail_setup "the wheel"
+"$PY" - "$W/pkgs" <<'PY' || fail_setup "the wheel"
 import base64, hashlib, sys, zipfile
 d = sys.argv[1]
 name = "learnpkg-1.0-py3-none-any.whl"
@@ -88,7 +91,7 @@ PY
         echo 'module.exports = 1;' > package/index.js &&
         tar czf "$W/npm/learnpkg/-/learnpkg-1.0.0.tgz" package
 ) || fail_setup "the npm tarball"
-python3 - "$W/npm" <<'PY' || fail_setup "the npm package document"
+"$PY" - "$W/npm" <<'PY' || fail_setup "the npm package document"
 import base64, hashlib, json, sys
 d = sys.argv[1]
 b = open(d + "/learnpkg/-/learnpkg-1.0.0.tgz", "rb").read()
@@ -100,9 +103,9 @@ doc = {"name": "learnpkg", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0
 open(d + "/learnpkg/_doc.json", "w").write(json.dumps(doc))
 PY
 cat > "$T/origin.py" <<'PY'
-# origin.py ADDR DIR: files of DIR on ADDR:8080; a directory with _doc.json
-# is that document (the npm registry's package URL)
-import http.server, os, sys
+# origin.py ADDR DIR [ADDR DIR...]: the files of each DIR on its ADDR:8080;
+# a directory with _doc.json is that document (the npm registry's package URL)
+import functools, http.server, os, sys, threading
 class H(http.server.SimpleHTTPRequestHandler):
     def send_head(self):
         p = self.translate_path(self.path)
@@ -117,19 +120,18 @@ class H(http.server.SimpleHTTPRequestHandler):
         return super().send_head()
     def log_message(self, fmt, *a):
         sys.stderr.write("%s %s\n" % (self.headers.get("Host"), fmt % a))
-os.chdir(sys.argv[2])
-s = http.server.ThreadingHTTPServer((sys.argv[1], 8080), H)
+args = sys.argv[1:]
+for i in range(0, len(args), 2):
+    h = functools.partial(H, directory=args[i + 1])
+    s = http.server.ThreadingHTTPServer((args[i], 8080), h)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
 print("listening", flush=True)
-s.serve_forever()
+threading.Event().wait()
 PY
-for o in "10.203.0.2 git" "10.203.0.3 pkgs" "10.203.0.4 npm"; do
-    set -- $o
-    in_origin python3 "$T/origin.py" "$1" "$W/$2" >"$T/origin-$2.out" 2>"$T/origin-$2.err" &
-    PIDS+=($!)
-done
-for o in git pkgs npm; do
-    wait_for "$T/origin-$o.out" listening 10 || fail_setup "origin $o" "$(cat "$T/origin-$o.err")"
-done
+in_origin "$PY" "$T/origin.py" 10.203.0.2 "$W/git" 10.203.0.3 "$W/pkgs" 10.203.0.4 "$W/npm" \
+    >"$T/origin.out" 2>"$T/origin.err" &
+PIDS+=($!)
+wait_for "$T/origin.out" listening 20 || fail_setup "the origins" "$(cat "$T/origin.err")"
 start_dnsmasq --local=/test/ --host-record=git.vcs.test,10.203.0.2 \
     --host-record=pypi.pkgs.test,10.203.0.3 --host-record=files.pkgs.test,10.203.0.3 \
     --host-record=registry.npm.test,10.203.0.4 --host-record=other.vcs.test,10.203.0.2 \
@@ -140,8 +142,6 @@ start_dnsmasq --local=/test/ --host-record=git.vcs.test,10.203.0.2 \
 mkdir -p "$XDG_CONFIG_HOME/sluice"
 printf '{"network": {"dnsServers": ["127.0.0.1:%s"]}}\n' "$DPORT" > "$XDG_CONFIG_HOME/sluice/settings.json"
 
-# the interpreter itself, not a version manager's shim (pyenv's costs seconds)
-PY=$(python3 -c 'import sys; print(sys.executable)')
 HAVE_NPM=false
 command -v npm >/dev/null 2>&1 && HAVE_NPM=true
 # the commands, each leaving a mark in the working directory
@@ -219,7 +219,7 @@ else
 fi
 
 # --- enforce: the fragment allows exactly those runs ----------------------------
-(cd "$T/w2" && "$SLUICE" run -s "$T/learned.json" --log "$T/enforce.log" -- sh ./cmds.sh) \
+(cd "$T/w2" && "$SLUICE" run -s "$T/learned.json" --log "$T/enforce.log" --log-format json -- sh ./cmds.sh) \
     >"$T/enforce.out" 2>"$T/enforce.err"
 got=$(marks "$T/w2")
 [ "$got" = "$WANT_MARKS" ] && ok "enforce mode under the fragment: $WANT_MARKS work" ||
@@ -229,6 +229,10 @@ if grep -q 'would_deny' "$T/enforce.log"; then
 else
     ok "enforce mode: no would_deny (the run was not in report mode)"
 fi
+# its log, JSON lines, learned again: the same fragment (allowed records count)
+"$SLUICE" check --learn "$T/enforce.log" >"$T/check3.json" 2>"$T/check3.err"
+cmp -s "$T/check3.json" "$T/learned.json" && ok "check --learn on the enforce run's JSON log: the same fragment" ||
+    bad "check --learn on the enforce run's JSON log: the same fragment" "$(diff "$T/check3.json" "$T/learned.json"; cat "$T/check3.err")"
 (cd "$T/w3" && "$SLUICE" run -- sh ./cmds.sh) >"$T/none.out" 2>"$T/none.err"
 got=$(marks "$T/w3")
 [ -z "$got" ] && ok "without the fragment: none of them works" ||
