@@ -7,6 +7,7 @@
  *   sluice check --settings FILE [--proxy] (the config test, proxy/checkconf.c)
  *   sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG
  *                (proxy/replay.c)
+ *   sluice check [--settings BASE] [--proxy] --learn LOG [-o FILE] (proxy/learn.c)
  *
  * Options may come before or after targets; "--" ends them.
  */
@@ -28,6 +29,7 @@ void cli_check_usage(FILE *f)
           "       sluice check [--settings FILE] [--resolve] [--proxy] --expect FILE\n"
           "       sluice check --settings FILE [--proxy]\n"
           "       sluice check [--settings FILE] [--json] [--resolve] [--proxy] --replay LOG\n"
+          "       sluice check [--settings BASE] [--proxy] --learn LOG [-o FILE]\n"
           "\n"
           "Explains what the policy decides for each TARGET without sending traffic.\n"
           "With --settings and no TARGET, tests FILE (and its list files) and prints a\n"
@@ -58,9 +60,19 @@ void cli_check_usage(FILE *f)
           "                   decision that changes, grouped, with counts, old and new\n"
           "                   rule; names are resolved only with --resolve; exit 1 when\n"
           "                   one changes\n"
+          "  --learn LOG      write the smallest settings fragment (JSON, network.allowedDomains\n"
+          "                   entries HOST:PORT, '*.DOMAIN:PORT' where several subdomains of\n"
+          "                   one registrable domain were seen) that would have allowed the\n"
+          "                   log's connections; what report mode would not lift (the address\n"
+          "                   guard, deny rules, non-public IP literals) is listed on stderr,\n"
+          "                   not allowed; with --settings BASE only what BASE does not allow\n"
+          "  -o, --output FILE\n"
+          "                   with --learn: write the fragment to FILE (atomically; never\n"
+          "                   through a symbolic link) instead of stdout\n"
           "\n"
           "exit status: 0 ok (with --replay: nothing changes), 1 expectation mismatch (a\n"
-          "decision changes), 2 bad settings, target, expectation or log line\n",
+          "decision changes), 2 bad settings, target, expectation or log line, or a\n"
+          "learned fragment that cannot be written\n",
           f);
 }
 
@@ -72,7 +84,9 @@ enum {
     OPT_TRANSPARENT,
     OPT_PROXY,
     OPT_METHOD,
-    OPT_REPLAY
+    OPT_REPLAY,
+    OPT_LEARN,
+    OPT_OUTPUT
 };
 
 static const struct option check_options[] = {
@@ -84,6 +98,8 @@ static const struct option check_options[] = {
     {"method", required_argument, NULL, OPT_METHOD},
     {"expect", required_argument, NULL, OPT_EXPECT},
     {"replay", required_argument, NULL, OPT_REPLAY},
+    {"learn", required_argument, NULL, OPT_LEARN},
+    {"output", required_argument, NULL, OPT_OUTPUT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -97,11 +113,13 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
 
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":s:X:hV", check_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:X:o:hV", check_options, NULL)) != -1) {
         if (c == 's') /* -s FILE, as in run */
             c = OPT_SETTINGS;
         if (c == 'X') /* -X M, as in curl */
             c = OPT_METHOD;
+        if (c == 'o')
+            c = OPT_OUTPUT;
         switch (c) {
         case OPT_SETTINGS:
             *settings = optarg;
@@ -127,6 +145,12 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
         case OPT_REPLAY:
             o->replay_path = optarg;
             break;
+        case OPT_LEARN:
+            o->learn_path = optarg;
+            break;
+        case OPT_OUTPUT:
+            o->output_path = optarg;
+            break;
         case 'h':
             cli_check_usage(stdout);
             return 1;
@@ -139,6 +163,15 @@ static int parse_args(struct check_opts *o, const char **settings, int *as_proxy
     }
     o->targets = (const char *const *)&argv[optind];
     o->ntargets = (size_t)(argc - optind);
+    if (o->learn_path != NULL || o->output_path != NULL) {
+        if (o->learn_path == NULL || o->replay_path != NULL || o->expect_path != NULL ||
+            o->ntargets > 0 || o->method != NULL || o->transparent || o->json || o->resolve) {
+            fprintf(stderr, "sluice: check: --learn LOG takes only --settings, --proxy and -o "
+                            "FILE (and -o only goes with --learn)\n");
+            return 1 + 2;
+        }
+        return 0;
+    }
     if (o->replay_path != NULL) {
         if (o->expect_path != NULL || o->ntargets > 0 || o->method != NULL || o->transparent) {
             fprintf(stderr, "sluice: check: --replay LOG takes no targets, --expect, --method "
@@ -183,9 +216,11 @@ int cli_check(int argc, char **argv)
         return 2;
     if (as_proxy)
         proxy_settings_defaults(&s);
-    if (s.network.transparent && o.replay_path == NULL)
+    if (s.network.transparent && o.replay_path == NULL && o.learn_path == NULL)
         o.transparent = 1;
-    if (o.replay_path != NULL)
+    if (o.learn_path != NULL)
+        rc = check_learn(&o, &s, settings_path);
+    else if (o.replay_path != NULL)
         rc = check_replay(&o, &s, settings_path);
     else
         rc = o.config_test ? check_config(&s, settings_path) : check_run(&o, &s);

@@ -3,7 +3,7 @@
  *
  *   sluice run [-s FILE] [--ask HANDLER] [--log FILE] [-q] [-d]
  *              [--report-writes]
- *              [--control-fd N] [--dangerously-disable-sandbox]
+ *              [--control-fd N] [--dangerously-disable-sandbox] [--learn FILE]
  *              (-c STRING | [--] CMD ARGS...)
  *
  * Options end at the first argument that is not one ("+" in getopt's
@@ -13,6 +13,7 @@
 #include "common/common.h"
 
 #include "policy/policy.h"
+#include "proxy/learn.h"
 #include "run/run.h"
 
 #include <errno.h>
@@ -55,6 +56,11 @@ void cli_run_usage(FILE *f)
             "  --dangerously-disable-sandbox\n"
             "                       run CMD without the sandbox, only when the settings\n"
             "                       allow it (sandbox.allowUnsandboxedCommands)\n"
+            "  --learn FILE         run CMD in report mode (network.mode \"report\") and\n"
+            "                       write to FILE, after it, the smallest settings file\n"
+            "                       (network.allowedDomains) that allows what it reached,\n"
+            "                       for review and --settings FILE (README: \"Learning\n"
+            "                       a policy\"); not with --ask or --control-fd\n"
             "  -c STRING            run STRING with $SHELL -c (else /bin/sh, said when SHELL\n"
             "                       is set but is no executable absolute path)\n"
             "  -h, --help           show this help\n"
@@ -74,7 +80,8 @@ enum {
     OPT_BYPASS,
     OPT_CONTROL_FD,
     OPT_TRANSPARENT,
-    OPT_REPORT_WRITES
+    OPT_REPORT_WRITES,
+    OPT_LEARN
 };
 
 static const struct option run_options[] = {
@@ -88,6 +95,7 @@ static const struct option run_options[] = {
     {"dangerously-disable-sandbox", no_argument, NULL, OPT_BYPASS},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"report-writes", no_argument, NULL, OPT_REPORT_WRITES},
+    {"learn", required_argument, NULL, OPT_LEARN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -117,11 +125,15 @@ static int parse_fd(const char *v, int *out)
 }
 
 /* One option into o: 0 to go on, else 1 + the exit status. */
-static int run_option(struct sb_launch_opts *o, const char **settings, int c, char **argv)
+static int run_option(struct sb_launch_opts *o, const char **settings, const char **learn, int c,
+                      char **argv)
 {
     switch (c) {
     case 's':
         *settings = optarg;
+        return 0;
+    case OPT_LEARN:
+        *learn = optarg;
         return 0;
     case OPT_ASK:
         o->ask_spec = optarg;
@@ -167,14 +179,15 @@ static int run_option(struct sb_launch_opts *o, const char **settings, int c, ch
 }
 
 /* 0 with the command in o, or 1 + the exit status. */
-static int parse_args(struct sb_launch_opts *o, const char **settings, int argc, char **argv)
+static int parse_args(struct sb_launch_opts *o, const char **settings, const char **learn,
+                      int argc, char **argv)
 {
     int c, rc;
 
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:s:c:qdhV", run_options, NULL)) != -1) {
-        rc = run_option(o, settings, c, argv);
+        rc = run_option(o, settings, learn, c, argv);
         if (rc != 0)
             return rc;
     }
@@ -195,18 +208,60 @@ static int parse_args(struct sb_launch_opts *o, const char **settings, int argc,
     return 0;
 }
 
+/* --learn FILE: what report mode is forced over, and the run's other
+ * options and settings, must let the policy see every connection. 0 with
+ * report mode on, or -1 after a message. */
+static int learn_prepare(const struct sb_launch_opts *o, struct settings *s)
+{
+    const char *why = NULL;
+
+    if (o->ask_spec != NULL)
+        why = "--ask: report mode asks nobody (it lets through what no rule decides)";
+    else if (o->control_fd >= 0)
+        why = "--control-fd: a settings line would replace the report mode the run learns in";
+    else if (o->bypass || s->sandbox.enabled == SETTINGS_FALSE)
+        why = "the command would run unsandboxed, with no policy to learn from";
+    else if (!s->network.isolate)
+        why = "network.isolate is false: the command uses the host's network, not the policy";
+    else if (s->network.http_proxy_port != 0 || s->network.socks_proxy_port != 0)
+        why = "network.httpProxyPort/socksProxyPort: an external proxy decides, not sluice";
+    else if (s->managed_file != NULL && s->network.mode != SETTINGS_MODE_REPORT)
+        why = "the managed settings exist and only they may set network.mode to \"report\"";
+    if (why != NULL) {
+        fprintf(stderr, "sluice: run: --learn: %s; not run\n", why);
+        return -1;
+    }
+    s->network.mode = SETTINGS_MODE_REPORT;
+    return 0;
+}
+
+/* After a --learn run: the fragment into out. 0 or -1 after a message. */
+static int learn_finish(struct learn *l, struct learn_out *out)
+{
+    struct learn_result res;
+    int rc = -1;
+
+    if (learn_build(l, NULL, stderr, &res) == 0 && learn_out_write(out, res.json) == 0) {
+        learn_print_summary(&res, out->path, 0);
+        rc = 0;
+    }
+    free(res.json);
+    return rc;
+}
+
 int cli_run(int argc, char **argv)
 {
     struct sb_launch_opts o;
     struct settings s;
-    const char *settings_path = NULL;
+    const char *settings_path = NULL, *learn_path = NULL;
+    struct learn_out out = {.dirfd = -1};
     int rc;
 
     memset(&o, 0, sizeof(o));
     o.t0_us = common_mono_us();
     o.control_fd = -1;
     o.debug = env_debug();
-    rc = parse_args(&o, &settings_path, argc, argv);
+    rc = parse_args(&o, &settings_path, &learn_path, argc, argv);
     if (rc != 0)
         return rc - 1;
     if (cli_load_settings(&s, settings_path) < 0) {
@@ -224,7 +279,19 @@ int cli_run(int argc, char **argv)
         settings_free(&s);
         return SB_LAUNCH_FAIL;
     }
+    if (learn_path != NULL) {
+        if (learn_prepare(&o, &s) < 0 || learn_out_open(&out, learn_path) < 0 ||
+            learn_new(&o.learn) < 0) {
+            learn_out_close(&out);
+            settings_free(&s);
+            return SB_LAUNCH_FAIL;
+        }
+    }
     rc = sb_launch(&o, &s);
+    if (o.learn != NULL && rc != SB_LAUNCH_FAIL && learn_finish(o.learn, &out) < 0 && rc == 0)
+        rc = 1; /* the command succeeded, its fragment could not be written */
+    learn_free(o.learn);
+    learn_out_close(&out);
     settings_free(&s);
     return rc;
 }

@@ -25,6 +25,25 @@ static const psl_ctx_t *psl(void)
     return ctx;
 }
 
+/* policy.h: the registrable domain of a canonical name, by the same public
+ * suffix list the wildcard check reads. */
+int policy_registrable_domain(const char *name, char *out, size_t cap)
+{
+    const char *rd;
+    size_t n;
+
+    if (psl() == NULL)
+        return -ENOENT;
+    rd = psl_registrable_domain(psl(), name);
+    if (rd == NULL)
+        return -ENOENT;
+    n = strlen(rd);
+    if (n + 1 > cap)
+        return -ENOSPC;
+    memcpy(out, rd, n + 1);
+    return 0;
+}
+
 /* Parses "/LEN" (no leading zeros) into *prefix. */
 static int parse_prefix(const char *s, size_t len, unsigned max, unsigned *prefix)
 {

@@ -164,6 +164,13 @@ struct policy *policy_ref(struct policy *p);
 int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule *r, char *name,
                          const char **why);
 
+/* The registrable domain of a canonical name (lower-case A-labels), by the
+ * public suffix list the wildcard check uses (ICANN and private sections;
+ * an unlisted top-level label counts as a suffix): "b.example.co.uk" ->
+ * "example.co.uk". 0 with it in out, or -ENOENT when the name is itself a
+ * suffix (or no list is available), -ENOSPC when cap is too small. */
+int policy_registrable_domain(const char *name, char *out, size_t cap);
+
 /* Where a decision came from. */
 enum policy_origin {
     POLICY_BY_RULE = 0,     /* a deny or allow rule; rule != NULL */

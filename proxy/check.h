@@ -20,6 +20,8 @@ struct check_opts {
     int transparent; /* --transparent / network.transparent: the resolver's answer too */
     const char *method;      /* --method M for URL targets (default GET), or NULL */
     const char *replay_path; /* --replay LOG ("-": stdin), or NULL */
+    const char *learn_path;  /* --learn LOG ("-": stdin), or NULL */
+    const char *output_path; /* -o FILE with --learn, or NULL (stdout) */
 };
 
 /* One name to resolve for --resolve, and its answers. */
@@ -48,6 +50,14 @@ int check_run(const struct check_opts *o, const struct settings *s);
  * change. 0 when none changes, 1 when one does, 2 for bad settings or a bad
  * log (every bad line reported as LOG:LINE: why; nothing else printed). */
 int check_replay(const struct check_opts *o, const struct settings *s, const char *settings_path);
+
+/* `sluice check --learn LOG` (proxy/learn_out.c, proxy/learn.c): the
+ * smallest network.allowedDomains fragment that would have allowed the
+ * log's decisions, on stdout or written atomically to o->output_path; with
+ * an explicit settings file (settings_path not NULL) only what s does not
+ * allow already. What is not learned is said on stderr. 0, or 2 for bad
+ * settings, a bad log or a file that cannot be written. */
+int check_learn(const struct check_opts *o, const struct settings *s, const char *settings_path);
 
 /* The config test (proxy/checkconf.c): compiles the settings loaded from
  * path and prints a one-line summary (rules by kind, mode, unmatched

@@ -110,38 +110,63 @@ static const char *record_level(const struct connlog *r)
     return "info";
 }
 
+static void record_line(struct log_line *l, const struct connlog *r)
+{
+    line_begin(l, record_level(r), r->event == CONNLOG_DECISION ? "decision" : "close");
+    put_num(l, "id", r->id);
+    put_str(l, "client", r->client);
+    put_str(l, "protocol", r->protocol);
+    if (r->host != NULL) {
+        put_str(l, "host", r->host);
+        if (r->port != 0)
+            put_num(l, "port", r->port);
+    }
+    if (r->terminated)
+        put_num(l, "terminated", 1);
+    put_str(l, "method", r->method);
+    put_str(l, "url", r->url);
+    put_str(l, "decision", r->verdict);
+    put_str(l, "rule", r->rule);
+    put_str(l, "source", r->source);
+    put_str(l, "reason", r->reason);
+    put_str(l, "hint", r->hint);
+    put_str(l, "addr", r->addr);
+    if (r->code >= 0)
+        put_num(l, "code", (unsigned long long)r->code);
+    if (r->event == CONNLOG_CLOSE) {
+        put_num(l, "bytes_up", r->bytes_up);
+        put_num(l, "bytes_down", r->bytes_down);
+        put_num(l, "duration_ms", r->duration_ms);
+        put_str(l, "end", r->end);
+    }
+}
+
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r)
 {
     struct log_line l;
 
-    line_begin(&l, record_level(r), r->event == CONNLOG_DECISION ? "decision" : "close");
-    put_num(&l, "id", r->id);
-    put_str(&l, "client", r->client);
-    put_str(&l, "protocol", r->protocol);
-    if (r->host != NULL) {
-        put_str(&l, "host", r->host);
-        if (r->port != 0)
-            put_num(&l, "port", r->port);
-    }
-    if (r->terminated)
-        put_num(&l, "terminated", 1);
-    put_str(&l, "method", r->method);
-    put_str(&l, "url", r->url);
-    put_str(&l, "decision", r->verdict);
-    put_str(&l, "rule", r->rule);
-    put_str(&l, "source", r->source);
-    put_str(&l, "reason", r->reason);
-    put_str(&l, "hint", r->hint);
-    put_str(&l, "addr", r->addr);
-    if (r->code >= 0)
-        put_num(&l, "code", (unsigned long long)r->code);
-    if (r->event == CONNLOG_CLOSE) {
-        put_num(&l, "bytes_up", r->bytes_up);
-        put_num(&l, "bytes_down", r->bytes_down);
-        put_num(&l, "duration_ms", r->duration_ms);
-        put_str(&l, "end", r->end);
-    }
+    record_line(&l, r);
     emit(lg, &l);
+}
+
+long proxy_log_render(const struct connlog *r, char *buf, size_t cap)
+{
+    struct log_line l;
+    FILE *f = fmemopen(buf, cap, "w");
+    long n;
+
+    if (f == NULL)
+        return -1;
+    setvbuf(f, NULL, _IONBF, 0);
+    record_line(&l, r);
+    render_text(f, &l);
+    n = ferror(f) ? -1 : ftell(f);
+    fclose(f);
+    /* the line and its newline, and room for the NUL fmemopen writes */
+    if (n <= 0 || (size_t)n + 1 >= cap || buf[n - 1] != '\n')
+        return -1;
+    buf[--n] = '\0';
+    return n;
 }
 
 void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg)

@@ -50,6 +50,7 @@ struct replay {
     size_t ngroups;
     unsigned long decisions, others;
     int resolve;
+    char *key; /* while reading: a group's key is built here */
 };
 
 /* ---- reading ---- */
@@ -69,7 +70,7 @@ static int key_add(char *key, size_t *len, size_t cap, const char *s)
     return 0;
 }
 
-static uint64_t hash(const char *s, size_t n)
+uint64_t replay_hash(const char *s, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
@@ -109,7 +110,7 @@ static int add_record(struct replay *rp, const struct replay_record *r, char *ke
         key_add(key, &klen, cap, r->path) < 0 || key_add(key, &klen, cap, r->decision) < 0 ||
         key_add(key, &klen, cap, r->rule) < 0 || key_add(key, &klen, cap, r->source) < 0)
         return -ENOMEM; /* cannot happen: cap is twice the line */
-    b = &rp->buckets[hash(key, klen) % REPLAY_BUCKETS];
+    b = &rp->buckets[replay_hash(key, klen) % REPLAY_BUCKETS];
     for (g = *b; g != NULL; g = g->next)
         if (g->keylen == klen && memcmp(g->key, key, klen) == 0)
             break;
@@ -170,22 +171,21 @@ static int read_line(FILE *f, char *line, size_t *len)
     return 1;
 }
 
-/* Reads the log into groups. 0, or -1 after reporting FILE:LINE of every
- * bad line (up to REPLAY_MAX_ERRORS) or a read error. */
-static int read_log(struct replay *rp)
+/* replay.h: reads every decision record of path ("-": stdin) into add. */
+int replay_read(const char *path, replay_add_fn add, void *ctx, unsigned long *decisions,
+                unsigned long *others)
 {
-    FILE *f = strcmp(rp->path, "-") == 0 ? stdin : fopen(rp->path, "r");
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     char *line = malloc(REPLAY_LINE_MAX + 1), *buf = malloc(REPLAY_LINE_MAX + 1);
-    char *key = malloc(2 * REPLAY_LINE_MAX + 64);
     unsigned long lineno = 0;
     unsigned nbad = 0;
     int rc = -1, got;
 
     if (f == NULL) {
-        fprintf(stderr, "sluice: check: %s: cannot open: %s\n", rp->path, strerror(errno));
+        fprintf(stderr, "sluice: check: %s: cannot open: %s\n", path, strerror(errno));
         goto out;
     }
-    if (line == NULL || buf == NULL || key == NULL) {
+    if (line == NULL || buf == NULL) {
         fprintf(stderr, "sluice: check: out of memory\n");
         goto out;
     }
@@ -199,7 +199,7 @@ static int read_log(struct replay *rp)
             break;
         lineno++;
         if (got < 0) {
-            fprintf(stderr, "%s:%lu: a line longer than %u bytes\n", rp->path, lineno,
+            fprintf(stderr, "%s:%lu: a line longer than %u bytes\n", path, lineno,
                     (unsigned)REPLAY_LINE_MAX);
             nbad++;
             continue;
@@ -208,35 +208,58 @@ static int read_log(struct replay *rp)
             continue; /* a blank line says nothing */
         kind = replay_parse_line(line, len, buf, REPLAY_LINE_MAX + 1, &r, &why);
         if (kind < 0 || got == 2) {
-            fprintf(stderr, "%s:%lu: %s%s%s\n", rp->path, lineno,
+            fprintf(stderr, "%s:%lu: %s%s%s\n", path, lineno,
                     kind < 0 ? "not a connection log record: " : "", kind < 0 ? why : "",
                     got != 2   ? ""
                     : kind < 0 ? " (the last line, without its newline: the log was cut)"
                                : "the last line has no newline: the log was cut");
             nbad++;
         } else if (kind == 0) {
-            rp->others++;
+            (*others)++;
         } else if (nbad == 0) {
-            rp->decisions++;
-            if (add_record(rp, &r, key, 2 * REPLAY_LINE_MAX + 64) < 0) {
+            (*decisions)++;
+            if (add(ctx, &r) < 0) {
                 fprintf(stderr, "sluice: check: out of memory\n");
                 goto out;
             }
         }
     }
     if (ferror(f)) {
-        fprintf(stderr, "sluice: check: %s: read error\n", rp->path);
+        fprintf(stderr, "sluice: check: %s: read error\n", path);
         goto out;
     }
     if (nbad >= REPLAY_MAX_ERRORS)
-        fprintf(stderr, "%s: %u bad lines, stopped reading\n", rp->path, nbad);
+        fprintf(stderr, "%s: %u bad lines, stopped reading\n", path, nbad);
     rc = nbad > 0 ? -1 : 0;
 out:
     if (f != NULL && f != stdin)
         fclose(f);
     free(line);
     free(buf);
-    free(key);
+    return rc;
+}
+
+static int add_to_groups(void *ctx, const struct replay_record *r)
+{
+    struct replay *rp = ctx;
+
+    return add_record(rp, r, rp->key, 2 * REPLAY_LINE_MAX + 64);
+}
+
+/* Reads the log into groups. 0, or -1 after reporting FILE:LINE of every
+ * bad line (up to REPLAY_MAX_ERRORS) or a read error. */
+static int read_log(struct replay *rp)
+{
+    int rc;
+
+    rp->key = malloc(2 * REPLAY_LINE_MAX + 64);
+    if (rp->key == NULL) {
+        fprintf(stderr, "sluice: check: out of memory\n");
+        return -1;
+    }
+    rc = replay_read(rp->path, add_to_groups, rp, &rp->decisions, &rp->others);
+    free(rp->key);
+    rp->key = NULL;
     return rc;
 }
 

@@ -41,4 +41,16 @@ struct replay_record {
 int replay_parse_line(const char *line, size_t len, char *buf, size_t cap, struct replay_record *r,
                       const char **why);
 
+/* FNV-1a over n bytes: the hash of replay's and learn's tables. */
+uint64_t replay_hash(const char *s, size_t n);
+
+/* Reads the connection log at path ("-": stdin) line by line and hands
+ * each decision record to add (its strings valid during the call only).
+ * Every bad line (up to 20) is reported on stderr as PATH:LINE: why, and
+ * then no record after the first bad line is added. 0, or -1 after a bad
+ * line, a read error, or add failing (a negative return: out of memory). */
+typedef int (*replay_add_fn)(void *ctx, const struct replay_record *r);
+int replay_read(const char *path, replay_add_fn add, void *ctx, unsigned long *decisions,
+                unsigned long *others);
+
 #endif

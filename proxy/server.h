@@ -103,6 +103,9 @@ int proxy_log_reopen(struct proxy_log *lg, const char *path);
 /* Closes the file (not stderr), after a final flush. */
 void proxy_log_close(struct proxy_log *lg);
 void proxy_log_record(struct proxy_log *lg, const struct connlog *r);
+/* The record as the text log writes it, one logfmt line without its
+ * newline, into buf: its length, or -1 when it does not fit in cap. */
+long proxy_log_render(const struct connlog *r, char *buf, size_t cap);
 /* A server event (start, reload, drain): level "info", "warn" or "error". */
 void proxy_log_event(struct proxy_log *lg, const char *level, const char *event, const char *msg);
 

@@ -375,8 +375,14 @@ static int permission_layers(struct run *run)
         else
             return exec_unsandboxed(run->cmd, "--dangerously-disable-sandbox");
     }
-    if (run_is_excluded(s, run->cmdline))
+    if (run_is_excluded(s, run->cmdline)) {
+        if (run->o->learn != NULL) { /* nothing would pass the policy to learn from */
+            fprintf(stderr, "sluice: run: --learn: the command matches sandbox.excludedCommands "
+                            "and would run unsandboxed, with no policy to learn from; not run\n");
+            return SB_LAUNCH_FAIL;
+        }
         return exec_unsandboxed(run->cmd, "the command matches sandbox.excludedCommands");
+    }
     return -1;
 }
 

@@ -27,6 +27,7 @@
 #include "sandbox/sandbox.h"
 
 struct settings;
+struct learn;
 
 #define SB_LAUNCH_FAIL 125 /* sluice failed; the command did not run */
 
@@ -42,6 +43,8 @@ struct sb_launch_opts {
     int report_writes;    /* --report-writes: refused writes listed (not with quiet) */
     char **cmd;           /* NULL-terminated; unused with cstr */
     const char *cstr;     /* -c STRING, or NULL */
+    struct learn *learn;  /* --learn FILE: every decision record is added to it
+                             (proxy/learn.h), or NULL */
     int64_t t0_us;        /* when the subcommand started (common_mono_us), for -d's
                              start-up phases; 0 when unknown */
 };

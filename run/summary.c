@@ -5,6 +5,7 @@
 #include "run/launch-int.h"
 
 #include "common/common.h"
+#include "proxy/learn.h"
 
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -81,6 +82,8 @@ void run_note_decision(struct run *run, const struct connlog *r)
                   r->reason != NULL ? r->reason : "");
     if (run->log_on)
         proxy_log_record(&run->log, r);
+    if (run->o->learn != NULL) /* run --learn: a record that does not read back is counted */
+        (void)learn_add_connlog(run->o->learn, r);
 }
 
 /* The path as the summary shows it: $HOME as "~". */

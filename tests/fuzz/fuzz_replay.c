@@ -12,7 +12,12 @@
  *   - written again by the connection log's own writer (proxy/log.c,
  *     logfmt), the record reads back to the same fields;
  *   - the record is judged by a fixed policy without a crash, as the replay
- *     judges it (policy_verdict_request, policy_dns_refused).
+ *     judges it (policy_verdict_request, policy_dns_refused);
+ *   - learned (proxy/learn.c, `check --learn`), alone and against the fixed
+ *     policy as a base: the fragment builds, loads as settings and allows
+ *     what it was made for (learn_build checks that itself and fails
+ *     otherwise), and a non-public IP literal or a denial by a rule or the
+ *     guard never becomes an entry.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
@@ -24,6 +29,7 @@
 #include "bridge/bridge.h"
 #include "fuzz.h"
 #include "policy/policy.h"
+#include "proxy/learn.h"
 #include "proxy/replay.h"
 #include "proxy/server.h"
 
@@ -125,6 +131,28 @@ static void judge(const struct replay_record *r)
     FUZZ_CHECK(j.verdict == POLICY_ALLOW || j.verdict == POLICY_DENY || j.verdict == POLICY_ASK);
 }
 
+static void learn(const struct replay_record *r, const struct policy *base)
+{
+    struct learn *l = NULL;
+    struct learn_result res;
+    int lifted;
+
+    FUZZ_CHECK(learn_new(&l) == 0);
+    FUZZ_CHECK(learn_add(l, r) == 0);
+    FUZZ_CHECK(learn_build(l, base, NULL, &res) == 0);
+    lifted = strcmp(r->protocol, "dns") != 0 &&
+             (r->h.kind == POLICY_HOST_NAME ||
+              policy_addr_classify(&r->h.addr, NULL) == POLICY_CLASS_PUBLIC) &&
+             (strcmp(r->decision, "deny") != 0 || (r->rule == NULL && r->addr == NULL));
+    FUZZ_CHECK(res.entries <= 1);
+    if (!lifted || base != NULL)
+        FUZZ_CHECK(lifted || res.entries == 0);
+    else
+        FUZZ_CHECK(res.entries == 1 && strstr(res.json, r->h.name) != NULL);
+    free(res.json);
+    learn_free(l);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct replay_record r;
@@ -158,6 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(r.path == NULL || (r.path[0] == '/' && strcmp(r.protocol, "http") == 0));
         rewrite(&r);
         judge(&r);
+        learn(&r, NULL);
+        learn(&r, pol);
     }
     free(line);
     free(buf);
