@@ -18,7 +18,8 @@
  * (OpenSSL's default, Go, rustls with native roots) trusts the CA with no
  * variable. srt's eleven variables point at the bundle; JAVA_TOOL_OPTIONS
  * gets the trust store. A caKeyPath file is covered by /dev/null, bound
- * after every other mount, whatever the filesystem lists say. */
+ * after every other mount, whatever the filesystem lists say; the launcher,
+ * which holds the key, is made non-dumpable (PR_SET_DUMPABLE 0). */
 #define _GNU_SOURCE
 #include "run/tls_trust.h"
 
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -274,6 +276,16 @@ int run_tls_prepare(struct run *run)
     }
     if (check_settings(run) < 0)
         return -1;
+    /* the CA key lives in this process from here on: not dumpable, so no
+     * process without CAP_SYS_PTRACE reads its memory through /proc, even
+     * one of the same uid that sees the host's /proc
+     * (enableWeakerNestedSandbox binds it in) */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+        fprintf(stderr, "sluice: run: network.tlsTerminate: cannot make sluice non-dumpable: %s; "
+                        "the command was not run\n",
+                strerror(errno));
+        return -1;
+    }
     t = calloc(1, sizeof(*t));
     if (t == NULL) {
         fprintf(stderr, "sluice: run: out of memory\n");

@@ -107,6 +107,17 @@ EOF
         echo done' 2>&1)
     [ "$out" = done ] && ok "the command cannot write, remove or replace the bundle, nor see the host launcher in /proc" ||
         bad "bundle attacks" "$out"
+    # enableWeakerNestedSandbox binds the host's /proc in: the launcher, which
+    # holds the per-run CA key, is not dumpable, so its memory, environment
+    # and descriptors stay closed to the command even with the same uid
+    out=$(sr "$SH/weak.json" -- sh -c 'n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " 2>/dev/null < $p/cmdline)
+        case "$c" in "'"$SLUICE"' run "*) n=$((n+1))
+            cat $p/environ >/dev/null 2>&1 && echo "ENVIRON $p"; cat $p/maps >/dev/null 2>&1 && echo "MAPS $p"
+            for f in $p/fd/*; do head -c0 $f </dev/null >/dev/null 2>&1 && echo "FD $f"; done;; esac; done; echo "launchers $n"' 2>&1)
+    out=$(grep -v "cannot open /proc/[0-9]*/cmdline" <<<"$out")
+    [ "$out" != "${out#launchers }" ] && [ "$out" != "launchers 0" ] &&
+        ok "with the host's /proc (enableWeakerNestedSandbox) the launcher's memory map, environment and descriptors stay closed" ||
+        bad "launcher through the host's /proc" "$out"
     cmp -s /etc/ssl/certs/ca-certificates.crt "$SH/roots.before" && ok "the host's system bundle is untouched" ||
         bad "host bundle changed"
 
@@ -221,6 +232,9 @@ JSON
   "requestRules": [{"host": "rules.test", "method": "GET", "path": "/pub/**", "action": "allow"},
                    {"host": "rules.test", "path": "/pub/secret/**", "action": "deny"}],
   "tlsTerminate": {"scope": "needed", "extraCaCertPaths": ["$SH/originca.pem"]}}}
+JSON
+    cat > "$SH/weak.json" <<JSON
+{"enableWeakerNestedSandbox": true, "network": {$base, "tlsTerminate": {}}}
 JSON
     chmod 644 "$SH"/*.json
     export JAVA_TOOL_OPTIONS=-Dkeep=1 AWS_CA_BUNDLE=/host/aws.pem
