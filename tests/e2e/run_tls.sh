@@ -160,10 +160,20 @@ public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by
 
     # a CA from files: its key is unreadable inside, whatever allowRead says
     out=$(sr "$F" -- sh -c 'c=$(cat '"$KD"'/ca.key 2>/dev/null | wc -c); echo "key $c"; grep -c "BEGIN CERTIFICATE" '"$KD"'/ca.pem
+        k='"$KD"'/ca.key; ln $k /tmp/k 2>/dev/null && echo LINKED; ln $k '"$KD"'/k2 2>/dev/null && echo LINKED2
+        mv $k $k.x 2>/dev/null && echo MOVED; rm -f $k 2>/dev/null && echo REMOVED; cat /tmp/k '"$KD"'/k2 $k.x 2>/dev/null | grep -q PRIVATE && echo READ
         curl -sS -v --max-time 10 https://good.test:'"$PA"'/hello.txt 2>/tmp/e; grep -i "issuer:" /tmp/e' 2>&1)
     [ "$(head -1 <<<"$out")" = "key 0" ] && grep -q "issuer: CN=run e2e CA" <<<"$out" && grep -q "^hello from the origin" <<<"$out" &&
-        ok "caKeyPath is unreadable in the sandbox (allowRead names it); the CA from files signs" ||
+        ! grep -q "LINKED\|MOVED\|REMOVED\|READ" <<<"$out" && grep -q "PRIVATE KEY" "$KD/ca.key" &&
+        ok "caKeyPath is unreadable in the sandbox (allowRead and allowWrite name its folder; no link, move or removal); the CA from files signs" ||
         bad "caKeyPath" "$out"
+    rm -f "$KD/k2" "$KD/ca.key.x"
+    # a key with a second name is refused: only the named path is hidden
+    mkdir -p "$T/hl" && cp "$KD/ca.pem" "$KD/ca.key" "$T/hl/" && ln "$T/hl/ca.key" "$T/hl/ca.key2"
+    sed "s|$KD/ca|$T/hl/ca|g" "$F" > "$T/hl.json"
+    out=$(sr "$T/hl.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "network.tlsTerminate: caKeyPath has more than one hard link" <<<"$out" &&
+        ok "a caKeyPath with two hard links is refused (125), naming the key" || bad "hard-linked key" "rc $rc: $out"
 }
 
 # --- set-up (root, once) ------------------------------------------------------
@@ -245,7 +255,7 @@ write_files_settings() { # KEYDIR
 {"network": {$base,
   "tlsTerminate": {"caCertPath": "$1/ca.pem", "caKeyPath": "$1/ca.key",
                    "extraCaCertPaths": ["$SH/originca.pem"]}},
- "filesystem": {"allowRead": ["$1", "$1/ca.key"]}}
+ "filesystem": {"allowRead": ["$1", "$1/ca.key"], "allowWrite": ["$1", "."]}}
 JSON
 }
 
