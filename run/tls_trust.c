@@ -99,7 +99,9 @@ static int check_settings(const struct run *run)
 }
 
 /* Request rules without tlsTerminate: termination of the ruled hosts only,
- * with a CA made for this run; messages point at the first rule. */
+ * with a CA made for this run; messages point at the first rule. Transparent
+ * mode goes with it: its connect()s to a ruled host are refused
+ * (run/tp_call.c), the proxy's tunnels to it are terminated. */
 static void implicit_termination(struct settings *s)
 {
     const struct settings_item *first = &s->network.request_rules.items[0];
@@ -270,12 +272,15 @@ int run_tls_prepare(struct run *run)
     int rc = -1;
 
     if (!s->network.tls_terminate.given.set) {
-        if (s->network.request_rules.n == 0)
+        /* no proxy of sluice's sees the connections with isolate false or
+         * httpProxyPort: request rules keep what they do there */
+        if (s->network.request_rules.n == 0 || !s->network.isolate ||
+            s->network.http_proxy_port != 0)
             return 0;
         implicit_termination(s);
-    }
-    if (check_settings(run) < 0)
+    } else if (check_settings(run) < 0) {
         return -1;
+    }
     /* the CA key lives in this process from here on: not dumpable, so no
      * process without CAP_SYS_PTRACE reads its memory through /proc, even
      * one of the same uid that sees the host's /proc
