@@ -122,11 +122,11 @@ EOF
         bad "host bundle changed"
 
     # no per-run CA key on disk: the run directory while the command runs
-    sr "$S" -d -- sh -c 'sleep 2' 2>"$T/d.err" &
+    sr "$S" -d -- sh -c 'touch /tmp/started; sleep 2' 2>"$T/d.err" &
     local pid=$! rd= i
     for i in $(seq 40); do
         rd=$(sed -n 's/.*bwrap .*, run directory \([^ ]*\)$/\1/p' "$T/d.err" | head -1)
-        [ -n "$rd" ] && [ -e "$rd/tls/ca-bundle.pem" ] && break
+        [ -n "$rd" ] && [ -e "$rd/tmp/started" ] && break # the command runs
         sleep 0.05
     done
     out=$( [ -n "$rd" ] && grep -rl "PRIVATE KEY" "$rd" 2>/dev/null; [ -n "$rd" ] && find "$rd/tls" -type f ! -perm 600)
