@@ -41,6 +41,31 @@ static int add_bag(STACK_OF(PKCS12_SAFEBAG) **bags, X509 *x, const char *alias, 
     return 0;
 }
 
+/* The next CERTIFICATE block of b, or NULL at the end. PEM_read_bio and
+ * d2i_X509 rather than PEM_read_bio_X509, whose OpenSSL 3.0 decoder
+ * framework costs about half a millisecond a certificate (a system roots
+ * file has some 150); a block that is not a certificate is skipped. */
+static X509 *next_cert(BIO *b)
+{
+    char *name = NULL, *header = NULL;
+    unsigned char *data = NULL;
+    long len = 0;
+    X509 *x = NULL;
+
+    while (x == NULL && PEM_read_bio(b, &name, &header, &data, &len) == 1) {
+        const unsigned char *p = data;
+        if (strcmp(name, PEM_STRING_X509) == 0 || strcmp(name, PEM_STRING_X509_OLD) == 0 ||
+            strcmp(name, PEM_STRING_X509_TRUSTED) == 0)
+            x = d2i_X509(NULL, &p, len);
+        OPENSSL_free(name);
+        OPENSSL_free(header);
+        OPENSSL_free(data);
+        name = header = NULL;
+        data = NULL;
+    }
+    return x;
+}
+
 /* Every certificate of the PEM file roots_path as a bag ("root-N"). */
 static int add_roots(STACK_OF(PKCS12_SAFEBAG) **bags, const char *roots_path, int trust_nid,
                      const ASN1_OBJECT *any_eku, char *err, size_t errlen)
@@ -64,7 +89,7 @@ static int add_roots(STACK_OF(PKCS12_SAFEBAG) **bags, const char *roots_path, in
         tls_err(err, errlen, "trust store: out of memory");
         return UV_ENOMEM;
     }
-    while (rc == 0 && n < TRUST_ROOTS_MAX && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+    while (rc == 0 && n < TRUST_ROOTS_MAX && (x = next_cert(b)) != NULL) {
         char alias[32];
         snprintf(alias, sizeof(alias), "root-%u", n++);
         rc = add_bag(bags, x, alias, trust_nid, any_eku);
