@@ -168,6 +168,14 @@ public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by
         ok "caKeyPath is unreadable in the sandbox (allowRead and allowWrite name its folder; no link, move or removal); the CA from files signs" ||
         bad "caKeyPath" "$out"
     rm -f "$KD/k2" "$KD/ca.key.x"
+    # what run cannot terminate is refused, naming the key (never accepted and ignored)
+    printf '{"network": {"allowedDomains": ["x.test"], "isolate": false,\n "tlsTerminate": {}}}\n' > "$T/open.json"
+    out=$(sr "$T/open.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "open.json:2:2: network.tlsTerminate: network.isolate is false" <<<"$out" &&
+        ok "tlsTerminate with isolate false is refused (125), naming where" || bad "isolate false" "rc $rc: $out"
+    out=$(sr "$S" --transparent -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "network.tlsTerminate: transparent mode" <<<"$out" &&
+        ok "tlsTerminate with --transparent is refused (125), naming the key" || bad "transparent" "rc $rc: $out"
     # a key with a second name is refused: only the named path is hidden
     mkdir -p "$T/hl" && cp "$KD/ca.pem" "$KD/ca.key" "$T/hl/" && ln "$T/hl/ca.key" "$T/hl/ca.key2"
     sed "s|$KD/ca|$T/hl/ca|g" "$F" > "$T/hl.json"
