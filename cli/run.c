@@ -268,17 +268,6 @@ int cli_run(int argc, char **argv)
         fprintf(stderr, "sluice: run: not running the command: the settings are invalid\n");
         return SB_LAUNCH_FAIL;
     }
-    if (s.network.tls_terminate.given.set) {
-        /* accepted by the loader for sluice proxy; never silently ignored here */
-        fprintf(stderr,
-                "sluice: run: %s:%u:%u: network.tlsTerminate: TLS termination is not "
-                "implemented by sluice run yet (sluice proxy has it, with a CA from files); "
-                "remove the key\n",
-                s.network.tls_terminate.given.file, s.network.tls_terminate.given.line,
-                s.network.tls_terminate.given.col);
-        settings_free(&s);
-        return SB_LAUNCH_FAIL;
-    }
     if (learn_path != NULL) {
         if (learn_prepare(&o, &s) < 0 || learn_out_open(&out, learn_path) < 0 ||
             learn_new(&o.learn) < 0) {

@@ -46,7 +46,10 @@ int http_tls_wanted(const struct http_conn *c)
     const struct policy *pol = egress_env_policy(c->fc.f->egress);
     const struct policy_tls_opts *to = policy_tls_opts(pol);
 
-    return to->on && !c->terminated && !policy_tls_excluded(pol, &c->host, c->fc.port);
+    /* scope "needed" (sluice run's request rules without tlsTerminate):
+     * only the hosts with request rules */
+    return to->on && !c->terminated && !policy_tls_excluded(pol, &c->host, c->fc.port) &&
+           (!to->scope_needed || policy_request_ruled(pol, &c->host, c->fc.port));
 }
 
 static void on_sniff_timer(uv_timer_t *t)

@@ -30,6 +30,7 @@ struct blocked {
 struct run;
 struct seccomp_notif;
 struct run_notify;
+struct run_tls;
 
 struct run {
     const struct sb_launch_opts *o;
@@ -108,6 +109,8 @@ struct run {
     struct blocked wblocked[RUN_MAX_BLOCKED]; /* what: the path, reason: why */
     size_t nwblocked;
     unsigned wblocked_total, wblocked_dropped;
+    /* TLS termination and the sandbox's trust in its CA (tls_trust.c), or NULL */
+    struct run_tls *tls;
     /* -d: where the time went, phase by phase (run_phase) */
     int64_t phase_at; /* common_mono_us() of the previous mark */
     size_t nphases;

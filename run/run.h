@@ -12,6 +12,8 @@
  *                 synthetic addresses, the sandbox's resolver)
  *   launch_fsw.c  the write report's steps in the launcher; the handler is
  *                 fswrite.c (fswrite.h), its filter rules sandbox/fswatch.c
+ *   tls_trust.c   TLS termination in the run: the CA, the service's TLS
+ *                 state, the bundle, variables and Java trust store inside
  *   launch_notify.c, notify.c  the one server of the seccomp listener,
  *                 dispatching by syscall to transparent mode and the write
  *                 report (notify.h)

@@ -996,6 +996,9 @@ static void emit_mounts(struct ctx *c)
      * no allowWrite or allowRead can show them again */
     if (o->mask_dir != NULL)
         args(c, "--tmpfs", o->mask_dir, NULL);
+    for (size_t i = 0; o->late_ro != NULL && o->late_ro[i] != NULL && o->late_ro[i + 1] != NULL;
+         i += 2)
+        args(c, "--ro-bind", o->late_ro[i], o->late_ro[i + 1], NULL);
     /* /tmp inside is the private one: sluice's binary under the host's
      * /tmp (a build tree) is bound back, read-only, at the same path, so
      * inner and `sluice connect` are found where they are named */

@@ -71,11 +71,13 @@ static void rules_text(FILE *f, const struct settings *s)
 {
     if (s->network.request_rules.n == 0)
         return;
-    fprintf(f, "  - Request rules (network.requestRules): on the hosts they name, a plain http:// "
-               "request is allowed only when an allow rule matches its method and path and no "
-               "deny rule does (paths compared after normalisation; ambiguous paths refused). "
-               "HTTPS, SOCKS and direct connections to those hosts are refused: sluice cannot "
-               "see the requests inside them (TLS termination is not built yet).\n");
+    fprintf(f, "  - Request rules (network.requestRules): on the hosts they name, a request "
+               "(plain http://, or https:// inside a TLS tunnel sluice terminates: in sluice run "
+               "the rules turn termination on for their hosts) is allowed only when an allow "
+               "rule matches its method and path and no deny rule does (paths compared after "
+               "normalisation; ambiguous paths refused). Connections to those hosts whose "
+               "requests sluice cannot see (SOCKS, direct, a tunnel not terminated) are "
+               "refused.\n");
     for (size_t i = 0; i < s->network.request_rules.n; i++) {
         struct settings_request_rule r;
         if (settings_request_rule_split(s->network.request_rules.items[i].value, &r) < 0)

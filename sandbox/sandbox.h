@@ -198,6 +198,11 @@ struct sb_bwrap_opts {
     int debug;               /* inner gets --debug (its phases on stderr) */
     const char *resolv_conf;      /* transparent: host file bound read-only at */
     const char *resolv_conf_dest; /* this path (what /etc/resolv.conf resolves to) */
+    const char *const *late_ro; /* NULL, or pairs (host source, sandbox path),
+                                   NULL-terminated: bound read-only after
+                                   every other mount (the run directories'
+                                   mask included), so no filesystem list
+                                   shows what they cover (run/tls_trust.c) */
     char *const *cmd;        /* the command's argv, NULL-terminated */
     FILE *warn;              /* warnings (a glob matching nothing); NULL: stderr */
 };

@@ -11,6 +11,7 @@
  *             bytes (is it TLS, which SNI, which ALPN protocols)
  *   ca.c      the CA: from files, or made per run with its key in memory
  *             only; the CA certificate and the trust bundle for the sandbox
+ *   trust.c   the Java trust store for the sandbox (PKCS12)
  *   leaf.c    leaf certificates and their LRU cache (shared by every loop,
  *             thread-safe), minted off the event loop
  *   conn.c    the per-loop contexts (server and upstream client) and the
@@ -120,6 +121,15 @@ int tls_ca_write_cert(const struct tls_ca *ca, const char *path, char *err, size
 #define TLS_SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
 int tls_bundle_write(const struct tls_ca *ca, const char *roots_path, const char *path,
                      char *err, size_t errlen);
+
+/* Writes a Java trust store to path (mode 0644; PKCS12, keystore type
+ * "PKCS12"): the certificates of the system roots file roots_path (NULL:
+ * TLS_SYSTEM_ROOTS) and the CA certificate (alias "sluice-run-ca"), each a
+ * certificate bag with Oracle's trusted-key-usage attribute, which the JDK
+ * needs to read a bag as a trusted entry; no key; an HMAC under password
+ * (trust.c). */
+int tls_truststore_write(const struct tls_ca *ca, const char *roots_path, const char *path,
+                         const char *password, char *err, size_t errlen);
 
 /* A CA from files that works but that strict verifiers refuse (no
  * keyUsage, no Subject Key Identifier): a sentence for the log, or NULL. */

@@ -171,13 +171,14 @@ else
     bad "tlsTerminate without a CA" "rc $rc: $out"
 fi
 
-# --- sluice run refuses the key (not implemented there yet) ------------------
-out=$("$SLUICE" run --settings "$T/noca.json" -- true 2>&1)
+# --- sluice run terminates (run_tls.sh), but refuses what it cannot do -------
+printf '{"network": {"allowedDomains": ["*.test"], "httpProxyPort": 9,\n "tlsTerminate": {}}}\n' > "$T/relay.json"
+out=$("$SLUICE" run --settings "$T/relay.json" -- true 2>&1)
 rc=$?
-if [ "$rc" -ne 0 ] && grep -q "noca.json:2:2: network.tlsTerminate: TLS termination is not implemented by sluice run yet" <<<"$out"; then
-    ok "sluice run refuses tlsTerminate at load, naming where (never accepted and ignored)"
+if [ "$rc" -ne 0 ] && grep -q "relay.json:2:2: network.tlsTerminate: network.httpProxyPort relays" <<<"$out"; then
+    ok "sluice run refuses tlsTerminate with httpProxyPort, naming where (never accepted and ignored)"
 else
-    bad "sluice run with tlsTerminate" "rc $rc: $out"
+    bad "sluice run with tlsTerminate and httpProxyPort" "rc $rc: $out"
 fi
 
 settings "$T/s.json" ""

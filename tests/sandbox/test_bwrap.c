@@ -1185,6 +1185,14 @@ static void golden_mask_limits_tmp_self(struct fx *f)
     mkfile(f, "home/proj/build/sluice");
     snprintf(self, sizeof(self), "%s/build/sluice", f->cwd);
     f->o.self_exe = self;
+    /* run/tls_trust.c's binds: after the mask, before the own binary */
+    static char dir[PATH_MAX + 32], key[PATH_MAX + 32];
+    static const char *late[7];
+    snprintf(dir, sizeof(dir), "%s/run/sluice/run.1/tls", f->root);
+    snprintf(key, sizeof(key), "%s/home/ca.key", f->root);
+    late[0] = dir, late[1] = dir, late[2] = "/dev/null", late[3] = key;
+    late[4] = "odd", late[5] = NULL; /* a lone source is ignored */
+    f->o.late_ro = late;
 }
 
 static void golden_disabled(struct fx *f)

@@ -13,7 +13,7 @@
  *   CA          per run (CA:TRUE, keyCertSign, P-256, self-signed, SKI=AKI),
  *               from files (good, mismatched key, not a CA, one file only,
  *               unreadable, encrypted key, expired, no PEM), the certificate
- *               file, the trust bundle
+ *               file, the trust bundle, the Java trust store (PKCS12)
  *   leaves      the fields of a leaf for a name, 127.0.0.1 and ::1, verified
  *               by OpenSSL against the CA; the bound by the CA's notAfter;
  *               LRU eviction and the counters
@@ -42,6 +42,7 @@
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -822,6 +823,90 @@ static void test_ca_bundle(void **state)
         fclose(f);
     }
     tls_ca_free(ca);
+}
+
+/* Reads the PKCS12 trust store at path: the aliases of its certificate
+ * bags (comma-separated into names) and how many of them carry the JDK's
+ * trusted-key-usage attribute with value anyExtendedKeyUsage. */
+static int read_store(const char *path, const char *pass, char *names, size_t nlen, int *trusted)
+{
+    FILE *f = fopen(path, "rb");
+    PKCS12 *p12 = f != NULL ? d2i_PKCS12_fp(f, NULL) : NULL;
+    STACK_OF(PKCS7) *safes;
+    int nid = OBJ_txt2nid("2.16.840.1.113894.746875.1.1"), n = 0;
+
+    if (f != NULL)
+        fclose(f);
+    *trusted = 0;
+    names[0] = '\0';
+    if (p12 == NULL || !PKCS12_verify_mac(p12, pass, -1)) {
+        PKCS12_free(p12);
+        return -1;
+    }
+    safes = PKCS12_unpack_authsafes(p12);
+    for (int i = 0; safes != NULL && i < sk_PKCS7_num(safes); i++) {
+        STACK_OF(PKCS12_SAFEBAG) *bags = PKCS12_unpack_p7data(sk_PKCS7_value(safes, i));
+        for (int j = 0; bags != NULL && j < sk_PKCS12_SAFEBAG_num(bags); j++) {
+            const PKCS12_SAFEBAG *bag = sk_PKCS12_SAFEBAG_value(bags, j);
+            const ASN1_TYPE *t;
+            char *alias = PKCS12_get_friendlyname((PKCS12_SAFEBAG *)bag);
+            assert_int_equal(PKCS12_SAFEBAG_get_nid(bag), NID_certBag);
+            t = nid != NID_undef ? PKCS12_get_attr_gen(PKCS12_SAFEBAG_get0_attrs(bag), nid) : NULL;
+            if (t != NULL && t->type == V_ASN1_OBJECT &&
+                OBJ_obj2nid(t->value.object) == NID_anyExtendedKeyUsage)
+                (*trusted)++;
+            snprintf(names + strlen(names), nlen - strlen(names), "%s%s", n++ > 0 ? "," : "",
+                     alias != NULL ? alias : "?");
+            OPENSSL_free(alias);
+        }
+        sk_PKCS12_SAFEBAG_pop_free(bags, PKCS12_SAFEBAG_free);
+    }
+    sk_PKCS7_pop_free(safes, PKCS7_free);
+    PKCS12_free(p12);
+    return n;
+}
+
+/* The Java trust store: the roots' certificates and the CA, each a trusted
+ * certificate bag; text that is no certificate in the roots file skipped;
+ * an unreadable roots file named; the MAC under the password only. */
+static void test_truststore(void **state)
+{
+    struct tls_ca *ca = NULL, *r1 = NULL, *r2 = NULL;
+    char err[256], roots[128], out[128], p1[4096], p2[4096], text[9000], names[256];
+    int trusted;
+
+    (void)state;
+    assert_int_equal(tls_ca_generate(30, &ca, err, sizeof(err)), 0);
+    assert_int_equal(tls_ca_generate(30, &r1, err, sizeof(err)), 0);
+    assert_int_equal(tls_ca_generate(30, &r2, err, sizeof(err)), 0);
+    assert_true(tls_ca_cert_pem(r1, p1, sizeof(p1)) > 0);
+    assert_true(tls_ca_cert_pem(r2, p2, sizeof(p2)) > 0);
+    path_in_tmp(roots, sizeof(roots), "store-roots.crt");
+    path_in_tmp(out, sizeof(out), "store.p12");
+
+    snprintf(text, sizeof(text), "# a comment\n%sjunk between\n%s-----BEGIN CERTIFICATE-----\nnot "
+                                 "base64 at all\n",
+             p1, p2);
+    write_text(roots, text);
+    assert_int_equal(tls_truststore_write(ca, roots, out, "pw", err, sizeof(err)), 0);
+    assert_int_equal(read_store(out, "pw", names, sizeof(names), &trusted), 3);
+    assert_string_equal(names, "root-0,root-1,sluice-run-ca");
+    assert_int_equal(trusted, 3);
+    assert_int_equal(read_store(out, "other", names, sizeof(names), &trusted), -1);
+
+    /* no certificate in the roots: the CA alone */
+    write_text(roots, "nothing here\n");
+    assert_int_equal(tls_truststore_write(ca, roots, out, "pw", err, sizeof(err)), 0);
+    assert_int_equal(read_store(out, "pw", names, sizeof(names), &trusted), 1);
+    assert_string_equal(names, "sluice-run-ca");
+    assert_int_equal(trusted, 1);
+
+    path_in_tmp(roots, sizeof(roots), "no-such-store-roots.crt");
+    assert_int_equal(tls_truststore_write(ca, roots, out, "pw", err, sizeof(err)), UV_ENOENT);
+    assert_non_null(strstr(err, "no-such-store-roots.crt"));
+    tls_ca_free(ca);
+    tls_ca_free(r1);
+    tls_ca_free(r2);
 }
 
 /* The files of a CA made here: cert, key, and variants. */
@@ -2092,6 +2177,7 @@ int main(void)
         cmocka_unit_test(test_sniff_own_client),
         cmocka_unit_test(test_ca_generate),
         cmocka_unit_test(test_ca_bundle),
+        cmocka_unit_test(test_truststore),
         cmocka_unit_test(test_ca_files),
         cmocka_unit_test(test_leaves_fields),
         cmocka_unit_test(test_leaves_file_ca),

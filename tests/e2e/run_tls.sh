@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# tests/e2e/run_tls.sh - TLS termination in `sluice run` (issue 23): the
+# host-side proxy terminates with a CA made per run (or one from files),
+# and the sandbox trusts it with no option: the bundle over the system
+# bundle path, srt's variables, a Java trust store.
+#
+# As root: a private network namespace (unshare -n) with HTTPS origins on
+# 127.0.0.10 (their own CA, made here with the openssl CLI) and dnsmasq on
+# 127.0.0.1 answering the *.test names; the cases run as root, then again as
+# an unprivileged user (setpriv) in the same namespace. Nothing reaches the
+# host's network. Skips when not root.
+set -uo pipefail
+SLUICE=${1:?usage: run_tls.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+O1=127.0.0.10
+
+if [ -z "${RUNTLS_NETNS:-}" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "ok - run tlsTerminate # SKIP needs root (a private network namespace)"
+        echo "0 passed, 0 failed"
+        exit 0
+    fi
+    exec unshare -n env RUNTLS_NETNS=1 bash "$0" "$SLUICE"
+fi
+
+. "$HERE/lib.sh"
+WHO=root
+[ -n "${RUNTLS_CHILD:-}" ] && WHO=user
+ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+skip() { echo "ok - [$WHO] $1 # SKIP ${2:-}"; }
+
+# --- the cases (root, then the user: the state comes in RUNTLS_*) -------------
+cases() {
+    local S=$SH/s.json R=$SH/rules.json F=$SH/files.json out rc
+    export XDG_RUNTIME_DIR=$T/xdg
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    cd "$T" || return
+    sr() { "$SLUICE" run --settings "$@"; }
+
+    # curl WITHOUT --cacert: the bundle over /etc/ssl/certs and CURL_CA_BUNDLE
+    out=$(sr "$S" -- sh -c 'curl -sS -v --max-time 10 https://good.test:'"$PA"'/hello.txt 2>/tmp/e; cat; grep -i "issuer:" /tmp/e' </dev/null 2>&1)
+    if grep -q "^hello from the origin" <<<"$out" && grep -q "issuer: O=sluice; CN=sluice per-run CA" <<<"$out"; then
+        ok "curl without --cacert reaches the origin through termination (issuer: the run's CA)"
+    else bad "curl through termination" "$out"; fi
+    out=$(sr "$S" -- sh -c 'unset CURL_CA_BUNDLE SSL_CERT_FILE; curl -sS --max-time 10 https://good.test:'"$PA"'/hello.txt' 2>&1)
+    [ "$out" = "hello from the origin" ] && ok "curl with no variable trusts it through the system bundle path" ||
+        bad "system bundle path" "$out"
+    out=$(sr "$S" -- python3 -c 'import urllib.request; print(urllib.request.urlopen("https://good.test:'"$PA"'/hello.txt", timeout=10).read().decode().strip())' 2>&1)
+    [ "$out" = "hello from the origin" ] && ok "python3 urllib trusts the run's CA" || bad "python3 urllib" "$out"
+    out=$(sr "$S" -- openssl s_client -proxy 127.0.0.1:3128 -connect "good.test:$PA" -servername good.test \
+        -verify_return_error -brief </dev/null 2>&1)
+    grep -q "Verification: OK" <<<"$out" && ok "openssl s_client (default store) verifies the leaf" ||
+        bad "openssl s_client" "$out"
+    if command -v node >/dev/null; then
+        # node 20's fetch does not read HTTPS_PROXY: a CONNECT by hand, then
+        # node's own TLS with its roots plus NODE_EXTRA_CA_CERTS
+        out=$(sr "$S" -- node -e '
+const http = require("http"), tls = require("tls");
+http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: "good.test:'"$PA"'"}).on("connect", (res, sock) => {
+  const t = tls.connect({socket: sock, servername: "good.test"}, () => {
+    t.write("GET /hello.txt HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n");
+  });
+  let b = ""; t.on("data", d => b += d); t.on("end", () => console.log(b.split("\r\n\r\n")[1].trim()));
+  t.on("error", e => console.log("ERR " + e.message));
+}).end();' 2>&1)
+        [ "$out" = "hello from the origin" ] && ok "node's TLS trusts the run's CA (NODE_EXTRA_CA_CERTS)" ||
+            bad "node" "$out"
+    else skip "node" "node is not installed"; fi
+    out=$(sr "$S" -- sh -c 'git clone -q https://good.test:'"$PA"'/repo.git /tmp/c && cat /tmp/c/README' 2>&1)
+    [ "$out" = "cloned over https" ] && ok "git clone over HTTPS (dumb HTTP) through termination" ||
+        bad "git clone" "$out"
+    if command -v java >/dev/null && command -v keytool >/dev/null; then
+        out=$(sr "$S" -- sh -c 'keytool -list -storetype PKCS12 -storepass changeit -keystore "$(echo "$JAVA_TOOL_OPTIONS" | sed "s/.*trustStore=\([^ ]*\).*/\1/")" 2>&1 | grep -i "sluice-run-ca"' 2>&1)
+        grep -q "sluice-run-ca.*trustedCertEntry" <<<"$out" && ok "keytool sees the CA as a trusted entry of the trust store" ||
+            bad "keytool" "$out"
+        cat > "$T/J.java" <<EOF
+public class J { public static void main(String[] a) throws Exception {
+  var c = (javax.net.ssl.HttpsURLConnection) new java.net.URL("https://good.test:$PA/hello.txt").openConnection();
+  System.out.println(new String(c.getInputStream().readAllBytes()).trim()); } }
+EOF
+        out=$(sr "$S" -- java "$T/J.java" 2>&1 | grep -v "^Picked up JAVA_TOOL_OPTIONS")
+        [ "$out" = "hello from the origin" ] && ok "java HttpsURLConnection trusts the run's CA (JAVA_TOOL_OPTIONS)" ||
+            bad "java" "$out"
+    else skip "java" "no java/keytool"; fi
+
+    # excludeDomains: opaque, the origin's own certificate
+    out=$(sr "$S" -- sh -c 'curl -sS -v --max-time 10 --cacert '"$SH"'/originca.pem https://excl.test:'"$PA"'/hello.txt 2>/tmp/e; cat; grep -i "issuer:" /tmp/e' 2>&1)
+    grep -q "^hello from the origin" <<<"$out" && grep -q "issuer: CN=origin e2e CA" <<<"$out" &&
+        ok "excludeDomains stays opaque (the origin's certificate reaches the client)" ||
+        bad "excludeDomains" "$out"
+
+    # the variables, after the secret filter
+    out=$(sr "$S" -- sh -c 'for v in NODE_EXTRA_CA_CERTS SSL_CERT_FILE CURL_CA_BUNDLE REQUESTS_CA_BUNDLE PIP_CERT GIT_SSL_CAINFO AWS_CA_BUNDLE CARGO_HTTP_CAINFO DENO_CERT CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE NIX_SSL_CERT_FILE; do eval "f=\${$v:-}"; [ -n "$f" ] && [ -r "$f" ] && grep -q "BEGIN CERTIFICATE" "$f" || echo "missing $v"; done; echo "$JAVA_TOOL_OPTIONS"' 2>&1)
+    if ! grep -q missing <<<"$out" && grep -q -- "-Dkeep=1 .*-Djavax.net.ssl.trustStore=" <<<"$out"; then
+        ok "srt's 11 variables point at the bundle (AWS_CA_BUNDLE kept), JAVA_TOOL_OPTIONS appended to"
+    else bad "variables" "$out"; fi
+
+    # attacks on the bundle
+    out=$(sr "$S" -- sh -c 'f=$SSL_CERT_FILE; for t in "$f" /etc/ssl/certs/ca-certificates.crt; do
+        (echo x >> "$t") 2>/dev/null && echo "WROTE $t"; rm -f "$t" 2>/dev/null && echo "REMOVED $t"
+        mv "$t" "$t.x" 2>/dev/null && echo "MOVED $t"; done
+        d=$(dirname "$f"); rm -rf "$d" 2>/dev/null; [ -r "$f" ] || echo GONE
+        touch "$d/new" 2>/dev/null && echo "CREATED in $d"
+        g=run; for p in /proc/[0-9]*; do tr "\0" " " < $p/cmdline 2>/dev/null | grep -q "$g --settings" && echo "SEES HOST $p"; done
+        echo done' 2>&1)
+    [ "$out" = done ] && ok "the command cannot write, remove or replace the bundle, nor see the host launcher in /proc" ||
+        bad "bundle attacks" "$out"
+    # enableWeakerNestedSandbox binds the host's /proc in: the launcher, which
+    # holds the per-run CA key, is not dumpable, so its memory, environment
+    # and descriptors stay closed to the command even with the same uid
+    out=$(sr "$SH/weak.json" -- sh -c 'n=0; for p in /proc/[0-9]*; do c=$(tr "\0" " " 2>/dev/null < $p/cmdline)
+        case "$c" in "'"$SLUICE"' run "*) n=$((n+1))
+            cat $p/environ >/dev/null 2>&1 && echo "ENVIRON $p"; cat $p/maps >/dev/null 2>&1 && echo "MAPS $p"
+            for f in $p/fd/*; do head -c0 $f </dev/null >/dev/null 2>&1 && echo "FD $f"; done;; esac; done; echo "launchers $n"' 2>&1)
+    out=$(grep -v "cannot open /proc/[0-9]*/cmdline" <<<"$out")
+    [ "$out" != "${out#launchers }" ] && [ "$out" != "launchers 0" ] &&
+        ok "with the host's /proc (enableWeakerNestedSandbox) the launcher's memory map, environment and descriptors stay closed" ||
+        bad "launcher through the host's /proc" "$out"
+    cmp -s /etc/ssl/certs/ca-certificates.crt "$SH/roots.before" && ok "the host's system bundle is untouched" ||
+        bad "host bundle changed"
+
+    # no per-run CA key on disk: the run directory while the command runs
+    sr "$S" -d -- sh -c 'touch /tmp/started; sleep 2' 2>"$T/d.err" &
+    local pid=$! rd= i
+    for i in $(seq 40); do
+        rd=$(sed -n 's/.*bwrap .*, run directory \([^ ]*\)$/\1/p' "$T/d.err" | head -1)
+        [ -n "$rd" ] && [ -e "$rd/tmp/started" ] && break # the command runs
+        sleep 0.05
+    done
+    out=$( [ -n "$rd" ] && grep -rl "PRIVATE KEY" "$rd" 2>/dev/null; [ -n "$rd" ] && find "$rd/tls" -type f ! -perm 600)
+    if [ -n "$rd" ] && [ -e "$rd/tls/ca-bundle.pem" ] && [ -z "$out" ]; then
+        ok "no CA key in the run directory; its trust files are 0600"
+    else bad "run directory" "rd=$rd: $out $(head -5 "$T/d.err")"; fi
+    wait "$pid"
+    [ -n "$rd" ] && [ ! -e "$rd" ] && ok "the run directory is gone after the run" || bad "run directory left" "$rd"
+
+    # request rules without tlsTerminate: the ruled host is terminated (the
+    # upstream leg trusts the system roots only, which do not know the
+    # origin's CA: 502 for the allowed request), the others stay opaque;
+    # then with tlsTerminate {scope: "needed", extraCaCertPaths}
+    rules_probe() {
+        sr "$1" -- sh -c 'for p in /pub/a.txt /priv/p.txt /pub/secret/s.txt; do curl -s -o /dev/null -w "%{http_code} " --max-time 10 https://rules.test:'"$PA"'$p; done
+        curl -s -o /dev/null -w "%{http_code} " -X POST -d x --max-time 10 https://rules.test:'"$PA"'/pub/a.txt
+        curl -s -o /dev/null -w "%{http_code}" --max-time 10 https://good.test:'"$PA"'/hello.txt; echo
+        curl -sS --max-time 10 --cacert '"$SH"'/originca.pem https://good.test:'"$PA"'/hello.txt
+        curl -s --max-time 10 https://rules.test:'"$PA"'/pub/a.txt | head -c 300; echo' 2>&1
+    }
+    out=$(rules_probe "$R")
+    [ "$(head -2 <<<"$out")" = "502 403 403 403 000
+hello from the origin" ] && grep -q "unknown issuer\|certificate" <<<"$out" &&
+        ok "request rules without tlsTerminate: terminated (CA per run), deny by method and path inside HTTPS; other hosts opaque" ||
+        bad "request rules in run" "$out"
+    out=$(rules_probe "$SH/needed.json")
+    [ "$(head -3 <<<"$out")" = "200 403 403 403 000
+hello from the origin
+public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by method and path; other hosts opaque" ||
+        bad "request rules, scope needed" "$out"
+
+    # a CA from files: its key is unreadable inside, whatever allowRead says
+    out=$(sr "$F" -- sh -c 'c=$(cat '"$KD"'/ca.key 2>/dev/null | wc -c); echo "key $c"; grep -c "BEGIN CERTIFICATE" '"$KD"'/ca.pem
+        k='"$KD"'/ca.key; ln $k /tmp/k 2>/dev/null && echo LINKED; ln $k '"$KD"'/k2 2>/dev/null && echo LINKED2
+        mv $k $k.x 2>/dev/null && echo MOVED; rm -f $k 2>/dev/null && echo REMOVED; cat /tmp/k '"$KD"'/k2 $k.x 2>/dev/null | grep -q PRIVATE && echo READ
+        curl -sS -v --max-time 10 https://good.test:'"$PA"'/hello.txt 2>/tmp/e; grep -i "issuer:" /tmp/e' 2>&1)
+    [ "$(head -1 <<<"$out")" = "key 0" ] && grep -q "issuer: CN=run e2e CA" <<<"$out" && grep -q "^hello from the origin" <<<"$out" &&
+        ! grep -q "LINKED\|MOVED\|REMOVED\|READ" <<<"$out" && grep -q "PRIVATE KEY" "$KD/ca.key" &&
+        ok "caKeyPath is unreadable in the sandbox (allowRead and allowWrite name its folder; no link, move or removal); the CA from files signs" ||
+        bad "caKeyPath" "$out"
+    rm -f "$KD/k2" "$KD/ca.key.x"
+    # what run cannot terminate is refused, naming the key (never accepted and ignored)
+    printf '{"network": {"allowedDomains": ["x.test"], "isolate": false,\n "tlsTerminate": {}}}\n' > "$T/open.json"
+    out=$(sr "$T/open.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "open.json:2:2: network.tlsTerminate: network.isolate is false" <<<"$out" &&
+        ok "tlsTerminate with isolate false is refused (125), naming where" || bad "isolate false" "rc $rc: $out"
+    out=$(sr "$S" --transparent -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "network.tlsTerminate: transparent mode" <<<"$out" &&
+        ok "tlsTerminate with --transparent is refused (125), naming the key" || bad "transparent" "rc $rc: $out"
+    # a key with a second name is refused: only the named path is hidden
+    mkdir -p "$T/hl" && cp "$KD/ca.pem" "$KD/ca.key" "$T/hl/" && ln "$T/hl/ca.key" "$T/hl/ca.key2"
+    sed "s|$KD/ca|$T/hl/ca|g" "$F" > "$T/hl.json"
+    out=$(sr "$T/hl.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "network.tlsTerminate: caKeyPath has more than one hard link" <<<"$out" &&
+        ok "a caKeyPath with two hard links is refused (125), naming the key" || bad "hard-linked key" "rc $rc: $out"
+}
+
+# --- set-up (root, once) ------------------------------------------------------
+if [ -z "${RUNTLS_CHILD:-}" ]; then
+    if ! ip link set lo up || ip route get 1.1.1.1 >/dev/null 2>&1; then
+        bad "no private network namespace"; e2e_finish; exit
+    fi
+    SH=$(mktemp -d /var/tmp/sluice-runtls.XXXXXX) # visible inside (/tmp is private)
+    KD=$(mktemp -d /var/tmp/sluice-runtls-key.XXXXXX) # visible inside (/tmp is private)
+    chmod 755 "$SH" "$KD"
+    trap 'e2e_cleanup; rm -rf "$SH" "$KD"' EXIT
+    mkca() { # DIR NAME CN
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=$3" \
+            -keyout "$1/$2.key" -out "$1/$2.pem" -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$SH/openssl.err"
+    }
+    mkca "$SH" originca "origin e2e CA" && mkca "$KD" ca "run e2e CA" &&
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=good.test" \
+            -keyout "$SH/good.key" -out "$SH/good.csr" 2>>"$SH/openssl.err" &&
+        openssl x509 -req -in "$SH/good.csr" -CA "$SH/originca.pem" -CAkey "$SH/originca.key" -days 30 \
+            -extfile <(printf 'subjectAltName=DNS:good.test,DNS:excl.test,DNS:rules.test\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\n') \
+            -out "$SH/good.pem" 2>>"$SH/openssl.err" || { bad "certificates" "$(cat "$SH/openssl.err")"; e2e_finish; exit; }
+    chmod 644 "$SH"/*.pem "$KD/ca.pem"
+    cp /etc/ssl/certs/ca-certificates.crt "$SH/roots.before"
+    W=$SH/www
+    mkdir -p "$W/pub/secret" "$W/priv"
+    echo "hello from the origin" > "$W/hello.txt"
+    echo "public" > "$W/pub/a.txt"; echo "secret" > "$W/pub/secret/s.txt"; echo "private" > "$W/priv/p.txt"
+    git init -q "$SH/src" && echo "cloned over https" > "$SH/src/README" &&
+        git -C "$SH/src" add README && git -C "$SH/src" -c user.name=t -c user.email=t@t commit -qm c &&
+        git clone -q --bare "$SH/src" "$W/repo.git" && git -C "$W/repo.git" update-server-info ||
+        bad "git repository"
+    PA=$(free_port)
+    python3 - "$O1" "$PA" "$SH/good.pem" "$SH/good.key" "$W" 2>"$SH/origin.err" <<'EOF' &
+import http.server, ssl, sys, functools
+addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+s = http.server.ThreadingHTTPServer((addr, port), functools.partial(H, directory=root))
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+s.serve_forever()
+EOF
+    PIDS+=($!)
+    for i in $(seq 100); do
+        curl -s -o /dev/null --max-time 1 --cacert "$SH/originca.pem" --resolve "good.test:$PA:$O1" \
+            "https://good.test:$PA/hello.txt" && break
+        sleep 0.1
+    done
+    start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/rules.test/$O1 ||
+        { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit; }
+    base='"allowedDomains": ["*.test", "'"$O1"'"], "dnsServers": ["127.0.0.1:'"$DPORT"'"], "denyPrivateAddresses": false'
+    cat > "$SH/s.json" <<JSON
+{"network": {$base,
+  "tlsTerminate": {"extraCaCertPaths": ["$SH/originca.pem"], "excludeDomains": ["excl.test"]}}}
+JSON
+    cat > "$SH/rules.json" <<JSON
+{"network": {$base,
+  "requestRules": [{"host": "rules.test", "method": "GET", "path": "/pub/**", "action": "allow"},
+                   {"host": "rules.test", "path": "/pub/secret/**", "action": "deny"}]}}
+JSON
+    cat > "$SH/needed.json" <<JSON
+{"network": {$base,
+  "requestRules": [{"host": "rules.test", "method": "GET", "path": "/pub/**", "action": "allow"},
+                   {"host": "rules.test", "path": "/pub/secret/**", "action": "deny"}],
+  "tlsTerminate": {"scope": "needed", "extraCaCertPaths": ["$SH/originca.pem"]}}}
+JSON
+    cat > "$SH/weak.json" <<JSON
+{"enableWeakerNestedSandbox": true, "network": {$base, "tlsTerminate": {}}}
+JSON
+    chmod 644 "$SH"/*.json
+    export JAVA_TOOL_OPTIONS=-Dkeep=1 AWS_CA_BUNDLE=/host/aws.pem
+fi
+# the CA from files: each pass its own copy of the key (readable by whoever runs)
+write_files_settings() { # KEYDIR
+    cat > "$SH/files.json" <<JSON
+{"network": {$base,
+  "tlsTerminate": {"caCertPath": "$1/ca.pem", "caKeyPath": "$1/ca.key",
+                   "extraCaCertPaths": ["$SH/originca.pem"]}},
+ "filesystem": {"allowRead": ["$1", "$1/ca.key"], "allowWrite": ["$1", "."]}}
+JSON
+}
+
+start=$SECONDS
+if [ -n "${RUNTLS_CHILD:-}" ]; then
+    SH=$RUNTLS_SH KD=$RUNTLS_KD PA=$RUNTLS_PA DPORT=$RUNTLS_DPORT base=$RUNTLS_BASE
+    cases
+    e2e_finish
+    exit
+fi
+write_files_settings "$KD"
+cases
+# --- the same cases as an unprivileged user -----------------------------------
+if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin sluicetest >/dev/null 2>&1; }; then
+    U=$(id -u sluicetest) G=$(id -g sluicetest)
+    cp "$SLUICE" "$SH/sluice" && chmod 755 "$SH/sluice"
+    cp -r "$HERE" "$SH/e2e" && chmod -R a+rX "$SH/e2e"
+    UKD=$(mktemp -d /var/tmp/sluice-runtls-ukey.XXXXXX)
+    trap 'e2e_cleanup; rm -rf "$SH" "$KD" "$UKD"' EXIT
+    cp "$KD/ca.pem" "$KD/ca.key" "$UKD/" && chown -R "$U:$G" "$UKD" && chmod 700 "$UKD"
+    chmod 711 "$UKD"
+    write_files_settings "$UKD"
+    chmod 644 "$SH/files.json"
+    echo "# --- the same cases as uid $U (setpriv) ---"
+    (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
+        env RUNTLS_NETNS=1 RUNTLS_CHILD=1 RUNTLS_SH="$SH" RUNTLS_KD="$UKD" RUNTLS_PA="$PA" \
+        RUNTLS_DPORT="$DPORT" RUNTLS_BASE="$base" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
+        bash "$SH/e2e/run_tls.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
+    if [ -n "$line" ]; then
+        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
+        pass=$((pass + n)) fail=$((fail + m))
+    else bad "the unprivileged pass did not finish" "$(tail -5 "$T/child.out")"; fi
+else
+    echo "# SKIP the unprivileged pass: no setpriv or no user"
+fi
+echo "# run_tls.sh took $((SECONDS - start)) s"
+e2e_finish
