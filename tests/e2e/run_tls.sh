@@ -158,6 +158,29 @@ hello from the origin
 public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by method and path; other hosts opaque" ||
         bad "request rules, scope needed" "$out"
 
+    # rt-9: the name the leaf is made for, and the ruled host failing closed
+    # (run-helpers/rt9_tls.py): SNI other than the CONNECT target, SNI
+    # against an IP target, a ruled host reached with another SNI or Host,
+    # without TLS, with ALPN h2 only, and through SOCKS5; one run per policy
+    out=$(sr "$S" -- python3 "$SH/rt9_tls.py" "$PA" sni 2>&1)
+    printf "%s\n" "$out" | sed "s/^/#   /"
+    if grep -q "^sni-good: vouched good.test" <<<"$out" && [ "$(grep -c '^sni-[a-z]*: not vouched\|^sni-[a-z]*: refused' <<<"$out")" = 3 ] &&
+            ! grep -q MINTED <<<"$out"; then
+        ok "rt9: the run's CA vouches for the CONNECT target only: not for another SNI (a name, against an IP target, another allowed name)"
+    else bad "rt9: leaves for the SNI" "$out"; fi
+    for pol in "$SH/needed.json" "$R"; do
+        out=$(sr "$pol" -- python3 "$SH/rt9_tls.py" "$PA" rules 2>&1)
+        printf "%s\n" "$out" | sed "s/^/#   /"
+        if [ "$(grep -c '^[a-z-]*: ' <<<"$out")" = 7 ] && ! grep -v '^socks-ip-sni: \|^fronted: ' <<<"$out" | grep -q "private"; then
+            ok "rt9 ($(basename "$pol")): the ruled host refuses /priv with another SNI or Host, without TLS, with ALPN h2 only, and through SOCKS5"
+        else bad "rt9 ($(basename "$pol")): the ruled host fails closed" "$out"; fi
+    done
+    # rt-9: request rules in --transparent mode (the command's own connect):
+    # the ruled host's refused path is never reached
+    out=$(sr "$R" --transparent -- sh -c 'curl -s --noproxy "*" --max-time 10 -k https://rules.test:'"$PA"'/priv/p.txt; echo " rc=$?"' 2>&1); rc=$?
+    ! grep -q "^private" <<<"$out" && ok "rt9: request rules with --transparent: /priv of the ruled host not reached (rc $rc)" ||
+        bad "rt9: request rules with --transparent" "rc $rc: $out"
+
     # a CA from files: its key is unreadable inside, whatever allowRead says
     out=$(sr "$F" -- sh -c 'c=$(cat '"$KD"'/ca.key 2>/dev/null | wc -c); echo "key $c"; grep -c "BEGIN CERTIFICATE" '"$KD"'/ca.pem
         k='"$KD"'/ca.key; ln $k /tmp/k 2>/dev/null && echo LINKED; ln $k '"$KD"'/k2 2>/dev/null && echo LINKED2
@@ -168,6 +191,16 @@ public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by
         ok "caKeyPath is unreadable in the sandbox (allowRead and allowWrite name its folder; no link, move or removal); the CA from files signs" ||
         bad "caKeyPath" "$out"
     rm -f "$KD/k2" "$KD/ca.key.x"
+    # rt-9: caKeyPath spelled another way ("DIR//./ca.key"), read by every
+    # other spelling: the plain path, "..", /proc/self/root, a fresh symlink
+    sed "s|\"$KD/ca.key\"|\"$KD//./ca.key\"|" "$F" > "$T/spelled.json"
+    out=$(sr "$T/spelled.json" -- sh -c 'k='"$KD"'/ca.key; d='"$KD"'; ln -s $k /tmp/sl 2>/dev/null
+        for p in $k $d/../${d##*/}/ca.key /proc/self/root$k /proc/1/root$k /tmp/sl $d//./ca.key; do
+            grep -q PRIVATE $p 2>/dev/null && echo "READ $p"; done
+        curl -sS --max-time 10 https://good.test:'"$PA"'/hello.txt' 2>&1)
+    grep -q "caKeyPath\": \"$KD//./ca.key\"" "$T/spelled.json" && [ "$out" = "hello from the origin" ] &&
+        ok "rt9: caKeyPath spelled DIR//./ca.key: no spelling of it reads the key inside; the CA signs" ||
+        bad "rt9: caKeyPath spelled another way" "$out"
     # what run cannot terminate is refused, naming the key (never accepted and ignored)
     printf '{"network": {"allowedDomains": ["x.test"], "isolate": false,\n "tlsTerminate": {}}}\n' > "$T/open.json"
     out=$(sr "$T/open.json" -- true 2>&1); rc=$?
@@ -255,6 +288,7 @@ JSON
 {"enableWeakerNestedSandbox": true, "network": {$base, "tlsTerminate": {}}}
 JSON
     chmod 644 "$SH"/*.json
+    cp "$HERE/run-helpers/rt9_tls.py" "$SH/" && chmod 644 "$SH/rt9_tls.py"
     export JAVA_TOOL_OPTIONS=-Dkeep=1 AWS_CA_BUNDLE=/host/aws.pem
 fi
 # the CA from files: each pass its own copy of the key (readable by whoever runs)
