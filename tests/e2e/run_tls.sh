@@ -118,6 +118,15 @@ EOF
     [ "$out" != "${out#launchers }" ] && [ "$out" != "launchers 0" ] &&
         ok "with the host's /proc (enableWeakerNestedSandbox) the launcher's memory map, environment and descriptors stay closed" ||
         bad "launcher through the host's /proc" "$out"
+    # rt-9: the same with ptrace, process_vm_readv, pidfd_getfd and /proc/PID/mem
+    # on the launcher, and a caKeyPath (CA from files) through /proc/PID/root
+    # and /proc/PID/cwd of every host process it sees (this script's own among them)
+    sed 's|^{|{"enableWeakerNestedSandbox": true, |' "$F" > "$T/weakf.json"
+    out=$( (cd "$KD" && sr "$T/weakf.json" -- python3 "$SH/rt9_tls.py" host "$SLUICE" "$KD/ca.key") 2>&1)
+    printf "%s\n" "$out" | grep -v "^seen " | sed "s/^/#   /"
+    if grep -q "^seen [1-9][0-9]* launchers [1-9]" <<<"$out" && ! grep -q "^READ \|^PTRACE\|^MAPS\|^VM_READV\|^GETFD\|^MEM" <<<"$out"; then
+        ok "rt9: host /proc (enableWeakerNestedSandbox): no ptrace, process_vm_readv, pidfd_getfd or mem of the launcher; caKeyPath not read through any /proc/PID/root or cwd ($(grep -o 'seen.*' <<<"$out"))"
+    else bad "rt9: host /proc and the launcher, caKeyPath via /proc/PID/root" "$out"; fi
     cmp -s /etc/ssl/certs/ca-certificates.crt "$SH/roots.before" && ok "the host's system bundle is untouched" ||
         bad "host bundle changed"
 
