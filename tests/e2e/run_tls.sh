@@ -145,6 +145,23 @@ EOF
     wait "$pid"
     [ -n "$rd" ] && [ ! -e "$rd" ] && ok "the run directory is gone after the run" || bad "run directory left" "$rd"
 
+    # rt-9: two runs at once in one directory: each its own run directory and
+    # CA; neither sees, writes or swaps the other's trust files
+    sr "$S" -- sh -c 'echo "$SSL_CERT_FILE" > b.path; openssl x509 -noout -fingerprint -in "${SSL_CERT_FILE%/*}/ca.pem" > b.fp; sleep 3' 2>/dev/null &
+    local bpid=$!
+    for i in $(seq 60); do [ -s "$T/b.fp" ] && break; sleep 0.05; done
+    out=$(sr "$S" -- sh -c 'b=$(cat b.path); a=$SSL_CERT_FILE; [ "$a" != "$b" ] || echo SAME
+        ls "${b%/*}" 2>/dev/null && echo "SEES $b"; (echo x >> "$b") 2>/dev/null && echo "WROTE $b"
+        ls "${a%/tls/*}" | grep -v "^tls$" | head -3
+        cat /etc/ssl/certs/ca-certificates.crt | openssl x509 -noout -fingerprint 2>/dev/null >/dev/null
+        openssl x509 -noout -fingerprint -in "${a%/*}/ca.pem" | cmp -s - b.fp && echo "SAME CA"
+        curl -sS --max-time 10 https://good.test:'"$PA"'/hello.txt' 2>&1)
+    wait "$bpid"
+    [ "$out" = "hello from the origin" ] && [ -s "$T/b.fp" ] &&
+        ok "rt9: two runs at once in one directory: each its own run directory and CA, the other's out of sight" ||
+        bad "rt9: two runs at once" "$out"
+    rm -f "$T/b.path" "$T/b.fp"
+
     # request rules without tlsTerminate: the ruled host is terminated (the
     # upstream leg trusts the system roots only, which do not know the
     # origin's CA: 502 for the allowed request), the others stay opaque;
