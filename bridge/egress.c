@@ -67,6 +67,7 @@ struct egress_req {
     char parent_shown[POLICY_HOST_MAX + 16];
     int parent_http; /* plain HTTP through the parent: no CONNECT */
     int handover;    /* egress_start_dial: the socket goes to the command */
+    int mitm;        /* through network.mitmProxy's socket, not the parent */
     struct egress_outcome o;
     uint64_t t0, t_step; /* uv_hrtime() at the start, and of the step under way */
     size_t ntargets;
@@ -284,8 +285,9 @@ static void on_parent(void *arg, int status, int fd, const char *why)
         r->o.fd = fd;
         r->o.parent_http = r->parent_http;
         snprintf(via, sizeof(via), "%s", r->o.reason);
-        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the parent proxy %.260s", via,
-                 via[0] != '\0' ? "; " : "", r->parent_shown);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the %s %.260s", via,
+                 via[0] != '\0' ? "; " : "", r->mitm ? "mitmProxy" : "parent proxy",
+                 r->parent_shown);
         finish(r, EGRESS_CONNECTED, 0);
         return;
     }
@@ -307,6 +309,7 @@ static void via_proxy(struct egress_req *r, const struct policy_parent_proxy *pp
     int rc;
 
     snprintf(r->parent_shown, sizeof(r->parent_shown), "%s", pp->shown);
+    r->mitm = pp->unix_path[0] != '\0';
     r->state = REQ_PARENT;
     /* plain HTTP goes to the parent as absolute-form requests, not through a
      * CONNECT tunnel (a default Squid allows CONNECT to port 443 only) */

@@ -22,6 +22,10 @@
  * back as soon as it is made, and the HTTP front end sends each request to
  * the parent in absolute form with the parent's Proxy-Authorization.
  *
+ * network.mitmProxy (srt 0.0.83) uses the same exchange with a proxy on a
+ * host Unix socket (policy_parent_proxy.unix_path): no name to resolve, a
+ * connect() that succeeds or fails at once, no Proxy-Authorization.
+ *
  * The callback runs once, from a close callback (never inside
  * parent_dial_start()), unless parent_dial_cancel() ran first.
  */
