@@ -141,6 +141,20 @@ run_cases() {
     else
         bad "sluice run direct" "$out"
     fi
+    # transparent mode: a connect() to a matching host is refused (its
+    # socket would be the host's Unix socket, handed to the command)
+    sed 's/"deniedDomains"/"transparent": true, "deniedDomains"/' "$S" > "$T/tp.json"
+    : > "$T/mitm.log"
+    out=$("$SLUICE" run --settings "$T/tp.json" --log "$T/tp.log" -- curl -sS --max-time 10 --noproxy '*' \
+        "http://a.mitm.test:$OP/tp" 2>&1)
+    if grep -q 'transparent mode needs' <<<"$out"; then
+        skip "sluice run --transparent and mitmProxy" "this kernel lacks a piece: $out"
+    elif [[ $out != *MITM* && $out != *DIRECT* ]] && [ ! -s "$T/mitm.log" ] &&
+        grep -q "matches network.mitmProxy.domains, whose proxy is a Unix socket on the host" "$T/tp.log"; then
+        ok "sluice run --transparent: a connect() to a matching host is refused with the reason, never direct"
+    else
+        bad "sluice run --transparent and mitmProxy" "$out / $(grep -h a.mitm.test "$T/tp.log" | head -2)"
+    fi
     out=$("$SLUICE" run --settings "$S" -- sh -c 'if [ -S "$1" ]; then echo visible; else echo hidden; fi' sh "$T/mitm.sock" 2>&1)
     if [ "$out" = hidden ] && [ -S "$T/mitm.sock" ]; then
         ok "sluice run: the mitmProxy socket is not visible in the sandbox"
