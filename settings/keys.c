@@ -79,6 +79,14 @@ static const struct key_def tls_terminate_keys[] = {
     CUSTOM("scope", settings__fn_tls_scope, network.tls_terminate.scope, MERGE_SCALAR, NULL),
 };
 
+/* "network.mitmProxy" (srt 0.0.83): both keys required (the object's row) */
+static const struct key_def mitm_proxy_keys[] = {
+    {.name = "socketPath", .kind = KD_CUSTOM, .fn = settings__fn_mitm_socket,
+     .off = OFF(network.mitm_proxy.socket_path), .merge = MERGE_STRING},
+    CUSTOM("domains", settings__fn_tls_exclude, network.mitm_proxy.domains, MERGE_LIST,
+           "network.mitmProxy.domains"),
+};
+
 static const struct key_def network_keys[] = {
     {.name = "allowedDomains", .kind = KD_STRLIST, .off = OFF(network.allowed_domains),
      .merge = MERGE_LIST, .group = MG_ALLOWED_DOMAINS, .list = "network.allowedDomains"},
@@ -117,9 +125,10 @@ static const struct key_def network_keys[] = {
      .group = MG_ALLOWED_DOMAINS, .list = "network.allowedDomainsFiles"},
     CUSTOM("deniedDomainsFiles", settings__fn_denied_files, network.denied_domains_files,
            MERGE_LIST_UNION, "network.deniedDomainsFiles"),
-    REFUSED_SAY("mitmProxy",
-                "remove it; to send allowed traffic through another proxy, name it in "
-                "network.parentProxy (sluice sends CONNECT to it)"),
+    {.name = "mitmProxy", .kind = KD_OBJECT, .sub = mitm_proxy_keys,
+     .nsub = COUNT(mitm_proxy_keys), .fn = settings__fn_mitm,
+     .off = OFF(network.mitm_proxy.given), .size = SIZE(network.mitm_proxy.given),
+     .merge = MERGE_SCALAR},
     {.name = "tlsTerminate", .kind = KD_OBJECT, .sub = tls_terminate_keys,
      .nsub = COUNT(tls_terminate_keys), .fn = settings__fn_tls_terminate,
      .off = OFF(network.tls_terminate.given), .size = SIZE(network.tls_terminate.given),

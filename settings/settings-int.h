@@ -181,6 +181,8 @@ int settings__fn_tls_path(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_exclude(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_extra(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_scope(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_mitm(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_mitm_socket(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_plaintext_set(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d);

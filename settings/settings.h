@@ -123,6 +123,19 @@ struct settings {
                 SETTINGS_TLS_SCOPE_NEEDED,  /* only hosts with request rules or credentials */
             } scope;
         } tls_terminate;
+        /* network.mitmProxy (srt 0.0.83): connections to hosts matching
+         * domains (after the allow and deny lists) go to an external proxy
+         * on a host Unix socket, as CONNECT or absolute-form HTTP; refused
+         * together with tlsTerminate (policy compile) */
+        struct {
+            struct {
+                int set;
+                const char *file;
+                unsigned line, col;
+            } given;
+            char *socket_path;           /* absolute (relative: to the settings file) */
+            struct settings_list domains; /* DomainPattern list, at least one */
+        } mitm_proxy;
         /* network.denyMessage (issue 26): replaces the hint of every denial
          * (the 403 body, the log's hint, the run summary); NULL: sluice's */
         char *deny_message;

@@ -190,6 +190,8 @@ void settings_free(struct settings *s)
     free(s->network.tls_terminate.ca_key_path);
     settings__list_free(&s->network.tls_terminate.exclude_domains);
     settings__list_free(&s->network.tls_terminate.extra_ca_cert_paths);
+    free(s->network.mitm_proxy.socket_path);
+    settings__list_free(&s->network.mitm_proxy.domains);
     free(s->network.parent_proxy.http);
     free(s->network.parent_proxy.https);
     free(s->network.parent_proxy.no_proxy);
