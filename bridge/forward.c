@@ -19,9 +19,9 @@ struct fwd_conn {
     struct forwarder *f;
     struct dialer *dialer; /* dialing; NULL once the callback ran or was cancelled */
     uv_shutdown_t shut;    /* dial failed: our FIN to the client */
-    int dial_status;   /* 0, or the UV_E* the dial failed with */
-    int accept_status; /* 0, or the UV_E* listener_accept failed with */
-    int stopped;       /* closed because the forwarder is stopping */
+    int dial_status;       /* 0, or the UV_E* the dial failed with */
+    int accept_status;     /* 0, or the UV_E* listener_accept failed with */
+    int stopped;           /* closed because the forwarder is stopping */
 };
 
 struct forwarder {
@@ -72,6 +72,8 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
     } else {
         f->target.addr = o->connect.addr;
         f->target.port = o->connect.port;
+        f->target.make_socket = o->make_socket;
+        f->target.make_socket_arg = o->make_socket_arg;
         f->b_kind = RELAY_TCP;
         policy_addr_str(&o->connect.addr, f->host, sizeof(f->host));
     }
@@ -273,15 +275,17 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    if (frontend_conn_start(&f->fe, &c->fc, "forward") < 0) { /* counted live from here */
+    /* counted live from here */
+    if (frontend_conn_start(&f->fe, &c->fc, f->o.protocol != NULL ? f->o.protocol : "forward") <
+        0) {
         free(c);
         conn_limit_accepted(f->limit, l, UV_ENOMEM);
         return;
     }
     c->fc.host = f->host;
     c->fc.port = f->target.is_unix ? 0 : f->target.port;
-    relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind,
-               on_relay_closed, c);
+    relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind, on_relay_closed,
+               c);
     rc = listener_accept(l, relay_client(&c->relay));
     conn_limit_accepted(f->limit, l, rc);
     if (rc < 0) {

@@ -2,7 +2,7 @@
  * help and exit codes. The launcher itself is run/launch.c.
  *
  *   sluice run [-s FILE] [--ask HANDLER] [--log FILE] [-q] [-d]
- *              [--report-writes]
+ *              [--report-writes] [--publish [HOST_ADDR:]HOST_PORT:SANDBOX_PORT]...
  *              [--control-fd N] [--dangerously-disable-sandbox]
  *              (-c STRING | [--] CMD ARGS...)
  *
@@ -23,48 +23,52 @@
 
 void cli_run_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: sluice run [OPTIONS] [--] CMD [ARGS...]\n"
-            "       sluice run [OPTIONS] -c STRING\n"
-            "       srt [OPTIONS] CMD [ARGS...]   (the same, when called as srt)\n"
-            "\n"
-            "Runs CMD under bubblewrap in a network namespace whose only way out is\n"
-            "sluice's HTTP (127.0.0.1:3128) and SOCKS5 (127.0.0.1:1080) proxies, which\n"
-            "apply the policy, with filesystem and syscall restrictions.\n"
-            "\n"
-            "  -s, --settings FILE  settings file (also $SLUICE_SETTINGS)\n"
-            "  --ask HANDLER        ask about destinations no rule decides: tty,\n"
-            "                       exec:PROGRAM or socket:PATH (default: deny them)\n"
-            "  --log FILE           append the connection log to FILE (README:\n"
-            "                       \"Connection log\")\n"
-            "  --log-format FORMAT  text (default) or json\n"
-            "  -q, --quiet          no summary of blocked connections and refused\n"
-            "                       writes after the run (writes are then not watched)\n"
-            "  --report-writes      watch write system calls and list the writes the\n"
-            "                       sandbox refused after the run; off by default: every\n"
-            "                       write-intent call then costs a round trip to sluice\n"
-            "                       (README: \"Refused writes\")\n"
-            "  -d, --debug          [SandboxDebug] lines on stderr (also SRT_DEBUG=1)\n"
-            "  --transparent        judge every TCP connect() and answer DNS in the\n"
-            "                       sandbox (network.transparent), for programs that\n"
-            "                       ignore proxy variables\n"
-            "  --control-fd N       read JSON lines on descriptor N, each a complete\n"
-            "                       settings document: a valid one replaces the network\n"
-            "                       policy for new connections, an invalid one is\n"
-            "                       reported and ignored; filesystem rules stay\n"
-            "  --dangerously-disable-sandbox\n"
-            "                       run CMD without the sandbox, only when the settings\n"
-            "                       allow it (sandbox.allowUnsandboxedCommands)\n"
-            "  -c STRING            run STRING with $SHELL -c (else /bin/sh, said when SHELL\n"
-            "                       is set but is no executable absolute path)\n"
-            "  -h, --help           show this help\n"
-            "  -V, --version        print the version and exit\n"
-            "\n"
-            "Options end at the first argument that is not one, or at --.\n"
-            "Exit status: the command's; 128+N when it was killed by signal N;\n"
-            "126/127 when an unsandboxed command cannot be run / is not found;\n"
-            "125 when sluice could not set up the sandbox or the options or settings\n"
-            "are bad (the command did not run).\n");
+    fprintf(f, "usage: sluice run [OPTIONS] [--] CMD [ARGS...]\n"
+               "       sluice run [OPTIONS] -c STRING\n"
+               "       srt [OPTIONS] CMD [ARGS...]   (the same, when called as srt)\n"
+               "\n"
+               "Runs CMD under bubblewrap in a network namespace whose only way out is\n"
+               "sluice's HTTP (127.0.0.1:3128) and SOCKS5 (127.0.0.1:1080) proxies, which\n"
+               "apply the policy, with filesystem and syscall restrictions.\n"
+               "\n"
+               "  -s, --settings FILE  settings file (also $SLUICE_SETTINGS)\n"
+               "  --ask HANDLER        ask about destinations no rule decides: tty,\n"
+               "                       exec:PROGRAM or socket:PATH (default: deny them)\n"
+               "  --log FILE           append the connection log to FILE (README:\n"
+               "                       \"Connection log\")\n"
+               "  --log-format FORMAT  text (default) or json\n"
+               "  -q, --quiet          no summary of blocked connections and refused\n"
+               "                       writes after the run (writes are then not watched)\n"
+               "  --report-writes      watch write system calls and list the writes the\n"
+               "                       sandbox refused after the run; off by default: every\n"
+               "                       write-intent call then costs a round trip to sluice\n"
+               "                       (README: \"Refused writes\")\n"
+               "  -d, --debug          [SandboxDebug] lines on stderr (also SRT_DEBUG=1)\n"
+               "  --transparent        judge every TCP connect() and answer DNS in the\n"
+               "                       sandbox (network.transparent), for programs that\n"
+               "                       ignore proxy variables\n"
+               "  --publish [HOST_ADDR:]HOST_PORT:SANDBOX_PORT\n"
+               "                       relay HOST_ADDR:HOST_PORT on the host (default\n"
+               "                       127.0.0.1) to 127.0.0.1:SANDBOX_PORT in the sandbox, for\n"
+               "                       a server the command starts (repeatable; also\n"
+               "                       network.publish); IPv6 in brackets\n"
+               "  --control-fd N       read JSON lines on descriptor N, each a complete\n"
+               "                       settings document: a valid one replaces the network\n"
+               "                       policy for new connections, an invalid one is\n"
+               "                       reported and ignored; filesystem rules stay\n"
+               "  --dangerously-disable-sandbox\n"
+               "                       run CMD without the sandbox, only when the settings\n"
+               "                       allow it (sandbox.allowUnsandboxedCommands)\n"
+               "  -c STRING            run STRING with $SHELL -c (else /bin/sh, said when SHELL\n"
+               "                       is set but is no executable absolute path)\n"
+               "  -h, --help           show this help\n"
+               "  -V, --version        print the version and exit\n"
+               "\n"
+               "Options end at the first argument that is not one, or at --.\n"
+               "Exit status: the command's; 128+N when it was killed by signal N;\n"
+               "126/127 when an unsandboxed command cannot be run / is not found;\n"
+               "125 when sluice could not set up the sandbox or the options or settings\n"
+               "are bad (the command did not run).\n");
 }
 
 enum {
@@ -74,8 +78,11 @@ enum {
     OPT_BYPASS,
     OPT_CONTROL_FD,
     OPT_TRANSPARENT,
-    OPT_REPORT_WRITES
+    OPT_REPORT_WRITES,
+    OPT_PUBLISH
 };
+
+#define RUN_MAX_PUBLISH 64
 
 static const struct option run_options[] = {
     {"settings", required_argument, NULL, 's'},
@@ -88,6 +95,7 @@ static const struct option run_options[] = {
     {"dangerously-disable-sandbox", no_argument, NULL, OPT_BYPASS},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"report-writes", no_argument, NULL, OPT_REPORT_WRITES},
+    {"publish", required_argument, NULL, OPT_PUBLISH},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -113,6 +121,26 @@ static int parse_fd(const char *v, int *out)
         return -1;
     }
     *out = (int)n;
+    return 0;
+}
+
+/* --publish VALUE: checked now, kept for the launcher (its place in argv). */
+static int add_publish(struct sb_launch_opts *o, char *v)
+{
+    static char *values[RUN_MAX_PUBLISH];
+    struct settings_publish p;
+    const char *why;
+
+    if (settings_publish_parse(v, &p, &why) < 0) {
+        fprintf(stderr, "sluice: run: --publish '%s': %s\n", v, why);
+        return 1 + SB_LAUNCH_FAIL;
+    }
+    if (o->npublish == RUN_MAX_PUBLISH) {
+        fprintf(stderr, "sluice: run: --publish: at most %d\n", RUN_MAX_PUBLISH);
+        return 1 + SB_LAUNCH_FAIL;
+    }
+    values[o->npublish++] = v;
+    o->publish = values;
     return 0;
 }
 
@@ -151,6 +179,8 @@ static int run_option(struct sb_launch_opts *o, const char **settings, int c, ch
     case OPT_REPORT_WRITES:
         o->report_writes = 1;
         return 0;
+    case OPT_PUBLISH:
+        return add_publish(o, optarg);
     case OPT_CONTROL_FD:
         return parse_fd(optarg, &o->control_fd) < 0 ? 1 + SB_LAUNCH_FAIL : 0;
     case 'c':
