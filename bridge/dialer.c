@@ -475,7 +475,8 @@ int dialer_start(struct dialer **out, uv_loop_t *loop, const struct dialer_targe
 }
 
 int dialer_start_now(struct dialer **out, uv_loop_t *loop, const struct dialer_target *targets,
-                     size_t n, unsigned timeout_ms, dialer_cb cb, void *arg, int *fd, size_t *index)
+                     size_t n, unsigned timeout_ms, dialer_cb cb, void *arg, int *fd,
+                     size_t *index)
 {
     struct dialer *d;
     int rc = dialer_new(out, loop, targets, n, timeout_ms, cb, arg);

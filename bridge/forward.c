@@ -19,9 +19,9 @@ struct fwd_conn {
     struct forwarder *f;
     struct dialer *dialer; /* dialing; NULL once the callback ran or was cancelled */
     uv_shutdown_t shut;    /* dial failed: our FIN to the client */
-    int dial_status;       /* 0, or the UV_E* the dial failed with */
-    int accept_status;     /* 0, or the UV_E* listener_accept failed with */
-    int stopped;           /* closed because the forwarder is stopping */
+    int dial_status;   /* 0, or the UV_E* the dial failed with */
+    int accept_status; /* 0, or the UV_E* listener_accept failed with */
+    int stopped;       /* closed because the forwarder is stopping */
 };
 
 struct forwarder {
