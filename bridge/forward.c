@@ -284,8 +284,8 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     }
     c->fc.host = f->host;
     c->fc.port = f->target.is_unix ? 0 : f->target.port;
-    relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind, on_relay_closed,
-               c);
+    relay_init(f->fe.loop, &c->relay, (enum relay_kind)listener_kind(l), f->b_kind,
+               on_relay_closed, c);
     rc = listener_accept(l, relay_client(&c->relay));
     conn_limit_accepted(f->limit, l, rc);
     if (rc < 0) {
