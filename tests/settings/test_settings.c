@@ -902,6 +902,9 @@ static const struct lock_row lock_rows[] = {
     {"{\"network\": {\"allowAllUnixSockets\": true}}", "network.allowAllUnixSockets", 14},
     {"{\"allowNestedUserNamespaces\": true}", "allowNestedUserNamespaces", 2},
     {"{\"enableWeakerNestedSandbox\": true}", "enableWeakerNestedSandbox", 2},
+    /* issue 26: host loopback ports opened to the sandbox */
+    {"{\"network\": {\"hostPorts\": [5432]}}", "network.hostPorts", 14},
+    {"{\"network\": {\"hostPorts\": [], \"publish\": [\"8080:80\"]}}", NULL, 0},
     {"{\"network\": {\"allowAllUnixSockets\": false}, \"allowNestedUserNamespaces\": false, "
      "\"enableWeakerNestedSandbox\": false}",
      NULL, 0},
