@@ -21,7 +21,8 @@
  * Fail closed: every listener is made before the go byte; one that cannot
  * be made stops the run before the command starts. Connections are bounded
  * per port (half the service's connection limit shared among them, at
- * least PORTS_MIN_CONNS each): a flood waits in the kernel's backlog.
+ * least PORTS_MIN_CONNS and at most PORTS_MAX_CONNS each): a flood waits in
+ * the kernel's backlog.
  */
 #define _GNU_SOURCE
 #include "run/ports.h"
@@ -51,6 +52,7 @@
 #define PORTS_MAX 64         /* publish entries (--publish and the key) */
 #define PORTS_BATCH 8        /* sockets per request to the helper */
 #define PORTS_MIN_CONNS 16u  /* per forwarder, whatever the service's limit */
+#define PORTS_MAX_CONNS 256u /* per forwarder: a flood waits in the backlog */
 #define PORTS_HELPER_MS 5000 /* how long a helper answer may take */
 
 struct ports_fwd {
@@ -462,7 +464,9 @@ static int new_fwd(struct run_ports *p, struct ports_fwd *f, unsigned port, int 
     o.connect.addr.bytes[0] = 127;
     o.connect.addr.bytes[3] = 1;
     o.connect.port = (uint16_t)port;
-    o.max_conns = max < PORTS_MIN_CONNS ? PORTS_MIN_CONNS : (unsigned)max;
+    o.max_conns = max < PORTS_MIN_CONNS   ? PORTS_MIN_CONNS
+                  : max > PORTS_MAX_CONNS ? PORTS_MAX_CONNS
+                                          : (unsigned)max;
     o.idle_ms = run->settings->proxy.idle_timeout_ms;
     o.connect_ms = run->settings->proxy.dial_timeout_ms;
     o.log = run->log_on ? on_log : NULL;
