@@ -306,6 +306,9 @@ static void helper_main(int pid, pid_t parent, int sock, const unsigned *ports, 
     int fds[2];
 
     (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* a copy of sluice's memory in the sandbox's user namespace: nobody
+     * there may ptrace it or read its /proc files */
+    (void)prctl(PR_SET_DUMPABLE, 0);
     if (getppid() != parent)
         _exit(1);
     /* nothing of sluice's but the one socket (fd 3) */
