@@ -150,21 +150,20 @@ int settings__fn_publish(struct ctx *c, json_t *v, const struct key_def *d)
 }
 
 /* "network.hostPorts": integers 1..65535, not sluice's own ports in the
- * sandbox, no duplicates; stored as decimal strings with their places. */
+ * sandbox, no duplicates; stored as decimal strings, each located where its
+ * number is written (settings__take_strlist locates the key's array in the
+ * text, whatever the values handed to it). */
 int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    struct settings_list *out = settings__field(c, d);
-    struct jsonpos *pos = NULL;
     unsigned ports[64];
-    size_t i, n, found = 0;
-    json_t *e;
+    json_t *e, *strs;
+    size_t i;
     int rc = 0;
 
     if (!json_is_array(v))
         return settings__fail(c, 0, "expected an array of port numbers, got %s",
                               settings__type_name(v));
-    n = json_array_size(v);
-    if (n > sizeof(ports) / sizeof(ports[0]))
+    if (json_array_size(v) > sizeof(ports) / sizeof(ports[0]))
         return settings__fail(c, 0, "at most %zu ports", sizeof(ports) / sizeof(ports[0]));
     json_array_foreach(v, i, e) {
         settings__push_index(c, i);
@@ -179,26 +178,19 @@ int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d)
         if (rc < 0)
             return rc;
     }
-    if (n == 0)
-        return 0;
-    pos = calloc(n, sizeof(*pos));
-    if (pos == NULL || settings__list_reserve(out, out->n + n) < 0) {
-        rc = settings__fail_nomem(c);
-        goto out;
-    }
-    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
-        found = 0;
-    for (i = 0; i < n; i++) {
-        char num[8], *val;
+    strs = json_array();
+    for (i = 0; strs != NULL && i < json_array_size(v); i++) {
+        char num[8];
         snprintf(num, sizeof(num), "%u", ports[i]);
-        val = strdup(num); /* settings__list_push frees it when it fails */
-        if (val == NULL || settings__list_push(out, val, c->name, i < found ? pos[i].line : 1,
-                                               i < found ? pos[i].col : 1, d->list, i) < 0) {
-            rc = settings__fail_nomem(c);
-            goto out;
+        if (json_array_append_new(strs, json_string(num)) < 0) {
+            json_decref(strs);
+            strs = NULL;
         }
     }
-out:
-    free(pos);
+    if (strs == NULL)
+        return settings__fail_nomem(c);
+    rc = settings__take_strlist(c, strs, (struct settings_list *)settings__field(c, d), d->list,
+                                1);
+    json_decref(strs);
     return rc;
 }
