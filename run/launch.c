@@ -54,8 +54,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define RUN_HTTP_PORT 3128u
-#define RUN_SOCKS_PORT 1080u
+/* inner's listeners; network.publish and hostPorts refuse them (settings/ports.c) */
+#define RUN_HTTP_PORT SETTINGS_SANDBOX_HTTP_PORT
+#define RUN_SOCKS_PORT SETTINGS_SANDBOX_SOCKS_PORT
 #define RUN_HANDOFF_MS 30000u
 
 extern char **environ;
