@@ -136,15 +136,18 @@ static int collect(struct run_ports *p, const struct sb_launch_opts *o, const st
     for (size_t i = 0; i < s->network.host_ports.n && p->nhost < PORTS_MAX; i++) {
         const struct settings_item *it = &s->network.host_ports.items[i];
         p->host[p->nhost] = (unsigned)strtoul(it->value, NULL, 10);
-        for (size_t j = 0; j < p->npub; j++)
-            if (p->pub[j].host_port == p->host[p->nhost] &&
-                settings_publish_is_loopback(&p->pub[j])) {
-                fprintf(stderr,
-                        "sluice: run: %s:%u:%u: network.hostPorts[%zu]: port %u is also a "
-                        "published host port: the sandbox would reach itself\n",
-                        it->file, it->line, it->col, it->index, p->host[p->nhost]);
+        for (size_t j = 0; j < p->npub; j++) {
+            const char *why = NULL;
+            if (p->pub[j].host_port == p->host[p->nhost])
+                why = "also a published host port: the sandbox would reach itself";
+            else if (p->pub[j].sandbox_port == p->host[p->nhost])
+                why = "also a published SANDBOX_PORT: inside the sandbox it is the command's";
+            if (why != NULL) {
+                fprintf(stderr, "sluice: run: %s:%u:%u: network.hostPorts[%zu]: port %u is %s\n",
+                        it->file, it->line, it->col, it->index, p->host[p->nhost], why);
                 return -1;
             }
+        }
         p->nhost++;
     }
     return 0;

@@ -219,10 +219,18 @@ JSON
         [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "hpbad.json:1:.*network.hostPorts\[0\]" &&
             ok "network.hostPorts [$v] is refused" || bad "hostPorts $v" "rc=$rc $out"
     done
+    echo "{\"network\": {\"hostPorts\": [$PH]}}" > "$T/hp1.json"
     echo "{\"network\": {\"hostPorts\": [$PH], \"publish\": [\"$PH:80\"]}}" > "$T/loop.json"
     out=$("$SLUICE" run --settings "$T/loop.json" -- touch ran 2>&1); rc=$?
     [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published host port" &&
         ok "a host port both listed and published is refused" || bad "hostPorts loop" "rc=$rc $out"
+    echo "{\"network\": {\"hostPorts\": [$PH], \"publish\": [\"[::1]:$PH:80\"]}}" > "$T/loop6.json"
+    out=$("$SLUICE" run --settings "$T/loop6.json" -- touch ran 2>&1); rc=$?
+    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published host port" &&
+        ok "... whatever address it is published on" || bad "hostPorts loop [::1]" "rc=$rc $out"
+    out=$("$SLUICE" run --settings "$T/hp1.json" --publish "$HP2:$PH" -- touch ran 2>&1); rc=$?
+    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published SANDBOX_PORT" &&
+        ok "a listed host port that is also a published SANDBOX_PORT is refused" || bad "hostPorts vs sandbox port" "rc=$rc $out"
     echo "{\"network\": {\"isolate\": false, \"hostPorts\": [$PH]}}" > "$T/iso.json"
     out=$("$SLUICE" run --settings "$T/iso.json" -- touch ran 2>&1); rc=$?
     [ "$rc" = 125 ] && [ ! -e ran ] && ok "network.hostPorts with network.isolate false is refused" ||
