@@ -276,6 +276,32 @@ JSON
         curl -sS --max-time 5 --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:$PH/hello.txt 2>/dev/null | grep -q host-origin && echo via-proxy; true" 2>&1)
     case $out in *via-proxy*) bad "hostPorts opened the proxy to the port" "$out" ;;
     *) ok "hostPorts: listing a port adds no rule to the proxies" ;; esac
+    # a flood from inside: sluice relays at most 256 at once to the host
+    rm -f ready stop
+    "$SLUICE" run --settings "$T/hp.json" -- python3 -c "
+import socket, os, time
+socks = []
+for i in range(400):
+    s = socket.socket(); s.setblocking(False)
+    s.connect_ex(('127.0.0.1', $PH)); socks.append(s)
+time.sleep(1.5)
+open('ready', 'w').close()
+for i in range(200):
+    if os.path.exists('stop'): break
+    time.sleep(0.05)
+" 2>"$T/hpflood.err" &
+    pid=$!
+    if wait_file ready 20; then
+        n=$(ls /proc/$pid/fd 2>/dev/null | wc -l)
+        [ "$n" -gt 0 ] && [ "$n" -le $((40 + 2 * 256 + 8)) ] &&
+            ok "hostPorts: a 400-connection flood from inside is bounded ($n descriptors)" ||
+            bad "hostPorts flood" "$n descriptors $(cat "$T/hpflood.err")"
+    else bad "hostPorts flood: the command did not start" "$(cat "$T/hpflood.err")"; fi
+    touch stop
+    wait_exit "$pid" 20 || kill -9 "$pid"
+    out=$(curl -sS --max-time 5 --noproxy '*' "http://127.0.0.1:$PH/hello.txt" 2>&1)
+    [ "$out" = host-origin ] && ok "hostPorts: the host service still answers after the flood" ||
+        bad "host service after flood" "$out"
     # the command cannot take over a listed port inside (no SO_REUSEPORT),
     # even where it may bind
     cat > "$T/hpbind.json" <<JSON
