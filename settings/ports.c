@@ -123,7 +123,8 @@ int settings__fn_publish(struct ctx *c, json_t *v, const struct key_def *d)
 
     if (rc < 0)
         return rc;
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         char qs[128];
         const char *s = json_string_value(e);
 
@@ -138,15 +139,16 @@ int settings__fn_publish(struct ctx *c, json_t *v, const struct key_def *d)
             (void)settings_publish_parse(json_string_value(json_array_get(v, j)), &q, &why);
             if (q.host_port == p.host_port) {
                 settings__push_index(c, i);
-                rc = settings__fail(c, 0, "invalid published port \"%s\" (host port %u is "
-                                    "already published by entry %zu)", qs, p.host_port, j);
+                rc = settings__fail(c, 0,
+                                    "invalid published port \"%s\" (host port %u is "
+                                    "already published by entry %zu)",
+                                    qs, p.host_port, j);
                 settings__pop(c);
                 return rc;
             }
         }
     }
-    return settings__take_strlist(c, v, (struct settings_list *)settings__field(c, d), d->list,
-                                  1);
+    return settings__take_strlist(c, v, (struct settings_list *)settings__field(c, d), d->list, 1);
 }
 
 /* "network.hostPorts": integers 1..65535, not sluice's own ports in the
@@ -165,12 +167,15 @@ int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d)
                               settings__type_name(v));
     if (json_array_size(v) > sizeof(ports) / sizeof(ports[0]))
         return settings__fail(c, 0, "at most %zu ports", sizeof(ports) / sizeof(ports[0]));
-    json_array_foreach(v, i, e) {
+    json_array_foreach(v, i, e)
+    {
         settings__push_index(c, i);
         rc = settings__want_uint(c, e, 1, 65535, &ports[i]);
         if (rc == 0 && settings_sandbox_own_port(ports[i]))
-            rc = settings__fail(c, 0, "port %u is one of sluice's own listeners in the sandbox "
-                                "(3128, 1080, 53); it cannot be a host port", ports[i]);
+            rc = settings__fail(c, 0,
+                                "port %u is one of sluice's own listeners in the sandbox "
+                                "(3128, 1080, 53); it cannot be a host port",
+                                ports[i]);
         for (size_t j = 0; rc == 0 && j < i; j++)
             if (ports[j] == ports[i])
                 rc = settings__fail(c, 0, "port %u is listed twice", ports[i]);
@@ -189,8 +194,7 @@ int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d)
     }
     if (strs == NULL)
         return settings__fail_nomem(c);
-    rc = settings__take_strlist(c, strs, (struct settings_list *)settings__field(c, d), d->list,
-                                1);
+    rc = settings__take_strlist(c, strs, (struct settings_list *)settings__field(c, d), d->list, 1);
     json_decref(strs);
     return rc;
 }

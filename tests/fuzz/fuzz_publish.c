@@ -41,8 +41,8 @@ static void check(const char *line, const struct settings_publish *p)
         snprintf(text, sizeof(text), "%u:%u", p->host_port, p->sandbox_port);
     } else {
         FUZZ_CHECK(inet_ntop(p->family == 4 ? AF_INET : AF_INET6, p->addr, a, sizeof(a)) != NULL);
-        snprintf(text, sizeof(text), p->family == 4 ? "%s:%u:%u" : "[%s]:%u:%u", a,
-                 p->host_port, p->sandbox_port);
+        snprintf(text, sizeof(text), p->family == 4 ? "%s:%u:%u" : "[%s]:%u:%u", a, p->host_port,
+                 p->sandbox_port);
     }
     if (settings_publish_parse(text, &back, &why) != 0) {
         fprintf(stderr, "'%s' gave '%s', which does not parse: %s\n", line, text, why);
