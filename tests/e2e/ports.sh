@@ -179,63 +179,52 @@ JSON
     fi
 
     # --- bad strings and failures: exit 125, the command never ran -------------------------
+    # refused NAME PATTERN SETTINGS [OPTION...]: `sluice run` exits 125 with
+    # PATTERN (grep -E) on stderr and the command (touch ran) never ran
+    refused() {
+        local name=$1 pat=$2 set=$3 out rc
+        shift 3
+        rm -f ran
+        out=$("$SLUICE" run --settings "$set" "$@" -- touch ran 2>&1); rc=$?
+        if [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -qE -- "$pat"; then ok "$name"
+        else bad "$name" "rc=$rc ran=$([ -e ran ] && echo yes) $out"; fi
+        rm -f ran
+    }
     for v in 0:80 65536:80 80:0 80:65536 8080 abc:80 localhost:8080:80 ::1:8080:80 080:80 \
              "8080:80 " 8080:3128 8080:1080 8080:53 "[::1]8080:80" ""; do
-        rm -f ran
-        out=$("$SLUICE" run --settings "$S" --publish "$v" -- touch ran 2>&1); rc=$?
-        if [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -qF -- "--publish '$v'"; then
-            ok "--publish '$v' is refused (125)"
-        else bad "--publish '$v'" "rc=$rc ran=$([ -e ran ] && echo yes) $out"; fi
+        refused "--publish '$v' is refused (125)" \
+            "--publish '.*': (HOST_PORT|SANDBOX_PORT|HOST_ADDR|expected)" "$S" --publish "$v"
     done
-    rm -f ran
-    out=$("$SLUICE" run --settings "$S" --publish "$HP:80" --publish "127.0.0.2:$HP:81" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "published twice" &&
-        ok "a host port published twice is refused" || bad "duplicate host port" "rc=$rc $out"
-    cat > "$T/dup.json" <<JSON
-{"network": {"publish": ["$HP:80"]}}
-JSON
-    out=$("$SLUICE" run --settings "$T/dup.json" --publish "$HP:81" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "published twice" &&
-        ok "the same host port in network.publish and --publish is refused" || bad "dup across" "rc=$rc $out"
+    refused "a host port published twice is refused" "published twice" \
+        "$S" --publish "$HP:80" --publish "127.0.0.2:$HP:81"
+    echo "{\"network\": {\"publish\": [\"$HP:80\"]}}" > "$T/dup.json"
+    refused "the same host port in network.publish and --publish is refused" "published twice" \
+        "$T/dup.json" --publish "$HP:81"
     echo '{"network": {"publish": ["8080:80", "8080:81"]}}' > "$T/bad.json"
-    out=$("$SLUICE" run --settings "$T/bad.json" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "bad.json:1:.*network.publish\[1\]" &&
-        ok "network.publish errors name FILE:LINE:COL and the entry" || bad "publish key error" "rc=$rc $out"
+    refused "network.publish errors name FILE:LINE:COL and the entry" \
+        'bad\.json:1:[0-9]+: network\.publish\[1\]' "$T/bad.json"
     # a host port that is taken: an error before the command starts
-    out=$("$SLUICE" run --settings "$S" --publish "$PH:$SP" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "cannot publish sandbox port $SP on 127.0.0.1:$PH" &&
-        ok "a host port that cannot be bound fails the run before the command" ||
-        bad "publish bind failure" "rc=$rc ran=$([ -e ran ] && echo yes) $out"
+    refused "a host port that cannot be bound fails the run before the command" \
+        "cannot publish sandbox port $SP on 127\\.0\\.0\\.1:$PH" "$S" --publish "$PH:$SP"
     for v in 3128 1080 53; do
         echo "{\"network\": {\"hostPorts\": [$v]}}" > "$T/own.json"
-        out=$("$SLUICE" run --settings "$T/own.json" -- touch ran 2>&1); rc=$?
-        [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "own.json:1:.*sluice's own listeners" &&
-            ok "network.hostPorts [$v] (sluice's own port in the sandbox) is refused at load" ||
-            bad "hostPorts $v" "rc=$rc $out"
+        refused "network.hostPorts [$v] (sluice's own port in the sandbox) is refused at load" \
+            "own\\.json:1:.*sluice's own listeners" "$T/own.json"
     done
     for v in 0 65536 '"80"' 80.5; do
         echo "{\"network\": {\"hostPorts\": [$v]}}" > "$T/hpbad.json"
-        out=$("$SLUICE" run --settings "$T/hpbad.json" -- touch ran 2>&1); rc=$?
-        [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "hpbad.json:1:.*network.hostPorts\[0\]" &&
-            ok "network.hostPorts [$v] is refused" || bad "hostPorts $v" "rc=$rc $out"
+        refused "network.hostPorts [$v] is refused" 'hpbad\.json:1:.*network\.hostPorts\[0\]' "$T/hpbad.json"
     done
     echo "{\"network\": {\"hostPorts\": [$PH]}}" > "$T/hp1.json"
     echo "{\"network\": {\"hostPorts\": [$PH], \"publish\": [\"$PH:80\"]}}" > "$T/loop.json"
-    out=$("$SLUICE" run --settings "$T/loop.json" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published host port" &&
-        ok "a host port both listed and published is refused" || bad "hostPorts loop" "rc=$rc $out"
+    refused "a host port both listed and published is refused" "also a published host port" "$T/loop.json"
     echo "{\"network\": {\"hostPorts\": [$PH], \"publish\": [\"[::1]:$PH:80\"]}}" > "$T/loop6.json"
-    out=$("$SLUICE" run --settings "$T/loop6.json" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published host port" &&
-        ok "... whatever address it is published on" || bad "hostPorts loop [::1]" "rc=$rc $out"
-    out=$("$SLUICE" run --settings "$T/hp1.json" --publish "$HP2:$PH" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -q "also a published SANDBOX_PORT" &&
-        ok "a listed host port that is also a published SANDBOX_PORT is refused" || bad "hostPorts vs sandbox port" "rc=$rc $out"
+    refused "... whatever address it is published on" "also a published host port" "$T/loop6.json"
+    refused "a listed host port that is also a published SANDBOX_PORT is refused" \
+        "also a published SANDBOX_PORT" "$T/hp1.json" --publish "$HP2:$PH"
     echo "{\"network\": {\"isolate\": false, \"hostPorts\": [$PH]}}" > "$T/iso.json"
-    out=$("$SLUICE" run --settings "$T/iso.json" -- touch ran 2>&1); rc=$?
-    [ "$rc" = 125 ] && [ ! -e ran ] && ok "network.hostPorts with network.isolate false is refused" ||
-        bad "hostPorts without isolation" "rc=$rc $out"
-    rm -f ran
+    refused "network.hostPorts with network.isolate false is refused" "need the sandbox's own network" \
+        "$T/iso.json"
 
     # an explicit address outside loopback: a warning (in a namespace of its own)
     if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
