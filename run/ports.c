@@ -314,10 +314,13 @@ static void helper_main(int pid, pid_t parent, int sock, const unsigned *ports, 
     (void)prctl(PR_SET_DUMPABLE, 0);
     if (getppid() != parent)
         _exit(1);
-    /* nothing of sluice's but the one socket (fd 3) */
+    /* nothing of sluice's but the one socket (fd 3): not even its
+     * standard descriptors (a terminal) */
     if (dup2(sock, 3) < 0)
         _exit(1);
     sock = 3;
+    for (int fd = 0; fd < 3; fd++)
+        (void)close(fd);
     if (syscall(SYS_close_range, 4u, ~0u, 0u) < 0)
         for (int fd = 4; fd < 65536; fd++)
             (void)close(fd);
