@@ -232,6 +232,12 @@ struct dialer_target {
     uint16_t port;           /* TCP */
     const char *path;        /* unix; must outlive the dial */
     int v4mapped;            /* TCP to an IPv4 addr from an IPv6 socket (::ffff:a.b.c.d) */
+    /* TCP: where the socket comes from; NULL: socket(). Else a new
+     * non-blocking, close-on-exec stream socket of family (AF_INET or
+     * AF_INET6), or a negative UV_E*: published ports (run/ports.c) dial
+     * with sockets made in the sandbox's network namespace. */
+    int (*make_socket)(void *arg, int family);
+    void *make_socket_arg;
 };
 
 /* status 0: fd is connected (non-blocking, close-on-exec; TCP_NODELAY is left

@@ -117,6 +117,12 @@ static const struct key_def network_keys[] = {
     CUSTOM("denyPrivateAddresses", settings__fn_tribool, network.deny_private_addresses,
            MERGE_SCALAR, NULL),
     CUSTOM("dnsServers", settings__fn_dns, network.dns_servers, MERGE_LIST, "network.dnsServers"),
+    /* issue 26: ports between the host and the sandbox (settings/ports.c) */
+    CUSTOM("publish", settings__fn_publish, network.publish, MERGE_LIST, "network.publish"),
+    {.name = "hostPorts", .kind = KD_CUSTOM, .fn = settings__fn_host_ports,
+     .off = OFF(network.host_ports), .size = SIZE(network.host_ports), .merge = MERGE_LIST,
+     .list = "network.hostPorts",
+     LOCK(13, WEAK_IF_NONEMPTY, "network.hostPorts", "open host loopback ports to the sandbox")},
     {.name = "mode", .kind = KD_CUSTOM, .fn = settings__fn_mode, .off = OFF(network.mode),
      .size = SIZE(network.mode), .merge = MERGE_SCALAR,
      LOCK(2, WEAK_IF_NONZERO, "network.mode", "turn on report mode")},

@@ -176,6 +176,8 @@ void settings_free(struct settings *s)
     settings__list_free(&s->network.denied_resolved_addresses);
     settings__list_free(&s->network.allow_unix_sockets);
     settings__list_free(&s->network.dns_servers);
+    settings__list_free(&s->network.publish);
+    settings__list_free(&s->network.host_ports);
     settings__list_free(&s->network.allowed_domains_files);
     settings__list_free(&s->network.denied_domains_files);
     settings__list_free(&s->filesystem.deny_read);

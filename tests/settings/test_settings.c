@@ -492,6 +492,32 @@ static const struct error_case error_cases[] = {
     {"{\"network\": {\"dnsServers\": [\"dns.google\"]}}",
      "t.json:1:29: network.dnsServers[0]: invalid DNS server \"dns.google\" (expected IP, "
      "IP:PORT, [IPv6]:PORT or IPv6, port 1..65535)"},
+    /* publish and hostPorts (issue 26) */
+    {"{\"network\": {\"publish\": [\"0:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"0:80\" (HOST_PORT"
+     " must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080:65536\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080:65536\""
+     " (SANDBOX_PORT must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080\" (expected"
+     " [HOST_ADDR:]HOST_PORT:SANDBOX_PORT)"},
+    {"{\"network\": {\"publish\": [\"localhost:8080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port"
+     " \"localhost:8080:80\" (HOST_ADDR must be an IPv4 address or a bracketed IPv6 address ([::1]))"},
+    {"{\"network\": {\"publish\": [\"::1:8080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"::1:8080:80\""
+     " (HOST_ADDR must be an IPv4 address or a bracketed IPv6 address ([::1]))"},
+    {"{\"network\": {\"publish\": [\"08080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"08080:80\""
+     " (HOST_PORT must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080:3128\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080:3128\""
+     " (SANDBOX_PORT is one of sluice's own listeners in the sandbox (3128, 1080, 53))"},
+    {"{\"network\": {\"publish\": [\"8080:80\", \"[::1]:8080:81\"]}}", "t.json:1:37: network.publish[1]: invalid published port \"[::1]:8080:81\""
+     " (host port 8080 is already published by entry 0)"},
+    {"{\"network\": {\"publish\": [\"\"]}}", "t.json:1:26: network.publish[0]: must not be an empty string"},
+    {"{\"network\": {\"hostPorts\": [0]}}", "t.json:1:28: network.hostPorts[0]: must be in 1..65535, got 0"},
+    {"{\"network\": {\"hostPorts\": [\"5432\"]}}", "t.json:1:28: network.hostPorts[0]: expected an integer in 1..65535, got a"
+     " string"},
+    {"{\"network\": {\"hostPorts\": [5432, 1080]}}", "t.json:1:34: network.hostPorts[1]: port 1080 is one of sluice's own"
+     " listeners in the sandbox (3128, 1080, 53); it cannot be a host port"},
+    {"{\"network\": {\"hostPorts\": [5432, 5432]}}", "t.json:1:34: network.hostPorts[1]: port 5432 is listed twice"},
+    {"{\"network\": {\"hostPorts\": 5432}}", "t.json:1:27: network.hostPorts: expected an array of port numbers, got an"
+     " integer"},
     /* multi-line, multi-byte, tabs: columns count characters, a tab is one */
     {"{\n\t\"network\": {\n\t\t\"mode\": 3\n\t}\n}",
      "t.json:3:11: network.mode: expected \"enforce\" or \"report\", got an integer"},
@@ -902,6 +928,9 @@ static const struct lock_row lock_rows[] = {
     {"{\"network\": {\"allowAllUnixSockets\": true}}", "network.allowAllUnixSockets", 14},
     {"{\"allowNestedUserNamespaces\": true}", "allowNestedUserNamespaces", 2},
     {"{\"enableWeakerNestedSandbox\": true}", "enableWeakerNestedSandbox", 2},
+    /* issue 26: host loopback ports opened to the sandbox */
+    {"{\"network\": {\"hostPorts\": [5432]}}", "network.hostPorts", 14},
+    {"{\"network\": {\"hostPorts\": [], \"publish\": [\"8080:80\"]}}", NULL, 0},
     {"{\"network\": {\"allowAllUnixSockets\": false}, \"allowNestedUserNamespaces\": false, "
      "\"enableWeakerNestedSandbox\": false}",
      NULL, 0},
@@ -1883,7 +1912,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 107); /* 20 top-level keys, 60 nested, 27 at the third level */
+    assert_int_equal(count, 109); /* 20 top-level keys, 62 nested, 27 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
