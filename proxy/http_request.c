@@ -3,6 +3,9 @@
  * egress call or the reuse of a kept upstream, and sluice's own answers. */
 #include "proxy/http_int.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -642,15 +645,19 @@ static int request_parse(struct http_conn *c, struct http_request *rq, size_t en
 
 /* The first request inside a terminated tunnel: the socket the CONNECT
  * dialed (held_fd, to held_addr) is its upstream when judged_on() allows
- * it, so the origin is dialed once per tunnel. 1 when taken. */
+ * it and the origin has not closed it meanwhile (nothing can be readable
+ * before our ClientHello but its EOF or an error), so the origin is dialed
+ * once per tunnel. 1 when taken. */
 static int use_held(struct http_conn *c)
 {
     int fd = c->held_fd;
+    char b;
 
     if (fd < 0)
         return 0;
     c->held_fd = -1;
-    if (!judged_on(c, &c->held_addr, "the tunnel's own upstream connection")) {
+    if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+        !judged_on(c, &c->held_addr, "the tunnel's own upstream connection")) {
         close(fd);
         return 0;
     }
