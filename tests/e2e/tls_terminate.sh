@@ -6,9 +6,9 @@
 #
 # Everything runs in a private network namespace (unshare -n, as root): the
 # origins on 127.0.0.10 and 127.0.0.11 there (denyPrivateAddresses false),
-# one on 192.0.2.10 (TEST-NET-1 on that namespace's lo, so that sluice does
-# not take it for loopback: network.parentProxy is used for it), a CONNECT
-# parent proxy in python on 127.0.0.1,
+# far.test on 192.0.2.10 (TEST-NET-1 on that namespace's lo, so that sluice
+# does not take it for loopback: network.parentProxy is used for it), the
+# parent proxy of dropin.sh on 127.0.0.1,
 # dnsmasq on 127.0.0.1 answering the *.test names, sluice there too. Nothing reaches the host's network. Skips when not root.
 set -uo pipefail
 SLUICE=${1:?usage: tls_terminate.sh PATH/TO/sluice}
@@ -27,6 +27,9 @@ if [ -z "${SLUICE_TLS_NETNS:-}" ]; then
 fi
 
 . "$HERE/lib.sh"
+# the interpreter itself, once: a version manager's python3 shim costs about
+# two seconds a start on a loaded machine, and this test starts many
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || command -v python3)
 
 # --- the namespace ----------------------------------------------------------
 if ! ip link set lo up; then
@@ -161,7 +164,7 @@ class S(http.server.ThreadingHTTPServer):
 S((addr, port), H).serve_forever()
 EOF
 start_origin() { # ADDR PORT CERT KEY
-    python3 "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" 2>>"$T/origins.err" &
+    "$PY" "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" 2>>"$T/origins.err" &
     PIDS+=($!)
 }
 PA=$(free_port)
@@ -175,7 +178,7 @@ start_origin "$O1" "$PH" - -
 PD=$(free_port)
 start_origin "$O1" "$PD" "$P/good.pem" "$P/good.key" # accepts counted: one test each
 PF=$(free_port)
-start_origin "$O3" "$PF" "$P/good.pem" "$P/good.key" # behind the parent proxy
+start_origin 0.0.0.0 "$PF" "$P/good.pem" "$P/good.key" # far.test ($O3), behind the parent
 for i in $(seq 100); do
     curl -s -o /dev/null --max-time 1 --cacert "$P/originca.pem" --resolve "good.test:$PA:$O1" \
         "https://good.test:$PA/hello.txt" && break
@@ -257,69 +260,13 @@ try:
 except (ssl.SSLError, OSError) as e:
     print("failed", type(e).__name__, flush=True)
 EOF
-# a CONNECT-only parent proxy: names from its NAME=ADDR arguments only
-# (never a resolver); each CONNECT's target appended to its log
-cat > "$T/parent.py" <<'EOF'
-import socket, sys, threading
-port, logf = int(sys.argv[1]), sys.argv[2]
-names = dict(a.split("=", 1) for a in sys.argv[3:])
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    try:
-        b.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-def handle(c):
-    r = b""
-    while b"\r\n\r\n" not in r:
-        d = c.recv(4096)
-        if not d:
-            c.close()
-            return
-        r += d
-    method, target = r.split(b"\r\n")[0].decode().split(" ")[:2]
-    with open(logf, "a") as f:
-        f.write(method + " " + target + "\n")
-    h, p = target.rsplit(":", 1)
-    h = names.get(h.strip("[]"), h.strip("[]"))
-    if method != "CONNECT":
-        c.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-        c.close()
-        return
-    try:
-        socket.inet_pton(socket.AF_INET6 if ":" in h else socket.AF_INET, h)
-        u = socket.create_connection((h, int(p)), timeout=5)
-    except OSError:
-        c.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-        c.close()
-        return
-    u.settimeout(None)
-    c.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    rest = r.split(b"\r\n\r\n", 1)[1]
-    if rest:
-        u.sendall(rest)
-    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-    pipe(u, c)
-l = socket.socket()
-l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(("127.0.0.1", port))
-l.listen(64)
-while True:
-    c, _ = l.accept()
-    threading.Thread(target=handle, args=(c,), daemon=True).start()
-EOF
-PP=$(free_port)
-python3 "$T/parent.py" "$PP" "$T/parent.log" "far.test=$O3" "good.test=$O1" "rules.test=$O1" \
-    2>>"$T/parent.err" &
-PIDS+=($!)
+# the parent proxy of dropin.sh (it sends every CONNECT to 127.0.0.1:PORT,
+# where the far.test origin listens too), its CONNECTs in $T/parent.log
 : > "$T/parent.log"
+"$PY" "$HERE/dropin-helpers/parent_proxy.py" "$T/parent.port" "$T/parent.log" 2>>"$T/parent.err" &
+PIDS+=($!)
+for i in $(seq 100); do [ -s "$T/parent.port" ] && break; sleep 0.05; done
+PP=$(cat "$T/parent.port" 2>/dev/null)
 
 settings() { # FILE EXTRA-TLS-KEYS [EXTRA-NETWORK-KEYS]
     cat > "$1" <<JSON
@@ -417,7 +364,7 @@ try:
 except (ssl.SSLError, OSError) as e:
     print("handshake failed", type(e).__name__)
 EOF
-out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
+out=$("$PY" "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
 if grep -qx "SAN good.test" <<<"$out"; then
     ok "an SNI naming another host: the leaf is still for the CONNECT target"
 else
@@ -425,14 +372,14 @@ else
 fi
 # an h2-only client (sluice serves http/1.1 only): on a host that needs no
 # termination it passes opaque (the origin's own certificate reaches it) ...
-out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/originca.pem" h2 2>&1)
+out=$("$PY" "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/originca.pem" h2 2>&1)
 if grep -q "^SAN good.test,excl.test,rules.test,many.test,far.test$" <<<"$out"; then
     ok "an h2-only ClientHello to a host without request rules passes opaque (origin's certificate)"
 else
     bad "h2-only ClientHello, no rules" "$out"
 fi
 # ... and on a host with request rules it is refused, with the reason logged
-out=$(python3 "$T/sni.py" "$HPORT" "rules.test:$PA" "rules.test" "$P/sluiceca.pem" h2 2>&1)
+out=$("$PY" "$T/sni.py" "$HPORT" "rules.test:$PA" "rules.test" "$P/sluiceca.pem" h2 2>&1)
 if grep -q "handshake failed" <<<"$out" &&
     grep -q 'reason="the client offers only ALPN h2, which sluice does not serve' "$T/main.log"; then
     ok "an h2-only ClientHello to a host with request rules is refused with a reason in the log"
@@ -491,8 +438,8 @@ if [ "$out" = "plain origin" ]; then
 else
     bad "SOCKS5 non-TLS opaque" "$out"
 fi
-out=$(python3 "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /pub/a.txt" 2>&1)
-out2=$(python3 "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /priv/p.txt" 2>&1)
+out=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /pub/a.txt" 2>&1)
+out2=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /priv/p.txt" 2>&1)
 if grep -q "^HTTP/1.1 200" <<<"$out" && grep -q "^body public file$" <<<"$out" &&
     grep -q "^HTTP/1.1 403" <<<"$out2"; then
     ok "SOCKS5 to a host with request rules: terminated, its requests judged (200 and 403)"
@@ -500,7 +447,7 @@ else
     bad "SOCKS5 request rules" "$out / $out2"
 fi
 n=$(grep -c "not TLS inside a tunnel to a host with request rules" "$T/main.log")
-out=$(python3 "$T/cl.py" socks "$SPORT" rules.test "$PH" - "plain /plain.txt" 2>&1)
+out=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PH" - "plain /plain.txt" 2>&1)
 n2=$(grep -c "not TLS inside a tunnel to a host with request rules" "$T/main.log")
 if ! grep -q "^body plain origin" <<<"$out" && [ "$n2" -gt "$n" ] &&
     grep -q "protocol=socks5.*not TLS inside a tunnel to a host with request rules" "$T/main.log"; then
@@ -514,7 +461,7 @@ for mode in connect socks; do
     port=$HPORT
     [ "$mode" = socks ] && port=$SPORT
     before=$(cat "$T/accepts.$PD" 2>/dev/null || echo 0)
-    out=$(python3 "$T/cl.py" "$mode" "$port" good.test "$PD" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
+    out=$("$PY" "$T/cl.py" "$mode" "$port" good.test "$PD" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
     after=$(cat "$T/accepts.$PD" 2>/dev/null || echo 0)
     if grep -q "^body hello from the origin$" <<<"$out" && [ $((after - before)) = 1 ]; then
         ok "$mode: a terminated tunnel with one request dials its origin once"
@@ -526,7 +473,7 @@ done
 # --- WebSocket upgrades inside terminated tunnels ------------------------------
 ws_case() { # NAME MODE PORT HOST PATH WANT-STATUS
     local out
-    out=$(python3 "$T/cl.py" "$2" "$3" "$4" "$PA" "$P/sluiceca.pem" "ws $5" 2>&1)
+    out=$("$PY" "$T/cl.py" "$2" "$3" "$4" "$PA" "$P/sluiceca.pem" "ws $5" 2>&1)
     if [ "$6" = 101 ]; then
         if grep -q "^HTTP/1.1 101 " <<<"$out" && grep -q "^echo ping-1$" <<<"$out" &&
             grep -q "^echo ping-2 longer$" <<<"$out"; then
@@ -641,10 +588,10 @@ fi
 kill "$PROXY_PID" 2>/dev/null
 settings "$T/s2.json" ', "handshakeTimeoutMs": 300, "scope": "needed"' \
     "
-  \"parentProxy\": {\"https\": \"http://127.0.0.1:$PP\"},"
+  \"parentProxy\": {\"https\": \"http://127.0.0.1:$PP\", \"noProxy\": \"good.test,rules.test\"},"
 start_proxy second "$T/s2.json" --http tcp:127.0.0.1:0 --socks off
 X="http://127.0.0.1:$HPORT"
-out=$(python3 - "$HPORT" "$PA" <<'EOF'
+out=$("$PY" - "$HPORT" "$PA" <<'EOF'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"CONNECT rules.test:%s HTTP/1.1\r\nHost: rules.test\r\n\r\n" % sys.argv[2].encode())
@@ -703,7 +650,7 @@ kill "$PROXY_PID" 2>/dev/null
 settings "$T/s3.json" ', "maxTunnels": 1'
 start_proxy third "$T/s3.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
 X="http://127.0.0.1:$HPORT"
-python3 - "$HPORT" "$PA" "$P/sluiceca.pem" > "$T/hold.out" 2>&1 <<'EOF' &
+"$PY" - "$HPORT" "$PA" "$P/sluiceca.pem" > "$T/hold.out" 2>&1 <<'EOF' &
 import socket, ssl, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"CONNECT good.test:%s HTTP/1.1\r\nHost: good.test\r\n\r\n" % sys.argv[2].encode())
@@ -721,7 +668,7 @@ if grep -q "< HTTP/1.1 503" "$T/c3.err" && grep -qi "< X-Proxy-Error: too-many-t
 else
     bad "maxTunnels" "$(cat "$T/hold.out") / $(grep '^<' "$T/c3.err")"
 fi
-out=$(python3 "$T/cl.py" socks "$SPORT" good.test "$PA" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
+out=$("$PY" "$T/cl.py" socks "$SPORT" good.test "$PA" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
 if [ "$out" = "socks reply 1" ]; then
     ok "maxTunnels 1 with one held: a SOCKS5 CONNECT gets a general-failure reply (1)"
 else
