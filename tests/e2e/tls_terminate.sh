@@ -514,6 +514,15 @@ if grep -q "request rule '" "$T/rr.out" 2>/dev/null || grep -q "network.requestR
 else
     bad "403 names the rule" "$(cat "$T/rr.out")"
 fi
+# sluice check judges an https:// URL to a terminated host as the request
+# inside the tunnel, as the proxy does (not as an unreadable tunnel)
+out=$("$SLUICE" check --settings "$T/s.json" "https://rules.test:$PA/pub/a.txt" "https://rules.test:$PA/priv/p.txt" 2>&1)
+if grep -q "^allow rules.test:$PA GET /pub/a.txt (https: terminated, judged inside the tunnel)" <<<"$out" &&
+    grep -q "^deny  rules.test:$PA GET /priv/p.txt (https: terminated.*matches no allow rule" <<<"$out"; then
+    ok "sluice check judges https:// URLs to a terminated host by method and path, as the proxy"
+else
+    bad "sluice check with tlsTerminate" "$out"
+fi
 # a ruled host in excludeDomains cannot be terminated: its CONNECT is refused
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$P/originca.pem" -x "$X" "https://pinned.test:$PA/hello.txt" 2>&1)
 if [ "$code" = 000 ] && grep -q "host=pinned.test.*decision=deny.*has request rules" "$T/main.log"; then
