@@ -484,12 +484,13 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
                     1, "tunnel refused");
         return -1;
     }
-    /* inside a terminated tunnel to a host with request rules, the Host must
-     * name the CONNECT target whatever requireHostMatch says */
+    /* inside a terminated tunnel to a host that needs termination (request
+     * rules), the Host must name the CONNECT target whatever
+     * requireHostMatch says */
     if (!w->is_connect &&
         (ho->require_host_match ||
          (c->terminated &&
-          policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
+          policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
         reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "

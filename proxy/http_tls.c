@@ -166,7 +166,7 @@ static void go_opaque(struct http_conn *c)
         http_conn_close(c, "tunnel refused");
         return;
     }
-    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+    if (policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
         !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
         http_set_reason(c, "not TLS inside a tunnel to a host with request rules "
                            "(network.requestRules): never passed opaque");
@@ -196,7 +196,7 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
          * that needs termination (request rules) refuses it; any other
          * passes opaque, as it would without tlsTerminate. */
         const struct policy *pol = egress_env_policy(c->fc.f->egress);
-        if (!policy_request_ruled(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
+        if (!policy_tls_needed(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
             go_opaque(c);
             return;
         }

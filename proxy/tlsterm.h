@@ -14,9 +14,8 @@ struct tls_leaves;
 struct tls_server_ctx;
 struct tls_client_ctx;
 
-/* What sluice proxy refuses in network.tlsTerminate: no CA from files, and
- * (scope "needed" is served: policy_tls_terminates). 0, or -1 with a located
- * message in err. */
+/* What sluice proxy refuses in network.tlsTerminate: no CA from files (a
+ * per-run CA is for sluice run). 0, or -1 with a located message in err. */
 int proxy_tls_settings_check(const struct settings *s, struct settings_error *err);
 
 /* Handshake metrics: the side, and a small fixed set of failure reasons
