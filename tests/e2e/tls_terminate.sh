@@ -115,6 +115,7 @@ import http.server, ssl, sys
 addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 class H(http.server.SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = float(sys.argv[6]) if len(sys.argv) > 6 else None  # an idle connection's life
     def __init__(self, *a, **k):
         super().__init__(*a, directory=root, **k)
     def do_GET(self):
@@ -163,8 +164,8 @@ class S(http.server.ThreadingHTTPServer):
         return sock, a
 S((addr, port), H).serve_forever()
 EOF
-start_origin() { # ADDR PORT CERT KEY
-    "$PY" "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" 2>>"$T/origins.err" &
+start_origin() { # ADDR PORT CERT KEY [IDLE-TIMEOUT-S]
+    "$PY" "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" ${5:+"$5"} 2>>"$T/origins.err" &
     PIDS+=($!)
 }
 PA=$(free_port)
@@ -177,6 +178,8 @@ start_origin "$O2" "$PC" "$P/stray.pem" "$P/stray.key"
 start_origin "$O1" "$PH" - -
 PD=$(free_port)
 start_origin "$O1" "$PD" "$P/good.pem" "$P/good.key" # accepts counted: one test each
+PE=$(free_port)
+start_origin "$O1" "$PE" "$P/good.pem" "$P/good.key" 0.3 # closes a connection idle 0.3 s
 PF=$(free_port)
 start_origin 0.0.0.0 "$PF" "$P/good.pem" "$P/good.key" # far.test ($O3), behind the parent
 for i in $(seq 100); do
@@ -195,8 +198,8 @@ start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong
 # cl.py MODE PROXY-PORT HOST PORT CA WHAT: one tunnel through the proxy
 # (MODE connect: HTTP CONNECT; socks: SOCKS5 with a domain name), then WHAT:
 # "ws PATH" (TLS, an Upgrade: websocket request, two echoes), "get PATH"
-# (TLS, one GET), "plain PATH" (one GET without TLS), "hold" (TLS, then
-# wait). Prints the proxy's answer, then what came back, one line each.
+# (TLS, one GET), "late PATH" (the same a second after the handshake),
+# "plain PATH" (one GET without TLS), "hold" (TLS, then wait). Prints the proxy's answer, then what came back, one line each.
 cat > "$T/cl.py" <<'EOF'
 import socket, ssl, sys, time
 mode, pport, host, port, ca, what = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
@@ -227,6 +230,8 @@ try:
     if kind == "hold":
         print("held", flush=True)
         time.sleep(3600)
+    if kind == "late":
+        time.sleep(1)
     req = "GET %s HTTP/1.1\r\nHost: %s:%d\r\n" % (path, host, port)
     if kind == "ws":
         req += ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
@@ -469,6 +474,17 @@ for mode in connect socks; do
         bad "$mode: one dial per terminated tunnel" "accepts $before -> $after; $out"
     fi
 done
+
+# the socket the CONNECT dialed, closed by the origin before the first
+# request (idle 1 s, the origin's limit 0.3 s): that request dials anew
+before=$(cat "$T/accepts.$PE" 2>/dev/null || echo 0)
+out=$("$PY" "$T/cl.py" connect "$HPORT" good.test "$PE" "$P/sluiceca.pem" "late /hello.txt" 2>&1)
+after=$(cat "$T/accepts.$PE" 2>/dev/null || echo 0)
+if grep -q "^body hello from the origin$" <<<"$out" && [ $((after - before)) = 2 ]; then
+    ok "a first request after the origin closed the tunnel's idle socket dials anew (no 502)"
+else
+    bad "held socket closed by the origin" "accepts $before -> $after; $out"
+fi
 
 # --- WebSocket upgrades inside terminated tunnels ------------------------------
 ws_case() { # NAME MODE PORT HOST PATH WANT-STATUS
