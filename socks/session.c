@@ -371,10 +371,20 @@ static void hand_to_tls(struct socks_conn *c, int fd)
 
 static void connected(struct socks_conn *c, int fd)
 {
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     int rc;
 
-    if (policy_tls_terminates(egress_env_policy(c->fc.f->egress), &c->hs->host, c->fc.port)) {
+    if (policy_tls_terminates(pol, &c->hs->host, c->fc.port)) {
         hand_to_tls(c, fd);
+        return;
+    }
+    if (policy_tls_needed(pol, &c->hs->host, c->fc.port) && !policy_mode_report(pol)) {
+        /* judged as a tunnel to terminate, and a reload since turned that
+         * off: a host that needs termination is never passed opaque */
+        close(fd);
+        set_text(&c->fc.reason, "a host with request rules is reachable only through TLS "
+                                "termination");
+        reply_fail(c, SOCKS5_REP_NOT_ALLOWED, "tunnel refused");
         return;
     }
 
