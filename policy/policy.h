@@ -143,7 +143,7 @@ struct policy_tls_opts {
     int on;                /* the settings give tlsTerminate */
     unsigned max_tunnels;  /* terminated tunnels open at once, per process */
     unsigned handshake_ms; /* from the CONNECT's 200 to the end of the handshake */
-    int scope_needed;      /* scope "needed" (not implemented by the proxy yet) */
+    int scope_needed;      /* scope "needed": only hosts that need it (policy_tls_needed) */
     size_t nexclude;
     struct policy_tls_exclude *exclude; /* excludeDomains, compiled */
     /* network.mitmProxy, compiled here too (the two are refused together) */
@@ -156,6 +156,13 @@ const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
  * in allowedDomains: a name, *.name for the names below it, an address or
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* 1 when host:port needs termination to be judged or served: it has request
+ * rules (credentials will be the second reason). */
+int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* 1 when an allowed CONNECT (or SOCKS5 CONNECT) to host:port is to be
+ * sniffed and terminated: tlsTerminate is on, the host is not in
+ * excludeDomains, and under scope "needed" it needs termination. */
+int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port);
 
 /* network.mitmProxy (policy/tls.c): the external proxy on a Unix socket
  * (its unix_path set) that host:port goes to, or NULL when the host does

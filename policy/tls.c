@@ -160,3 +160,17 @@ const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
         return NULL;
     return &p->tls.mitm_pp;
 }
+
+/* Each reason a host needs termination; credentials (a later issue) add a
+ * predicate here. */
+int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    return policy_request_ruled(p, h, port);
+}
+
+int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    if (!p->tls.on || policy_tls_excluded(p, h, port))
+        return 0;
+    return !p->tls.scope_needed || policy_tls_needed(p, h, port);
+}
