@@ -232,6 +232,12 @@ struct dialer_target {
     uint16_t port;           /* TCP */
     const char *path;        /* unix; must outlive the dial */
     int v4mapped;            /* TCP to an IPv4 addr from an IPv6 socket (::ffff:a.b.c.d) */
+    /* TCP: where the socket comes from; NULL: socket(). Else a new
+     * non-blocking, close-on-exec stream socket of family (AF_INET or
+     * AF_INET6), or a negative UV_E*: published ports (run/ports.c) dial
+     * with sockets made in the sandbox's network namespace. */
+    int (*make_socket)(void *arg, int family);
+    void *make_socket_arg;
 };
 
 /* status 0: fd is connected (non-blocking, close-on-exec; TCP_NODELAY is left
@@ -688,6 +694,8 @@ struct frontend_conn {
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 
+struct frontend_tls_adopt;
+
 struct frontend {
     uv_loop_t *loop;
     struct egress_env *egress;
@@ -717,6 +725,26 @@ struct frontend {
      * default). */
     void (*debug)(void *ctx, const char *line);
     void *debug_ctx;
+    /* network.tlsTerminate for a front end that does not terminate itself
+     * (SOCKS5): the owner takes an allowed, dialed tunnel to be terminated
+     * (struct frontend_tls_adopt). 0: taken; UV_EBUSY: maxTunnels reached;
+     * other < 0: not available. On < 0 nothing is taken or written. NULL:
+     * no termination here (such a tunnel is refused: fail closed). */
+    int (*tls_adopt)(struct frontend *f, const struct frontend_tls_adopt *a);
+};
+
+/* A tunnel handed to TLS termination (frontend.tls_adopt). */
+struct frontend_tls_adopt {
+    int client_fd, up_fd;            /* both taken on success */
+    const struct policy_host *host;  /* the judged target: the leaf's name */
+    uint16_t port;
+    struct policy_addr addr;         /* up_fd's peer (the decision's address) */
+    const char *client;              /* the peer, for the log */
+    const char *protocol;            /* for the log ("socks5") */
+    const char *reply;               /* written to the client first (the success reply) */
+    size_t reply_len;
+    const uint8_t *early;            /* client bytes read after the request */
+    size_t early_len;
 };
 
 void frontend_init(struct frontend *f, uv_loop_t *loop, uint64_t *next_id);

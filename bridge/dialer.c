@@ -251,7 +251,12 @@ int dialer_connect_now(const struct dialer_target *t, int *in_progress)
     rc = target_sockaddr(t, &ss, &sslen);
     if (rc < 0)
         return rc;
-    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (t->make_socket != NULL && !t->is_unix) {
+        fd = t->make_socket(t->make_socket_arg, ss.ss_family);
+        if (fd < 0)
+            return fd;
+    } else
+        fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 && errno == EAFNOSUPPORT && t->v4mapped) {
         /* no IPv6 on this host: the IPv4 socket it would have used */
         struct dialer_target plain = *t;

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* egress_start_dial's requests: their socket is handed to the command */
+#define EGRESS_HANDOVER 0x100u
+
 struct egress_pol {
     struct policy *p;
     size_t refs; /* requests using it, + 1 while it is the env's current one */
@@ -63,6 +66,8 @@ struct egress_req {
     struct parent_dial *pdial;
     char parent_shown[POLICY_HOST_MAX + 16];
     int parent_http; /* plain HTTP through the parent: no CONNECT */
+    int handover;    /* egress_start_dial: the socket goes to the command */
+    int mitm;        /* through network.mitmProxy's socket, not the parent */
     struct egress_outcome o;
     uint64_t t0, t_step; /* uv_hrtime() at the start, and of the step under way */
     size_t ntargets;
@@ -280,8 +285,9 @@ static void on_parent(void *arg, int status, int fd, const char *why)
         r->o.fd = fd;
         r->o.parent_http = r->parent_http;
         snprintf(via, sizeof(via), "%s", r->o.reason);
-        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the parent proxy %.260s", via,
-                 via[0] != '\0' ? "; " : "", r->parent_shown);
+        snprintf(r->o.reason, sizeof(r->o.reason), "%.100s%svia the %s %.260s", via,
+                 via[0] != '\0' ? "; " : "", r->mitm ? "mitmProxy" : "parent proxy",
+                 r->parent_shown);
         finish(r, EGRESS_CONNECTED, 0);
         return;
     }
@@ -294,18 +300,16 @@ static void on_parent(void *arg, int status, int fd, const char *why)
            status);
 }
 
-/* 1 when the request went to the parent proxy (network.parentProxy or the
- * environment's HTTP(S)_PROXY; loopback and NO_PROXY go direct). */
-static int via_parent(struct egress_req *r)
+/* Through pp (network.parentProxy, or network.mitmProxy's Unix socket):
+ * a CONNECT to the destination as judged, or for plain HTTP the connection
+ * to the proxy itself, for absolute-form requests. */
+static void via_proxy(struct egress_req *r, const struct policy_parent_proxy *pp)
 {
-    const struct policy_parent_proxy *pp = policy_parent_pick(
-        policy_parent(r->pol->p), &r->host, strcmp(r->protocol, "http") == 0);
     char hp[300];
     int rc;
 
-    if (pp == NULL)
-        return 0;
     snprintf(r->parent_shown, sizeof(r->parent_shown), "%s", pp->shown);
+    r->mitm = pp->unix_path[0] != '\0';
     r->state = REQ_PARENT;
     /* plain HTTP goes to the parent as absolute-form requests, not through a
      * CONNECT tunnel (a default Squid allows CONNECT to port 443 only) */
@@ -317,10 +321,50 @@ static int via_parent(struct egress_req *r)
                            r->env->dial_timeout_ms, on_parent, r);
     if (rc < 0) {
         r->pdial = NULL;
-        snprintf(r->o.reason, sizeof(r->o.reason), "cannot use the parent proxy %s: %s",
-                 pp->shown, uv_strerror(rc));
+        snprintf(r->o.reason, sizeof(r->o.reason), "cannot use the %s %s: %s",
+                 pp->unix_path[0] != '\0' ? "mitmProxy" : "parent proxy", pp->shown,
+                 uv_strerror(rc));
         finish(r, EGRESS_ERROR, rc);
     }
+}
+
+/* 1 when the request went to the parent proxy (network.parentProxy or the
+ * environment's HTTP(S)_PROXY; loopback and NO_PROXY go direct). */
+static int via_parent(struct egress_req *r)
+{
+    const struct policy_parent_proxy *pp = policy_parent_pick(
+        policy_parent(r->pol->p), &r->host, strcmp(r->protocol, "http") == 0);
+
+    if (pp == NULL)
+        return 0;
+    via_proxy(r, pp);
+    return 1;
+}
+
+/* network.mitmProxy (srt 0.0.83): 1 when the allowed host matches its
+ * domains, and the request went to the external proxy on its Unix socket
+ * (not resolved, not guarded: as in srt, the guard does not judge that
+ * hop; an unreachable socket fails the request, which never goes direct).
+ * A transparent connect() is refused instead: its socket would be handed
+ * to the command, and a host Unix socket never is. */
+static int via_mitm(struct egress_req *r)
+{
+    const struct policy_parent_proxy *pp = policy_mitm_pick(r->pol->p, &r->host, r->port);
+
+    if (pp == NULL)
+        return 0;
+    if (r->handover) {
+        char why[sizeof(r->o.reason)];
+        snprintf(why, sizeof(why),
+                 "'%.253s' matches network.mitmProxy.domains, whose proxy is a Unix socket on the "
+                 "host: a transparent connect() cannot be sent there",
+                 r->host.name);
+        snprintf(r->o.hint, sizeof(r->o.hint),
+                 "use the proxy variables (HTTPS_PROXY, ALL_PROXY) for this host");
+        deny(r, EGRESS_BY_POLICY, why);
+        return 1;
+    }
+    via_proxy(r, pp);
     return 1;
 }
 
@@ -328,7 +372,7 @@ static void dial(struct egress_req *r)
 {
     int rc;
 
-    if (via_parent(r))
+    if (via_mitm(r) || via_parent(r))
         return;
     r->state = REQ_DIAL;
     r->t_step = uv_hrtime();
@@ -467,6 +511,8 @@ static void proceed(struct egress_req *r)
         guard(r, &r->host.addr, 1);
         return;
     }
+    if (via_mitm(r)) /* a name: the external proxy resolves it */
+        return;
     if (r->env->resolver == NULL) {
         snprintf(r->o.reason, sizeof(r->o.reason), "no resolver");
         finish(r, EGRESS_ERROR, UV_EINVAL);
@@ -557,6 +603,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->port = port;
     r->report = policy_mode_report(r->pol->p);
     r->how = how;
+    r->handover = (how & EGRESS_HANDOVER) != 0;
     snprintf(r->protocol, sizeof(r->protocol), "%s", protocol);
     snprintf(r->client, sizeof(r->client), "%s", client != NULL ? client : "-");
     r->o.fd = -1;
@@ -619,7 +666,7 @@ int egress_start_dial(struct egress_env *e, const struct policy_host *host, uint
                       const char *protocol, const char *client, unsigned how, egress_cb cb,
                       void *arg, struct egress_req **req)
 {
-    return start(e, host, port, NULL, protocol, client, cb, arg, req, how);
+    return start(e, host, port, NULL, protocol, client, cb, arg, req, how | EGRESS_HANDOVER);
 }
 
 void egress_cancel(struct egress_req *r)

@@ -72,6 +72,8 @@ int forwarder_new(struct forwarder **out, uv_loop_t *loop, const struct forward_
     } else {
         f->target.addr = o->connect.addr;
         f->target.port = o->connect.port;
+        f->target.make_socket = o->make_socket;
+        f->target.make_socket_arg = o->make_socket_arg;
         f->b_kind = RELAY_TCP;
         policy_addr_str(&o->connect.addr, f->host, sizeof(f->host));
     }
@@ -273,7 +275,9 @@ void forwarder_accept(struct forwarder *f, struct listener *l)
     c->fc.force_close = force_close;
     c->fc.bytes = conn_bytes;
     c->fc.release = release;
-    if (frontend_conn_start(&f->fe, &c->fc, "forward") < 0) { /* counted live from here */
+    /* counted live from here */
+    if (frontend_conn_start(&f->fe, &c->fc, f->o.protocol != NULL ? f->o.protocol : "forward") <
+        0) {
         free(c);
         conn_limit_accepted(f->limit, l, UV_ENOMEM);
         return;

@@ -43,6 +43,10 @@ struct forward_opts {
     connlog_fn log;          /* per closed connection; may be NULL */
     void *log_ctx;
     uint64_t *next_id; /* shared id counter; NULL: the forwarder's own */
+    const char *protocol; /* the log records' protocol; NULL: "forward" */
+    /* TCP: the dialer's socket source (struct dialer_target); NULL: socket() */
+    int (*make_socket)(void *arg, int family);
+    void *make_socket_arg;
 };
 
 struct forwarder;

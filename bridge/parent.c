@@ -22,6 +22,10 @@
  * back as soon as it is made, and the HTTP front end sends each request to
  * the parent in absolute form with the parent's Proxy-Authorization.
  *
+ * network.mitmProxy (srt 0.0.83) uses the same exchange with a proxy on a
+ * host Unix socket (policy_parent_proxy.unix_path): no name to resolve, a
+ * connect() that succeeds or fails at once, no Proxy-Authorization.
+ *
  * The callback runs once, from a close callback (never inside
  * parent_dial_start()), unless parent_dial_cancel() ran first.
  */
@@ -33,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define PARENT_HEAD_MAX 8192
@@ -56,6 +61,7 @@ struct parent_dial {
     int done;
     int status;
     char why[300];
+    char label[POLICY_HOST_MAX + 40]; /* "parent proxy HOST:PORT", "mitmProxy unix:PATH" */
 };
 
 static void on_handle_closed(uv_handle_t *h)
@@ -110,7 +116,7 @@ static void on_timeout(uv_timer_t *t)
 {
     struct parent_dial *d = t->data;
 
-    end(d, UV_ETIMEDOUT, "the parent proxy %s did not answer in time", d->pp.shown);
+    end(d, UV_ETIMEDOUT, "the %s did not answer in time", d->label);
 }
 
 /* Reads the answer's head; 1 when complete (consumed), 0 for more, <0 error. */
@@ -124,27 +130,27 @@ static int read_head(struct parent_dial *d)
     if (n < 0)
         return errno == EAGAIN || errno == EINTR ? 0 : -errno;
     if (n == 0) {
-        end(d, UV_ECONNRESET, "the parent proxy %s closed the connection before answering",
-            d->pp.shown);
+        end(d, UV_ECONNRESET, "the %s closed the connection before answering",
+            d->label);
         return -1;
     }
     buf[n] = '\0';
     eoh = strstr(buf, "\r\n\r\n");
     if (eoh == NULL) {
         if (n >= PARENT_HEAD_MAX) {
-            end(d, UV_EPROTO, "the parent proxy %s sent an oversized answer", d->pp.shown);
+            end(d, UV_EPROTO, "the %s sent an oversized answer", d->label);
             return -1;
         }
         return 0;
     }
     headlen = (size_t)(eoh + 4 - buf);
     if (recv(d->fd, buf, headlen, 0) != (ssize_t)headlen) {
-        end(d, UV_EPROTO, "reading the parent proxy's answer failed");
+        end(d, UV_EPROTO, "reading the %s's answer failed", d->label);
         return -1;
     }
     buf[headlen] = '\0';
     if (strncmp(buf, "HTTP/1.", 7) != 0 || (sp = strchr(buf, ' ')) == NULL) {
-        end(d, UV_EPROTO, "the parent proxy %s did not answer in HTTP", d->pp.shown);
+        end(d, UV_EPROTO, "the %s did not answer in HTTP", d->label);
         return -1;
     }
     code = strtol(sp + 1, NULL, 10);
@@ -155,7 +161,7 @@ static int read_head(struct parent_dial *d)
         for (char *c = sp + 1; *c != '\0'; c++)
             if (*c < 0x20 || *c > 0x7e)
                 *c = '?';
-        end(d, UV_EPROTO, "the parent proxy %s answered %.80s%s", d->pp.shown, sp + 1,
+        end(d, UV_EPROTO, "the %s answered %.80s%s", d->label, sp + 1,
             code == 407 ? " (check the credentials in its URL)" : "");
         return -1;
     }
@@ -169,13 +175,13 @@ static void on_poll(uv_poll_t *p, int status, int events)
     if (d->done)
         return;
     if (status < 0) {
-        end(d, status, "talking to the parent proxy %s: %s", d->pp.shown, uv_strerror(status));
+        end(d, status, "talking to the %s: %s", d->label, uv_strerror(status));
         return;
     }
     if ((events & UV_WRITABLE) && d->sent < d->reqlen) {
         ssize_t n = send(d->fd, d->req + d->sent, d->reqlen - d->sent, MSG_NOSIGNAL);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            end(d, -errno, "sending CONNECT to the parent proxy %s: %s", d->pp.shown,
+            end(d, -errno, "sending CONNECT to the %s: %s", d->label,
                 strerror(errno));
             return;
         }
@@ -188,7 +194,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     if (events & UV_READABLE) {
         int rc = read_head(d);
         if (rc < 0 && !d->done)
-            end(d, rc, "reading the parent proxy's answer: %s", uv_strerror(rc));
+            end(d, rc, "reading the %s's answer: %s", d->label, uv_strerror(rc));
         else if (rc == 1)
             end(d, 0, NULL);
     }
@@ -202,13 +208,13 @@ static void on_dialed(void *arg, int status, int fd, size_t index)
     (void)index;
     d->dialer = NULL;
     if (status < 0) {
-        end(d, status, "cannot reach the parent proxy %s: %s", d->pp.shown, uv_strerror(status));
+        end(d, status, "cannot reach the %s: %s", d->label, uv_strerror(status));
         return;
     }
     d->fd = fd;
     rc = uv_poll_init(d->loop, &d->poll, fd);
     if (rc < 0) {
-        end(d, rc, "cannot watch the connection to the parent proxy: %s", uv_strerror(rc));
+        end(d, rc, "cannot watch the connection to the %s: %s", d->label, uv_strerror(rc));
         return;
     }
     d->poll.data = d;
@@ -235,8 +241,35 @@ static void dial_addrs(struct parent_dial *d, const struct policy_addr *addrs, s
     rc = dialer_start(&d->dialer, d->loop, t, n, 60000, on_dialed, d);
     if (rc < 0) {
         d->dialer = NULL;
-        end(d, rc, "cannot connect to the parent proxy %s: %s", d->pp.shown, uv_strerror(rc));
+        end(d, rc, "cannot connect to the %s: %s", d->label, uv_strerror(rc));
     }
+}
+
+/* network.mitmProxy: the proxy is a host Unix socket, connected at once (a
+ * local stream socket connects or fails in the call; EAGAIN is a full
+ * backlog, reported as such). A missing or refused socket ends the attempt:
+ * the connection fails closed, it never goes direct. */
+static void dial_unix(struct parent_dial *d)
+{
+    struct sockaddr_un sun;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        end(d, -errno, "cannot make a socket for the %s: %s", d->label, strerror(errno));
+        return;
+    }
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    memcpy(sun.sun_path, d->pp.unix_path, strnlen(d->pp.unix_path, sizeof(sun.sun_path) - 1));
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        int e = errno;
+        close(fd);
+        end(d, e == ENOENT || e == ECONNREFUSED ? UV_ECONNREFUSED : -e, "cannot reach the %s: %s",
+            d->label,
+            e == EAGAIN ? "its backlog is full" : e == ENOENT ? "no such socket" : strerror(e));
+        return;
+    }
+    on_dialed(d, 0, fd, 0);
 }
 
 static void on_resolved(void *arg, enum resolver_status st, const struct policy_addr *addrs,
@@ -283,7 +316,13 @@ int parent_dial_start(struct parent_dial **out, uv_loop_t *loop, struct resolver
     d->timer.data = d;
     uv_timer_start(&d->timer, on_timeout, timeout_ms, 0);
     *out = d;
-    if (pp->host.kind != POLICY_HOST_NAME) {
+    if (pp->unix_path[0] != '\0')
+        snprintf(d->label, sizeof(d->label), "mitmProxy %s", pp->shown);
+    else
+        snprintf(d->label, sizeof(d->label), "parent proxy %s", pp->shown);
+    if (pp->unix_path[0] != '\0') {
+        dial_unix(d);
+    } else if (pp->host.kind != POLICY_HOST_NAME) {
         dial_addrs(d, &pp->host.addr, 1);
     } else if (resolver == NULL) {
         end(d, UV_EINVAL, "no resolver for the parent proxy's name '%s'", pp->host.name);

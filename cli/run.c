@@ -2,7 +2,7 @@
  * help and exit codes. The launcher itself is run/launch.c.
  *
  *   sluice run [-s FILE] [--ask HANDLER] [--log FILE] [-q] [-d]
- *              [--report-writes]
+ *              [--report-writes] [--publish [HOST_ADDR:]HOST_PORT:SANDBOX_PORT]...
  *              [--control-fd N] [--dangerously-disable-sandbox] [--learn FILE]
  *              (-c STRING | [--] CMD ARGS...)
  *
@@ -49,6 +49,11 @@ void cli_run_usage(FILE *f)
             "  --transparent        judge every TCP connect() and answer DNS in the\n"
             "                       sandbox (network.transparent), for programs that\n"
             "                       ignore proxy variables\n"
+            "  --publish [HOST_ADDR:]HOST_PORT:SANDBOX_PORT\n"
+            "                       relay HOST_ADDR:HOST_PORT on the host (default\n"
+            "                       127.0.0.1) to 127.0.0.1:SANDBOX_PORT in the sandbox, for\n"
+            "                       a server the command starts (repeatable; also\n"
+            "                       network.publish); IPv6 in brackets\n"
             "  --control-fd N       read JSON lines on descriptor N, each a complete\n"
             "                       settings document: a valid one replaces the network\n"
             "                       policy for new connections, an invalid one is\n"
@@ -81,8 +86,11 @@ enum {
     OPT_CONTROL_FD,
     OPT_TRANSPARENT,
     OPT_REPORT_WRITES,
-    OPT_LEARN
+    OPT_LEARN,
+    OPT_PUBLISH
 };
+
+#define RUN_MAX_PUBLISH 64
 
 static const struct option run_options[] = {
     {"settings", required_argument, NULL, 's'},
@@ -96,6 +104,7 @@ static const struct option run_options[] = {
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"report-writes", no_argument, NULL, OPT_REPORT_WRITES},
     {"learn", required_argument, NULL, OPT_LEARN},
+    {"publish", required_argument, NULL, OPT_PUBLISH},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -121,6 +130,26 @@ static int parse_fd(const char *v, int *out)
         return -1;
     }
     *out = (int)n;
+    return 0;
+}
+
+/* --publish VALUE: checked now, kept for the launcher (its place in argv). */
+static int add_publish(struct sb_launch_opts *o, char *v)
+{
+    static char *values[RUN_MAX_PUBLISH];
+    struct settings_publish p;
+    const char *why;
+
+    if (settings_publish_parse(v, &p, &why) < 0) {
+        fprintf(stderr, "sluice: run: --publish '%s': %s\n", v, why);
+        return 1 + SB_LAUNCH_FAIL;
+    }
+    if (o->npublish == RUN_MAX_PUBLISH) {
+        fprintf(stderr, "sluice: run: --publish: at most %d\n", RUN_MAX_PUBLISH);
+        return 1 + SB_LAUNCH_FAIL;
+    }
+    values[o->npublish++] = v;
+    o->publish = values;
     return 0;
 }
 
@@ -163,6 +192,8 @@ static int run_option(struct sb_launch_opts *o, const char **settings, const cha
     case OPT_REPORT_WRITES:
         o->report_writes = 1;
         return 0;
+    case OPT_PUBLISH:
+        return add_publish(o, optarg);
     case OPT_CONTROL_FD:
         return parse_fd(optarg, &o->control_fd) < 0 ? 1 + SB_LAUNCH_FAIL : 0;
     case 'c':

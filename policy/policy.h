@@ -101,6 +101,9 @@ struct policy_parent_proxy {
     uint16_t port;
     char auth[400];          /* "Basic ..." from the URL's credentials, or "" */
     char shown[POLICY_HOST_MAX + 16]; /* "host:port" for logs (no credentials) */
+    /* network.mitmProxy: the proxy listens on this host Unix socket (host
+     * and port unused); "" for a TCP parent */
+    char unix_path[108];
 };
 
 struct policy_parent;
@@ -140,15 +143,33 @@ struct policy_tls_opts {
     int on;                /* the settings give tlsTerminate */
     unsigned max_tunnels;  /* terminated tunnels open at once, per process */
     unsigned handshake_ms; /* from the CONNECT's 200 to the end of the handshake */
-    int scope_needed;      /* scope "needed" (not implemented by the proxy yet) */
+    int scope_needed;      /* scope "needed": only hosts that need it (policy_tls_needed) */
     size_t nexclude;
     struct policy_tls_exclude *exclude; /* excludeDomains, compiled */
+    /* network.mitmProxy, compiled here too (the two are refused together) */
+    size_t nmitm;
+    struct policy_tls_exclude *mitm; /* mitmProxy.domains; none: no mitmProxy */
+    struct policy_parent_proxy mitm_pp;
 };
 const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
 /* 1 when host:port matches network.tlsTerminate.excludeDomains (patterns as
  * in allowedDomains: a name, *.name for the names below it, an address or
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* 1 when host:port needs termination to be judged or served: it has request
+ * rules (credentials will be the second reason). */
+int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* 1 when an allowed CONNECT (or SOCKS5 CONNECT) to host:port is to be
+ * sniffed and terminated: tlsTerminate is on, the host is not in
+ * excludeDomains, and under scope "needed" it needs termination. */
+int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port);
+
+/* network.mitmProxy (policy/tls.c): the external proxy on a Unix socket
+ * (its unix_path set) that host:port goes to, or NULL when the host does
+ * not match mitmProxy.domains (patterns as in allowedDomains). Asked after
+ * the allow and deny lists allowed the host. */
+const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
+                                                   const struct policy_host *h, uint16_t port);
 
 /* Compiles settings into a policy. Every pattern is checked; the first bad
  * one fails the compile with a located message. Returns 0 or -EINVAL/-ENOMEM. */

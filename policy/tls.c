@@ -2,7 +2,10 @@
  * allowed hosts are terminated (excludeDomains, patterns as in
  * allowedDomains and checked the same way, with a located message), and
  * the numbers the proxy reads per request (maxTunnels, handshakeTimeoutMs,
- * scope), so a reload changes them for new tunnels. */
+ * scope), so a reload changes them for new tunnels. Also network.mitmProxy
+ * (srt 0.0.83): which allowed hosts go to an external proxy on a Unix
+ * socket (domains, the same patterns), refused beside tlsTerminate as srt
+ * refuses it. */
 #include "policy/policy-int.h"
 
 #include <errno.h>
@@ -15,23 +18,19 @@ struct policy_tls_exclude {
     char name[POLICY_HOST_MAX + 1];
 };
 
-int policy__tls_compile(struct policy *p, const struct settings *s, struct settings_error *err)
+/* A list of patterns as in allowedDomains, each checked with a located
+ * message. */
+static int compile_list(const struct settings_list *l, struct policy_tls_exclude **out,
+                        size_t *nout, struct settings_error *err)
 {
-    const struct settings_list *l = &s->network.tls_terminate.exclude_domains;
-    struct policy_tls_opts *t = &p->tls;
-
-    t->on = s->network.tls_terminate.given.set;
-    t->max_tunnels = s->network.tls_terminate.max_tunnels;
-    t->handshake_ms = s->network.tls_terminate.handshake_timeout_ms;
-    t->scope_needed = s->network.tls_terminate.scope == SETTINGS_TLS_SCOPE_NEEDED;
     if (l->n == 0)
         return 0;
-    t->exclude = calloc(l->n, sizeof(*t->exclude));
-    if (t->exclude == NULL)
+    *out = calloc(l->n, sizeof(**out));
+    if (*out == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < l->n; i++) {
         const struct settings_item *it = &l->items[i];
-        struct policy_tls_exclude *e = &t->exclude[i];
+        struct policy_tls_exclude *e = &(*out)[i];
         const char *why = NULL;
 
         if (policy_pattern_parse(it->value, 0, &e->r, e->name, &why) < 0) {
@@ -41,9 +40,50 @@ int policy__tls_compile(struct policy *p, const struct settings *s, struct setti
                          it->value, why != NULL ? why : "invalid pattern");
             return -EINVAL;
         }
-        t->nexclude++;
+        (*nout)++;
     }
     return 0;
+}
+
+static int mitm_compile(struct policy *p, const struct settings *s, struct settings_error *err)
+{
+    const __typeof__(s->network.mitm_proxy) *m = &s->network.mitm_proxy;
+    struct policy_parent_proxy *pp = &p->tls.mitm_pp;
+
+    if (!m->given.set || m->socket_path == NULL)
+        return 0;
+    if (s->network.tls_terminate.given.set) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof(err->msg),
+                     "%s:%u:%u: network.mitmProxy: cannot be combined with "
+                     "network.tlsTerminate (%s:%u:%u), as in srt: hosts go either to the "
+                     "external proxy or through sluice's own termination; remove one of them",
+                     m->given.file, m->given.line, m->given.col,
+                     s->network.tls_terminate.given.file, s->network.tls_terminate.given.line,
+                     s->network.tls_terminate.given.col);
+        return -EINVAL;
+    }
+    if (strlen(m->socket_path) >= sizeof(pp->unix_path))
+        return -EINVAL; /* the loader refuses it with a message */
+    memset(pp, 0, sizeof(*pp));
+    pp->set = 1;
+    snprintf(pp->unix_path, sizeof(pp->unix_path), "%s", m->socket_path);
+    snprintf(pp->shown, sizeof(pp->shown), "unix:%.*s", (int)(sizeof(pp->shown) - 6),
+             m->socket_path);
+    return compile_list(&m->domains, &p->tls.mitm, &p->tls.nmitm, err);
+}
+
+int policy__tls_compile(struct policy *p, const struct settings *s, struct settings_error *err)
+{
+    struct policy_tls_opts *t = &p->tls;
+    int rc;
+
+    t->on = s->network.tls_terminate.given.set;
+    t->max_tunnels = s->network.tls_terminate.max_tunnels;
+    t->handshake_ms = s->network.tls_terminate.handshake_timeout_ms;
+    t->scope_needed = s->network.tls_terminate.scope == SETTINGS_TLS_SCOPE_NEEDED;
+    rc = compile_list(&s->network.tls_terminate.exclude_domains, &t->exclude, &t->nexclude, err);
+    return rc < 0 ? rc : mitm_compile(p, s, err);
 }
 
 void policy__tls_free(struct policy *p)
@@ -51,6 +91,9 @@ void policy__tls_free(struct policy *p)
     free(p->tls.exclude);
     p->tls.exclude = NULL;
     p->tls.nexclude = 0;
+    free(p->tls.mitm);
+    p->tls.mitm = NULL;
+    p->tls.nmitm = 0;
 }
 
 const struct policy_tls_opts *policy_tls_opts(const struct policy *p)
@@ -86,10 +129,11 @@ static int name_has(const struct policy_tls_exclude *e, const struct policy_host
            strcmp(h->name + h->len - nl, e->name) == 0;
 }
 
-int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port)
+static int list_has(const struct policy_tls_exclude *l, size_t n, const struct policy_host *h,
+                    uint16_t port)
 {
-    for (size_t i = 0; i < p->tls.nexclude; i++) {
-        const struct policy_tls_exclude *e = &p->tls.exclude[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct policy_tls_exclude *e = &l[i];
         int hit;
 
         if (e->r.port != 0 && e->r.port != port)
@@ -102,4 +146,31 @@ int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uin
             return 1;
     }
     return 0;
+}
+
+int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    return list_has(p->tls.exclude, p->tls.nexclude, h, port);
+}
+
+const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
+                                                   const struct policy_host *h, uint16_t port)
+{
+    if (p == NULL || p->tls.nmitm == 0 || !list_has(p->tls.mitm, p->tls.nmitm, h, port))
+        return NULL;
+    return &p->tls.mitm_pp;
+}
+
+/* Each reason a host needs termination; credentials (a later issue) add a
+ * predicate here. */
+int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    return policy_request_ruled(p, h, port);
+}
+
+int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    if (!p->tls.on || policy_tls_excluded(p, h, port))
+        return 0;
+    return !p->tls.scope_needed || policy_tls_needed(p, h, port);
 }

@@ -32,6 +32,7 @@ struct check_item {
     /* a URL target (http://, https://): the request it makes */
     int url;
     int tls;            /* https: a CONNECT tunnel, whose requests the proxy cannot read */
+    int terminated;     /* ... unless network.tlsTerminate terminates it: judged inside */
     const char *method; /* --method, or GET */
     char *path;         /* the target as sent ("/path?query"), malloc'ed */
     struct policy_decision match; /* the one rule match (policy_decide) */
@@ -145,7 +146,9 @@ static void target_words(const struct check_item *it, char *buf, size_t len)
     n = strlen(buf);
     if (it->url)
         snprintf(buf + n, len - n, " %s %s%s", it->method, it->path,
-                 it->tls ? " (https: in a CONNECT tunnel)" : "");
+                 it->terminated ? " (https: terminated, judged inside the tunnel)"
+                 : it->tls      ? " (https: in a CONNECT tunnel)"
+                                : "");
 }
 
 /* ---- resolution ---- */
@@ -314,6 +317,7 @@ static void print_json(const struct check_item *it, int resolve, const struct po
         json_object_set_new(o, "method", json_string(it->method));
         json_object_set_new(o, "path", json_string(it->path));
         json_object_set_new(o, "tunnel", json_boolean(it->tls));
+        json_object_set_new(o, "terminated", json_boolean(it->terminated));
     }
     json_object_set_new(o, "decision", json_string(decision_name(it)));
     if (it->d.rule != NULL) {
@@ -526,7 +530,9 @@ static long read_expect(const char *path, char **bufp, struct check_item **items
 
 /* Parses every target and decides it by the rules; 1 when one is bad. A URL
  * target is decided as the proxy decides its request: an http:// one by its
- * method and path, an https:// one as the CONNECT tunnel it travels in. */
+ * method and path, an https:// one as the CONNECT tunnel it travels in, or,
+ * when network.tlsTerminate terminates that tunnel, by its method and path
+ * as the request inside it. */
 static int decide_all(const struct policy *p, struct check_item *items, size_t n,
                       const char *method)
 {
@@ -555,7 +561,10 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
         rq.method_len = strlen(it->method);
         rq.target = it->path;
         rq.target_len = it->path != NULL ? strlen(it->path) : 0;
-        policy_decide_request(p, &it->host, it->port, it->url && !it->tls ? &rq : NULL, &it->match);
+        /* a tunnel the proxy terminates: its requests are judged as inside it */
+        it->terminated = it->url && it->tls && policy_tls_terminates(p, &it->host, it->port);
+        policy_decide_request(p, &it->host, it->port,
+                              it->url && (!it->tls || it->terminated) ? &rq : NULL, &it->match);
         policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
         it->would_deny = it->d.report_only;
     }

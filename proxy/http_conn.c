@@ -603,8 +603,8 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
 
 /* The inner connection of a terminated tunnel (proxy/http_tls.c): the
  * plaintext end fd of its socket pair; requests go to outer's CONNECT
- * target. Counted as a connection of f like an accepted one. */
-int http_session_open_terminated(struct frontend *f, int fd, const struct http_conn *outer)
+ * target, the first over the socket outer's CONNECT dialed. Counted as a connection of f like an accepted one. */
+int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *outer)
 {
     struct proxy_service *svc = f->data;
     struct http_conn *c;
@@ -621,6 +621,9 @@ int http_session_open_terminated(struct frontend *f, int fd, const struct http_c
     c->host = outer->host;
     c->fc.port = outer->fc.port;
     snprintf(c->fc.client, sizeof(c->fc.client), "%s", outer->fc.client);
+    c->held_fd = outer->held_fd; /* the CONNECT's dial: the first request's upstream */
+    c->held_addr = outer->held_addr;
+    outer->held_fd = -1;
     if (uv_pipe_open((uv_pipe_t *)relay_client(&c->relay), fd) < 0) {
         close(fd);
         http_conn_close(c, "cannot open the terminated session");
@@ -628,6 +631,48 @@ int http_session_open_terminated(struct frontend *f, int fd, const struct http_c
     }
     conn_begin(c);
     return 0;
+}
+
+/* A tunnel another front end hands to TLS termination (http_tls_adopt):
+ * a connection of f on a->client_fd, judged for a->host and a->port, with
+ * the client's early bytes in w->in. NULL with nothing taken. */
+struct http_conn *http_session_adopt(struct frontend *f, const struct frontend_tls_adopt *a)
+{
+    struct proxy_service *svc = f->data;
+    struct http_conn *c;
+    struct http_work *w;
+
+    __atomic_fetch_add(svc->live, 1, __ATOMIC_RELAXED); /* on_conn_ended takes it back */
+    c = conn_new(f, RELAY_TCP, a->protocol);
+    if (c == NULL) {
+        __atomic_fetch_sub(svc->live, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    w = c->w;
+    c->host = *a->host;
+    c->fc.host = c->host.name;
+    c->fc.port = a->port;
+    c->fc.addr = a->addr;
+    snprintf(c->fc.client, sizeof(c->fc.client), "%s", a->client);
+    w->in_max = in_capacity(f);
+    w->in_cap = a->early_len > HTTP_IN_START ? a->early_len : HTTP_IN_START;
+    if (w->in_max < w->in_cap)
+        w->in_max = w->in_cap;
+    w->in = malloc(w->in_cap);
+    if (w->in == NULL ||
+        uv_tcp_open((uv_tcp_t *)relay_client(&c->relay), a->client_fd) < 0) {
+        http_conn_close(c, "cannot adopt the client"); /* logged; the fds stay the caller's */
+        return NULL;
+    }
+    if (a->early_len > 0)
+        memcpy(w->in, a->early, a->early_len);
+    w->in_len = a->early_len;
+    relay_client_nodelay(&c->relay);
+    llhttp_init(&w->reqp, HTTP_REQUEST, &http_req_settings);
+    llhttp_init(&w->resp, HTTP_RESPONSE, &http_resp_settings);
+    w->reqp.data = c;
+    w->resp.data = c;
+    return c;
 }
 
 /* ------------------------------------------------------------------------ */

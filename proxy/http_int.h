@@ -22,7 +22,9 @@
  *            against maxTunnels (tls_counted)
  *   TLS      terminated: the pump (tp, proxy/http_tls.c) reads the client
  *            and owns the TLS engine; w is freed; the requests run on an
- *            inner connection of their own over a socket pair
+ *            inner connection of their own over a socket pair, which
+ *            takes held_fd once the handshake is done (its first request's
+ *            upstream: one dial per tunnel)
  *   LINGER   the last answer is queued, the write side shut down after it;
  *            reads are discarded until EOF or HTTP_LINGER_MS
  *   CLOSING  conn_close() ran: relay_close() issued, upstreams closing
@@ -210,7 +212,10 @@ struct http_conn {
     unsigned overloaded : 1;
     unsigned terminated : 1; /* an inner connection: requests from a terminated tunnel */
     unsigned tls_counted : 1; /* one of maxTunnels is this connection's */
-    int held_fd;              /* SNIFF: the dialed upstream socket, else -1 */
+    int held_fd;              /* SNIFF, TLS: the dialed upstream socket; an inner
+                                 connection: the same, until its first request
+                                 takes it (held_addr); else -1 */
+    struct policy_addr held_addr;
     struct http_tls_pump *tp; /* TLS: the server pump; an inner connection in
                                  EGRESS: the upstream pump shaking hands */
     /* the last request's target (fc.host points to its name once parsed,
@@ -282,7 +287,10 @@ void http_tls_sniff(struct http_conn *c);
 void http_tls_conn_closing(struct http_conn *c);
 int http_tls_head(struct http_conn *c, size_t *end);
 void http_tls_upstream(struct http_conn *c, const struct egress_outcome *o);
-int http_session_open_terminated(struct frontend *f, int fd, const struct http_conn *outer);
+void http_tls_upstream_fd(struct http_conn *c, int fd, const struct policy_addr *addr);
+void http_tls_dial_failed(struct http_conn *c);
+int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *outer);
+struct http_conn *http_session_adopt(struct frontend *f, const struct frontend_tls_adopt *a);
 
 /* http_tlspump.c: the transport shim of terminated tunnels */
 struct tls_conn;

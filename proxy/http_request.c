@@ -3,6 +3,9 @@
  * egress call or the reuse of a kept upstream, and sluice's own answers. */
 #include "proxy/http_int.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +291,8 @@ static void on_egress(void *arg, const struct egress_outcome *o)
     c->fc.code = egress_code(o, w->is_connect);
     frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     if (o->result != EGRESS_CONNECTED) {
+        if (c->terminated && o->result != EGRESS_DENIED)
+            http_tls_dial_failed(c);
         egress_failed(c, o);
         return;
     }
@@ -347,35 +352,41 @@ void http_start_egress(struct http_conn *c)
     }
 }
 
-/* The kept upstream serves this request when it goes to the same canonical
- * host:port and the policy as it is now allows it by rule and the guard
- * still passes the address it is connected to. Anything else (a deny, an
- * ask, report mode) takes the full egress path on a new connection. */
-static int can_reuse(struct http_conn *c)
+/* The verdict on this request with addr (the address an open upstream is
+ * connected to) as the only answer: 1 when the policy as it is now allows
+ * it by rule and the guard passes addr (the decision is logged, with why),
+ * else 0 (a deny, an ask, report mode: the full egress path decides). */
+static int judged_on(struct http_conn *c, const struct policy_addr *addr, const char *why)
 {
-    struct http_up *u = c->w->up;
     const struct policy *pol = egress_env_policy(c->fc.f->egress);
     struct policy_guard_verdict gv;
     struct policy_judgment j;
     struct policy_request prq;
 
-    if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
-        strcmp(u->host, c->host.name) != 0)
-        return 0;
-    /* the verdict on this request with the connected address as the only
-     * answer (request rules judge every request on a kept connection) */
-    policy_verdict_request(pol, &c->host, c->fc.port, judged_request(c, &prq), &u->addr, 1, &gv,
-                           &j);
+    /* request rules judge every request on an open connection */
+    policy_verdict_request(pol, &c->host, c->fc.port, judged_request(c, &prq), addr, 1, &gv, &j);
     if (j.verdict != POLICY_ALLOW || j.nallowed != 1)
         return 0;
     snprintf(c->fc.verdict, sizeof(c->fc.verdict), "allow");
     frontend_conn_set_text(&c->fc.rule, j.rule_text);
     frontend_conn_set_text(&c->fc.source, j.source[0] != '\0' ? j.source : NULL);
-    http_set_reason(c, "reusing the kept upstream connection");
-    c->fc.addr = u->addr;
+    http_set_reason(c, why);
+    c->fc.addr = *addr;
     c->fc.code = -1;
     frontend_conn_emit(&c->fc, CONNLOG_DECISION);
     return 1;
+}
+
+/* The kept upstream serves this request when it goes to the same canonical
+ * host:port and judged_on() its address allows it. */
+static int can_reuse(struct http_conn *c)
+{
+    struct http_up *u = c->w->up;
+
+    if (u == NULL || u->phase == UP_CLOSING || u->phase != UP_IDLE || u->port != c->fc.port ||
+        strcmp(u->host, c->host.name) != 0)
+        return 0;
+    return judged_on(c, &u->addr, "reusing the kept upstream connection");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -473,12 +484,13 @@ static int request_options(struct http_conn *c, struct http_request *rq, size_t 
                     1, "tunnel refused");
         return -1;
     }
-    /* inside a terminated tunnel to a host with request rules, the Host must
-     * name the CONNECT target whatever requireHostMatch says */
+    /* inside a terminated tunnel to a host that needs termination (request
+     * rules), the Host must name the CONNECT target whatever
+     * requireHostMatch says */
     if (!w->is_connect &&
         (ho->require_host_match ||
          (c->terminated &&
-          policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
+          policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port))) &&
         reqopt_host_mismatch(w->in, rq, &c->host, c->fc.port)) {
         http_refuse(c, 421,
                     "the Host header names another host than the request target "
@@ -632,6 +644,30 @@ static int request_parse(struct http_conn *c, struct http_request *rq, size_t en
     return 0;
 }
 
+/* The first request inside a terminated tunnel: the socket the CONNECT
+ * dialed (held_fd, to held_addr) is its upstream when judged_on() allows
+ * it and the origin has not closed it meanwhile (nothing can be readable
+ * before our ClientHello but its EOF or an error), so the origin is dialed
+ * once per tunnel. 1 when taken. */
+static int use_held(struct http_conn *c)
+{
+    int fd = c->held_fd;
+    char b;
+
+    if (fd < 0)
+        return 0;
+    c->held_fd = -1;
+    if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) ||
+        !judged_on(c, &c->held_addr, "the tunnel's own upstream connection")) {
+        close(fd);
+        return 0;
+    }
+    http_set_state(c, HTTP_ST_EGRESS);
+    http_timer_set(c, TIMER_NONE, 0);
+    http_tls_upstream_fd(c, fd, &c->held_addr);
+    return 1;
+}
+
 /* The head is consumed: a tunnel or a new upstream goes through egress, a
  * request for the kept upstream's authority may reuse it. */
 static void request_route(struct http_conn *c)
@@ -651,6 +687,8 @@ static void request_route(struct http_conn *c)
         return;
     }
     http_up_close(c, w->up); /* never reused across authorities */
+    if (c->terminated && use_held(c))
+        return;
     http_start_egress(c);
 }
 
@@ -676,12 +714,6 @@ void http_handle_head(struct http_conn *c, size_t end)
     }
     if (request_parse(c, &rq, end) < 0)
         return;
-    if (c->terminated && w->upgrade) {
-        http_refuse(c, 501,
-                    "Upgrade (WebSocket) inside a terminated tunnel is not implemented yet", 1,
-                    "upgrade refused");
-        return;
-    }
     if (!c->terminated && !auth_ok(c, &rq, w->in)) {
         reply_auth_required(c, &rq, end);
         return;

@@ -43,13 +43,8 @@ static struct proxy_tls *loop_tls(const struct http_conn *c)
 /* 1 when this CONNECT is to be terminated (the policy in use decides). */
 int http_tls_wanted(const struct http_conn *c)
 {
-    const struct policy *pol = egress_env_policy(c->fc.f->egress);
-    const struct policy_tls_opts *to = policy_tls_opts(pol);
-
-    /* scope "needed" (sluice run's request rules without tlsTerminate):
-     * only the hosts with request rules */
-    return to->on && !c->terminated && !policy_tls_excluded(pol, &c->host, c->fc.port) &&
-           (!to->scope_needed || policy_request_ruled(pol, &c->host, c->fc.port));
+    return !c->terminated &&
+           policy_tls_terminates(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port);
 }
 
 static void on_sniff_timer(uv_timer_t *t)
@@ -62,8 +57,40 @@ static void on_sniff_timer(uv_timer_t *t)
         return;
     snprintf(why, sizeof(why), "no TLS handshake within %u ms (handshakeTimeoutMs)",
              to->handshake_ms);
+    proxy_tls_count(loop_tls(c), PROXY_TLS_CLIENT, why);
     http_set_reason(c, why);
     http_conn_close(c, "handshake timeout");
+}
+
+/* One of maxTunnels: 0, or -1 (none left: nothing taken). */
+static int tunnel_reserve(const struct frontend *f, struct proxy_tls *t)
+{
+    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(f->egress));
+
+    if (__atomic_fetch_add(&t->sh->open, 1, __ATOMIC_RELAXED) >= to->max_tunnels) {
+        __atomic_fetch_sub(&t->sh->open, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    return 0;
+}
+
+/* The tunnel is announced (reply: the CONNECT's 200 or SOCKS5's success):
+ * the upstream socket waits in held_fd while the first bytes are sniffed. */
+static void sniff_start(struct http_conn *c, int fd, const char *reply, size_t len)
+{
+    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->fc.f->egress));
+    uv_buf_t b = uv_buf_init((char *)(uintptr_t)reply, (unsigned)len);
+
+    c->held_fd = fd;
+    c->held_addr = c->fc.addr;
+    if (http_client_send(c, &b, 1) < 0) {
+        http_conn_close(c, "client write failed");
+        return;
+    }
+    http_set_state(c, HTTP_ST_SNIFF);
+    c->w->timer = TIMER_NONE;
+    frontend_conn_timer_set(&c->fc, on_sniff_timer, to->handshake_ms);
+    http_tls_sniff(c);
 }
 
 /* An allowed CONNECT to be terminated, dialed (fd): 503 past maxTunnels,
@@ -71,10 +98,7 @@ static void on_sniff_timer(uv_timer_t *t)
 void http_tls_connect(struct http_conn *c, int fd)
 {
     static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
-    const struct policy_tls_opts *to = policy_tls_opts(egress_env_policy(c->fc.f->egress));
     struct proxy_tls *t = loop_tls(c);
-    uv_buf_t b = uv_buf_init((char *)(uintptr_t)ok, sizeof(ok) - 1);
-    size_t prev;
 
     if (t == NULL) { /* a policy with tlsTerminate on a loop without it: fail closed */
         close(fd);
@@ -84,10 +108,8 @@ void http_tls_connect(struct http_conn *c, int fd)
                          "internal error");
         return;
     }
-    prev = __atomic_fetch_add(&t->sh->open, 1, __ATOMIC_RELAXED);
-    if (prev >= to->max_tunnels) {
+    if (tunnel_reserve(c->fc.f, t) < 0) {
         struct http_reply r;
-        __atomic_fetch_sub(&t->sh->open, 1, __ATOMIC_RELAXED);
         close(fd);
         http_set_reason(c, "too many terminated tunnels (network.tlsTerminate.maxTunnels)");
         memset(&r, 0, sizeof(r));
@@ -102,16 +124,33 @@ void http_tls_connect(struct http_conn *c, int fd)
         return;
     }
     c->tls_counted = 1;
-    c->held_fd = fd;
     c->fc.code = 200;
-    if (http_client_send(c, &b, 1) < 0) {
-        http_conn_close(c, "client write failed");
-        return;
+    sniff_start(c, fd, ok, sizeof(ok) - 1);
+}
+
+/* A SOCKS5 CONNECT to be terminated (frontend.tls_adopt, set by the
+ * service): a connection of the HTTP front end takes the client and the dialed
+ * upstream, writes the success reply and sniffs. UV_EBUSY past maxTunnels,
+ * UV_ENOTSUP without termination on this loop, UV_ENOMEM: nothing taken. */
+int http_tls_adopt(struct frontend *f, const struct frontend_tls_adopt *a)
+{
+    struct proxy_service *svc = f->data;
+    struct proxy_tls *t = svc != NULL ? svc->tls : NULL;
+    struct frontend *hf = svc != NULL ? &svc->fe[PROXY_FE_HTTP] : NULL;
+    struct http_conn *c;
+
+    if (t == NULL)
+        return UV_ENOTSUP;
+    if (tunnel_reserve(hf, t) < 0)
+        return UV_EBUSY;
+    c = http_session_adopt(hf, a); /* the HTTP front end's connection from now on */
+    if (c == NULL) {
+        __atomic_fetch_sub(&t->sh->open, 1, __ATOMIC_RELAXED);
+        return UV_ENOMEM;
     }
-    http_set_state(c, HTTP_ST_SNIFF);
-    c->w->timer = TIMER_NONE;
-    frontend_conn_timer_set(&c->fc, on_sniff_timer, to->handshake_ms);
-    http_tls_sniff(c);
+    c->tls_counted = 1;
+    sniff_start(c, a->up_fd, a->reply, a->reply_len);
+    return 0;
 }
 
 /* Not TLS: the opaque tunnel it would have been. */
@@ -127,10 +166,11 @@ static void go_opaque(struct http_conn *c)
         http_conn_close(c, "tunnel refused");
         return;
     }
-    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+    if (policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
         !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
         http_set_reason(c, "not TLS inside a tunnel to a host with request rules "
                            "(network.requestRules): never passed opaque");
+        proxy_tls_count(t, PROXY_TLS_CLIENT, "not TLS");
         http_conn_close(c, "tunnel refused");
         return;
     }
@@ -156,7 +196,7 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
          * that needs termination (request rules) refuses it; any other
          * passes opaque, as it would without tlsTerminate. */
         const struct policy *pol = egress_env_policy(c->fc.f->egress);
-        if (!policy_request_ruled(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
+        if (!policy_tls_needed(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
             go_opaque(c);
             return;
         }
@@ -165,12 +205,12 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
                  "tunnel (http/1.1 only), and this host's request rules (network.requestRules) "
                  "need termination",
                  h->alpn);
+        proxy_tls_count(t, PROXY_TLS_CLIENT, why);
         http_set_reason(c, why);
         http_conn_close(c, "tls refused");
         return;
     }
-    close(c->held_fd); /* the requests inside dial their own upstream */
-    c->held_fd = -1;
+    /* held_fd stays: the inner connection's first request takes it */
     tc = tls_conn_server_new(t->sctx, c->host.name); /* the judged host, never the SNI */
     if (tc == NULL || tls_conn_feed(tc, w->in, w->in_len) == UV_ENOMEM) {
         tls_conn_free(tc);
@@ -196,6 +236,7 @@ void http_tls_sniff(struct http_conn *c)
     case TLS_SNIFF_NEED_MORE:
         if (w->in_len >= w->in_max && w->in_max > 0) {
             snprintf(why, sizeof(why), "a ClientHello longer than %zu bytes", w->in_max);
+            proxy_tls_count(loop_tls(c), PROXY_TLS_CLIENT, why);
             http_set_reason(c, why);
             http_conn_close(c, "tls refused");
             return;
@@ -212,6 +253,7 @@ void http_tls_sniff(struct http_conn *c)
     case TLS_SNIFF_MALFORMED:
         snprintf(why, sizeof(why), "malformed ClientHello: %s",
                  h.reason != NULL ? h.reason : "invalid");
+        proxy_tls_count(loop_tls(c), PROXY_TLS_CLIENT, why);
         http_set_reason(c, why);
         http_conn_close(c, "tls refused");
         return;
@@ -291,4 +333,24 @@ void http_tls_upstream(struct http_conn *c, const struct egress_outcome *o)
         return;
     }
     http_pump_client(c, tc, o, to->handshake_ms); /* takes tc and o->fd */
+}
+
+/* An inner connection's first request on the socket the CONNECT dialed. */
+void http_tls_upstream_fd(struct http_conn *c, int fd, const struct policy_addr *addr)
+{
+    struct egress_outcome o;
+
+    memset(&o, 0, sizeof(o));
+    o.result = EGRESS_CONNECTED;
+    o.verdict = "allow";
+    o.addr = *addr;
+    o.have_addr = addr->family != 0;
+    o.fd = fd;
+    http_tls_upstream(c, &o);
+}
+
+/* An inner connection's dial failed: an origin-side handshake failure. */
+void http_tls_dial_failed(struct http_conn *c)
+{
+    proxy_tls_count(loop_tls(c), PROXY_TLS_ORIGIN, "cannot connect");
 }

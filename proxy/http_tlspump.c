@@ -16,6 +16,8 @@
  */
 #include "proxy/http_int.h"
 
+#include "proxy/service.h"
+#include "proxy/tlsterm.h"
 #include "tls/tls.h"
 
 #include <stdio.h>
@@ -40,6 +42,7 @@ struct http_tls_pump {
     struct http_conn *c; /* server: the outer connection; client: the inner one
                             while the handshake runs; NULL when gone or handed over */
     struct tls_conn *tc;
+    struct proxy_tls *t; /* the loop's (metrics), or NULL */
     uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
     uv_pipe_t pipe;      /* the plaintext end of the socket pair */
     uv_timer_t timer;    /* client: handshake, then the linger after close_notify */
@@ -106,6 +109,7 @@ static struct http_tls_pump *pump_new(struct http_conn *c, enum pump_mode mode)
         return NULL;
     p->mode = mode;
     p->loop = c->fc.f->loop;
+    p->t = c->fc.f->data != NULL ? ((struct proxy_service *)c->fc.f->data)->tls : NULL;
     p->c = c;
     uv_timer_init(p->loop, &p->timer);
     p->timer.data = p;
@@ -257,6 +261,7 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
     char why[300];
 
     (void)flush_out(p); /* the alert, if the socket takes it at once */
+    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, reason);
     if (c == NULL) {
         http_pump_close(p);
         return;
@@ -490,6 +495,7 @@ static int pump_opened(struct http_tls_pump *p)
         pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
         return -1;
     }
+    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, NULL);
     rc = open_pair(p, &fd);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));

@@ -62,7 +62,7 @@ void http_tunnel_start(struct http_conn *c, int fd)
         http_tls_connect(c, fd);
         return;
     }
-    if (policy_request_ruled(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
+    if (policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
         !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
         /* judged as a tunnel to terminate, and a reload since turned that
          * off: a host with request rules is never passed opaque (report

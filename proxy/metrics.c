@@ -177,6 +177,20 @@ static void tls_metrics(FILE *m, const struct proxy_srv *srv)
             (unsigned long long)st.mint_failures);
     metric_head(m, "sluice_tls_leaves_cached", "gauge", "Leaf certificates in the cache.");
     fprintf(m, "sluice_tls_leaves_cached %u\n", st.cached);
+    metric_head(m, "sluice_tls_handshakes_total", "counter",
+                "TLS handshakes completed in terminated tunnels: with the client (sluice's "
+                "leaf) and with the origin (verified).");
+    for (int sd = 0; sd < PROXY_TLS_SIDES; sd++)
+        fprintf(m, "sluice_tls_handshakes_total{side=\"%s\"} %llu\n", proxy_tls_side_names[sd],
+                (unsigned long long)__atomic_load_n(&srv->tls->handshakes[sd], __ATOMIC_RELAXED));
+    metric_head(m, "sluice_tls_handshake_failures_total", "counter",
+                "TLS handshakes in terminated tunnels that failed, by side and reason.");
+    for (int sd = 0; sd < PROXY_TLS_SIDES; sd++)
+        for (int f = 0; f < PROXY_TLS_F_N; f++)
+            fprintf(m, "sluice_tls_handshake_failures_total{side=\"%s\",reason=\"%s\"} %llu\n",
+                    proxy_tls_side_names[sd], proxy_tls_fail_names[f],
+                    (unsigned long long)__atomic_load_n(&srv->tls->failures[sd][f],
+                                                        __ATOMIC_RELAXED));
 }
 
 /* Prometheus text exposition format 0.0.4. Main thread. */

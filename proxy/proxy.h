@@ -254,6 +254,9 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded);
  * tunnels (CONNECT, Upgrade) are not touched: the owner closes them with
  * frontend_close_all() when its drain time is up. */
 void http_frontend_drain(struct frontend *f);
+/* frontend.tls_adopt of the SOCKS5 front end (proxy/http_tls.c). */
+struct frontend_tls_adopt;
+int http_tls_adopt(struct frontend *f, const struct frontend_tls_adopt *a);
 
 /* end of session */
 

@@ -332,9 +332,6 @@ static int start(struct proxy_srv *srv)
     }
     if (srv->tls != NULL && srv->tls->warning != NULL)
         fprintf(stderr, "sluice: warning: network.tlsTerminate: %s\n", srv->tls->warning);
-    if (srv->tls != NULL && srv->o.socks_on)
-        fprintf(stderr, "sluice: warning: network.tlsTerminate: SOCKS5 connections are not "
-                        "terminated yet: they stay opaque tunnels (HTTP CONNECT is terminated)\n");
     for (size_t i = 0; i < srv->settings.notices.n; i++)
         fprintf(stderr, "sluice: warning: %s\n", srv->settings.notices.items[i].value);
     srv->max_conns = proxy_max_connections(&srv->settings);

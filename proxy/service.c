@@ -169,6 +169,8 @@ void proxy_service_init(struct proxy_service *svc, uv_loop_t *loop, uint64_t *ne
         fe->log = on_connlog;
         fe->log_ctx = svc;
         fe->conn_ended = on_conn_ended;
+        if (k == PROXY_FE_SOCKS)
+            fe->tls_adopt = http_tls_adopt; /* a no-op without svc->tls (UV_ENOTSUP) */
         if (h->debug != NULL) {
             fe->debug = h->debug;
             fe->debug_ctx = h->ctx;

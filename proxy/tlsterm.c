@@ -24,14 +24,6 @@ int proxy_tls_settings_check(const struct settings *s, struct settings_error *er
                  t->given.file, t->given.line, t->given.col);
         return -1;
     }
-    if (t->scope == SETTINGS_TLS_SCOPE_NEEDED) {
-        snprintf(err->msg, sizeof(err->msg),
-                 "%s:%u:%u: network.tlsTerminate.scope: \"needed\" is not implemented by "
-                 "sluice proxy yet; remove it (\"all\", the default, terminates every allowed "
-                 "host not in excludeDomains)",
-                 t->given.file, t->given.line, t->given.col);
-        return -1;
-    }
     return 0;
 }
 
@@ -140,4 +132,59 @@ int proxy_tls_new(struct proxy_tls_shared *sh, struct proxy_tls **out, char *err
     }
     *out = t;
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handshake metrics                                                         */
+
+const char *const proxy_tls_fail_names[PROXY_TLS_F_N] = {
+    "timeout", "bad_hello", "alpn", "cert_refused", "alert",
+    "verify", "closed", "connect", "protocol", "internal",
+};
+const char *const proxy_tls_side_names[PROXY_TLS_SIDES] = {"client", "origin"};
+
+enum proxy_tls_fail proxy_tls_fail_of(const char *reason)
+{
+    static const struct {
+        const char *text; /* a part of the reason */
+        enum proxy_tls_fail f;
+    } map[] = {
+        {"no TLS handshake within", PROXY_TLS_F_TIMEOUT},
+        {"ClientHello", PROXY_TLS_F_BAD_HELLO},
+        {"not TLS", PROXY_TLS_F_BAD_HELLO},
+        {"ALPN", PROXY_TLS_F_ALPN},
+        {"refused the certificate", PROXY_TLS_F_CERT_REFUSED},
+        {"alert", PROXY_TLS_F_ALERT},
+        {"certificate", PROXY_TLS_F_VERIFY},
+        {"issuer", PROXY_TLS_F_VERIFY},
+        {"invalid CA", PROXY_TLS_F_VERIFY},
+        {"closed", PROXY_TLS_F_CLOSED},
+        {"end of stream", PROXY_TLS_F_CLOSED},
+        {"cannot connect", PROXY_TLS_F_CONNECT},
+        {"mint", PROXY_TLS_F_INTERNAL},
+        {"out of memory", PROXY_TLS_F_INTERNAL},
+        {"socket pair", PROXY_TLS_F_INTERNAL},
+    };
+
+    if (reason == NULL)
+        return PROXY_TLS_F_PROTOCOL;
+    /* "cannot mint the leaf" names no certificate, but check it first all
+     * the same: a mint failure is sluice's own */
+    if (strstr(reason, "cannot mint") != NULL)
+        return PROXY_TLS_F_INTERNAL;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (strstr(reason, map[i].text) != NULL)
+            return map[i].f;
+    return PROXY_TLS_F_PROTOCOL;
+}
+
+void proxy_tls_count(struct proxy_tls *t, enum proxy_tls_side side, const char *reason)
+{
+    if (t == NULL)
+        return;
+    if (reason == NULL)
+        __atomic_fetch_add(&t->sh->handshakes[side], 1, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_add(&t->sh->failures[side][proxy_tls_fail_of(reason)], 1,
+                           __ATOMIC_RELAXED);
 }

@@ -28,6 +28,7 @@ struct blocked {
 };
 
 struct run;
+struct run_ports;
 struct seccomp_notif;
 struct run_notify;
 struct run_tls;
@@ -101,6 +102,8 @@ struct run {
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];
+    /* published ports and hostPorts (run/ports.c), or NULL */
+    struct run_ports *ports;
     /* the seccomp listener's server (run/launch_notify.c, notify.c) */
     struct run_notify *notify;
     int notify_said; /* -d has said how many notifications it served */

@@ -35,6 +35,7 @@
 #include "run/launch-int.h"
 #include "run/tls_trust.h"
 #include "run/fswrite.h"
+#include "run/ports.h"
 
 #include "common/common.h"
 #include "proxy/proxy.h"
@@ -54,8 +55,9 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define RUN_HTTP_PORT 3128u
-#define RUN_SOCKS_PORT 1080u
+/* inner's listeners; network.publish and hostPorts refuse them (settings/ports.c) */
+#define RUN_HTTP_PORT SETTINGS_SANDBOX_HTTP_PORT
+#define RUN_SOCKS_PORT SETTINGS_SANDBOX_SOCKS_PORT
 #define RUN_HANDOFF_MS 30000u
 
 extern char **environ;
@@ -78,7 +80,7 @@ static size_t forwarded_live(void *ctx)
         n += forwarder_live(run->fwd_http);
     if (run->fwd_socks != NULL)
         n += forwarder_live(run->fwd_socks);
-    return n;
+    return n + run_ports_live(run);
 }
 
 /* With an external proxy for kind, its connections are relayed there. */
@@ -161,6 +163,7 @@ static void close_all(struct run *run)
     if (run->fwd_socks != NULL)
         forwarder_close(run->fwd_socks, NULL, NULL);
     run->fwd_http = run->fwd_socks = NULL;
+    run_ports_close(run);
     for (size_t i = 0; i < run->nsigs; i++)
         uv_close((uv_handle_t *)&run->sigs[i], on_handle_closed);
     run->nsigs = 0;
@@ -790,7 +793,7 @@ static int handoff(struct run *run)
     }
     /* with the host's filters inner seals itself before the go byte, else
      * (the old order) after it */
-    if (run_tp_before_go(run) < 0 || (run->filters_sent && before_go(run) < 0))
+    if (run_tp_before_go(run) < 0 || run_ports_before_go(run) < 0 || (run->filters_sent && before_go(run) < 0))
         return -1;
     run_phase(run, "sealed");
     if (start_signals(run) < 0)
@@ -856,6 +859,7 @@ static void cleanup(struct run *run)
     run_phase(run, "reaper done");
     sb_strv_free(&run->env);
     run_tp_free(run);
+    run_ports_free(run);
     proxy_service_free(&run->core);
     run_tls_free(run);
     run_summary_free(run);
@@ -900,8 +904,8 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         goto out;
     }
     run_phase(run, "settings");
-    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_fsw_prepare(run) < 0 ||
-        run_tls_prepare(run) < 0)
+    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_ports_prepare(run) < 0 ||
+        run_fsw_prepare(run) < 0 || run_tls_prepare(run) < 0)
         goto out;
     run_phase(run, "prepare");
     if (build_plan(run) < 0)

@@ -43,6 +43,8 @@ struct sb_launch_opts {
     int control_fd;       /* --control-fd N (N >= 3), or -1 */
     int transparent;      /* --transparent: network.transparent on */
     int report_writes;    /* --report-writes: refused writes listed (not with quiet) */
+    char **publish;       /* --publish values (checked by the caller), or NULL */
+    size_t npublish;
     char **cmd;           /* NULL-terminated; unused with cstr */
     const char *cstr;     /* -c STRING, or NULL */
     struct learn *learn;  /* --learn FILE: every decision record is added to it

@@ -589,7 +589,7 @@ static int dns_socket(int type)
         return -1;
     memset(&a, 0, sizeof(a));
     a.sin_family = AF_INET;
-    a.sin_port = htons(53);
+    a.sin_port = htons(SETTINGS_SANDBOX_DNS_PORT); /* refused as a host port (settings/ports.c) */
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||

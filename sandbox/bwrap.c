@@ -821,11 +821,35 @@ static int add_writable(struct ctx *c)
     return rc;
 }
 
+/* network.mitmProxy's socket is the host's: the proxy on the host dials it,
+ * the sandbox never sees it (hidden like a denied read, whatever the
+ * filesystem lists and allowAllUnixSockets say). */
+static int add_mitm_socket(struct ctx *c)
+{
+    const char *p = c->s->network.mitm_proxy.socket_path;
+    struct stat st;
+    char *real;
+
+    if (!c->s->network.mitm_proxy.given.set || p == NULL)
+        return 0;
+    real = realpath(p, NULL);
+    if (real == NULL)
+        return errno == ENOMEM ? nomem(c) : 0; /* absent: nothing to see */
+    if (stat(real, &st) < 0 || S_ISDIR(st.st_mode)) {
+        free(real);
+        return 0;
+    }
+    return op_add(c, real, OP_DR_FILE, NULL);
+}
+
 /* DR and AR: the denied reads (and the scratch directories), then what
  * allowRead shows again inside them. */
 static int add_reads(struct ctx *c, int disabled)
 {
     int rc = each_entry(c, &c->s->filesystem.deny_read, add_deny_read);
+
+    if (rc == 0)
+        rc = add_mitm_socket(c);
 
     if (rc == 0 && !disabled)
         rc = add_scratch(c);

@@ -259,6 +259,14 @@ static void network_text(FILE *f, const struct settings *s)
     fprintf(f, "  - Anything else: %s.\n",
             s->network.allow_all_domains ? "allowed (network.allowAllDomains)"
                                          : "denied (or asked, when run with --ask)");
+    /* issue 26 (run/ports.c) */
+    if (s->network.host_ports.n > 0)
+        list_text(f, "- Host loopback ports reachable inside at 127.0.0.1:PORT (network.hostPorts)",
+                  &s->network.host_ports, "none");
+    if (s->network.publish.n > 0)
+        list_text(f, "- Sandbox ports published to the host, [HOST_ADDR:]HOST_PORT:SANDBOX_PORT "
+                     "(network.publish; --publish adds more)",
+                  &s->network.publish, "none");
     if (s->network.deny_private_addresses == SETTINGS_TRUE)
         fprintf(f, "  - Names that resolve to private, loopback or link-local addresses are "
                    "refused.\n");

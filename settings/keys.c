@@ -79,6 +79,14 @@ static const struct key_def tls_terminate_keys[] = {
     CUSTOM("scope", settings__fn_tls_scope, network.tls_terminate.scope, MERGE_SCALAR, NULL),
 };
 
+/* "network.mitmProxy" (srt 0.0.83): both keys required (the object's row) */
+static const struct key_def mitm_proxy_keys[] = {
+    {.name = "socketPath", .kind = KD_CUSTOM, .fn = settings__fn_mitm_socket,
+     .off = OFF(network.mitm_proxy.socket_path), .merge = MERGE_STRING},
+    CUSTOM("domains", settings__fn_tls_exclude, network.mitm_proxy.domains, MERGE_LIST,
+           "network.mitmProxy.domains"),
+};
+
 static const struct key_def network_keys[] = {
     {.name = "allowedDomains", .kind = KD_STRLIST, .off = OFF(network.allowed_domains),
      .merge = MERGE_LIST, .group = MG_ALLOWED_DOMAINS, .list = "network.allowedDomains"},
@@ -109,6 +117,12 @@ static const struct key_def network_keys[] = {
     CUSTOM("denyPrivateAddresses", settings__fn_tribool, network.deny_private_addresses,
            MERGE_SCALAR, NULL),
     CUSTOM("dnsServers", settings__fn_dns, network.dns_servers, MERGE_LIST, "network.dnsServers"),
+    /* issue 26: ports between the host and the sandbox (settings/ports.c) */
+    CUSTOM("publish", settings__fn_publish, network.publish, MERGE_LIST, "network.publish"),
+    {.name = "hostPorts", .kind = KD_CUSTOM, .fn = settings__fn_host_ports,
+     .off = OFF(network.host_ports), .size = SIZE(network.host_ports), .merge = MERGE_LIST,
+     .list = "network.hostPorts",
+     LOCK(13, WEAK_IF_NONEMPTY, "network.hostPorts", "open host loopback ports to the sandbox")},
     {.name = "mode", .kind = KD_CUSTOM, .fn = settings__fn_mode, .off = OFF(network.mode),
      .size = SIZE(network.mode), .merge = MERGE_SCALAR,
      LOCK(2, WEAK_IF_NONZERO, "network.mode", "turn on report mode")},
@@ -117,9 +131,10 @@ static const struct key_def network_keys[] = {
      .group = MG_ALLOWED_DOMAINS, .list = "network.allowedDomainsFiles"},
     CUSTOM("deniedDomainsFiles", settings__fn_denied_files, network.denied_domains_files,
            MERGE_LIST_UNION, "network.deniedDomainsFiles"),
-    REFUSED_SAY("mitmProxy",
-                "remove it; to send allowed traffic through another proxy, name it in "
-                "network.parentProxy (sluice sends CONNECT to it)"),
+    {.name = "mitmProxy", .kind = KD_OBJECT, .sub = mitm_proxy_keys,
+     .nsub = COUNT(mitm_proxy_keys), .fn = settings__fn_mitm,
+     .off = OFF(network.mitm_proxy.given), .size = SIZE(network.mitm_proxy.given),
+     .merge = MERGE_SCALAR},
     {.name = "tlsTerminate", .kind = KD_OBJECT, .sub = tls_terminate_keys,
      .nsub = COUNT(tls_terminate_keys), .fn = settings__fn_tls_terminate,
      .off = OFF(network.tls_terminate.given), .size = SIZE(network.tls_terminate.given),

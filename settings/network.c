@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 
 /* ------------------------------------------------------------------------ */
 /* Keys with their own rules                                                 */
@@ -461,5 +462,52 @@ int settings__fn_tls_terminate(struct ctx *c, json_t *v, const struct key_def *d
     c->v->network.tls_terminate.given.file = c->name;
     c->v->network.tls_terminate.given.line = pos.line;
     c->v->network.tls_terminate.given.col = pos.col;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* network.mitmProxy (srt 0.0.83)                                            */
+
+/* socketPath: a path as tlsTerminate's (relative to the settings file's
+ * directory), short enough for a sockaddr_un. */
+int settings__fn_mitm_socket(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    char **dst = (char **)settings__field(c, d), *p = NULL;
+    int rc = tls_path_dup(c, v, &p);
+
+    if (rc < 0)
+        return rc;
+    if (strlen(p) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+        rc = settings__fail(c, 0, "the socket path '%.200s' is %zu bytes long; a Unix socket "
+                            "path holds at most %zu", p, strlen(p),
+                            sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+        free(p);
+        return rc;
+    }
+    free(*dst);
+    *dst = p;
+    return 0;
+}
+
+/* The object as a whole, after its keys: both are required (srt's schema),
+ * domains holds at least one pattern; where it was given, for the message
+ * that refuses it beside tlsTerminate. */
+int settings__fn_mitm(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    json_t *dom = json_object_get(v, "domains");
+    struct jsonpos pos;
+
+    (void)d;
+    if (json_object_get(v, "socketPath") == NULL)
+        return settings__fail(c, 1, "socketPath is required (the external proxy's Unix "
+                                    "socket)");
+    if (dom == NULL || json_array_size(dom) == 0)
+        return settings__fail(c, 1, "domains is required and holds at least one pattern "
+                                    "(hosts sent to the external proxy)");
+    settings__locate(c, 1, &pos);
+    c->v->network.mitm_proxy.given.set = 1;
+    c->v->network.mitm_proxy.given.file = c->name;
+    c->v->network.mitm_proxy.given.line = pos.line;
+    c->v->network.mitm_proxy.given.col = pos.col;
     return 0;
 }

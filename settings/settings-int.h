@@ -181,6 +181,8 @@ int settings__fn_tls_path(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_exclude(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_extra(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_tls_scope(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_mitm(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_mitm_socket(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_deny_message(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_plaintext_set(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_strip(struct ctx *c, json_t *v, const struct key_def *d);
@@ -188,6 +190,8 @@ int settings__fn_request_rules(struct ctx *c, json_t *v, const struct key_def *d
 int settings__check_rule_host(const char *pattern, const char **why);
 int settings__check_rule_path(const char *glob, const char **why);
 int settings__fn_dns(struct ctx *c, json_t *v, const struct key_def *d);
+int settings__fn_publish(struct ctx *c, json_t *v, const struct key_def *d);    /* ports.c */
+int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d); /* ports.c */
 int settings__fn_tribool(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_env_names(struct ctx *c, json_t *v, const struct key_def *d);
 int settings__fn_env_set(struct ctx *c, json_t *v, const struct key_def *d);

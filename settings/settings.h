@@ -82,6 +82,10 @@ struct settings {
         unsigned socks_proxy_port; /* 0 = unset */
         enum settings_bool deny_private_addresses;
         struct settings_list dns_servers; /* "IP" or "IP:PORT" / "[v6]:PORT" */
+        /* issue 26: "[HOST_ADDR:]HOST_PORT:SANDBOX_PORT" (settings_publish_parse)
+         * and host loopback ports reachable from the sandbox (decimal) */
+        struct settings_list publish;
+        struct settings_list host_ports;
         enum settings_mode mode;
         struct settings_list allowed_domains_files;
         struct settings_list denied_domains_files;
@@ -123,6 +127,19 @@ struct settings {
                 SETTINGS_TLS_SCOPE_NEEDED,  /* only hosts with request rules or credentials */
             } scope;
         } tls_terminate;
+        /* network.mitmProxy (srt 0.0.83): connections to hosts matching
+         * domains (after the allow and deny lists) go to an external proxy
+         * on a host Unix socket, as CONNECT or absolute-form HTTP; refused
+         * together with tlsTerminate (policy compile) */
+        struct {
+            struct {
+                int set;
+                const char *file;
+                unsigned line, col;
+            } given;
+            char *socket_path;           /* absolute (relative: to the settings file) */
+            struct settings_list domains; /* DomainPattern list, at least one */
+        } mitm_proxy;
         /* network.denyMessage (issue 26): replaces the hint of every denial
          * (the 403 body, the log's hint, the run summary); NULL: sluice's */
         char *deny_message;
@@ -248,6 +265,27 @@ int settings_apply_managed(struct settings *s, const char *path, struct settings
  * ("network.isolate") with *what ("open the host network"); NULL past the
  * last. */
 const char *settings_boundary_key(size_t i, const char **what);
+
+/* Ports between the host and the sandbox (settings/ports.c, issue 26). */
+#define SETTINGS_SANDBOX_HTTP_PORT 3128u /* sluice's listeners in the sandbox */
+#define SETTINGS_SANDBOX_SOCKS_PORT 1080u
+#define SETTINGS_SANDBOX_DNS_PORT 53u /* transparent mode's resolver */
+
+struct settings_publish {
+    int family;              /* 4 or 6 */
+    unsigned char addr[16];  /* HOST_ADDR; 127.0.0.1 when not given */
+    int explicit_addr;       /* HOST_ADDR was written */
+    unsigned short host_port, sandbox_port;
+};
+
+/* 1 when port is one of sluice's own listeners in the sandbox. */
+int settings_sandbox_own_port(unsigned port);
+/* Parses "[HOST_ADDR:]HOST_PORT:SANDBOX_PORT" (HOST_ADDR: a dotted quad or
+ * [IPv6]; ports 1..65535 without sign or leading zeros; SANDBOX_PORT not
+ * one of sluice's own). 0, or -EINVAL with *why a static message. */
+int settings_publish_parse(const char *s, struct settings_publish *p, const char **why);
+/* HOST_ADDR is 127.0.0.0/8 or ::1. */
+int settings_publish_is_loopback(const struct settings_publish *p);
 
 /* The key table's keys, depth first, objects before their keys: writes the
  * path of entry i ("network.allowedDomains", "proxy.timeouts.head") into buf

@@ -176,6 +176,8 @@ void settings_free(struct settings *s)
     settings__list_free(&s->network.denied_resolved_addresses);
     settings__list_free(&s->network.allow_unix_sockets);
     settings__list_free(&s->network.dns_servers);
+    settings__list_free(&s->network.publish);
+    settings__list_free(&s->network.host_ports);
     settings__list_free(&s->network.allowed_domains_files);
     settings__list_free(&s->network.denied_domains_files);
     settings__list_free(&s->filesystem.deny_read);
@@ -190,6 +192,8 @@ void settings_free(struct settings *s)
     free(s->network.tls_terminate.ca_key_path);
     settings__list_free(&s->network.tls_terminate.exclude_domains);
     settings__list_free(&s->network.tls_terminate.extra_ca_cert_paths);
+    free(s->network.mitm_proxy.socket_path);
+    settings__list_free(&s->network.mitm_proxy.domains);
     free(s->network.parent_proxy.http);
     free(s->network.parent_proxy.https);
     free(s->network.parent_proxy.no_proxy);

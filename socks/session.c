@@ -26,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <assert.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,9 +325,68 @@ static void on_success_written(uv_write_t *w, int status)
         conn_close(c, "client write failed");
 }
 
+/* network.tlsTerminate: the tunnel goes to the owner's HTTP front end,
+ * which writes the success reply and sniffs the first bytes (a ClientHello
+ * is terminated, anything else stays opaque unless the host has request
+ * rules). This connection ends here, its record saying so. */
+static void hand_to_tls(struct socks_conn *c, int fd)
+{
+    struct frontend *f = c->fc.f;
+    struct frontend_tls_adopt a;
+    uv_os_fd_t cfd;
+    int dfd = -1, rc = UV_ENOTSUP;
+
+    socks5_reply(c->reply_out, SOCKS5_REP_SUCCEEDED);
+    memset(&a, 0, sizeof(a));
+    a.up_fd = fd;
+    a.host = &c->hs->host;
+    a.port = c->fc.port;
+    a.addr = c->fc.addr;
+    a.client = c->fc.client;
+    a.protocol = "socks5";
+    a.reply = (const char *)c->reply_out;
+    a.reply_len = SOCKS5_REPLY_LEN;
+    a.early = c->early;
+    a.early_len = c->early_len;
+    if (f->tls_adopt != NULL && uv_fileno((uv_handle_t *)relay_client(&c->relay), &cfd) == 0 &&
+        (dfd = fcntl(cfd, F_DUPFD_CLOEXEC, 3)) >= 0) {
+        a.client_fd = dfd;
+        rc = f->tls_adopt(f, &a);
+    }
+    if (rc == 0) {
+        c->fc.code = SOCKS5_REP_SUCCEEDED;
+        conn_close(c, "handed to TLS termination"); /* the socket lives on in dfd */
+        return;
+    }
+    if (dfd >= 0)
+        close(dfd);
+    close(fd);
+    if (rc == UV_EBUSY)
+        set_text(&c->fc.reason, "too many terminated tunnels (network.tlsTerminate.maxTunnels)");
+    else
+        set_text(&c->fc.reason, "TLS termination is not available for SOCKS5 here: "
+                                "never passed opaque");
+    reply_fail(c, SOCKS5_REP_GENERAL, rc == UV_EBUSY ? "too many tunnels" : "tunnel refused");
+}
+
 static void connected(struct socks_conn *c, int fd)
 {
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
     int rc;
+
+    if (policy_tls_terminates(pol, &c->hs->host, c->fc.port)) {
+        hand_to_tls(c, fd);
+        return;
+    }
+    if (policy_tls_needed(pol, &c->hs->host, c->fc.port) && !policy_mode_report(pol)) {
+        /* judged as a tunnel to terminate, and a reload since turned that
+         * off: a host that needs termination is never passed opaque */
+        close(fd);
+        set_text(&c->fc.reason, "a host with request rules is reachable only through TLS "
+                                "termination");
+        reply_fail(c, SOCKS5_REP_NOT_ALLOWED, "tunnel refused");
+        return;
+    }
 
     rc = relay_open_b(&c->relay, fd);
     if (rc < 0) {
@@ -416,8 +476,10 @@ static int request_host(struct socks_conn *c, const struct socks5_request *q, co
 static void request(struct socks_conn *c)
 {
     const struct socks5_request *q = &c->hs->parser.req;
+    const struct policy *pol;
+    struct policy_request prq;
     const char *why = NULL;
-    int rc;
+    int rc, term;
 
     frontend_conn_timer_set(&c->fc, NULL, 0);
     if (c->overloaded) {
@@ -438,13 +500,18 @@ static void request(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "bad destination port");
         return;
     }
-    if (policy_http_opts(egress_env_policy(c->fc.f->egress))->refuse_opaque_tunnels) {
+    pol = egress_env_policy(c->fc.f->egress);
+    term = c->fc.f->tls_adopt != NULL && policy_tls_terminates(pol, &c->hs->host, c->fc.port);
+    if (!term && policy_http_opts(pol)->refuse_opaque_tunnels) {
         set_text(&c->fc.reason, "tunnels are refused (network.refuseOpaqueTunnels)");
         reply_fail(c, SOCKS5_REP_GENERAL, "tunnel refused");
         return;
     }
+    /* to be terminated: request rules judge the requests inside (method NULL) */
+    memset(&prq, 0, sizeof(prq));
     set_state(c, SOCKS_ST_EGRESS);
-    rc = egress_start(c->fc.f->egress, &c->hs->host, c->fc.port, "socks5", c->fc.client, on_egress, c, &c->req);
+    rc = egress_start_request(c->fc.f->egress, &c->hs->host, c->fc.port, term ? &prq : NULL,
+                              "socks5", c->fc.client, on_egress, c, &c->req);
     if (rc < 0) {
         c->req = NULL;
         set_text(&c->fc.reason, "%s", uv_strerror(rc));

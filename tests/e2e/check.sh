@@ -71,8 +71,10 @@ printf '{"network": {"allowedDomains": ["ok.com", "*.com"]}}' > "$T/psl.json"
 expect_run "public-suffix wildcard refused" 2 'psl.json:1:43: network.allowedDomains\[1\]' "$SLUICE" check --settings "$T/psl.json" github.com
 printf '{"network": {"allowedDomains": "github.com"}}' > "$T/type.json"
 expect_run "wrong type refused" 2 'type.json:1:[0-9]+: network.allowedDomains' "$SLUICE" check --settings "$T/type.json" github.com
-printf '{"network": {"mitmProxy": {}}}' > "$T/mitm.json"
-expect_run "unimplemented key refused" 2 'network.mitmProxy' "$SLUICE" check --settings "$T/mitm.json" github.com
+printf '{"network": {"filterRequest": {}}}' > "$T/filter.json"
+expect_run "unsupported key refused" 2 'network.filterRequest' "$SLUICE" check --settings "$T/filter.json" github.com
+printf '{"network": {"mitmProxy": {"socketPath": "/x", "domains": ["a.example"]}, "tlsTerminate": {}}}' > "$T/mitm.json"
+expect_run "mitmProxy beside tlsTerminate refused" 2 'mitm.json:1:14: network.mitmProxy: cannot be combined with network.tlsTerminate \(.*mitm.json:1:[0-9]+\)' "$SLUICE" check --settings "$T/mitm.json" github.com
 expect_run "missing settings file" 2 'nope.json' "$SLUICE" check --settings "$T/nope.json" github.com
 SLUICE_SETTINGS="$T/s.json" expect_run "SLUICE_SETTINGS honoured" 0 '"decision":"allow"' "$SLUICE" check --json github.com
 

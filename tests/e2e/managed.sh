@@ -226,6 +226,7 @@ cases() {
         'network.allowAllUnixSockets|{"network": {"allowAllUnixSockets": true}}' \
         'allowNestedUserNamespaces|{"allowNestedUserNamespaces": true}' \
         'enableWeakerNestedSandbox|{"enableWeakerNestedSandbox": true}' \
+        'network.hostPorts|{"network": {"hostPorts": [5432]}}' \
         'network.isolate|{"network": {"\u0069solate": false}}'; do
         key=${row%%|*} json=${row#*|}
         echo "$json" > "$P"

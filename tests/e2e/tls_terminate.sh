@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # tests/e2e/tls_terminate.sh - network.tlsTerminate in sluice proxy (issue
 # 23): a CA from files made here, HTTPS origins with their own CA (openssl
-# CLI, python3 http.server + ssl), curl through the proxy.
+# CLI, python3 http.server + ssl), curl and small python clients through
+# the proxy's HTTP and SOCKS5 ports.
 #
 # Everything runs in a private network namespace (unshare -n, as root): the
 # origins on 127.0.0.10 and 127.0.0.11 there (denyPrivateAddresses false),
+# far.test on 192.0.2.10 (TEST-NET-1 on that namespace's lo, so that sluice
+# does not take it for loopback: network.parentProxy is used for it), the
+# parent proxy of dropin.sh on 127.0.0.1,
 # dnsmasq on 127.0.0.1 answering the *.test names, sluice there too. Nothing reaches the host's network. Skips when not root.
 set -uo pipefail
 SLUICE=${1:?usage: tls_terminate.sh PATH/TO/sluice}
@@ -23,10 +27,19 @@ if [ -z "${SLUICE_TLS_NETNS:-}" ]; then
 fi
 
 . "$HERE/lib.sh"
+# the interpreter itself, once: a version manager's python3 shim costs about
+# two seconds a start on a loaded machine, and this test starts many
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null || command -v python3)
 
 # --- the namespace ----------------------------------------------------------
 if ! ip link set lo up; then
     bad "cannot set up the private network namespace"
+    e2e_finish
+    exit
+fi
+O3=192.0.2.10
+if ! ip addr add "$O3/32" dev lo; then
+    bad "cannot add $O3 to the namespace's loopback device"
     e2e_finish
     exit
 fi
@@ -81,7 +94,7 @@ EOF
             -in "$P/$name.csr" -out "$P/$name.pem" -notext "$@" 2>>"$P/openssl.err" >/dev/null
 }
 if ! mkca sluiceca "sluice e2e CA" || ! mkca originca "origin e2e CA" || ! mkca strayca "stray CA" ||
-    ! leaf good originca "DNS:good.test,DNS:excl.test,DNS:rules.test,DNS:many.test" -days 30 ||
+    ! leaf good originca "DNS:good.test,DNS:excl.test,DNS:rules.test,DNS:many.test,DNS:far.test" -days 30 ||
     ! leaf expired originca "DNS:expired.test" -startdate 20200101000000Z -enddate 20200201000000Z ||
     ! leaf stray strayca "DNS:unknown.test" -days 30; then
     bad "cannot make the test certificates" "$(tail -5 "$P/openssl.err")"
@@ -102,8 +115,25 @@ import http.server, ssl, sys
 addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 class H(http.server.SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = float(sys.argv[6]) if len(sys.argv) > 6 else None  # an idle connection's life
     def __init__(self, *a, **k):
         super().__init__(*a, directory=root, **k)
+    def do_GET(self):
+        if self.headers.get("Upgrade", "").lower() != "websocket":
+            return super().do_GET()
+        # a WebSocket-like echo: 101, then every byte back as it came
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            b = self.connection.recv(4096)
+            if not b:
+                break
+            self.connection.sendall(b)
+        self.close_connection = True
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
@@ -114,15 +144,28 @@ class H(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(out)
     def log_message(self, *a):
         pass
-s = http.server.ThreadingHTTPServer((addr, port), H)
+ctx = None
 if cert != "-":
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
-    s.socket = ctx.wrap_socket(s.socket, server_side=True)
-s.serve_forever()
+accepts = 0
+class S(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    def get_request(self):
+        # TCP accepts counted (ROOT/../accepts.PORT); the TLS handshake is
+        # the handler thread's, so an idle connection blocks nobody
+        global accepts
+        sock, a = self.socket.accept()
+        accepts += 1
+        with open("%s/../accepts.%d" % (root, port), "w") as f:
+            f.write(str(accepts))
+        if ctx is not None:
+            sock = ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, a
+S((addr, port), H).serve_forever()
 EOF
-start_origin() { # ADDR PORT CERT KEY
-    python3 "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" 2>>"$T/origins.err" &
+start_origin() { # ADDR PORT CERT KEY [IDLE-TIMEOUT-S]
+    "$PY" "$T/origin.py" "$1" "$2" "$3" "$4" "$T/www" ${5:+"$5"} 2>>"$T/origins.err" &
     PIDS+=($!)
 }
 PA=$(free_port)
@@ -133,6 +176,12 @@ start_origin "$O1" "$PA" "$P/good.pem" "$P/good.key"
 start_origin "$O2" "$PB" "$P/expired.pem" "$P/expired.key"
 start_origin "$O2" "$PC" "$P/stray.pem" "$P/stray.key"
 start_origin "$O1" "$PH" - -
+PD=$(free_port)
+start_origin "$O1" "$PD" "$P/good.pem" "$P/good.key" # accepts counted: one test each
+PE=$(free_port)
+start_origin "$O1" "$PE" "$P/good.pem" "$P/good.key" 0.3 # closes a connection idle 0.3 s
+PF=$(free_port)
+start_origin 0.0.0.0 "$PF" "$P/good.pem" "$P/good.key" # far.test ($O3), behind the parent
 for i in $(seq 100); do
     curl -s -o /dev/null --max-time 1 --cacert "$P/originca.pem" --resolve "good.test:$PA:$O1" \
         "https://good.test:$PA/hello.txt" && break
@@ -140,21 +189,100 @@ for i in $(seq 100); do
 done
 
 start_dnsmasq --address=/good.test/$O1 --address=/excl.test/$O1 --address=/wrong.test/$O1 \
-    --address=/rules.test/$O1 --address=/pinned.test/$O1 --address=/many.test/$O1 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
+    --address=/rules.test/$O1 --address=/pinned.test/$O1 --address=/many.test/$O1 --address=/far.test/$O3 --address=/expired.test/$O2 --address=/unknown.test/$O2 || {
     bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"
     e2e_finish
     exit
 }
 
-settings() { # FILE EXTRA-TLS-KEYS
+# cl.py MODE PROXY-PORT HOST PORT CA WHAT: one tunnel through the proxy
+# (MODE connect: HTTP CONNECT; socks: SOCKS5 with a domain name), then WHAT:
+# "ws PATH" (TLS, an Upgrade: websocket request, two echoes), "get PATH"
+# (TLS, one GET), "late PATH" (the same a second after the handshake),
+# "plain PATH" (one GET without TLS), "hold" (TLS, then wait). Prints the proxy's answer, then what came back, one line each.
+cat > "$T/cl.py" <<'EOF'
+import socket, ssl, sys, time
+mode, pport, host, port, ca, what = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+s = socket.create_connection(("127.0.0.1", pport), timeout=10)
+if mode == "connect":
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host.encode(), port, host.encode(), port))
+    r = b""
+    while b"\r\n\r\n" not in r:
+        b = s.recv(1)
+        if not b:
+            break
+        r += b
+    print(r.split(b"\r\n")[0].decode(), flush=True)
+else:
+    s.sendall(b"\x05\x01\x00")
+    s.recv(2)
+    s.sendall(b"\x05\x01\x00\x03" + bytes([len(host)]) + host.encode() + port.to_bytes(2, "big"))
+    r = s.recv(10)
+    print("socks reply", r[1] if len(r) > 1 else "none", flush=True)
+    if len(r) < 2 or r[1] != 0:
+        sys.exit(0)
+kind, _, path = what.partition(" ")
+try:
+    if kind != "plain":
+        ctx = ssl.create_default_context(cafile=ca)
+        s = ctx.wrap_socket(s, server_hostname=host)
+        print("issuer", dict(x[0] for x in s.getpeercert()["issuer"])["commonName"], flush=True)
+    if kind == "hold":
+        print("held", flush=True)
+        time.sleep(3600)
+    if kind == "late":
+        time.sleep(1)
+    req = "GET %s HTTP/1.1\r\nHost: %s:%d\r\n" % (path, host, port)
+    if kind == "ws":
+        req += ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n")
+    else:
+        req += "Connection: close\r\n"
+    s.sendall((req + "\r\n").encode())
+    r = b""
+    while b"\r\n\r\n" not in r:
+        b = s.recv(4096)
+        if not b:
+            break
+        r += b
+    head, _, rest = r.partition(b"\r\n\r\n")
+    print(head.split(b"\r\n")[0].decode(), flush=True)
+    if kind == "ws" and b" 101 " in head.split(b"\r\n")[0]:
+        for m in (b"ping-1", b"ping-2 longer"):
+            s.sendall(m)
+            got = rest
+            while len(got) < len(m):
+                got += s.recv(4096)
+            rest = b""
+            print("echo", got.decode(), flush=True)
+    elif kind != "ws":
+        while True:
+            b = s.recv(4096)
+            if not b:
+                break
+            rest += b
+        print("body", rest.decode().strip(), flush=True)
+except (ssl.SSLError, OSError) as e:
+    print("failed", type(e).__name__, flush=True)
+EOF
+# the parent proxy of dropin.sh (it sends every CONNECT to 127.0.0.1:PORT,
+# where the far.test origin listens too), its CONNECTs in $T/parent.log
+: > "$T/parent.log"
+"$PY" "$HERE/dropin-helpers/parent_proxy.py" "$T/parent.port" "$T/parent.log" 2>>"$T/parent.err" &
+PIDS+=($!)
+for i in $(seq 100); do [ -s "$T/parent.port" ] && break; sleep 0.05; done
+PP=$(cat "$T/parent.port" 2>/dev/null)
+
+settings() { # FILE EXTRA-TLS-KEYS [EXTRA-NETWORK-KEYS]
     cat > "$1" <<JSON
-{"network": {"allowedDomains": ["*.test", "$O1", "$O2"], "dnsServers": ["127.0.0.1:$DPORT"],
-  "denyPrivateAddresses": false, "requireHostMatch": true,
+{"network": {"allowedDomains": ["*.test", "$O1", "$O2", "$O3"], "dnsServers": ["127.0.0.1:$DPORT"],
+  "denyPrivateAddresses": false, "requireHostMatch": true,${3:-}
   "requestRules": [
     {"host": "rules.test", "method": "GET", "path": "/pub/**", "action": "allow"},
     {"host": "rules.test", "method": "POST", "path": "/ORG/*", "action": "allow"},
     {"host": "rules.test", "path": "/pub/secret/**", "action": "deny"},
-    {"host": "pinned.test", "action": "allow"}],
+    {"host": "pinned.test", "action": "allow"},
+    {"host": "far.test", "action": "allow"}],
   "tlsTerminate": {"caCertPath": "$P/sluiceca.pem", "caKeyPath": "$P/sluiceca.key",
                    "extraCaCertPaths": ["$P/originca.pem"],
                    "excludeDomains": ["excl.test", "pinned.test"]$2}}}
@@ -183,9 +311,9 @@ fi
 
 settings "$T/s.json" ""
 AP=$(free_port)
-start_proxy main "$T/s.json" --http tcp:127.0.0.1:0 --socks off --admin "tcp:127.0.0.1:$AP"
+start_proxy main "$T/s.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 --admin "tcp:127.0.0.1:$AP"
 X="http://127.0.0.1:$HPORT"
-if [ -z "$HPORT" ]; then
+if [ -z "$HPORT" ] || [ -z "$SPORT" ]; then
     bad "the proxy did not start" "$(cat "$T/main.err")"
     e2e_finish
     exit
@@ -242,7 +370,7 @@ try:
 except (ssl.SSLError, OSError) as e:
     print("handshake failed", type(e).__name__)
 EOF
-out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
+out=$("$PY" "$T/sni.py" "$HPORT" "good.test:$PA" "evil.test" "$P/sluiceca.pem" - 2>&1)
 if grep -qx "SAN good.test" <<<"$out"; then
     ok "an SNI naming another host: the leaf is still for the CONNECT target"
 else
@@ -250,14 +378,14 @@ else
 fi
 # an h2-only client (sluice serves http/1.1 only): on a host that needs no
 # termination it passes opaque (the origin's own certificate reaches it) ...
-out=$(python3 "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/originca.pem" h2 2>&1)
-if grep -q "^SAN good.test,excl.test,rules.test,many.test$" <<<"$out"; then
+out=$("$PY" "$T/sni.py" "$HPORT" "good.test:$PA" "good.test" "$P/originca.pem" h2 2>&1)
+if grep -q "^SAN good.test,excl.test,rules.test,many.test,far.test$" <<<"$out"; then
     ok "an h2-only ClientHello to a host without request rules passes opaque (origin's certificate)"
 else
     bad "h2-only ClientHello, no rules" "$out"
 fi
 # ... and on a host with request rules it is refused, with the reason logged
-out=$(python3 "$T/sni.py" "$HPORT" "rules.test:$PA" "rules.test" "$P/sluiceca.pem" h2 2>&1)
+out=$("$PY" "$T/sni.py" "$HPORT" "rules.test:$PA" "rules.test" "$P/sluiceca.pem" h2 2>&1)
 if grep -q "handshake failed" <<<"$out" &&
     grep -q 'reason="the client offers only ALPN h2, which sluice does not serve' "$T/main.log"; then
     ok "an h2-only ClientHello to a host with request rules is refused with a reason in the log"
@@ -302,6 +430,84 @@ else
     bad "tls metrics" "$(grep -E 'tls|https' <<<"$m")"
 fi
 
+# --- SOCKS5 CONNECT: sniffed and terminated like HTTP CONNECT ----------------
+out=$(curl -sS -v --max-time 10 --cacert "$P/sluiceca.pem" --socks5-hostname "127.0.0.1:$SPORT" \
+    "https://good.test:$PA/hello.txt" 2>"$T/s1.err")
+if [ "$out" = "hello from the origin" ] && grep -q "issuer: CN=sluice e2e CA" "$T/s1.err"; then
+    ok "SOCKS5 terminated: curl gets the origin's body and sluice's leaf"
+else
+    bad "SOCKS5 terminated" "$out / $(grep -i 'issuer\|error' "$T/s1.err") / $(tail -3 "$T/main.log")"
+fi
+out=$(curl -sS --max-time 10 --socks5-hostname "127.0.0.1:$SPORT" "http://good.test:$PH/plain.txt" 2>&1)
+if [ "$out" = "plain origin" ]; then
+    ok "SOCKS5: non-TLS bytes to a host without request rules stay an opaque tunnel"
+else
+    bad "SOCKS5 non-TLS opaque" "$out"
+fi
+out=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /pub/a.txt" 2>&1)
+out2=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PA" "$P/sluiceca.pem" "get /priv/p.txt" 2>&1)
+if grep -q "^HTTP/1.1 200" <<<"$out" && grep -q "^body public file$" <<<"$out" &&
+    grep -q "^HTTP/1.1 403" <<<"$out2"; then
+    ok "SOCKS5 to a host with request rules: terminated, its requests judged (200 and 403)"
+else
+    bad "SOCKS5 request rules" "$out / $out2"
+fi
+out=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PH" - "plain /plain.txt" 2>&1)
+# (the reason is in the close record, which may follow the client's EOF)
+if ! grep -q "^body plain origin" <<<"$out" &&
+    wait_for "$T/main.log" "protocol=socks5 host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" 5; then
+    ok "SOCKS5: non-TLS bytes to a host with request rules are refused with a reason"
+else
+    bad "SOCKS5 non-TLS to a ruled host" "$out / $(grep 'not TLS' "$T/main.log" | tail -2)"
+fi
+
+# --- one dial per terminated tunnel (accepts counted at the origin) ----------
+for mode in connect socks; do
+    port=$HPORT
+    [ "$mode" = socks ] && port=$SPORT
+    before=$(cat "$T/accepts.$PD" 2>/dev/null || echo 0)
+    out=$("$PY" "$T/cl.py" "$mode" "$port" good.test "$PD" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
+    after=$(cat "$T/accepts.$PD" 2>/dev/null || echo 0)
+    if grep -q "^body hello from the origin$" <<<"$out" && [ $((after - before)) = 1 ]; then
+        ok "$mode: a terminated tunnel with one request dials its origin once"
+    else
+        bad "$mode: one dial per terminated tunnel" "accepts $before -> $after; $out"
+    fi
+done
+
+# the socket the CONNECT dialed, closed by the origin before the first
+# request (idle 1 s, the origin's limit 0.3 s): that request dials anew
+before=$(cat "$T/accepts.$PE" 2>/dev/null || echo 0)
+out=$("$PY" "$T/cl.py" connect "$HPORT" good.test "$PE" "$P/sluiceca.pem" "late /hello.txt" 2>&1)
+after=$(cat "$T/accepts.$PE" 2>/dev/null || echo 0)
+if grep -q "^body hello from the origin$" <<<"$out" && [ $((after - before)) = 2 ]; then
+    ok "a first request after the origin closed the tunnel's idle socket dials anew (no 502)"
+else
+    bad "held socket closed by the origin" "accepts $before -> $after; $out"
+fi
+
+# --- WebSocket upgrades inside terminated tunnels ------------------------------
+ws_case() { # NAME MODE PORT HOST PATH WANT-STATUS
+    local out
+    out=$("$PY" "$T/cl.py" "$2" "$3" "$4" "$PA" "$P/sluiceca.pem" "ws $5" 2>&1)
+    if [ "$6" = 101 ]; then
+        if grep -q "^HTTP/1.1 101 " <<<"$out" && grep -q "^echo ping-1$" <<<"$out" &&
+            grep -q "^echo ping-2 longer$" <<<"$out"; then
+            ok "$1: 101, then bytes both ways"
+        else
+            bad "$1" "$out / $(tail -2 "$T/main.log")"
+        fi
+    elif grep -q "^HTTP/1.1 $6 " <<<"$out"; then
+        ok "$1: $6"
+    else
+        bad "$1" "$out"
+    fi
+}
+ws_case "WebSocket in a terminated CONNECT tunnel" connect "$HPORT" good.test /ws 101
+ws_case "WebSocket in a terminated SOCKS5 tunnel" socks "$SPORT" good.test /ws 101
+ws_case "WebSocket to a ruled host, allowed path" connect "$HPORT" rules.test /pub/ws 101
+ws_case "WebSocket to a ruled host, path no rule allows (request rules judge the upgrade)" connect "$HPORT" rules.test /priv/ws 403
+
 # --- request rules inside the tunnel -------------------------------------------
 rr() { # METHOD PATH: the status through a terminated tunnel to rules.test
     curl -s -o "$T/rr.out" -w '%{http_code}' --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" \
@@ -324,6 +530,15 @@ if grep -q "request rule '" "$T/rr.out" 2>/dev/null || grep -q "network.requestR
 else
     bad "403 names the rule" "$(cat "$T/rr.out")"
 fi
+# sluice check judges an https:// URL to a terminated host as the request
+# inside the tunnel, as the proxy does (not as an unreadable tunnel)
+out=$("$SLUICE" check --settings "$T/s.json" "https://rules.test:$PA/pub/a.txt" "https://rules.test:$PA/priv/p.txt" 2>&1)
+if grep -q "^allow rules.test:$PA GET /pub/a.txt (https: terminated, judged inside the tunnel)" <<<"$out" &&
+    grep -q "^deny  rules.test:$PA GET /priv/p.txt (https: terminated.*matches no allow rule" <<<"$out"; then
+    ok "sluice check judges https:// URLs to a terminated host by method and path, as the proxy"
+else
+    bad "sluice check with tlsTerminate" "$out"
+fi
 # a ruled host in excludeDomains cannot be terminated: its CONNECT is refused
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$P/originca.pem" -x "$X" "https://pinned.test:$PA/hello.txt" 2>&1)
 if [ "$code" = 000 ] && grep -q "host=pinned.test.*decision=deny.*has request rules" "$T/main.log"; then
@@ -333,7 +548,8 @@ else
 fi
 # non-TLS bytes to a ruled host: refused, never passed opaque
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -p -x "$X" "http://rules.test:$PH/plain.txt" 2>&1)
-if [ "$code" != 200 ] && grep -q "not TLS inside a tunnel to a host with request rules" "$T/main.log"; then
+if [ "$code" != 200 ] &&
+    wait_for "$T/main.log" "protocol=connect host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" 5; then
     ok "non-TLS bytes in a CONNECT to a host with request rules are refused"
 else
     bad "non-TLS to a ruled host" "$code"
@@ -375,15 +591,36 @@ else
     bad "bad certificate log" "$(tail -5 "$T/main.log")"
 fi
 
+# --- handshake metrics, and the exposition passes promtool --------------------
+m=$(curl -sS --max-time 5 "http://127.0.0.1:$AP/metrics" 2>&1)
+if grep -q '^sluice_tls_handshakes_total{side="client"} [1-9]' <<<"$m" &&
+    grep -q '^sluice_tls_handshakes_total{side="origin"} [1-9]' <<<"$m" &&
+    grep -q '^sluice_tls_handshake_failures_total{side="origin",reason="verify"} [3-9]' <<<"$m" &&
+    grep -q '^sluice_tls_handshake_failures_total{side="client",reason="alpn"} [1-9]' <<<"$m" &&
+    grep -q '^sluice_tls_handshake_failures_total{side="client",reason="bad_hello"} [1-9]' <<<"$m"; then
+    ok "metrics: handshakes by side, failures by side and reason (verify, alpn, bad_hello)"
+else
+    bad "handshake metrics" "$(grep handshake <<<"$m")"
+fi
+if command -v promtool >/dev/null 2>&1; then
+    if pt=$(promtool check metrics <<<"$m" 2>&1); then
+        ok "promtool check metrics passes with the TLS metrics"
+    else
+        bad "promtool check metrics" "$pt"
+    fi
+fi
+
 # --- handshake timeout: a silent client is closed ----------------------------
 kill "$PROXY_PID" 2>/dev/null
-settings "$T/s2.json" ', "handshakeTimeoutMs": 300'
+settings "$T/s2.json" ', "handshakeTimeoutMs": 300, "scope": "needed"' \
+    "
+  \"parentProxy\": {\"https\": \"http://127.0.0.1:$PP\", \"noProxy\": \"good.test,rules.test\"},"
 start_proxy second "$T/s2.json" --http tcp:127.0.0.1:0 --socks off
 X="http://127.0.0.1:$HPORT"
-out=$(python3 - "$HPORT" "$PA" <<'EOF'
+out=$("$PY" - "$HPORT" "$PA" <<'EOF'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"CONNECT good.test:%s HTTP/1.1\r\nHost: good.test\r\n\r\n" % sys.argv[2].encode())
+s.sendall(b"CONNECT rules.test:%s HTTP/1.1\r\nHost: rules.test\r\n\r\n" % sys.argv[2].encode())
 head = s.recv(1000)
 s.settimeout(5)
 t = time.monotonic()
@@ -404,15 +641,42 @@ case $out in
 *) bad "handshake timeout" "$out" ;;
 esac
 
+# --- scope "needed": only hosts with request rules are terminated -------------
+out=$(curl -sS -v --max-time 10 --cacert "$P/originca.pem" -x "$X" "https://good.test:$PA/hello.txt" 2>"$T/n1.err")
+if [ "$out" = "hello from the origin" ] && grep -q "issuer: CN=origin e2e CA" "$T/n1.err" &&
+    ! grep -q "good.test.*terminated=1" "$T/second.log"; then
+    ok "scope needed: a host without request rules stays opaque (the origin's certificate)"
+else
+    bad "scope needed, no rules" "$out / $(grep -i 'issuer\|error' "$T/n1.err")"
+fi
+out=$(curl -sS -v --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://rules.test:$PA/pub/a.txt" 2>"$T/n2.err")
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://rules.test:$PA/priv/p.txt" 2>&1)
+if [ "$out" = "public file" ] && grep -q "issuer: CN=sluice e2e CA" "$T/n2.err" && [ "$code" = 403 ]; then
+    ok "scope needed: a host with request rules is terminated and judged (200, 403)"
+else
+    bad "scope needed, rules" "$out $code / $(grep -i 'issuer\|error' "$T/n2.err")"
+fi
+
+# --- parentProxy on the terminated leg ------------------------------------------
+: > "$T/parent.log"
+out=$(curl -sS -v --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://far.test:$PF/hello.txt" "https://far.test:$PF/plain.txt" 2>"$T/p1.err")
+np=$(grep -c "^CONNECT " "$T/parent.log")
+if [ "$out" = "hello from the origin
+plain origin" ] && grep -q "issuer: CN=sluice e2e CA" "$T/p1.err" && [ "$np" = 1 ]; then
+    ok "parentProxy: a terminated tunnel's upstream leg goes through the parent (one CONNECT for two requests)"
+else
+    bad "parentProxy on the terminated leg" "$out / parent: $(cat "$T/parent.log") / $(grep -i 'issuer\|error' "$T/p1.err") / $(grep far.test "$T/second.log" | tail -3)"
+fi
+
 # --- maxTunnels: 503 too-many-tunnels while one is held -----------------------
 # Its own proxy with the default handshake timeout: the held tunnel's first
 # handshake mints a leaf, which under valgrind or ASan on a loaded machine can
 # take longer than the 300 ms above.
 kill "$PROXY_PID" 2>/dev/null
 settings "$T/s3.json" ', "maxTunnels": 1'
-start_proxy third "$T/s3.json" --http tcp:127.0.0.1:0 --socks off
+start_proxy third "$T/s3.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
 X="http://127.0.0.1:$HPORT"
-python3 - "$HPORT" "$PA" "$P/sluiceca.pem" > "$T/hold.out" 2>&1 <<'EOF' &
+"$PY" - "$HPORT" "$PA" "$P/sluiceca.pem" > "$T/hold.out" 2>&1 <<'EOF' &
 import socket, ssl, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"CONNECT good.test:%s HTTP/1.1\r\nHost: good.test\r\n\r\n" % sys.argv[2].encode())
@@ -429,6 +693,12 @@ if grep -q "< HTTP/1.1 503" "$T/c3.err" && grep -qi "< X-Proxy-Error: too-many-t
     ok "maxTunnels 1 with one held: 503 with X-Proxy-Error: too-many-tunnels"
 else
     bad "maxTunnels" "$(cat "$T/hold.out") / $(grep '^<' "$T/c3.err")"
+fi
+out=$("$PY" "$T/cl.py" socks "$SPORT" good.test "$PA" "$P/sluiceca.pem" "get /hello.txt" 2>&1)
+if [ "$out" = "socks reply 1" ]; then
+    ok "maxTunnels 1 with one held: a SOCKS5 CONNECT gets a general-failure reply (1)"
+else
+    bad "maxTunnels over SOCKS5" "$out"
 fi
 kill "$HOLD" 2>/dev/null
 wait "$HOLD" 2>/dev/null

@@ -1711,6 +1711,67 @@ static void test_tls_exclude(void **state)
     settings_free(&s);
 }
 
+/* network.mitmProxy: its domains pick the Unix-socket proxy (patterns as in
+ * allowedDomains); refused beside tlsTerminate, naming both places. */
+static void test_mitm_pick(void **state)
+{
+    static const struct {
+        const char *host;
+        uint16_t port;
+        int hit;
+    } rows[] = {
+        {"a.corp.example", 443, 1}, {"corp.example", 443, 0},  {"api.example", 443, 1},
+        {"api.example", 80, 0},     {"other.example", 443, 0}, {"198.51.100.7", 80, 1},
+    };
+    struct settings s;
+    struct settings_error err;
+    struct policy *p = NULL;
+    struct policy_host h;
+    const struct policy_parent_proxy *pp;
+    const char *why;
+
+    (void)state;
+    settings_blank(&s);
+    s.network.mitm_proxy.given.set = 1;
+    s.network.mitm_proxy.given.file = "m.json";
+    s.network.mitm_proxy.given.line = 2;
+    s.network.mitm_proxy.given.col = 5;
+    s.network.mitm_proxy.socket_path = strdup("/run/mitm.sock");
+    list_add(&s.network.mitm_proxy.domains, "*.corp.example", "network.mitmProxy.domains", 0, 3);
+    list_add(&s.network.mitm_proxy.domains, "api.example:443", "network.mitmProxy.domains", 1, 4);
+    list_add(&s.network.mitm_proxy.domains, "198.51.100.0/24", "network.mitmProxy.domains", 2, 5);
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(policy_compile(&s, &p, &err), 0);
+    for (size_t i = 0; i < NELEM(rows); i++) {
+        assert_int_equal(policy_host_normalize(rows[i].host, strlen(rows[i].host), &h, &why), 0);
+        pp = policy_mitm_pick(p, &h, rows[i].port);
+        if ((pp != NULL) != rows[i].hit)
+            print_error("row %zu: %s:%u\n", i, rows[i].host, (unsigned)rows[i].port);
+        assert_int_equal(pp != NULL, rows[i].hit);
+        if (pp != NULL) {
+            assert_string_equal(pp->unix_path, "/run/mitm.sock");
+            assert_string_equal(pp->shown, "unix:/run/mitm.sock");
+        }
+    }
+    policy_free(p);
+    /* beside tlsTerminate: refused, naming both keys and places */
+    s.network.tls_terminate.given.set = 1;
+    s.network.tls_terminate.given.file = "t.json";
+    s.network.tls_terminate.given.line = 9;
+    s.network.tls_terminate.given.col = 3;
+    p = NULL;
+    assert_int_equal(policy_compile(&s, &p, &err), -EINVAL);
+    assert_null(p);
+    assert_non_null(strstr(err.msg, "m.json:2:5: network.mitmProxy: cannot be combined with "
+                                    "network.tlsTerminate (t.json:9:3)"));
+    s.network.tls_terminate.given.set = 0;
+    /* a bad pattern fails the compile with its place */
+    list_add(&s.network.mitm_proxy.domains, "*", "network.mitmProxy.domains", 3, 6);
+    assert_int_equal(policy_compile(&s, &p, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "network.mitmProxy.domains[3]: '*'"));
+    settings_free(&s);
+}
+
 static void test_compile_errors(void **state)
 {
     (void)state;
@@ -2076,6 +2137,7 @@ int main(void)
         cmocka_unit_test(test_long_names),    cmocka_unit_test(test_many_rules),
         cmocka_unit_test(test_parent_proxy),
         cmocka_unit_test(test_tls_exclude),
+        cmocka_unit_test(test_mitm_pick),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

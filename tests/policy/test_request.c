@@ -570,6 +570,56 @@ static void test_report_managed(void **state)
     policy_free(p);
 }
 
+/* network.tlsTerminate's scope: "all" terminates every host not in
+ * excludeDomains, "needed" only the hosts that need it (request rules);
+ * without tlsTerminate nothing is. */
+static void test_tls_scope(void **state)
+{
+    static const char base[] =
+        "{\"network\": {\n"
+        "  \"allowedDomains\": [\"*.example.com\", \"plain.test\"],\n"
+        "  \"requestRules\": [{\"host\": \"api.example.com\", \"method\": \"GET\", "
+        "\"action\": \"allow\"}],\n"
+        "  \"tlsTerminate\": {\"caCertPath\": \"/c.pem\", \"caKeyPath\": \"/c.key\", "
+        "\"excludeDomains\": [\"pin.example.com\"]%s}\n"
+        "}}\n";
+    static const struct {
+        const char *host;
+        int all, needed, ruled;
+    } rows[] = {
+        {"api.example.com", 1, 1, 1},
+        {"www.example.com", 1, 0, 0},
+        {"plain.test", 1, 0, 0},
+        {"pin.example.com", 0, 0, 0},
+    };
+    char json[1024];
+    struct policy *all, *needed, *off;
+    struct policy_host h;
+    const char *why;
+
+    (void)state;
+    snprintf(json, sizeof(json), base, "");
+    all = compile(json, NULL);
+    snprintf(json, sizeof(json), base, ", \"scope\": \"needed\"");
+    needed = compile(json, NULL);
+    off = compile(rules_json, NULL);
+    assert_int_equal(policy_tls_opts(needed)->scope_needed, 1);
+    assert_int_equal(policy_tls_opts(all)->scope_needed, 0);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(policy_host_normalize(rows[i].host, strlen(rows[i].host), &h, &why), 0);
+        if (policy_tls_terminates(all, &h, 443) != rows[i].all ||
+            policy_tls_terminates(needed, &h, 443) != rows[i].needed)
+            print_error("row %zu: %s\n", i, rows[i].host);
+        assert_int_equal(policy_tls_terminates(all, &h, 443), rows[i].all);
+        assert_int_equal(policy_tls_terminates(needed, &h, 443), rows[i].needed);
+        assert_int_equal(policy_tls_needed(needed, &h, 443), rows[i].ruled);
+        assert_int_equal(policy_tls_terminates(off, &h, 443), 0);
+    }
+    policy_free(all);
+    policy_free(needed);
+    policy_free(off);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -580,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_decide_same),
         cmocka_unit_test(test_terminated_tunnel),        cmocka_unit_test(test_dns_answers_ruled_host),
         cmocka_unit_test(test_report_managed),
+        cmocka_unit_test(test_tls_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,7 @@
 
 #include "policy/policy.h"
 #include "proxy/service.h"
+#include "proxy/tlsterm.h"
 
 #define WATCHDOG_MS 60000u
 #define IO_TIMEOUT_S 20
@@ -398,12 +399,63 @@ static void test_drain(void **state)
     assert_int_equal(f->svc.state, PROXY_SERVICE_CLOSED);
 }
 
+/* The failure texts of terminated tunnels map onto the small fixed set of
+ * reason labels of sluice_tls_handshake_failures_total. */
+static void test_tls_fail_labels(void **state)
+{
+    static const struct {
+        const char *reason;
+        const char *label;
+    } rows[] = {
+        {"no TLS handshake within 300 ms (handshakeTimeoutMs)", "timeout"},
+        {"no TLS handshake within 10000 ms", "timeout"},
+        {"malformed ClientHello: truncated extension", "bad_hello"},
+        {"a ClientHello longer than 16384 bytes", "bad_hello"},
+        {"not TLS", "bad_hello"},
+        {"the client offers only ALPN h2, which sluice does not serve", "alpn"},
+        {"the client offers no ALPN protocol sluice serves (http/1.1)", "alpn"},
+        {"the peer refused the certificate", "cert_refused"},
+        {"handshake failure alert from the peer", "alert"},
+        {"alert from the peer", "alert"},
+        {"certificate expired", "verify"},
+        {"certificate name mismatch", "verify"},
+        {"unknown issuer", "verify"},
+        {"invalid CA in the chain", "verify"},
+        {"certificate verify failed", "verify"},
+        {"the peer closed the connection during the handshake", "closed"},
+        {"unexpected end of stream", "closed"},
+        {"cannot connect", "connect"},
+        {"cannot mint the leaf", "internal"},
+        {"out of memory", "internal"},
+        {"cannot make the socket pair: too many open files", "internal"},
+        {"no shared cipher", "protocol"},
+        {"unsupported protocol version", "protocol"},
+        {"TLS protocol error", "protocol"},
+        {"", "protocol"},
+        {NULL, "protocol"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *got = proxy_tls_fail_names[proxy_tls_fail_of(rows[i].reason)];
+        if (strcmp(got, rows[i].label) != 0)
+            print_error("row %zu: '%s' -> %s, want %s\n", i,
+                        rows[i].reason != NULL ? rows[i].reason : "(null)", got, rows[i].label);
+        assert_string_equal(got, rows[i].label);
+    }
+    /* every label is a valid Prometheus label value: lower case and _ */
+    for (int f = 0; f < PROXY_TLS_F_N; f++)
+        assert_int_equal(strspn(proxy_tls_fail_names[f], "abcdefghijklmnopqrstuvwxyz_"),
+                         strlen(proxy_tls_fail_names[f]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_connect_relayed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limit_refuses_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+        cmocka_unit_test(test_tls_fail_labels),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

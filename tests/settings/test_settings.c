@@ -429,10 +429,36 @@ static const struct error_case error_cases[] = {
      "t.json:1:52: network.tlsTerminate.extraCaCertPaths[0]: must not be an empty string"},
     {"{\"network\": {\"tlsTerminate\": {\"mode\": 1}}}",
      "t.json:1:31: network.tlsTerminate.mode: unknown key 'mode'"},
+    /* network.mitmProxy (srt 0.0.83): both keys, at least one domain */
     {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\"}}}",
-     "t.json:1:14: network.mitmProxy: 'network.mitmProxy' is not supported by sluice: remove "
-     "it; to send allowed traffic through another proxy, name it in network.parentProxy "
-     "(sluice sends CONNECT to it)"},
+     "t.json:1:14: network.mitmProxy: domains is required and holds at least one pattern "
+     "(hosts sent to the external proxy)"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\", \"domains\": []}}}",
+     "t.json:1:14: network.mitmProxy: domains is required and holds at least one pattern "
+     "(hosts sent to the external proxy)"},
+    {"{\"network\": {\"mitmProxy\": {\"domains\": [\"a.com\"]}}}",
+     "t.json:1:14: network.mitmProxy: socketPath is required (the external proxy's Unix "
+     "socket)"},
+    {"{\"network\": {\"mitmProxy\": \"/x\"}}",
+     "t.json:1:27: network.mitmProxy: expected an object, got a string"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"\", \"domains\": [\"a.com\"]}}}",
+     "t.json:1:42: network.mitmProxy.socketPath: expected a path, got an empty string or a NUL "
+     "byte"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": 3, \"domains\": [\"a.com\"]}}}",
+     "t.json:1:42: network.mitmProxy.socketPath: expected a path string, got an integer"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\", \"domains\": [\"\"]}}}",
+     "t.json:1:60: network.mitmProxy.domains[0]: must not be an empty string"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\", \"domains\": \"a.com\"}}}",
+     "t.json:1:59: network.mitmProxy.domains: expected an array of strings, got a string"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/x\", \"domains\": [\"a.com\"], "
+     "\"http\": 1}}}",
+     "t.json:1:70: network.mitmProxy.http: unknown key 'http'"},
+    {"{\"network\": {\"mitmProxy\": {\"socketPath\": \"/"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaa\", \"domains\": [\"a.com\"]}}}",
+     "t.json:1:42: network.mitmProxy.socketPath: the socket path '/"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaa' is 109 bytes long; a Unix socket path holds at most 107"},
     {"{\"network\": {\"parentProxy\": \"http://p:3128\"}}",
      "t.json:1:29: network.parentProxy: expected an object {\"http\", \"https\", "
      "\"noProxy\"}, got a string"},
@@ -466,6 +492,32 @@ static const struct error_case error_cases[] = {
     {"{\"network\": {\"dnsServers\": [\"dns.google\"]}}",
      "t.json:1:29: network.dnsServers[0]: invalid DNS server \"dns.google\" (expected IP, "
      "IP:PORT, [IPv6]:PORT or IPv6, port 1..65535)"},
+    /* publish and hostPorts (issue 26) */
+    {"{\"network\": {\"publish\": [\"0:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"0:80\" (HOST_PORT"
+     " must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080:65536\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080:65536\""
+     " (SANDBOX_PORT must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080\" (expected"
+     " [HOST_ADDR:]HOST_PORT:SANDBOX_PORT)"},
+    {"{\"network\": {\"publish\": [\"localhost:8080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port"
+     " \"localhost:8080:80\" (HOST_ADDR must be an IPv4 address or a bracketed IPv6 address ([::1]))"},
+    {"{\"network\": {\"publish\": [\"::1:8080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"::1:8080:80\""
+     " (HOST_ADDR must be an IPv4 address or a bracketed IPv6 address ([::1]))"},
+    {"{\"network\": {\"publish\": [\"08080:80\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"08080:80\""
+     " (HOST_PORT must be a port number 1..65535)"},
+    {"{\"network\": {\"publish\": [\"8080:3128\"]}}", "t.json:1:26: network.publish[0]: invalid published port \"8080:3128\""
+     " (SANDBOX_PORT is one of sluice's own listeners in the sandbox (3128, 1080, 53))"},
+    {"{\"network\": {\"publish\": [\"8080:80\", \"[::1]:8080:81\"]}}", "t.json:1:37: network.publish[1]: invalid published port \"[::1]:8080:81\""
+     " (host port 8080 is already published by entry 0)"},
+    {"{\"network\": {\"publish\": [\"\"]}}", "t.json:1:26: network.publish[0]: must not be an empty string"},
+    {"{\"network\": {\"hostPorts\": [0]}}", "t.json:1:28: network.hostPorts[0]: must be in 1..65535, got 0"},
+    {"{\"network\": {\"hostPorts\": [\"5432\"]}}", "t.json:1:28: network.hostPorts[0]: expected an integer in 1..65535, got a"
+     " string"},
+    {"{\"network\": {\"hostPorts\": [5432, 1080]}}", "t.json:1:34: network.hostPorts[1]: port 1080 is one of sluice's own"
+     " listeners in the sandbox (3128, 1080, 53); it cannot be a host port"},
+    {"{\"network\": {\"hostPorts\": [5432, 5432]}}", "t.json:1:34: network.hostPorts[1]: port 5432 is listed twice"},
+    {"{\"network\": {\"hostPorts\": 5432}}", "t.json:1:27: network.hostPorts: expected an array of port numbers, got an"
+     " integer"},
     /* multi-line, multi-byte, tabs: columns count characters, a tab is one */
     {"{\n\t\"network\": {\n\t\t\"mode\": 3\n\t}\n}",
      "t.json:3:11: network.mode: expected \"enforce\" or \"report\", got an integer"},
@@ -876,6 +928,9 @@ static const struct lock_row lock_rows[] = {
     {"{\"network\": {\"allowAllUnixSockets\": true}}", "network.allowAllUnixSockets", 14},
     {"{\"allowNestedUserNamespaces\": true}", "allowNestedUserNamespaces", 2},
     {"{\"enableWeakerNestedSandbox\": true}", "enableWeakerNestedSandbox", 2},
+    /* issue 26: host loopback ports opened to the sandbox */
+    {"{\"network\": {\"hostPorts\": [5432]}}", "network.hostPorts", 14},
+    {"{\"network\": {\"hostPorts\": [], \"publish\": [\"8080:80\"]}}", NULL, 0},
     {"{\"network\": {\"allowAllUnixSockets\": false}, \"allowNestedUserNamespaces\": false, "
      "\"enableWeakerNestedSandbox\": false}",
      NULL, 0},
@@ -1663,6 +1718,40 @@ static void test_tls_terminate_key(void **state)
     settings_free(&s);
 }
 
+/* network.mitmProxy (srt 0.0.83): recorded with where it was given; a
+ * relative socket path resolves against the settings file's directory; a
+ * later layer replaces both keys. */
+static void test_mitm_proxy_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(s.network.mitm_proxy.given.set, 0);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"mitmProxy\": {\"socketPath\": \"/run/m.sock\", "
+                           "\"domains\": [\"*.corp.example\", \"api.example.com:443\"]}}}",
+                           &err),
+                     0);
+    assert_int_equal(s.network.mitm_proxy.given.set, 1);
+    assert_int_equal(s.network.mitm_proxy.given.line, 1);
+    assert_int_equal(s.network.mitm_proxy.given.col, 14);
+    assert_string_equal(s.network.mitm_proxy.socket_path, "/run/m.sock");
+    assert_int_equal(s.network.mitm_proxy.domains.n, 2);
+    assert_string_equal(s.network.mitm_proxy.domains.items[1].value, "api.example.com:443");
+    assert_int_equal(apply(&s, "{\"network\": {\"allowedDomains\": []}}", &err), 0);
+    assert_int_equal(s.network.mitm_proxy.given.set, 1);
+    assert_int_equal(apply(&s,
+                           "{\"network\": {\"mitmProxy\": {\"socketPath\": \"/m2\", "
+                           "\"domains\": [\"b.example\"]}}}",
+                           &err),
+                     0);
+    assert_string_equal(s.network.mitm_proxy.socket_path, "/m2");
+    assert_int_equal(s.network.mitm_proxy.domains.n, 1);
+    settings_free(&s);
+}
+
 static void test_transparent_key(void **state)
 {
     struct settings s;
@@ -1823,7 +1912,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 105); /* 20 top-level keys, 60 nested, 25 at the third level */
+    assert_int_equal(count, 109); /* 20 top-level keys, 62 nested, 27 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1873,6 +1962,7 @@ int main(void)
         cmocka_unit_test(test_sandbox_environment_keys),
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
+        cmocka_unit_test(test_mitm_proxy_key),
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),

@@ -1,0 +1,637 @@
+/* run/ports.c - ports between the host and the sandbox (issue 26):
+ *
+ *   publish    (`--publish`, network.publish) sluice listens on the host at
+ *              HOST_ADDR:HOST_PORT and relays each connection to
+ *              127.0.0.1:SANDBOX_PORT in the sandbox's network namespace;
+ *   hostPorts  (network.hostPorts) sluice listens in the sandbox's namespace
+ *              on 127.0.0.1:PORT (and [::1]:PORT when it has IPv6) and
+ *              relays each connection to the host's 127.0.0.1:PORT.
+ *
+ * Both are bridge forwarders (bridge/forward.h: accept, dial the one fixed
+ * target, the relay's splice), so nothing else is reachable: a connection
+ * goes to that one address and port, whatever the peer sends. No process
+ * runs inside the sandbox: a helper forked from sluice (never in the
+ * sandbox's pid or mount namespace) joins only its user and network
+ * namespaces, as transparent mode's resolver helper does (tp_dns.c), makes
+ * the hostPorts listeners there, and then makes the sockets the published
+ * ports dial with, a batch at a time, on request. It holds nothing else
+ * (every other descriptor closed), dies with sluice (PR_SET_PDEATHSIG) and
+ * ends when its socket closes.
+ *
+ * Fail closed: every listener is made before the go byte; one that cannot
+ * be made stops the run before the command starts. Connections are bounded
+ * per port (half the service's connection limit shared among them, at
+ * least PORTS_MIN_CONNS and at most PORTS_MAX_CONNS each): a flood waits in
+ * the kernel's backlog.
+ */
+#define _GNU_SOURCE
+#include "run/ports.h"
+
+#include "common/common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef NS_GET_USERNS
+#define NS_GET_USERNS 0xb701 /* linux/nsfs.h: _IO(0xb7, 0x1) */
+#endif
+
+#define PORTS_MAX 64         /* publish entries (--publish and the key) */
+#define PORTS_BATCH 8        /* sockets per request to the helper */
+#define PORTS_MIN_CONNS 16u  /* per forwarder, whatever the service's limit */
+#define PORTS_MAX_CONNS 256u /* per forwarder: a flood waits in the backlog */
+#define PORTS_HELPER_MS 5000 /* how long a helper answer may take */
+
+struct ports_fwd {
+    struct forwarder *fwd;
+    struct listener *ls[2];
+    size_t nls;
+};
+
+struct run_ports {
+    struct run *run;
+    struct settings_publish pub[PORTS_MAX];
+    size_t npub;
+    unsigned host[PORTS_MAX];
+    size_t nhost;
+    struct ports_fwd fwd[PORTS_MAX * 2];
+    size_t nfwd;
+    int helper; /* our end of the helper's socket, -1 */
+    pid_t helper_pid;
+    int pool[2][PORTS_BATCH]; /* unused sockets of the namespace: [0] IPv4, [1] IPv6 */
+    size_t npool[2];
+};
+
+/* The helper's answers: a header and up to 2 (listeners) or PORTS_BATCH
+ * (sockets) descriptors. */
+struct ports_msg {
+    char tag; /* 'L' listeners of one host port, 'S' sockets */
+    unsigned char nfds;
+    int err; /* errno of the step that failed, else 0 */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Checks, before anything starts                                            */
+
+/* "127.0.0.1:8080", "[::1]:8080" */
+static const char *host_text(const struct settings_publish *pub, char *buf, size_t len)
+{
+    char a[INET6_ADDRSTRLEN];
+
+    if (inet_ntop(pub->family == 6 ? AF_INET6 : AF_INET, pub->addr, a, sizeof(a)) == NULL)
+        snprintf(a, sizeof(a), "?");
+    snprintf(buf, len, pub->family == 6 ? "[%s]:%u" : "%s:%u", a, pub->host_port);
+    return buf;
+}
+
+static int add_publish(struct run_ports *p, const char *s, const char *where)
+{
+    const char *why;
+
+    if (p->npub == PORTS_MAX) {
+        fprintf(stderr, "sluice: run: %s: at most %d published ports\n", where, PORTS_MAX);
+        return -1;
+    }
+    if (settings_publish_parse(s, &p->pub[p->npub], &why) < 0) {
+        fprintf(stderr, "sluice: run: %s: invalid published port '%s' (%s)\n", where, s, why);
+        return -1;
+    }
+    for (size_t i = 0; i < p->npub; i++)
+        if (p->pub[i].host_port == p->pub[p->npub].host_port) {
+            fprintf(stderr, "sluice: run: %s: host port %u is published twice\n", where,
+                    p->pub[i].host_port);
+            return -1;
+        }
+    p->npub++;
+    return 0;
+}
+
+static int collect(struct run_ports *p, const struct sb_launch_opts *o, const struct settings *s)
+{
+    char where[600];
+
+    for (size_t i = 0; i < s->network.publish.n; i++) {
+        const struct settings_item *it = &s->network.publish.items[i];
+        snprintf(where, sizeof(where), "%s:%u:%u: network.publish[%zu]", it->file, it->line,
+                 it->col, it->index);
+        if (add_publish(p, it->value, where) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < o->npublish; i++)
+        if (add_publish(p, o->publish[i], "--publish") < 0)
+            return -1;
+    for (size_t i = 0; i < s->network.host_ports.n && p->nhost < PORTS_MAX; i++) {
+        const struct settings_item *it = &s->network.host_ports.items[i];
+        p->host[p->nhost] = (unsigned)strtoul(it->value, NULL, 10);
+        for (size_t j = 0; j < p->npub; j++) {
+            const char *why = NULL;
+            if (p->pub[j].host_port == p->host[p->nhost])
+                why = "also a published host port: the sandbox would reach itself";
+            else if (p->pub[j].sandbox_port == p->host[p->nhost])
+                why = "also a published SANDBOX_PORT: inside the sandbox it is the command's";
+            if (why != NULL) {
+                fprintf(stderr, "sluice: run: %s:%u:%u: network.hostPorts[%zu]: port %u is %s\n",
+                        it->file, it->line, it->col, it->index, p->host[p->nhost], why);
+                return -1;
+            }
+        }
+        p->nhost++;
+    }
+    return 0;
+}
+
+int run_ports_prepare(struct run *run)
+{
+    struct run_ports *p;
+    char addr[INET6_ADDRSTRLEN + 10];
+
+    if (run->settings->network.publish.n == 0 && run->o->npublish == 0 &&
+        run->settings->network.host_ports.n == 0)
+        return 0;
+    if (!run->settings->network.isolate) {
+        fprintf(stderr, "sluice: run: network.publish, --publish and network.hostPorts need the "
+                        "sandbox's own network (network.isolate is false: the command has the "
+                        "host's); the command was not run\n");
+        return -1;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        fprintf(stderr, "sluice: run: out of memory\n");
+        return -1;
+    }
+    p->run = run;
+    p->helper = -1;
+    run->ports = p;
+    if (collect(p, run->o, run->settings) < 0) {
+        fprintf(stderr, "sluice: run: the command was not run\n");
+        return -1;
+    }
+    /* a published port is a server the command starts: it may bind and
+     * listen in its own namespace (network.allowLocalBinding) */
+    if (p->npub > 0 && !run->settings->network.allow_local_binding) {
+        run->settings->network.allow_local_binding = 1;
+        run_debug(run, "ports: published ports turn on network.allowLocalBinding");
+    }
+    for (size_t i = 0; i < p->npub; i++) {
+        if (settings_publish_is_loopback(&p->pub[i]))
+            continue;
+        fprintf(stderr,
+                "sluice: run: warning: sandbox port %u is published on %s, outside the "
+                "host's loopback: other machines may reach it\n",
+                p->pub[i].sandbox_port, host_text(&p->pub[i], addr, sizeof(addr)));
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The helper (a child of this process; only system calls after fork)        */
+
+static int send_fds(int sock, char tag, int err, const int *fds, size_t n)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * PORTS_BATCH)];
+    } ctl;
+    struct ports_msg m = {.tag = tag, .nfds = (unsigned char)n, .err = err};
+    struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+    struct msghdr msg;
+
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (n > 0) {
+        struct cmsghdr *c;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+    }
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+}
+
+/* A listening socket on loopback:port of family in the namespace we are in;
+ * -errno. No SO_REUSEADDR or SO_REUSEPORT: nobody in the sandbox may bind
+ * the port beside it. */
+static int helper_listen(int family, unsigned port)
+{
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    int fd, one = 1, e;
+
+    fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    memset(&a4, 0, sizeof(a4));
+    memset(&a6, 0, sizeof(a6));
+    a4.sin_family = AF_INET;
+    a4.sin_port = htons((uint16_t)port);
+    a4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a6.sin6_family = AF_INET6;
+    a6.sin6_port = htons((uint16_t)port);
+    a6.sin6_addr = in6addr_loopback;
+    if (family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if ((family == AF_INET ? bind(fd, (struct sockaddr *)&a4, sizeof(a4))
+                           : bind(fd, (struct sockaddr *)&a6, sizeof(a6))) < 0 ||
+        listen(fd, 511) < 0) {
+        e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static int helper_join(int pid)
+{
+    char path[64];
+    int netfd, userfd;
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    netfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (netfd < 0)
+        return -1;
+    userfd = ioctl(netfd, NS_GET_USERNS);
+    if (userfd < 0)
+        return -1;
+    /* EINVAL: already in it (a setuid bwrap made no user namespace) */
+    if (syscall(SYS_setns, userfd, CLONE_NEWUSER) < 0 && errno != EINVAL)
+        return -1;
+    if (syscall(SYS_setns, netfd, CLONE_NEWNET) < 0)
+        return -1;
+    close(netfd);
+    close(userfd);
+    return 0;
+}
+
+/* Answers "4"/"6" with PORTS_BATCH sockets of that family until EOF. */
+static void helper_serve(int sock)
+{
+    char req;
+    int fds[PORTS_BATCH];
+
+    while (read(sock, &req, 1) == 1) {
+        int family = req == '6' ? AF_INET6 : AF_INET, e = 0;
+        size_t n = 0;
+        for (; n < PORTS_BATCH; n++) {
+            fds[n] = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fds[n] < 0) {
+                e = errno;
+                break;
+            }
+        }
+        if (send_fds(sock, 'S', n == 0 ? e : 0, fds, n) < 0)
+            _exit(0);
+        for (size_t i = 0; i < n; i++)
+            close(fds[i]);
+    }
+    _exit(0);
+}
+
+static void helper_main(int pid, pid_t parent, int sock, const unsigned *ports, size_t nports)
+{
+    int fds[2];
+
+    (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* a copy of sluice's memory in the sandbox's user namespace: nobody
+     * there may ptrace it or read its /proc files */
+    (void)prctl(PR_SET_DUMPABLE, 0);
+    if (getppid() != parent)
+        _exit(1);
+    /* nothing of sluice's but the one socket (fd 3): not even its
+     * standard descriptors (a terminal) */
+    if (dup2(sock, 3) < 0)
+        _exit(1);
+    sock = 3;
+    for (int fd = 0; fd < 3; fd++)
+        (void)close(fd);
+    if (syscall(SYS_close_range, 4u, ~0u, 0u) < 0)
+        for (int fd = 4; fd < 65536; fd++)
+            (void)close(fd);
+    if (helper_join(pid) < 0) {
+        (void)send_fds(sock, 'L', errno != 0 ? errno : EPERM, NULL, 0);
+        _exit(1);
+    }
+    for (size_t i = 0; i < nports; i++) {
+        size_t n = 0;
+        int fd = helper_listen(AF_INET, ports[i]);
+        if (fd < 0) {
+            (void)send_fds(sock, 'L', -fd, NULL, 0);
+            _exit(1);
+        }
+        fds[n++] = fd;
+        /* [::1] too when the namespace has IPv6 */
+        fd = helper_listen(AF_INET6, ports[i]);
+        if (fd >= 0)
+            fds[n++] = fd;
+        else if (fd != -EAFNOSUPPORT && fd != -EADDRNOTAVAIL) {
+            (void)send_fds(sock, 'L', -fd, NULL, 0);
+            _exit(1);
+        }
+        if (send_fds(sock, 'L', 0, fds, n) < 0)
+            _exit(1);
+        for (size_t j = 0; j < n; j++)
+            close(fds[j]);
+    }
+    helper_serve(sock);
+}
+
+/* One answer: its header into *m, its descriptors (close-on-exec) into
+ * fds (at most max; extra ones closed). 0 or -errno. */
+static int recv_fds(int sock, struct ports_msg *m, int *fds, size_t max, size_t *n)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * PORTS_BATCH)];
+    } ctl;
+    struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+    struct msghdr msg;
+    struct cmsghdr *c;
+    ssize_t r;
+
+    *n = 0;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return errno == EAGAIN ? -ETIMEDOUT : -errno;
+    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*n < max)
+                fds[(*n)++] = fd;
+            else
+                close(fd);
+        }
+    }
+    if (r != (ssize_t)sizeof(*m) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+        for (size_t i = 0; i < *n; i++)
+            close(fds[i]);
+        *n = 0;
+        return r == 0 ? -EPIPE : -EPROTO;
+    }
+    return 0;
+}
+
+static int helper_start(struct run_ports *p, char *err, size_t errlen)
+{
+    struct timeval tv = {.tv_sec = PORTS_HELPER_MS / 1000, .tv_usec = 0};
+    pid_t parent = getpid(), child;
+    int sp[2];
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        snprintf(err, errlen, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    child = fork();
+    if (child < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(sp[0]);
+        close(sp[1]);
+        return -1;
+    }
+    if (child == 0) {
+        close(sp[0]);
+        helper_main(p->run->h.cmd_pid, parent, sp[1], p->host, p->nhost);
+    }
+    close(sp[1]);
+    p->helper = sp[0];
+    p->helper_pid = child;
+    (void)setsockopt(p->helper, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The forwarders                                                            */
+
+/* The dialer's socket source for published ports (bridge/forward.h). */
+static int make_socket(void *arg, int family)
+{
+    struct run_ports *p = arg;
+    size_t k = family == AF_INET6 ? 1 : 0;
+
+    if (p->npool[k] == 0) {
+        struct ports_msg m;
+        char req = k == 1 ? '6' : '4';
+        int rc;
+        if (p->helper < 0 || write(p->helper, &req, 1) != 1)
+            return UV_EIO;
+        rc = recv_fds(p->helper, &m, p->pool[k], PORTS_BATCH, &p->npool[k]);
+        if (rc < 0 || m.tag != 'S' || p->npool[k] == 0) {
+            run_debug(p->run, "published port: no socket from the sandbox's namespace (%s)",
+                      strerror(rc < 0 ? -rc : m.err));
+            return UV_EIO;
+        }
+    }
+    return p->pool[k][--p->npool[k]];
+}
+
+static void on_accept(struct listener *l, void *arg)
+{
+    forwarder_accept(((struct ports_fwd *)arg)->fwd, l);
+}
+
+static void on_log(void *ctx, const struct connlog *r)
+{
+    run_note_decision(ctx, r);
+}
+
+/* A forwarder to 127.0.0.1:port (in the sandbox with make_socket). */
+static int new_fwd(struct run_ports *p, struct ports_fwd *f, unsigned port, int publish)
+{
+    struct run *run = p->run;
+    struct forward_opts o;
+    size_t max = run->core.limit.max / 2 / (p->npub + p->nhost);
+
+    memset(&o, 0, sizeof(o));
+    o.connect.kind = ENDPOINT_TCP;
+    o.connect.addr.family = 4;
+    o.connect.addr.bytes[0] = 127;
+    o.connect.addr.bytes[3] = 1;
+    o.connect.port = (uint16_t)port;
+    o.max_conns = max < PORTS_MIN_CONNS   ? PORTS_MIN_CONNS
+                  : max > PORTS_MAX_CONNS ? PORTS_MAX_CONNS
+                                          : (unsigned)max;
+    o.idle_ms = run->settings->proxy.idle_timeout_ms;
+    o.connect_ms = run->settings->proxy.dial_timeout_ms;
+    o.log = run->log_on ? on_log : NULL;
+    o.log_ctx = run;
+    o.next_id = &run->next_id;
+    o.protocol = publish ? "publish" : "hostport";
+    if (publish) {
+        o.make_socket = make_socket;
+        o.make_socket_arg = p;
+    }
+    return forwarder_new(&f->fwd, &run->loop, &o);
+}
+
+static int open_publish(struct run_ports *p, const struct settings_publish *pub, char *err,
+                        size_t errlen)
+{
+    struct ports_fwd *f = &p->fwd[p->nfwd];
+    struct endpoint ep;
+    const char *why = NULL;
+    char addr[INET6_ADDRSTRLEN + 10];
+    int rc;
+
+    memset(&ep, 0, sizeof(ep));
+    ep.kind = ENDPOINT_TCP;
+    ep.addr.family = (uint8_t)pub->family;
+    memcpy(ep.addr.bytes, pub->addr, pub->family == 4 ? 4 : 16);
+    ep.port = pub->host_port;
+    rc = new_fwd(p, f, pub->sandbox_port, 1);
+    if (rc == 0) {
+        p->nfwd++;
+        rc = listener_open(&f->ls[0], &p->run->loop, &ep, on_accept, f, &why);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot publish sandbox port %u on %s: %s", pub->sandbox_port,
+                 host_text(pub, addr, sizeof(addr)), why != NULL ? why : uv_strerror(rc));
+        return -1;
+    }
+    f->nls = 1;
+    return 0;
+}
+
+/* The helper's listeners for hostPorts[i], each port its forwarder. */
+static int open_host_port(struct run_ports *p, unsigned port, char *err, size_t errlen)
+{
+    struct ports_fwd *f = &p->fwd[p->nfwd];
+    struct ports_msg m;
+    int fds[2], rc;
+    size_t n;
+
+    rc = recv_fds(p->helper, &m, fds, 2, &n);
+    if (rc == 0 && (m.tag != 'L' || m.err != 0 || n == 0)) {
+        rc = m.err != 0 ? -m.err : -EPROTO;
+        for (size_t i = 0; i < n; i++)
+            close(fds[i]);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "network.hostPorts: cannot listen on 127.0.0.1:%u in the sandbox: %s",
+                 port, strerror(-rc));
+        return -1;
+    }
+    rc = new_fwd(p, f, port, 0);
+    if (rc == 0)
+        p->nfwd++;
+    for (size_t i = 0; i < n; i++) {
+        struct endpoint ep;
+        const char *why = NULL;
+        memset(&ep, 0, sizeof(ep));
+        ep.kind = ENDPOINT_FD;
+        ep.fd = fds[i];
+        if (rc == 0)
+            rc = listener_open(&f->ls[f->nls], &p->run->loop, &ep, on_accept, f, &why);
+        if (rc < 0) {
+            for (size_t j = i; j < n; j++)
+                close(fds[j]);
+            snprintf(err, errlen, "network.hostPorts: cannot serve port %u in the sandbox: %s",
+                     port, why != NULL ? why : uv_strerror(rc));
+            return -1;
+        }
+        f->nls++;
+    }
+    return 0;
+}
+
+int run_ports_before_go(struct run *run)
+{
+    struct run_ports *p = run->ports;
+    char err[300];
+
+    if (p == NULL)
+        return 0;
+    err[0] = '\0';
+    for (size_t i = 0; i < p->npub; i++)
+        if (open_publish(p, &p->pub[i], err, sizeof(err)) < 0)
+            goto fail;
+    if (run->h.cmd_pid <= 0) {
+        snprintf(err, sizeof(err), "the sandbox's network namespace is unknown (no pid)");
+        goto fail;
+    }
+    if (helper_start(p, err, sizeof(err)) < 0)
+        goto fail;
+    for (size_t i = 0; i < p->nhost; i++)
+        if (open_host_port(p, p->host[i], err, sizeof(err)) < 0)
+            goto fail;
+    run_debug(run, "ports: %zu published, %zu host ports reachable from the sandbox", p->npub,
+              p->nhost);
+    return 0;
+fail:
+    fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
+    run_kill(run, SIGKILL);
+    return -1;
+}
+
+size_t run_ports_live(const struct run *run)
+{
+    size_t n = 0;
+
+    if (run->ports == NULL)
+        return 0;
+    for (size_t i = 0; i < run->ports->nfwd; i++)
+        n += forwarder_live(run->ports->fwd[i].fwd);
+    return n;
+}
+
+void run_ports_close(struct run *run)
+{
+    struct run_ports *p = run->ports;
+
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->nfwd; i++) {
+        for (size_t j = 0; j < p->fwd[i].nls; j++)
+            listener_close(p->fwd[i].ls[j], NULL, NULL);
+        p->fwd[i].nls = 0;
+        if (p->fwd[i].fwd != NULL)
+            forwarder_close(p->fwd[i].fwd, NULL, NULL);
+        p->fwd[i].fwd = NULL;
+    }
+    p->nfwd = 0;
+}
+
+void run_ports_free(struct run *run)
+{
+    struct run_ports *p = run->ports;
+
+    if (p == NULL)
+        return;
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < p->npool[k]; i++)
+            close(p->pool[k][i]);
+    if (p->helper >= 0)
+        close(p->helper); /* the helper's EOF: it exits */
+    if (p->helper_pid > 0) {
+        (void)kill(p->helper_pid, SIGKILL);
+        while (waitpid(p->helper_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    free(p);
+    run->ports = NULL;
+}

@@ -1,0 +1,26 @@
+/* run/ports.h - ports between the host and the sandbox (issue 26):
+ * network.publish / --publish and network.hostPorts, for run/launch.c.
+ * Each step 0, or -1 after a message on stderr (and, once bwrap runs,
+ * bwrap killed); no-ops when neither is set. */
+#ifndef SLUICE_RUN_PORTS_H
+#define SLUICE_RUN_PORTS_H
+
+#include "run/launch-int.h"
+
+#include <stddef.h>
+
+/* Before bwrap: the entries checked, merged (the key, then --publish) and
+ * a warning for each published address outside loopback. */
+int run_ports_prepare(struct run *run);
+/* inner is waiting (its pid known): the published ports' host listeners,
+ * the helper in the sandbox's network namespace and the hostPorts
+ * listeners there. A port that cannot be bound fails the run. */
+int run_ports_before_go(struct run *run);
+/* Connections live (the service's limit counts them). */
+size_t run_ports_live(const struct run *run);
+/* Closes the listeners and connections (close_all). */
+void run_ports_close(struct run *run);
+/* After the loop: the helper ended and waited for, memory freed. */
+void run_ports_free(struct run *run);
+
+#endif

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""tests/bench/tlsload.py - the TLS lane's origin and clients (tls.sh).
+
+  tlsload.py origin PORT CERT KEY
+      a TLS origin on 127.0.0.1:PORT (threads): each request "GET /N" is
+      answered with N bytes (Content-Length), keep-alive
+  tlsload.py rate PROXY|- PORT CAFILE SECONDS THREADS
+      new tunnels for SECONDS from THREADS threads: connect (to PROXY
+      "127.0.0.1:P" with CONNECT 127.0.0.1:PORT, or "-" direct), TLS
+      handshake verifying 127.0.0.1 against CAFILE, GET /100, read it,
+      close; prints "tunnels N seconds S errors E"
+  tlsload.py held PROXY|- PORT CAFILE N READYFILE
+      N tunnels as above, each kept open after its request (the TLS object
+      is dropped without close_notify, the socket kept); writes "N" to
+      READYFILE, then waits for stdin to close
+  tlsload.py bulk PROXY|- PORT CAFILE BYTES
+      one tunnel, GET /BYTES, prints "bytes B seconds S"
+Python's ssl module does the TLS (OpenSSL underneath, GIL released in
+handshakes and reads).
+"""
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+
+
+def origin(port, cert, key):
+    threading.stack_size(256 * 1024)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(4096)
+    chunk = b"x" * (1 << 20)
+
+    def serve(c):
+        try:
+            s = ctx.wrap_socket(c, server_side=True)
+            f = s.makefile("rb")
+            while True:
+                line = f.readline()
+                if not line:
+                    break
+                while True:
+                    h = f.readline()
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                n = int(line.split()[1][1:] or b"0")
+                s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+                view = memoryview(chunk)
+                while n > 0:
+                    k = min(n, len(chunk))
+                    s.sendall(view[:k])
+                    n -= k
+        except (OSError, ValueError, ssl.SSLError):
+            pass
+        finally:
+            c.close()
+
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def client_ctx(cafile):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cafile)
+    return ctx
+
+
+def open_tunnel(ctx, proxy, port):
+    if proxy == "-":
+        s = socket.create_connection(("127.0.0.1", port))
+    else:
+        h, p = proxy.rsplit(":", 1)
+        s = socket.create_connection((h, int(p)))
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = s.recv(4096)
+            if not b:
+                raise OSError("proxy closed")
+            head += b
+        if not head.startswith(b"HTTP/1.1 200") and not head.startswith(b"HTTP/1.0 200"):
+            raise OSError("proxy said " + head.split(b"\r\n")[0].decode())
+    return ctx.wrap_socket(s, server_hostname="127.0.0.1")
+
+
+def get(t, n):
+    t.sendall(b"GET /%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % n)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        b = t.recv(65536)
+        if not b:
+            raise OSError("closed")
+        buf += b
+    head, body = buf.split(b"\r\n\r\n", 1)
+    want = n - len(body)
+    if want <= 0:
+        return
+    mv = memoryview(bytearray(min(want, 1 << 20)))
+    while want > 0:
+        k = t.recv_into(mv, min(want, len(mv)))
+        if k == 0:
+            raise OSError("short body")
+        want -= k
+
+
+def rate(proxy, port, cafile, seconds, threads):
+    ctx = client_ctx(cafile)
+    end = time.monotonic() + seconds
+    counts = [0] * threads
+    errors = [0] * threads
+
+    def run(i):
+        while time.monotonic() < end:
+            try:
+                t = open_tunnel(ctx, proxy, port)
+                get(t, 100)
+                t.close()
+                counts[i] += 1
+            except (OSError, ssl.SSLError) as e:
+                errors[i] += 1
+                if errors[i] == 1:
+                    print("error: %s" % e, file=sys.stderr)
+                time.sleep(0.01)
+
+    t0 = time.monotonic()
+    ths = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    print("tunnels %d seconds %.3f errors %d" % (sum(counts), time.monotonic() - t0, sum(errors)))
+
+
+def held(proxy, port, cafile, n, ready):
+    ctx = client_ctx(cafile)
+    fds = []
+    errors = 0
+    for _ in range(n):
+        try:
+            t = open_tunnel(ctx, proxy, port)
+            get(t, 100)
+            fds.append(os.dup(t.fileno()))
+            t.close()  # frees the TLS object; no close_notify, the dup stays open
+        except (OSError, ssl.SSLError) as e:
+            errors += 1
+            if errors == 1:
+                print("error: %s" % e, file=sys.stderr)
+            if errors > 20:
+                break
+    with open(ready, "w") as f:
+        f.write("%d %d\n" % (len(fds), errors))
+    sys.stdin.read()
+    for fd in fds:
+        os.close(fd)
+
+
+def bulk(proxy, port, cafile, nbytes):
+    ctx = client_ctx(cafile)
+    t = open_tunnel(ctx, proxy, port)
+    t0 = time.monotonic()
+    get(t, nbytes)
+    print("bytes %d seconds %.3f" % (nbytes, time.monotonic() - t0))
+    t.close()
+
+
+def main():
+    a = sys.argv
+    if a[1] == "origin":
+        origin(int(a[2]), a[3], a[4])
+    elif a[1] == "rate":
+        rate(a[2], int(a[3]), a[4], float(a[5]), int(a[6]))
+    elif a[1] == "held":
+        held(a[2], int(a[3]), a[4], int(a[5]), a[6])
+    elif a[1] == "bulk":
+        bulk(a[2], int(a[3]), a[4], int(a[5]))
+    else:
+        sys.exit(__doc__)
+
+
+main()
