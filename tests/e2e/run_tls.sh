@@ -197,7 +197,7 @@ public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by
     for pol in "$SH/needed.json" "$R"; do
         out=$(sr "$pol" -- python3 "$SH/rt9_tls.py" "$PA" rules 2>&1)
         printf "%s\n" "$out" | sed "s/^/#   /"
-        if [ "$(grep -c '^[a-z-]*: ' <<<"$out")" = 7 ] && ! grep -v '^socks-ip-sni: \|^fronted: ' <<<"$out" | grep -q "private"; then
+        if [ "$(grep -c '^[a-z0-9-]*: ' <<<"$out")" = 7 ] && ! grep -v '^socks-ip-sni: \|^fronted: ' <<<"$out" | grep -q "private"; then
             ok "rt9 ($(basename "$pol")): the ruled host refuses /priv with another SNI or Host, without TLS, with ALPN h2 only, and through SOCKS5"
         else bad "rt9 ($(basename "$pol")): the ruled host fails closed" "$out"; fi
     done
