@@ -258,6 +258,74 @@ rc=$?
 [ "$rc" = 125 ] && grep -q -- '--ask' "$T/ask.err" && ok "run --learn refuses --ask (125)" ||
     bad "run --learn refuses --ask (rc $rc)" "$(cat "$T/ask.err")"
 
+# --- rt-9: what the command can do to the fragment and to FILE -----------------
+# (run-helpers/rt9_learn.py) names with wildcards, quotes, JSON, NUL, ports,
+# odd IP spellings, public suffixes and a private suffix (github.io): only
+# plain names are learned, each as itself, never a wildcard over a suffix
+rt9_files() { # TAG DIR RUN...: the FILE attacks, with RUN as the launcher (sluice or `as DIR sluice`)
+    local tag=$1 d=$2 rc
+    shift 2
+    mkdir -p "$d/victimdir" "$d/w/out" && printf 'VICTIM\n' > "$d/victim"
+    cp "$HERE/run-helpers/rt9_learn.py" "$d/w/"
+    [ -n "${RT9_OWNER:-}" ] && chown -R "$RT9_OWNER" "$d"
+    # FILE's folder renamed and replaced by a link to a host folder, after the open
+    "$@" run --learn "$d/w/out/b.json" -- python3 rt9_learn.py swapdir out "$d/victimdir" >"$T/rt9b.out" 2>&1
+    [ -z "$(ls -A "$d/victimdir")" ] && [ -L "$d/w/out" ] &&
+        ok "rt9 $tag: FILE's folder swapped for a link during the run: nothing written in the link's target" ||
+        bad "rt9 $tag: FILE's folder swapped for a link" "$(ls -la "$d/victimdir" "$d/w" "$d/w/out.moved" 2>&1; cat "$T/rt9b.out")"
+    rm -f "$d/w/out"; mkdir -p "$d/w/out"
+    [ -n "${RT9_OWNER:-}" ] && chown "$RT9_OWNER" "$d/w/out"
+    # FILE replaced by a link to a host file
+    echo '{}' > "$d/w/out/c.json"
+    "$@" run --learn "$d/w/out/c.json" -- python3 rt9_learn.py symlink out/c.json "$d/victim" >"$T/rt9c.out" 2>&1; rc=$?
+    [ "$(cat "$d/victim")" = VICTIM ] && [ "$rc" != 0 ] && grep -q "a symbolic link now; not written" "$T/rt9c.out" &&
+        ok "rt9 $tag: FILE replaced by a symbolic link during the run: not written through it (rc $rc)" ||
+        bad "rt9 $tag: FILE replaced by a symbolic link" "rc $rc: $(cat "$d/victim" "$T/rt9c.out")"
+    # FILE replaced by a FIFO: no hang
+    "$@" run --learn "$d/w/out/d.json" -- python3 rt9_learn.py fifo out/d.json >"$T/rt9d.out" 2>&1 &
+    local p=$! w
+    (sleep 60; kill -9 "$p") 2>/dev/null &
+    w=$!
+    wait "$p"; rc=$?
+    kill "$w" 2>/dev/null; wait "$w" 2>/dev/null
+    [ "$rc" = 1 ] && [ -p "$d/w/out/d.json" ] && grep -q "not a regular file now; not written" "$T/rt9d.out" &&
+        ok "rt9 $tag: FILE replaced by a FIFO: refused, no hang (rc 1)" || bad "rt9 $tag: FILE replaced by a FIFO" "rc $rc: $(cat "$T/rt9d.out")"
+    # FILE replaced by a folder
+    "$@" run --learn "$d/w/out/f.json" -- python3 rt9_learn.py dir out/f.json >"$T/rt9f.out" 2>&1; rc=$?
+    [ "$rc" = 1 ] && [ "$(cat "$d/w/out/f.json/keep" 2>/dev/null)" = keep ] &&
+        ok "rt9 $tag: FILE replaced by a folder: refused, the folder untouched (rc 1)" || bad "rt9 $tag: FILE replaced by a folder" "rc $rc: $(cat "$T/rt9f.out")"
+    # FILE a hard link of another file (made before the run): replaced, the other file untouched
+    ln -f "$d/victim" "$d/w/out/e.json"
+    "$@" run --learn "$d/w/out/e.json" -- true >"$T/rt9e.out" 2>&1; rc=$?
+    [ "$rc" = 0 ] && [ "$(cat "$d/victim")" = VICTIM ] && grep -q allowedDomains "$d/w/out/e.json" &&
+        ok "rt9 $tag: FILE a hard link of another file: the file replaced, the other untouched" ||
+        bad "rt9 $tag: FILE a hard link" "rc $rc: $(cat "$d/victim" "$T/rt9e.out")"
+}
+mkdir -p "$T/rt9/w"
+cp "$HERE/run-helpers/rt9_learn.py" "$T/rt9/w/"
+(cd "$T/rt9/w" && "$SLUICE" run --learn "$T/rt9/names.json" -- python3 rt9_learn.py names) >"$T/rt9a.out" 2>&1
+rc=$?
+want='{
+  "network": {
+    "allowedDomains": [
+      "a.co.uk:8080",
+      "b.co.uk:8080",
+      "co.uk:8080",
+      "git.vcs.test:8080",
+      "upper.co.uk:8080",
+      "x.github.io:8080",
+      "y.github.io:8080"
+    ]
+  }
+}'
+if [ "$rc" = 0 ] && [ "$(cat "$T/rt9/names.json" 2>/dev/null)" = "$want" ] && grep -q "^done names" "$T/rt9a.out"; then
+    ok "rt9: odd names learn only plain names (no wildcard, no JSON, no IP of a non-public class, no *.github.io or *.co.uk)"
+else
+    bad "rt9: odd names in the fragment (rc $rc)" "$(cat "$T/rt9/names.json" "$T/rt9a.out" 2>/dev/null)"
+fi
+cd "$T/rt9/w" && rt9_files root "$T/rt9" "$SLUICE"
+cd "$T" || exit 1
+
 # --- the same as an unprivileged user (root only): git alone, to stay short ---
 user_pass() {
     local U G dir sl
@@ -286,6 +354,7 @@ user_pass() {
         >"$T/user2.out" 2>"$T/user2.err"
     [ -f "$dir/u2/c/README" ] && ok "[user] enforce mode under the fragment: git clone works" ||
         bad "[user] enforce mode under the fragment: git clone works" "$(cat "$T/user2.err")"
+    RT9_OWNER="$U:$G" rt9_files "[user]" "$dir/rt9" as rt9/w "$dir/sluice"
     rm -rf "$dir"
 }
 [ "$(id -u)" -eq 0 ] && [ -z "${SLUICE_LEARN_USERNS:-}" ] && user_pass

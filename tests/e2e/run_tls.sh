@@ -118,6 +118,15 @@ EOF
     [ "$out" != "${out#launchers }" ] && [ "$out" != "launchers 0" ] &&
         ok "with the host's /proc (enableWeakerNestedSandbox) the launcher's memory map, environment and descriptors stay closed" ||
         bad "launcher through the host's /proc" "$out"
+    # rt-9: the same with ptrace, process_vm_readv, pidfd_getfd and /proc/PID/mem
+    # on the launcher, and a caKeyPath (CA from files) through /proc/PID/root
+    # and /proc/PID/cwd of every host process it sees (this script's own among them)
+    sed 's|^{|{"enableWeakerNestedSandbox": true, |' "$F" > "$T/weakf.json"
+    out=$( (cd "$KD" && sr "$T/weakf.json" -- python3 "$SH/rt9_tls.py" host "$SLUICE" "$KD/ca.key") 2>&1)
+    printf "%s\n" "$out" | grep -v "^seen " | sed "s/^/#   /"
+    if grep -q "^seen [1-9][0-9]* launchers [1-9]" <<<"$out" && ! grep -q "^READ \|^PTRACE\|^MAPS\|^VM_READV\|^GETFD\|^MEM" <<<"$out"; then
+        ok "rt9: host /proc (enableWeakerNestedSandbox): no ptrace, process_vm_readv, pidfd_getfd or mem of the launcher; caKeyPath not read through any /proc/PID/root or cwd ($(grep -o 'seen.*' <<<"$out"))"
+    else bad "rt9: host /proc and the launcher, caKeyPath via /proc/PID/root" "$out"; fi
     cmp -s /etc/ssl/certs/ca-certificates.crt "$SH/roots.before" && ok "the host's system bundle is untouched" ||
         bad "host bundle changed"
 
@@ -135,6 +144,23 @@ EOF
     else bad "run directory" "rd=$rd: $out $(head -5 "$T/d.err")"; fi
     wait "$pid"
     [ -n "$rd" ] && [ ! -e "$rd" ] && ok "the run directory is gone after the run" || bad "run directory left" "$rd"
+
+    # rt-9: two runs at once in one directory: each its own run directory and
+    # CA; neither sees, writes or swaps the other's trust files
+    sr "$S" -- sh -c 'echo "$SSL_CERT_FILE" > b.path; openssl x509 -noout -fingerprint -in "${SSL_CERT_FILE%/*}/ca.pem" > b.fp; sleep 3' 2>/dev/null &
+    local bpid=$!
+    for i in $(seq 60); do [ -s "$T/b.fp" ] && break; sleep 0.05; done
+    out=$(sr "$S" -- sh -c 'b=$(cat b.path); a=$SSL_CERT_FILE; [ "$a" != "$b" ] || echo SAME
+        ls "${b%/*}" 2>/dev/null && echo "SEES $b"; (echo x >> "$b") 2>/dev/null && echo "WROTE $b"
+        ls "${a%/tls/*}" | grep -v "^tls$" | head -3
+        cat /etc/ssl/certs/ca-certificates.crt | openssl x509 -noout -fingerprint 2>/dev/null >/dev/null
+        openssl x509 -noout -fingerprint -in "${a%/*}/ca.pem" | cmp -s - b.fp && echo "SAME CA"
+        curl -sS --max-time 10 https://good.test:'"$PA"'/hello.txt' 2>&1)
+    wait "$bpid"
+    [ "$out" = "hello from the origin" ] && [ -s "$T/b.fp" ] &&
+        ok "rt9: two runs at once in one directory: each its own run directory and CA, the other's out of sight" ||
+        bad "rt9: two runs at once" "$out"
+    rm -f "$T/b.path" "$T/b.fp"
 
     # request rules without tlsTerminate: the ruled host is terminated (the
     # upstream leg trusts the system roots only, which do not know the
@@ -158,6 +184,29 @@ hello from the origin
 public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by method and path; other hosts opaque" ||
         bad "request rules, scope needed" "$out"
 
+    # rt-9: the name the leaf is made for, and the ruled host failing closed
+    # (run-helpers/rt9_tls.py): SNI other than the CONNECT target, SNI
+    # against an IP target, a ruled host reached with another SNI or Host,
+    # without TLS, with ALPN h2 only, and through SOCKS5; one run per policy
+    out=$(sr "$S" -- python3 "$SH/rt9_tls.py" "$PA" sni 2>&1)
+    printf "%s\n" "$out" | sed "s/^/#   /"
+    if grep -q "^sni-good: vouched good.test" <<<"$out" && [ "$(grep -c '^sni-[a-z]*: not vouched\|^sni-[a-z]*: refused' <<<"$out")" = 3 ] &&
+            ! grep -q MINTED <<<"$out"; then
+        ok "rt9: the run's CA vouches for the CONNECT target only: not for another SNI (a name, against an IP target, another allowed name)"
+    else bad "rt9: leaves for the SNI" "$out"; fi
+    for pol in "$SH/needed.json" "$R"; do
+        out=$(sr "$pol" -- python3 "$SH/rt9_tls.py" "$PA" rules 2>&1)
+        printf "%s\n" "$out" | sed "s/^/#   /"
+        if [ "$(grep -c '^[a-z0-9-]*: ' <<<"$out")" = 7 ] && ! grep -v '^socks-ip-sni: \|^fronted: ' <<<"$out" | grep -q "private"; then
+            ok "rt9 ($(basename "$pol")): the ruled host refuses /priv with another SNI or Host, without TLS, with ALPN h2 only, and through SOCKS5"
+        else bad "rt9 ($(basename "$pol")): the ruled host fails closed" "$out"; fi
+    done
+    # rt-9: request rules in --transparent mode (the command's own connect):
+    # the ruled host's refused path is never reached
+    out=$(sr "$R" --transparent -- sh -c 'curl -s --noproxy "*" --max-time 10 -k https://rules.test:'"$PA"'/priv/p.txt; echo " rc=$?"' 2>&1); rc=$?
+    ! grep -q "^private" <<<"$out" && ok "rt9: request rules with --transparent: /priv of the ruled host not reached (rc $rc)" ||
+        bad "rt9: request rules with --transparent" "rc $rc: $out"
+
     # a CA from files: its key is unreadable inside, whatever allowRead says
     out=$(sr "$F" -- sh -c 'c=$(cat '"$KD"'/ca.key 2>/dev/null | wc -c); echo "key $c"; grep -c "BEGIN CERTIFICATE" '"$KD"'/ca.pem
         k='"$KD"'/ca.key; ln $k /tmp/k 2>/dev/null && echo LINKED; ln $k '"$KD"'/k2 2>/dev/null && echo LINKED2
@@ -168,6 +217,16 @@ public" ] && ok "request rules with tlsTerminate scope needed: allow and deny by
         ok "caKeyPath is unreadable in the sandbox (allowRead and allowWrite name its folder; no link, move or removal); the CA from files signs" ||
         bad "caKeyPath" "$out"
     rm -f "$KD/k2" "$KD/ca.key.x"
+    # rt-9: caKeyPath spelled another way ("DIR//./ca.key"), read by every
+    # other spelling: the plain path, "..", /proc/self/root, a fresh symlink
+    sed "s|\"$KD/ca.key\"|\"$KD//./ca.key\"|" "$F" > "$T/spelled.json"
+    out=$(sr "$T/spelled.json" -- sh -c 'k='"$KD"'/ca.key; d='"$KD"'; ln -s $k /tmp/sl 2>/dev/null
+        for p in $k $d/../${d##*/}/ca.key /proc/self/root$k /proc/1/root$k /tmp/sl $d//./ca.key; do
+            grep -q PRIVATE $p 2>/dev/null && echo "READ $p"; done
+        curl -sS --max-time 10 https://good.test:'"$PA"'/hello.txt' 2>&1)
+    grep -q "caKeyPath\": \"$KD//./ca.key\"" "$T/spelled.json" && [ "$out" = "hello from the origin" ] &&
+        ok "rt9: caKeyPath spelled DIR//./ca.key: no spelling of it reads the key inside; the CA signs" ||
+        bad "rt9: caKeyPath spelled another way" "$out"
     # what run cannot terminate is refused, naming the key (never accepted and ignored)
     printf '{"network": {"allowedDomains": ["x.test"], "isolate": false,\n "tlsTerminate": {}}}\n' > "$T/open.json"
     out=$(sr "$T/open.json" -- true 2>&1); rc=$?
@@ -255,6 +314,7 @@ JSON
 {"enableWeakerNestedSandbox": true, "network": {$base, "tlsTerminate": {}}}
 JSON
     chmod 644 "$SH"/*.json
+    cp "$HERE/run-helpers/rt9_tls.py" "$SH/" && chmod 644 "$SH/rt9_tls.py"
     export JAVA_TOOL_OPTIONS=-Dkeep=1 AWS_CA_BUNDLE=/host/aws.pem
 fi
 # the CA from files: each pass its own copy of the key (readable by whoever runs)
