@@ -30,6 +30,11 @@ cases() {
     local W=$T/work S=$T/s.json PH PO HP HP2 SP SP2 out rc pid log n base fds
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    if [ "${SLUICE_E2E_ONLY:-}" = rt10 ]; then # only the rt-10 group
+        echo '{}' > "$S"
+        rt10
+        return
+    fi
     mkdir -p "$W/www" "$T/host" "$T/other"
     cd "$W" || return
     echo sandbox-server > "$W/www/hello.txt"
@@ -307,6 +312,163 @@ for fam, a in ((socket.AF_INET, '127.0.0.1'),):
 " 2>&1)
     case $out in refused*) ok "hostPorts: the command cannot bind the listed port beside sluice" ;;
     *) bad "hostPorts port taken over" "$out" ;; esac
+    rt10
+}
+
+# --- rt-10 (tests/e2e/rt-10-report.md): the namespace helper, the port races,
+# backpressure both ways, two runs on one host port, SIGKILL of sluice. One
+# run (run-helpers/rt10_ports.py drives the command's side in phases).
+# rss PID: VmRSS in kB
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+# host_try PORT [FAMILY]: connect, send, print what came back (or an error)
+host_try() {
+    timeout 10 python3 - "$@" <<'PY'
+import socket, sys
+port = int(sys.argv[1]); fam = socket.AF_INET6 if sys.argv[2:] == ["6"] else socket.AF_INET
+try:
+    s = socket.socket(fam); s.settimeout(4)
+    s.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", port))
+    s.sendall(b"hello\n")
+    d = s.recv(300)
+    print(d.decode("latin-1").strip() or "EOF")
+except OSError as e:
+    print("error", e.errno if e.errno is not None else e)
+PY
+}
+# flood_into PORT SECONDS: sends FLOOD and then as much as the kernel takes
+# (nobody reads on the far side); prints the bytes sent
+flood_into() {
+    timeout 20 python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"FLOOD"); s.setblocking(False)
+sent, buf, end = 5, b"x" * 65536, time.time() + float(sys.argv[2])
+while time.time() < end:
+    try:
+        sent += s.send(buf)
+    except BlockingIOError:
+        time.sleep(0.01)
+    except OSError:
+        break
+print(sent)
+time.sleep(0.3)
+PY
+}
+
+rt10() {
+    local PS HP3 SP=18010 SP2=18020 spid helper cmdpid out rc r0 r1 sent kv i
+    local W=$T/rt10 MB=$((64 * 1024 * 1024))
+    mkdir -p "$W" && chmod 777 "$W"
+    cd "$W" || return
+    rm -f p1 p2 h1 stop rt10.out
+    # the listed host port: answers PING with PONG, never reads after FLOOD
+    PS=$(free_port); HP3=$(free_port)
+    python3 - "$PS" >/dev/null 2>&1 <<'PY' &
+import socket, sys, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", int(sys.argv[1]))); srv.listen(64)
+held = []
+def one(c):
+    d = c.recv(5)
+    if d.startswith(b"PING"):
+        c.sendall(b"PONG\n"); c.close()
+    else:
+        held.append(c)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=one, args=(c,), daemon=True).start()
+PY
+    PIDS+=($!)
+    echo "{\"network\": {\"hostPorts\": [$PS]}}" > "$T/rt10.json"
+    "$SLUICE" run --settings "$T/rt10.json" --log "$T/rt10.log" --publish "$HP3:$SP" -- \
+        python3 "$HERE/run-helpers/rt10_ports.py" "$SP" "$SP2" "$PS" 2>"$T/rt10.err" &
+    spid=$!
+    kv() { sed -n "s/^$1=//p" "$W/rt10.out" 2>/dev/null | tail -1; }
+    if ! wait_file "$W/p1" 20; then
+        bad "rt10: the command did not start" "$(cat "$T/rt10.err")"
+        kill -9 "$spid"; wait "$spid" 2>/dev/null; return
+    fi
+    # the helper: sluice's child that is neither bwrap nor the reaper
+    helper=
+    cmdpid=$(pgrep -f "^[^ ]*python3 [^ ]*rt10_ports.py $SP $SP2 $PS" | head -1)
+    for i in $(cat /proc/"$spid"/task/*/children 2>/dev/null); do
+        [ "$(cat /proc/$i/comm 2>/dev/null)" = sluice ] && helper=$i
+    done
+    if [ -n "$helper" ] && [ -n "$cmdpid" ]; then
+        local me=$(readlink /proc/self/ns/pid)
+        out="nspid=$(awk '/^NSpid:/ {print NF - 1}' /proc/$helper/status)"
+        out="$out cmd_pidns=$([ "$(readlink /proc/$cmdpid/ns/pid)" = "$me" ] && echo host || echo other)"
+        if [ "$(id -u)" = 0 ]; then
+            # root reads it: one descriptor (3, the socket to sluice), the
+            # host's pid and mount namespaces, the sandbox's network
+            out="$out fds=$(ls /proc/$helper/fd | tr '\n' ' ')"
+            out="$out pidns=$([ "$(readlink /proc/$helper/ns/pid)" = "$me" ] && echo host || echo other)"
+            out="$out mntns=$([ "$(readlink /proc/$helper/ns/mnt)" = "$(readlink /proc/self/ns/mnt)" ] && echo host || echo other)"
+            out="$out netns=$([ "$(readlink /proc/$helper/ns/net)" = "$(readlink /proc/$cmdpid/ns/net)" ] && echo sandbox || echo other)"
+            [ "$out" = "nspid=1 cmd_pidns=other fds=3  pidns=host mntns=host netns=sandbox" ]
+        else
+            # non-dumpable: not even its own uid on the host may look inside
+            out="$out fds=$(ls /proc/$helper/fd 2>&1 | grep -c 'Permission denied')"
+            [ "$out" = "nspid=1 cmd_pidns=other fds=1" ]
+        fi &&
+            ok "rt10: the namespace helper holds only its socket to sluice, is non-dumpable and outside the command's pid and mount namespaces (the command cannot name, signal, ptrace or read it)" ||
+            bad "rt10: the namespace helper" "$out"
+    else
+        bad "rt10: no namespace helper found" "helper=$helper cmd=$cmdpid"
+    fi
+    # phase 1: SP is held by a UDP socket and a [::1]-only listener
+    out=$(host_try "$HP3")
+    case $out in peer=*|*udp*) bad "rt10: a published connection reached a socket that is not a TCP listener on 127.0.0.1:SP" "$out" ;;
+    *) ok "rt10: with SP held by UDP and a [::1]-only listener, the published port leads nowhere ($out)" ;; esac
+    r0=$(rss "$spid")
+    touch h1
+    wait_file p2 20 || bad "rt10: phase 2 did not start" "$(cat rt10.out "$T/rt10.err")"
+    [ "$(kv phase1_arrived)" = nothing ] &&
+        ok "rt10: nothing arrived on the command's UDP or [::1] sockets" ||
+        bad "rt10: phase 1 arrivals" "$(kv phase1_arrived)"
+    case $(kv unix) in refused-*) ok "rt10: publish's allowLocalBinding gives no Unix socket server ($(kv unix))" ;;
+    *) bad "rt10: the command listens on a Unix socket in its working directory" "$(kv unix)" ;; esac
+    # phase 2: a server bound after the run started gets connections; the
+    # peer it sees is the sandbox's loopback, not the host client
+    out=$(host_try "$HP3")
+    case $out in "peer=127.0.0.1:"*) ok "rt10: a server bound after the start is served; its peer is 127.0.0.1 in the sandbox" ;;
+    *) bad "rt10: publish after a rebind" "$out" ;; esac
+    out="$(host_try "$SP2") / $(host_try $((SP2 + 1))) / $(host_try $((SP2 + 1)) 6)"
+    case $out in *peer=*) bad "rt10: an unpublished 0.0.0.0/[::] server of the sandbox is reachable from the host" "$out" ;;
+    *) ok "rt10: the command's 0.0.0.0 and [::] servers are not reachable from the host ($out)" ;; esac
+    out=$(kv take_ps)
+    case $out in *"0.0.0.0/None:bound"*|*"::/0:bound"*|*"::1/1:bound"*|*"127.0.0.1/None:bound"*)
+        bad "rt10: the command took the listed host port inside" "$out" ;;
+    *) ok "rt10: the listed host port cannot be taken inside (0.0.0.0, [::] dual stack, [::1], 127.0.0.1, with SO_REUSEADDR|SO_REUSEPORT): $out" ;; esac
+    [ "$(kv mapped_ps)" = PONG ] && ! grep "protocol=hostport" "$T/rt10.log" | grep -qv "host=127.0.0.1 port=$PS " &&
+        ok "rt10: [::ffff:127.0.0.1]:PS leads to the host's 127.0.0.1:PS and nowhere else" ||
+        bad "rt10: v4-mapped hostPorts" "$(kv mapped_ps) $(grep protocol=hostport "$T/rt10.log")"
+    sent=$(kv flood_sent)
+    out=$(flood_into "$HP3" 2)
+    r1=$(rss "$spid")
+    if [ -n "$sent" ] && [ "$sent" -lt $MB ] && [ -n "$out" ] && [ "$out" -lt $MB ] &&
+        [ -n "$r0" ] && [ -n "$r1" ] && [ $((r1 - r0)) -lt 32768 ]; then
+        ok "rt10: backpressure both ways: a reader that never reads holds the writer (hostPorts $sent B, publish $out B, sluice RSS ${r0}k -> ${r1}k)"
+    else bad "rt10: backpressure" "hostPorts sent=$sent publish sent=$out rss=$r0 -> $r1"; fi
+    # a second run publishing the same host port: refused, the first untouched
+    out=$("$SLUICE" run --settings "$S" --publish "$HP3:$SP" -- touch "$W/ran2" 2>&1); rc=$?
+    if [ "$rc" = 125 ] && [ ! -e "$W/ran2" ] && printf '%s' "$out" | grep -q "cannot publish sandbox port $SP on 127.0.0.1:$HP3"; then
+        case $(host_try "$HP3") in "peer=127.0.0.1:"*) ok "rt10: a second run publishing the same host port is refused (125) and the first still serves" ;;
+        *) bad "rt10: the first run after the second's attempt" "$(host_try "$HP3")" ;; esac
+    else bad "rt10: two runs on one host port" "rc=$rc $out"; fi
+    # SIGKILL of sluice: no listener, no helper, no command left
+    kill -9 "$spid"
+    wait "$spid" 2>/dev/null
+    for i in $(seq 100); do
+        [ ! -e "/proc/$helper" ] && [ ! -e "/proc/$cmdpid" ] && [ -z "$(listeners_on "$HP3")" ] && break
+        sleep 0.05
+    done
+    out="helper=$([ -e "/proc/$helper" ] && echo alive) cmd=$([ -e "/proc/$cmdpid" ] && echo alive) listener=$(listeners_on "$HP3")"
+    [ "$out" = "helper= cmd= listener=" ] &&
+        ok "rt10: SIGKILL of sluice leaves no helper, no command and no listener on the host port" ||
+        bad "rt10: left after SIGKILL of sluice" "$out"
+    touch stop
+    cd "$T" || true
 }
 
 trap 'e2e_cleanup' EXIT
