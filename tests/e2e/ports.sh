@@ -320,38 +320,35 @@ for fam, a in ((socket.AF_INET, '127.0.0.1'),):
 # run (run-helpers/rt10_ports.py drives the command's side in phases).
 # rss PID: VmRSS in kB
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
-# host_try PORT [FAMILY]: connect, send, print what came back (or an error)
+# host_try TARGET...: one line per TARGET. PORT or PORT/6: connect to
+# 127.0.0.1 (or [::1]), send, print what came back (or the error);
+# flood/PORT/SECONDS: send FLOOD and then what the kernel takes (nobody
+# reads on the far side), print the bytes sent. One python: its start-up is
+# slow on a loaded machine.
 host_try() {
-    timeout 10 python3 - "$@" <<'PY'
-import socket, sys
-port = int(sys.argv[1]); fam = socket.AF_INET6 if sys.argv[2:] == ["6"] else socket.AF_INET
-try:
-    s = socket.socket(fam); s.settimeout(4)
-    s.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", port))
-    s.sendall(b"hello\n")
-    d = s.recv(300)
-    print(d.decode("latin-1").strip() or "EOF")
-except OSError as e:
-    print("error", e.errno if e.errno is not None else e)
-PY
-}
-# flood_into PORT SECONDS: sends FLOOD and then as much as the kernel takes
-# (nobody reads on the far side); prints the bytes sent
-flood_into() {
-    timeout 20 python3 - "$1" "$2" <<'PY'
+    timeout 30 python3 - "$@" <<'PY'
 import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-s.sendall(b"FLOOD"); s.setblocking(False)
-sent, buf, end = 5, b"x" * 65536, time.time() + float(sys.argv[2])
-while time.time() < end:
+for t in sys.argv[1:]:
+    a = t.split("/")
     try:
-        sent += s.send(buf)
-    except BlockingIOError:
-        time.sleep(0.01)
-    except OSError:
-        break
-print(sent)
-time.sleep(0.3)
+        if a[0] == "flood":
+            s = socket.create_connection(("127.0.0.1", int(a[1])), timeout=5)
+            s.sendall(b"FLOOD"); s.setblocking(False)
+            sent, buf, end = 5, b"x" * 65536, time.time() + float(a[2])
+            while time.time() < end:
+                try:
+                    sent += s.send(buf)
+                except BlockingIOError:
+                    time.sleep(0.01)
+            print(sent, flush=True)
+            continue
+        fam = socket.AF_INET6 if a[1:] == ["6"] else socket.AF_INET
+        s = socket.socket(fam); s.settimeout(4)
+        s.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", int(a[0])))
+        s.sendall(b"hello\n")
+        print(s.recv(300).decode("latin-1").strip().split(" ")[0] or "EOF", flush=True)
+    except OSError as e:
+        print("error", e.errno if e.errno is not None else e, flush=True)
 PY
 }
 
@@ -430,12 +427,15 @@ PY
     *) bad "rt10: the command listens on a Unix socket in its working directory" "$(kv unix)" ;; esac
     # phase 2: a server bound after the run started gets connections; the
     # peer it sees is the sandbox's loopback, not the host client
-    out=$(host_try "$HP3")
-    case $out in "peer=127.0.0.1:"*) ok "rt10: a server bound after the start is served; its peer is 127.0.0.1 in the sandbox" ;;
+    # all from one python: SP (publish), SP2 and SP2+1 (not published, on
+    # 0.0.0.0 and [::]), then a publish flood
+    out=$(host_try "$HP3" "$SP2" $((SP2 + 1)) $((SP2 + 1))/6 "flood/$HP3/2")
+    r1=$(rss "$spid")
+    local pubflood=$(sed -n 5p <<<"$out")
+    case $(sed -n 1p <<<"$out") in "peer=127.0.0.1:"*) ok "rt10: a server bound after the start is served; its peer is 127.0.0.1 in the sandbox" ;;
     *) bad "rt10: publish after a rebind" "$out" ;; esac
-    out="$(host_try "$SP2") / $(host_try $((SP2 + 1))) / $(host_try $((SP2 + 1)) 6)"
-    case $out in *peer=*) bad "rt10: an unpublished 0.0.0.0/[::] server of the sandbox is reachable from the host" "$out" ;;
-    *) ok "rt10: the command's 0.0.0.0 and [::] servers are not reachable from the host ($out)" ;; esac
+    case $(sed -n 2,4p <<<"$out") in *peer=*) bad "rt10: an unpublished 0.0.0.0/[::] server of the sandbox is reachable from the host" "$out" ;;
+    *) ok "rt10: the command's 0.0.0.0 and [::] servers are not reachable from the host ($(sed -n 2,4p <<<"$out" | tr '\n' /))" ;; esac
     out=$(kv take_ps)
     case $out in *"0.0.0.0/None:bound"*|*"::/0:bound"*|*"::1/1:bound"*|*"127.0.0.1/None:bound"*)
         bad "rt10: the command took the listed host port inside" "$out" ;;
@@ -444,8 +444,7 @@ PY
         ok "rt10: [::ffff:127.0.0.1]:PS leads to the host's 127.0.0.1:PS and nowhere else" ||
         bad "rt10: v4-mapped hostPorts" "$(kv mapped_ps) $(grep protocol=hostport "$T/rt10.log")"
     sent=$(kv flood_sent)
-    out=$(flood_into "$HP3" 2)
-    r1=$(rss "$spid")
+    out=$pubflood
     if [ -n "$sent" ] && [ "$sent" -lt $MB ] && [ -n "$out" ] && [ "$out" -lt $MB ] &&
         [ -n "$r0" ] && [ -n "$r1" ] && [ $((r1 - r0)) -lt 32768 ]; then
         ok "rt10: backpressure both ways: a reader that never reads holds the writer (hostPorts $sent B, publish $out B, sluice RSS ${r0}k -> ${r1}k)"
@@ -453,8 +452,9 @@ PY
     # a second run publishing the same host port: refused, the first untouched
     out=$("$SLUICE" run --settings "$S" --publish "$HP3:$SP" -- touch "$W/ran2" 2>&1); rc=$?
     if [ "$rc" = 125 ] && [ ! -e "$W/ran2" ] && printf '%s' "$out" | grep -q "cannot publish sandbox port $SP on 127.0.0.1:$HP3"; then
-        case $(host_try "$HP3") in "peer=127.0.0.1:"*) ok "rt10: a second run publishing the same host port is refused (125) and the first still serves" ;;
-        *) bad "rt10: the first run after the second's attempt" "$(host_try "$HP3")" ;; esac
+        out=$(host_try "$HP3")
+        case $out in "peer=127.0.0.1:"*) ok "rt10: a second run publishing the same host port is refused (125) and the first still serves" ;;
+        *) bad "rt10: the first run after the second's attempt" "$out" ;; esac
     else bad "rt10: two runs on one host port" "rc=$rc $out"; fi
     # SIGKILL of sluice: no listener, no helper, no command left
     kill -9 "$spid"
