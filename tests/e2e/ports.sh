@@ -30,6 +30,11 @@ cases() {
     local W=$T/work S=$T/s.json PH PO HP HP2 SP SP2 out rc pid log n base fds
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    if [ "${SLUICE_E2E_ONLY:-}" = rt10 ]; then # only the rt-10 group
+        echo '{}' > "$S"
+        rt10
+        return
+    fi
     mkdir -p "$W/www" "$T/host" "$T/other"
     cd "$W" || return
     echo sandbox-server > "$W/www/hello.txt"
@@ -186,7 +191,7 @@ JSON
         shift 3
         rm -f ran
         out=$("$SLUICE" run --settings "$set" "$@" -- touch ran 2>&1); rc=$?
-        if [ "$rc" = 125 ] && [ ! -e ran ] && printf '%s' "$out" | grep -qE -- "$pat"; then ok "$name"
+        if [ "$rc" = 125 ] && [ ! -e ran ] && grep -qE -- "$pat" <<<"$out"; then ok "$name"
         else bad "$name" "rc=$rc ran=$([ -e ran ] && echo yes) $out"; fi
         rm -f ran
     }
@@ -307,6 +312,168 @@ for fam, a in ((socket.AF_INET, '127.0.0.1'),):
 " 2>&1)
     case $out in refused*) ok "hostPorts: the command cannot bind the listed port beside sluice" ;;
     *) bad "hostPorts port taken over" "$out" ;; esac
+    rt10
+}
+
+# --- rt-10 (tests/e2e/rt-10-report.md): the namespace helper, the port races,
+# backpressure both ways, two runs on one host port, SIGKILL of sluice. One
+# run (run-helpers/rt10_ports.py drives the command's side in phases).
+# rss PID: VmRSS in kB
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+# host_try TARGET...: one line per TARGET. PORT or PORT/6: connect to
+# 127.0.0.1 (or [::1]), send, print what came back (or the error);
+# flood/PORT/SECONDS: send FLOOD and then what the kernel takes (nobody
+# reads on the far side), print the bytes sent. One python: its start-up is
+# slow on a loaded machine.
+host_try() {
+    timeout 30 "$PY" - "$@" <<'PY'
+import socket, sys, time
+for t in sys.argv[1:]:
+    a = t.split("/")
+    try:
+        if a[0] == "flood":
+            s = socket.create_connection(("127.0.0.1", int(a[1])), timeout=5)
+            s.sendall(b"FLOOD"); s.setblocking(False)
+            sent, buf, end = 5, b"x" * 65536, time.time() + float(a[2])
+            while time.time() < end:
+                try:
+                    sent += s.send(buf)
+                except BlockingIOError:
+                    time.sleep(0.01)
+            print(sent, flush=True)
+            continue
+        fam = socket.AF_INET6 if a[1:] == ["6"] else socket.AF_INET
+        s = socket.socket(fam); s.settimeout(4)
+        s.connect(("::1" if fam == socket.AF_INET6 else "127.0.0.1", int(a[0])))
+        s.sendall(b"hello\n")
+        print(s.recv(300).decode("latin-1").strip().split(" ")[0] or "EOF", flush=True)
+    except OSError as e:
+        print("error", e.errno if e.errno is not None else e, flush=True)
+PY
+}
+
+rt10() {
+    local PY PS HP3 SP=18010 SP2=18020 spid helper cmdpid out rc r0 r1 sent kv i
+    local W=$T/rt10 MB=$((64 * 1024 * 1024))
+    mkdir -p "$W" && chmod 777 "$W"
+    cd "$W" || return
+    rm -f p1 p2 h1 stop rt10.out
+    # the listed host port: answers PING with PONG, never reads after FLOOD
+    # python itself (not a shim: a pyenv shim costs seconds a start) and two
+    # free ports, from one start
+    read -r PY PS HP3 < <(python3 -c '
+import socket, sys
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(sys.executable, a.getsockname()[1], b.getsockname()[1])')
+    "$PY" - "$PS" >/dev/null 2>&1 <<'PY' &
+import socket, sys, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", int(sys.argv[1]))); srv.listen(64)
+held = []
+def one(c):
+    d = c.recv(5)
+    if d.startswith(b"PING"):
+        c.sendall(b"PONG\n"); c.close()
+    else:
+        held.append(c)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=one, args=(c,), daemon=True).start()
+PY
+    PIDS+=($!)
+    echo "{\"network\": {\"hostPorts\": [$PS]}}" > "$T/rt10.json"
+    "$SLUICE" run --settings "$T/rt10.json" --log "$T/rt10.log" --publish "$HP3:$SP" -- \
+        "$PY" "$HERE/run-helpers/rt10_ports.py" "$SP" "$SP2" "$PS" 2>"$T/rt10.err" &
+    spid=$!
+    kv() { sed -n "s/^$1=//p" "$W/rt10.out" 2>/dev/null | tail -1; }
+    if ! wait_file "$W/p1" 20; then
+        bad "rt10: the command did not start" "$(cat "$T/rt10.err")"
+        kill -9 "$spid"; wait "$spid" 2>/dev/null; return
+    fi
+    # the helper: sluice's child that is neither bwrap nor the reaper
+    helper=
+    cmdpid=$(pgrep -f "^[^ ]*python3 [^ ]*rt10_ports.py $SP $SP2 $PS" | head -1)
+    for i in $(cat /proc/"$spid"/task/*/children 2>/dev/null); do
+        [ "$(cat /proc/$i/comm 2>/dev/null)" = sluice ] && helper=$i
+    done
+    if [ -n "$helper" ] && [ -n "$cmdpid" ]; then
+        local me=$(readlink /proc/self/ns/pid)
+        out="nspid=$(awk '/^NSpid:/ {print NF - 1}' /proc/$helper/status)"
+        out="$out cmd_pidns=$([ "$(readlink /proc/$cmdpid/ns/pid)" = "$me" ] && echo host || echo other)"
+        if [ "$(id -u)" = 0 ]; then
+            # root reads it: one descriptor (3, the socket to sluice), the
+            # host's pid and mount namespaces, the sandbox's network
+            out="$out fds=$(ls /proc/$helper/fd | tr '\n' ' ')"
+            out="$out pidns=$([ "$(readlink /proc/$helper/ns/pid)" = "$me" ] && echo host || echo other)"
+            out="$out mntns=$([ "$(readlink /proc/$helper/ns/mnt)" = "$(readlink /proc/self/ns/mnt)" ] && echo host || echo other)"
+            out="$out netns=$([ "$(readlink /proc/$helper/ns/net)" = "$(readlink /proc/$cmdpid/ns/net)" ] && echo sandbox || echo other)"
+            [ "$out" = "nspid=1 cmd_pidns=other fds=3  pidns=host mntns=host netns=sandbox" ]
+        else
+            # non-dumpable: not even its own uid on the host may look inside
+            out="$out fds=$(ls /proc/$helper/fd 2>&1 | grep -c 'Permission denied')"
+            [ "$out" = "nspid=1 cmd_pidns=other fds=1" ]
+        fi &&
+            ok "rt10: the namespace helper holds only its socket to sluice, is non-dumpable and outside the command's pid and mount namespaces (the command cannot name, signal, ptrace or read it)" ||
+            bad "rt10: the namespace helper" "$out"
+    else
+        bad "rt10: no namespace helper found" "helper=$helper cmd=$cmdpid"
+    fi
+    # phase 1: SP is held by a UDP socket and a [::1]-only listener
+    out=$(host_try "$HP3")
+    case $out in peer=*|*udp*) bad "rt10: a published connection reached a socket that is not a TCP listener on 127.0.0.1:SP" "$out" ;;
+    *) ok "rt10: with SP held by UDP and a [::1]-only listener, the published port leads nowhere ($out)" ;; esac
+    r0=$(rss "$spid")
+    touch h1
+    wait_file p2 20 || bad "rt10: phase 2 did not start" "$(cat rt10.out "$T/rt10.err")"
+    [ "$(kv phase1_arrived)" = nothing ] &&
+        ok "rt10: nothing arrived on the command's UDP or [::1] sockets" ||
+        bad "rt10: phase 1 arrivals" "$(kv phase1_arrived)"
+    case $(kv unix) in refused-*) ok "rt10: publish's allowLocalBinding gives no Unix socket server ($(kv unix))" ;;
+    *) bad "rt10: the command listens on a Unix socket in its working directory" "$(kv unix)" ;; esac
+    # phase 2: a server bound after the run started gets connections; the
+    # peer it sees is the sandbox's loopback, not the host client
+    # a second run publishing the same host port: refused before its command;
+    # the batch below shows the first still serves
+    out=$("$SLUICE" run --settings "$S" --publish "$HP3:$SP" -- touch "$W/ran2" 2>&1); rc=$?
+    if [ "$rc" = 125 ] && [ ! -e "$W/ran2" ] && grep -q "cannot publish sandbox port $SP on 127.0.0.1:$HP3" <<<"$out"; then
+        ok "rt10: a second run publishing the same host port is refused (125)"
+    else bad "rt10: two runs on one host port" "rc=$rc $out"; fi
+    # all from one python: SP (publish), SP2 and SP2+1 (not published, on
+    # 0.0.0.0 and [::]), then a publish flood
+    out=$(host_try "$HP3" "$SP2" $((SP2 + 1)) $((SP2 + 1))/6 "flood/$HP3/2")
+    r1=$(rss "$spid")
+    local pubflood=$(sed -n 5p <<<"$out")
+    case $(sed -n 1p <<<"$out") in "peer=127.0.0.1:"*) ok "rt10: a server bound after the start is served (the second run did not disturb it); its peer is 127.0.0.1 in the sandbox" ;;
+    *) bad "rt10: publish after a rebind" "$out" ;; esac
+    case $(sed -n 2,4p <<<"$out") in *peer=*) bad "rt10: an unpublished 0.0.0.0/[::] server of the sandbox is reachable from the host" "$out" ;;
+    *) ok "rt10: the command's 0.0.0.0 and [::] servers are not reachable from the host ($(sed -n 2,4p <<<"$out" | tr '\n' /))" ;; esac
+    out=$(kv take_ps)
+    case $out in *"0.0.0.0/None:bound"*|*"::/0:bound"*|*"::1/1:bound"*|*"127.0.0.1/None:bound"*)
+        bad "rt10: the command took the listed host port inside" "$out" ;;
+    *) ok "rt10: the listed host port cannot be taken inside (0.0.0.0, [::] dual stack, [::1], 127.0.0.1, with SO_REUSEADDR|SO_REUSEPORT): $out" ;; esac
+    [ "$(kv mapped_ps)" = PONG ] && [ -z "$(grep "protocol=hostport" "$T/rt10.log" | grep -v "host=127.0.0.1 port=$PS ")" ] &&
+        ok "rt10: [::ffff:127.0.0.1]:PS leads to the host's 127.0.0.1:PS and nowhere else" ||
+        bad "rt10: v4-mapped hostPorts" "$(kv mapped_ps) $(grep protocol=hostport "$T/rt10.log")"
+    sent=$(kv flood_sent)
+    out=$pubflood
+    if [ -n "$sent" ] && [ "$sent" -lt $MB ] && [ -n "$out" ] && [ "$out" -lt $MB ] &&
+        [ -n "$r0" ] && [ -n "$r1" ] && [ $((r1 - r0)) -lt 32768 ]; then
+        ok "rt10: backpressure both ways: a reader that never reads holds the writer (hostPorts $sent B, publish $out B, sluice RSS ${r0}k -> ${r1}k)"
+    else bad "rt10: backpressure" "hostPorts sent=$sent publish sent=$out rss=$r0 -> $r1"; fi
+    # SIGKILL of sluice: no listener, no helper, no command left
+    kill -9 "$spid"
+    wait "$spid" 2>/dev/null
+    for i in $(seq 100); do
+        [ ! -e "/proc/$helper" ] && [ ! -e "/proc/$cmdpid" ] && [ -z "$(listeners_on "$HP3")" ] && break
+        sleep 0.05
+    done
+    out="helper=$([ -e "/proc/$helper" ] && echo alive) cmd=$([ -e "/proc/$cmdpid" ] && echo alive) listener=$(listeners_on "$HP3")"
+    [ "$out" = "helper= cmd= listener=" ] &&
+        ok "rt10: SIGKILL of sluice leaves no helper, no command and no listener on the host port" ||
+        bad "rt10: left after SIGKILL of sluice" "$out"
+    touch stop
+    cd "$T" || true
 }
 
 trap 'e2e_cleanup' EXIT
