@@ -612,17 +612,20 @@ fi
 
 # --- handshake timeout: a silent client is closed ----------------------------
 kill "$PROXY_PID" 2>/dev/null
-settings "$T/s2.json" ', "handshakeTimeoutMs": 300, "scope": "needed"' \
+# The timeout is long enough for a leaf minted under valgrind or ASan on a
+# loaded machine (the scope and parentProxy cases below use this proxy too).
+HS_MS=$((1000 * SLOW))
+settings "$T/s2.json" ', "handshakeTimeoutMs": '"$HS_MS"', "scope": "needed"' \
     "
   \"parentProxy\": {\"https\": \"http://127.0.0.1:$PP\", \"noProxy\": \"good.test,rules.test\"},"
 start_proxy second "$T/s2.json" --http tcp:127.0.0.1:0 --socks off
 X="http://127.0.0.1:$HPORT"
-out=$("$PY" - "$HPORT" "$PA" <<'EOF'
+out=$("$PY" - "$HPORT" "$PA" "$HS_MS" <<'EOF'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 s.sendall(b"CONNECT rules.test:%s HTTP/1.1\r\nHost: rules.test\r\n\r\n" % sys.argv[2].encode())
 head = s.recv(1000)
-s.settimeout(5)
+s.settimeout(int(sys.argv[3]) / 1000 + 5)
 t = time.monotonic()
 try:
     rest = s.recv(1000)
@@ -671,7 +674,7 @@ fi
 # --- maxTunnels: 503 too-many-tunnels while one is held -----------------------
 # Its own proxy with the default handshake timeout: the held tunnel's first
 # handshake mints a leaf, which under valgrind or ASan on a loaded machine can
-# take longer than the 300 ms above.
+# take longer than a short handshake timeout.
 kill "$PROXY_PID" 2>/dev/null
 settings "$T/s3.json" ', "maxTunnels": 1'
 start_proxy third "$T/s3.json" --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0
