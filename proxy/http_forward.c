@@ -611,7 +611,7 @@ static void process_upstream(struct http_conn *c)
         exchange_end(c);
         return;
     }
-    if (w->up != NULL && uv_stream_get_write_queue_size(relay_client(&c->relay)) > RELAY_HIGH_WATER) {
+    if (w->up != NULL && http_client_queued(c) > RELAY_HIGH_WATER) {
         up_read_stop(w->up);
         w->up_paused = 1;
     }

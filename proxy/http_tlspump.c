@@ -1,18 +1,27 @@
-/* proxy/http_tlspump.c - the transport shim of terminated tunnels
- * (proxy/http_tls.c says where it sits): a pump between a TLS connection
- * driven through memory buffers (tls/tls.h) and one end of a socket pair.
+/* proxy/http_tlspump.c - the transport of terminated tunnels (proxy/http_tls.c
+ * says where it sits): a pump between a TLS connection driven through
+ * memory buffers (tls/tls.h) and whoever reads and writes its plaintext.
  *
  * A server pump reads its outer connection's client stream and owns the
- * engine that terminates the client's TLS; its handshake done, the socket
- * pair's other end becomes an inner connection of the front end. A client
- * pump owns the origin socket egress dialed and the engine that verifies the
- * origin; its handshake done, the other end becomes the inner connection's
- * upstream (http_up_adopt), and a failure is that connection's 502.
+ * engine that terminates the client's TLS; its handshake done, an inner
+ * connection of the front end reads and writes the plaintext in process,
+ * through the pump (http_pump_read_start, http_pump_send: the connection's
+ * client transport, c->cio): no socket pair, no copy through the kernel.
+ * After an Upgrade (or a CONNECT) inside the tunnel, the inner connection's
+ * relay stream b becomes the pump's plaintext peer (http_pump_tunnel).
+ *
+ * A client pump owns the origin socket egress dialed and the engine that
+ * verifies the origin; its handshake done, the plaintext end of a socket pair
+ * (its peer) becomes the inner connection's upstream (http_up_adopt), and a
+ * failure is that connection's 502.
  *
  * A pump frees itself once its handles are closed, its writes and shutdown
- * have called back and no mint is out (pump_maybe_free). A server pump's raw
- * stream is the outer connection's client (p->c; NULL once that connection
- * is gone: it closes the stream, and the pump never touches it again).
+ * have called back, no mint is out and no inner connection holds it
+ * (pump_maybe_free). A server pump's raw stream is the outer connection's
+ * client (p->c; NULL once that connection is gone: it closes the stream, and
+ * the pump never touches it again); closing the pump closes the inner
+ * connection, and an inner connection that closes first detaches and makes
+ * the pump send its close_notify and end.
  */
 #include "proxy/http_int.h"
 
@@ -28,6 +37,7 @@
 
 #define PUMP_CHUNK 16384
 #define PUMP_LINGER_MS 1000 /* after our close_notify, before the socket is closed */
+#define PUMP_GATHER_MIN 4096 /* pieces shorter than this are gathered into one record */
 
 static _Thread_local char pump_buf[PUMP_CHUNK]; /* each read is consumed at once */
 
@@ -41,20 +51,28 @@ struct http_tls_pump {
     uv_loop_t *loop;
     struct http_conn *c; /* server: the outer connection; client: the inner one
                             while the handshake runs; NULL when gone or handed over */
+    struct http_conn *in; /* server: the inner connection the plaintext is for */
     struct tls_conn *tc;
     struct proxy_tls *t; /* the loop's (metrics), or NULL */
     uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
-    uv_pipe_t pipe;      /* the plaintext end of the socket pair */
-    uv_timer_t timer;    /* client: handshake, then the linger after close_notify */
+    uv_pipe_t pipe;      /* client: the plaintext end of the socket pair */
+    uv_stream_t *peer;   /* the plaintext stream: client &pipe; server in a tunnel
+                            the inner connection's relay b (its relay closes it) */
+    uv_timer_t timer;    /* client: handshake; server: a deferred delivery, the idle
+                            timeout in a tunnel; both: the linger after close_notify */
     uv_shutdown_t sd;
     uv_work_t work;
     struct tls_mint *mint;
     struct egress_outcome *o; /* client: what http_up_adopt needs */
+    const char *why;          /* how the pump ended, for the inner connection */
+    uint64_t last_io;         /* server in a tunnel: for idle_ms */
+    unsigned idle_ms;
     unsigned handshake_ms;
     unsigned handles; /* open libuv handles */
     unsigned pending; /* writes and shutdowns not called back */
     unsigned minting : 1, open : 1, closing : 1, pipe_on : 1, raw_on : 1;
-    unsigned raw_reading : 1, pipe_reading : 1, raw_eof : 1, ending : 1, shut : 1;
+    unsigned raw_reading : 1, peer_reading : 1, raw_eof : 1, ending : 1, shut : 1;
+    unsigned in_reading : 1, in_eof : 1;
 };
 
 struct pump_wbuf {
@@ -65,13 +83,14 @@ struct pump_wbuf {
 
 static void pump_after(struct http_tls_pump *p);
 static void pump_end(struct http_tls_pump *p, const char *end);
+static void on_pump_timer(uv_timer_t *t);
 
 /* ------------------------------------------------------------------------ */
 /* Lifetime                                                                  */
 
 static void pump_maybe_free(struct http_tls_pump *p)
 {
-    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting)
+    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL)
         return;
     tls_conn_free(p->tc);
     free(p->o);
@@ -88,12 +107,16 @@ static void on_handle_closed(uv_handle_t *h)
 
 void http_pump_close(struct http_tls_pump *p)
 {
+    struct http_conn *in = p->in;
+
     if (p->closing)
         return;
     p->closing = 1;
     if (p->c != NULL && p->c->tp == p)
         p->c->tp = NULL;
     p->c = NULL;
+    if (in != NULL) /* the client is gone: so is its inner connection (detaches) */
+        http_conn_close(in, p->why != NULL ? p->why : "tunnel closed");
     if (p->pipe_on)
         uv_close((uv_handle_t *)&p->pipe, on_handle_closed);
     if (p->raw_on)
@@ -127,7 +150,7 @@ static uv_stream_t *raw_stream(struct http_tls_pump *p)
     return p->c != NULL ? relay_client(&p->c->relay) : NULL;
 }
 
-static void pipe_read_start(struct http_tls_pump *p);
+static void peer_read_start(struct http_tls_pump *p);
 static void raw_read_start(struct http_tls_pump *p);
 
 static void on_raw_write(uv_write_t *req, int status)
@@ -146,16 +169,21 @@ static void on_raw_write(uv_write_t *req, int status)
         pump_end(p, "tls peer write failed");
         return;
     }
-    if (p->ending && p->pending == 0) {
-        pump_end(p, NULL);
+    if (p->ending) {
+        if (p->pending == 0)
+            pump_end(p, NULL);
         return;
     }
     s = raw_stream(p);
-    if (s != NULL && p->open && !p->ending && uv_stream_get_write_queue_size(s) < RELAY_LOW_WATER)
-        pipe_read_start(p);
+    if (s == NULL || p->open == 0 || uv_stream_get_write_queue_size(s) >= RELAY_LOW_WATER)
+        return;
+    if (p->peer != NULL)
+        peer_read_start(p);
+    else if (p->in != NULL)
+        http_client_drained(p->in);
 }
 
-static void on_pipe_write(uv_write_t *req, int status)
+static void on_peer_write(uv_write_t *req, int status)
 {
     struct pump_wbuf *wb = container_of(req, struct pump_wbuf, req);
     struct http_tls_pump *p = wb->p;
@@ -166,11 +194,16 @@ static void on_pipe_write(uv_write_t *req, int status)
         pump_maybe_free(p);
         return;
     }
+    if (p->ending) { /* the peer is gone: only our close_notify matters now */
+        if (p->pending == 0)
+            pump_end(p, NULL);
+        return;
+    }
     if (status < 0) {
         pump_end(p, "plaintext write failed");
         return;
     }
-    if (uv_stream_get_write_queue_size((uv_stream_t *)&p->pipe) < RELAY_LOW_WATER)
+    if (p->peer != NULL && uv_stream_get_write_queue_size(p->peer) < RELAY_LOW_WATER)
         raw_read_start(p);
 }
 
@@ -221,7 +254,7 @@ static int flush_out(struct http_tls_pump *p)
     return 0;
 }
 
-static void on_pipe_shut(uv_shutdown_t *sd, int status)
+static void on_peer_shut(uv_shutdown_t *sd, int status)
 {
     struct http_tls_pump *p = sd->data;
 
@@ -230,14 +263,14 @@ static void on_pipe_shut(uv_shutdown_t *sd, int status)
     pump_maybe_free(p);
 }
 
-/* The peer sent its last byte: the plaintext reader sees EOF after the rest. */
-static void pipe_shutdown(struct http_tls_pump *p)
+/* The TLS peer sent its last byte: the plaintext peer sees EOF after the rest. */
+static void peer_shutdown(struct http_tls_pump *p)
 {
-    if (p->shut || !p->pipe_on || p->closing)
+    if (p->shut || p->peer == NULL || p->closing)
         return;
     p->shut = 1;
     p->sd.data = p;
-    if (uv_shutdown(&p->sd, (uv_stream_t *)&p->pipe, on_pipe_shut) == 0)
+    if (uv_shutdown(&p->sd, p->peer, on_peer_shut) == 0)
         p->pending++;
 }
 
@@ -247,11 +280,27 @@ static void pipe_shutdown(struct http_tls_pump *p)
 /* The pump is done (end: the connection's end text, or NULL). */
 static void pump_end(struct http_tls_pump *p, const char *end)
 {
+    if (p->why == NULL)
+        p->why = end;
     if (p->mode == PUMP_SERVER && p->c != NULL) {
         http_conn_close(p->c, end != NULL ? end : "tunnel closed"); /* closes p too */
         return;
     }
     http_pump_close(p);
+}
+
+/* The plaintext side is done: close_notify, then the end once it is sent. */
+static void plaintext_done(struct http_tls_pump *p)
+{
+    if (p->closing || p->ending)
+        return;
+    (void)tls_conn_shutdown(p->tc);
+    p->ending = 1;
+    if (flush_out(p) < 0 || p->pending == 0) {
+        pump_end(p, NULL);
+        return;
+    }
+    uv_timer_start(&p->timer, on_pump_timer, PUMP_LINGER_MS, 0);
 }
 
 /* The handshake failed, or timed out. */
@@ -282,6 +331,8 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
                      why, 1, "upstream tls failed");
 }
 
+static void deliver(struct http_tls_pump *p);
+
 static void on_pump_timer(uv_timer_t *t)
 {
     struct http_tls_pump *p = t->data;
@@ -291,6 +342,19 @@ static void on_pump_timer(uv_timer_t *t)
         return;
     if (p->ending) { /* our close_notify did not go out in time */
         pump_end(p, NULL);
+        return;
+    }
+    if (p->mode == PUMP_SERVER && p->peer != NULL) { /* a tunnel: the idle timeout */
+        uint64_t now = uv_now(p->loop), due = p->last_io + p->idle_ms;
+        if (now < due) {
+            uv_timer_start(&p->timer, on_pump_timer, due - now, 0);
+            return;
+        }
+        pump_end(p, "idle timeout");
+        return;
+    }
+    if (p->mode == PUMP_SERVER) { /* a reader started again: what the engine holds */
+        deliver(p);
         return;
     }
     snprintf(why, sizeof(why), "no TLS handshake within %u ms", p->handshake_ms);
@@ -307,24 +371,30 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
 }
 
+static void raw_read_stop(struct http_tls_pump *p);
+
 static void raw_got(struct http_tls_pump *p, ssize_t nread)
 {
     if (p->closing || nread == 0)
         return;
     if (nread < 0) {
-        uv_read_stop(raw_stream(p));
-        p->raw_reading = 0;
+        raw_read_stop(p);
         p->raw_eof = 1;
         if (nread != UV_EOF)
             pump_end(p, "tls peer read failed");
         else if (!p->open)
             pump_fail(p, "the peer closed the connection during the handshake");
+        else if (p->peer != NULL)
+            peer_shutdown(p);
         else
-            pipe_shutdown(p);
+            deliver(p); /* the inner connection reads EOF after the plaintext */
         return;
     }
-    if (p->mode == PUMP_SERVER)
+    if (p->mode == PUMP_SERVER) {
         p->c->bytes_up += (uint64_t)nread;
+        if (p->peer != NULL)
+            p->last_io = uv_now(p->loop);
+    }
     if (tls_conn_feed(p->tc, pump_buf, (size_t)nread) == UV_ENOMEM) {
         pump_end(p, "out of memory");
         return;
@@ -369,7 +439,7 @@ static void raw_read_stop(struct http_tls_pump *p)
     }
 }
 
-static void on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+static void on_peer_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct http_tls_pump *p = s->data;
     uv_stream_t *r;
@@ -379,16 +449,13 @@ static void on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     if (nread < 0) {
         uv_read_stop(s);
-        p->pipe_reading = 0;
-        /* the plaintext side is done: close_notify, then close once sent */
-        (void)tls_conn_shutdown(p->tc);
-        p->ending = 1;
-        if (flush_out(p) < 0 || p->pending == 0) {
-            pump_end(p, NULL);
-            return;
-        }
-        uv_timer_start(&p->timer, on_pump_timer, PUMP_LINGER_MS, 0);
+        p->peer_reading = 0;
+        plaintext_done(p);
         return;
+    }
+    if (p->mode == PUMP_SERVER && p->in != NULL) {
+        p->in->bytes_down += (uint64_t)nread;
+        p->last_io = uv_now(p->loop);
     }
     if (tls_conn_write(p->tc, pump_buf, (size_t)nread) < 0 || flush_out(p) < 0) {
         pump_end(p, "tls write failed");
@@ -397,19 +464,91 @@ static void on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     r = raw_stream(p);
     if (r != NULL && uv_stream_get_write_queue_size(r) > RELAY_HIGH_WATER) {
         uv_read_stop(s);
-        p->pipe_reading = 0;
+        p->peer_reading = 0;
     }
 }
 
-static void pipe_read_start(struct http_tls_pump *p)
+static void peer_read_start(struct http_tls_pump *p)
 {
-    if (!p->pipe_on || p->pipe_reading || p->closing)
+    if (p->peer == NULL || p->peer_reading || p->closing || p->ending)
         return;
-    if (uv_read_start((uv_stream_t *)&p->pipe, on_alloc, on_pipe_read) < 0) {
+    if (uv_read_start(p->peer, on_alloc, on_peer_read) < 0) {
         pump_end(p, "plaintext read failed");
         return;
     }
-    p->pipe_reading = 1;
+    p->peer_reading = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plaintext: to the inner connection, or to the peer stream             */
+
+/* Server, no peer: the engine's plaintext straight into the inner
+ * connection's input buffer, while it reads; EOF once the client's
+ * close_notify or its FIN came and nothing is left. */
+static void deliver(struct http_tls_pump *p)
+{
+    while (p->in != NULL && p->in_reading && !p->closing && !p->in_eof) {
+        struct http_conn *in = p->in;
+        uv_buf_t b;
+        size_t got = 0;
+        int rc;
+
+        http_client_alloc(in, &b);
+        if (b.base == NULL) {
+            p->in_reading = 0;
+            http_client_got(in, UV_ENOBUFS);
+            return;
+        }
+        rc = tls_conn_read(p->tc, b.base, b.len, &got);
+        if (rc < 0 && rc != UV_EOF) {
+            pump_end(p, "tls read failed");
+            return;
+        }
+        if (got == 0 && (rc == UV_EOF || p->raw_eof)) {
+            p->in_reading = 0;
+            p->in_eof = 1;
+            http_client_got(in, UV_EOF);
+            return;
+        }
+        if (got == 0)
+            break;
+        http_client_got(in, (ssize_t)got);
+    }
+    if (p->closing || p->ending)
+        return;
+    (void)flush_out(p); /* a KeyUpdate answered while reading */
+    if (p->in_reading)
+        raw_read_start(p);
+    else if (p->open)
+        raw_read_stop(p); /* backpressure: the reader holds what it has */
+}
+
+/* The engine's plaintext to the peer stream. 0, or -1 when the pump ended. */
+static int to_peer(struct http_tls_pump *p)
+{
+    for (;;) {
+        size_t got = 0;
+        int rc = tls_conn_read(p->tc, pump_buf, sizeof(pump_buf), &got);
+        if (rc == UV_EOF) {
+            peer_shutdown(p); /* close_notify */
+            break;
+        }
+        if (rc < 0) {
+            pump_end(p, "tls read failed");
+            return -1;
+        }
+        if (got == 0)
+            break;
+        if (p->mode == PUMP_SERVER && p->in != NULL)
+            p->in->bytes_up += got;
+        if (pump_write(p, p->peer, pump_buf, got, on_peer_write) < 0) {
+            pump_end(p, "plaintext write failed");
+            return -1;
+        }
+    }
+    if (uv_stream_get_write_queue_size(p->peer) > RELAY_HIGH_WATER)
+        raw_read_stop(p);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -437,7 +576,8 @@ static void mint_after(uv_work_t *w, int status)
     }
     (void)tls_conn_resume(p->tc, m); /* a failure shows as FAILED */
     pump_after(p);
-    raw_read_start(p);
+    if (!p->open)
+        raw_read_start(p);
 }
 
 /* A cache miss: the handshake waits while a worker thread mints. */
@@ -458,7 +598,7 @@ static void start_mint(struct http_tls_pump *p)
     }
 }
 
-/* The socket pair; *other: the end for the plaintext reader. */
+/* Client: the socket pair; *other: the end for the inner connection. */
 static int open_pair(struct http_tls_pump *p, int *other)
 {
     int sv[2], rc;
@@ -475,43 +615,26 @@ static int open_pair(struct http_tls_pump *p, int *other)
         close(sv[1]);
         return rc;
     }
+    p->peer = (uv_stream_t *)&p->pipe;
     *other = sv[1];
     return 0;
 }
 
-/* The handshake is done. 0, or -1 when the pump ended. */
-static int pump_opened(struct http_tls_pump *p)
+/* Client: the handshake is done; the plaintext end becomes the inner
+ * connection's upstream. 0, or -1 when the pump ended. */
+static int client_opened(struct http_tls_pump *p)
 {
     struct http_conn *c = p->c;
     char why[200];
     int fd = -1, rc;
 
-    p->open = 1;
-    if (p->mode == PUMP_SERVER)
-        frontend_conn_timer_set(&c->fc, NULL, 0);
-    else
-        uv_timer_stop(&p->timer);
-    if (p->mode == PUMP_SERVER && tls_conn_alpn(p->tc) == TLS_ALPN_UNSERVED) {
-        pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
-        return -1;
-    }
-    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, NULL);
     rc = open_pair(p, &fd);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
         pump_fail(p, why);
         return -1;
     }
-    pipe_read_start(p);
-    if (p->mode == PUMP_SERVER) {
-        rc = http_session_open_terminated(c->fc.f, fd, c);
-        if (rc < 0) {
-            pump_end(p, "cannot start the terminated session");
-            return -1;
-        }
-        return 0;
-    }
-    /* client: the plaintext end becomes the inner connection's upstream */
+    peer_read_start(p);
     c->tp = NULL;
     p->c = NULL;
     rc = http_up_adopt(c, fd, p->o);
@@ -526,12 +649,36 @@ static int pump_opened(struct http_tls_pump *p)
     return 0;
 }
 
+/* The handshake is done. 0, or -1 when the pump ended. */
+static int pump_opened(struct http_tls_pump *p)
+{
+    struct http_conn *c = p->c;
+
+    p->open = 1;
+    if (p->mode == PUMP_SERVER)
+        frontend_conn_timer_set(&c->fc, NULL, 0);
+    else
+        uv_timer_stop(&p->timer);
+    if (p->mode == PUMP_SERVER && tls_conn_alpn(p->tc) == TLS_ALPN_UNSERVED) {
+        pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
+        return -1;
+    }
+    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, NULL);
+    if (p->mode == PUMP_CLIENT)
+        return client_opened(p);
+    /* server: the inner connection reads the plaintext from now on
+     * (http_pump_attach); it starts reading, which delivers */
+    if (http_session_open_terminated(c->fc.f, p, c) < 0) {
+        pump_end(p, "cannot start the terminated session");
+        return -1;
+    }
+    return p->closing ? -1 : 0;
+}
+
 /* After every input to the engine: its output goes out, its state moves on,
  * its plaintext goes to the reader. */
 static void pump_after(struct http_tls_pump *p)
 {
-    int rc;
-
     if (p->closing)
         return;
     if (flush_out(p) < 0) {
@@ -553,30 +700,128 @@ static void pump_after(struct http_tls_pump *p)
     default:
         break;
     }
-    if (!p->open && pump_opened(p) < 0)
-        return;
-    for (;;) {
-        size_t got = 0;
-        rc = tls_conn_read(p->tc, pump_buf, sizeof(pump_buf), &got);
-        if (rc == UV_EOF) {
-            pipe_shutdown(p); /* close_notify */
-            break;
-        }
-        if (rc < 0) {
-            pump_end(p, "tls read failed");
+    if (!p->open) {
+        if (pump_opened(p) < 0)
             return;
-        }
-        if (got == 0)
-            break;
-        if (pump_write(p, (uv_stream_t *)&p->pipe, pump_buf, got, on_pipe_write) < 0) {
-            pump_end(p, "plaintext write failed");
-            return;
-        }
+        if (p->mode == PUMP_SERVER || p->closing)
+            return; /* server: the inner connection's first read start delivers */
     }
-    if (p->pipe_on && uv_stream_get_write_queue_size((uv_stream_t *)&p->pipe) > RELAY_HIGH_WATER)
-        raw_read_stop(p);
+    if (p->peer != NULL)
+        (void)to_peer(p);
+    else
+        deliver(p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The inner connection's transport (server)                                 */
+
+void http_pump_attach(struct http_tls_pump *p, struct http_conn *in)
+{
+    p->in = in;
+    in->cio = p;
+}
+
+/* The inner connection is closing: the pump lets it go, sends its
+ * close_notify and ends once that is out. */
+void http_pump_detach(struct http_tls_pump *p, struct http_conn *in)
+{
+    if (p->in != in)
+        return;
+    p->in = NULL;
+    in->cio = NULL;
+    p->in_reading = 0;
+    p->peer = NULL; /* the inner connection's relay closes it */
+    p->peer_reading = 0;
+    if (p->closing) {
+        pump_maybe_free(p);
+        return;
+    }
+    plaintext_done(p);
+}
+
+int http_pump_read_start(struct http_tls_pump *p)
+{
+    if (p->closing || p->ending)
+        return UV_EPIPE;
+    if (p->in_reading || p->in_eof)
+        return 0;
+    p->in_reading = 1;
+    if (tls_conn_has_input(p->tc) || p->raw_eof) /* deliver on the next loop turn */
+        uv_timer_start(&p->timer, on_pump_timer, 0, 0);
+    else
+        raw_read_start(p);
+    return 0;
+}
+
+void http_pump_read_stop(struct http_tls_pump *p)
+{
+    p->in_reading = 0; /* the raw reads stop at the next delivery */
+}
+
+size_t http_pump_queued(struct http_tls_pump *p)
+{
+    if (p->c == NULL)
+        return 0;
+    return uv_stream_get_write_queue_size(relay_client(&p->c->relay)) +
+           tls_conn_pending_out(p->tc);
+}
+
+/* Encrypts bufs for the client, pieces shorter than PUMP_GATHER_MIN
+ * gathered into one record. 0 or UV_E*. */
+int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n)
+{
+    size_t held = 0;
+
+    if (p->closing || p->ending || p->c == NULL)
+        return UV_EPIPE;
+    for (unsigned i = 0; i < n; i++) {
+        const char *at = bufs[i].base;
+        size_t len = bufs[i].len;
+        if (len < PUMP_GATHER_MIN && held + len <= sizeof(pump_buf)) {
+            memcpy(pump_buf + held, at, len);
+            held += len;
+            continue;
+        }
+        if (held > 0 && tls_conn_write(p->tc, pump_buf, held) < 0)
+            return UV_EPIPE;
+        held = 0;
+        if (len < PUMP_GATHER_MIN) {
+            memcpy(pump_buf, at, len);
+            held = len;
+        } else if (tls_conn_write(p->tc, at, len) < 0) {
+            return UV_EPIPE;
+        }
+    }
+    if (held > 0 && tls_conn_write(p->tc, pump_buf, held) < 0)
+        return UV_EPIPE;
+    return flush_out(p);
+}
+
+/* The inner connection becomes a tunnel (an Upgrade, a CONNECT): its relay
+ * stream b is the plaintext peer from now on; idle_ms without a byte either
+ * way ends it. */
+int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms)
+{
+    if (p->closing || p->ending || p->in != in)
+        return UV_EPIPE;
+    p->in_reading = 0;
+    p->peer = relay_upstream(&in->relay);
+    p->peer->data = p;
+    p->idle_ms = idle_ms;
+    p->last_io = uv_now(p->loop);
+    if (idle_ms > 0)
+        uv_timer_start(&p->timer, on_pump_timer, idle_ms, 0);
+    else
+        uv_timer_stop(&p->timer);
+    peer_read_start(p);
+    if (p->closing || to_peer(p) < 0)
+        return 0; /* ended: the inner connection is closing */
+    if (p->raw_eof)
+        peer_shutdown(p);
+    else
+        raw_read_start(p);
+    return 0;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Starting                                                                  */
@@ -595,7 +840,8 @@ void http_pump_server(struct http_conn *c, struct tls_conn *tc)
     p->tc = tc;
     c->tp = p;
     pump_after(p);
-    raw_read_start(p); /* a no-op when the pump already ended */
+    if (!p->open)
+        raw_read_start(p); /* a no-op when the pump already ended */
 }
 
 /* The inner connection c's upstream, dialed (o->fd, taken): the TLS client

@@ -29,7 +29,10 @@ static void tunnel_go(struct http_conn *c)
     /* client reads stay on: relay_start() takes a reading stream over */
     http_work_free(c);
     http_set_state(c, HTTP_ST_TUNNEL);
-    rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
+    if (c->terminated) /* the pump relays between its TLS and b */
+        rc = c->cio != NULL ? http_pump_tunnel(c->cio, c, c->fc.f->idle_timeout_ms) : UV_EPIPE;
+    else
+        rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
     if (rc < 0)
         http_conn_close(c, "relay failed to start");
 }

@@ -689,6 +689,11 @@ int tls_conn_shutdown(struct tls_conn *c)
     return 0;
 }
 
+int tls_conn_has_input(const struct tls_conn *c)
+{
+    return SSL_has_pending(c->ssl) || BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > 0;
+}
+
 size_t tls_conn_pending_out(const struct tls_conn *c)
 {
     return BIO_ctrl_pending(SSL_get_wbio(c->ssl));

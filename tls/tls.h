@@ -315,6 +315,11 @@ int tls_conn_write(struct tls_conn *c, const void *buf, size_t len);
 /* Queues a close_notify for the peer. */
 int tls_conn_shutdown(struct tls_conn *c);
 
+/* 1 when the engine holds input not yet turned into plaintext (a record,
+ * or part of one, fed and not read): a reader that stopped and starts again
+ * calls tls_conn_read() before it waits for the socket. */
+int tls_conn_has_input(const struct tls_conn *c);
+
 /* Bytes waiting to be sent to the peer, and taking them (returns how many
  * were copied into buf). */
 size_t tls_conn_pending_out(const struct tls_conn *c);
