@@ -139,7 +139,9 @@ struct http_tls_pump;
 /* An upstream connection for absolute-form requests, kept between requests
  * to the same canonical host:port. */
 struct http_up {
-    uv_tcp_t tcp;
+    uv_tcp_t tcp;         /* never opened when tio is set */
+    struct http_tls_pump *tio; /* a terminated tunnel's upstream: its transport, the
+                                  TLS client pump on the origin socket; else NULL */
     struct http_conn *c;  /* NULL once the connection is freed */
     struct http_up *next; /* in c->closing_ups while closing */
     char host[POLICY_HOST_MAX + 1];
@@ -256,6 +258,10 @@ int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settin
                            uint64_t cl);
 void http_up_read_start(struct http_conn *c, struct http_up *u);
 int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o);
+int http_up_adopt_tls(struct http_conn *c, struct http_tls_pump *p, const struct egress_outcome *o);
+void http_up_alloc(struct http_up *u, uv_buf_t *buf);
+void http_up_got(struct http_up *u, ssize_t nread);
+size_t http_up_queued(struct http_up *u);
 void http_feed_request_body(struct http_conn *c);
 void http_start_exchange(struct http_conn *c);
 
@@ -279,6 +285,7 @@ void http_out_add(struct http_work *w, const char *base, size_t len);
 int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n);
 size_t http_client_queued(struct http_conn *c);
 void http_client_drained(struct http_conn *c);
+void http_up_drained(struct http_up *u);
 int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n);
 int http_send_body(struct http_conn *c, struct http_up *u, int chunked, const char *at, size_t len);
 int http_send_last_chunk(struct http_conn *c, struct http_up *u);
@@ -319,5 +326,9 @@ void http_pump_read_stop(struct http_tls_pump *p);
 int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n);
 size_t http_pump_queued(struct http_tls_pump *p);
 int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms);
+/* ... as an upstream's transport, the same way (http_up_alloc, http_up_got,
+ * http_up_drained) */
+void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u);
+int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd);
 
 #endif

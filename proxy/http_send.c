@@ -145,9 +145,22 @@ void http_on_up_write(uv_write_t *req, int status)
             http_up_close(c, u);
         return;
     }
+    http_up_drained(u);
+}
+
+/* The upstream took bytes: resume the client if it waits for that. */
+void http_up_drained(struct http_up *u)
+{
+    struct http_conn *c = u->c;
+    struct http_work *w;
+
+    if (c == NULL || u->phase == UP_CLOSING || c->state == HTTP_ST_CLOSING)
+        return;
+    w = c->w;
+    if (w == NULL || w->up != u)
+        return;
     w->last_io = uv_now(c->fc.f->loop);
-    if (c->state == HTTP_ST_FORWARD && w->client_paused &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) < RELAY_LOW_WATER) {
+    if (c->state == HTTP_ST_FORWARD && w->client_paused && http_up_queued(u) < RELAY_LOW_WATER) {
         w->client_paused = 0;
         http_client_read_start(c);
     }
@@ -212,6 +225,8 @@ int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n)
 
 int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n)
 {
+    if (u->tio != NULL)
+        return http_pump_send(u->tio, bufs, n);
     return http_stream_send(c, u, (uv_stream_t *)&u->tcp, bufs, n, http_on_up_write);
 }
 

@@ -52,6 +52,7 @@ struct http_tls_pump {
     struct http_conn *c; /* server: the outer connection; client: the inner one
                             while the handshake runs; NULL when gone or handed over */
     struct http_conn *in; /* server: the inner connection the plaintext is for */
+    struct http_up *up;   /* client: the upstream connection the plaintext is for */
     struct tls_conn *tc;
     struct proxy_tls *t; /* the loop's (metrics), or NULL */
     uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
@@ -72,7 +73,7 @@ struct http_tls_pump {
     unsigned pending; /* writes and shutdowns not called back */
     unsigned minting : 1, open : 1, closing : 1, pipe_on : 1, raw_on : 1;
     unsigned raw_reading : 1, peer_reading : 1, raw_eof : 1, ending : 1, shut : 1;
-    unsigned in_reading : 1, in_eof : 1;
+    unsigned in_reading : 1, in_eof : 1; /* the reader (in or up) reads; saw EOF */
 };
 
 struct pump_wbuf {
@@ -90,7 +91,8 @@ static void on_pump_timer(uv_timer_t *t);
 
 static void pump_maybe_free(struct http_tls_pump *p)
 {
-    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL)
+    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL ||
+        p->up != NULL)
         return;
     tls_conn_free(p->tc);
     free(p->o);
@@ -117,6 +119,11 @@ void http_pump_close(struct http_tls_pump *p)
     p->c = NULL;
     if (in != NULL) /* the client is gone: so is its inner connection (detaches) */
         http_conn_close(in, p->why != NULL ? p->why : "tunnel closed");
+    if (p->up != NULL && !p->in_eof) { /* the origin is gone: its reader learns it */
+        p->in_reading = 0;
+        p->in_eof = 1;
+        http_up_got(p->up, p->why != NULL ? UV_ECONNRESET : UV_EOF);
+    }
     if (p->pipe_on)
         uv_close((uv_handle_t *)&p->pipe, on_handle_closed);
     if (p->raw_on)
@@ -181,6 +188,8 @@ static void on_raw_write(uv_write_t *req, int status)
         peer_read_start(p);
     else if (p->in != NULL)
         http_client_drained(p->in);
+    else if (p->up != NULL)
+        http_up_drained(p->up);
 }
 
 static void on_peer_write(uv_write_t *req, int status)
@@ -353,7 +362,7 @@ static void on_pump_timer(uv_timer_t *t)
         pump_end(p, "idle timeout");
         return;
     }
-    if (p->mode == PUMP_SERVER) { /* a reader started again: what the engine holds */
+    if (p->mode == PUMP_SERVER || p->open) { /* a reader started again: what the engine holds */
         deliver(p);
         return;
     }
@@ -482,21 +491,37 @@ static void peer_read_start(struct http_tls_pump *p)
 /* ------------------------------------------------------------------------ */
 /* The plaintext: to the inner connection, or to the peer stream             */
 
-/* Server, no peer: the engine's plaintext straight into the inner
- * connection's input buffer, while it reads; EOF once the client's
- * close_notify or its FIN came and nothing is left. */
+/* The reader: the inner connection (server) or the upstream (client). */
+static int reader_on(const struct http_tls_pump *p)
+{
+    return p->mode == PUMP_SERVER ? p->in != NULL : p->up != NULL;
+}
+
+static void reader_got(struct http_tls_pump *p, ssize_t n)
+{
+    if (p->mode == PUMP_SERVER)
+        http_client_got(p->in, n);
+    else
+        http_up_got(p->up, n);
+}
+
+/* No peer stream: the engine's plaintext straight into the reader's input
+ * buffer, while it reads; EOF once the TLS peer's close_notify or its FIN
+ * came and nothing is left. */
 static void deliver(struct http_tls_pump *p)
 {
-    while (p->in != NULL && p->in_reading && !p->closing && !p->in_eof) {
-        struct http_conn *in = p->in;
+    while (reader_on(p) && p->in_reading && !p->closing && !p->in_eof) {
         uv_buf_t b;
         size_t got = 0;
         int rc;
 
-        http_client_alloc(in, &b);
+        if (p->mode == PUMP_SERVER)
+            http_client_alloc(p->in, &b);
+        else
+            http_up_alloc(p->up, &b);
         if (b.base == NULL) {
             p->in_reading = 0;
-            http_client_got(in, UV_ENOBUFS);
+            reader_got(p, UV_ENOBUFS);
             return;
         }
         rc = tls_conn_read(p->tc, b.base, b.len, &got);
@@ -507,14 +532,14 @@ static void deliver(struct http_tls_pump *p)
         if (got == 0 && (rc == UV_EOF || p->raw_eof)) {
             p->in_reading = 0;
             p->in_eof = 1;
-            http_client_got(in, UV_EOF);
+            reader_got(p, UV_EOF);
             return;
         }
         if (got == 0)
             break;
-        http_client_got(in, (ssize_t)got);
+        reader_got(p, (ssize_t)got);
     }
-    if (p->closing || p->ending)
+    if (p->closing || p->ending || p->peer != NULL)
         return;
     (void)flush_out(p); /* a KeyUpdate answered while reading */
     if (p->in_reading)
@@ -620,24 +645,17 @@ static int open_pair(struct http_tls_pump *p, int *other)
     return 0;
 }
 
-/* Client: the handshake is done; the plaintext end becomes the inner
- * connection's upstream. 0, or -1 when the pump ended. */
+/* Client: the handshake is done; the pump becomes the inner connection's
+ * upstream transport. 0, or -1 when the pump ended. */
 static int client_opened(struct http_tls_pump *p)
 {
     struct http_conn *c = p->c;
     char why[200];
-    int fd = -1, rc;
+    int rc;
 
-    rc = open_pair(p, &fd);
-    if (rc < 0) {
-        snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
-        pump_fail(p, why);
-        return -1;
-    }
-    peer_read_start(p);
     c->tp = NULL;
     p->c = NULL;
-    rc = http_up_adopt(c, fd, p->o);
+    rc = http_up_adopt_tls(c, p, p->o);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));
         http_set_reason(c, why);
@@ -753,6 +771,51 @@ int http_pump_read_start(struct http_tls_pump *p)
     return 0;
 }
 
+/* The upstream u (client) reads and writes through the pump. */
+void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u)
+{
+    p->up = u;
+    u->tio = p;
+}
+
+/* The upstream u is closing: close_notify to the origin, then the end;
+ * with fd, the pump goes on for an Upgrade instead: the plaintext moves
+ * through a socket pair whose other end *fd is for the tunnel's relay. 0,
+ * or UV_E* (the pump ends). */
+int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd)
+{
+    char why[120];
+    int rc = 0;
+
+    if (p->up != u)
+        return UV_EINVAL;
+    p->up = NULL;
+    u->tio = NULL;
+    p->in_reading = 0;
+    if (p->closing) {
+        pump_maybe_free(p);
+        return fd != NULL ? UV_EPIPE : 0;
+    }
+    if (fd == NULL) {
+        plaintext_done(p);
+        return 0;
+    }
+    rc = open_pair(p, fd);
+    if (rc < 0) {
+        snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
+        pump_end(p, why);
+        return rc;
+    }
+    peer_read_start(p);
+    if (p->closing || to_peer(p) < 0)
+        return UV_EPIPE;
+    if (p->raw_eof)
+        peer_shutdown(p);
+    else
+        raw_read_start(p);
+    return 0;
+}
+
 void http_pump_read_stop(struct http_tls_pump *p)
 {
     p->in_reading = 0; /* the raw reads stop at the next delivery */
@@ -760,10 +823,11 @@ void http_pump_read_stop(struct http_tls_pump *p)
 
 size_t http_pump_queued(struct http_tls_pump *p)
 {
-    if (p->c == NULL)
+    uv_stream_t *s = raw_stream(p);
+
+    if (s == NULL)
         return 0;
-    return uv_stream_get_write_queue_size(relay_client(&p->c->relay)) +
-           tls_conn_pending_out(p->tc);
+    return uv_stream_get_write_queue_size(s) + tls_conn_pending_out(p->tc);
 }
 
 /* Encrypts bufs for the client, pieces shorter than PUMP_GATHER_MIN
@@ -772,7 +836,7 @@ int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n)
 {
     size_t held = 0;
 
-    if (p->closing || p->ending || p->c == NULL)
+    if (p->closing || p->ending || raw_stream(p) == NULL)
         return UV_EPIPE;
     for (unsigned i = 0; i < n; i++) {
         const char *at = bufs[i].base;

@@ -104,7 +104,16 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
     int nfd, rc;
     uv_buf_t b[2];
 
-    if (uv_fileno((uv_handle_t *)&u->tcp, &fd) != 0 || (nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+    if (u->tio != NULL) {
+        /* TLS to the origin: the pump goes on behind a socket pair */
+        if (http_pump_detach_up(u->tio, u, &nfd) < 0)
+            nfd = -1;
+    } else if (uv_fileno((uv_handle_t *)&u->tcp, &fd) != 0) {
+        nfd = -1;
+    } else {
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    }
+    if (nfd < 0) {
         http_set_reason(c, "cannot take over the upstream socket");
         http_reply_error(c, 502, "proxy_internal_error", "cannot take over the upstream socket", 1,
                          "internal error");
