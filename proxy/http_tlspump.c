@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #define PUMP_CHUNK 16384
+#define PUMP_IN 32768 /* a raw read: two full TLS records */
 #define PUMP_LINGER_MS 1000 /* after our close_notify, before the socket is closed */
 #define PUMP_GATHER_MIN 4096 /* pieces shorter than this are gathered into one record */
 
@@ -64,6 +65,7 @@ struct http_tls_pump {
     uv_shutdown_t sd;
     uv_work_t work;
     struct tls_mint *mint;
+    struct tls_in *rin;       /* the buffer of the raw read under way */
     struct egress_outcome *o; /* client: what http_up_adopt needs */
     const char *why;          /* how the pump ended, for the inner connection */
     uint64_t last_io;         /* server in a tunnel: for idle_ms */
@@ -82,6 +84,12 @@ struct pump_wbuf {
     char data[];
 };
 
+struct pump_obuf { /* TLS records for the raw stream, in the engine's buffer */
+    uv_write_t req;
+    struct http_tls_pump *p;
+    struct tls_out *o;
+};
+
 static void pump_after(struct http_tls_pump *p);
 static void pump_end(struct http_tls_pump *p, const char *end);
 static void on_pump_timer(uv_timer_t *t);
@@ -94,6 +102,8 @@ static void pump_maybe_free(struct http_tls_pump *p)
     if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL ||
         p->up != NULL)
         return;
+    if (p->rin != NULL)
+        tls_in_free(p->rin);
     tls_conn_free(p->tc);
     free(p->o);
     free(p);
@@ -162,11 +172,12 @@ static void raw_read_start(struct http_tls_pump *p);
 
 static void on_raw_write(uv_write_t *req, int status)
 {
-    struct pump_wbuf *wb = container_of(req, struct pump_wbuf, req);
-    struct http_tls_pump *p = wb->p;
+    struct pump_obuf *ob = container_of(req, struct pump_obuf, req);
+    struct http_tls_pump *p = ob->p;
     uv_stream_t *s;
 
-    free(wb);
+    tls_out_free(ob->o);
+    free(ob);
     p->pending--;
     if (p->closing) {
         pump_maybe_free(p);
@@ -237,28 +248,51 @@ static int pump_write(struct http_tls_pump *p, uv_stream_t *s, const char *data,
     return 0;
 }
 
-/* Sends what the TLS engine has for the peer. */
+/* Sends what the TLS engine has for the peer, from the engine's own
+ * buffer: what the socket takes at once, then the rest queued. */
 static int flush_out(struct http_tls_pump *p)
 {
     uv_stream_t *s = raw_stream(p);
-    size_t n;
 
-    while (s != NULL && (n = tls_conn_pending_out(p->tc)) > 0) {
-        struct pump_wbuf *wb = malloc(sizeof(*wb) + n);
+    while (s != NULL && tls_conn_pending_out(p->tc) > 0) {
+        struct pump_obuf *ob;
+        struct tls_out *o;
+        char *data = NULL;
+        size_t len = 0, done;
         uv_buf_t b;
         int rc;
-        if (wb == NULL)
+
+        o = tls_conn_take_out_buf(p->tc, &data, &len);
+        if (o == NULL)
             return UV_ENOMEM;
-        wb->p = p;
-        b = uv_buf_init(wb->data, (unsigned)tls_conn_take_out(p->tc, wb->data, n));
-        rc = uv_write(&wb->req, s, &b, 1, on_raw_write);
+        if (p->mode == PUMP_SERVER)
+            p->c->bytes_down += len;
+        b = uv_buf_init(data, (unsigned)len);
+        rc = uv_try_write(s, &b, 1);
+        if (rc < 0 && rc != UV_EAGAIN) {
+            tls_out_free(o);
+            return rc;
+        }
+        done = rc > 0 ? (size_t)rc : 0;
+        if (done == len) {
+            tls_out_free(o);
+            continue;
+        }
+        ob = malloc(sizeof(*ob));
+        if (ob == NULL) {
+            tls_out_free(o);
+            return UV_ENOMEM;
+        }
+        ob->p = p;
+        ob->o = o;
+        b = uv_buf_init(data + done, (unsigned)(len - done));
+        rc = uv_write(&ob->req, s, &b, 1, on_raw_write);
         if (rc < 0) {
-            free(wb);
+            tls_out_free(o);
+            free(ob);
             return rc;
         }
         p->pending++;
-        if (p->mode == PUMP_SERVER)
-            p->c->bytes_down += b.len;
     }
     return 0;
 }
@@ -380,10 +414,43 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
 }
 
+/* Raw reads go straight into a buffer the engine then takes (no copy);
+ * pump_buf when that cannot be had. */
+static void raw_alloc(struct http_tls_pump *p, uv_buf_t *buf)
+{
+    char *data = NULL;
+
+    if (p != NULL && p->rin == NULL && (p->rin = tls_in_new(PUMP_IN, &data)) != NULL) {
+        *buf = uv_buf_init(data, PUMP_IN);
+        return;
+    }
+    *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
+}
+
+static void on_server_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    raw_alloc(((struct http_conn *)h->data)->tp, buf);
+}
+
+static void on_client_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    raw_alloc(h->data, buf);
+}
+
 static void raw_read_stop(struct http_tls_pump *p);
 
-static void raw_got(struct http_tls_pump *p, ssize_t nread)
+static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
 {
+    struct tls_in *in = p->rin;
+    int rc;
+
+    p->rin = NULL;
+    if (in != NULL && (buf->base == pump_buf || nread <= 0 || p->closing)) {
+        tls_in_free(in); /* unused */
+        in = NULL;
+    }
     if (p->closing || nread == 0)
         return;
     if (nread < 0) {
@@ -404,7 +471,11 @@ static void raw_got(struct http_tls_pump *p, ssize_t nread)
         if (p->peer != NULL)
             p->last_io = uv_now(p->loop);
     }
-    if (tls_conn_feed(p->tc, pump_buf, (size_t)nread) == UV_ENOMEM) {
+    if (in != NULL)
+        rc = tls_conn_feed_in(p->tc, in, (size_t)nread); /* takes in */
+    else
+        rc = tls_conn_feed(p->tc, pump_buf, (size_t)nread);
+    if (rc == UV_ENOMEM) {
         pump_end(p, "out of memory");
         return;
     }
@@ -415,15 +486,13 @@ static void on_server_raw_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *bu
 {
     struct http_conn *c = s->data;
 
-    (void)buf;
     if (c->tp != NULL)
-        raw_got(c->tp, nread);
+        raw_got(c->tp, nread, buf);
 }
 
 static void on_client_raw_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    (void)buf;
-    raw_got(s->data, nread);
+    raw_got(s->data, nread, buf);
 }
 
 static void raw_read_start(struct http_tls_pump *p)
@@ -432,7 +501,7 @@ static void raw_read_start(struct http_tls_pump *p)
 
     if (s == NULL || p->raw_reading || p->raw_eof || p->closing || p->minting)
         return;
-    if (uv_read_start(s, on_alloc,
+    if (uv_read_start(s, p->mode == PUMP_SERVER ? on_server_raw_alloc : on_client_raw_alloc,
                       p->mode == PUMP_SERVER ? on_server_raw_read : on_client_raw_read) < 0) {
         pump_end(p, "tls peer read failed");
         return;

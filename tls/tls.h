@@ -325,6 +325,22 @@ int tls_conn_has_input(const struct tls_conn *c);
 size_t tls_conn_pending_out(const struct tls_conn *c);
 size_t tls_conn_take_out(struct tls_conn *c, void *buf, size_t len);
 
+/* The same without a copy: all the pending output as one buffer (*data,
+ * *len) the caller owns until tls_out_free(); NULL when there is none (or
+ * on ENOMEM: tls_conn_take_out still works). */
+struct tls_out;
+struct tls_out *tls_conn_take_out_buf(struct tls_conn *c, char **data, size_t *len);
+void tls_out_free(struct tls_out *o);
+
+/* Input without a copy: a buffer of size bytes (*data) to read the peer's
+ * bytes into, then given to the engine with tls_conn_feed_in (which takes
+ * it whatever it returns; when earlier input is still unread it copies, as
+ * tls_conn_feed does), or freed unused with tls_in_free. NULL on ENOMEM. */
+struct tls_in;
+struct tls_in *tls_in_new(size_t size, char **data);
+void tls_in_free(struct tls_in *in);
+int tls_conn_feed_in(struct tls_conn *c, struct tls_in *in, size_t len);
+
 /* After the handshake: the negotiated ALPN (server side), the protocol
  * version ("TLSv1.3"), whether the session was resumed, and (server side)
  * the SNI the client sent or NULL. */
