@@ -17,7 +17,7 @@
  *
  * A pump frees itself once its handles are closed, its writes and shutdown
  * have called back, no mint is out and no inner connection holds it
- * (pump_maybe_free). A server pump's raw stream is the outer connection's
+ * (http_pump_maybe_free). A server pump's raw stream is the outer connection's
  * client (p->c; NULL once that connection is gone: it closes the stream, and
  * the pump never touches it again); closing the pump closes the inner
  * connection, and an inner connection that closes first detaches and makes
@@ -29,75 +29,22 @@
 #include "proxy/tlsterm.h"
 #include "tls/tls.h"
 
+#include "proxy/http_pump_int.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define PUMP_CHUNK 16384
-#define PUMP_IN 32768 /* a raw read: two full TLS records */
-#define PUMP_LINGER_MS 1000 /* after our close_notify, before the socket is closed */
-#define PUMP_GATHER_MIN 4096 /* pieces shorter than this are gathered into one record */
-
-static _Thread_local char pump_buf[PUMP_CHUNK]; /* each read is consumed at once */
-
-enum pump_mode {
-    PUMP_SERVER = 0, /* the client's TLS, terminated here */
-    PUMP_CLIENT,     /* the origin's TLS, verified here */
-};
-
-struct http_tls_pump {
-    enum pump_mode mode;
-    uv_loop_t *loop;
-    struct http_conn *c; /* server: the outer connection; client: the inner one
-                            while the handshake runs; NULL when gone or handed over */
-    struct http_conn *in; /* server: the inner connection the plaintext is for */
-    struct http_up *up;   /* client: the upstream connection the plaintext is for */
-    struct tls_conn *tc;
-    struct proxy_tls *t; /* the loop's (metrics), or NULL */
-    uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
-    uv_pipe_t pipe;      /* client: the plaintext end of the socket pair */
-    uv_stream_t *peer;   /* the plaintext stream: client &pipe; server in a tunnel
-                            the inner connection's relay b (its relay closes it) */
-    uv_timer_t timer;    /* client: handshake; server: a deferred delivery, the idle
-                            timeout in a tunnel; both: the linger after close_notify */
-    uv_shutdown_t sd;
-    uv_work_t work;
-    struct tls_mint *mint;
-    struct tls_in *rin;       /* the buffer of the raw read under way */
-    struct egress_outcome *o; /* client: what http_up_adopt needs */
-    const char *why;          /* how the pump ended, for the inner connection */
-    uint64_t last_io;         /* server in a tunnel: for idle_ms */
-    unsigned idle_ms;
-    unsigned handshake_ms;
-    unsigned handles; /* open libuv handles */
-    unsigned pending; /* writes and shutdowns not called back */
-    unsigned minting : 1, open : 1, closing : 1, pipe_on : 1, raw_on : 1;
-    unsigned raw_reading : 1, peer_reading : 1, raw_eof : 1, ending : 1, shut : 1;
-    unsigned in_reading : 1, in_eof : 1; /* the reader (in or up) reads; saw EOF */
-};
-
-struct pump_wbuf {
-    uv_write_t req;
-    struct http_tls_pump *p;
-    char data[];
-};
-
-struct pump_obuf { /* TLS records for the raw stream, in the engine's buffer */
-    uv_write_t req;
-    struct http_tls_pump *p;
-    struct tls_out *o;
-};
+_Thread_local char http_pump_buf[PUMP_CHUNK];
 
 static void pump_after(struct http_tls_pump *p);
-static void pump_end(struct http_tls_pump *p, const char *end);
-static void on_pump_timer(uv_timer_t *t);
 
 /* ------------------------------------------------------------------------ */
 /* Lifetime                                                                  */
 
-static void pump_maybe_free(struct http_tls_pump *p)
+void http_pump_maybe_free(struct http_tls_pump *p)
 {
     if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL ||
         p->up != NULL)
@@ -114,7 +61,7 @@ static void on_handle_closed(uv_handle_t *h)
     struct http_tls_pump *p = h->data;
 
     p->handles--;
-    pump_maybe_free(p);
+    http_pump_maybe_free(p);
 }
 
 void http_pump_close(struct http_tls_pump *p)
@@ -160,15 +107,13 @@ static struct http_tls_pump *pump_new(struct http_conn *c, enum pump_mode mode)
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                   */
 
-static uv_stream_t *raw_stream(struct http_tls_pump *p)
+uv_stream_t *http_pump_raw(struct http_tls_pump *p)
 {
     if (p->mode == PUMP_CLIENT)
         return (uv_stream_t *)&p->raw;
     return p->c != NULL ? relay_client(&p->c->relay) : NULL;
 }
 
-static void peer_read_start(struct http_tls_pump *p);
-static void raw_read_start(struct http_tls_pump *p);
 
 static void on_raw_write(uv_write_t *req, int status)
 {
@@ -180,23 +125,23 @@ static void on_raw_write(uv_write_t *req, int status)
     free(ob);
     p->pending--;
     if (p->closing) {
-        pump_maybe_free(p);
+        http_pump_maybe_free(p);
         return;
     }
     if (status < 0) {
-        pump_end(p, "tls peer write failed");
+        http_pump_end(p, "tls peer write failed");
         return;
     }
     if (p->ending) {
         if (p->pending == 0)
-            pump_end(p, NULL);
+            http_pump_end(p, NULL);
         return;
     }
-    s = raw_stream(p);
+    s = http_pump_raw(p);
     if (s == NULL || p->open == 0 || uv_stream_get_write_queue_size(s) >= RELAY_LOW_WATER)
         return;
     if (p->peer != NULL)
-        peer_read_start(p);
+        http_pump_peer_start(p);
     else if (p->in != NULL)
         http_client_drained(p->in);
     else if (p->up != NULL)
@@ -211,24 +156,24 @@ static void on_peer_write(uv_write_t *req, int status)
     free(wb);
     p->pending--;
     if (p->closing) {
-        pump_maybe_free(p);
+        http_pump_maybe_free(p);
         return;
     }
     if (p->ending) { /* the peer is gone: only our close_notify matters now */
         if (p->pending == 0)
-            pump_end(p, NULL);
+            http_pump_end(p, NULL);
         return;
     }
     if (status < 0) {
-        pump_end(p, "plaintext write failed");
+        http_pump_end(p, "plaintext write failed");
         return;
     }
     if (p->peer != NULL && uv_stream_get_write_queue_size(p->peer) < RELAY_LOW_WATER)
-        raw_read_start(p);
+        http_pump_raw_start(p);
 }
 
-static int pump_write(struct http_tls_pump *p, uv_stream_t *s, const char *data, size_t len,
-                      uv_write_cb cb)
+/* Plaintext to the peer stream (copied: data may be http_pump_buf). */
+int http_pump_peer_write(struct http_tls_pump *p, const char *data, size_t len)
 {
     struct pump_wbuf *wb = malloc(sizeof(*wb) + len);
     uv_buf_t b;
@@ -239,7 +184,7 @@ static int pump_write(struct http_tls_pump *p, uv_stream_t *s, const char *data,
     memcpy(wb->data, data, len);
     wb->p = p;
     b = uv_buf_init(wb->data, (unsigned)len);
-    rc = uv_write(&wb->req, s, &b, 1, cb);
+    rc = uv_write(&wb->req, p->peer, &b, 1, on_peer_write);
     if (rc < 0) {
         free(wb);
         return rc;
@@ -250,9 +195,9 @@ static int pump_write(struct http_tls_pump *p, uv_stream_t *s, const char *data,
 
 /* Sends what the TLS engine has for the peer, from the engine's own
  * buffer: what the socket takes at once, then the rest queued. */
-static int flush_out(struct http_tls_pump *p)
+int http_pump_flush(struct http_tls_pump *p)
 {
-    uv_stream_t *s = raw_stream(p);
+    uv_stream_t *s = http_pump_raw(p);
 
     while (s != NULL && tls_conn_pending_out(p->tc) > 0) {
         struct pump_obuf *ob;
@@ -303,11 +248,11 @@ static void on_peer_shut(uv_shutdown_t *sd, int status)
 
     (void)status;
     p->pending--;
-    pump_maybe_free(p);
+    http_pump_maybe_free(p);
 }
 
 /* The TLS peer sent its last byte: the plaintext peer sees EOF after the rest. */
-static void peer_shutdown(struct http_tls_pump *p)
+void http_pump_peer_shut(struct http_tls_pump *p)
 {
     if (p->shut || p->peer == NULL || p->closing)
         return;
@@ -321,7 +266,7 @@ static void peer_shutdown(struct http_tls_pump *p)
 /* Ending                                                                    */
 
 /* The pump is done (end: the connection's end text, or NULL). */
-static void pump_end(struct http_tls_pump *p, const char *end)
+void http_pump_end(struct http_tls_pump *p, const char *end)
 {
     if (p->why == NULL)
         p->why = end;
@@ -333,17 +278,17 @@ static void pump_end(struct http_tls_pump *p, const char *end)
 }
 
 /* The plaintext side is done: close_notify, then the end once it is sent. */
-static void plaintext_done(struct http_tls_pump *p)
+void http_pump_plain_done(struct http_tls_pump *p)
 {
     if (p->closing || p->ending)
         return;
     (void)tls_conn_shutdown(p->tc);
     p->ending = 1;
-    if (flush_out(p) < 0 || p->pending == 0) {
-        pump_end(p, NULL);
+    if (http_pump_flush(p) < 0 || p->pending == 0) {
+        http_pump_end(p, NULL);
         return;
     }
-    uv_timer_start(&p->timer, on_pump_timer, PUMP_LINGER_MS, 0);
+    uv_timer_start(&p->timer, http_pump_on_timer, PUMP_LINGER_MS, 0);
 }
 
 /* The handshake failed, or timed out. */
@@ -352,7 +297,7 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
     struct http_conn *c = p->c;
     char why[300];
 
-    (void)flush_out(p); /* the alert, if the socket takes it at once */
+    (void)http_pump_flush(p); /* the alert, if the socket takes it at once */
     proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, reason);
     if (c == NULL) {
         http_pump_close(p);
@@ -374,9 +319,7 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
                      why, 1, "upstream tls failed");
 }
 
-static void deliver(struct http_tls_pump *p);
-
-static void on_pump_timer(uv_timer_t *t)
+void http_pump_on_timer(uv_timer_t *t)
 {
     struct http_tls_pump *p = t->data;
     char why[100];
@@ -384,20 +327,20 @@ static void on_pump_timer(uv_timer_t *t)
     if (p->closing)
         return;
     if (p->ending) { /* our close_notify did not go out in time */
-        pump_end(p, NULL);
+        http_pump_end(p, NULL);
         return;
     }
     if (p->mode == PUMP_SERVER && p->peer != NULL) { /* a tunnel: the idle timeout */
         uint64_t now = uv_now(p->loop), due = p->last_io + p->idle_ms;
         if (now < due) {
-            uv_timer_start(&p->timer, on_pump_timer, due - now, 0);
+            uv_timer_start(&p->timer, http_pump_on_timer, due - now, 0);
             return;
         }
-        pump_end(p, "idle timeout");
+        http_pump_end(p, "idle timeout");
         return;
     }
     if (p->mode == PUMP_SERVER || p->open) { /* a reader started again: what the engine holds */
-        deliver(p);
+        http_pump_deliver(p);
         return;
     }
     snprintf(why, sizeof(why), "no TLS handshake within %u ms", p->handshake_ms);
@@ -411,11 +354,11 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)h;
     (void)suggested;
-    *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
+    *buf = uv_buf_init(http_pump_buf, sizeof(http_pump_buf));
 }
 
 /* Raw reads go straight into a buffer the engine then takes (no copy);
- * pump_buf when that cannot be had. */
+ * http_pump_buf when that cannot be had. */
 static void raw_alloc(struct http_tls_pump *p, uv_buf_t *buf)
 {
     char *data = NULL;
@@ -424,7 +367,7 @@ static void raw_alloc(struct http_tls_pump *p, uv_buf_t *buf)
         *buf = uv_buf_init(data, PUMP_IN);
         return;
     }
-    *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
+    *buf = uv_buf_init(http_pump_buf, sizeof(http_pump_buf));
 }
 
 static void on_server_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -439,31 +382,29 @@ static void on_client_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     raw_alloc(h->data, buf);
 }
 
-static void raw_read_stop(struct http_tls_pump *p);
-
 static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
 {
     struct tls_in *in = p->rin;
     int rc;
 
     p->rin = NULL;
-    if (in != NULL && (buf->base == pump_buf || nread <= 0 || p->closing)) {
+    if (in != NULL && (buf->base == http_pump_buf || nread <= 0 || p->closing)) {
         tls_in_free(in); /* unused */
         in = NULL;
     }
     if (p->closing || nread == 0)
         return;
     if (nread < 0) {
-        raw_read_stop(p);
+        http_pump_raw_stop(p);
         p->raw_eof = 1;
         if (nread != UV_EOF)
-            pump_end(p, "tls peer read failed");
+            http_pump_end(p, "tls peer read failed");
         else if (!p->open)
             pump_fail(p, "the peer closed the connection during the handshake");
         else if (p->peer != NULL)
-            peer_shutdown(p);
+            http_pump_peer_shut(p);
         else
-            deliver(p); /* the inner connection reads EOF after the plaintext */
+            http_pump_deliver(p); /* the inner connection reads EOF after the plaintext */
         return;
     }
     if (p->mode == PUMP_SERVER) {
@@ -474,9 +415,9 @@ static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
     if (in != NULL)
         rc = tls_conn_feed_in(p->tc, in, (size_t)nread); /* takes in */
     else
-        rc = tls_conn_feed(p->tc, pump_buf, (size_t)nread);
+        rc = tls_conn_feed(p->tc, http_pump_buf, (size_t)nread);
     if (rc == UV_ENOMEM) {
-        pump_end(p, "out of memory");
+        http_pump_end(p, "out of memory");
         return;
     }
     pump_after(p);
@@ -495,24 +436,24 @@ static void on_client_raw_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *bu
     raw_got(s->data, nread, buf);
 }
 
-static void raw_read_start(struct http_tls_pump *p)
+void http_pump_raw_start(struct http_tls_pump *p)
 {
-    uv_stream_t *s = raw_stream(p);
+    uv_stream_t *s = http_pump_raw(p);
 
     if (s == NULL || p->raw_reading || p->raw_eof || p->closing || p->minting)
         return;
     if (uv_read_start(s, p->mode == PUMP_SERVER ? on_server_raw_alloc : on_client_raw_alloc,
                       p->mode == PUMP_SERVER ? on_server_raw_read : on_client_raw_read) < 0) {
-        pump_end(p, "tls peer read failed");
+        http_pump_end(p, "tls peer read failed");
         return;
     }
     p->raw_reading = 1;
 }
 
-static void raw_read_stop(struct http_tls_pump *p)
+void http_pump_raw_stop(struct http_tls_pump *p)
 {
     if (p->raw_reading) {
-        uv_read_stop(raw_stream(p));
+        uv_read_stop(http_pump_raw(p));
         p->raw_reading = 0;
     }
 }
@@ -528,121 +469,33 @@ static void on_peer_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         uv_read_stop(s);
         p->peer_reading = 0;
-        plaintext_done(p);
+        http_pump_plain_done(p);
         return;
     }
     if (p->mode == PUMP_SERVER && p->in != NULL) {
         p->in->bytes_down += (uint64_t)nread;
         p->last_io = uv_now(p->loop);
     }
-    if (tls_conn_write(p->tc, pump_buf, (size_t)nread) < 0 || flush_out(p) < 0) {
-        pump_end(p, "tls write failed");
+    if (tls_conn_write(p->tc, http_pump_buf, (size_t)nread) < 0 || http_pump_flush(p) < 0) {
+        http_pump_end(p, "tls write failed");
         return;
     }
-    r = raw_stream(p);
+    r = http_pump_raw(p);
     if (r != NULL && uv_stream_get_write_queue_size(r) > RELAY_HIGH_WATER) {
         uv_read_stop(s);
         p->peer_reading = 0;
     }
 }
 
-static void peer_read_start(struct http_tls_pump *p)
+void http_pump_peer_start(struct http_tls_pump *p)
 {
     if (p->peer == NULL || p->peer_reading || p->closing || p->ending)
         return;
     if (uv_read_start(p->peer, on_alloc, on_peer_read) < 0) {
-        pump_end(p, "plaintext read failed");
+        http_pump_end(p, "plaintext read failed");
         return;
     }
     p->peer_reading = 1;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The plaintext: to the inner connection, or to the peer stream             */
-
-/* The reader: the inner connection (server) or the upstream (client). */
-static int reader_on(const struct http_tls_pump *p)
-{
-    return p->mode == PUMP_SERVER ? p->in != NULL : p->up != NULL;
-}
-
-static void reader_got(struct http_tls_pump *p, ssize_t n)
-{
-    if (p->mode == PUMP_SERVER)
-        http_client_got(p->in, n);
-    else
-        http_up_got(p->up, n);
-}
-
-/* No peer stream: the engine's plaintext straight into the reader's input
- * buffer, while it reads; EOF once the TLS peer's close_notify or its FIN
- * came and nothing is left. */
-static void deliver(struct http_tls_pump *p)
-{
-    while (reader_on(p) && p->in_reading && !p->closing && !p->in_eof) {
-        uv_buf_t b;
-        size_t got = 0;
-        int rc;
-
-        if (p->mode == PUMP_SERVER)
-            http_client_alloc(p->in, &b);
-        else
-            http_up_alloc(p->up, &b);
-        if (b.base == NULL) {
-            p->in_reading = 0;
-            reader_got(p, UV_ENOBUFS);
-            return;
-        }
-        rc = tls_conn_read(p->tc, b.base, b.len, &got);
-        if (rc < 0 && rc != UV_EOF) {
-            pump_end(p, "tls read failed");
-            return;
-        }
-        if (got == 0 && (rc == UV_EOF || p->raw_eof)) {
-            p->in_reading = 0;
-            p->in_eof = 1;
-            reader_got(p, UV_EOF);
-            return;
-        }
-        if (got == 0)
-            break;
-        reader_got(p, (ssize_t)got);
-    }
-    if (p->closing || p->ending || p->peer != NULL)
-        return;
-    (void)flush_out(p); /* a KeyUpdate answered while reading */
-    if (p->in_reading)
-        raw_read_start(p);
-    else if (p->open)
-        raw_read_stop(p); /* backpressure: the reader holds what it has */
-}
-
-/* The engine's plaintext to the peer stream. 0, or -1 when the pump ended. */
-static int to_peer(struct http_tls_pump *p)
-{
-    for (;;) {
-        size_t got = 0;
-        int rc = tls_conn_read(p->tc, pump_buf, sizeof(pump_buf), &got);
-        if (rc == UV_EOF) {
-            peer_shutdown(p); /* close_notify */
-            break;
-        }
-        if (rc < 0) {
-            pump_end(p, "tls read failed");
-            return -1;
-        }
-        if (got == 0)
-            break;
-        if (p->mode == PUMP_SERVER && p->in != NULL)
-            p->in->bytes_up += got;
-        if (pump_write(p, p->peer, pump_buf, got, on_peer_write) < 0) {
-            pump_end(p, "plaintext write failed");
-            return -1;
-        }
-    }
-    if (uv_stream_get_write_queue_size(p->peer) > RELAY_HIGH_WATER)
-        raw_read_stop(p);
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -665,13 +518,13 @@ static void mint_after(uv_work_t *w, int status)
     p->mint = NULL;
     if (p->closing) {
         tls_mint_free(m);
-        pump_maybe_free(p);
+        http_pump_maybe_free(p);
         return;
     }
     (void)tls_conn_resume(p->tc, m); /* a failure shows as FAILED */
     pump_after(p);
     if (!p->open)
-        raw_read_start(p);
+        http_pump_raw_start(p);
 }
 
 /* A cache miss: the handshake waits while a worker thread mints. */
@@ -682,7 +535,7 @@ static void start_mint(struct http_tls_pump *p)
         pump_fail(p, "out of memory");
         return;
     }
-    raw_read_stop(p);
+    http_pump_raw_stop(p);
     p->minting = 1;
     if (uv_queue_work(p->loop, &p->work, mint_work, mint_after) < 0) {
         p->minting = 0;
@@ -693,7 +546,7 @@ static void start_mint(struct http_tls_pump *p)
 }
 
 /* Client: the socket pair; *other: the end for the inner connection. */
-static int open_pair(struct http_tls_pump *p, int *other)
+int http_pump_open_pair(struct http_tls_pump *p, int *other)
 {
     int sv[2], rc;
 
@@ -756,7 +609,7 @@ static int pump_opened(struct http_tls_pump *p)
     /* server: the inner connection reads the plaintext from now on
      * (http_pump_attach); it starts reading, which delivers */
     if (http_session_open_terminated(c->fc.f, p, c) < 0) {
-        pump_end(p, "cannot start the terminated session");
+        http_pump_end(p, "cannot start the terminated session");
         return -1;
     }
     return p->closing ? -1 : 0;
@@ -768,8 +621,8 @@ static void pump_after(struct http_tls_pump *p)
 {
     if (p->closing)
         return;
-    if (flush_out(p) < 0) {
-        pump_end(p, "tls peer write failed");
+    if (http_pump_flush(p) < 0) {
+        http_pump_end(p, "tls peer write failed");
         return;
     }
     switch (tls_conn_state(p->tc)) {
@@ -794,166 +647,9 @@ static void pump_after(struct http_tls_pump *p)
             return; /* server: the inner connection's first read start delivers */
     }
     if (p->peer != NULL)
-        (void)to_peer(p);
+        (void)http_pump_to_peer(p);
     else
-        deliver(p);
-}
-
-/* ------------------------------------------------------------------------ */
-/* The inner connection's transport (server)                                 */
-
-void http_pump_attach(struct http_tls_pump *p, struct http_conn *in)
-{
-    p->in = in;
-    in->cio = p;
-}
-
-/* The inner connection is closing: the pump lets it go, sends its
- * close_notify and ends once that is out. */
-void http_pump_detach(struct http_tls_pump *p, struct http_conn *in)
-{
-    if (p->in != in)
-        return;
-    p->in = NULL;
-    in->cio = NULL;
-    p->in_reading = 0;
-    p->peer = NULL; /* the inner connection's relay closes it */
-    p->peer_reading = 0;
-    if (p->closing) {
-        pump_maybe_free(p);
-        return;
-    }
-    plaintext_done(p);
-}
-
-int http_pump_read_start(struct http_tls_pump *p)
-{
-    if (p->closing || p->ending)
-        return UV_EPIPE;
-    if (p->in_reading || p->in_eof)
-        return 0;
-    p->in_reading = 1;
-    if (tls_conn_has_input(p->tc) || p->raw_eof) /* deliver on the next loop turn */
-        uv_timer_start(&p->timer, on_pump_timer, 0, 0);
-    else
-        raw_read_start(p);
-    return 0;
-}
-
-/* The upstream u (client) reads and writes through the pump. */
-void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u)
-{
-    p->up = u;
-    u->tio = p;
-}
-
-/* The upstream u is closing: close_notify to the origin, then the end;
- * with fd, the pump goes on for an Upgrade instead: the plaintext moves
- * through a socket pair whose other end *fd is for the tunnel's relay. 0,
- * or UV_E* (the pump ends). */
-int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd)
-{
-    char why[120];
-    int rc = 0;
-
-    if (p->up != u)
-        return UV_EINVAL;
-    p->up = NULL;
-    u->tio = NULL;
-    p->in_reading = 0;
-    if (p->closing) {
-        pump_maybe_free(p);
-        return fd != NULL ? UV_EPIPE : 0;
-    }
-    if (fd == NULL) {
-        plaintext_done(p);
-        return 0;
-    }
-    rc = open_pair(p, fd);
-    if (rc < 0) {
-        snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
-        pump_end(p, why);
-        return rc;
-    }
-    peer_read_start(p);
-    if (p->closing || to_peer(p) < 0)
-        return UV_EPIPE;
-    if (p->raw_eof)
-        peer_shutdown(p);
-    else
-        raw_read_start(p);
-    return 0;
-}
-
-void http_pump_read_stop(struct http_tls_pump *p)
-{
-    p->in_reading = 0; /* the raw reads stop at the next delivery */
-}
-
-size_t http_pump_queued(struct http_tls_pump *p)
-{
-    uv_stream_t *s = raw_stream(p);
-
-    if (s == NULL)
-        return 0;
-    return uv_stream_get_write_queue_size(s) + tls_conn_pending_out(p->tc);
-}
-
-/* Encrypts bufs for the client, pieces shorter than PUMP_GATHER_MIN
- * gathered into one record. 0 or UV_E*. */
-int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n)
-{
-    size_t held = 0;
-
-    if (p->closing || p->ending || raw_stream(p) == NULL)
-        return UV_EPIPE;
-    for (unsigned i = 0; i < n; i++) {
-        const char *at = bufs[i].base;
-        size_t len = bufs[i].len;
-        if (len < PUMP_GATHER_MIN && held + len <= sizeof(pump_buf)) {
-            memcpy(pump_buf + held, at, len);
-            held += len;
-            continue;
-        }
-        if (held > 0 && tls_conn_write(p->tc, pump_buf, held) < 0)
-            return UV_EPIPE;
-        held = 0;
-        if (len < PUMP_GATHER_MIN) {
-            memcpy(pump_buf, at, len);
-            held = len;
-        } else if (tls_conn_write(p->tc, at, len) < 0) {
-            return UV_EPIPE;
-        }
-    }
-    if (held > 0 && tls_conn_write(p->tc, pump_buf, held) < 0)
-        return UV_EPIPE;
-    return flush_out(p);
-}
-
-/* The inner connection becomes a tunnel (an Upgrade, a CONNECT): its relay
- * stream b is the plaintext peer from now on; idle_ms without a byte either
- * way ends it. */
-int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms)
-{
-    if (p->closing || p->ending || p->in != in)
-        return UV_EPIPE;
-    p->in_reading = 0;
-    p->peer = relay_upstream(&in->relay);
-    p->peer->data = p;
-    p->idle_ms = idle_ms;
-    p->last_io = uv_now(p->loop);
-    if (idle_ms > 0)
-        uv_timer_start(&p->timer, on_pump_timer, idle_ms, 0);
-    else
-        uv_timer_stop(&p->timer);
-    peer_read_start(p);
-    if (p->closing || to_peer(p) < 0)
-        return 0; /* ended: the inner connection is closing */
-    if (p->raw_eof)
-        peer_shutdown(p);
-    else
-        raw_read_start(p);
-    return 0;
+        http_pump_deliver(p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -974,7 +670,7 @@ void http_pump_server(struct http_conn *c, struct tls_conn *tc)
     c->tp = p;
     pump_after(p);
     if (!p->open)
-        raw_read_start(p); /* a no-op when the pump already ended */
+        http_pump_raw_start(p); /* a no-op when the pump already ended */
 }
 
 /* The inner connection c's upstream, dialed (o->fd, taken): the TLS client
@@ -1009,7 +705,7 @@ void http_pump_client(struct http_conn *c, struct tls_conn *tc, const struct egr
     (void)uv_tcp_nodelay(&p->raw, 1);
     c->tp = p;
     p->handshake_ms = handshake_ms;
-    uv_timer_start(&p->timer, on_pump_timer, handshake_ms, 0);
+    uv_timer_start(&p->timer, http_pump_on_timer, handshake_ms, 0);
     pump_after(p); /* the ClientHello */
-    raw_read_start(p);
+    http_pump_raw_start(p);
 }
