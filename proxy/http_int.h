@@ -330,5 +330,8 @@ int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idl
  * http_up_drained) */
 void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u);
 int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd);
+/* ... two of them back to back: an Upgrade inside a terminated tunnel */
+void http_pump_take_up(struct http_tls_pump *p, struct http_up *u, struct http_conn *in);
+int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms);
 
 #endif

@@ -32,6 +32,8 @@ struct http_tls_pump {
     uv_pipe_t pipe;      /* client: the plaintext end of the socket pair */
     uv_stream_t *peer;   /* the plaintext stream: client &pipe; server in a tunnel
                             the inner connection's relay b (its relay closes it) */
+    struct http_tls_pump *mate; /* back to back after an Upgrade with TLS on both
+                                   sides: the other pump (server <-> client) */
     uv_timer_t timer;    /* client: handshake; server: a deferred delivery, the idle
                             timeout in a tunnel; both: the linger after close_notify */
     uv_shutdown_t sd;
@@ -76,8 +78,7 @@ void http_pump_raw_stop(struct http_tls_pump *p);
 void http_pump_peer_start(struct http_tls_pump *p);
 int http_pump_open_pair(struct http_tls_pump *p, int *other);
 
-/* http_tlsio.c */
-void http_pump_deliver(struct http_tls_pump *p);
-int http_pump_to_peer(struct http_tls_pump *p);
+/* http_tlsio.c: the engine's plaintext to whoever takes it */
+void http_pump_plain_out(struct http_tls_pump *p);
 
 #endif

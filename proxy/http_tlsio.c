@@ -31,7 +31,7 @@ static void reader_got(struct http_tls_pump *p, ssize_t n)
 /* No peer stream: the engine's plaintext straight into the reader's input
  * buffer, while it reads; EOF once the TLS peer's close_notify or its FIN
  * came and nothing is left. */
-void http_pump_deliver(struct http_tls_pump *p)
+static void deliver(struct http_tls_pump *p)
 {
     while (reader_on(p) && p->in_reading && !p->closing && !p->in_eof) {
         uv_buf_t b;
@@ -62,7 +62,7 @@ void http_pump_deliver(struct http_tls_pump *p)
             break;
         reader_got(p, (ssize_t)got);
     }
-    if (p->closing || p->ending || p->peer != NULL)
+    if (p->closing || p->ending || p->peer != NULL || p->mate != NULL)
         return;
     (void)http_pump_flush(p); /* a KeyUpdate answered while reading */
     if (p->in_reading)
@@ -72,7 +72,7 @@ void http_pump_deliver(struct http_tls_pump *p)
 }
 
 /* The engine's plaintext to the peer stream. 0, or -1 when the pump ended. */
-int http_pump_to_peer(struct http_tls_pump *p)
+static int to_peer(struct http_tls_pump *p)
 {
     for (;;) {
         size_t got = 0;
@@ -97,6 +97,59 @@ int http_pump_to_peer(struct http_tls_pump *p)
     if (uv_stream_get_write_queue_size(p->peer) > RELAY_HIGH_WATER)
         http_pump_raw_stop(p);
     return 0;
+}
+
+/* The engine's plaintext to the mate's engine; the mate's queue above the
+ * high water stops our reads (its drain starts them again). 0, or -1 when
+ * a pump ended. */
+static int to_mate(struct http_tls_pump *p)
+{
+    struct http_tls_pump *m = p->mate;
+    struct http_tls_pump *srv = p->mode == PUMP_SERVER ? p : m;
+
+    while (!p->closing && p->mate != NULL) {
+        size_t got = 0;
+        int rc = tls_conn_read(p->tc, http_pump_buf, sizeof(http_pump_buf), &got);
+        if (rc < 0 && rc != UV_EOF) {
+            http_pump_end(p, "tls read failed");
+            return -1;
+        }
+        if (got == 0 && (rc == UV_EOF || p->raw_eof)) {
+            p->in_eof = 1;
+            http_pump_plain_done(m); /* close_notify on the other side; its end ends us */
+            return -1;
+        }
+        if (got == 0)
+            break;
+        if (srv->in != NULL) {
+            if (p == srv)
+                srv->in->bytes_up += got;
+            else
+                srv->in->bytes_down += got;
+        }
+        srv->last_io = uv_now(p->loop);
+        if (tls_conn_write(m->tc, http_pump_buf, got) < 0 || http_pump_flush(m) < 0) {
+            http_pump_end(m, "tls write failed");
+            return -1;
+        }
+    }
+    if (p->closing || p->mate == NULL)
+        return -1;
+    if (http_pump_queued(m) > RELAY_HIGH_WATER)
+        http_pump_raw_stop(p);
+    else
+        http_pump_raw_start(p);
+    return 0;
+}
+
+void http_pump_plain_out(struct http_tls_pump *p)
+{
+    if (p->peer != NULL)
+        (void)to_peer(p);
+    else if (p->mate != NULL)
+        (void)to_mate(p);
+    else
+        deliver(p);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -176,7 +229,7 @@ int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd)
         return rc;
     }
     http_pump_peer_start(p);
-    if (p->closing || http_pump_to_peer(p) < 0)
+    if (p->closing || to_peer(p) < 0)
         return UV_EPIPE;
     if (p->raw_eof)
         http_pump_peer_shut(p);
@@ -230,6 +283,43 @@ int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n)
     return http_pump_flush(p);
 }
 
+/* An Upgrade with TLS to the origin: the upstream u lets its pump p go
+ * without ending it; in holds it (in->tp, closed with in) until
+ * http_pump_mate. */
+void http_pump_take_up(struct http_tls_pump *p, struct http_up *u, struct http_conn *in)
+{
+    p->up = NULL;
+    u->tio = NULL;
+    p->in_reading = 0;
+    p->c = in;
+    in->tp = p;
+}
+
+/* The inner connection in becomes a tunnel to the origin of its upstream
+ * pump m (in->tp): the two pumps back to back, each engine's plaintext
+ * written into the other's; idle_ms without a byte either way ends them. */
+int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms)
+{
+    struct http_tls_pump *m = in->tp;
+
+    if (m == NULL || m->closing || m->ending || p->closing || p->ending || p->in != in)
+        return UV_EPIPE;
+    in->tp = NULL;
+    m->c = NULL;
+    p->in_reading = 0;
+    p->mate = m;
+    m->mate = p;
+    p->idle_ms = idle_ms;
+    p->last_io = uv_now(p->loop);
+    if (idle_ms > 0)
+        uv_timer_start(&p->timer, http_pump_on_timer, idle_ms, 0);
+    else
+        uv_timer_stop(&p->timer);
+    if (to_mate(p) == 0 && p->mate != NULL)
+        (void)to_mate(m);
+    return 0;
+}
+
 /* The inner connection becomes a tunnel (an Upgrade, a CONNECT): its relay
  * stream b is the plaintext peer from now on; idle_ms without a byte either
  * way ends it. */
@@ -247,7 +337,7 @@ int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idl
     else
         uv_timer_stop(&p->timer);
     http_pump_peer_start(p);
-    if (p->closing || http_pump_to_peer(p) < 0)
+    if (p->closing || to_peer(p) < 0)
         return 0; /* ended: the inner connection is closing */
     if (p->raw_eof)
         http_pump_peer_shut(p);

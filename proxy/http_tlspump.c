@@ -74,6 +74,12 @@ void http_pump_close(struct http_tls_pump *p)
     if (p->c != NULL && p->c->tp == p)
         p->c->tp = NULL;
     p->c = NULL;
+    if (p->mate != NULL) { /* back to back: the other pump ends after its close_notify */
+        struct http_tls_pump *m = p->mate;
+        p->mate = NULL;
+        m->mate = NULL;
+        http_pump_plain_done(m);
+    }
     if (in != NULL) /* the client is gone: so is its inner connection (detaches) */
         http_conn_close(in, p->why != NULL ? p->why : "tunnel closed");
     if (p->up != NULL && !p->in_eof) { /* the origin is gone: its reader learns it */
@@ -142,6 +148,8 @@ static void on_raw_write(uv_write_t *req, int status)
         return;
     if (p->peer != NULL)
         http_pump_peer_start(p);
+    else if (p->mate != NULL)
+        http_pump_raw_start(p->mate); /* it waited for this queue */
     else if (p->in != NULL)
         http_client_drained(p->in);
     else if (p->up != NULL)
@@ -330,7 +338,7 @@ void http_pump_on_timer(uv_timer_t *t)
         http_pump_end(p, NULL);
         return;
     }
-    if (p->mode == PUMP_SERVER && p->peer != NULL) { /* a tunnel: the idle timeout */
+    if (p->mode == PUMP_SERVER && (p->peer != NULL || p->mate != NULL)) { /* a tunnel: idle */
         uint64_t now = uv_now(p->loop), due = p->last_io + p->idle_ms;
         if (now < due) {
             uv_timer_start(&p->timer, http_pump_on_timer, due - now, 0);
@@ -340,7 +348,7 @@ void http_pump_on_timer(uv_timer_t *t)
         return;
     }
     if (p->mode == PUMP_SERVER || p->open) { /* a reader started again: what the engine holds */
-        http_pump_deliver(p);
+        http_pump_plain_out(p);
         return;
     }
     snprintf(why, sizeof(why), "no TLS handshake within %u ms", p->handshake_ms);
@@ -404,12 +412,12 @@ static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
         else if (p->peer != NULL)
             http_pump_peer_shut(p);
         else
-            http_pump_deliver(p); /* the inner connection reads EOF after the plaintext */
+            http_pump_plain_out(p); /* the reader sees EOF after the plaintext */
         return;
     }
     if (p->mode == PUMP_SERVER) {
         p->c->bytes_up += (uint64_t)nread;
-        if (p->peer != NULL)
+        if (p->peer != NULL || p->mate != NULL)
             p->last_io = uv_now(p->loop);
     }
     if (in != NULL)
@@ -646,10 +654,7 @@ static void pump_after(struct http_tls_pump *p)
         if (p->mode == PUMP_SERVER || p->closing)
             return; /* server: the inner connection's first read start delivers */
     }
-    if (p->peer != NULL)
-        (void)http_pump_to_peer(p);
-    else
-        http_pump_deliver(p);
+    http_pump_plain_out(p);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -757,9 +757,13 @@ int tls_conn_feed_in(struct tls_conn *c, struct tls_in *in, size_t len)
     BIO *b;
     int rc;
 
-    if (c->state == TLS_CONN_FAILED || len == 0 || len > bm->max ||
-        BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > 0 || (b = BIO_new(BIO_s_mem())) == NULL) {
-        rc = c->state == TLS_CONN_FAILED ? UV_EPROTO : tls_conn_feed(c, bm->data, len);
+    if (len > bm->max) {
+        BUF_MEM_free(bm);
+        return UV_EINVAL;
+    }
+    if (c->state == TLS_CONN_FAILED || len == 0 || BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > 0 ||
+        (b = BIO_new(BIO_s_mem())) == NULL) {
+        rc = tls_conn_feed(c, bm->data, len); /* UV_EPROTO once failed */
         BUF_MEM_free(bm);
         return rc;
     }

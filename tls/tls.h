@@ -333,9 +333,10 @@ struct tls_out *tls_conn_take_out_buf(struct tls_conn *c, char **data, size_t *l
 void tls_out_free(struct tls_out *o);
 
 /* Input without a copy: a buffer of size bytes (*data) to read the peer's
- * bytes into, then given to the engine with tls_conn_feed_in (which takes
- * it whatever it returns; when earlier input is still unread it copies, as
- * tls_conn_feed does), or freed unused with tls_in_free. NULL on ENOMEM. */
+ * bytes into, then given to the engine with tls_conn_feed_in (len of them
+ * filled; it takes the buffer whatever it returns; when earlier input is
+ * still unread it copies, as tls_conn_feed does; UV_EINVAL when len is
+ * more than size), or freed unused with tls_in_free. NULL on ENOMEM. */
 struct tls_in;
 struct tls_in *tls_in_new(size_t size, char **data);
 void tls_in_free(struct tls_in *in);
