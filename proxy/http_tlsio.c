@@ -283,6 +283,17 @@ int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n)
     return http_pump_flush(p);
 }
 
+/* A tunnel's idle timeout on the server pump's timer (0: none). */
+static void idle_start(struct http_tls_pump *p, unsigned idle_ms)
+{
+    p->idle_ms = idle_ms;
+    p->last_io = uv_now(p->loop);
+    if (idle_ms > 0)
+        uv_timer_start(&p->timer, http_pump_on_timer, idle_ms, 0);
+    else
+        uv_timer_stop(&p->timer);
+}
+
 /* An Upgrade with TLS to the origin: the upstream u lets its pump p go
  * without ending it; in holds it (in->tp, closed with in) until
  * http_pump_mate. */
@@ -309,12 +320,7 @@ int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_
     p->in_reading = 0;
     p->mate = m;
     m->mate = p;
-    p->idle_ms = idle_ms;
-    p->last_io = uv_now(p->loop);
-    if (idle_ms > 0)
-        uv_timer_start(&p->timer, http_pump_on_timer, idle_ms, 0);
-    else
-        uv_timer_stop(&p->timer);
+    idle_start(p, idle_ms);
     if (to_mate(p) == 0 && p->mate != NULL)
         (void)to_mate(m);
     return 0;
@@ -330,12 +336,7 @@ int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idl
     p->in_reading = 0;
     p->peer = relay_upstream(&in->relay);
     p->peer->data = p;
-    p->idle_ms = idle_ms;
-    p->last_io = uv_now(p->loop);
-    if (idle_ms > 0)
-        uv_timer_start(&p->timer, http_pump_on_timer, idle_ms, 0);
-    else
-        uv_timer_stop(&p->timer);
+    idle_start(p, idle_ms);
     http_pump_peer_start(p);
     if (p->closing || to_peer(p) < 0)
         return 0; /* ended: the inner connection is closing */
