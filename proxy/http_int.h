@@ -220,7 +220,8 @@ struct http_conn {
                                  takes it (held_addr); else -1 */
     struct policy_addr held_addr;
     struct http_tls_pump *tp; /* TLS: the server pump; an inner connection in
-                                 EGRESS: the upstream pump shaking hands */
+                                 EGRESS: the upstream pump shaking hands, and
+                                 after a 101 its pump until tunnel_go mates it */
     struct http_tls_pump *cio; /* an inner connection: its client transport (the
                                   outer's pump); NULL once detached. Any other
                                   connection uses its relay's client stream */

@@ -14,9 +14,9 @@
  * inside a tunnel take the same path as plain HTTP (parsing, request-level
  * keys, egress, logs). Its upstream leg is the same pump the other way round: the
  * socket egress dialed (verdict, guard, parentProxy's CONNECT) wrapped in a
- * TLS client that verifies the origin, its plaintext end adopted as the
+ * TLS client that verifies the origin, which becomes the transport of the
  * kept upstream connection. A verification failure is a 502 naming it.
- * The pump is proxy/http_tlspump.c.
+ * The pump is proxy/http_tlspump.c and proxy/http_tlsio.c.
  */
 #include "proxy/http_int.h"
 

@@ -7,13 +7,18 @@
  * connection of the front end reads and writes the plaintext in process,
  * through the pump (http_pump_read_start, http_pump_send: the connection's
  * client transport, c->cio): no socket pair, no copy through the kernel.
- * After an Upgrade (or a CONNECT) inside the tunnel, the inner connection's
- * relay stream b becomes the pump's plaintext peer (http_pump_tunnel).
  *
  * A client pump owns the origin socket egress dialed and the engine that
- * verifies the origin; its handshake done, the plaintext end of a socket pair
- * (its peer) becomes the inner connection's upstream (http_up_adopt), and a
- * failure is that connection's 502.
+ * verifies the origin; its handshake done, it becomes the transport of the
+ * inner connection's upstream (struct http_up.tio, http_up_adopt_tls), and
+ * a failure is that connection's 502.
+ *
+ * After an Upgrade inside the tunnel the two pumps go back to back
+ * (http_pump_mate: each engine's plaintext into the other's). Fallbacks
+ * that keep a stream: a server pump whose inner connection's tunnel has a
+ * socket as b relays to that stream (http_pump_tunnel), and a client pump
+ * whose inner connection lost its pump goes on behind a socket pair
+ * (http_pump_detach_up with fd). The transport half is proxy/http_tlsio.c.
  *
  * A pump frees itself once its handles are closed, its writes and shutdown
  * have called back, no mint is out and no inner connection holds it
