@@ -113,7 +113,7 @@ void http_up_close(struct http_conn *c, struct http_up *u)
     u->next = c->closing_ups;
     c->closing_ups = u;
     if (u->tio != NULL)
-        (void)http_pump_detach_up(u->tio, u, NULL); /* close_notify, then the pump ends */
+        http_pump_detach_up(u->tio, u); /* close_notify, then the pump ends */
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
 

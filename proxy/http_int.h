@@ -326,11 +326,10 @@ int http_pump_read_start(struct http_tls_pump *p);
 void http_pump_read_stop(struct http_tls_pump *p);
 int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n);
 size_t http_pump_queued(struct http_tls_pump *p);
-int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms);
 /* ... as an upstream's transport, the same way (http_up_alloc, http_up_got,
  * http_up_drained) */
 void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u);
-int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd);
+void http_pump_detach_up(struct http_tls_pump *p, struct http_up *u);
 /* ... two of them back to back: an Upgrade inside a terminated tunnel */
 void http_pump_take_up(struct http_tls_pump *p, struct http_up *u, struct http_conn *in);
 int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms);

@@ -1,7 +1,7 @@
 /* proxy/http_pump_int.h - what the two files of the TLS pump share:
  * proxy/http_tlspump.c (lifetime, the raw socket, the handshake, ending)
  * and proxy/http_tlsio.c (the pump as a connection's transport: plaintext
- * to and from the inner connection, the upstream or a peer stream). */
+ * to and from the inner connection, the upstream or the other pump). */
 #ifndef SLUICE_PROXY_HTTP_PUMP_INT_H
 #define SLUICE_PROXY_HTTP_PUMP_INT_H
 
@@ -29,14 +29,10 @@ struct http_tls_pump {
     struct tls_conn *tc;
     struct proxy_tls *t; /* the loop's (metrics), or NULL */
     uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
-    uv_pipe_t pipe;      /* client: the plaintext end of the socket pair */
-    uv_stream_t *peer;   /* the plaintext stream: client &pipe; server in a tunnel
-                            the inner connection's relay b (its relay closes it) */
     struct http_tls_pump *mate; /* back to back after an Upgrade with TLS on both
                                    sides: the other pump (server <-> client) */
     uv_timer_t timer;    /* client: handshake; server: a deferred delivery, the idle
                             timeout in a tunnel; both: the linger after close_notify */
-    uv_shutdown_t sd;
     uv_work_t work;
     struct tls_mint *mint;
     struct tls_in *rin;       /* the buffer of the raw read under way */
@@ -47,15 +43,9 @@ struct http_tls_pump {
     unsigned handshake_ms;
     unsigned handles; /* open libuv handles */
     unsigned pending; /* writes and shutdowns not called back */
-    unsigned minting : 1, open : 1, closing : 1, pipe_on : 1, raw_on : 1;
-    unsigned raw_reading : 1, peer_reading : 1, raw_eof : 1, ending : 1, shut : 1;
+    unsigned minting : 1, open : 1, closing : 1, raw_on : 1;
+    unsigned raw_reading : 1, raw_eof : 1, ending : 1;
     unsigned in_reading : 1, in_eof : 1; /* the reader (in or up) reads; saw EOF */
-};
-
-struct pump_wbuf {
-    uv_write_t req;
-    struct http_tls_pump *p;
-    char data[];
 };
 
 struct pump_obuf { /* TLS records for the raw stream, in the engine's buffer */
@@ -68,15 +58,11 @@ struct pump_obuf { /* TLS records for the raw stream, in the engine's buffer */
 void http_pump_maybe_free(struct http_tls_pump *p);
 uv_stream_t *http_pump_raw(struct http_tls_pump *p);
 int http_pump_flush(struct http_tls_pump *p);
-int http_pump_peer_write(struct http_tls_pump *p, const char *data, size_t len);
-void http_pump_peer_shut(struct http_tls_pump *p);
 void http_pump_end(struct http_tls_pump *p, const char *end);
 void http_pump_plain_done(struct http_tls_pump *p);
 void http_pump_on_timer(uv_timer_t *t);
 void http_pump_raw_start(struct http_tls_pump *p);
 void http_pump_raw_stop(struct http_tls_pump *p);
-void http_pump_peer_start(struct http_tls_pump *p);
-int http_pump_open_pair(struct http_tls_pump *p, int *other);
 
 /* http_tlsio.c: the engine's plaintext to whoever takes it */
 void http_pump_plain_out(struct http_tls_pump *p);

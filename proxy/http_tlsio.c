@@ -1,18 +1,17 @@
 /* proxy/http_tlsio.c - the TLS pump (proxy/http_tlspump.c) as a
  * connection's transport: the engine's plaintext goes straight into the
  * reader's input buffer (an inner connection's client side, or an
- * upstream), or to a peer stream (a tunnel's relay b, a socket pair after an
- * Upgrade); what the reader sends is encrypted at once. */
+ * upstream), or after an Upgrade into the other pump's engine; what the
+ * reader sends is encrypted at once. */
 #include "proxy/http_pump_int.h"
 
 #include "tls/tls.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* The plaintext: to the reader, or to the peer stream                       */
+/* The plaintext: to the reader, or to the other pump                        */
 
 /* The reader: the inner connection (server) or the upstream (client). */
 static int reader_on(const struct http_tls_pump *p)
@@ -28,7 +27,7 @@ static void reader_got(struct http_tls_pump *p, ssize_t n)
         http_up_got(p->up, n);
 }
 
-/* No peer stream: the engine's plaintext straight into the reader's input
+/* The engine's plaintext straight into the reader's input
  * buffer, while it reads; EOF once the TLS peer's close_notify or its FIN
  * came and nothing is left. */
 static void deliver(struct http_tls_pump *p)
@@ -62,41 +61,13 @@ static void deliver(struct http_tls_pump *p)
             break;
         reader_got(p, (ssize_t)got);
     }
-    if (p->closing || p->ending || p->peer != NULL || p->mate != NULL)
+    if (p->closing || p->ending || p->mate != NULL)
         return;
     (void)http_pump_flush(p); /* a KeyUpdate answered while reading */
     if (p->in_reading)
         http_pump_raw_start(p);
     else if (p->open)
         http_pump_raw_stop(p); /* backpressure: the reader holds what it has */
-}
-
-/* The engine's plaintext to the peer stream. 0, or -1 when the pump ended. */
-static int to_peer(struct http_tls_pump *p)
-{
-    for (;;) {
-        size_t got = 0;
-        int rc = tls_conn_read(p->tc, http_pump_buf, sizeof(http_pump_buf), &got);
-        if (rc == UV_EOF) {
-            http_pump_peer_shut(p); /* close_notify */
-            break;
-        }
-        if (rc < 0) {
-            http_pump_end(p, "tls read failed");
-            return -1;
-        }
-        if (got == 0)
-            break;
-        if (p->mode == PUMP_SERVER && p->in != NULL)
-            p->in->bytes_up += got;
-        if (http_pump_peer_write(p, http_pump_buf, got) < 0) {
-            http_pump_end(p, "plaintext write failed");
-            return -1;
-        }
-    }
-    if (uv_stream_get_write_queue_size(p->peer) > RELAY_HIGH_WATER)
-        http_pump_raw_stop(p);
-    return 0;
 }
 
 /* The engine's plaintext to the mate's engine; the mate's queue above the
@@ -144,9 +115,7 @@ static int to_mate(struct http_tls_pump *p)
 
 void http_pump_plain_out(struct http_tls_pump *p)
 {
-    if (p->peer != NULL)
-        (void)to_peer(p);
-    else if (p->mate != NULL)
+    if (p->mate != NULL)
         (void)to_mate(p);
     else
         deliver(p);
@@ -170,8 +139,6 @@ void http_pump_detach(struct http_tls_pump *p, struct http_conn *in)
     p->in = NULL;
     in->cio = NULL;
     p->in_reading = 0;
-    p->peer = NULL; /* the inner connection's relay closes it */
-    p->peer_reading = 0;
     if (p->closing) {
         http_pump_maybe_free(p);
         return;
@@ -200,42 +167,19 @@ void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u)
     u->tio = p;
 }
 
-/* The upstream u is closing: close_notify to the origin, then the end;
- * with fd, the pump goes on for an Upgrade instead: the plaintext moves
- * through a socket pair whose other end *fd is for the tunnel's relay. 0,
- * or UV_E* (the pump ends). */
-int http_pump_detach_up(struct http_tls_pump *p, struct http_up *u, int *fd)
+/* The upstream u is closing: close_notify to the origin, then the end. */
+void http_pump_detach_up(struct http_tls_pump *p, struct http_up *u)
 {
-    char why[120];
-    int rc = 0;
-
     if (p->up != u)
-        return UV_EINVAL;
+        return;
     p->up = NULL;
     u->tio = NULL;
     p->in_reading = 0;
     if (p->closing) {
         http_pump_maybe_free(p);
-        return fd != NULL ? UV_EPIPE : 0;
+        return;
     }
-    if (fd == NULL) {
-        http_pump_plain_done(p);
-        return 0;
-    }
-    rc = http_pump_open_pair(p, fd);
-    if (rc < 0) {
-        snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
-        http_pump_end(p, why);
-        return rc;
-    }
-    http_pump_peer_start(p);
-    if (p->closing || to_peer(p) < 0)
-        return UV_EPIPE;
-    if (p->raw_eof)
-        http_pump_peer_shut(p);
-    else
-        http_pump_raw_start(p);
-    return 0;
+    http_pump_plain_done(p);
 }
 
 void http_pump_read_stop(struct http_tls_pump *p)
@@ -323,26 +267,5 @@ int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_
     idle_start(p, idle_ms);
     if (to_mate(p) == 0 && p->mate != NULL)
         (void)to_mate(m);
-    return 0;
-}
-
-/* The inner connection becomes a tunnel (an Upgrade, a CONNECT): its relay
- * stream b is the plaintext peer from now on; idle_ms without a byte either
- * way ends it. */
-int http_pump_tunnel(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms)
-{
-    if (p->closing || p->ending || p->in != in)
-        return UV_EPIPE;
-    p->in_reading = 0;
-    p->peer = relay_upstream(&in->relay);
-    p->peer->data = p;
-    idle_start(p, idle_ms);
-    http_pump_peer_start(p);
-    if (p->closing || to_peer(p) < 0)
-        return 0; /* ended: the inner connection is closing */
-    if (p->raw_eof)
-        http_pump_peer_shut(p);
-    else
-        http_pump_raw_start(p);
     return 0;
 }

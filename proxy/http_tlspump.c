@@ -14,11 +14,8 @@
  * a failure is that connection's 502.
  *
  * After an Upgrade inside the tunnel the two pumps go back to back
- * (http_pump_mate: each engine's plaintext into the other's). Fallbacks
- * that keep a stream: a server pump whose inner connection's tunnel has a
- * socket as b relays to that stream (http_pump_tunnel), and a client pump
- * whose inner connection lost its pump goes on behind a socket pair
- * (http_pump_detach_up with fd). The transport half is proxy/http_tlsio.c.
+ * (http_pump_mate: each engine's plaintext into the other's). No socket
+ * pair, no relay. The transport half is proxy/http_tlsio.c.
  *
  * A pump frees itself once its handles are closed, its writes and shutdown
  * have called back, no mint is out and no inner connection holds it
@@ -39,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 _Thread_local char http_pump_buf[PUMP_CHUNK];
@@ -92,8 +88,6 @@ void http_pump_close(struct http_tls_pump *p)
         p->in_eof = 1;
         http_up_got(p->up, p->why != NULL ? UV_ECONNRESET : UV_EOF);
     }
-    if (p->pipe_on)
-        uv_close((uv_handle_t *)&p->pipe, on_handle_closed);
     if (p->raw_on)
         uv_close((uv_handle_t *)&p->raw, on_handle_closed);
     uv_close((uv_handle_t *)&p->timer, on_handle_closed);
@@ -151,59 +145,12 @@ static void on_raw_write(uv_write_t *req, int status)
     s = http_pump_raw(p);
     if (s == NULL || p->open == 0 || uv_stream_get_write_queue_size(s) >= RELAY_LOW_WATER)
         return;
-    if (p->peer != NULL)
-        http_pump_peer_start(p);
-    else if (p->mate != NULL)
+    if (p->mate != NULL)
         http_pump_raw_start(p->mate); /* it waited for this queue */
     else if (p->in != NULL)
         http_client_drained(p->in);
     else if (p->up != NULL)
         http_up_drained(p->up);
-}
-
-static void on_peer_write(uv_write_t *req, int status)
-{
-    struct pump_wbuf *wb = container_of(req, struct pump_wbuf, req);
-    struct http_tls_pump *p = wb->p;
-
-    free(wb);
-    p->pending--;
-    if (p->closing) {
-        http_pump_maybe_free(p);
-        return;
-    }
-    if (p->ending) { /* the peer is gone: only our close_notify matters now */
-        if (p->pending == 0)
-            http_pump_end(p, NULL);
-        return;
-    }
-    if (status < 0) {
-        http_pump_end(p, "plaintext write failed");
-        return;
-    }
-    if (p->peer != NULL && uv_stream_get_write_queue_size(p->peer) < RELAY_LOW_WATER)
-        http_pump_raw_start(p);
-}
-
-/* Plaintext to the peer stream (copied: data may be http_pump_buf). */
-int http_pump_peer_write(struct http_tls_pump *p, const char *data, size_t len)
-{
-    struct pump_wbuf *wb = malloc(sizeof(*wb) + len);
-    uv_buf_t b;
-    int rc;
-
-    if (wb == NULL)
-        return UV_ENOMEM;
-    memcpy(wb->data, data, len);
-    wb->p = p;
-    b = uv_buf_init(wb->data, (unsigned)len);
-    rc = uv_write(&wb->req, p->peer, &b, 1, on_peer_write);
-    if (rc < 0) {
-        free(wb);
-        return rc;
-    }
-    p->pending++;
-    return 0;
 }
 
 /* Sends what the TLS engine has for the peer, from the engine's own
@@ -253,26 +200,6 @@ int http_pump_flush(struct http_tls_pump *p)
         p->pending++;
     }
     return 0;
-}
-
-static void on_peer_shut(uv_shutdown_t *sd, int status)
-{
-    struct http_tls_pump *p = sd->data;
-
-    (void)status;
-    p->pending--;
-    http_pump_maybe_free(p);
-}
-
-/* The TLS peer sent its last byte: the plaintext peer sees EOF after the rest. */
-void http_pump_peer_shut(struct http_tls_pump *p)
-{
-    if (p->shut || p->peer == NULL || p->closing)
-        return;
-    p->shut = 1;
-    p->sd.data = p;
-    if (uv_shutdown(&p->sd, p->peer, on_peer_shut) == 0)
-        p->pending++;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -343,7 +270,7 @@ void http_pump_on_timer(uv_timer_t *t)
         http_pump_end(p, NULL);
         return;
     }
-    if (p->mode == PUMP_SERVER && (p->peer != NULL || p->mate != NULL)) { /* a tunnel: idle */
+    if (p->mode == PUMP_SERVER && p->mate != NULL) { /* a tunnel: the idle timeout */
         uint64_t now = uv_now(p->loop), due = p->last_io + p->idle_ms;
         if (now < due) {
             uv_timer_start(&p->timer, http_pump_on_timer, due - now, 0);
@@ -362,13 +289,6 @@ void http_pump_on_timer(uv_timer_t *t)
 
 /* ------------------------------------------------------------------------ */
 /* Reading                                                                   */
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-    (void)h;
-    (void)suggested;
-    *buf = uv_buf_init(http_pump_buf, sizeof(http_pump_buf));
-}
 
 /* Raw reads go straight into a buffer the engine then takes (no copy);
  * http_pump_buf when that cannot be had. */
@@ -414,15 +334,13 @@ static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
             http_pump_end(p, "tls peer read failed");
         else if (!p->open)
             pump_fail(p, "the peer closed the connection during the handshake");
-        else if (p->peer != NULL)
-            http_pump_peer_shut(p);
         else
             http_pump_plain_out(p); /* the reader sees EOF after the plaintext */
         return;
     }
     if (p->mode == PUMP_SERVER) {
         p->c->bytes_up += (uint64_t)nread;
-        if (p->peer != NULL || p->mate != NULL)
+        if (p->mate != NULL)
             p->last_io = uv_now(p->loop);
     }
     if (in != NULL)
@@ -471,46 +389,6 @@ void http_pump_raw_stop(struct http_tls_pump *p)
     }
 }
 
-static void on_peer_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    struct http_tls_pump *p = s->data;
-    uv_stream_t *r;
-
-    (void)buf;
-    if (p->closing || nread == 0)
-        return;
-    if (nread < 0) {
-        uv_read_stop(s);
-        p->peer_reading = 0;
-        http_pump_plain_done(p);
-        return;
-    }
-    if (p->mode == PUMP_SERVER && p->in != NULL) {
-        p->in->bytes_down += (uint64_t)nread;
-        p->last_io = uv_now(p->loop);
-    }
-    if (tls_conn_write(p->tc, http_pump_buf, (size_t)nread) < 0 || http_pump_flush(p) < 0) {
-        http_pump_end(p, "tls write failed");
-        return;
-    }
-    r = http_pump_raw(p);
-    if (r != NULL && uv_stream_get_write_queue_size(r) > RELAY_HIGH_WATER) {
-        uv_read_stop(s);
-        p->peer_reading = 0;
-    }
-}
-
-void http_pump_peer_start(struct http_tls_pump *p)
-{
-    if (p->peer == NULL || p->peer_reading || p->closing || p->ending)
-        return;
-    if (uv_read_start(p->peer, on_alloc, on_peer_read) < 0) {
-        http_pump_end(p, "plaintext read failed");
-        return;
-    }
-    p->peer_reading = 1;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The handshake                                                             */
 
@@ -556,28 +434,6 @@ static void start_mint(struct http_tls_pump *p)
         p->mint = NULL;
         pump_fail(p, "cannot queue the leaf mint");
     }
-}
-
-/* Client: the socket pair; *other: the end for the inner connection. */
-int http_pump_open_pair(struct http_tls_pump *p, int *other)
-{
-    int sv[2], rc;
-
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return UV_EMFILE;
-    uv_pipe_init(p->loop, &p->pipe, 0);
-    p->pipe.data = p;
-    p->pipe_on = 1;
-    p->handles++;
-    rc = uv_pipe_open(&p->pipe, sv[0]);
-    if (rc < 0) {
-        close(sv[0]);
-        close(sv[1]);
-        return rc;
-    }
-    p->peer = (uv_stream_t *)&p->pipe;
-    *other = sv[1];
-    return 0;
 }
 
 /* Client: the handshake is done; the pump becomes the inner connection's

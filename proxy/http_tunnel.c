@@ -32,10 +32,9 @@ static void tunnel_go(struct http_conn *c)
     /* client reads stay on: relay_start() takes a reading stream over */
     http_work_free(c);
     http_set_state(c, HTTP_ST_TUNNEL);
-    if (c->terminated && c->cio != NULL && c->tp != NULL) /* two pumps back to back */
-        rc = http_pump_mate(c->cio, c, c->fc.f->idle_timeout_ms);
-    else if (c->terminated) /* the pump relays between its TLS and b */
-        rc = c->cio != NULL ? http_pump_tunnel(c->cio, c, c->fc.f->idle_timeout_ms) : UV_EPIPE;
+    if (c->terminated) /* two pumps back to back; no other tunnel inside one */
+        rc = c->cio != NULL && c->tp != NULL ? http_pump_mate(c->cio, c, c->fc.f->idle_timeout_ms)
+                                             : UV_EPIPE;
     else
         rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
     if (rc < 0)
@@ -113,10 +112,8 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
         /* TLS on both sides: the two pumps go back to back (tunnel_go) */
         http_pump_take_up(u->tio, u, c);
         nfd = 0;
-    } else if (u->tio != NULL) {
-        /* TLS to the origin only: the pump goes on behind a socket pair */
-        if (http_pump_detach_up(u->tio, u, &nfd) < 0)
-            nfd = -1;
+    } else if (u->tio != NULL || c->terminated) {
+        nfd = -1; /* a terminated tunnel that lost a pump: no other way */
     } else if (uv_fileno((uv_handle_t *)&u->tcp, &fd) != 0) {
         nfd = -1;
     } else {
