@@ -124,6 +124,18 @@ void http_pump_plain_out(struct http_tls_pump *p)
 /* ------------------------------------------------------------------------ */
 /* The transport of an inner connection (server) or an upstream (client)     */
 
+/* The reader let the pump go: close_notify, then the end (or only the
+ * free, when the pump is closing already). */
+static void reader_gone(struct http_tls_pump *p)
+{
+    p->in_reading = 0;
+    if (p->closing) {
+        http_pump_maybe_free(p);
+        return;
+    }
+    http_pump_plain_done(p);
+}
+
 void http_pump_attach(struct http_tls_pump *p, struct http_conn *in)
 {
     p->in = in;
@@ -138,12 +150,7 @@ void http_pump_detach(struct http_tls_pump *p, struct http_conn *in)
         return;
     p->in = NULL;
     in->cio = NULL;
-    p->in_reading = 0;
-    if (p->closing) {
-        http_pump_maybe_free(p);
-        return;
-    }
-    http_pump_plain_done(p);
+    reader_gone(p);
 }
 
 int http_pump_read_start(struct http_tls_pump *p)
@@ -153,7 +160,7 @@ int http_pump_read_start(struct http_tls_pump *p)
     if (p->in_reading || p->in_eof)
         return 0;
     p->in_reading = 1;
-    if (tls_conn_has_input(p->tc) || p->raw_eof) /* http_pump_deliver on the next loop turn */
+    if (tls_conn_has_input(p->tc) || p->raw_eof) /* delivered on the next loop turn */
         uv_timer_start(&p->timer, http_pump_on_timer, 0, 0);
     else
         http_pump_raw_start(p);
@@ -174,12 +181,7 @@ void http_pump_detach_up(struct http_tls_pump *p, struct http_up *u)
         return;
     p->up = NULL;
     u->tio = NULL;
-    p->in_reading = 0;
-    if (p->closing) {
-        http_pump_maybe_free(p);
-        return;
-    }
-    http_pump_plain_done(p);
+    reader_gone(p);
 }
 
 void http_pump_read_stop(struct http_tls_pump *p)
