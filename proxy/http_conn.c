@@ -112,6 +112,8 @@ void http_up_close(struct http_conn *c, struct http_up *u)
         c->w->up = NULL;
     u->next = c->closing_ups;
     c->closing_ups = u;
+    if (u->tio != NULL)
+        http_pump_detach_up(u->tio, u); /* close_notify, then the pump ends */
     uv_close((uv_handle_t *)&u->tcp, on_up_closed);
 }
 
@@ -191,7 +193,12 @@ void http_client_read_start(struct http_conn *c)
 
     if (w->creading || w->client_eof)
         return;
-    rc = uv_read_start(relay_client(&c->relay), on_client_alloc, on_client_read);
+    if (c->cio != NULL)
+        rc = http_pump_read_start(c->cio);
+    else if (c->terminated)
+        rc = UV_EPIPE; /* its pump is gone */
+    else
+        rc = uv_read_start(relay_client(&c->relay), on_client_alloc, on_client_read);
     if (rc < 0) {
         http_conn_close(c, "client read failed");
         return;
@@ -199,10 +206,19 @@ void http_client_read_start(struct http_conn *c)
     w->creading = 1;
 }
 
+/* Stops the client transport (also after a read error or EOF). */
+static void client_halt(struct http_conn *c)
+{
+    if (c->cio != NULL)
+        http_pump_read_stop(c->cio);
+    else if (!c->terminated)
+        uv_read_stop(relay_client(&c->relay));
+}
+
 void http_client_read_stop(struct http_conn *c)
 {
     if (c->w != NULL && c->w->creading) {
-        uv_read_stop(relay_client(&c->relay));
+        client_halt(c);
         c->w->creading = 0;
     }
 }
@@ -286,6 +302,11 @@ void http_close_gracefully(struct http_conn *c, const char *end)
     http_client_read_stop(c);
     w->last_io = uv_now(c->fc.f->loop);
     http_timer_set(c, TIMER_FLUSH, c->fc.f->idle_timeout_ms);
+    if (c->terminated) {
+        /* the pump sends close_notify after what is queued, then ends */
+        http_conn_close(c, NULL);
+        return;
+    }
     w->shutdown_req.data = c;
     if (uv_shutdown(&w->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         http_conn_close(c, NULL);
@@ -387,7 +408,7 @@ void http_process_client(struct http_conn *c)
                 http_client_read_start(c);
             break;
         }
-        if (uv_stream_get_write_queue_size(relay_client(&c->relay)) > RELAY_HIGH_WATER) {
+        if (http_client_queued(c) > RELAY_HIGH_WATER) {
             /* the client sends requests without reading the answers */
             w->wait_drain = 1;
             http_client_read_stop(c);
@@ -427,12 +448,11 @@ void http_process_client(struct http_conn *c)
         c->w->processing = 0;
 }
 
-static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Room for the next client bytes in w->in (a null buffer when none). */
+void http_client_alloc(struct http_conn *c, uv_buf_t *buf)
 {
-    struct http_conn *c = h->data;
     struct http_work *w = c->w;
 
-    (void)suggested;
     if (w->in == NULL) {
         w->in_max = in_capacity(c->fc.f);
         w->in_cap = HTTP_IN_START;
@@ -468,12 +488,24 @@ static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(w->in + w->in_len, (unsigned)(w->in_cap - w->in_len));
 }
 
+static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    http_client_alloc(h->data, buf);
+}
+
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct http_conn *c = s->data;
+    (void)buf;
+    http_client_got(s->data, nread);
+}
+
+/* nread client bytes appended to w->in (from the stream, or the pump), or
+ * the client transport's EOF or error. */
+void http_client_got(struct http_conn *c, ssize_t nread)
+{
     struct http_work *w = c->w;
 
-    (void)buf;
     if (c->state == HTTP_ST_CLOSING || w == NULL || nread == 0)
         return;
     if (nread < 0) {
@@ -486,7 +518,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         if (c->state == HTTP_ST_FORWARD && w->req_phase == REQ_DONE) {
             w->client_eof = 1; /* half-closed after its request: the answer still goes out */
-            uv_read_stop(s);
+            client_halt(c);
             return;
         }
         if (c->state == HTTP_ST_FORWARD) {
@@ -495,12 +527,12 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         }
         if (c->state == HTTP_ST_EGRESS) {
             w->client_eof = 1; /* as above; a body still missing ends it in http_start_exchange */
-            uv_read_stop(s);
+            client_halt(c);
             return;
         }
         if (c->state == HTTP_ST_SNIFF) {
             w->client_eof = 1;
-            uv_read_stop(s);
+            client_halt(c);
             http_tls_sniff(c);
             return;
         }
@@ -601,10 +633,13 @@ int http_session_accept(struct frontend *f, struct listener *l, int overloaded)
     return 0;
 }
 
-/* The inner connection of a terminated tunnel (proxy/http_tls.c): the
- * plaintext end fd of its socket pair; requests go to outer's CONNECT
- * target, the first over the socket outer's CONNECT dialed. Counted as a connection of f like an accepted one. */
-int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *outer)
+/* The inner connection of a terminated tunnel (proxy/http_tls.c): its
+ * client transport is outer's pump p (no socket of its own); requests go
+ * to outer's CONNECT target, the first over the socket outer's CONNECT
+ * dialed. Counted as a connection of f like an accepted one. 0, or
+ * UV_ENOMEM with nothing made. */
+int http_session_open_terminated(struct frontend *f, struct http_tls_pump *p,
+                                 struct http_conn *outer)
 {
     struct proxy_service *svc = f->data;
     struct http_conn *c;
@@ -613,7 +648,6 @@ int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *o
     c = conn_new(f, RELAY_PIPE, "https");
     if (c == NULL) {
         __atomic_fetch_sub(svc->live, 1, __ATOMIC_RELAXED);
-        close(fd);
         return UV_ENOMEM;
     }
     c->terminated = 1;
@@ -624,11 +658,7 @@ int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *o
     c->held_fd = outer->held_fd; /* the CONNECT's dial: the first request's upstream */
     c->held_addr = outer->held_addr;
     outer->held_fd = -1;
-    if (uv_pipe_open((uv_pipe_t *)relay_client(&c->relay), fd) < 0) {
-        close(fd);
-        http_conn_close(c, "cannot open the terminated session");
-        return 0; /* closing: its record and count go the usual way */
-    }
+    http_pump_attach(p, c);
     conn_begin(c);
     return 0;
 }

@@ -152,13 +152,13 @@ int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settin
 /* ------------------------------------------------------------------------ */
 /* Upstream connections                                                      */
 
-static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Room for the upstream's next bytes: w->uin, or scratch when nobody
+ * waits for them (an idle upstream: only its close matters). */
+void http_up_alloc(struct http_up *u, uv_buf_t *buf)
 {
-    struct http_up *u = container_of(h, struct http_up, tcp);
     struct http_conn *c = u->c;
     struct http_work *w = c != NULL ? c->w : NULL;
 
-    (void)suggested;
     if (u->phase == UP_IDLE || w == NULL || w->up != u) {
         *buf = uv_buf_init(http_scratch, sizeof(http_scratch));
         return;
@@ -175,15 +175,27 @@ static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(w->uin + w->uin_len, (unsigned)(HTTP_UIN_SIZE - w->uin_len));
 }
 
+static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    http_up_alloc(container_of(h, struct http_up, tcp), buf);
+}
+
 static void upstream_gone(struct http_conn *c, int status);
 
 static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct http_up *u = container_of(s, struct http_up, tcp);
+    (void)buf;
+    http_up_got(container_of(s, struct http_up, tcp), nread);
+}
+
+/* nread upstream bytes appended (from its socket, or its pump), or its EOF
+ * or error. */
+void http_up_got(struct http_up *u, ssize_t nread)
+{
     struct http_conn *c = u->c;
     struct http_work *w;
 
-    (void)buf;
     if (c == NULL || u->phase == UP_CLOSING || c->state == HTTP_ST_CLOSING || nread == 0)
         return;
     w = c->w;
@@ -207,7 +219,10 @@ void http_up_read_start(struct http_conn *c, struct http_up *u)
 
     if (u->reading)
         return;
-    rc = uv_read_start((uv_stream_t *)&u->tcp, on_up_alloc, on_up_read);
+    if (u->tio != NULL)
+        rc = http_pump_read_start(u->tio);
+    else
+        rc = uv_read_start((uv_stream_t *)&u->tcp, on_up_alloc, on_up_read);
     if (rc < 0) {
         upstream_gone(c, rc);
         return;
@@ -218,26 +233,33 @@ void http_up_read_start(struct http_conn *c, struct http_up *u)
 static void up_read_stop(struct http_up *u)
 {
     if (u->reading) {
-        uv_read_stop((uv_stream_t *)&u->tcp);
+        if (u->tio != NULL)
+            http_pump_read_stop(u->tio);
+        else
+            uv_read_stop((uv_stream_t *)&u->tcp);
         u->reading = 0;
     }
 }
 
-/* Adopts a dialed socket as the connection's upstream. 0 or UV_E*. */
-int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
+/* Bytes queued for the upstream, not yet taken by its socket. */
+size_t http_up_queued(struct http_up *u)
+{
+    if (u->tio != NULL)
+        return http_pump_queued(u->tio);
+    return uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp);
+}
+
+/* A new upstream of c for o (its handle initialised, not open). */
+static struct http_up *up_new(struct http_conn *c, const struct egress_outcome *o)
 {
     const struct policy_addr *a = &o->addr;
     struct http_up *u = calloc(1, sizeof(*u));
-    int rc;
 
-    if (u == NULL) {
-        close(fd);
-        return UV_ENOMEM;
-    }
+    if (u == NULL)
+        return NULL;
     if (uv_tcp_init(c->fc.f->loop, &u->tcp) != 0) {
         free(u);
-        close(fd);
-        return UV_EIO;
+        return NULL;
     }
     u->c = c;
     snprintf(u->host, sizeof(u->host), "%s", c->host.name);
@@ -246,6 +268,32 @@ int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
     if (o->parent_http) {
         u->parent = 1;
         snprintf(u->parent_auth, sizeof(u->parent_auth), "%s", o->parent_auth);
+    }
+    return u;
+}
+
+/* A terminated tunnel's upstream: the TLS client pump p on the origin
+ * socket is its transport. 0 or UV_ENOMEM (p untouched). */
+int http_up_adopt_tls(struct http_conn *c, struct http_tls_pump *p, const struct egress_outcome *o)
+{
+    struct http_up *u = up_new(c, o);
+
+    if (u == NULL)
+        return UV_ENOMEM;
+    http_pump_attach_up(p, u);
+    c->w->up = u;
+    return 0;
+}
+
+/* Adopts a dialed socket as the connection's upstream. 0 or UV_E*. */
+int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o)
+{
+    struct http_up *u = up_new(c, o);
+    int rc;
+
+    if (u == NULL) {
+        close(fd);
+        return UV_ENOMEM;
     }
     rc = uv_tcp_open(&u->tcp, fd);
     if (rc < 0) {
@@ -293,7 +341,7 @@ void http_feed_request_body(struct http_conn *c)
         return;
     }
     if (w->up != NULL &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&w->up->tcp) > RELAY_HIGH_WATER) {
+        http_up_queued(w->up) > RELAY_HIGH_WATER) {
         http_client_read_stop(c);
         w->client_paused = 1;
     }
@@ -611,7 +659,7 @@ static void process_upstream(struct http_conn *c)
         exchange_end(c);
         return;
     }
-    if (w->up != NULL && uv_stream_get_write_queue_size(relay_client(&c->relay)) > RELAY_HIGH_WATER) {
+    if (w->up != NULL && http_client_queued(c) > RELAY_HIGH_WATER) {
         up_read_stop(w->up);
         w->up_paused = 1;
     }

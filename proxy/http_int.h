@@ -22,9 +22,10 @@
  *            against maxTunnels (tls_counted)
  *   TLS      terminated: the pump (tp, proxy/http_tls.c) reads the client
  *            and owns the TLS engine; w is freed; the requests run on an
- *            inner connection of their own over a socket pair, which
- *            takes held_fd once the handshake is done (its first request's
- *            upstream: one dial per tunnel)
+ *            inner connection of their own, which reads and writes the
+ *            plaintext through the pump (its client transport, cio: no
+ *            socket of its own) and takes held_fd once the handshake is
+ *            done (its first request's upstream: one dial per tunnel)
  *   LINGER   the last answer is queued, the write side shut down after it;
  *            reads are discarded until EOF or HTTP_LINGER_MS
  *   CLOSING  conn_close() ran: relay_close() issued, upstreams closing
@@ -138,7 +139,9 @@ struct http_tls_pump;
 /* An upstream connection for absolute-form requests, kept between requests
  * to the same canonical host:port. */
 struct http_up {
-    uv_tcp_t tcp;
+    uv_tcp_t tcp;         /* never opened when tio is set */
+    struct http_tls_pump *tio; /* a terminated tunnel's upstream: its transport, the
+                                  TLS client pump on the origin socket; else NULL */
     struct http_conn *c;  /* NULL once the connection is freed */
     struct http_up *next; /* in c->closing_ups while closing */
     char host[POLICY_HOST_MAX + 1];
@@ -217,7 +220,11 @@ struct http_conn {
                                  takes it (held_addr); else -1 */
     struct policy_addr held_addr;
     struct http_tls_pump *tp; /* TLS: the server pump; an inner connection in
-                                 EGRESS: the upstream pump shaking hands */
+                                 EGRESS: the upstream pump shaking hands, and
+                                 after a 101 its pump until tunnel_go mates it */
+    struct http_tls_pump *cio; /* an inner connection: its client transport (the
+                                  outer's pump); NULL once detached. Any other
+                                  connection uses its relay's client stream */
     /* the last request's target (fc.host points to its name once parsed,
      * fc.port is its port; the other log fields are in fc) */
     struct policy_host host;
@@ -243,6 +250,8 @@ void http_client_hold(struct http_conn *c);
 void http_consume_in(struct http_work *w, size_t n);
 void http_close_gracefully(struct http_conn *c, const char *end);
 void http_process_client(struct http_conn *c);
+void http_client_alloc(struct http_conn *c, uv_buf_t *buf);
+void http_client_got(struct http_conn *c, ssize_t nread);
 
 /* http_forward.c */
 int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settings_t *st,
@@ -250,6 +259,10 @@ int http_llhttp_check_head(struct http_conn *c, llhttp_t *p, const llhttp_settin
                            uint64_t cl);
 void http_up_read_start(struct http_conn *c, struct http_up *u);
 int http_up_adopt(struct http_conn *c, int fd, const struct egress_outcome *o);
+int http_up_adopt_tls(struct http_conn *c, struct http_tls_pump *p, const struct egress_outcome *o);
+void http_up_alloc(struct http_up *u, uv_buf_t *buf);
+void http_up_got(struct http_up *u, ssize_t nread);
+size_t http_up_queued(struct http_up *u);
 void http_feed_request_body(struct http_conn *c);
 void http_start_exchange(struct http_conn *c);
 
@@ -271,6 +284,9 @@ void http_on_b_write(uv_write_t *req, int status);
 int http_out_flush(struct http_conn *c);
 void http_out_add(struct http_work *w, const char *base, size_t len);
 int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n);
+size_t http_client_queued(struct http_conn *c);
+void http_client_drained(struct http_conn *c);
+void http_up_drained(struct http_up *u);
 int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n);
 int http_send_body(struct http_conn *c, struct http_up *u, int chunked, const char *at, size_t len);
 int http_send_last_chunk(struct http_conn *c, struct http_up *u);
@@ -289,14 +305,33 @@ int http_tls_head(struct http_conn *c, size_t *end);
 void http_tls_upstream(struct http_conn *c, const struct egress_outcome *o);
 void http_tls_upstream_fd(struct http_conn *c, int fd, const struct policy_addr *addr);
 void http_tls_dial_failed(struct http_conn *c);
-int http_session_open_terminated(struct frontend *f, int fd, struct http_conn *outer);
+int http_session_open_terminated(struct frontend *f, struct http_tls_pump *p,
+                                 struct http_conn *outer);
 struct http_conn *http_session_adopt(struct frontend *f, const struct frontend_tls_adopt *a);
 
-/* http_tlspump.c: the transport shim of terminated tunnels */
+/* http_tlspump.c: the transport of terminated tunnels */
 struct tls_conn;
 void http_pump_server(struct http_conn *c, struct tls_conn *tc);
 void http_pump_client(struct http_conn *c, struct tls_conn *tc, const struct egress_outcome *o,
                       unsigned handshake_ms);
 void http_pump_close(struct http_tls_pump *p);
+/* ... as an inner connection's client transport: plaintext into
+ * http_client_alloc's buffer and out through http_client_got while reading
+ * (started on the next loop turn, as a socket's would be); sends encrypted at
+ * once (http_client_drained once the socket's queue is below the low water);
+ * detach when the connection closes (close_notify, then the pump ends) */
+void http_pump_attach(struct http_tls_pump *p, struct http_conn *in);
+void http_pump_detach(struct http_tls_pump *p, struct http_conn *in);
+int http_pump_read_start(struct http_tls_pump *p);
+void http_pump_read_stop(struct http_tls_pump *p);
+int http_pump_send(struct http_tls_pump *p, const uv_buf_t *bufs, unsigned n);
+size_t http_pump_queued(struct http_tls_pump *p);
+/* ... as an upstream's transport, the same way (http_up_alloc, http_up_got,
+ * http_up_drained) */
+void http_pump_attach_up(struct http_tls_pump *p, struct http_up *u);
+void http_pump_detach_up(struct http_tls_pump *p, struct http_up *u);
+/* ... two of them back to back: an Upgrade inside a terminated tunnel */
+void http_pump_take_up(struct http_tls_pump *p, struct http_up *u, struct http_conn *in);
+int http_pump_mate(struct http_tls_pump *p, struct http_conn *in, unsigned idle_ms);
 
 #endif

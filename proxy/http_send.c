@@ -59,12 +59,22 @@ int http_stream_send(struct http_conn *c, struct http_up *up, uv_stream_t *s, co
 }
 
 
+/* Bytes queued for the client, not yet taken by its socket. */
+size_t http_client_queued(struct http_conn *c)
+{
+    if (c->cio != NULL)
+        return http_pump_queued(c->cio);
+    if (c->terminated)
+        return 0; /* its pump is gone */
+    return uv_stream_get_write_queue_size(relay_client(&c->relay));
+}
+
 /* The client's queue went down: resume what waits for it. */
 static void client_drained(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
-    if (w == NULL || uv_stream_get_write_queue_size(relay_client(&c->relay)) >= RELAY_LOW_WATER)
+    if (w == NULL || http_client_queued(c) >= RELAY_LOW_WATER)
         return;
     if (c->state == HTTP_ST_FORWARD && w->up_paused && w->up != NULL) {
         w->up_paused = 0;
@@ -93,6 +103,26 @@ static void on_client_write(uv_write_t *req, int status)
 }
 
 
+/* The pump wrote to the client (an inner connection's transport). */
+void http_client_drained(struct http_conn *c)
+{
+    if (c->state == HTTP_ST_CLOSING || c->state == HTTP_ST_TUNNEL)
+        return;
+    if (c->w != NULL)
+        c->w->last_io = uv_now(c->fc.f->loop);
+    client_drained(c);
+}
+
+/* To the client: through its pump, or its stream. */
+static int client_write(struct http_conn *c, const uv_buf_t *bufs, unsigned n)
+{
+    if (c->cio != NULL)
+        return http_pump_send(c->cio, bufs, n);
+    if (c->terminated)
+        return UV_EPIPE; /* its pump is gone */
+    return http_stream_send(c, NULL, relay_client(&c->relay), bufs, n, on_client_write);
+}
+
 void http_on_up_write(uv_write_t *req, int status)
 {
     struct http_wbuf *wb = container_of(req, struct http_wbuf, req);
@@ -115,9 +145,22 @@ void http_on_up_write(uv_write_t *req, int status)
             http_up_close(c, u);
         return;
     }
+    http_up_drained(u);
+}
+
+/* The upstream took bytes: resume the client if it waits for that. */
+void http_up_drained(struct http_up *u)
+{
+    struct http_conn *c = u->c;
+    struct http_work *w;
+
+    if (c == NULL || u->phase == UP_CLOSING || c->state == HTTP_ST_CLOSING)
+        return;
+    w = c->w;
+    if (w == NULL || w->up != u)
+        return;
     w->last_io = uv_now(c->fc.f->loop);
-    if (c->state == HTTP_ST_FORWARD && w->client_paused &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&u->tcp) < RELAY_LOW_WATER) {
+    if (c->state == HTTP_ST_FORWARD && w->client_paused && http_up_queued(u) < RELAY_LOW_WATER) {
         w->client_paused = 0;
         http_client_read_start(c);
     }
@@ -150,7 +193,7 @@ int http_out_flush(struct http_conn *c)
         out_drop(w);
         return 0;
     }
-    rc = http_stream_send(c, NULL, relay_client(&c->relay), w->ob, w->nob, on_client_write);
+    rc = client_write(c, w->ob, w->nob);
     out_drop(w);
     return rc;
 }
@@ -177,11 +220,13 @@ int http_client_send(struct http_conn *c, const uv_buf_t *bufs, unsigned n)
 
     if (rc < 0)
         return rc;
-    return http_stream_send(c, NULL, relay_client(&c->relay), bufs, n, on_client_write);
+    return client_write(c, bufs, n);
 }
 
 int http_up_send(struct http_conn *c, struct http_up *u, const uv_buf_t *bufs, unsigned n)
 {
+    if (u->tio != NULL)
+        return http_pump_send(u->tio, bufs, n);
     return http_stream_send(c, u, (uv_stream_t *)&u->tcp, bufs, n, http_on_up_write);
 }
 

@@ -7,16 +7,16 @@
  * tunnel it would have been (unless refuseOpaqueTunnels); a ClientHello is
  * terminated (TLS) with a leaf named by the CONNECT target, never by the SNI.
  *
- * The transport shim is a pump between a TLS connection (tls/tls.h, driven
- * through memory buffers) and one end of a socket pair: the decrypted
- * bytes reach the other end, where an ordinary connection of this front
- * end (an "inner" one, c->terminated) reads them, so the requests inside a
- * tunnel take the same path as plain HTTP (parsing, request-level keys,
- * egress, logs). Its upstream leg is the same pump the other way round: the
+ * The transport is a pump that drives a TLS connection (tls/tls.h, through
+ * memory buffers) over the client's socket: an ordinary connection of this
+ * front end (an "inner" one, c->terminated) reads and writes the plaintext
+ * through it in process (its client transport, c->cio), so the requests
+ * inside a tunnel take the same path as plain HTTP (parsing, request-level
+ * keys, egress, logs). Its upstream leg is the same pump the other way round: the
  * socket egress dialed (verdict, guard, parentProxy's CONNECT) wrapped in a
- * TLS client that verifies the origin, its plaintext end adopted as the
+ * TLS client that verifies the origin, which becomes the transport of the
  * kept upstream connection. A verification failure is a 502 naming it.
- * The pump is proxy/http_tlspump.c.
+ * The pump is proxy/http_tlspump.c and proxy/http_tlsio.c.
  */
 #include "proxy/http_int.h"
 
@@ -279,6 +279,8 @@ void http_tls_conn_closing(struct http_conn *c)
     }
     if (c->tp != NULL)
         http_pump_close(c->tp); /* detaches */
+    if (c->cio != NULL)
+        http_pump_detach(c->cio, c); /* close_notify, then the pump ends */
 }
 
 /* An inner connection's request head of *end bytes at the start of w->in:

@@ -1,18 +1,29 @@
-/* proxy/http_tlspump.c - the transport shim of terminated tunnels
- * (proxy/http_tls.c says where it sits): a pump between a TLS connection
- * driven through memory buffers (tls/tls.h) and one end of a socket pair.
+/* proxy/http_tlspump.c - the transport of terminated tunnels (proxy/http_tls.c
+ * says where it sits): a pump between a TLS connection driven through
+ * memory buffers (tls/tls.h) and whoever reads and writes its plaintext.
  *
  * A server pump reads its outer connection's client stream and owns the
- * engine that terminates the client's TLS; its handshake done, the socket
- * pair's other end becomes an inner connection of the front end. A client
- * pump owns the origin socket egress dialed and the engine that verifies the
- * origin; its handshake done, the other end becomes the inner connection's
- * upstream (http_up_adopt), and a failure is that connection's 502.
+ * engine that terminates the client's TLS; its handshake done, an inner
+ * connection of the front end reads and writes the plaintext in process,
+ * through the pump (http_pump_read_start, http_pump_send: the connection's
+ * client transport, c->cio): no socket pair, no copy through the kernel.
+ *
+ * A client pump owns the origin socket egress dialed and the engine that
+ * verifies the origin; its handshake done, it becomes the transport of the
+ * inner connection's upstream (struct http_up.tio, http_up_adopt_tls), and
+ * a failure is that connection's 502.
+ *
+ * After an Upgrade inside the tunnel the two pumps go back to back
+ * (http_pump_mate: each engine's plaintext into the other's). No socket
+ * pair, no relay. The transport half is proxy/http_tlsio.c.
  *
  * A pump frees itself once its handles are closed, its writes and shutdown
- * have called back and no mint is out (pump_maybe_free). A server pump's raw
- * stream is the outer connection's client (p->c; NULL once that connection
- * is gone: it closes the stream, and the pump never touches it again).
+ * have called back, no mint is out and no inner connection holds it
+ * (http_pump_maybe_free). A server pump's raw stream is the outer connection's
+ * client (p->c; NULL once that connection is gone: it closes the stream, and
+ * the pump never touches it again); closing the pump closes the inner
+ * connection, and an inner connection that closes first detaches and makes
+ * the pump send its close_notify and end.
  */
 #include "proxy/http_int.h"
 
@@ -20,59 +31,27 @@
 #include "proxy/tlsterm.h"
 #include "tls/tls.h"
 
+#include "proxy/http_pump_int.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#define PUMP_CHUNK 16384
-#define PUMP_LINGER_MS 1000 /* after our close_notify, before the socket is closed */
-
-static _Thread_local char pump_buf[PUMP_CHUNK]; /* each read is consumed at once */
-
-enum pump_mode {
-    PUMP_SERVER = 0, /* the client's TLS, terminated here */
-    PUMP_CLIENT,     /* the origin's TLS, verified here */
-};
-
-struct http_tls_pump {
-    enum pump_mode mode;
-    uv_loop_t *loop;
-    struct http_conn *c; /* server: the outer connection; client: the inner one
-                            while the handshake runs; NULL when gone or handed over */
-    struct tls_conn *tc;
-    struct proxy_tls *t; /* the loop's (metrics), or NULL */
-    uv_tcp_t raw;        /* client: the origin socket (server: c's client stream) */
-    uv_pipe_t pipe;      /* the plaintext end of the socket pair */
-    uv_timer_t timer;    /* client: handshake, then the linger after close_notify */
-    uv_shutdown_t sd;
-    uv_work_t work;
-    struct tls_mint *mint;
-    struct egress_outcome *o; /* client: what http_up_adopt needs */
-    unsigned handshake_ms;
-    unsigned handles; /* open libuv handles */
-    unsigned pending; /* writes and shutdowns not called back */
-    unsigned minting : 1, open : 1, closing : 1, pipe_on : 1, raw_on : 1;
-    unsigned raw_reading : 1, pipe_reading : 1, raw_eof : 1, ending : 1, shut : 1;
-};
-
-struct pump_wbuf {
-    uv_write_t req;
-    struct http_tls_pump *p;
-    char data[];
-};
+_Thread_local char http_pump_buf[PUMP_CHUNK];
 
 static void pump_after(struct http_tls_pump *p);
-static void pump_end(struct http_tls_pump *p, const char *end);
 
 /* ------------------------------------------------------------------------ */
 /* Lifetime                                                                  */
 
-static void pump_maybe_free(struct http_tls_pump *p)
+void http_pump_maybe_free(struct http_tls_pump *p)
 {
-    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting)
+    if (!p->closing || p->handles > 0 || p->pending > 0 || p->minting || p->in != NULL ||
+        p->up != NULL)
         return;
+    if (p->rin != NULL)
+        tls_in_free(p->rin);
     tls_conn_free(p->tc);
     free(p->o);
     free(p);
@@ -83,19 +62,32 @@ static void on_handle_closed(uv_handle_t *h)
     struct http_tls_pump *p = h->data;
 
     p->handles--;
-    pump_maybe_free(p);
+    http_pump_maybe_free(p);
 }
 
 void http_pump_close(struct http_tls_pump *p)
 {
+    struct http_conn *in = p->in;
+
     if (p->closing)
         return;
     p->closing = 1;
     if (p->c != NULL && p->c->tp == p)
         p->c->tp = NULL;
     p->c = NULL;
-    if (p->pipe_on)
-        uv_close((uv_handle_t *)&p->pipe, on_handle_closed);
+    if (p->mate != NULL) { /* back to back: the other pump ends after its close_notify */
+        struct http_tls_pump *m = p->mate;
+        p->mate = NULL;
+        m->mate = NULL;
+        http_pump_plain_done(m);
+    }
+    if (in != NULL) /* the client is gone: so is its inner connection (detaches) */
+        http_conn_close(in, p->why != NULL ? p->why : "tunnel closed");
+    if (p->up != NULL && !p->in_eof) { /* the origin is gone: its reader learns it */
+        p->in_reading = 0;
+        p->in_eof = 1;
+        http_up_got(p->up, p->why != NULL ? UV_ECONNRESET : UV_EOF);
+    }
     if (p->raw_on)
         uv_close((uv_handle_t *)&p->raw, on_handle_closed);
     uv_close((uv_handle_t *)&p->timer, on_handle_closed);
@@ -120,138 +112,123 @@ static struct http_tls_pump *pump_new(struct http_conn *c, enum pump_mode mode)
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                   */
 
-static uv_stream_t *raw_stream(struct http_tls_pump *p)
+uv_stream_t *http_pump_raw(struct http_tls_pump *p)
 {
     if (p->mode == PUMP_CLIENT)
         return (uv_stream_t *)&p->raw;
     return p->c != NULL ? relay_client(&p->c->relay) : NULL;
 }
 
-static void pipe_read_start(struct http_tls_pump *p);
-static void raw_read_start(struct http_tls_pump *p);
 
 static void on_raw_write(uv_write_t *req, int status)
 {
-    struct pump_wbuf *wb = container_of(req, struct pump_wbuf, req);
-    struct http_tls_pump *p = wb->p;
+    struct pump_obuf *ob = container_of(req, struct pump_obuf, req);
+    struct http_tls_pump *p = ob->p;
     uv_stream_t *s;
 
-    free(wb);
+    tls_out_free(ob->o);
+    free(ob);
     p->pending--;
     if (p->closing) {
-        pump_maybe_free(p);
+        http_pump_maybe_free(p);
         return;
     }
     if (status < 0) {
-        pump_end(p, "tls peer write failed");
+        http_pump_end(p, "tls peer write failed");
         return;
     }
-    if (p->ending && p->pending == 0) {
-        pump_end(p, NULL);
+    if (p->ending) {
+        if (p->pending == 0)
+            http_pump_end(p, NULL);
         return;
     }
-    s = raw_stream(p);
-    if (s != NULL && p->open && !p->ending && uv_stream_get_write_queue_size(s) < RELAY_LOW_WATER)
-        pipe_read_start(p);
+    s = http_pump_raw(p);
+    if (s == NULL || p->open == 0 || uv_stream_get_write_queue_size(s) >= RELAY_LOW_WATER)
+        return;
+    if (p->mate != NULL)
+        http_pump_raw_start(p->mate); /* it waited for this queue */
+    else if (p->in != NULL)
+        http_client_drained(p->in);
+    else if (p->up != NULL)
+        http_up_drained(p->up);
 }
 
-static void on_pipe_write(uv_write_t *req, int status)
+/* Sends what the TLS engine has for the peer, from the engine's own
+ * buffer: what the socket takes at once, then the rest queued. */
+int http_pump_flush(struct http_tls_pump *p)
 {
-    struct pump_wbuf *wb = container_of(req, struct pump_wbuf, req);
-    struct http_tls_pump *p = wb->p;
+    uv_stream_t *s = http_pump_raw(p);
 
-    free(wb);
-    p->pending--;
-    if (p->closing) {
-        pump_maybe_free(p);
-        return;
-    }
-    if (status < 0) {
-        pump_end(p, "plaintext write failed");
-        return;
-    }
-    if (uv_stream_get_write_queue_size((uv_stream_t *)&p->pipe) < RELAY_LOW_WATER)
-        raw_read_start(p);
-}
-
-static int pump_write(struct http_tls_pump *p, uv_stream_t *s, const char *data, size_t len,
-                      uv_write_cb cb)
-{
-    struct pump_wbuf *wb = malloc(sizeof(*wb) + len);
-    uv_buf_t b;
-    int rc;
-
-    if (wb == NULL)
-        return UV_ENOMEM;
-    memcpy(wb->data, data, len);
-    wb->p = p;
-    b = uv_buf_init(wb->data, (unsigned)len);
-    rc = uv_write(&wb->req, s, &b, 1, cb);
-    if (rc < 0) {
-        free(wb);
-        return rc;
-    }
-    p->pending++;
-    return 0;
-}
-
-/* Sends what the TLS engine has for the peer. */
-static int flush_out(struct http_tls_pump *p)
-{
-    uv_stream_t *s = raw_stream(p);
-    size_t n;
-
-    while (s != NULL && (n = tls_conn_pending_out(p->tc)) > 0) {
-        struct pump_wbuf *wb = malloc(sizeof(*wb) + n);
+    while (s != NULL && tls_conn_pending_out(p->tc) > 0) {
+        struct pump_obuf *ob;
+        struct tls_out *o;
+        char *data = NULL;
+        size_t len = 0, done;
         uv_buf_t b;
         int rc;
-        if (wb == NULL)
+
+        o = tls_conn_take_out_buf(p->tc, &data, &len);
+        if (o == NULL)
             return UV_ENOMEM;
-        wb->p = p;
-        b = uv_buf_init(wb->data, (unsigned)tls_conn_take_out(p->tc, wb->data, n));
-        rc = uv_write(&wb->req, s, &b, 1, on_raw_write);
+        if (p->mode == PUMP_SERVER)
+            p->c->bytes_down += len;
+        b = uv_buf_init(data, (unsigned)len);
+        rc = uv_try_write(s, &b, 1);
+        if (rc < 0 && rc != UV_EAGAIN) {
+            tls_out_free(o);
+            return rc;
+        }
+        done = rc > 0 ? (size_t)rc : 0;
+        if (done == len) {
+            tls_out_free(o);
+            continue;
+        }
+        ob = malloc(sizeof(*ob));
+        if (ob == NULL) {
+            tls_out_free(o);
+            return UV_ENOMEM;
+        }
+        ob->p = p;
+        ob->o = o;
+        b = uv_buf_init(data + done, (unsigned)(len - done));
+        rc = uv_write(&ob->req, s, &b, 1, on_raw_write);
         if (rc < 0) {
-            free(wb);
+            tls_out_free(o);
+            free(ob);
             return rc;
         }
         p->pending++;
-        if (p->mode == PUMP_SERVER)
-            p->c->bytes_down += b.len;
     }
     return 0;
-}
-
-static void on_pipe_shut(uv_shutdown_t *sd, int status)
-{
-    struct http_tls_pump *p = sd->data;
-
-    (void)status;
-    p->pending--;
-    pump_maybe_free(p);
-}
-
-/* The peer sent its last byte: the plaintext reader sees EOF after the rest. */
-static void pipe_shutdown(struct http_tls_pump *p)
-{
-    if (p->shut || !p->pipe_on || p->closing)
-        return;
-    p->shut = 1;
-    p->sd.data = p;
-    if (uv_shutdown(&p->sd, (uv_stream_t *)&p->pipe, on_pipe_shut) == 0)
-        p->pending++;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Ending                                                                    */
 
 /* The pump is done (end: the connection's end text, or NULL). */
-static void pump_end(struct http_tls_pump *p, const char *end)
+void http_pump_end(struct http_tls_pump *p, const char *end)
 {
+    if (p->why == NULL)
+        p->why = end;
     if (p->mode == PUMP_SERVER && p->c != NULL) {
         http_conn_close(p->c, end != NULL ? end : "tunnel closed"); /* closes p too */
         return;
     }
     http_pump_close(p);
+}
+
+/* The plaintext side is done: close_notify, then the end once it is sent. */
+void http_pump_plain_done(struct http_tls_pump *p)
+{
+    if (p->closing || p->ending)
+        return;
+    (void)tls_conn_shutdown(p->tc);
+    p->ending = 1;
+    if (http_pump_flush(p) < 0 || p->pending == 0) {
+        http_pump_end(p, NULL);
+        return;
+    }
+    uv_timer_start(&p->timer, http_pump_on_timer, PUMP_LINGER_MS, 0);
 }
 
 /* The handshake failed, or timed out. */
@@ -260,7 +237,7 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
     struct http_conn *c = p->c;
     char why[300];
 
-    (void)flush_out(p); /* the alert, if the socket takes it at once */
+    (void)http_pump_flush(p); /* the alert, if the socket takes it at once */
     proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, reason);
     if (c == NULL) {
         http_pump_close(p);
@@ -282,7 +259,7 @@ static void pump_fail(struct http_tls_pump *p, const char *reason)
                      why, 1, "upstream tls failed");
 }
 
-static void on_pump_timer(uv_timer_t *t)
+void http_pump_on_timer(uv_timer_t *t)
 {
     struct http_tls_pump *p = t->data;
     char why[100];
@@ -290,7 +267,20 @@ static void on_pump_timer(uv_timer_t *t)
     if (p->closing)
         return;
     if (p->ending) { /* our close_notify did not go out in time */
-        pump_end(p, NULL);
+        http_pump_end(p, NULL);
+        return;
+    }
+    if (p->mode == PUMP_SERVER && p->mate != NULL) { /* a tunnel: the idle timeout */
+        uint64_t now = uv_now(p->loop), due = p->last_io + p->idle_ms;
+        if (now < due) {
+            uv_timer_start(&p->timer, http_pump_on_timer, due - now, 0);
+            return;
+        }
+        http_pump_end(p, "idle timeout");
+        return;
+    }
+    if (p->mode == PUMP_SERVER || p->open) { /* a reader started again: what the engine holds */
+        http_pump_plain_out(p);
         return;
     }
     snprintf(why, sizeof(why), "no TLS handshake within %u ms", p->handshake_ms);
@@ -300,33 +290,65 @@ static void on_pump_timer(uv_timer_t *t)
 /* ------------------------------------------------------------------------ */
 /* Reading                                                                   */
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+/* Raw reads go straight into a buffer the engine then takes (no copy);
+ * http_pump_buf when that cannot be had. */
+static void raw_alloc(struct http_tls_pump *p, uv_buf_t *buf)
 {
-    (void)h;
-    (void)suggested;
-    *buf = uv_buf_init(pump_buf, sizeof(pump_buf));
+    char *data = NULL;
+
+    if (p != NULL && p->rin == NULL && (p->rin = tls_in_new(PUMP_IN, &data)) != NULL) {
+        *buf = uv_buf_init(data, PUMP_IN);
+        return;
+    }
+    *buf = uv_buf_init(http_pump_buf, sizeof(http_pump_buf));
 }
 
-static void raw_got(struct http_tls_pump *p, ssize_t nread)
+static void on_server_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
+    (void)suggested;
+    raw_alloc(((struct http_conn *)h->data)->tp, buf);
+}
+
+static void on_client_raw_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    raw_alloc(h->data, buf);
+}
+
+static void raw_got(struct http_tls_pump *p, ssize_t nread, const uv_buf_t *buf)
+{
+    struct tls_in *in = p->rin;
+    int rc;
+
+    p->rin = NULL;
+    if (in != NULL && (buf->base == http_pump_buf || nread <= 0 || p->closing)) {
+        tls_in_free(in); /* unused */
+        in = NULL;
+    }
     if (p->closing || nread == 0)
         return;
     if (nread < 0) {
-        uv_read_stop(raw_stream(p));
-        p->raw_reading = 0;
+        http_pump_raw_stop(p);
         p->raw_eof = 1;
         if (nread != UV_EOF)
-            pump_end(p, "tls peer read failed");
+            http_pump_end(p, "tls peer read failed");
         else if (!p->open)
             pump_fail(p, "the peer closed the connection during the handshake");
         else
-            pipe_shutdown(p);
+            http_pump_plain_out(p); /* the reader sees EOF after the plaintext */
         return;
     }
-    if (p->mode == PUMP_SERVER)
+    if (p->mode == PUMP_SERVER) {
         p->c->bytes_up += (uint64_t)nread;
-    if (tls_conn_feed(p->tc, pump_buf, (size_t)nread) == UV_ENOMEM) {
-        pump_end(p, "out of memory");
+        if (p->mate != NULL)
+            p->last_io = uv_now(p->loop);
+    }
+    if (in != NULL)
+        rc = tls_conn_feed_in(p->tc, in, (size_t)nread); /* takes in */
+    else
+        rc = tls_conn_feed(p->tc, http_pump_buf, (size_t)nread);
+    if (rc == UV_ENOMEM) {
+        http_pump_end(p, "out of memory");
         return;
     }
     pump_after(p);
@@ -336,80 +358,35 @@ static void on_server_raw_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *bu
 {
     struct http_conn *c = s->data;
 
-    (void)buf;
     if (c->tp != NULL)
-        raw_got(c->tp, nread);
+        raw_got(c->tp, nread, buf);
 }
 
 static void on_client_raw_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    (void)buf;
-    raw_got(s->data, nread);
+    raw_got(s->data, nread, buf);
 }
 
-static void raw_read_start(struct http_tls_pump *p)
+void http_pump_raw_start(struct http_tls_pump *p)
 {
-    uv_stream_t *s = raw_stream(p);
+    uv_stream_t *s = http_pump_raw(p);
 
     if (s == NULL || p->raw_reading || p->raw_eof || p->closing || p->minting)
         return;
-    if (uv_read_start(s, on_alloc,
+    if (uv_read_start(s, p->mode == PUMP_SERVER ? on_server_raw_alloc : on_client_raw_alloc,
                       p->mode == PUMP_SERVER ? on_server_raw_read : on_client_raw_read) < 0) {
-        pump_end(p, "tls peer read failed");
+        http_pump_end(p, "tls peer read failed");
         return;
     }
     p->raw_reading = 1;
 }
 
-static void raw_read_stop(struct http_tls_pump *p)
+void http_pump_raw_stop(struct http_tls_pump *p)
 {
     if (p->raw_reading) {
-        uv_read_stop(raw_stream(p));
+        uv_read_stop(http_pump_raw(p));
         p->raw_reading = 0;
     }
-}
-
-static void on_pipe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    struct http_tls_pump *p = s->data;
-    uv_stream_t *r;
-
-    (void)buf;
-    if (p->closing || nread == 0)
-        return;
-    if (nread < 0) {
-        uv_read_stop(s);
-        p->pipe_reading = 0;
-        /* the plaintext side is done: close_notify, then close once sent */
-        (void)tls_conn_shutdown(p->tc);
-        p->ending = 1;
-        if (flush_out(p) < 0 || p->pending == 0) {
-            pump_end(p, NULL);
-            return;
-        }
-        uv_timer_start(&p->timer, on_pump_timer, PUMP_LINGER_MS, 0);
-        return;
-    }
-    if (tls_conn_write(p->tc, pump_buf, (size_t)nread) < 0 || flush_out(p) < 0) {
-        pump_end(p, "tls write failed");
-        return;
-    }
-    r = raw_stream(p);
-    if (r != NULL && uv_stream_get_write_queue_size(r) > RELAY_HIGH_WATER) {
-        uv_read_stop(s);
-        p->pipe_reading = 0;
-    }
-}
-
-static void pipe_read_start(struct http_tls_pump *p)
-{
-    if (!p->pipe_on || p->pipe_reading || p->closing)
-        return;
-    if (uv_read_start((uv_stream_t *)&p->pipe, on_alloc, on_pipe_read) < 0) {
-        pump_end(p, "plaintext read failed");
-        return;
-    }
-    p->pipe_reading = 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -432,12 +409,13 @@ static void mint_after(uv_work_t *w, int status)
     p->mint = NULL;
     if (p->closing) {
         tls_mint_free(m);
-        pump_maybe_free(p);
+        http_pump_maybe_free(p);
         return;
     }
     (void)tls_conn_resume(p->tc, m); /* a failure shows as FAILED */
     pump_after(p);
-    raw_read_start(p);
+    if (!p->open)
+        http_pump_raw_start(p);
 }
 
 /* A cache miss: the handshake waits while a worker thread mints. */
@@ -448,7 +426,7 @@ static void start_mint(struct http_tls_pump *p)
         pump_fail(p, "out of memory");
         return;
     }
-    raw_read_stop(p);
+    http_pump_raw_stop(p);
     p->minting = 1;
     if (uv_queue_work(p->loop, &p->work, mint_work, mint_after) < 0) {
         p->minting = 0;
@@ -458,63 +436,17 @@ static void start_mint(struct http_tls_pump *p)
     }
 }
 
-/* The socket pair; *other: the end for the plaintext reader. */
-static int open_pair(struct http_tls_pump *p, int *other)
-{
-    int sv[2], rc;
-
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return UV_EMFILE;
-    uv_pipe_init(p->loop, &p->pipe, 0);
-    p->pipe.data = p;
-    p->pipe_on = 1;
-    p->handles++;
-    rc = uv_pipe_open(&p->pipe, sv[0]);
-    if (rc < 0) {
-        close(sv[0]);
-        close(sv[1]);
-        return rc;
-    }
-    *other = sv[1];
-    return 0;
-}
-
-/* The handshake is done. 0, or -1 when the pump ended. */
-static int pump_opened(struct http_tls_pump *p)
+/* Client: the handshake is done; the pump becomes the inner connection's
+ * upstream transport. 0, or -1 when the pump ended. */
+static int client_opened(struct http_tls_pump *p)
 {
     struct http_conn *c = p->c;
     char why[200];
-    int fd = -1, rc;
+    int rc;
 
-    p->open = 1;
-    if (p->mode == PUMP_SERVER)
-        frontend_conn_timer_set(&c->fc, NULL, 0);
-    else
-        uv_timer_stop(&p->timer);
-    if (p->mode == PUMP_SERVER && tls_conn_alpn(p->tc) == TLS_ALPN_UNSERVED) {
-        pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
-        return -1;
-    }
-    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, NULL);
-    rc = open_pair(p, &fd);
-    if (rc < 0) {
-        snprintf(why, sizeof(why), "cannot make the socket pair: %s", uv_strerror(rc));
-        pump_fail(p, why);
-        return -1;
-    }
-    pipe_read_start(p);
-    if (p->mode == PUMP_SERVER) {
-        rc = http_session_open_terminated(c->fc.f, fd, c);
-        if (rc < 0) {
-            pump_end(p, "cannot start the terminated session");
-            return -1;
-        }
-        return 0;
-    }
-    /* client: the plaintext end becomes the inner connection's upstream */
     c->tp = NULL;
     p->c = NULL;
-    rc = http_up_adopt(c, fd, p->o);
+    rc = http_up_adopt_tls(c, p, p->o);
     if (rc < 0) {
         snprintf(why, sizeof(why), "cannot adopt the upstream socket: %s", uv_strerror(rc));
         http_set_reason(c, why);
@@ -526,16 +458,40 @@ static int pump_opened(struct http_tls_pump *p)
     return 0;
 }
 
+/* The handshake is done. 0, or -1 when the pump ended. */
+static int pump_opened(struct http_tls_pump *p)
+{
+    struct http_conn *c = p->c;
+
+    p->open = 1;
+    if (p->mode == PUMP_SERVER)
+        frontend_conn_timer_set(&c->fc, NULL, 0);
+    else
+        uv_timer_stop(&p->timer);
+    if (p->mode == PUMP_SERVER && tls_conn_alpn(p->tc) == TLS_ALPN_UNSERVED) {
+        pump_fail(p, "the client offers no ALPN protocol sluice serves (http/1.1)");
+        return -1;
+    }
+    proxy_tls_count(p->t, p->mode == PUMP_SERVER ? PROXY_TLS_CLIENT : PROXY_TLS_ORIGIN, NULL);
+    if (p->mode == PUMP_CLIENT)
+        return client_opened(p);
+    /* server: the inner connection reads the plaintext from now on
+     * (http_pump_attach); it starts reading, which delivers */
+    if (http_session_open_terminated(c->fc.f, p, c) < 0) {
+        http_pump_end(p, "cannot start the terminated session");
+        return -1;
+    }
+    return p->closing ? -1 : 0;
+}
+
 /* After every input to the engine: its output goes out, its state moves on,
  * its plaintext goes to the reader. */
 static void pump_after(struct http_tls_pump *p)
 {
-    int rc;
-
     if (p->closing)
         return;
-    if (flush_out(p) < 0) {
-        pump_end(p, "tls peer write failed");
+    if (http_pump_flush(p) < 0) {
+        http_pump_end(p, "tls peer write failed");
         return;
     }
     switch (tls_conn_state(p->tc)) {
@@ -553,30 +509,14 @@ static void pump_after(struct http_tls_pump *p)
     default:
         break;
     }
-    if (!p->open && pump_opened(p) < 0)
-        return;
-    for (;;) {
-        size_t got = 0;
-        rc = tls_conn_read(p->tc, pump_buf, sizeof(pump_buf), &got);
-        if (rc == UV_EOF) {
-            pipe_shutdown(p); /* close_notify */
-            break;
-        }
-        if (rc < 0) {
-            pump_end(p, "tls read failed");
+    if (!p->open) {
+        if (pump_opened(p) < 0)
             return;
-        }
-        if (got == 0)
-            break;
-        if (pump_write(p, (uv_stream_t *)&p->pipe, pump_buf, got, on_pipe_write) < 0) {
-            pump_end(p, "plaintext write failed");
-            return;
-        }
+        if (p->mode == PUMP_SERVER || p->closing)
+            return; /* server: the inner connection's first read start delivers */
     }
-    if (p->pipe_on && uv_stream_get_write_queue_size((uv_stream_t *)&p->pipe) > RELAY_HIGH_WATER)
-        raw_read_stop(p);
+    http_pump_plain_out(p);
 }
-
 
 /* ------------------------------------------------------------------------ */
 /* Starting                                                                  */
@@ -595,7 +535,8 @@ void http_pump_server(struct http_conn *c, struct tls_conn *tc)
     p->tc = tc;
     c->tp = p;
     pump_after(p);
-    raw_read_start(p); /* a no-op when the pump already ended */
+    if (!p->open)
+        http_pump_raw_start(p); /* a no-op when the pump already ended */
 }
 
 /* The inner connection c's upstream, dialed (o->fd, taken): the TLS client
@@ -630,7 +571,7 @@ void http_pump_client(struct http_conn *c, struct tls_conn *tc, const struct egr
     (void)uv_tcp_nodelay(&p->raw, 1);
     c->tp = p;
     p->handshake_ms = handshake_ms;
-    uv_timer_start(&p->timer, on_pump_timer, handshake_ms, 0);
+    uv_timer_start(&p->timer, http_pump_on_timer, handshake_ms, 0);
     pump_after(p); /* the ClientHello */
-    raw_read_start(p);
+    http_pump_raw_start(p);
 }

@@ -17,7 +17,10 @@ static void tunnel_go(struct http_conn *c)
 
     if (w->in_len > 0) { /* early bytes, held until now */
         uv_buf_t b = uv_buf_init(w->in, (unsigned)w->in_len);
-        rc = http_stream_send(c, NULL, relay_upstream(&c->relay), &b, 1, http_on_b_write);
+        if (c->tp != NULL) /* the origin's pump, parked by http_upgrade_start */
+            rc = http_pump_send(c->tp, &b, 1);
+        else
+            rc = http_stream_send(c, NULL, relay_upstream(&c->relay), &b, 1, http_on_b_write);
         if (rc < 0) {
             http_conn_close(c, "upstream write failed");
             return;
@@ -29,7 +32,11 @@ static void tunnel_go(struct http_conn *c)
     /* client reads stay on: relay_start() takes a reading stream over */
     http_work_free(c);
     http_set_state(c, HTTP_ST_TUNNEL);
-    rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
+    if (c->terminated) /* two pumps back to back; no other tunnel inside one */
+        rc = c->cio != NULL && c->tp != NULL ? http_pump_mate(c->cio, c, c->fc.f->idle_timeout_ms)
+                                             : UV_EPIPE;
+    else
+        rc = relay_start(&c->relay, c->fc.f->idle_timeout_ms);
     if (rc < 0)
         http_conn_close(c, "relay failed to start");
 }
@@ -101,14 +108,25 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
     int nfd, rc;
     uv_buf_t b[2];
 
-    if (uv_fileno((uv_handle_t *)&u->tcp, &fd) != 0 || (nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+    if (u->tio != NULL && c->cio != NULL) {
+        /* TLS on both sides: the two pumps go back to back (tunnel_go) */
+        http_pump_take_up(u->tio, u, c);
+        nfd = 0;
+    } else if (u->tio != NULL || c->terminated) {
+        nfd = -1; /* a terminated tunnel that lost a pump: no other way */
+    } else if (uv_fileno((uv_handle_t *)&u->tcp, &fd) != 0) {
+        nfd = -1;
+    } else {
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    }
+    if (nfd < 0) {
         http_set_reason(c, "cannot take over the upstream socket");
         http_reply_error(c, 502, "proxy_internal_error", "cannot take over the upstream socket", 1,
                          "internal error");
         return;
     }
     http_up_close(c, u); /* closes fd; the socket lives on in nfd */
-    rc = relay_open_b(&c->relay, nfd);
+    rc = c->tp != NULL ? 0 : relay_open_b(&c->relay, nfd);
     if (rc < 0) {
         http_set_reason(c, "cannot adopt the upstream socket");
         http_reply_error(c, 502, "proxy_internal_error", "cannot adopt the upstream socket", 1,

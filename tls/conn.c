@@ -26,6 +26,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include <openssl/buffer.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -689,9 +690,91 @@ int tls_conn_shutdown(struct tls_conn *c)
     return 0;
 }
 
+int tls_conn_has_input(const struct tls_conn *c)
+{
+    return SSL_has_pending(c->ssl) || BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > 0;
+}
+
 size_t tls_conn_pending_out(const struct tls_conn *c)
 {
     return BIO_ctrl_pending(SSL_get_wbio(c->ssl));
+}
+
+/* The write BIO's buffer changes hands (BIO_NOCLOSE keeps it when the BIO
+ * is freed: BIO_s_mem(3)); a fresh BIO takes its place. */
+struct tls_out *tls_conn_take_out_buf(struct tls_conn *c, char **data, size_t *len)
+{
+    BIO *old = SSL_get_wbio(c->ssl), *fresh;
+    BUF_MEM *bm = NULL;
+
+    if (BIO_ctrl_pending(old) == 0 || (fresh = new_bio()) == NULL)
+        return NULL;
+    if (BIO_get_mem_ptr(old, &bm) <= 0 || bm == NULL || bm->length == 0) {
+        BIO_free(fresh);
+        ERR_clear_error();
+        return NULL;
+    }
+    (void)BIO_set_close(old, BIO_NOCLOSE);
+    SSL_set0_wbio(c->ssl, fresh); /* frees old, not bm; keeps the handshake's bbio */
+    c->wused = 0;
+    *data = bm->data;
+    *len = bm->length;
+    return (struct tls_out *)bm;
+}
+
+void tls_out_free(struct tls_out *o)
+{
+    BUF_MEM_free((BUF_MEM *)o);
+}
+
+struct tls_in *tls_in_new(size_t size, char **data)
+{
+    BUF_MEM *bm = BUF_MEM_new();
+
+    if (bm == NULL)
+        return NULL;
+    bm->data = OPENSSL_malloc(size);
+    if (bm->data == NULL) {
+        BUF_MEM_free(bm);
+        return NULL;
+    }
+    bm->max = size;
+    bm->length = 0;
+    *data = bm->data;
+    return (struct tls_in *)bm;
+}
+
+void tls_in_free(struct tls_in *in)
+{
+    BUF_MEM_free((BUF_MEM *)in);
+}
+
+/* An empty read BIO is replaced by one over in's buffer (BIO_set_mem_buf,
+ * BIO_s_mem(3)); else the bytes are appended as tls_conn_feed does. */
+int tls_conn_feed_in(struct tls_conn *c, struct tls_in *in, size_t len)
+{
+    BUF_MEM *bm = (BUF_MEM *)in;
+    BIO *b;
+    int rc;
+
+    if (len > bm->max) {
+        BUF_MEM_free(bm);
+        return UV_EINVAL;
+    }
+    if (c->state == TLS_CONN_FAILED || len == 0 || BIO_ctrl_pending(SSL_get_rbio(c->ssl)) > 0 ||
+        (b = BIO_new(BIO_s_mem())) == NULL) {
+        rc = tls_conn_feed(c, bm->data, len); /* UV_EPROTO once failed */
+        BUF_MEM_free(bm);
+        return rc;
+    }
+    bm->length = len;
+    BIO_set_mem_buf(b, bm, BIO_CLOSE); /* b owns bm from now on */
+    BIO_set_mem_eof_return(b, -1);
+    SSL_set0_rbio(c->ssl, b);
+    c->rused = 1;
+    rc = step(c);
+    note_out(c);
+    return rc;
 }
 
 size_t tls_conn_take_out(struct tls_conn *c, void *buf, size_t len)

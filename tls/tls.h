@@ -315,10 +315,32 @@ int tls_conn_write(struct tls_conn *c, const void *buf, size_t len);
 /* Queues a close_notify for the peer. */
 int tls_conn_shutdown(struct tls_conn *c);
 
+/* 1 when the engine holds input not yet turned into plaintext (a record,
+ * or part of one, fed and not read): a reader that stopped and starts again
+ * calls tls_conn_read() before it waits for the socket. */
+int tls_conn_has_input(const struct tls_conn *c);
+
 /* Bytes waiting to be sent to the peer, and taking them (returns how many
  * were copied into buf). */
 size_t tls_conn_pending_out(const struct tls_conn *c);
 size_t tls_conn_take_out(struct tls_conn *c, void *buf, size_t len);
+
+/* The same without a copy: all the pending output as one buffer (*data,
+ * *len) the caller owns until tls_out_free(); NULL when there is none (or
+ * on ENOMEM: tls_conn_take_out still works). */
+struct tls_out;
+struct tls_out *tls_conn_take_out_buf(struct tls_conn *c, char **data, size_t *len);
+void tls_out_free(struct tls_out *o);
+
+/* Input without a copy: a buffer of size bytes (*data) to read the peer's
+ * bytes into, then given to the engine with tls_conn_feed_in (len of them
+ * filled; it takes the buffer whatever it returns; when earlier input is
+ * still unread it copies, as tls_conn_feed does; UV_EINVAL when len is
+ * more than size), or freed unused with tls_in_free. NULL on ENOMEM. */
+struct tls_in;
+struct tls_in *tls_in_new(size_t size, char **data);
+void tls_in_free(struct tls_in *in);
+int tls_conn_feed_in(struct tls_conn *c, struct tls_in *in, size_t len);
 
 /* After the handshake: the negotiated ALPN (server side), the protocol
  * version ("TLSv1.3"), whether the session was resumed, and (server side)

@@ -7,14 +7,16 @@
  *     asks for a leaf the mint job runs at once and the handshake resumes.
  *   client (odd): an upstream connection to "fuzz.example" has sent its
  *     ClientHello and reads the bytes as the origin's answer.
- * The bytes go in chunks of 1..64 bytes (or all at once); after every
- * chunk the output is drained (in pieces of 100 bytes) and plaintext read
- * and, once open, answered. Checked on every step: the state only moves
+ * The bytes go in chunks of 1..64 bytes (or all at once), every second
+ * chunk through the copy-free input (tls_in_new, tls_conn_feed_in); after
+ * every chunk the output is drained (more than 200 bytes pending: all of it
+ * at once with tls_conn_take_out_buf, then in pieces of 100 bytes) and
+ * plaintext read and, once open, answered. Checked on every step: the state only moves
  * forward (HANDSHAKE/NEED_LEAF -> OPEN -> CLOSED, any -> FAILED, never
  * back), FAILED always has a reason and nothing else does, tls_conn_feed
  * fails exactly when the connection has failed, a mint job exists exactly
  * in NEED_LEAF, no plaintext before OPEN, take_out never returns more than
- * asked nor more than pending. The CA, leaves and contexts are made once
+ * asked nor more than pending, take_out_buf exactly what is pending. The CA, leaves and contexts are made once
  * per process (the leaf is minted once, then cached).
  *
  * Seeds (corpus/tls_conn/): ClientHellos of Python's ssl (server side),
@@ -80,8 +82,16 @@ static void check_state(struct tls_conn *c, enum tls_conn_state *last)
 static void drain(struct tls_conn *c, enum tls_conn_state *last)
 {
     uint8_t buf[4096];
-    size_t n, got, pending;
+    size_t n, got, pending = tls_conn_pending_out(c);
 
+    if (pending > 200) {
+        char *d = NULL;
+        size_t len = 0;
+        struct tls_out *o = tls_conn_take_out_buf(c, &d, &len);
+        FUZZ_CHECK(o != NULL && d != NULL && len == pending);
+        FUZZ_CHECK(tls_conn_pending_out(c) == 0);
+        tls_out_free(o);
+    }
     for (;;) {
         pending = tls_conn_pending_out(c);
         n = tls_conn_take_out(c, buf, 100);
@@ -110,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum tls_conn_state last = TLS_CONN_HANDSHAKE;
     struct tls_conn *c;
     size_t chunk, off = 1;
+    unsigned k = 0;
     int server;
 
     if (size < 1)
@@ -124,9 +135,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     drain(c, &last);
     while (off < size) {
         size_t n = size - off < chunk ? size - off : chunk;
-        char *piece = fuzz_dup(data + off, n, 0);
-        int rc = tls_conn_feed(c, piece, n);
-        free(piece);
+        int rc;
+        if (k++ % 2 == 1) { /* the engine takes the buffer */
+            char *d = NULL;
+            struct tls_in *in = tls_in_new(n, &d);
+            FUZZ_CHECK(in != NULL && d != NULL);
+            memcpy(d, data + off, n);
+            rc = tls_conn_feed_in(c, in, n);
+        } else {
+            char *piece = fuzz_dup(data + off, n, 0);
+            rc = tls_conn_feed(c, piece, n);
+            free(piece);
+        }
         off += n;
         check_state(c, &last);
         FUZZ_CHECK((rc == UV_EPROTO) == (last == TLS_CONN_FAILED));

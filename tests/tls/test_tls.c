@@ -1705,6 +1705,91 @@ static void test_handshake_bytewise(void **state)
     fixture_free(&f);
 }
 
+/* The copy-free paths the proxy's pump uses: input read into a buffer the
+ * engine takes (tls_in_new, tls_conn_feed_in: zero copy into an empty read
+ * BIO, a copy behind unread bytes, a refusal past the buffer's size) and
+ * output handed over whole (tls_conn_take_out_buf); tls_conn_has_input
+ * while a record is incomplete. */
+static void test_conn_zero_copy(void **state)
+{
+    enum { N = 40000 };
+    uint8_t *msg = malloc(N), *got = malloc(N);
+    struct fixture f;
+    struct peer p;
+    struct tls_conn *c;
+    struct tls_in *in;
+    struct tls_out *o;
+    size_t have = 0, k, len = 0, sent = 0, wl;
+    char *data = NULL;
+    uint8_t *wire;
+
+    (void)state;
+    fixture_init(&f);
+    c = tls_conn_server_new(f.sctx, "zero.example");
+    client_init(&p, f.ca, "zero.example", 0, (const unsigned char *)"\x08http/1.1", 9);
+    assert_int_equal(pump(&p, c, MINT_INLINE), 1);
+    assert_int_equal(tls_conn_state(c), TLS_CONN_OPEN);
+    assert_false(tls_conn_has_input(c));
+    assert_null(tls_conn_take_out_buf(c, &data, &len)); /* nothing pending */
+
+    /* the client's N bytes: 100 bytes first (an empty BIO takes the buffer),
+     * the rest behind them (copied), in pieces of up to 20000 */
+    for (size_t i = 0; i < N; i++)
+        msg[i] = (uint8_t)(i * 7 + 3);
+    assert_int_equal(SSL_write_ex(p.ssl, msg, N, &k), 1);
+    wl = BIO_ctrl_pending(p.out);
+    assert_true(wl > N);
+    wire = malloc(wl);
+    assert_int_equal(BIO_read_ex(p.out, wire, wl, &k), 1);
+    assert_int_equal(k, wl);
+    while (sent < wl) {
+        size_t n = sent == 0 ? 100 : wl - sent;
+        if (n > 20000)
+            n = 20000;
+        in = tls_in_new(20000, &data);
+        assert_non_null(in);
+        memcpy(data, wire + sent, n);
+        assert_int_equal(tls_conn_feed_in(c, in, n), 0);
+        if (sent == 0)
+            assert_true(tls_conn_has_input(c)); /* part of a record */
+        sent += n;
+        for (size_t g = 1; g > 0 && have < N;) {
+            assert_int_equal(tls_conn_read(c, got + have, N - have, &g), 0);
+            have += g;
+        }
+    }
+    free(wire);
+    assert_int_equal(have, N);
+    assert_memory_equal(got, msg, N);
+    assert_false(tls_conn_has_input(c));
+    in = tls_in_new(16, &data);
+    assert_int_equal(tls_conn_feed_in(c, in, 17), UV_EINVAL); /* freed all the same */
+    tls_in_free(tls_in_new(16, &data));                       /* unused */
+
+    /* N bytes back, handed over in one buffer */
+    for (size_t i = 0; i < N; i++)
+        msg[i] = (uint8_t)(i * 13 + 1);
+    assert_int_equal(tls_conn_write(c, msg, N), 0);
+    k = tls_conn_pending_out(c);
+    o = tls_conn_take_out_buf(c, &data, &len);
+    assert_non_null(o);
+    assert_int_equal(len, k);
+    assert_int_equal(tls_conn_pending_out(c), 0);
+    assert_int_equal(BIO_write(p.in, data, (int)len), (int)len);
+    tls_out_free(o);
+    have = 0;
+    while (have < N && SSL_read_ex(p.ssl, got + have, N - have, &k) == 1)
+        have += k;
+    assert_int_equal(have, N);
+    assert_memory_equal(got, msg, N);
+    exchange(&p, c, 3000); /* the fresh BIOs work on */
+    tls_conn_free(c);
+    peer_free(&p);
+    fixture_free(&f);
+    free(msg);
+    free(got);
+}
+
 /* A cached leaf near its end is minted again; one bounded by the CA's end
  * is not (a new one would end at the same time). */
 static void test_leaves_renew(void **state)
@@ -2190,6 +2275,7 @@ int main(void)
         cmocka_unit_test(test_handshake_alpn),
         cmocka_unit_test(test_handshake_failures),
         cmocka_unit_test(test_handshake_bytewise),
+        cmocka_unit_test(test_conn_zero_copy),
         cmocka_unit_test(test_handshake_mint_failed),
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
