@@ -24,10 +24,10 @@
 #       HELD tunnels kept open after one request, Pss (smaps_rollup) after
 #       minus before, over HELD; the same for opaque tunnels
 #   (d) HELD_N (10000) concurrent terminated tunnels held: how many stayed
-#       up; each costs the proxy 6 descriptors (client, upstream, and the
-#       shim's two socket pairs: one for the client's TLS, one for the
-#       origin's), so the hard descriptor limit is raised (prlimit, when
-#       allowed) and HELD_N is cut to what it permits otherwise (said)
+#       up; each costs the proxy 2 descriptors (client and upstream; there
+#       is no socket-pair shim since s32-tlsio), so the hard descriptor
+#       limit is raised (prlimit, when allowed) and HELD_N is cut to what
+#       it permits otherwise (said)
 #   (e) bulk through one terminated tunnel (goal >= 0.5x direct TLS):
 #       BULK_BYTES down, MB/s, the proxy's CPU per GB
 #   (f) the untouched CONNECT lane: loadgen's CONNECT tunnels/s (c=64,
@@ -69,15 +69,15 @@ pss_kb() { awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
 HZ=$(getconf CLK_TCK)
 
 # descriptors: 6 per terminated tunnel in the proxy
-NEED=$((HELD_N * 6 + 1000))
+NEED=$((HELD_N * 2 + 200))
 if [ "$(ulimit -Hn)" -lt "$NEED" ]; then
     prlimit --pid $$ --nofile=$NEED:$NEED 2>/dev/null &&
         echo "# raised this shell's descriptor limit to $NEED"
 fi
 ulimit -n "$(ulimit -Hn)"
-maxheld=$((($(ulimit -n) - 1000) / 6))
+maxheld=$((($(ulimit -n) - 200) / 2))
 if [ "$HELD_N" -gt "$maxheld" ]; then
-    echo "# HELD_N $HELD_N cut to $maxheld: the descriptor limit is $(ulimit -n) (prlimit could not raise it) and a terminated tunnel takes 6 in the proxy"
+    echo "# HELD_N $HELD_N cut to $maxheld: the descriptor limit is $(ulimit -n) (prlimit could not raise it) and a terminated tunnel takes 2 in the proxy"
     HELD_N=$maxheld
 fi
 

@@ -252,7 +252,10 @@ try:
             s.sendall(m)
             got = rest
             while len(got) < len(m):
-                got += s.recv(4096)
+                b = s.recv(4096)
+                if not b:
+                    break
+                got += b
             rest = b""
             print("echo", got.decode(), flush=True)
     elif kind != "ws":
