@@ -8,6 +8,7 @@
 #include "bridge/connect.h"
 
 #include "bridge/bridge.h"
+#include "common/common.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -24,21 +25,6 @@
 #define CONNECT_HEAD_MAX 8192
 #define CONNECT_BUF 65536
 
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* A host for the request line: letters, digits, '.', '-', '_', ':' (IPv6,
  * then bracketed), nothing that could end the line or the head. */
@@ -105,7 +91,7 @@ static int read_head(int s)
         return -1;
     }
     end += 4;
-    if ((size_t)(end - head) < n && write_all(1, end, n - (size_t)(end - head)) < 0)
+    if ((size_t)(end - head) < n && common_write_all(1, end, n - (size_t)(end - head)) < 0)
         return -1;
     return 0;
 }
@@ -180,7 +166,7 @@ static int pump(int s)
             if (r <= 0) {
                 in_open = 0;
                 (void)shutdown(s, SHUT_WR);
-            } else if (write_all(s, buf, (size_t)r) < 0) {
+            } else if (common_write_all(s, buf, (size_t)r) < 0) {
                 return -1;
             }
         }
@@ -193,7 +179,7 @@ static int pump(int s)
             if (r == 0) {
                 out_open = 0;
                 close(1);
-            } else if (write_all(1, buf, (size_t)r) < 0) {
+            } else if (common_write_all(1, buf, (size_t)r) < 0) {
                 return -1;
             }
         }
@@ -223,7 +209,7 @@ int connect_run(const char *proxy, const char *host, const char *port_s)
     n = snprintf(req, sizeof(req), "CONNECT %s%s%s:%u HTTP/1.1\r\nHost: %s%s%s:%u\r\n\r\n",
                  v6 ? "[" : "", host, v6 ? "]" : "", port, v6 ? "[" : "", host, v6 ? "]" : "",
                  port);
-    if (n < 0 || (size_t)n >= sizeof(req) || write_all(s, req, (size_t)n) < 0 || read_head(s) < 0) {
+    if (n < 0 || (size_t)n >= sizeof(req) || common_write_all(s, req, (size_t)n) < 0 || read_head(s) < 0) {
         close(s);
         return 1;
     }

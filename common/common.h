@@ -43,6 +43,10 @@ int common_hex_digit(int c);
  * name): letters, digits and !#$%&'*+-.^_`|~. */
 int common_is_tchar(int c);
 
+/* Writes all LEN bytes of BUF to FD, again after EINTR and short writes:
+ * 0, or a negative errno (UV_E* on Linux). For blocking descriptors. */
+int common_write_all(int fd, const void *buf, size_t len);
+
 /* CLOCK_MONOTONIC in milliseconds (for deadlines outside an event loop). */
 int64_t common_mono_ms(void);
 /* The same clock in microseconds (sluice run --debug's start-up phases). */

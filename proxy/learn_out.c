@@ -8,6 +8,7 @@
  * symbolic link at FILE. */
 #include "proxy/check.h"
 #include "proxy/learn.h"
+#include "common/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,20 +60,6 @@ int learn_out_open(struct learn_out *o, const char *path)
     return 0;
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int learn_out_write(struct learn_out *o, const char *text)
 {
     char tmp[sizeof(o->name) + 32];
@@ -98,7 +85,7 @@ int learn_out_write(struct learn_out *o, const char *text)
                 o->path, strerror(errno));
         return -1;
     }
-    if (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
+    if (common_write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0) {
         fprintf(stderr, "sluice: learn: '%s': cannot write: %s\n", o->path, strerror(errno));
         goto fail;
     }

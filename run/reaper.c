@@ -279,22 +279,6 @@ static int process_alive(long pid, unsigned long long start)
 /* ------------------------------------------------------------------------ */
 /* the record and the sweep                                                  */
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes RUNDIR's record (PLAN may be NULL: no mount points yet) through a
  * temporary file renamed over it, so the sweep never reads half a record. */
 static int write_record(const char *rundir, const struct sb_plan *plan, long rpid,
@@ -311,10 +295,10 @@ static int write_record(const char *rundir, const struct sb_plan *plan, long rpi
         return -errno;
     snprintf(head, sizeof head, RECORD_MAGIC "%ld %llu %ld %llu\n", (long)getpid(),
              start_time((long)getpid()), rpid, rstart);
-    if (write_all(fd, head, strlen(head)) < 0)
+    if (common_write_all(fd, head, strlen(head)) < 0)
         rc = -errno;
     for (size_t i = 0; rc == 0 && plan != NULL && i < plan->created.n; i++)
-        if (write_all(fd, plan->created.v[i], strlen(plan->created.v[i]) + 1) < 0)
+        if (common_write_all(fd, plan->created.v[i], strlen(plan->created.v[i]) + 1) < 0)
             rc = -errno;
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
@@ -1083,7 +1067,7 @@ void sb_reaper_watch(struct sb_reaper *r, int pid)
         return;
     msg[0] = 'P';
     memcpy(msg + 1, &v, sizeof v);
-    (void)write_all(r->fd, msg, sizeof msg);
+    (void)common_write_all(r->fd, msg, sizeof msg);
 }
 
 void sb_reaper_info_sent(struct sb_reaper *r)
@@ -1098,7 +1082,7 @@ void sb_reaper_finish(struct sb_reaper *r)
 {
     sb_reaper_info_sent(r);
     if (r->fd >= 0) {
-        (void)write_all(r->fd, "D", 1);
+        (void)common_write_all(r->fd, "D", 1);
         close(r->fd);
         r->fd = -1;
     }

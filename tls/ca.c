@@ -21,6 +21,7 @@
 #include <openssl/x509v3.h>
 
 #include "tls/tls-int.h"
+#include "common/common.h"
 
 #define CA_DAYS_DEFAULT 365
 #define CA_DAYS_MAX 3650
@@ -104,20 +105,6 @@ out:
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -errno;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int tls_write_file(const char *path, const char *a, size_t alen, const char *b, size_t blen)
 {
     int fd, rc;
@@ -127,9 +114,9 @@ int tls_write_file(const char *path, const char *a, size_t alen, const char *b, 
         return -errno;
     rc = fchmod(fd, 0644) < 0 ? -errno : 0;
     if (rc == 0)
-        rc = write_all(fd, a, alen);
+        rc = common_write_all(fd, a, alen);
     if (rc == 0 && b != NULL)
-        rc = write_all(fd, b, blen);
+        rc = common_write_all(fd, b, blen);
     if (close(fd) < 0 && rc == 0)
         rc = -errno;
     return rc;
