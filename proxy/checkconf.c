@@ -28,7 +28,7 @@ static void count_rules(const struct settings_list *l, int in_denied, struct rul
         const char *why;
 
         memset(&r, 0, sizeof(r));
-        if (policy_pattern_parse(l->items[i].value, in_denied, &r, name, &why) < 0) {
+        if (policy_rule_parse(l->items[i].value, in_denied, &r, name, &why) < 0) {
             c->bad++;
             continue;
         }
