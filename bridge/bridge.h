@@ -567,6 +567,9 @@ int egress_env_new(struct egress_env **out, uv_loop_t *loop, struct policy *poli
  * them ends. Takes ownership of policy. */
 void egress_env_set_policy(struct egress_env *e, struct policy *policy);
 const struct policy *egress_env_policy(const struct egress_env *e);
+/* The env's resolver (SOCKS5 UDP ASSOCIATE resolves names in datagrams
+ * with it and judges the answers itself). */
+struct resolver *egress_env_resolver(const struct egress_env *e);
 
 /* Frees the env; requests must have ended or been cancelled. */
 void egress_env_free(struct egress_env *e);

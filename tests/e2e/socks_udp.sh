@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/e2e/socks_udp.sh - SOCKS5 UDP ASSOCIATE through `sluice proxy`
+# (issue 26 deliverable 1): a Python client (socks_udp-client.py) sends
+# datagrams to UDP echo servers on an allowed and a denied address, by name
+# (a dnsmasq answers) and by address; a spoofed source, fragments, the end
+# of the control connection and the idle timeout.
+#
+# Everything runs in a network namespace of the test's own (the script
+# re-executes itself under `unshare -n`, or `unshare -rn`): the echo
+# servers' addresses (10.9.0.1 allowed, 10.9.0.2 denied, 10.9.0.3 a second
+# source) live on that namespace's loopback, so no datagram can leave the
+# machine. Without a namespace the test is skipped (exit 77).
+#
+# usage: socks_udp.sh PATH/TO/sluice
+set -uo pipefail
+SLUICE=${1:?usage: socks_udp.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$PWD/$SLUICE ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if [ -z "${SLUICE_SOCKS_UDP_NETNS:-}" ]; then
+    for how in "unshare -n" "unshare -rn"; do
+        if $how true 2>/dev/null; then
+            SLUICE_SOCKS_UDP_NETNS=1 exec $how bash "$HERE/socks_udp.sh" "$SLUICE"
+        fi
+    done
+    echo "# SKIP cannot make a network namespace (unshare -n, unshare -rn)"
+    echo "0 passed, 0 failed"
+    exit 77
+fi
+. "$HERE/lib.sh"
+CLIENT="python3 $HERE/socks_udp-client.py"
+
+# --- the namespace: loopback, holding the echo servers' addresses too ---------
+names=$(python3 -c 'import socket; print(" ".join(n for _, n in socket.if_nameindex()))')
+if [ "$names" != "lo" ]; then
+    bad "the namespace has interfaces besides lo ($names); refusing to run"
+    e2e_finish
+    exit 1
+fi
+ip link set lo up && ip addr add 10.9.0.1/32 dev lo && ip addr add 10.9.0.2/32 dev lo &&
+    ip addr add 10.9.0.3/32 dev lo ||
+    { bad "cannot set up the namespace's addresses"; e2e_finish; exit 1; }
+
+# --- UDP echo servers: each logs what it received -----------------------------
+EPORT=$(free_port)
+for ip in 10.9.0.1 10.9.0.2; do
+    python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+with open(sys.argv[3], "ab", buffering=0) as log:
+    while True:
+        data, peer = s.recvfrom(70000)
+        log.write(data + b"\n")
+        s.sendto(data, peer)
+' "$ip" "$EPORT" "$T/echo-$ip.log" &
+    PIDS+=($!)
+done
+
+start_dnsmasq --local=/test/ \
+    --host-record=echo.test,10.9.0.1 \
+    --host-record=open.test,10.9.0.1 \
+    --host-record=tcp-only.test,10.9.0.1 \
+    --host-record=blocked.test,10.9.0.2 ||
+    { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit 1; }
+
+IDLE=3
+cat > "$T/s.json" <<JSON
+{"network": {"allowedDomains": ["udp:echo.test:$EPORT", "udp:10.9.0.1:$EPORT",
+                                "tcp-only.test", "10.9.0.2:$EPORT"],
+             "deniedDomains": ["blocked.test"],
+             "dnsServers": ["127.0.0.1:$DPORT"]},
+ "proxy": {"timeouts": {"idle": $IDLE}}}
+JSON
+start_proxy main "$T/s.json" --http off --socks tcp:127.0.0.1:0
+[ -n "$PORT" ] || { e2e_finish; exit 1; }
+
+# client CASE ARGS...: runs one client case and turns its lines into results
+client() {
+    local line
+    while IFS= read -r line; do
+        case $line in
+        ok\ *) ok "${line#ok }" ;;
+        *) bad "${line#bad }" ;;
+        esac
+    done < <($CLIENT "$PORT" "$@" 2>&1)
+}
+
+# one process runs every case (socks_udp-client.py case_suite): echo.test by
+# name and 10.9.0.1 by address allowed; blocked.test (a deny rule),
+# open.test (resolves, but no udp: rule names it), tcp-only.test (a TCP
+# allow rule does not open UDP) and 10.9.0.2 (an IP rule without udp:
+# neither) denied; a spoofed port and address (10.9.0.3), fragments, the
+# end of the control connection, the idle timeout
+client suite "$EPORT" "$IDLE"
+
+# --- what the echo servers saw -------------------------------------------------
+if [ -s "$T/echo-10.9.0.2.log" ]; then
+    bad "the denied echo server received datagrams" "$(cat "$T/echo-10.9.0.2.log")"
+else
+    ok "the denied echo server received nothing"
+fi
+if grep -qaE 'spoof-|fragment-|after-close' "$T/echo-10.9.0.1.log"; then
+    bad "a spoofed, fragmented or late datagram reached the echo server" \
+        "$(cat "$T/echo-10.9.0.1.log")"
+elif grep -qa 'hello-by-name' "$T/echo-10.9.0.1.log"; then
+    ok "only whole datagrams from the client reached the allowed echo server"
+else
+    bad "the allowed echo server's log misses the datagrams" "$(cat "$T/echo-10.9.0.1.log")"
+fi
+if grep -q 'blocked.test' "$T/dnsmasq.log"; then
+    bad "a name a deny rule denies was resolved"
+else
+    ok "a denied name was never resolved"
+fi
+
+# --- the log: a decision per destination, a close record per association ------
+sleep 0.3
+LOG=$T/main.log
+want_log() { # NAME REGEX
+    if grep -E -- "$2" "$LOG" >/dev/null; then ok "log: $1"; else bad "log: $1" "$(grep socks5-udp "$LOG")"; fi
+}
+want_log "allowed name decided once per association" 'event=decision .*protocol=socks5-udp host=echo.test port='"$EPORT"' .*decision=allow .*rule="?.udp:echo.test:'"$EPORT"
+want_log "denied by a deny rule, with its rule" 'protocol=socks5-udp host=blocked.test .*decision=deny .*rule="?.blocked.test.'
+want_log "denied for want of a udp: rule, with a hint" 'protocol=socks5-udp host=tcp-only.test .*decision=deny .*no udp: rule allows UDP.*hint=.*udp:tcp-only.test:'"$EPORT"
+want_log "close record counts datagrams and fragments" 'event=close .*protocol=socks5-udp .*datagrams up [1-9][0-9]* .*fragments 2'
+want_log "close record counts spoofed datagrams" 'event=close .*protocol=socks5-udp .*spoofed 2'
+want_log "close record counts denials" 'event=close .*protocol=socks5-udp .*denied [1-9]'
+want_log "the idle association ended by the idle timeout" 'event=close .*protocol=socks5-udp .*end="?udp association idle'
+
+e2e_finish
