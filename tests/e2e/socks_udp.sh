@@ -34,7 +34,20 @@ CLIENT="python3 $HERE/socks_udp-client.py"
 names=$(python3 -c 'import socket; print(" ".join(n for _, n in socket.if_nameindex()))')
 if [ "$names" != "lo" ]; then
     bad "the namespace has interfaces besides lo ($names); refusing to run"
-    e2e_finish
+    
+# --- /metrics: the process's UDP counters ---------------------------------------
+M=$(curl -s --max-time 5 "http://127.0.0.1:$APORT/metrics")
+want_metric() { # NAME REGEX
+    if grep -E -- "$2" <<< "$M" >/dev/null; then ok "metrics: $1"; else bad "metrics: $1" "$(grep sluice_udp <<< "$M")"; fi
+}
+want_metric "associations opened" '^sluice_udp_associations_total\{result="ok"\} (9|[1-9][0-9]+)$'
+want_metric "none open after the last closed" '^sluice_udp_associations_active 0$'
+want_metric "datagrams up and down" '^sluice_udp_datagrams_total\{direction="down"\} [1-9]'
+want_metric "fragments dropped" '^sluice_udp_dropped_total\{reason="fragment"\} 2$'
+want_metric "spoofed dropped" '^sluice_udp_dropped_total\{reason="spoofed"\} 2$'
+want_metric "denied dropped" '^sluice_udp_dropped_total\{reason="denied"\} [1-9]'
+
+e2e_finish
     exit 1
 fi
 ip link set lo up && ip addr add 10.9.0.1/32 dev lo && ip addr add 10.9.0.2/32 dev lo &&
@@ -72,7 +85,8 @@ cat > "$T/s.json" <<JSON
              "dnsServers": ["127.0.0.1:$DPORT"]},
  "proxy": {"timeouts": {"idle": $IDLE}}}
 JSON
-start_proxy main "$T/s.json" --http off --socks tcp:127.0.0.1:0
+APORT=$(free_port)
+start_proxy main "$T/s.json" --http off --socks tcp:127.0.0.1:0 --admin tcp:127.0.0.1:$APORT
 [ -n "$PORT" ] || { e2e_finish; exit 1; }
 
 # client CASE ARGS...: runs one client case and turns its lines into results
@@ -127,5 +141,18 @@ want_log "close record counts datagrams and fragments" 'event=close .*protocol=s
 want_log "close record counts spoofed datagrams" 'event=close .*protocol=socks5-udp .*spoofed 2'
 want_log "close record counts denials" 'event=close .*protocol=socks5-udp .*denied [1-9]'
 want_log "the idle association ended by the idle timeout" 'event=close .*protocol=socks5-udp .*end="?udp association idle'
+
+
+# --- /metrics: the process's UDP counters ---------------------------------------
+M=$(curl -s --max-time 5 "http://127.0.0.1:$APORT/metrics")
+want_metric() { # NAME REGEX
+    if grep -E -- "$2" <<< "$M" >/dev/null; then ok "metrics: $1"; else bad "metrics: $1" "$(grep sluice_udp <<< "$M")"; fi
+}
+want_metric "associations opened" '^sluice_udp_associations_total\{result="ok"\} (9|[1-9][0-9]+)$'
+want_metric "none open after the last closed" '^sluice_udp_associations_active 0$'
+want_metric "datagrams up and down" '^sluice_udp_datagrams_total\{direction="down"\} [1-9]'
+want_metric "fragments dropped" '^sluice_udp_dropped_total\{reason="fragment"\} 2$'
+want_metric "spoofed dropped" '^sluice_udp_dropped_total\{reason="spoofed"\} 2$'
+want_metric "denied dropped" '^sluice_udp_dropped_total\{reason="denied"\} [1-9]'
 
 e2e_finish
