@@ -734,6 +734,10 @@ struct frontend {
      * other < 0: not available. On < 0 nothing is taken or written. NULL:
      * no termination here (such a tunnel is refused: fail closed). */
     int (*tls_adopt)(struct frontend *f, const struct frontend_tls_adopt *a);
+    /* SOCKS5 only: 1 when UDP ASSOCIATE is served (socks/udp.c: the relay
+     * socket is made by this process, so only where the client shares its
+     * network namespace: sluice proxy); 0 refuses it with 0x07. */
+    int udp_associate;
 };
 
 /* A tunnel handed to TLS termination (frontend.tls_adopt). */

@@ -573,6 +573,13 @@ static void udp_associate(struct socks_conn *c)
         reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
         return;
     }
+    if (!c->fc.f->udp_associate) {
+        /* sluice run: the client is in the sandbox's network namespace, and
+         * a relay socket this process made would be in the host's */
+        set_text(&c->fc.reason, "UDP ASSOCIATE is not served here (sluice proxy serves it)");
+        reply_fail(c, SOCKS5_REP_CMD_UNSUPPORTED, "udp associate refused");
+        return;
+    }
     if (ctl->type != UV_TCP) {
         set_text(&c->fc.reason, "UDP ASSOCIATE needs a TCP listener");
         reply_fail(c, SOCKS5_REP_CMD_UNSUPPORTED, "udp associate refused");
