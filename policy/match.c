@@ -696,6 +696,23 @@ void policy_decide_request(const struct policy *p, const struct policy_host *h, 
     policy__request_narrow(p, h, port, rq, d);
 }
 
+int policy__decide_class(const struct policy *p, const struct policy_host *h, uint16_t port,
+                         struct policy_decision *d)
+{
+    enum policy_addr_class cls = policy__local_class(p, &h->addr, port);
+    char ip[64];
+
+    if (!policy__addr_denied_class(cls, p->deny_private))
+        return 0;
+    d->verdict = POLICY_DENY;
+    d->origin = POLICY_BY_CLASS;
+    d->rule = NULL;
+    snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
+             policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
+             policy_class_name(cls));
+    return 1;
+}
+
 /* The domain lists' decision (deny, allow, IP literals, the unmatched). */
 static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
                            struct policy_decision *d)
@@ -726,8 +743,6 @@ static void decide_domains(const struct policy *p, const struct policy_host *h, 
     /* IP literal: judged by the IP rules only, then by its address class. */
     {
         int f = h->addr.family == 4 ? 0 : 1;
-        enum policy_addr_class cls;
-        char ip[64];
 
         deny = min_rule(deny, policy__ip_denied(p, &h->addr, port));
         if (deny != POLICY_NO_RULE) {
@@ -739,16 +754,8 @@ static void decide_domains(const struct policy *p, const struct policy_host *h, 
             policy__decide_rule(p, allow, POLICY_ALLOW, d);
             return;
         }
-        cls = policy__local_class(p, &h->addr, port);
-        if (policy__addr_denied_class(cls, p->deny_private)) {
-            d->verdict = POLICY_DENY;
-            d->origin = POLICY_BY_CLASS;
-            d->rule = NULL;
-            snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
-                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
-                     policy_class_name(cls));
+        if (policy__decide_class(p, h, port, d))
             return;
-        }
         decide_unmatched(p, d);
     }
 }

@@ -108,6 +108,11 @@ uint32_t policy__name_match(const struct policy *p, const struct ptab *exact,
 void policy__decide_rule(const struct policy *p, uint32_t idx, enum policy_verdict v,
                          struct policy_decision *d);
 
+/* An IP literal no rule decided: 1 with d filled (DENY, POLICY_BY_CLASS)
+ * when its class is denied, else 0. */
+int policy__decide_class(const struct policy *p, const struct policy_host *h, uint16_t port,
+                         struct policy_decision *d);
+
 /* "udp:" rules (udp.c). */
 struct policy_udp;
 int policy__udp_add(struct policy *p, const struct policy_rule *r, const char *name, uint32_t idx);

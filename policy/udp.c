@@ -198,19 +198,8 @@ static void decide_udp(const struct policy *p, const struct policy_host *h, uint
         policy__decide_rule(p, allow, POLICY_ALLOW, d);
         return;
     }
-    if (h->kind != POLICY_HOST_NAME) {
-        enum policy_addr_class cls = policy__local_class(p, &h->addr, port);
-        char ip[64];
-        if (policy__addr_denied_class(cls, p->deny_private)) {
-            d->verdict = POLICY_DENY;
-            d->origin = POLICY_BY_CLASS;
-            d->rule = NULL;
-            snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
-                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
-                     policy_class_name(cls));
-            return;
-        }
-    }
+    if (h->kind != POLICY_HOST_NAME && policy__decide_class(p, h, port, d))
+        return;
     no_udp_rule(h, port, d);
 }
 
