@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SOCKS_UDP_MAX_ASSOC 256          /* per process */
 #define SOCKS_UDP_MAX_DESTS 64           /* per association */
@@ -655,6 +656,15 @@ static int open_relay(struct socks_udp *u, const struct policy_addr *local, uint
     uint16_t port;
 
     sa_make(local, 0, &ss);
+    if (u->f->udp_socket != NULL) { /* sluice run: a socket of the sandbox's namespace */
+        int fd = u->f->udp_socket(u->f->udp_ctx, local->family == 4 ? AF_INET : AF_INET6);
+        if (fd < 0)
+            return -1;
+        if (uv_udp_open(&u->relay, fd) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
     if (uv_udp_bind(&u->relay, (const struct sockaddr *)&ss,
                     local->family == 6 ? UV_UDP_IPV6ONLY : 0) < 0 ||
         uv_udp_getsockname(&u->relay, (struct sockaddr *)&ss, &len) < 0 ||

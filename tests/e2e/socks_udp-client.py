@@ -15,6 +15,7 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     idle IDLE_S                     the proxy closes an idle association's TCP connection
     bench HOST EPORT N              N round trips: prints "rate DGRAMS_PER_S p50_US p99_US"
     suite EPORT IDLE_S              the cases above as socks_udp.sh runs them, in one process
+    runsuite EPORT                  the cases socks_udp.sh runs inside sluice run's sandbox
 """
 import socket
 import struct
@@ -53,9 +54,12 @@ def header(host, port, frag=0):
         return b"\x00\x00" + bytes([frag]) + b"\x03" + bytes([len(h)]) + h + struct.pack(">H", port)
 
 
-def udp_sock(bind=("127.0.0.1", 0), timeout=0.6):
+def udp_sock(bind=None, timeout=0.6):
+    """A UDP socket; bound only when asked (inside sluice run's sandbox a
+    bind() is refused without network.allowLocalBinding; sendto binds)."""
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.bind(bind)
+    if bind is not None:
+        u.bind(bind)
     u.settimeout(timeout)
     return u
 
@@ -208,11 +212,21 @@ def case_suite(pport, eport, idle_s):
     case_idle(pport, idle_s)
 
 
+def case_runsuite(pport, eport):
+    """What socks_udp.sh checks from inside sluice run's sandbox."""
+    case_allowed(pport, "echo.test", eport, "10.9.0.1")
+    case_literal(pport, "10.9.0.1", eport)
+    case_denied(pport, "blocked.test", eport)
+    case_denied(pport, "tcp-only.test", eport)
+    case_fragment(pport, "10.9.0.1", eport)
+
+
 def main():
     pport, case, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     cases = {"allowed": case_allowed, "literal": case_literal, "denied": case_denied,
              "spoofed": case_spoofed, "fragment": case_fragment, "closes": case_closes,
-             "idle": case_idle, "bench": case_bench, "suite": case_suite}
+             "idle": case_idle, "bench": case_bench, "suite": case_suite,
+             "runsuite": case_runsuite}
     try:
         cases[case](pport if pport == "direct" else int(pport), *args)
     except Exception as e:  # a failure to associate is a failed check

@@ -142,4 +142,33 @@ want_metric "fragments dropped" '^sluice_udp_dropped_total\{reason="fragment"\} 
 want_metric "spoofed dropped" '^sluice_udp_dropped_total\{reason="spoofed"\} 2$'
 want_metric "denied dropped" '^sluice_udp_dropped_total\{reason="denied"\} [1-9]'
 
+# --- sluice run: UDP ASSOCIATE from inside the sandbox ---------------------------
+# The sandbox's SOCKS5 listener (127.0.0.1:1080 there) answers with a relay
+# socket made in the sandbox's own network namespace (run/ports.c's helper):
+# the echo comes back only if the client, which reaches nothing but its own
+# namespace, can send to it. The rest as above, from the host side.
+kill "$PROXY_PID" 2>/dev/null
+if ! (cd "$T" && "$SLUICE" run --settings "$T/s.json" -- true) >"$T/run-probe.out" 2>&1; then
+    echo "# SKIP sluice run: cannot start a sandbox here: $(tail -1 "$T/run-probe.out")"
+else
+    : > "$T/echo-10.9.0.1.log"
+    (cd "$T" && "$SLUICE" run --settings "$T/s.json" --log "$T/run.log" -- \
+        python3 "$HERE/socks_udp-client.py" 1080 runsuite "$EPORT") > "$T/run.out" 2>&1
+    while IFS= read -r line; do
+        case $line in
+        ok\ *) ok "sluice run: ${line#ok }" ;;
+        bad\ *) bad "sluice run: ${line#bad }" ;;
+        esac
+    done < "$T/run.out"
+    grep -q '^ok ' "$T/run.out" || bad "sluice run: the client did not run" "$(cat "$T/run.out")"
+    LOG=$T/run.log
+    want_log "sluice run: the allowed name's decision" 'protocol=socks5-udp host=echo.test port='"$EPORT"' .*decision=allow'
+    want_log "sluice run: the denied name's decision" 'protocol=socks5-udp host=blocked.test .*decision=deny'
+    if grep -qa fragment- "$T/echo-10.9.0.1.log"; then
+        bad "sluice run: a fragment reached the echo server"
+    else
+        ok "sluice run: fragments stay in the sandbox"
+    fi
+fi
+
 e2e_finish
