@@ -14,9 +14,11 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     closes ALLOWED_IP EPORT         after the TCP connection closes, nothing comes back
     idle IDLE_S                     the proxy closes an idle association's TCP connection
     bench HOST EPORT N              N round trips: prints "rate DGRAMS_PER_S p50_US p99_US"
-    suite EPORT IDLE_S              the cases above as socks_udp.sh runs them, in one process
+    reload ALLOWED_IP EPORT SETTINGS PID LOG  a reload dropping the rule denies the next datagram
+    suite EPORT IDLE_S [SETTINGS PID LOG]  the cases above as socks_udp.sh runs them, in one process
     runsuite EPORT                  the cases socks_udp.sh runs inside sluice run's sandbox
 """
+import re
 import socket
 import struct
 import sys
@@ -199,7 +201,42 @@ def case_bench(pport, host, eport, n):
         t.close()
 
 
-def case_suite(pport, eport, idle_s):
+def case_reload(pport, ip, eport, settings, pid, log):
+    """A reload that drops the rule: the same association's next datagram
+    to that destination is judged again, and denied. The settings file is
+    put back (and reloaded) at the end."""
+    import os
+    import signal
+
+    def reload(text):
+        with open(log) as f:
+            before = f.read().count("event=reload ")
+        with open(settings, "w") as f:
+            f.write(text)
+        os.kill(int(pid), signal.SIGHUP)
+        for _ in range(100):
+            with open(log) as f:
+                if f.read().count("event=reload ") > before:
+                    time.sleep(0.3)  # the workers take the new policy from their mailbox
+                    return True
+            time.sleep(0.05)
+        return False
+
+    with open(settings) as f:
+        old = f.read()
+    t, relay = associate(pport)
+    u = udp_sock()
+    say(round_trip(u, relay, ip, int(eport), b"before-reload") is not None,
+        "echo before a reload")
+    stricter = re.sub(r'"udp:%s:%s",\s*' % (re.escape(ip), eport), "", old)
+    say(stricter != old and reload(stricter), "the reload dropping udp:10.9.0.1 was applied")
+    u.sendto(header(ip, int(eport)) + b"after-reload", relay)
+    say(recv_or_none(u) is None, "after the reload the same association's datagram is denied")
+    t.close()
+    reload(old)
+
+
+def case_suite(pport, eport, idle_s, settings=None, pid=None, log=None):
     """Every case of socks_udp.sh in one process (a Python start costs
     seconds on a loaded machine)."""
     case_allowed(pport, "echo.test", eport, "10.9.0.1")
@@ -209,6 +246,8 @@ def case_suite(pport, eport, idle_s):
     case_spoofed(pport, "10.9.0.1", eport, "10.9.0.3")
     case_fragment(pport, "10.9.0.1", eport)
     case_closes(pport, "10.9.0.1", eport)
+    if settings is not None:
+        case_reload(pport, "10.9.0.1", eport, settings, pid, log)
     case_idle(pport, idle_s)
 
 
@@ -226,7 +265,7 @@ def main():
     cases = {"allowed": case_allowed, "literal": case_literal, "denied": case_denied,
              "spoofed": case_spoofed, "fragment": case_fragment, "closes": case_closes,
              "idle": case_idle, "bench": case_bench, "suite": case_suite,
-             "runsuite": case_runsuite}
+             "runsuite": case_runsuite, "reload": case_reload}
     try:
         cases[case](pport if pport == "direct" else int(pport), *args)
     except Exception as e:  # a failure to associate is a failed check

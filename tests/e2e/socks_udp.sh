@@ -92,8 +92,8 @@ client() {
 # open.test (resolves, but no udp: rule names it), tcp-only.test (a TCP
 # allow rule does not open UDP) and 10.9.0.2 (an IP rule without udp:
 # neither) denied; a spoofed port and address (10.9.0.3), fragments, the
-# end of the control connection, the idle timeout
-client suite "$EPORT" "$IDLE"
+# end of the control connection, a reload that drops a rule, the idle timeout
+client suite "$EPORT" "$IDLE" "$T/s.json" "$PROXY_PID" "$T/main.log"
 
 # --- what the echo servers saw -------------------------------------------------
 if [ -s "$T/echo-10.9.0.2.log" ]; then
