@@ -17,6 +17,7 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     reload ALLOWED_IP EPORT SETTINGS PID LOG  a reload dropping the rule denies the next datagram
     suite EPORT IDLE_S [SETTINGS PID LOG]  the cases above as socks_udp.sh runs them, in one process
     runsuite EPORT                  the cases socks_udp.sh runs inside sluice run's sandbox
+    v6 NAME EPORT IPV6              (PROXY_PORT on [::1]) by name and by address over IPv6
 """
 import re
 import socket
@@ -236,6 +237,33 @@ def case_reload(pport, ip, eport, settings, pid, log):
     reload(old)
 
 
+def case_v6(pport6, name, eport, ip6):
+    """Over IPv6: the control connection to [::1], the relay on ::1, a
+    destination by name (AAAA) and by address (ATYP 4)."""
+    t = socket.create_connection(("::1", int(pport6)), timeout=5)
+    t.sendall(b"\x05\x01\x00")
+    t.recv(2)
+    t.sendall(b"\x05\x03\x00\x04" + b"\x00" * 16 + b"\x00\x00")
+    r = t.recv(22)
+    say(len(r) == 22 and r[:4] == b"\x05\x00\x00\x04" and r[4:20] == socket.inet_pton(
+        socket.AF_INET6, "::1"), "IPv6: the reply names a relay on ::1", r.hex())
+    relay = ("::1", struct.unpack(">H", r[20:22])[0])
+    u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    u.settimeout(0.6)
+    want = (b"\x00\x00\x00\x04" + socket.inet_pton(socket.AF_INET6, ip6) +
+            struct.pack(">H", int(eport)))
+    for how, hdr in (("name", header(name, int(eport))), ("address", want)):
+        got = None
+        for _ in range(3):
+            u.sendto(hdr + b"v6-" + how.encode(), relay)
+            got = recv_or_none(u)
+            if got is not None:
+                break
+        say(got is not None and got[0] == want + b"v6-" + how.encode(),
+            "IPv6: a destination by %s echoes, wrapped with ATYP 4" % how, repr(got))
+    t.close()
+
+
 def case_suite(pport, eport, idle_s, settings=None, pid=None, log=None):
     """Every case of socks_udp.sh in one process (a Python start costs
     seconds on a loaded machine)."""
@@ -265,7 +293,7 @@ def main():
     cases = {"allowed": case_allowed, "literal": case_literal, "denied": case_denied,
              "spoofed": case_spoofed, "fragment": case_fragment, "closes": case_closes,
              "idle": case_idle, "bench": case_bench, "suite": case_suite,
-             "runsuite": case_runsuite, "reload": case_reload}
+             "runsuite": case_runsuite, "reload": case_reload, "v6": case_v6}
     try:
         cases[case](pport if pport == "direct" else int(pport), *args)
     except Exception as e:  # a failure to associate is a failed check

@@ -38,15 +38,15 @@ if [ "$names" != "lo" ]; then
     exit 1
 fi
 ip link set lo up && ip addr add 10.9.0.1/32 dev lo && ip addr add 10.9.0.2/32 dev lo &&
-    ip addr add 10.9.0.3/32 dev lo ||
+    ip addr add 10.9.0.3/32 dev lo && ip -6 addr add fd00:9::1/128 dev lo nodad ||
     { bad "cannot set up the namespace's addresses"; e2e_finish; exit 1; }
 
 # --- UDP echo servers: each logs what it received -----------------------------
 EPORT=$(free_port)
-for ip in 10.9.0.1 10.9.0.2; do
+for ip in 10.9.0.1 10.9.0.2 fd00:9::1; do
     python3 -c '
 import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
 with open(sys.argv[3], "ab", buffering=0) as log:
     while True:
@@ -59,6 +59,7 @@ done
 
 start_dnsmasq --local=/test/ \
     --host-record=echo.test,10.9.0.1 \
+    --host-record=echo6.test,fd00:9::1 \
     --host-record=open.test,10.9.0.1 \
     --host-record=tcp-only.test,10.9.0.1 \
     --host-record=blocked.test,10.9.0.2 ||
@@ -67,6 +68,7 @@ start_dnsmasq --local=/test/ \
 IDLE=3
 cat > "$T/s.json" <<JSON
 {"network": {"allowedDomains": ["udp:echo.test:$EPORT", "udp:10.9.0.1:$EPORT",
+                                "udp:echo6.test:$EPORT", "udp:[fd00:9::1]:$EPORT",
                                 "tcp-only.test", "10.9.0.2:$EPORT"],
              "deniedDomains": ["blocked.test"],
              "dnsServers": ["127.0.0.1:$DPORT"]},
@@ -141,6 +143,18 @@ want_metric "datagrams up and down" '^sluice_udp_datagrams_total\{direction="dow
 want_metric "fragments dropped" '^sluice_udp_dropped_total\{reason="fragment"\} 2$'
 want_metric "spoofed dropped" '^sluice_udp_dropped_total\{reason="spoofed"\} 2$'
 want_metric "denied dropped" '^sluice_udp_dropped_total\{reason="denied"\} [1-9]'
+
+# --- IPv6: a second proxy on [::1] ----------------------------------------------
+P6=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])')
+"$SLUICE" proxy --settings "$T/s.json" --log "$T/v6.log" --http off --socks "tcp:[::1]:$P6" 2>"$T/v6.err" &
+PIDS+=($!)
+for _ in $(seq $((100 * SLOW))); do grep -q 'event=start' "$T/v6.log" 2>/dev/null && break; sleep 0.05; done
+while IFS= read -r line; do
+    case $line in
+    ok\ *) ok "${line#ok }" ;;
+    *) bad "${line#bad }" ;;
+    esac
+done < <($CLIENT "$P6" v6 echo6.test "$EPORT" fd00:9::1 2>&1)
 
 # --- sluice run: UDP ASSOCIATE from inside the sandbox ---------------------------
 # The sandbox's SOCKS5 listener (127.0.0.1:1080 there) answers with a relay
