@@ -408,6 +408,7 @@ static void judge(struct socks_udp *u, struct udp_dest *d)
 {
     struct policy_guard_verdict gv[1];
     struct policy_judgment j;
+    struct resolver *r;
     int rc;
 
     policy_decide_transport(u->pol, POLICY_UDP, &d->host, d->port, &d->m);
@@ -420,7 +421,8 @@ static void judge(struct socks_udp *u, struct udp_dest *d)
         return;
     }
     d->state = DEST_PENDING;
-    rc = resolver_query(egress_env_resolver(u->f->egress), d->host.name, on_resolved, d, &d->q);
+    r = egress_env_resolver(u->f->egress);
+    rc = r != NULL ? resolver_query(r, d->host.name, on_resolved, d, &d->q) : UV_EINVAL;
     if (rc < 0) {
         d->q = NULL;
         d->state = DEST_DENIED;

@@ -162,27 +162,49 @@ done < <($CLIENT "$P6" v6 echo6.test "$EPORT" fd00:9::1 2>&1)
 # the echo comes back only if the client, which reaches nothing but its own
 # namespace, can send to it. The rest as above, from the host side.
 kill "$PROXY_PID" 2>/dev/null
-if ! (cd "$T" && "$SLUICE" run --settings "$T/s.json" -- true) >"$T/run-probe.out" 2>&1; then
-    echo "# SKIP sluice run: cannot start a sandbox here: $(tail -1 "$T/run-probe.out")"
-else
+# run_section WHO DIR [setpriv ARGS...]: the client inside sluice run, as WHO
+# (root, or an unprivileged user through setpriv), working in DIR
+run_section() {
+    local who=$1 dir=$2 line
+    shift 2
+    if ! (cd "$dir" && "$@" env HOME="$dir" XDG_RUNTIME_DIR="$dir/xdg" "$SLUICE" run \
+        --settings "$T/s.json" -- true) >"$dir/probe.out" 2>&1; then
+        echo "# SKIP sluice run as $who: cannot start a sandbox here: $(tail -1 "$dir/probe.out")"
+        return
+    fi
     : > "$T/echo-10.9.0.1.log"
-    (cd "$T" && "$SLUICE" run --settings "$T/s.json" --log "$T/run.log" -- \
-        python3 "$HERE/socks_udp-client.py" 1080 runsuite "$EPORT") > "$T/run.out" 2>&1
+    (cd "$dir" && "$@" env HOME="$dir" XDG_RUNTIME_DIR="$dir/xdg" "$SLUICE" run \
+        --settings "$T/s.json" --log "$dir/run.log" -- \
+        python3 "$HERE/socks_udp-client.py" 1080 runsuite "$EPORT") > "$dir/run.out" 2>&1
     while IFS= read -r line; do
         case $line in
-        ok\ *) ok "sluice run: ${line#ok }" ;;
-        bad\ *) bad "sluice run: ${line#bad }" ;;
+        ok\ *) ok "sluice run ($who): ${line#ok }" ;;
+        bad\ *) bad "sluice run ($who): ${line#bad }" ;;
         esac
-    done < "$T/run.out"
-    grep -q '^ok ' "$T/run.out" || bad "sluice run: the client did not run" "$(cat "$T/run.out")"
-    LOG=$T/run.log
-    want_log "sluice run: the allowed name's decision" 'protocol=socks5-udp host=echo.test port='"$EPORT"' .*decision=allow'
-    want_log "sluice run: the denied name's decision" 'protocol=socks5-udp host=blocked.test .*decision=deny'
+    done < "$dir/run.out"
+    grep -q '^ok ' "$dir/run.out" || bad "sluice run ($who): the client did not run" "$(cat "$dir/run.out")"
+    LOG=$dir/run.log
+    want_log "sluice run ($who): the allowed name's decision" 'protocol=socks5-udp host=echo.test port='"$EPORT"' .*decision=allow'
+    want_log "sluice run ($who): the denied name's decision" 'protocol=socks5-udp host=blocked.test .*decision=deny'
     if grep -qa fragment- "$T/echo-10.9.0.1.log"; then
-        bad "sluice run: a fragment reached the echo server"
+        bad "sluice run ($who): a fragment reached the echo server"
     else
-        ok "sluice run: fragments stay in the sandbox"
+        ok "sluice run ($who): fragments stay in the sandbox"
+    fi
+}
+mkdir -p -m 700 "$T/run-root" "$T/run-root/xdg"
+run_section "$(id -un)" "$T/run-root"
+# as root: again as an unprivileged user (the helper joins a user namespace then)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+    { id sluicetest >/dev/null 2>&1 || useradd -M sluicetest >/dev/null 2>&1; }; then
+    U=$(id -u sluicetest) G=$(id -g sluicetest)
+    chmod 711 "$T"
+    chmod 644 "$T/s.json"
+    mkdir -p "$T/run-user/xdg" && chown -R "$U:$G" "$T/run-user" && chmod 700 "$T/run-user/xdg"
+    if setpriv --reuid="$U" --regid="$G" --clear-groups test -r "$HERE/socks_udp-client.py" -a -x "$SLUICE"; then
+        run_section user "$T/run-user" setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all
+    else
+        echo "# SKIP sluice run as a user: the client or the binary is not readable by sluicetest"
     fi
 fi
-
 e2e_finish
