@@ -132,6 +132,19 @@ want_log "close record counts denials" 'event=close .*protocol=socks5-udp .*deni
 want_log "the idle association ended by the idle timeout" 'event=close .*protocol=socks5-udp .*end="?udp association idle'
 
 
+# --- check ⇄ proxy: `sluice check --proxy --resolve udp:HOST:PORT` says what the
+# relay decided for each destination (the first decision logged for it)
+for h in echo.test blocked.test open.test tcp-only.test 10.9.0.1 10.9.0.2; do
+    logged=$(grep -m1 "protocol=socks5-udp host=$h port=$EPORT " "$LOG" | sed -n 's/.* decision=\([a-z_]*\).*/\1/p')
+    checked=$("$SLUICE" check --settings "$T/s.json" --proxy --resolve --json "udp:$h:$EPORT" 2>&1 |
+        sed -n 's/.*"decision":"\([a-z_]*\)".*/\1/p')
+    if [ -n "$logged" ] && [ "$logged" = "$checked" ]; then
+        ok "check udp:$h:$EPORT says $checked, as the relay decided"
+    else
+        bad "check udp:$h:$EPORT says '$checked', the relay logged '$logged'"
+    fi
+done
+
 # --- /metrics: the process's UDP counters ---------------------------------------
 M=$(curl -s --max-time 5 "http://127.0.0.1:$APORT/metrics")
 want_metric() { # NAME REGEX
