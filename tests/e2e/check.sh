@@ -72,6 +72,7 @@ expect_run "udp: deny rule leaves tcp" 0 '^ask   no.quic.example:443' "$SLUICE" 
 expect_run "udp target needs a port" 2 'a udp: target names its port' "$SLUICE" check "${U[@]}" udp:dns.example
 printf 'allow udp:a.quic.example:443\ndeny udp:no.quic.example:443\ndeny udp:github.com:443\nallow github.com\n' > "$T/u.expect"
 expect_run "udp targets in --expect" 0 '^4 passed, 0 failed$' "$SLUICE" check "${U[@]}" --expect "$T/u.expect"
+expect_run "config test counts udp: rules apart" 0 'allow 3 \(2 names, 1 wildcards, 0 addresses; 2 udp\), deny 2 \(2 names, 0 wildcards, 0 addresses, 0 any; 1 udp\)' "$SLUICE" check "${U[@]}"
 printf '{"network": {"allowedDomains": [\n  "udp:dns.example"]}}' > "$T/ubad.json"
 expect_run "udp: rule without a port refused, located" 2 'ubad.json:2:3: network.allowedDomains\[0\]: .udp:dns.example.: a udp: rule names its port' "$SLUICE" check --settings "$T/ubad.json"
 
