@@ -567,6 +567,9 @@ int egress_env_new(struct egress_env **out, uv_loop_t *loop, struct policy *poli
  * them ends. Takes ownership of policy. */
 void egress_env_set_policy(struct egress_env *e, struct policy *policy);
 const struct policy *egress_env_policy(const struct egress_env *e);
+/* The env's resolver (SOCKS5 UDP ASSOCIATE resolves names in datagrams
+ * with it and judges the answers itself). */
+struct resolver *egress_env_resolver(const struct egress_env *e);
 
 /* Frees the env; requests must have ended or been cancelled. */
 void egress_env_free(struct egress_env *e);
@@ -731,6 +734,14 @@ struct frontend {
      * other < 0: not available. On < 0 nothing is taken or written. NULL:
      * no termination here (such a tunnel is refused: fail closed). */
     int (*tls_adopt)(struct frontend *f, const struct frontend_tls_adopt *a);
+    /* SOCKS5 only: 1 when UDP ASSOCIATE is served (socks/udp.c); 0 refuses
+     * it with 0x07. The relay socket must live in the client's network
+     * namespace: sluice proxy makes it itself (udp_socket NULL); sluice run
+     * gets one made in the sandbox's namespace from udp_socket (a UDP
+     * socket of family AF_INET/AF_INET6, unbound; or < 0). */
+    int udp_associate;
+    int (*udp_socket)(void *ctx, int family);
+    void *udp_ctx;
 };
 
 /* A tunnel handed to TLS termination (frontend.tls_adopt). */

@@ -131,6 +131,11 @@ const struct policy *egress_env_policy(const struct egress_env *e)
     return e->cur->p;
 }
 
+struct resolver *egress_env_resolver(const struct egress_env *e)
+{
+    return e->resolver;
+}
+
 void egress_env_free(struct egress_env *e)
 {
     if (e == NULL)

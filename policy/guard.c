@@ -333,8 +333,8 @@ static int is_localhost_name(const struct policy_host *h)
     return h->len > slen && memcmp(h->name + h->len - slen, suffix, slen) == 0;
 }
 
-static void judge(const struct policy *p, const struct policy_host *h, uint16_t port,
-                  const struct policy_addr *in, struct policy_guard_verdict *v)
+static void judge(const struct policy *p, enum policy_transport t, const struct policy_host *h,
+                  uint16_t port, const struct policy_addr *in, struct policy_guard_verdict *v)
 {
     struct policy_addr a = *in;
     char ip[64];
@@ -356,6 +356,8 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
     policy_addr_str(in, ip, sizeof(ip));
 
     rule = policy__ip_denied(p, &a, port);
+    if (rule == POLICY_NO_RULE && t == POLICY_UDP)
+        rule = policy__udp_ip_denied(p, &a, port);
     if (rule != POLICY_NO_RULE) {
         v->rule = &p->rules[rule];
         v->cls = POLICY_CLASS_LISTED;
@@ -377,7 +379,9 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
         }
         return;
     }
-    rule = policy__cidr_match(p, &p->allow_cidr[f], &a, port);
+    /* an IP rule opens an address for its own transport only */
+    rule = t == POLICY_UDP ? policy__udp_ip_allowed(p, &a, port)
+                           : policy__cidr_match(p, &p->allow_cidr[f], &a, port);
     if (rule != POLICY_NO_RULE) {
         v->rule = &p->rules[rule];
         v->allowed = 1;
@@ -397,10 +401,18 @@ static void judge(const struct policy *p, const struct policy_host *h, uint16_t 
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out)
 {
+    return policy_guard_transport(p, POLICY_TCP, h, port, addrs, n, out);
+}
+
+size_t policy_guard_transport(const struct policy *p, enum policy_transport t,
+                              const struct policy_host *h, uint16_t port,
+                              const struct policy_addr *addrs, size_t n,
+                              struct policy_guard_verdict *out)
+{
     size_t i, ok = 0;
 
     for (i = 0; i < n; i++) {
-        judge(p, h, port, &addrs[i], &out[i]);
+        judge(p, t, h, port, &addrs[i], &out[i]);
         ok += out[i].allowed != 0;
     }
     return ok;

@@ -9,27 +9,37 @@
 #include <stdio.h>
 #include <string.h>
 
-/* "host:port", "[v6]:port", or the host alone for port 0 (a name) */
-static const char *dest(const struct policy_host *h, uint16_t port, char *buf, size_t len)
+/* The rule prefix of a transport: "udp:" opens UDP (policy/udp.c). */
+static const char *proto(const struct policy_judgment *j)
+{
+    return j->transport == POLICY_UDP ? "udp:" : "";
+}
+
+/* "host:port", "[v6]:port", or the host alone for port 0 (a name), with
+ * the judgment's transport prefix */
+static const char *dest(const struct policy_judgment *j, const struct policy_host *h,
+                        uint16_t port, char *buf, size_t len)
 {
     int v6 = h->kind == POLICY_HOST_IPV6;
 
     if (port == 0)
-        snprintf(buf, len, "%s", h->name);
+        snprintf(buf, len, "%s%s", proto(j), h->name);
     else
-        snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", h->name, v6 ? "]" : "", (unsigned)port);
+        snprintf(buf, len, "%s%s%s%s:%u", proto(j), v6 ? "[" : "", h->name, v6 ? "]" : "",
+                 (unsigned)port);
     return buf;
 }
 
-static const char *addr_dest(const struct policy_addr *a, uint16_t port, char *buf, size_t len)
+static const char *addr_dest(const struct policy_judgment *j, const struct policy_addr *a,
+                             uint16_t port, char *buf, size_t len)
 {
     char ip[64];
 
     policy_addr_str(a, ip, sizeof(ip));
     if (a->family == 6)
-        snprintf(buf, len, "[%s]:%u", ip, (unsigned)port);
+        snprintf(buf, len, "%s[%s]:%u", proto(j), ip, (unsigned)port);
     else
-        snprintf(buf, len, "%s:%u", ip, (unsigned)port);
+        snprintf(buf, len, "%s%s:%u", proto(j), ip, (unsigned)port);
     return buf;
 }
 
@@ -95,7 +105,7 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
         return buf;
     case POLICY_BY_CLASS: /* an IP literal in a denied class */
         snprintf(buf, len, "to allow this address, add '%s' to network.allowedDomains",
-                 dest(h, port, d, sizeof(d)));
+                 dest(j, h, port, d, sizeof(d)));
         return buf;
     case POLICY_BY_GUARD:
         if (j->cls == POLICY_CLASS_PROXY) {
@@ -104,14 +114,14 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
         }
         if (h->kind != POLICY_HOST_NAME) {
             snprintf(buf, len, "to allow this address, add '%s' to network.allowedDomains",
-                     dest(h, port, d, sizeof(d)));
+                     dest(j, h, port, d, sizeof(d)));
             return buf;
         }
         if (refused != NULL && port != 0) {
             snprintf(buf, len,
                      "'%s' resolved to an address the guard refuses; to allow that address, add "
                      "'%s' to network.allowedDomains",
-                     h->name, addr_dest(refused, port, d, sizeof(d)));
+                     h->name, addr_dest(j, refused, port, d, sizeof(d)));
             return buf;
         }
         snprintf(buf, len, "'%s' has no address sluice may connect to", h->name);
@@ -123,6 +133,6 @@ const char *policy_deny_hint(const struct policy *p, const struct policy_host *h
         break;
     }
     snprintf(buf, len, "to allow it, add '%s' to network.allowedDomains",
-             dest(h, port, d, sizeof(d)));
+             dest(j, h, port, d, sizeof(d)));
     return buf;
 }

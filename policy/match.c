@@ -123,7 +123,7 @@ static int ptab_grow(struct ptab *t)
 }
 
 /* Adds rule index idx under key, appending to the key's chain. */
-static int ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t len, uint32_t idx)
+int policy__ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t len, uint32_t idx)
 {
     uint64_t h = policy__hash(key, len);
     size_t mask, i;
@@ -156,7 +156,7 @@ static int ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t
     return 0;
 }
 
-static void ptab_free(struct ptab *t)
+void policy__ptab_free(struct ptab *t)
 {
     free(t->slots);
     t->slots = NULL;
@@ -198,7 +198,7 @@ static void mask_addr(const struct policy_addr *a, unsigned prefix, uint8_t *out
     }
 }
 
-static int cidr_add(struct policy *p, struct pcidr *c, const struct policy_rule *r, uint32_t idx)
+int policy__cidr_add(struct policy *p, struct pcidr *c, const struct policy_rule *r, uint32_t idx)
 {
     uint8_t key[16];
     size_t i;
@@ -211,7 +211,7 @@ static int cidr_add(struct policy *p, struct pcidr *c, const struct policy_rule 
         c->lens[i] = (uint8_t)r->prefix;
         c->nlens++;
     }
-    return ptab_add(p, &c->bylen[r->prefix], key, r->addr.family == 4 ? 4 : 16, idx);
+    return policy__ptab_add(p, &c->bylen[r->prefix], key, r->addr.family == 4 ? 4 : 16, idx);
 }
 
 uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
@@ -232,12 +232,12 @@ uint32_t policy__cidr_match(const struct policy *p, const struct pcidr *c,
     return best;
 }
 
-static void cidr_free(struct pcidr *c)
+void policy__cidr_free(struct pcidr *c)
 {
     size_t i;
 
     for (i = 0; i < 129; i++)
-        ptab_free(&c->bylen[i]);
+        policy__ptab_free(&c->bylen[i]);
     c->nlens = 0;
 }
 
@@ -298,7 +298,7 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
             rc = -EINVAL;
         }
     } else {
-        rc = policy_pattern_parse(it->value, list_id == POLICY_LIST_DENIED, &r, name, &why);
+        rc = policy_rule_parse(it->value, list_id == POLICY_LIST_DENIED, &r, name, &why);
     }
     if (rc < 0) {
         set_error(err, it, why ? why : "invalid pattern");
@@ -335,9 +335,11 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
     p->chain[idx] = POLICY_NO_RULE;
     p->nrules++;
 
+    if (r.udp)
+        return policy__udp_add(p, &p->rules[idx], name, idx);
     switch (r.kind) {
     case POLICY_RULE_NAME:
-        return ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_exact : &p->allow_exact,
+        return policy__ptab_add(p, list_id == POLICY_LIST_DENIED ? &p->deny_exact : &p->allow_exact,
                         (const uint8_t *)name, strlen(name), idx);
     case POLICY_RULE_WILDCARD: {
         struct ptab *t = list_id == POLICY_LIST_DENIED ? &p->deny_wild : &p->allow_wild;
@@ -345,7 +347,7 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
         for (k = 0; name[k] != '\0'; k++)
             labels += name[k] == '.';
         t->label_mask |= UINT64_C(1) << (labels < 63 ? labels : 63);
-        return ptab_add(p, t, (const uint8_t *)name, strlen(name), idx);
+        return policy__ptab_add(p, t, (const uint8_t *)name, strlen(name), idx);
     }
     case POLICY_RULE_ANY:
         if (p->deny_any == POLICY_NO_RULE)
@@ -358,7 +360,7 @@ static int add_rule(struct policy *p, const struct settings *s, const struct set
         struct pcidr *c = list_id == POLICY_LIST_DENIED  ? p->deny_cidr
                           : list_id == POLICY_LIST_ALLOWED ? p->allow_cidr
                                                            : p->rdeny_cidr;
-        return cidr_add(p, &c[r.addr.family == 4 ? 0 : 1], &r, idx);
+        return policy__cidr_add(p, &c[r.addr.family == 4 ? 0 : 1], &r, idx);
     }
     }
     return -EINVAL;
@@ -463,14 +465,15 @@ void policy_free(struct policy *p)
         free(p->http.strip[k]);
     free(p->http.strip);
     policy__tls_free(p);
-    ptab_free(&p->deny_exact);
-    ptab_free(&p->deny_wild);
-    ptab_free(&p->allow_exact);
-    ptab_free(&p->allow_wild);
+    policy__udp_free(p);
+    policy__ptab_free(&p->deny_exact);
+    policy__ptab_free(&p->deny_wild);
+    policy__ptab_free(&p->allow_exact);
+    policy__ptab_free(&p->allow_wild);
     for (f = 0; f < 2; f++) {
-        cidr_free(&p->deny_cidr[f]);
-        cidr_free(&p->allow_cidr[f]);
-        cidr_free(&p->rdeny_cidr[f]);
+        policy__cidr_free(&p->deny_cidr[f]);
+        policy__cidr_free(&p->allow_cidr[f]);
+        policy__cidr_free(&p->rdeny_cidr[f]);
     }
     while (p->arena != NULL) {
         struct pchunk *c = p->arena;
@@ -568,6 +571,17 @@ static uint32_t match_name(const struct policy *p, const struct ptab *exact,
     return best;
 }
 
+uint32_t policy__name_match(const struct policy *p, const struct ptab *exact,
+                            const struct ptab *wild, const struct policy_host *h, uint16_t port)
+{
+    struct suffixes sx;
+
+    if (exact->n == 0 && wild->n == 0)
+        return POLICY_NO_RULE;
+    suffix_hashes(h, &sx);
+    return match_name(p, exact, wild, h, &sx, port);
+}
+
 /* Joins up to three strings into dst (truncating), without printf. */
 static void join3(char *dst, size_t cap, const char *a, const char *b, const char *c)
 {
@@ -597,8 +611,8 @@ static void sanitize(char *s)
     }
 }
 
-static void decide_rule(const struct policy *p, uint32_t idx, enum policy_verdict v,
-                        struct policy_decision *d)
+void policy__decide_rule(const struct policy *p, uint32_t idx, enum policy_verdict v,
+                         struct policy_decision *d)
 {
     const struct policy_rule *r = &p->rules[idx];
 
@@ -682,6 +696,23 @@ void policy_decide_request(const struct policy *p, const struct policy_host *h, 
     policy__request_narrow(p, h, port, rq, d);
 }
 
+int policy__decide_class(const struct policy *p, const struct policy_host *h, uint16_t port,
+                         struct policy_decision *d)
+{
+    enum policy_addr_class cls = policy__local_class(p, &h->addr, port);
+    char ip[64];
+
+    if (!policy__addr_denied_class(cls, p->deny_private))
+        return 0;
+    d->verdict = POLICY_DENY;
+    d->origin = POLICY_BY_CLASS;
+    d->rule = NULL;
+    snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
+             policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
+             policy_class_name(cls));
+    return 1;
+}
+
 /* The domain lists' decision (deny, allow, IP literals, the unmatched). */
 static void decide_domains(const struct policy *p, const struct policy_host *h, uint16_t port,
                            struct policy_decision *d)
@@ -690,18 +721,19 @@ static void decide_domains(const struct policy *p, const struct policy_host *h, 
 
     if (p->match_count != NULL)
         ++*p->match_count;
+    d->transport = POLICY_TCP;
     deny = policy__chain_first(p, p->deny_any, port);
     if (h->kind == POLICY_HOST_NAME) {
         struct suffixes sx;
         suffix_hashes(h, &sx);
         deny = min_rule(deny, match_name(p, &p->deny_exact, &p->deny_wild, h, &sx, port));
         if (deny != POLICY_NO_RULE) {
-            decide_rule(p, deny, POLICY_DENY, d);
+            policy__decide_rule(p, deny, POLICY_DENY, d);
             return;
         }
         allow = match_name(p, &p->allow_exact, &p->allow_wild, h, &sx, port);
         if (allow != POLICY_NO_RULE) {
-            decide_rule(p, allow, POLICY_ALLOW, d);
+            policy__decide_rule(p, allow, POLICY_ALLOW, d);
             return;
         }
         decide_unmatched(p, d);
@@ -711,29 +743,19 @@ static void decide_domains(const struct policy *p, const struct policy_host *h, 
     /* IP literal: judged by the IP rules only, then by its address class. */
     {
         int f = h->addr.family == 4 ? 0 : 1;
-        enum policy_addr_class cls;
-        char ip[64];
 
         deny = min_rule(deny, policy__ip_denied(p, &h->addr, port));
         if (deny != POLICY_NO_RULE) {
-            decide_rule(p, deny, POLICY_DENY, d);
+            policy__decide_rule(p, deny, POLICY_DENY, d);
             return;
         }
         allow = policy__cidr_match(p, &p->allow_cidr[f], &h->addr, port);
         if (allow != POLICY_NO_RULE) {
-            decide_rule(p, allow, POLICY_ALLOW, d);
+            policy__decide_rule(p, allow, POLICY_ALLOW, d);
             return;
         }
-        cls = policy__local_class(p, &h->addr, port);
-        if (policy__addr_denied_class(cls, p->deny_private)) {
-            d->verdict = POLICY_DENY;
-            d->origin = POLICY_BY_CLASS;
-            d->rule = NULL;
-            snprintf(d->reason, sizeof(d->reason), "%s is %s %s address and no rule allows it",
-                     policy_addr_str(&h->addr, ip, sizeof(ip)), policy__article(cls),
-                     policy_class_name(cls));
+        if (policy__decide_class(p, h, port, d))
             return;
-        }
         decide_unmatched(p, d);
     }
 }

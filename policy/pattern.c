@@ -299,6 +299,10 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
     r->port = 0;
     r->prefix = 0;
     memset(&r->addr, 0, sizeof(r->addr));
+    if (strncmp(pattern, "udp:", 4) == 0) { /* policy_rule_parse's, in the domain lists */
+        *why = "a udp: rule is written in network.allowedDomains or network.deniedDomains only";
+        return -EINVAL;
+    }
     if (check_chars(pattern, len, why) < 0 || split_port(pattern, len, &hlen, &port, why) < 0)
         return -EINVAL;
     r->port = port;

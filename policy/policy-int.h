@@ -65,6 +65,8 @@ struct policy {
     size_t nreq;
     int req_managed; /* written by the managed file: report mode does not lift them */
 
+    struct policy_udp *udp; /* the "udp:" rules' tables (udp.c); NULL: none */
+
     struct pchunk *arena;
     unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
     unsigned refs; /* policy_ref / policy_free, atomic: workers share one policy */
@@ -91,6 +93,35 @@ enum policy_addr_class policy__local_class(const struct policy *p, const struct 
  * request host and port, as the domain matcher matches it. */
 int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
                             const struct policy_host *h, uint16_t port);
+
+/* The tables (match.c), for udp.c. */
+int policy__ptab_add(struct policy *p, struct ptab *t, const uint8_t *key, size_t len,
+                     uint32_t idx);
+void policy__ptab_free(struct ptab *t);
+int policy__cidr_add(struct policy *p, struct pcidr *c, const struct policy_rule *r, uint32_t idx);
+void policy__cidr_free(struct pcidr *c);
+/* Lowest-index rule of a name table pair matching h (exact, or a wildcard
+ * over a proper suffix), or POLICY_NO_RULE. */
+uint32_t policy__name_match(const struct policy *p, const struct ptab *exact,
+                            const struct ptab *wild, const struct policy_host *h, uint16_t port);
+/* Fills d for rule idx deciding v (its reason, deniedDomainReasons). */
+void policy__decide_rule(const struct policy *p, uint32_t idx, enum policy_verdict v,
+                         struct policy_decision *d);
+
+/* An IP literal no rule decided: 1 with d filled (DENY, POLICY_BY_CLASS)
+ * when its class is denied, else 0. */
+int policy__decide_class(const struct policy *p, const struct policy_host *h, uint16_t port,
+                         struct policy_decision *d);
+
+/* "udp:" rules (udp.c). */
+struct policy_udp;
+int policy__udp_add(struct policy *p, const struct policy_rule *r, const char *name, uint32_t idx);
+void policy__udp_free(struct policy *p);
+/* The lowest "udp:" deny IP rule matching a (or the IPv4 it embeds), and
+ * the lowest "udp:" allow IP rule matching a; POLICY_NO_RULE when none. */
+uint32_t policy__udp_ip_denied(const struct policy *p, const struct policy_addr *a, uint16_t port);
+uint32_t policy__udp_ip_allowed(const struct policy *p, const struct policy_addr *a,
+                                uint16_t port);
 
 /* Request rules (request.c). */
 struct policy_req_rule;

@@ -85,6 +85,7 @@ struct policy_rule {
     uint16_t port;       /* 0 = every port */
     const char *reason;  /* deniedDomainReasons entry, or NULL */
     int managed;         /* written by the managed file (or a list file it names) */
+    int udp;             /* a "udp:" rule (policy/udp.c): judges UDP only */
     /* compiled form */
     struct policy_addr addr; /* CIDR network */
     unsigned prefix;         /* CIDR prefix length */
@@ -192,6 +193,20 @@ int policy_pattern_parse(const char *pattern, int in_denied, struct policy_rule 
  * suffix (or no list is available), -ENOSPC when cap is too small. */
 int policy_registrable_domain(const char *name, char *out, size_t cap);
 
+/* The transport a destination is judged for (issue 26). A rule opens UDP
+ * only when it says "udp:" (udp:PATTERN:PORT in allowedDomains, PORT may be
+ * '*'); every other allow rule is TCP-only. A deny rule without "udp:"
+ * denies both transports, a "udp:" deny rule UDP only; deny-first holds for
+ * both. For UDP, no rule deciding is a denial (no ask, no allowAllDomains). */
+enum policy_transport { POLICY_TCP = 0, POLICY_UDP = 1 };
+
+/* Parses one network.allowedDomains / deniedDomains entry: a pattern
+ * (policy_pattern_parse) or "udp:PATTERN[:PORT|:*]" (r->udp = 1; an allow
+ * rule must name its port or '*', r->port 0 for '*'). Same arguments and
+ * results as policy_pattern_parse. */
+int policy_rule_parse(const char *value, int in_denied, struct policy_rule *r, char *name,
+                      const char **why);
+
 /* Where a decision came from. */
 enum policy_origin {
     POLICY_BY_RULE = 0,     /* a deny or allow rule; rule != NULL */
@@ -206,6 +221,7 @@ enum policy_origin {
 };
 
 struct policy_decision {
+    enum policy_transport transport; /* what was judged (policy_decide: TCP) */
     enum policy_verdict verdict;
     enum policy_origin origin;
     const struct policy_rule *rule; /* NULL unless origin == POLICY_BY_RULE */
@@ -259,6 +275,15 @@ void policy_decide_request(const struct policy *p, const struct policy_host *h, 
  * match and finish it with policy_verdict_finish once the answers are in. */
 void policy_decide(const struct policy *p, const struct policy_host *h, uint16_t port,
                    struct policy_decision *d);
+
+/* policy_decide for transport t (policy/udp.c for UDP): for POLICY_UDP the
+ * deny rules of both kinds, then the "udp:" allow rules, an IP literal in a
+ * denied class, and no rule deciding is DENY (origin POLICY_BY_NO_RULE).
+ * policy_verdict_finish reads d->transport and guards the answers for it
+ * (an IP rule opens an address for UDP only when it is a "udp:" rule). */
+void policy_decide_transport(const struct policy *p, enum policy_transport t,
+                             const struct policy_host *h, uint16_t port,
+                             struct policy_decision *d);
 
 /* Transparent mode's resolver (policy/dns.c): 1 when a name must be answered
  * NXDOMAIN, i.e. a port-less deny rule denies it on every port (never in
@@ -317,6 +342,12 @@ struct policy_guard_verdict {
  * decision; this is public for the tests. */
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *out);
+/* policy_guard for transport t: for UDP the "udp:" deny IP rules refuse
+ * too, and only "udp:" allow IP rules open an address. */
+size_t policy_guard_transport(const struct policy *p, enum policy_transport t,
+                              const struct policy_host *h, uint16_t port,
+                              const struct policy_addr *addrs, size_t n,
+                              struct policy_guard_verdict *out);
 
 /* This host's own addresses and the proxy's own listeners (address + port,
  * port 0 = any), judged by the guard. Copies the arrays. 0 or -ENOMEM. */
@@ -339,6 +370,7 @@ size_t policy_rule_count(const struct policy *p);
 /* HTTP upstream reuse and `sluice check` all call it.                       */
 
 struct policy_judgment {
+    enum policy_transport transport; /* the match's (policy_decision.transport) */
     enum policy_verdict verdict;    /* the decision: ALLOW, DENY, or ASK (no rule decides:
                                        ask a handler; deny when none is configured) */
     enum policy_origin origin;      /* what decided; POLICY_BY_GUARD when every answer was
@@ -380,6 +412,12 @@ struct policy_judgment {
 void policy_verdict(const struct policy *p, const struct policy_host *h, uint16_t port,
                     const struct policy_addr *addrs, size_t n, struct policy_guard_verdict *gv,
                     struct policy_judgment *j);
+
+/* policy_verdict for transport t (policy_decide_transport). */
+void policy_verdict_transport(const struct policy *p, enum policy_transport t,
+                              const struct policy_host *h, uint16_t port,
+                              const struct policy_addr *addrs, size_t n,
+                              struct policy_guard_verdict *gv, struct policy_judgment *j);
 
 /* policy_verdict for a request line (policy_decide_request). */
 void policy_verdict_request(const struct policy *p, const struct policy_host *h, uint16_t port,

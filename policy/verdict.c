@@ -87,6 +87,7 @@ static int report_may_dial(const struct policy_guard_verdict *g)
 /* The match as the verdict without answers. */
 static void start_from_match(struct policy_judgment *j, const struct policy_decision *m)
 {
+    j->transport = m->transport;
     j->verdict = m->verdict;
     j->origin = m->origin;
     j->report_only = 0;
@@ -110,7 +111,7 @@ static void guard_answers(const struct policy *p, const struct policy_host *h, u
 
     j->guarded = 1;
     j->naddrs = n;
-    j->nallowed = policy_guard(p, h, port, addrs, n, gv);
+    j->nallowed = policy_guard_transport(p, j->transport, h, port, addrs, n, gv);
     if (n == 0) {
         j->cls = POLICY_CLASS_PUBLIC;
         return;

@@ -31,6 +31,7 @@ struct check_item {
     uint16_t port;
     /* a URL target (http://, https://): the request it makes */
     int url;
+    int udp;            /* a udp:HOST:PORT target: judged for UDP (policy/udp.c) */
     int tls;            /* https: a CONNECT tunnel, whose requests the proxy cannot read */
     int terminated;     /* ... unless network.tlsTerminate terminates it: judged inside */
     const char *method; /* --method, or GET */
@@ -86,10 +87,28 @@ const char *check_resolver_status_name(enum resolver_status st)
 
 static void host_port(const struct check_item *it, char *buf, size_t len)
 {
+    const char *t = it->udp ? "udp:" : "";
+
     if (it->host.kind == POLICY_HOST_IPV6)
-        snprintf(buf, len, "[%s]:%u", it->host.name, (unsigned)it->port);
+        snprintf(buf, len, "%s[%s]:%u", t, it->host.name, (unsigned)it->port);
     else
-        snprintf(buf, len, "%s:%u", it->host.name, (unsigned)it->port);
+        snprintf(buf, len, "%s%s:%u", t, it->host.name, (unsigned)it->port);
+}
+
+/* A UDP target "udp:HOST:PORT" (the port is required). 0, 1 when s is
+ * not one, or -EINVAL with *why. */
+static int parse_udp(const char *s, struct check_item *it, const char **why)
+{
+    if (strncmp(s, "udp:", 4) != 0)
+        return 1;
+    if (policy_target_parse(s + 4, 0, &it->host, &it->port, why) < 0)
+        return -EINVAL;
+    if (it->port == 0) {
+        *why = "a udp: target names its port (udp:HOST:PORT)";
+        return -EINVAL;
+    }
+    it->udp = 1;
+    return 0;
 }
 
 /* A URL target: "http[s]://AUTHORITY[/PATH][?QUERY][#FRAGMENT]" into the
@@ -313,6 +332,8 @@ static void print_json(const struct check_item *it, int resolve, const struct po
     json_object_set_new(o, "target", json_string(it->target));
     json_object_set_new(o, "host", json_string(it->host.name));
     json_object_set_new(o, "port", json_integer(it->port));
+    if (it->udp)
+        json_object_set_new(o, "transport", json_string("udp"));
     if (it->url) {
         json_object_set_new(o, "method", json_string(it->method));
         json_object_set_new(o, "path", json_string(it->path));
@@ -541,7 +562,9 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
     for (size_t i = 0; i < n; i++) {
         struct check_item *it = &items[i];
         struct policy_request rq;
-        int u = parse_url(it->target, it, &it->why);
+        int u = parse_udp(it->target, it, &it->why);
+        if (u > 0)
+            u = parse_url(it->target, it, &it->why);
         if (u < 0 ||
             (u > 0 && policy_target_parse(it->target, 443, &it->host, &it->port, &it->why) < 0)) {
             char esc[1024];
@@ -563,8 +586,12 @@ static int decide_all(const struct policy *p, struct check_item *items, size_t n
         rq.target_len = it->path != NULL ? strlen(it->path) : 0;
         /* a tunnel the proxy terminates: its requests are judged as inside it */
         it->terminated = it->url && it->tls && policy_tls_terminates(p, &it->host, it->port);
-        policy_decide_request(p, &it->host, it->port,
-                              it->url && (!it->tls || it->terminated) ? &rq : NULL, &it->match);
+        if (it->udp) /* SOCKS5 UDP ASSOCIATE's verdict for each datagram */
+            policy_decide_transport(p, POLICY_UDP, &it->host, it->port, &it->match);
+        else
+            policy_decide_request(p, &it->host, it->port,
+                                  it->url && (!it->tls || it->terminated) ? &rq : NULL,
+                                  &it->match);
         policy_verdict_finish(p, &it->host, it->port, &it->match, NULL, 0, it->gv, &it->d);
         it->would_deny = it->d.report_only;
     }
@@ -623,7 +650,7 @@ static int report(const struct check_opts *o, const struct policy *p,
             print_json(it, o->resolve, o->transparent ? p : NULL);
         } else {
             print_text(it, o->resolve);
-            if (o->transparent)
+            if (o->transparent && !it->udp)
                 print_transparent(p, it);
         }
     }

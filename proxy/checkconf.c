@@ -18,6 +18,7 @@
 
 struct rule_counts {
     size_t names, wildcards, any, addrs, bad;
+    size_t udp; /* of those, udp: rules (UDP only) */
 };
 
 static void count_rules(const struct settings_list *l, int in_denied, struct rule_counts *c)
@@ -28,10 +29,11 @@ static void count_rules(const struct settings_list *l, int in_denied, struct rul
         const char *why;
 
         memset(&r, 0, sizeof(r));
-        if (policy_pattern_parse(l->items[i].value, in_denied, &r, name, &why) < 0) {
+        if (policy_rule_parse(l->items[i].value, in_denied, &r, name, &why) < 0) {
             c->bad++;
             continue;
         }
+        c->udp += r.udp != 0;
         switch (r.kind) {
         case POLICY_RULE_NAME:
             c->names++;
@@ -76,7 +78,7 @@ int check_config(const struct settings *sp, const char *path)
     struct settings_error err;
     struct policy *p = NULL;
     struct rule_counts allow = {0}, deny = {0};
-    char http[64], socks[64];
+    char http[64], socks[64], audp[32] = "", dudp[32] = "";
 
     if (policy_compile(sp, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
@@ -84,6 +86,10 @@ int check_config(const struct settings *sp, const char *path)
     }
     count_rules(&sp->network.allowed_domains, 0, &allow);
     count_rules(&sp->network.denied_domains, 1, &deny);
+    if (allow.udp > 0)
+        snprintf(audp, sizeof(audp), "; %zu udp", allow.udp);
+    if (deny.udp > 0)
+        snprintf(dudp, sizeof(dudp), "; %zu udp", deny.udp);
     if (sp->network.http_proxy_port != 0)
         snprintf(http, sizeof(http), "external 127.0.0.1:%u", sp->network.http_proxy_port);
     else
@@ -93,14 +99,14 @@ int check_config(const struct settings *sp, const char *path)
     else
         snprintf(socks, sizeof(socks), "tcp:127.0.0.1:1080");
 
-    printf("%s: ok: %zu rules: allow %zu (%zu names, %zu wildcards, %zu addresses), deny %zu "
-           "(%zu names, %zu wildcards, %zu addresses, %zu any), %zu resolved-address denials, "
+    printf("%s: ok: %zu rules: allow %zu (%zu names, %zu wildcards, %zu addresses%s), deny %zu "
+           "(%zu names, %zu wildcards, %zu addresses, %zu any%s), %zu resolved-address denials, "
            "%zu list files, %zu request rules; mode %s; unmatched %s; private addresses %s; "
            "listeners http %s, socks5 %s, admin off (defaults of sluice proxy); "
            "maxConnections %u\n",
            path, policy_rule_count(p), sp->network.allowed_domains.n, allow.names, allow.wildcards,
-           allow.addrs, sp->network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
-           deny.any, sp->network.denied_resolved_addresses.n,
+           allow.addrs, audp, sp->network.denied_domains.n, deny.names, deny.wildcards, deny.addrs,
+           deny.any, dudp, sp->network.denied_resolved_addresses.n,
            sp->network.allowed_domains_files.n + sp->network.denied_domains_files.n,
            policy_request_rule_count(p), policy_mode_report(p) ? "report" : "enforce",
            unmatched(sp), private_addrs(sp), http, socks, sp->proxy.max_connections);

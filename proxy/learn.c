@@ -166,6 +166,13 @@ int learn_add(struct learn *l, const struct replay_record *r)
         return note_add(l, text);
     }
     host_port(&r->h, r->port, what, sizeof(what));
+    if (strcmp(r->protocol, "socks5-udp") == 0) { /* never a TCP entry for UDP traffic */
+        snprintf(text, sizeof(text),
+                 "%s (udp): UDP destinations are not learned; to allow it, add 'udp:%s' to "
+                 "network.allowedDomains",
+                 what, what);
+        return note_add(l, text);
+    }
     if (r->h.kind != POLICY_HOST_NAME) {
         enum policy_addr_class c = policy_addr_classify(&r->h.addr, NULL);
         if (c != POLICY_CLASS_PUBLIC) {

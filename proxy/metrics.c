@@ -5,6 +5,7 @@
 #include "proxy/server-int.h"
 
 #include "proxy/tlsterm.h"
+#include "socks/socks.h"
 #include "tls/tls.h"
 
 #include <stdlib.h>
@@ -193,6 +194,46 @@ static void tls_metrics(FILE *m, const struct proxy_srv *srv)
                                                         __ATOMIC_RELAXED));
 }
 
+/* SOCKS5 UDP ASSOCIATE (socks/udp.c): process-wide counters. */
+static void udp_metrics(FILE *m)
+{
+    struct socks_udp_stats u;
+
+    socks_udp_stats(&u);
+    metric_head(m, "sluice_udp_associations_total", "counter",
+                "SOCKS5 UDP associations opened (refused: requests refused).");
+    fprintf(m, "sluice_udp_associations_total{result=\"ok\"} %llu\n",
+            (unsigned long long)u.associations);
+    fprintf(m, "sluice_udp_associations_total{result=\"refused\"} %llu\n",
+            (unsigned long long)u.refused);
+    metric_head(m, "sluice_udp_associations_active", "gauge", "SOCKS5 UDP associations open now.");
+    fprintf(m, "sluice_udp_associations_active %llu\n", (unsigned long long)u.active);
+    metric_head(m, "sluice_udp_datagrams_total", "counter",
+                "Datagrams relayed by SOCKS5 UDP associations, by direction.");
+    fprintf(m, "sluice_udp_datagrams_total{direction=\"up\"} %llu\n",
+            (unsigned long long)u.dgrams_up);
+    fprintf(m, "sluice_udp_datagrams_total{direction=\"down\"} %llu\n",
+            (unsigned long long)u.dgrams_down);
+    metric_head(m, "sluice_udp_bytes_total", "counter",
+                "Payload bytes relayed by SOCKS5 UDP associations, by direction.");
+    fprintf(m, "sluice_udp_bytes_total{direction=\"up\"} %llu\n", (unsigned long long)u.bytes_up);
+    fprintf(m, "sluice_udp_bytes_total{direction=\"down\"} %llu\n",
+            (unsigned long long)u.bytes_down);
+    metric_head(m, "sluice_udp_dropped_total", "counter",
+                "Datagrams SOCKS5 UDP associations did not relay, by reason.");
+    fprintf(m, "sluice_udp_dropped_total{reason=\"denied\"} %llu\n", (unsigned long long)u.denied);
+    fprintf(m, "sluice_udp_dropped_total{reason=\"fragment\"} %llu\n",
+            (unsigned long long)u.fragments);
+    fprintf(m, "sluice_udp_dropped_total{reason=\"spoofed\"} %llu\n",
+            (unsigned long long)u.spoofed);
+    fprintf(m, "sluice_udp_dropped_total{reason=\"malformed\"} %llu\n",
+            (unsigned long long)u.malformed);
+    fprintf(m, "sluice_udp_dropped_total{reason=\"no_room\"} %llu\n",
+            (unsigned long long)u.dropped);
+    fprintf(m, "sluice_udp_dropped_total{reason=\"unsolicited\"} %llu\n",
+            (unsigned long long)u.unsolicited);
+}
+
 /* Prometheus text exposition format 0.0.4. Main thread. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
 {
@@ -211,6 +252,7 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
     connections(m, srv, &t);
     tls_metrics(m, srv);
     decisions(m, &t);
+    udp_metrics(m);
     metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
     fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);
     fprintf(m, "sluice_reloads_total{result=\"error\"} %llu\n",

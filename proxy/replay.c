@@ -320,7 +320,10 @@ static void judge(const struct policy *p, struct replay_group *g, int resolve)
         rq.target_len = strlen(g->path);
         rqp = &rq;
     }
-    policy_decide_request(p, &g->h, g->port, rqp, &g->m);
+    if (strcmp(g->protocol, "socks5-udp") == 0) /* a SOCKS5 UDP datagram's destination */
+        policy_decide_transport(p, POLICY_UDP, &g->h, g->port, &g->m);
+    else
+        policy_decide_request(p, &g->h, g->port, rqp, &g->m);
     policy_verdict_finish(p, &g->h, g->port, &g->m, NULL, 0, gv, &j);
     set_now(g, &j);
     /* without answers, a name the rules let through and the guard refused

@@ -285,14 +285,15 @@ static int url_path(const char *url, int tls, const char **path, const char **wh
 static int check_record(const struct fields *f, struct replay_record *r, const char **why)
 {
     static const char *const protocols[] = {"connect", "http", "https", "socks5",
-                                            "transparent", "dns", NULL};
+                                            "socks5-udp", "transparent", "dns", NULL};
     static const char *const decisions[] = {"allow", "deny", "would_deny", NULL};
     int dns;
 
     if (f->protocol == NULL || !one_of(f->protocol, protocols)) {
         *why = f->protocol == NULL
                    ? "a decision without a protocol"
-                   : "an unknown protocol (connect, http, https, socks5, transparent, dns)";
+                   : "an unknown protocol (connect, http, https, socks5, socks5-udp, "
+                     "transparent, dns)";
         return -EINVAL;
     }
     if (f->decision == NULL || !one_of(f->decision, decisions)) {

@@ -308,6 +308,9 @@ int proxy_worker_new(struct proxy_srv *srv, unsigned index, struct proxy_worker 
     w->q_ok = 1;
     proxy_service_init(&w->svc, w->loop, &srv->next_id, &srv->live, &hooks);
     w->svc.fe[PROXY_FE_HTTP].health_path = srv->o.health_path;
+    /* UDP ASSOCIATE: the relay socket is made here, in the clients' network
+     * namespace (sluice run's clients are in the sandbox's: not yet served) */
+    w->svc.fe[PROXY_FE_SOCKS].udp_associate = 1;
     init_service(&w->http, "http", &srv->o.http, srv->o.http_on);
     init_service(&w->socks, "socks5", &srv->o.socks, srv->o.socks_on);
     if (open_service(w, &w->http, PROXY_FE_HTTP, first != NULL ? &first->http : NULL) < 0 ||

@@ -18,6 +18,12 @@
  * (every other descriptor closed), dies with sluice (PR_SET_PDEATHSIG) and
  * ends when its socket closes.
  *
+ * SOCKS5 UDP ASSOCIATE (issue 26): when a udp: rule allows UDP somewhere,
+ * the helper also makes UDP sockets of the namespace (requests "u"/"U"):
+ * each association's relay socket, where the sandboxed client sends its
+ * datagrams (socks/udp.c through frontend.udp_socket); the sockets that
+ * reach the destinations stay the host's, as every egress does.
+ *
  * Fail closed: every listener is made before the go byte; one that cannot
  * be made stops the run before the command starts. Connections are bounded
  * per port (half the service's connection limit shared among them, at
@@ -73,6 +79,9 @@ struct run_ports {
     pid_t helper_pid;
     int pool[2][PORTS_BATCH]; /* unused sockets of the namespace: [0] IPv4, [1] IPv6 */
     size_t npool[2];
+    int upool[2][PORTS_BATCH]; /* the same, UDP: SOCKS5 UDP ASSOCIATE's relay sockets */
+    size_t nupool[2];
+    int udp; /* udp: rules: the helper runs for UDP ASSOCIATE's relay sockets */
 };
 
 /* The helper's answers: a header and up to 2 (listeners) or PORTS_BATCH
@@ -153,15 +162,30 @@ static int collect(struct run_ports *p, const struct sb_launch_opts *o, const st
     return 0;
 }
 
+/* 1 when a udp: rule allows UDP somewhere: SOCKS5 UDP ASSOCIATE is served
+ * from the sandbox (its relay sockets come from the helper). */
+static int has_udp_rules(const struct settings *s)
+{
+    for (size_t i = 0; i < s->network.allowed_domains.n; i++)
+        if (strncmp(s->network.allowed_domains.items[i].value, "udp:", 4) == 0)
+            return 1;
+    return 0;
+}
+
 int run_ports_prepare(struct run *run)
 {
     struct run_ports *p;
     char addr[INET6_ADDRSTRLEN + 10];
 
+    int udp = has_udp_rules(run->settings);
+
     if (run->settings->network.publish.n == 0 && run->o->npublish == 0 &&
-        run->settings->network.host_ports.n == 0)
+        run->settings->network.host_ports.n == 0 && !udp)
         return 0;
     if (!run->settings->network.isolate) {
+        if (udp && run->settings->network.publish.n == 0 && run->o->npublish == 0 &&
+            run->settings->network.host_ports.n == 0)
+            return 0; /* the command has the host's network: UDP ASSOCIATE stays refused */
         fprintf(stderr, "sluice: run: network.publish, --publish and network.hostPorts need the "
                         "sandbox's own network (network.isolate is false: the command has the "
                         "host's); the command was not run\n");
@@ -174,6 +198,7 @@ int run_ports_prepare(struct run *run)
     }
     p->run = run;
     p->helper = -1;
+    p->udp = udp;
     run->ports = p;
     if (collect(p, run->o, run->settings) < 0) {
         fprintf(stderr, "sluice: run: the command was not run\n");
@@ -280,17 +305,19 @@ static int helper_join(int pid)
     return 0;
 }
 
-/* Answers "4"/"6" with PORTS_BATCH sockets of that family until EOF. */
+/* Answers "4"/"6" with PORTS_BATCH TCP sockets of that family, "u"/"U"
+ * with UDP ones (IPv4/IPv6), until EOF. */
 static void helper_serve(int sock)
 {
     char req;
     int fds[PORTS_BATCH];
 
     while (read(sock, &req, 1) == 1) {
-        int family = req == '6' ? AF_INET6 : AF_INET, e = 0;
+        int family = req == '6' || req == 'U' ? AF_INET6 : AF_INET, e = 0;
+        int type = req == 'u' || req == 'U' ? SOCK_DGRAM : SOCK_STREAM;
         size_t n = 0;
         for (; n < PORTS_BATCH; n++) {
-            fds[n] = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            fds[n] = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fds[n] < 0) {
                 e = errno;
                 break;
@@ -428,26 +455,42 @@ static int helper_start(struct run_ports *p, char *err, size_t errlen)
 /* ------------------------------------------------------------------------ */
 /* The forwarders                                                            */
 
+/* A socket of the sandbox's namespace from the helper's batches: pool
+ * (and its count) for family, refilled with request req. */
+static int pooled(struct run_ports *p, int *pool, size_t *n, char req, const char *what)
+{
+    if (*n == 0) {
+        struct ports_msg m;
+        int rc;
+        if (p->helper < 0 || write(p->helper, &req, 1) != 1)
+            return UV_EIO;
+        rc = recv_fds(p->helper, &m, pool, PORTS_BATCH, n);
+        if (rc < 0 || m.tag != 'S' || *n == 0) {
+            run_debug(p->run, "%s: no socket from the sandbox's namespace (%s)", what,
+                      strerror(rc < 0 ? -rc : m.err));
+            return UV_EIO;
+        }
+    }
+    return pool[--*n];
+}
+
 /* The dialer's socket source for published ports (bridge/forward.h). */
 static int make_socket(void *arg, int family)
 {
     struct run_ports *p = arg;
     size_t k = family == AF_INET6 ? 1 : 0;
 
-    if (p->npool[k] == 0) {
-        struct ports_msg m;
-        char req = k == 1 ? '6' : '4';
-        int rc;
-        if (p->helper < 0 || write(p->helper, &req, 1) != 1)
-            return UV_EIO;
-        rc = recv_fds(p->helper, &m, p->pool[k], PORTS_BATCH, &p->npool[k]);
-        if (rc < 0 || m.tag != 'S' || p->npool[k] == 0) {
-            run_debug(p->run, "published port: no socket from the sandbox's namespace (%s)",
-                      strerror(rc < 0 ? -rc : m.err));
-            return UV_EIO;
-        }
-    }
-    return p->pool[k][--p->npool[k]];
+    return pooled(p, p->pool[k], &p->npool[k], k == 1 ? '6' : '4', "published port");
+}
+
+/* SOCKS5 UDP ASSOCIATE's relay socket (frontend.udp_socket): a UDP socket
+ * of the sandbox's namespace, where the client sends its datagrams. */
+static int make_udp_socket(void *arg, int family)
+{
+    struct run_ports *p = arg;
+    size_t k = family == AF_INET6 ? 1 : 0;
+
+    return pooled(p, p->upool[k], &p->nupool[k], k == 1 ? 'U' : 'u', "SOCKS5 UDP ASSOCIATE");
 }
 
 static void on_accept(struct listener *l, void *arg)
@@ -579,8 +622,14 @@ int run_ports_before_go(struct run *run)
     for (size_t i = 0; i < p->nhost; i++)
         if (open_host_port(p, p->host[i], err, sizeof(err)) < 0)
             goto fail;
-    run_debug(run, "ports: %zu published, %zu host ports reachable from the sandbox", p->npub,
-              p->nhost);
+    if (p->udp) { /* SOCKS5 UDP ASSOCIATE: relay sockets made in the sandbox's namespace */
+        struct frontend *fe = &run->core.fe[PROXY_FE_SOCKS];
+        fe->udp_socket = make_udp_socket;
+        fe->udp_ctx = p;
+        fe->udp_associate = 1;
+    }
+    run_debug(run, "ports: %zu published, %zu host ports reachable from the sandbox%s", p->npub,
+              p->nhost, p->udp ? ", SOCKS5 UDP ASSOCIATE served" : "");
     return 0;
 fail:
     fprintf(stderr, "sluice: run: %s; the command was not run\n", err);
@@ -622,9 +671,12 @@ void run_ports_free(struct run *run)
 
     if (p == NULL)
         return;
-    for (size_t k = 0; k < 2; k++)
+    for (size_t k = 0; k < 2; k++) {
         for (size_t i = 0; i < p->npool[k]; i++)
             close(p->pool[k][i]);
+        for (size_t i = 0; i < p->nupool[k]; i++)
+            close(p->upool[k][i]);
+    }
     if (p->helper >= 0)
         close(p->helper); /* the helper's EOF: it exits */
     if (p->helper_pid > 0) {

@@ -1,7 +1,8 @@
 /* run/ports.h - ports between the host and the sandbox (issue 26):
- * network.publish / --publish and network.hostPorts, for run/launch.c.
- * Each step 0, or -1 after a message on stderr (and, once bwrap runs,
- * bwrap killed); no-ops when neither is set. */
+ * network.publish / --publish and network.hostPorts, for run/launch.c, and
+ * the relay sockets of SOCKS5 UDP ASSOCIATE (made in the sandbox's network
+ * namespace when a udp: rule exists). Each step 0, or -1 after a message on
+ * stderr (and, once bwrap runs, bwrap killed); no-ops when none is set. */
 #ifndef SLUICE_RUN_PORTS_H
 #define SLUICE_RUN_PORTS_H
 

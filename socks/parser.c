@@ -408,3 +408,93 @@ const char *socks5_result_str(enum socks5_result r)
     }
     return "unknown";
 }
+
+/* ------------------------------------------------------------------------ */
+/* UDP ASSOCIATE datagrams (RFC 1928 section 7)                              */
+
+enum socks5_udp_result socks5_udp_parse(const uint8_t *d, size_t len, struct socks5_udp_header *h)
+{
+    size_t alen, off;
+
+    if (len < 4)
+        return SOCKS5_UDP_ERR_SHORT;
+    if (d[0] != 0 || d[1] != 0)
+        return SOCKS5_UDP_ERR_RSV;
+    h->frag = d[2];
+    h->dst.cmd = 0;
+    h->dst.atyp = d[3];
+    switch (d[3]) {
+    case SOCKS5_ATYP_IPV4:
+        alen = 4;
+        off = 4;
+        break;
+    case SOCKS5_ATYP_IPV6:
+        alen = 16;
+        off = 4;
+        break;
+    case SOCKS5_ATYP_DOMAIN:
+        if (len < 5)
+            return SOCKS5_UDP_ERR_SHORT;
+        alen = d[4];
+        if (alen == 0)
+            return SOCKS5_UDP_ERR_DOMAIN_EMPTY;
+        off = 5;
+        break;
+    default:
+        return SOCKS5_UDP_ERR_ATYP;
+    }
+    if (len - off < alen + 2)
+        return SOCKS5_UDP_ERR_SHORT;
+    memcpy(h->dst.addr, d + off, alen);
+    h->dst.addr_len = alen;
+    h->dst.port = (uint16_t)((d[off + alen] << 8) | d[off + alen + 1]);
+    h->header_len = off + alen + 2;
+    return SOCKS5_UDP_OK;
+}
+
+/* VER/RSV/FRAG-like prefix, then ATYP, address and port. */
+static size_t addr_block(uint8_t *out, uint8_t b0, uint8_t b1, uint8_t b2, int family,
+                         const uint8_t *addr, uint16_t port)
+{
+    size_t alen = family == 4 ? 4 : family == 6 ? 16 : 0;
+
+    if (alen == 0)
+        return 0;
+    out[0] = b0;
+    out[1] = b1;
+    out[2] = b2;
+    out[3] = family == 4 ? SOCKS5_ATYP_IPV4 : SOCKS5_ATYP_IPV6;
+    memcpy(out + 4, addr, alen);
+    out[4 + alen] = (uint8_t)(port >> 8);
+    out[5 + alen] = (uint8_t)(port & 0xff);
+    return 6 + alen;
+}
+
+size_t socks5_udp_header_build(uint8_t out[SOCKS5_UDP_REPLY_HDR_MAX], int family,
+                               const uint8_t *addr, uint16_t port)
+{
+    return addr_block(out, 0, 0, 0, family, addr, port);
+}
+
+size_t socks5_reply_bound(uint8_t out[SOCKS5_UDP_REPLY_HDR_MAX], int family, const uint8_t *addr,
+                          uint16_t port)
+{
+    return addr_block(out, 0x05, SOCKS5_REP_SUCCEEDED, 0, family, addr, port);
+}
+
+const char *socks5_udp_result_str(enum socks5_udp_result r)
+{
+    switch (r) {
+    case SOCKS5_UDP_OK:
+        return "ok";
+    case SOCKS5_UDP_ERR_SHORT:
+        return "datagram shorter than its header";
+    case SOCKS5_UDP_ERR_RSV:
+        return "nonzero reserved bytes in datagram header";
+    case SOCKS5_UDP_ERR_ATYP:
+        return "unsupported address type in datagram header";
+    case SOCKS5_UDP_ERR_DOMAIN_EMPTY:
+        return "empty domain name in datagram header";
+    }
+    return "unknown";
+}

@@ -6,6 +6,8 @@
  *              on until something arrives (see egress_read)
  *   REPLY      a failure reply being written; close after it is flushed
  *   RELAY      the relay owns the bytes
+ *   UDP        a UDP association (socks/udp.c) lives as long as this control
+ *              connection: client reads stay on (hs kept) to see its end
  *   CLOSING    relay_close() issued; on_relay_closed() logs and frees
  *
  * The connection struct is freed in exactly one place: on_relay_closed(),
@@ -20,6 +22,7 @@
  * listener (listener_nodelay()).
  */
 #include "socks/socks.h"
+#include "socks/socks-int.h"
 
 #include "bridge/bridge.h"
 #include "policy/policy.h"
@@ -43,6 +46,7 @@ enum socks_state {
     SOCKS_ST_EGRESS,
     SOCKS_ST_REPLY,
     SOCKS_ST_RELAY,
+    SOCKS_ST_UDP,
     SOCKS_ST_CLOSING,
 };
 
@@ -72,13 +76,17 @@ struct socks_conn {
     uv_shutdown_t shutdown_req;
     uint8_t *early; /* bytes after the request, forwarded after the dial */
     size_t early_len;
+    struct socks_udp *udp; /* SOCKS_ST_UDP: the association */
+    uint64_t udp_up, udp_down; /* its payload bytes, kept for the close record */
+    uint8_t udp_reply[SOCKS5_UDP_REPLY_HDR_MAX];
 };
 
 static void conn_close(struct socks_conn *c, const char *end);
 
 static void set_state(struct socks_conn *c, enum socks_state s)
 {
-    static const char *const names[] = {"HANDSHAKE", "EGRESS", "REPLY", "RELAY", "CLOSING"};
+    static const char *const names[] = {"HANDSHAKE", "EGRESS", "REPLY", "RELAY", "UDP",
+                                        "CLOSING"};
 
     assert(c->state != SOCKS_ST_CLOSING); /* CLOSING is the last state */
     if (c->state != s)
@@ -124,6 +132,19 @@ static void conn_close(struct socks_conn *c, const char *end)
         return;
     if (c->fc.end == NULL)
         c->fc.end = end;
+    if (c->udp != NULL) { /* the association ends with its control connection */
+        char sum[400];
+        socks_udp_bytes(c->udp, &c->udp_up, &c->udp_down);
+        socks_udp_close(c->udp, sum, sizeof(sum));
+        c->udp = NULL;
+        c->fc.verdict[0] = '\0';
+        frontend_conn_set_text(&c->fc.rule, NULL);
+        frontend_conn_set_text(&c->fc.source, NULL);
+        frontend_conn_set_text(&c->fc.hint, NULL);
+        frontend_conn_set_text(&c->fc.reason, sum);
+        memset(&c->fc.addr, 0, sizeof(c->fc.addr));
+        c->fc.code = SOCKS5_REP_SUCCEEDED;
+    }
     set_state(c, SOCKS_ST_CLOSING);
     egress_cancel(c->req);
     c->req = NULL;
@@ -136,6 +157,12 @@ static void conn_bytes(const struct frontend_conn *fc, uint64_t *up, uint64_t *d
     const struct socks_conn *c = container_of(fc, const struct socks_conn, fc);
 
     relay_bytes(&c->relay, up, down);
+    if (c->udp != NULL)
+        socks_udp_bytes(c->udp, up, down);
+    else if (c->udp_up + c->udp_down > 0) {
+        *up = c->udp_up;
+        *down = c->udp_down;
+    }
 }
 
 static void force_close(struct frontend_conn *fc)
@@ -520,6 +547,71 @@ static void request(struct socks_conn *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* UDP ASSOCIATE                                                             */
+
+static void on_udp_ended(void *arg, const char *why)
+{
+    conn_close(arg, why);
+}
+
+/* A well-formed UDP ASSOCIATE: an association (socks/udp.c) whose relay
+ * address the reply names; it lives until this connection ends. */
+static void udp_associate(struct socks_conn *c)
+{
+    uv_stream_t *ctl = relay_client(&c->relay);
+    size_t len = 0;
+    uint8_t code = SOCKS5_REP_GENERAL;
+    const char *why = "";
+    int rc;
+
+    frontend_conn_timer_set(&c->fc, NULL, 0);
+    c->fc.protocol = "socks5-udp";
+    c->fc.host = NULL; /* DST.ADDR is the client's own source, no destination */
+    c->fc.port = 0;
+    if (c->overloaded) {
+        set_text(&c->fc.reason, "too many connections");
+        reply_fail(c, SOCKS5_REP_GENERAL, "over the connection limit");
+        return;
+    }
+    if (!c->fc.f->udp_associate) {
+        /* sluice run: the client is in the sandbox's network namespace, and
+         * a relay socket this process made would be in the host's */
+        set_text(&c->fc.reason, "UDP ASSOCIATE is not served here (sluice proxy serves it)");
+        reply_fail(c, SOCKS5_REP_CMD_UNSUPPORTED, "udp associate refused");
+        return;
+    }
+    if (ctl->type != UV_TCP) {
+        set_text(&c->fc.reason, "UDP ASSOCIATE needs a TCP listener");
+        reply_fail(c, SOCKS5_REP_CMD_UNSUPPORTED, "udp associate refused");
+        return;
+    }
+    rc = socks_udp_open(&c->udp, &c->fc, (uv_tcp_t *)ctl, &c->hs->parser.req, on_udp_ended, c,
+                        c->udp_reply, &len, &code, &why);
+    if (rc < 0) {
+        c->udp = NULL;
+        set_text(&c->fc.reason, "%s", why);
+        reply_fail(c, code, "udp associate refused");
+        return;
+    }
+    c->fc.code = SOCKS5_REP_SUCCEEDED;
+    if (client_write(c, &c->reply_req, c->udp_reply, len, on_handshake_write) < 0) {
+        conn_close(c, "client write failed");
+        return;
+    }
+    frontend_conn_timer_close(&c->fc); /* the association has its idle timer */
+    set_state(c, SOCKS_ST_UDP);
+}
+
+/* The control connection of an association: what the client sends on it
+ * is dropped; its end ends the association. */
+static void udp_control_read(struct socks_conn *c, ssize_t nread)
+{
+    if (nread >= 0)
+        return;
+    conn_close(c, nread == UV_EOF ? "client closed the control connection" : "client error");
+}
+
+/* ------------------------------------------------------------------------ */
 /* The handshake                                                             */
 
 static void handshake_error(struct socks_conn *c, enum socks5_result res)
@@ -527,6 +619,10 @@ static void handshake_error(struct socks_conn *c, enum socks5_result res)
     uint8_t out[SOCKS5_REPLY_LEN];
     size_t n = socks5_error_reply(res, out);
 
+    if (res == SOCKS5_ERR_CMD && c->hs->parser.req.cmd == SOCKS5_CMD_UDP_ASSOCIATE) {
+        udp_associate(c);
+        return;
+    }
     set_text(&c->fc.reason, "%s", socks5_result_str(res));
     if (res == SOCKS5_ERR_CMD) { /* the request is well-formed: name its target in the log */
         const char *why;
@@ -664,6 +760,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     (void)buf;
     if (c->state == SOCKS_ST_EGRESS) {
         egress_read(c, nread);
+        return;
+    }
+    if (c->state == SOCKS_ST_UDP) {
+        udp_control_read(c, nread);
         return;
     }
     if (c->state != SOCKS_ST_HANDSHAKE)

@@ -204,6 +204,52 @@ size_t socks5_error_reply(enum socks5_result err, uint8_t out[SOCKS5_REPLY_LEN])
 /* Short lower-case text for logs ("not a socks greeting", ...). */
 const char *socks5_result_str(enum socks5_result r);
 
+/* ------------------------------------------------------------------------ */
+/* UDP ASSOCIATE datagrams (socks/parser.c, RFC 1928 section 7)              */
+/*                                                                           */
+/* Every datagram between the client and the relay starts with               */
+/*   RSV(2)=0 FRAG(1) ATYP(1) DST.ADDR DST.PORT(2)                           */
+/* socks5_udp_parse() reads that header from one whole datagram (hostile     */
+/* bytes, pure, no allocation): RSV must be 0, ATYP 1, 3 or 4, a domain 1..255 */
+/* bytes (raw, unchecked: the caller normalises it), the datagram at least   */
+/* as long as its header. FRAG is reported, not judged: the caller drops a   */
+/* fragment (FRAG != 0; sluice does no reassembly) and counts it.            */
+
+#define SOCKS5_UDP_HDR_MAX 262     /* RSV RSV FRAG ATYP LEN DOMAIN[255] PORT[2] */
+#define SOCKS5_UDP_REPLY_HDR_MAX 22 /* RSV RSV FRAG ATYP(4) ADDR[16] PORT[2] */
+
+enum socks5_udp_result {
+    SOCKS5_UDP_OK = 0,
+    SOCKS5_UDP_ERR_SHORT = -1,        /* ends inside its header */
+    SOCKS5_UDP_ERR_RSV = -2,          /* RSV not 0 */
+    SOCKS5_UDP_ERR_ATYP = -3,         /* ATYP not 1, 3 or 4 */
+    SOCKS5_UDP_ERR_DOMAIN_EMPTY = -4, /* domain length 0 */
+};
+
+struct socks5_udp_header {
+    uint8_t frag;               /* 0: a whole datagram */
+    struct socks5_request dst;  /* cmd 0; atyp, addr, port as in a request */
+    size_t header_len;          /* the payload starts here (<= the datagram's length) */
+};
+
+/* Parses the header of one datagram of len bytes. SOCKS5_UDP_OK with *h
+ * filled, or an error (then *h is unspecified). */
+enum socks5_udp_result socks5_udp_parse(const uint8_t *d, size_t len, struct socks5_udp_header *h);
+
+/* The header of a datagram to the client: RSV 0, FRAG 0, ATYP 1 (family 4,
+ * addr 4 bytes) or 4 (family 6, 16 bytes), the address and port. Returns
+ * 10 or 22, or 0 for another family. */
+size_t socks5_udp_header_build(uint8_t out[SOCKS5_UDP_REPLY_HDR_MAX], int family,
+                               const uint8_t *addr, uint16_t port);
+
+/* A reply to UDP ASSOCIATE naming the relay's address (BND.ADDR/PORT): code
+ * SUCCEEDED, ATYP 1 or 4. Returns 10 or 22, 0 for another family. */
+size_t socks5_reply_bound(uint8_t out[SOCKS5_UDP_REPLY_HDR_MAX], int family, const uint8_t *addr,
+                          uint16_t port);
+
+/* Short lower-case text for logs. */
+const char *socks5_udp_result_str(enum socks5_udp_result r);
+
 /* end of parser */
 
 /* ------------------------------------------------------------------------ */
@@ -216,7 +262,7 @@ const char *socks5_result_str(enum socks5_result r);
 /* that spells an IP address is judged as that address; a name that does    */
 /* not normalise gets reply 0x01 (malformed). Reply codes: 0x02 policy, ask  */
 /* or guard; 0x04 DNS failure or unreachable; 0x05 refused; 0x06 DNS or dial */
-/* timeout; 0x07 BIND / UDP ASSOCIATE; 0x08 address type; 0x01 malformed,    */
+/* timeout; 0x07 BIND (UDP ASSOCIATE: socks/udp.c); 0x08 address type; 0x01 */
 /* port 0, over the connection limit, internal error. BND.ADDR 0.0.0.0:0.    */
 
 struct frontend;
@@ -226,6 +272,23 @@ struct listener;
  * front end is over its connection limit: the handshake is read and the
  * request answered 0x01 at once. 0 or UV_E* (nothing to serve). */
 int socks_session_accept(struct frontend *f, struct listener *l, int overloaded);
+
+/* UDP ASSOCIATE (socks/udp.c): counters of every association of the
+ * process (all workers), for /metrics. */
+struct socks_udp_stats {
+    uint64_t associations;   /* opened */
+    uint64_t active;         /* open now */
+    uint64_t refused;        /* requests refused (limit, address, family, error) */
+    uint64_t dgrams_up, bytes_up;     /* client -> destination, payload bytes */
+    uint64_t dgrams_down, bytes_down; /* destination -> client, payload bytes */
+    uint64_t denied;         /* datagrams to a destination the policy denied */
+    uint64_t fragments;      /* datagrams with FRAG != 0, dropped */
+    uint64_t spoofed;        /* datagrams from another source than the client's, dropped */
+    uint64_t malformed;      /* bad headers, dropped */
+    uint64_t dropped;        /* no room (destinations cap, pending, send would block) */
+    uint64_t unsolicited;    /* datagrams from a peer this client did not send to */
+};
+void socks_udp_stats(struct socks_udp_stats *out);
 
 /* end of session */
 

@@ -58,6 +58,24 @@ expect_run "unknown option refused" 2 "unknown option '--jsn'" "$SLUICE" check "
 expect_run "--settings without targets: config test" 0 ': ok: [0-9]+ rules: allow' "$SLUICE" check "${S[@]}"
 expect_run "no targets" 2 "no targets given" env -u SLUICE_SETTINGS "$SLUICE" check
 
+# udp: rules (issue 26): only a udp: rule opens UDP, a plain deny rule denies it too
+cat > "$T/u.json" <<'EOF2'
+{"network": {"allowedDomains": ["github.com", "udp:dns.example:53", "udp:*.quic.example:*"],
+ "deniedDomains": ["bad.quic.example", "udp:no.quic.example"]}}
+EOF2
+U=(--settings "$T/u.json")
+expect_run "udp allowed by a udp: rule" 0 '^allow udp:dns.example:53  rule .udp:dns.example:53. \(network.allowedDomains\[1\]' "$SLUICE" check "${U[@]}" udp:dns.example:53
+expect_run "udp: rule does not open tcp" 0 '^ask   dns.example:53' "$SLUICE" check "${U[@]}" dns.example:53
+expect_run "tcp rule does not open udp" 0 '"transport":"udp","decision":"deny","rule":null,"source":null,"reason":"no udp: rule allows UDP to github.com:443"' "$SLUICE" check "${U[@]}" --json udp:github.com:443
+expect_run "plain deny rule denies udp" 0 '^deny  udp:bad.quic.example:443  rule .bad.quic.example.' "$SLUICE" check "${U[@]}" udp:bad.quic.example:443
+expect_run "udp: deny rule leaves tcp" 0 '^ask   no.quic.example:443' "$SLUICE" check "${U[@]}" no.quic.example:443
+expect_run "udp target needs a port" 2 'a udp: target names its port' "$SLUICE" check "${U[@]}" udp:dns.example
+printf 'allow udp:a.quic.example:443\ndeny udp:no.quic.example:443\ndeny udp:github.com:443\nallow github.com\n' > "$T/u.expect"
+expect_run "udp targets in --expect" 0 '^4 passed, 0 failed$' "$SLUICE" check "${U[@]}" --expect "$T/u.expect"
+expect_run "config test counts udp: rules apart" 0 'allow 3 \(2 names, 1 wildcards, 0 addresses; 2 udp\), deny 2 \(2 names, 0 wildcards, 0 addresses, 0 any; 1 udp\)' "$SLUICE" check "${U[@]}"
+printf '{"network": {"allowedDomains": [\n  "udp:dns.example"]}}' > "$T/ubad.json"
+expect_run "udp: rule without a port refused, located" 2 'ubad.json:2:3: network.allowedDomains\[0\]: .udp:dns.example.: a udp: rule names its port' "$SLUICE" check --settings "$T/ubad.json"
+
 # Settings errors: FILE:LINE:COLUMN: key.path: message, exit 2.
 cat > "$T/typo.json" <<'JSON'
 {

@@ -95,8 +95,13 @@ raw "DNS timeout: 0x06" "0500
 $(rep 06)" s:$GREET r:2 s:$(connect_req slow.example 80) r:10
 raw "BIND: 0x07" "0500
 $(rep 07)" s:$GREET r:2 s:05020001"7f000001"0050 r:10
-raw "UDP ASSOCIATE: 0x07" "0500
-$(rep 07)" s:$GREET r:2 s:05030001"00000000"0000 r:10
+# UDP ASSOCIATE (issue 26; tests/e2e/socks_udp.sh relays datagrams): the
+# reply names the relay on the listener's address; a source address other
+# than the client's own is refused by ruleset
+got=$($RAW "$PORT" s:$GREET r:2 s:05030001"00000000"0000 r:10 2>/dev/null | tr '\n' ' ')
+[[ $got =~ ^0500\ 050000017f000001[0-9a-f]{4}\ $ ]] && ok "UDP ASSOCIATE: the relay's address on 127.0.0.1" || bad "UDP ASSOCIATE reply" "$got"
+raw "UDP ASSOCIATE from another address: 0x02" "0500
+$(rep 02)" s:$GREET r:2 s:05030001"0a000001"0000 r:10
 raw "unknown address type: 0x08" "0500
 $(rep 08)" s:$GREET r:2 s:05010005"7f000001"0050 r:10
 raw "bad RSV: 0x01" "0500

@@ -10,7 +10,9 @@
  *   - policy_pattern_parse: what allowedDomains accepts deniedDomains accepts
  *     the same way; names are canonical; CIDRs have no host bits;
  *   - policy_addr_parse / policy_addr_str round trip.
- * Then the lines build a policy: "-PAT" a deny rule, "@PAT" a
+ * "udp:PAT:PORT" lines (policy_rule_parse) are udp: rules: what
+ * allowedDomains accepts deniedDomains accepts too, and plain pattern keys
+ * refuse them. Then the lines build a policy: "-PAT" a deny rule, "@PAT" a
  * deniedResolvedAddresses entry, "!strict" / "!all" / "!private" the
  * flags, any other line an allow rule (only lines whose pattern parses, so
  * the compile must succeed). Every line that is a target is decided, and
@@ -20,6 +22,9 @@
  * decided by a name rule nor a name by an IP rule, and a deny rule (or a
  * deniedResolvedAddresses entry, which judges IP literals too) that matches
  * always wins. Addresses in the input go through policy_guard.
+ * Every target is also decided for UDP (policy/udp.c): a deny rule of
+ * either kind that matches wins, only a udp: allow rule allows, nothing
+ * is asked and no rule deciding denies; a udp: rule never decides TCP.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -138,6 +143,19 @@ static void check_line(const char *line, size_t len)
     if (!pa.ok)
         FUZZ_CHECK(why != NULL);
     pd.ok = policy_pattern_parse(line, 1, &pd.r, pd.name, &why) == 0;
+    if (strncmp(line, "udp:", 4) == 0) {
+        struct policy_rule ru;
+        char nu[POLICY_HOST_MAX + 1];
+        FUZZ_CHECK(!pa.ok && !pd.ok); /* plain pattern keys never take udp: */
+        memset(&ru, 0, sizeof(ru));
+        if (policy_rule_parse(line, 0, &ru, nu, &why) == 0) {
+            FUZZ_CHECK(ru.udp);
+            pd.ok = policy_rule_parse(line, 1, &pd.r, pd.name, &why) == 0;
+            FUZZ_CHECK(pd.ok && pd.r.udp && pd.r.kind == ru.kind && pd.r.port == ru.port &&
+                       strcmp(pd.name, nu) == 0);
+        }
+        return;
+    }
     if (pa.ok) {
         FUZZ_CHECK(pd.ok && pd.r.kind == pa.r.kind && pd.r.port == pa.r.port &&
                    strcmp(pd.name, pa.name) == 0);
@@ -201,8 +219,9 @@ static void check_decision(const struct policy *pol, const struct policy_host *h
         FUZZ_CHECK(*c >= 0x20 && *c <= 0x7e);
 
     for (size_t i = 0; i < ndeny; i++)
-        if (ref_match(&deny[i], h, port) == 1)
+        if (!deny[i].r.udp && ref_match(&deny[i], h, port) == 1)
             deny_matches = 1;
+    FUZZ_CHECK(d.transport == POLICY_TCP && (d.rule == NULL || !d.rule->udp));
     if (deny_matches && d.verdict != POLICY_DENY) {
         fprintf(stderr, "'%s' port %u: a deny rule matches but the verdict is %d (%s)\n", h->name,
                 (unsigned)port, (int)d.verdict, d.reason);
@@ -222,8 +241,8 @@ static void check_decision(const struct policy *pol, const struct policy_host *h
             FUZZ_CHECK(d.rule->kind != POLICY_RULE_CIDR);
         else
             FUZZ_CHECK(d.rule->kind == POLICY_RULE_CIDR || d.rule->kind == POLICY_RULE_ANY);
-        pr.ok = policy_pattern_parse(d.rule->pattern, d.rule->list_id != POLICY_LIST_ALLOWED,
-                                     &pr.r, pr.name, &why) == 0;
+        pr.ok = policy_rule_parse(d.rule->pattern, d.rule->list_id != POLICY_LIST_ALLOWED, &pr.r,
+                                  pr.name, &why) == 0;
         FUZZ_CHECK(pr.ok && pr.r.kind == d.rule->kind && pr.r.port == d.rule->port);
         m = ref_match(&pr, h, port);
         if (m == 0) {
@@ -248,6 +267,60 @@ static void check_decision(const struct policy *pol, const struct policy_host *h
     default:
         FUZZ_CHECK(0);
     }
+}
+
+/* The UDP decision against the reference: deny-first over both kinds of
+ * deny rule, only udp: allow rules allow, no asking. */
+static void check_udp(const struct policy *pol, const struct policy_host *h, uint16_t port,
+                      const struct parsed_rule *deny, size_t ndeny,
+                      const struct policy_addr *addrs, size_t n)
+{
+    static struct policy_guard_verdict g1[MAX_ADDRS], g2[MAX_ADDRS];
+    static struct policy_judgment j;
+    static struct parsed_rule pr;
+    struct policy_decision d;
+    const char *why = NULL;
+    int deny_matches = 0;
+    size_t ok;
+
+    memset(&d, 0x5a, sizeof(d));
+    policy_decide_transport(pol, POLICY_UDP, h, port, &d);
+    FUZZ_CHECK(d.transport == POLICY_UDP);
+    FUZZ_CHECK(d.verdict == POLICY_DENY || d.verdict == POLICY_ALLOW);
+    for (size_t i = 0; i < ndeny; i++)
+        if (ref_match(&deny[i], h, port) == 1)
+            deny_matches = 1;
+    if (deny_matches)
+        FUZZ_CHECK(d.verdict == POLICY_DENY);
+    if (d.verdict == POLICY_ALLOW) {
+        FUZZ_CHECK(d.origin == POLICY_BY_RULE && d.rule != NULL && d.rule->udp &&
+                   d.rule->list_id == POLICY_LIST_ALLOWED);
+        pr.ok = policy_rule_parse(d.rule->pattern, 0, &pr.r, pr.name, &why) == 0;
+        FUZZ_CHECK(pr.ok && ref_match(&pr, h, port) != 0);
+    } else {
+        FUZZ_CHECK(d.origin == POLICY_BY_RULE || d.origin == POLICY_BY_CLASS ||
+                   d.origin == POLICY_BY_NO_RULE);
+        FUZZ_CHECK(d.rule == NULL || d.rule->list_id != POLICY_LIST_ALLOWED);
+    }
+    for (const char *c = d.reason; *c; c++)
+        FUZZ_CHECK(*c >= 0x20 && *c <= 0x7e);
+    /* the verdict folds it with the UDP guard, as for TCP */
+    policy_verdict_transport(pol, POLICY_UDP, h, port, addrs, n, g2, &j);
+    FUZZ_CHECK(j.transport == POLICY_UDP);
+    if (h->kind != POLICY_HOST_NAME) {
+        addrs = &h->addr;
+        n = 1;
+    }
+    ok = n > 0 ? policy_guard_transport(pol, POLICY_UDP, h, port, addrs, n, g1) : 0;
+    FUZZ_CHECK(j.nallowed == ok);
+    for (size_t k = 0; k < n; k++)
+        FUZZ_CHECK(g1[k].allowed == g2[k].allowed && g1[k].cls == g2[k].cls);
+    if (d.verdict == POLICY_DENY)
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.rule == d.rule);
+    else if (ok == 0)
+        FUZZ_CHECK(j.verdict == POLICY_DENY && j.origin == POLICY_BY_GUARD);
+    else
+        FUZZ_CHECK(j.verdict == POLICY_ALLOW && j.ndial > 0);
 }
 
 /* policy_verdict is the fold of policy_decide and policy_guard, nothing more:
@@ -338,7 +411,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (strcmp(line, "!private") == 0) {
             s.network.deny_private_addresses = SETTINGS_TRUE;
         } else if (line[0] == '-') {
-            if (policy_pattern_parse(pat, 1, &deny[ndeny].r, deny[ndeny].name, &why) == 0) {
+            if (policy_rule_parse(pat, 1, &deny[ndeny].r, deny[ndeny].name, &why) == 0) {
                 deny[ndeny].ok = 1;
                 ndeny++;
                 add_item(&s.network.denied_domains, pat, "network.deniedDomains");
@@ -346,6 +419,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (line[0] == '@') {
             if (policy_pattern_parse(pat, 0, &r, name, &why) == 0 && r.kind == POLICY_RULE_CIDR &&
                 r.port == 0) {
+                r.udp = 0;
                 add_item(&s.network.denied_resolved_addresses, pat,
                          "network.deniedResolvedAddresses");
                 deny[ndeny].ok = 1;
@@ -353,7 +427,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 memcpy(deny[ndeny].name, name, sizeof(name));
                 ndeny++;
             }
-        } else if (policy_pattern_parse(pat, 0, &r, name, &why) == 0) {
+        } else if (policy_rule_parse(pat, 0, &r, name, &why) == 0) {
             add_item(&s.network.allowed_domains, pat, "network.allowedDomains");
         }
         free(line);
@@ -372,6 +446,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_decision(pol, &targets[i], tports[i], deny, ndeny, s.network.allow_all_domains);
         check_verdict(pol, &targets[i], tports[i], NULL, 0);
         check_verdict(pol, &targets[i], tports[i], addrs, naddrs);
+        check_udp(pol, &targets[i], tports[i], deny, ndeny, addrs, naddrs);
         if (naddrs > 0) {
             size_t ok = policy_guard(pol, &targets[i], tports[i], addrs, naddrs, gv), count = 0;
             FUZZ_CHECK(ok <= naddrs);

@@ -111,6 +111,13 @@ static void forms(void **state)
     assert_int_equal(r.h.kind, POLICY_HOST_IPV4);
     assert_string_equal(r.h.name, "127.0.0.1");
     assert_null(r.path);
+    /* a SOCKS5 UDP association's destination (issue 26) */
+    assert_int_equal(parse("event=decision protocol=socks5-udp host=echo.test port=53 "
+                           "decision=allow",
+                           &r, &why),
+                     1);
+    assert_string_equal(r.protocol, "socks5-udp");
+    assert_int_equal(r.port, 53);
     /* dns: no port */
     assert_int_equal(
         parse("event=decision protocol=dns host=evil.test decision=deny code=3", &r, &why), 1);
