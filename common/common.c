@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,4 +154,79 @@ int common_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)w;
     }
     return 0;
+}
+
+int common_send_fds(int sock, const void *data, size_t len, const int *fds, size_t n)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * COMMON_FDS_MAX)];
+    } ctl;
+    struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+    struct msghdr msg;
+    ssize_t r;
+
+    if (n > COMMON_FDS_MAX)
+        return -EINVAL;
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (n > 0) {
+        struct cmsghdr *c;
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+    }
+    do
+        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    return (size_t)r == len ? 0 : -EIO;
+}
+
+ssize_t common_recv_fds(int sock, void *data, size_t len, int flags, int *fds, size_t max,
+                        size_t *n, int *msg_flags)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * COMMON_FDS_MAX)];
+    } ctl;
+    struct iovec iov = {.iov_base = data, .iov_len = len};
+    struct msghdr msg;
+    struct cmsghdr *c;
+    ssize_t r;
+
+    *n = 0;
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    do
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*n < max)
+                fds[(*n)++] = fd;
+            else
+                close(fd);
+        }
+    }
+    if (msg_flags != NULL)
+        *msg_flags = msg.msg_flags;
+    return r;
 }

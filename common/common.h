@@ -47,6 +47,21 @@ int common_is_tchar(int c);
  * 0, or a negative errno (UV_E* on Linux). For blocking descriptors. */
 int common_write_all(int fd, const void *buf, size_t len);
 
+/* Descriptors passed over a Unix socket (SCM_RIGHTS), at most
+ * COMMON_FDS_MAX in one message. common_send_fds sends the LEN bytes of
+ * DATA (LEN > 0) with the N descriptors FDS (none when N is 0), again after
+ * EINTR, never raising SIGPIPE: 0, -EIO when fewer bytes went, or a
+ * negative errno. common_recv_fds receives one message of at most LEN bytes
+ * into DATA (MSG_CMSG_CLOEXEC | FLAGS, again after EINTR) and keeps the first
+ * MAX descriptors that came with it in FDS (*N of them), closing any more:
+ * the byte count, or a negative errno; *MSG_FLAGS (when not NULL) gets the
+ * message's flags, MSG_TRUNC and MSG_CTRUNC among them. Only system calls:
+ * both may run in a child between fork and exec. */
+#define COMMON_FDS_MAX 16
+int common_send_fds(int sock, const void *data, size_t len, const int *fds, size_t n);
+ssize_t common_recv_fds(int sock, void *data, size_t len, int flags, int *fds, size_t max,
+                        size_t *n, int *msg_flags);
+
 /* CLOCK_MONOTONIC in milliseconds (for deadlines outside an event loop). */
 int64_t common_mono_ms(void);
 /* The same clock in microseconds (sluice run --debug's start-up phases). */

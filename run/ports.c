@@ -57,6 +57,7 @@
 
 #define PORTS_MAX 64         /* publish entries (--publish and the key) */
 #define PORTS_BATCH 8        /* sockets per request to the helper */
+_Static_assert(PORTS_BATCH <= COMMON_FDS_MAX, "a batch fits one message");
 #define PORTS_MIN_CONNS 16u  /* per forwarder, whatever the service's limit */
 #define PORTS_MAX_CONNS 256u /* per forwarder: a flood waits in the backlog */
 #define PORTS_HELPER_MS 5000 /* how long a helper answer may take */
@@ -226,29 +227,9 @@ int run_ports_prepare(struct run *run)
 
 static int send_fds(int sock, char tag, int err, const int *fds, size_t n)
 {
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * PORTS_BATCH)];
-    } ctl;
     struct ports_msg m = {.tag = tag, .nfds = (unsigned char)n, .err = err};
-    struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-    struct msghdr msg;
 
-    memset(&msg, 0, sizeof(msg));
-    memset(&ctl, 0, sizeof(ctl));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (n > 0) {
-        struct cmsghdr *c;
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-        c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
-    }
-    return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+    return common_send_fds(sock, &m, sizeof(m), fds, n) == 0 ? 0 : -1;
 }
 
 /* A listening socket on loopback:port of family in the namespace we are in;
@@ -383,39 +364,12 @@ static void helper_main(int pid, pid_t parent, int sock, const unsigned *ports, 
  * fds (at most max; extra ones closed). 0 or -errno. */
 static int recv_fds(int sock, struct ports_msg *m, int *fds, size_t max, size_t *n)
 {
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * PORTS_BATCH)];
-    } ctl;
-    struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-    struct msghdr msg;
-    struct cmsghdr *c;
-    ssize_t r;
+    int flags = 0;
+    ssize_t r = common_recv_fds(sock, m, sizeof(*m), 0, fds, max, n, &flags);
 
-    *n = 0;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
-    do
-        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
     if (r < 0)
-        return errno == EAGAIN ? -ETIMEDOUT : -errno;
-    for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-            if (*n < max)
-                fds[(*n)++] = fd;
-            else
-                close(fd);
-        }
-    }
-    if (r != (ssize_t)sizeof(*m) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+        return r == -EAGAIN ? -ETIMEDOUT : (int)r;
+    if (r != (ssize_t)sizeof(*m) || (flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
         for (size_t i = 0; i < *n; i++)
             close(fds[i]);
         *n = 0;

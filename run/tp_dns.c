@@ -651,19 +651,6 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
     }
 }
 
-/* MSG: one byte at BYTE and a control buffer CTL of CTLLEN, zeroed. */
-static void msg_init(struct msghdr *msg, struct iovec *iov, char *byte, char *ctl, size_t ctllen)
-{
-    memset(ctl, 0, ctllen);
-    memset(msg, 0, sizeof(*msg));
-    iov->iov_base = byte;
-    iov->iov_len = 1;
-    msg->msg_iov = iov;
-    msg->msg_iovlen = 1;
-    msg->msg_control = ctl;
-    msg->msg_controllen = ctllen;
-}
-
 /* The child: joins the user namespace that owns the sandbox's network
  * namespace (the host user owns it, so it has every capability there, and
  * with it CAP_NET_BIND_SERVICE for that network namespace), then the network
@@ -674,14 +661,6 @@ static void dns_child(int pid, int sock)
 {
     char path[64];
     int netfd, userfd, fds[3];
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 3)];
-    } ctl;
-    struct msghdr msg;
-    struct iovec iov;
-    struct cmsghdr *c;
-    char byte = 'D';
 
     snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
     netfd = open(path, O_RDONLY | O_CLOEXEC);
@@ -714,13 +693,7 @@ static void dns_child(int pid, int sock)
         _exit(14);
     if (fds[2] < 0)
         _exit(17);
-    msg_init(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
-    c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * 3);
-    memcpy(CMSG_DATA(c), fds, sizeof(fds));
-    if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1)
+    if (common_send_fds(sock, "D", 1, fds, 3) < 0)
         _exit(15);
     _exit(0);
 }
@@ -736,15 +709,9 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
                                         "pass the sockets back",
                                         "give the loopback device an address for AI_ADDRCONFIG",
                                         "open a sock_diag socket there"};
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
-    } ctl;
-    struct msghdr msg;
-    struct iovec iov;
-    struct cmsghdr *c;
-    char byte;
-    int sp[2], st = 0, n = 0, fds[4];
+    char byte = 0;
+    int sp[2], st = 0, fds[3];
+    size_t n = 0;
     pid_t child;
     ssize_t r;
 
@@ -778,20 +745,13 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
         dns_child(cmd_pid, sp[1]);
     }
     close(sp[1]);
-    msg_init(&msg, &iov, &byte, ctl.buf, sizeof(ctl.buf));
-    do
-        r = recvmsg(sp[0], &msg, MSG_CMSG_CLOEXEC);
-    while (r < 0 && errno == EINTR);
+    r = common_recv_fds(sp[0], &byte, 1, 0, fds, 3, &n, NULL);
     close(sp[0]);
-    for (c = CMSG_FIRSTHDR(&msg); r > 0 && c != NULL; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && n < 4; i++)
-                memcpy(&fds[n++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     while (waitpid(child, &st, 0) < 0 && errno == EINTR)
         ;
-    if (n != 3 || byte != 'D') {
+    if (r != 1 || n != 3 || byte != 'D') {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-        for (int i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
             close(fds[i]);
         snprintf(err, errlen, "transparent mode: cannot make the sandbox's resolver: could not %s",
                  code >= 10 && code <= 17 ? steps[code - 10] : "start the helper");

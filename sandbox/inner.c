@@ -99,6 +99,7 @@
 #define INNER_FAIL 125
 #define INNER_BACKLOG 511
 #define INNER_MAX_L 4 /* listeners in one handoff: 2 ports x 2 families */
+_Static_assert(INNER_MAX_L <= COMMON_FDS_MAX, "a handoff fits one message");
 #define HANDOFF_GO 'G'
 #define KIND_HTTP 'H'
 #define KIND_SOCKS 'S'
@@ -466,41 +467,6 @@ static void close_from_3(void)
         close((int)fd);
 }
 
-static int send_listeners(int sock, const int *fds, const char *kinds, size_t n)
-{
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * INNER_MAX_L)];
-    } ctl;
-    struct iovec iov;
-    struct msghdr msg;
-    struct cmsghdr *c;
-    ssize_t r;
-
-    memset(&ctl, 0, sizeof ctl);
-    memset(&msg, 0, sizeof msg);
-    iov.iov_base = (void *)kinds;
-    iov.iov_len = n;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-    c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
-
-    do
-        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
-        return -errno;
-    if ((size_t)r != n)
-        return -EIO;
-    return 0;
-}
-
 /* Reads exactly LEN bytes; 0, or -1 after a message naming WHAT. */
 static int read_exact(int sock, void *buf, size_t len, const char *what)
 {
@@ -623,7 +589,7 @@ static int send_reopened(int sock, unsigned reopen)
     }
     if (n == 0)
         return 0;
-    rc = send_listeners(sock, fds, kinds, n);
+    rc = common_send_fds(sock, kinds, n, fds, n);
     if (rc < 0) {
         inner_err("sending the re-bound stdio descriptors on fd %d: %s", sock, strerror(-rc));
         return -1;
@@ -674,7 +640,7 @@ static int hand_off_listeners(const struct inner_args *a)
         kinds[n] = plan[i].kind;
         n++;
     }
-    rc = send_listeners(a->fd, fds, kinds, n);
+    rc = common_send_fds(a->fd, kinds, n, fds, n);
     for (size_t j = 0; j < n; j++)
         close(fds[j]);
     if (rc < 0) {
@@ -777,7 +743,7 @@ static int confine_seccomp(const struct inner_args *a, const unsigned char *blob
         }
     } else if (notifies(a)) {
         const char kind = KIND_NOTIFY;
-        rc = send_listeners(a->fd, &notify_fd, &kind, 1);
+        rc = common_send_fds(a->fd, &kind, 1, &notify_fd, 1);
         close(notify_fd);
         if (rc < 0) {
             inner_err("sending the seccomp listener on fd %d: %s", a->fd, strerror(-rc));

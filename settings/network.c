@@ -451,17 +451,11 @@ int settings__fn_tls_terminate(struct ctx *c, json_t *v, const struct key_def *d
     int cert = json_object_get(v, "caCertPath") != NULL;
     int key = json_object_get(v, "caKeyPath") != NULL;
 
-    struct jsonpos pos;
-
     if (cert != key)
         return settings__fail(c, 1, "caCertPath and caKeyPath come together: %s without %s",
                               cert ? "caCertPath" : "caKeyPath", cert ? "caKeyPath" : "caCertPath");
     (void)d;
-    settings__locate(c, 1, &pos);
-    c->v->network.tls_terminate.given.set = 1;
-    c->v->network.tls_terminate.given.file = c->name;
-    c->v->network.tls_terminate.given.line = pos.line;
-    c->v->network.tls_terminate.given.col = pos.col;
+    settings__given(c, &c->v->network.tls_terminate.given);
     return 0;
 }
 
@@ -495,7 +489,6 @@ int settings__fn_mitm_socket(struct ctx *c, json_t *v, const struct key_def *d)
 int settings__fn_mitm(struct ctx *c, json_t *v, const struct key_def *d)
 {
     json_t *dom = json_object_get(v, "domains");
-    struct jsonpos pos;
 
     (void)d;
     if (json_object_get(v, "socketPath") == NULL)
@@ -504,10 +497,6 @@ int settings__fn_mitm(struct ctx *c, json_t *v, const struct key_def *d)
     if (dom == NULL || json_array_size(dom) == 0)
         return settings__fail(c, 1, "domains is required and holds at least one pattern "
                                     "(hosts sent to the external proxy)");
-    settings__locate(c, 1, &pos);
-    c->v->network.mitm_proxy.given.set = 1;
-    c->v->network.mitm_proxy.given.file = c->name;
-    c->v->network.mitm_proxy.given.line = pos.line;
-    c->v->network.mitm_proxy.given.col = pos.col;
+    settings__given(c, &c->v->network.mitm_proxy.given);
     return 0;
 }

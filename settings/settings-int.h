@@ -132,6 +132,8 @@ int settings__read_all(const char *path, char **out, size_t *outlen);
 void settings__quote(char *buf, size_t size, const char *s);
 void settings__format_path(const struct ctx *c, char *buf, size_t size);
 void settings__locate(const struct ctx *c, int at_key, struct jsonpos *pos);
+/* Marks G given at the current key of C's layer. */
+void settings__given(const struct ctx *c, struct settings_given *g);
 __attribute__((format(printf, 3, 4))) int settings__fail(struct ctx *c, int at_key, const char *fmt,
                                                          ...);
 int settings__fail_nomem(struct ctx *c);

@@ -44,6 +44,14 @@ struct settings_item {
     int managed;      /* from the managed file (or a list file it names) */
 };
 
+/* An object key that was given (even empty), and where: the last layer
+ * that gave it, for messages that refuse it beside another key. */
+struct settings_given {
+    int set;
+    const char *file; /* interned in struct settings */
+    unsigned line, col;
+};
+
 struct settings_list {
     struct settings_item *items;
     size_t n, cap;
@@ -111,11 +119,7 @@ struct settings {
         struct settings_list request_rules;
         /* network.tlsTerminate (srt 0.0.83's schema, plus scope) */
         struct {
-            struct {
-                int set;          /* the object was given (even empty) */
-                const char *file; /* where (the last layer that gave it), for messages */
-                unsigned line, col;
-            } given;
+            struct settings_given given;
             char *ca_cert_path;    /* both or neither (checked per layer) */
             char *ca_key_path;
             struct settings_list exclude_domains;    /* DomainPattern list */
@@ -132,11 +136,7 @@ struct settings {
          * on a host Unix socket, as CONNECT or absolute-form HTTP; refused
          * together with tlsTerminate (policy compile) */
         struct {
-            struct {
-                int set;
-                const char *file;
-                unsigned line, col;
-            } given;
+            struct settings_given given;
             char *socket_path;           /* absolute (relative: to the settings file) */
             struct settings_list domains; /* DomainPattern list, at least one */
         } mitm_proxy;

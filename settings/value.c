@@ -86,6 +86,17 @@ void settings__locate(const struct ctx *c, int at_key, struct jsonpos *pos)
     }
 }
 
+void settings__given(const struct ctx *c, struct settings_given *g)
+{
+    struct jsonpos pos;
+
+    settings__locate(c, 1, &pos);
+    g->set = 1;
+    g->file = c->name;
+    g->line = pos.line;
+    g->col = pos.col;
+}
+
 /* Formats "FILE:LINE:COL: path: message" into out. */
 __attribute__((format(printf, 5, 0))) static void vformat_at(const struct ctx *c,
                                                              const struct jsonpos *pos, char *out,

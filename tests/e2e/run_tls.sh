@@ -71,6 +71,27 @@ http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: "good.test
     out=$(sr "$S" -- sh -c 'git clone -q https://good.test:'"$PA"'/repo.git /tmp/c && cat /tmp/c/README' 2>&1)
     [ "$out" = "cloned over https" ] && ok "git clone over HTTPS (dumb HTTP) through termination" ||
         bad "git clone" "$out"
+    # git's smart HTTP (the origin runs git http-backend): clone, commit and
+    # push back, each pass to its own branch; the origin's log shows both
+    # services were used, and the pushed commit is in its repository
+    local n0 got
+    n0=$(cat "$SH/smart.log" 2>/dev/null | wc -l)
+    out=$(sr "$S" -- sh -c 'git clone -q https://good.test:'"$PA"'/smart/push.git /tmp/s && cd /tmp/s &&
+        echo '"$WHO"' > W && git add W && git -c user.name=t -c user.email=t@t commit -qm '"$WHO"' &&
+        git push -q origin HEAD:refs/heads/'"$WHO"' && cat README' 2>&1)
+    got=$(tail -n +"$((n0 + 1))" "$SH/smart.log" 2>/dev/null)
+    if [ "$out" = "cloned over https" ] && grep -q "^POST /smart/push.git/git-upload-pack 200" <<<"$got" &&
+        grep -q "^POST /smart/push.git/git-receive-pack 200" <<<"$got" &&
+        [ "$(git -c safe.directory='*' --git-dir="$SH/www/push.git" show "$WHO:W" 2>&1)" = "$WHO" ]; then
+        ok "git clone and push over smart HTTP (git http-backend) through termination"
+    else bad "git smart HTTP" "$out / origin saw: $got"; fi
+    if python3 -m pip --version >/dev/null 2>&1; then
+        out=$(sr "$S" -- sh -c 'cd /tmp && python3 -m pip download -q --no-deps --no-cache-dir \
+            --disable-pip-version-check --retries 0 --index-url https://good.test:'"$PA"'/simple/ \
+            -d /tmp/p tlspkg && ls /tmp/p' 2>&1)
+        [ "$out" = "tlspkg-1.0-py3-none-any.whl" ] &&
+            ok "pip download from an HTTPS index through termination (PIP_CERT)" || bad "pip download" "$out"
+    else skip "pip download" "python3 has no pip"; fi
     if command -v java >/dev/null && command -v keytool >/dev/null; then
         out=$(sr "$S" -- sh -c 'keytool -list -storetype PKCS12 -storepass changeit -keystore "$(echo "$JAVA_TOOL_OPTIONS" | sed "s/.*trustStore=\([^ ]*\).*/\1/")" 2>&1 | grep -i "sluice-run-ca"' 2>&1)
         grep -q "sluice-run-ca.*trustedCertEntry" <<<"$out" && ok "keytool sees the CA as a trusted entry of the trust store" ||
@@ -271,15 +292,75 @@ if [ -z "${RUNTLS_CHILD:-}" ]; then
     echo "public" > "$W/pub/a.txt"; echo "secret" > "$W/pub/secret/s.txt"; echo "private" > "$W/priv/p.txt"
     git init -q "$SH/src" && echo "cloned over https" > "$SH/src/README" &&
         git -C "$SH/src" add README && git -C "$SH/src" -c user.name=t -c user.email=t@t commit -qm c &&
-        git clone -q --bare "$SH/src" "$W/repo.git" && git -C "$W/repo.git" update-server-info ||
-        bad "git repository"
+        git clone -q --bare "$SH/src" "$W/repo.git" && git -C "$W/repo.git" update-server-info &&
+        git clone -q --bare "$SH/src" "$W/push.git" && git -C "$W/push.git" config http.receivepack true &&
+        chmod -R a+rwX "$W/push.git" || bad "git repository"
+    # pip: a wheel and its simple index, both on the origin (HTTPS)
+    mkdir -p "$W/simple/tlspkg"
+    python3 - "$W" <<'PY' || bad "the wheel"
+import base64, hashlib, sys, zipfile
+d = sys.argv[1]
+name = "tlspkg-1.0-py3-none-any.whl"
+files = {
+    "tlspkg/__init__.py": b"VALUE = 1\n",
+    "tlspkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tlspkg\nVersion: 1.0\n",
+    "tlspkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: run_tls.sh\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+rec = ""
+for n, b in files.items():
+    h = base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
+    rec += "%s,sha256=%s,%d\n" % (n, h, len(b))
+rec += "tlspkg-1.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile(d + "/" + name, "w") as z:
+    for n, b in files.items():
+        z.writestr(n, b)
+    z.writestr("tlspkg-1.0.dist-info/RECORD", rec)
+sha = hashlib.sha256(open(d + "/" + name, "rb").read()).hexdigest()
+open(d + "/simple/tlspkg/index.html", "w").write(
+    '<html><body><a href="/%s#sha256=%s">%s</a></body></html>\n' % (name, sha, name))
+PY
     PA=$(free_port)
     python3 - "$O1" "$PA" "$SH/good.pem" "$SH/good.key" "$W" 2>"$SH/origin.err" <<'EOF' &
-import http.server, ssl, sys, functools
+import http.server, ssl, sys, functools, os, subprocess, urllib.parse
 addr, port, cert, key, root = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 class H(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
+    # /smart/...: git's smart HTTP through git http-backend (CGI), each
+    # request noted in smart.log
+    def smart(self):
+        u = urllib.parse.urlsplit(self.path)
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1",
+                   PATH_INFO=u.path[len("/smart"):], QUERY_STRING=u.query,
+                   REQUEST_METHOD=self.command, CONTENT_TYPE=self.headers.get("Content-Type", ""),
+                   CONTENT_LENGTH=str(len(body)), REMOTE_USER="e2e", REMOTE_ADDR="127.0.0.1")
+        if self.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+        head, _, data = out.partition(b"\r\n\r\n")
+        status, hdrs = 200, []
+        for line in head.decode("latin-1").split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                hdrs.append((k, v.strip()))
+        with open(root + "/../smart.log", "a") as f:
+            f.write("%s %s %d\n" % (self.command, u.path, status))
+        self.send_response(status)
+        for k, v in hdrs:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        if self.path.startswith("/smart/"):
+            return self.smart()
+        return super().do_GET()
     def do_POST(self):
+        if self.path.startswith("/smart/"):
+            return self.smart()
         self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
 s = http.server.ThreadingHTTPServer((addr, port), functools.partial(H, directory=root))
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
