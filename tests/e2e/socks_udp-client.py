@@ -484,6 +484,36 @@ def rt_source(pport, eport):
     got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-named-port")
     say(got is not None, "rt: the named port's socket is served after the thief")
     t.close()
+    # another local process cannot bind the relay's port beside it
+    t, relay = associate(pport)
+    stolen = []
+    for addr in (("127.0.0.1", relay[1]), ("0.0.0.0", relay[1])):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind(addr)
+            stolen.append(addr)
+        except OSError:
+            pass
+        s.close()
+    say(not stolen, "rt: another local process cannot bind the relay's port (SO_REUSEADDR/"
+        "REUSEPORT)", repr(stolen))
+    t.close()
+    # port 0 in the request (what most clients send): the first datagram from
+    # the client's address teaches the port, so another local process that
+    # sends first takes the association over (RFC 1928 allows it; the policy
+    # is the same for every client). Reported, not judged.
+    t, relay = associate(pport)
+    u = udp_sock()
+    thief = udp_sock()
+    thief.sendto(header("10.9.0.1", int(eport)) + b"rt-port0-thief", relay)
+    stolen = quiet(thief, 0.5)
+    legit = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-port0-legit", tries=1)
+    print("# rt note: port-0 association, a second local socket sending first: thief %s, "
+          "client %s" % ("served" if stolen else "not served",
+                         "served" if legit is not None else "not served"))
+    t.close()
     # half-close: the client's FIN on the control connection ends the association
     t, relay = associate(pport)
     u = udp_sock()
@@ -586,6 +616,15 @@ def case_rtrun(pport, eport, vport):
             "rt run: one socket on the relay port, bound to 127.0.0.1 only", repr(mine))
     except OSError as e:
         print("# rt run: /proc/net/udp unreadable: %s" % e)
+    # network.allowLocalBinding is on in socks_udp.sh's settings, so a
+    # refused bind below is the relay's port being taken, not the filter
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.bind(("127.0.0.1", 0))
+        say(True, "rt run: the command may bind (network.allowLocalBinding)")
+    except OSError as e:
+        say(False, "rt run: the command may bind (network.allowLocalBinding)", repr(e))
+    probe.close()
     stolen = []
     for addr in (("127.0.0.1", relay[1]), ("0.0.0.0", relay[1]), ("127.0.0.2", relay[1])):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -597,7 +636,11 @@ def case_rtrun(pport, eport, vport):
         except OSError:
             pass
         s.close()
-    say(not stolen, "rt run: the command cannot bind the relay's port", repr(stolen))
+    # rt-11 finding 1: libuv's uv_udp_open sets SO_REUSEADDR on the relay
+    # socket the helper made, so a command socket with SO_REUSEADDR could
+    # bind the same port and take the datagrams sent to the relay
+    say(not stolen, "rt run: the command cannot bind the relay's port (SO_REUSEADDR/REUSEPORT)",
+        repr(stolen))
     v = udp_sock()
     v.sendto(header("10.9.0.1", int(eport)) + b"rt-run-second-socket", relay)
     say(not quiet(v, 0.4) and not quiet(u, 0.2), "rt run: a second socket's datagram is dropped")

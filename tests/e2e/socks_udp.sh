@@ -97,7 +97,8 @@ cat > "$T/s.json" <<JSON
                                 "tcp-only.test", "10.9.0.2:$EPORT",
                                 "udp:*.rt.test:*", "denyudp.rt.test", "udp:10.9.0.5:*"],
              "deniedDomains": ["blocked.test", "udp:denyudp.rt.test", "deny-both.rt.test"],
-             "dnsServers": ["127.0.0.1:$DPORT"]},
+             "dnsServers": ["127.0.0.1:$DPORT"],
+             "allowLocalBinding": true},
  "proxy": {"timeouts": {"idle": $IDLE}}}
 JSON
 APORT=$(free_port)
@@ -110,6 +111,7 @@ client() {
     while IFS= read -r line; do
         case $line in
         ok\ *) ok "${line#ok }" ;;
+        \#*) echo "$line" ;;
         *) bad "${line#bad }" ;;
         esac
     done < <($CLIENT "$PORT" "$@" 2>&1)
@@ -266,6 +268,7 @@ run_section() {
         case $line in
         ok\ *) ok "sluice run ($who): ${line#ok }" ;;
         bad\ *) bad "sluice run ($who): ${line#bad }" ;;
+        \#*) echo "$line" ;;
         esac
     done < "$dir/run.out"
     grep -q '^ok ' "$dir/run.out" || bad "sluice run ($who): the client did not run" "$(cat "$dir/run.out")"
