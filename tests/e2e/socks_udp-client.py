@@ -19,6 +19,7 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     runsuite EPORT [VPORT]          the cases socks_udp.sh runs inside sluice run's sandbox
     v6 NAME EPORT IPV6              (PROXY_PORT on [::1]) by name and by address over IPv6
     rt EPORT VPORT IDLE_S DNS_PORT  rt-11's adversarial cases against sluice proxy
+    rtreport EPORT VPORT            rt-11's report-mode cases against sluice proxy
     rtrun EPORT VPORT               rt-11's adversarial cases inside sluice run's sandbox
 """
 import re
@@ -332,7 +333,7 @@ def rt_guard(pport, eport, vport):
     u = udp_sock()
     heads = []
     for n in ("lo.rt.test", "lo6.rt.test", "meta.rt.test", "zero.rt.test", "mapped.rt.test",
-              "nat64.rt.test", "denyudp.rt.test", "deny-both.rt.test", "LO.RT.TEST", "lo.rt.test.", "localhost", "localhost.rt.test",
+              "nat64.rt.test", "cn.rt.test", "denyudp.rt.test", "deny-both.rt.test", "LO.RT.TEST", "lo.rt.test.", "localhost", "localhost.rt.test",
               "127.0.0.1", "2130706433", "0x7f.1", "127.1", "0177.0.0.1", "::1", "[::1]",
               "::ffff:127.0.0.1", "169.254.169.254", "0.0.0.0", "10.9.0.2",
               "other.test\x00.rt.test", "lo.rt.test\x00", "lo.rt.test\n", "*.rt.test",
@@ -590,6 +591,26 @@ def rt_dns(pport, dport):
     t.close()
 
 
+def case_rtreport(pport, eport, vport):
+    """A proxy in report mode (no rule allows anything): it reports, but it
+    never dials loopback, metadata, 0.0.0.0 or this host's addresses."""
+    t, relay = associate(pport)
+    u = udp_sock()
+    leaked = []
+    for h in (hdrname(b"lo.rt.test", int(vport)), hdrname(b"meta.rt.test", int(vport)),
+              hdrname(b"zero.rt.test", int(vport)), hdrname(b"mapped.rt.test", int(vport)),
+              hdrname(b"cn.rt.test", int(vport)), hdrname(b"localhost", int(vport)),
+              hdr4("127.0.0.1", int(vport)), hdr4("169.254.169.254", int(vport)),
+              hdr4("10.9.0.2", int(vport)), hdr6("::1", int(vport)),
+              hdr6("::ffff:127.0.0.1", int(vport))):
+        for _ in range(2):
+            u.sendto(h + b"rt-report", relay)
+        leaked += quiet(u, 0.25)
+    say(not leaked, "rt report mode: loopback, metadata and this host's addresses are not dialed",
+        repr(leaked))
+    t.close()
+
+
 def case_rt(pport, eport, vport, idle_s, dport):
     rt_guard(pport, eport, vport)
     rt_malformed(pport, eport)
@@ -664,7 +685,7 @@ def main():
              "spoofed": case_spoofed, "fragment": case_fragment, "closes": case_closes,
              "idle": case_idle, "bench": case_bench, "suite": case_suite,
              "runsuite": case_runsuite, "reload": case_reload, "v6": case_v6,
-             "rt": case_rt, "rtrun": case_rtrun}
+             "rt": case_rt, "rtrun": case_rtrun, "rtreport": case_rtreport}
     try:
         cases[case](pport if pport == "direct" else int(pport), *args)
     except Exception as e:  # a failure to associate is a failed check

@@ -83,6 +83,7 @@ start_dnsmasq --local=/test/ \
     --host-record=ok.rt.test,10.9.0.1 --host-record=srv.rt.test,10.9.0.5 \
     --host-record=denyudp.rt.test,10.9.0.1 --host-record=deny-both.rt.test,10.9.0.1 \
     --host-record=localhost.rt.test,127.0.0.1 --host-record=other.test,10.9.0.1 \
+    --cname=cn.rt.test,lo.rt.test \
     --host-record=echo.test,10.9.0.1 \
     --host-record=echo6.test,fd00:9::1 \
     --host-record=open.test,10.9.0.1 \
@@ -243,6 +244,22 @@ while IFS= read -r line; do
     *) bad "${line#bad }" ;;
     esac
 done < <($CLIENT "$P6" v6 echo6.test "$EPORT" fd00:9::1 2>&1)
+
+# --- rt-11: report mode never lifts the guard for UDP ---------------------------
+MAIN_PID=$PROXY_PID
+cat > "$T/report.json" <<JSON
+{"network": {"mode": "report", "dnsServers": ["127.0.0.1:$DPORT"]}}
+JSON
+start_proxy report "$T/report.json" --http off --socks tcp:127.0.0.1:0
+if [ -n "$PORT" ]; then
+    client rtreport "$EPORT" "$VPORT"
+    if grep -q 'protocol=socks5-udp host=lo.rt.test .*decision=\(would_deny\|deny\)' "$T/report.log"; then
+        ok "rt report mode: the loopback name is reported"
+    else
+        bad "rt report mode: the loopback name is not reported" "$(grep socks5-udp "$T/report.log" | head -5)"
+    fi
+    kill "$MAIN_PID" 2>/dev/null
+fi
 
 # --- sluice run: UDP ASSOCIATE from inside the sandbox ---------------------------
 # The sandbox's SOCKS5 listener (127.0.0.1:1080 there) answers with a relay
