@@ -300,8 +300,11 @@ run_section() {
 }
 mkdir -p -m 700 "$T/run-root" "$T/run-root/xdg"
 run_section "$(id -un)" "$T/run-root"
-# as root: again as an unprivileged user (the helper joins a user namespace then)
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+# as root: again as an unprivileged user (the helper joins a user namespace then);
+# not when this "root" is a user's mapped uid under unshare -rn (uid 1001 is
+# not mapped there: the first pass above was that user already)
+if [ "$(id -u)" = 0 ] && [ "$(awk 'NR == 1 { print $2 }' /proc/self/uid_map)" = 0 ] &&
+    command -v setpriv >/dev/null &&
     { id sluicetest >/dev/null 2>&1 || useradd -M sluicetest >/dev/null 2>&1; }; then
     U=$(id -u sluicetest) G=$(id -g sluicetest)
     chmod 711 "$T"
