@@ -245,6 +245,13 @@ while IFS= read -r line; do
     esac
 done < <($CLIENT "$P6" v6 echo6.test "$EPORT" fd00:9::1 2>&1)
 
+# --- rt-11: a name no udp: rule allows is never looked up (nor by check above)
+if grep -q 'open.test' "$T/dnsmasq.log"; then
+    bad "rt: a name no udp: rule allows (open.test) was resolved"
+else
+    ok "rt: a name no udp: rule allows was never resolved"
+fi
+
 # --- rt-11: report mode never lifts the guard for UDP ---------------------------
 MAIN_PID=$PROXY_PID
 cat > "$T/report.json" <<JSON
