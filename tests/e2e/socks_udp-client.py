@@ -677,6 +677,43 @@ def case_rtrun(pport, eport, vport):
     say(not leaked, "rt run: the host's loopback and metadata are not reached through the relay",
         repr(leaked))
     t.close()
+    # over IPv6, when the sandbox's SOCKS5 listener has [::1] too
+    try:
+        t6 = socket.create_connection(("::1", int(pport)), timeout=3)
+    except OSError as e:
+        print("# rt run: no SOCKS5 listener on [::1]:%s in the sandbox (%s)" % (pport, e))
+        return
+    t6.sendall(b"\x05\x01\x00")
+    t6.recv(2)
+    t6.sendall(b"\x05\x03\x00\x04" + b"\x00" * 18)
+    r = t6.recv(22)
+    if len(r) < 22 or r[1] != 0:
+        print("# rt run: UDP ASSOCIATE over [::1] answered %s" % r.hex())
+        t6.close()
+        return
+    relay6 = ("::1", struct.unpack(">H", r[20:22])[0])
+    say(r[3] == 4 and r[4:20] == socket.inet_pton(socket.AF_INET6, "::1"),
+        "rt run: the IPv6 relay is on the sandbox's ::1", r.hex())
+    stolen = []
+    for addr in (("::1", relay6[1]), ("::", relay6[1])):
+        s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s6.bind(addr)
+            stolen.append(addr)
+        except OSError:
+            pass
+        s6.close()
+    say(not stolen, "rt run: the command cannot bind the IPv6 relay's port", repr(stolen))
+    u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    leaked = []
+    for h in (hdr6("::1", int(vport)), hdr6("::ffff:127.0.0.1", int(vport)),
+              hdrname(b"lo6.rt.test", int(vport)), hdrname(b"localhost", int(vport))):
+        u6.sendto(h + b"rt-run-v6", relay6)
+        leaked += quiet(u6, 0.2)
+    say(not leaked, "rt run: nor through the IPv6 relay", repr(leaked))
+    t6.close()
 
 
 def main():
