@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define SOCKS_UDP_MAX_ASSOC 256          /* per process */
@@ -666,6 +667,10 @@ static int open_relay(struct socks_udp *u, const struct policy_addr *local, uint
             close(fd);
             return -1;
         }
+        /* uv_udp_open sets SO_REUSEADDR: cleared before the bind, so no
+         * socket of the sandbox can bind the relay's port beside it */
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){0}, sizeof(int)) < 0)
+            return -1;
     }
     if (uv_udp_bind(&u->relay, (const struct sockaddr *)&ss,
                     local->family == 6 ? UV_UDP_IPV6ONLY : 0) < 0 ||

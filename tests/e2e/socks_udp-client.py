@@ -16,8 +16,11 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     bench HOST EPORT N              N round trips: prints "rate DGRAMS_PER_S p50_US p99_US"
     reload ALLOWED_IP EPORT SETTINGS PID LOG  a reload dropping the rule denies the next datagram
     suite EPORT IDLE_S [SETTINGS PID LOG]  the cases above as socks_udp.sh runs them, in one process
-    runsuite EPORT                  the cases socks_udp.sh runs inside sluice run's sandbox
+    runsuite EPORT [VPORT]          the cases socks_udp.sh runs inside sluice run's sandbox
     v6 NAME EPORT IPV6              (PROXY_PORT on [::1]) by name and by address over IPv6
+    rt EPORT VPORT IDLE_S DNS_PORT  rt-11's adversarial cases against sluice proxy
+    rtreport EPORT VPORT            rt-11's report-mode cases against sluice proxy
+    rtrun EPORT VPORT               rt-11's adversarial cases inside sluice run's sandbox
 """
 import re
 import socket
@@ -279,13 +282,438 @@ def case_suite(pport, eport, idle_s, settings=None, pid=None, log=None):
     case_idle(pport, idle_s)
 
 
-def case_runsuite(pport, eport):
-    """What socks_udp.sh checks from inside sluice run's sandbox."""
+def case_runsuite(pport, eport, vport=None):
+    """What socks_udp.sh checks from inside sluice run's sandbox (with
+    VPORT, rt-11's cases too)."""
     case_allowed(pport, "echo.test", eport, "10.9.0.1")
     case_literal(pport, "10.9.0.1", eport)
     case_denied(pport, "blocked.test", eport)
     case_denied(pport, "tcp-only.test", eport)
     case_fragment(pport, "10.9.0.1", eport)
+    if vport is not None:
+        case_rtrun(pport, eport, vport)
+
+
+# ---- rt-11: adversarial cases (tests/e2e/rt-11-report.md) --------------------
+# VPORT: victims listen there on 127.0.0.1, ::1, 169.254.169.254, 10.9.0.1 and
+# 10.9.0.2; nothing may be relayed to VPORT, so socks_udp.sh requires their
+# logs to stay empty. Every datagram carries a marker "rt-..." in its payload.
+
+def quiet(u, secs=0.4):
+    """Every datagram that arrives within secs (a list of (data, peer))."""
+    got = []
+    u.settimeout(secs)
+    while True:
+        try:
+            got.append(u.recvfrom(70000))
+        except (socket.timeout, ConnectionRefusedError):
+            return got
+
+
+def hdr6(ip6, port, frag=0):
+    return (b"\x00\x00" + bytes([frag]) + b"\x04" + socket.inet_pton(socket.AF_INET6, ip6) +
+            struct.pack(">H", port))
+
+
+def hdr4(ip, port):
+    return b"\x00\x00\x00\x01" + socket.inet_aton(ip) + struct.pack(">H", port)
+
+
+def hdrname(raw, port):
+    return b"\x00\x00\x00\x03" + bytes([len(raw)]) + raw + struct.pack(">H", port)
+
+
+def rt_guard(pport, eport, vport):
+    """Names that resolve to loopback, metadata, 0.0.0.0, ::1, v4-mapped and
+    NAT64 loopback (all under an allowed udp:*.rt.test:* rule), literals in
+    ATYP 1/3/4 forms and odd ATYP 3 bytes: nothing comes back and no victim
+    hears anything (the script checks the victims' logs)."""
+    vport = int(vport)
+    t, relay = associate(pport)
+    u = udp_sock()
+    heads = []
+    for n in ("lo.rt.test", "lo6.rt.test", "meta.rt.test", "zero.rt.test", "mapped.rt.test",
+              "nat64.rt.test", "cn.rt.test", "denyudp.rt.test", "deny-both.rt.test", "LO.RT.TEST", "lo.rt.test.", "localhost", "localhost.rt.test",
+              "127.0.0.1", "2130706433", "0x7f.1", "127.1", "0177.0.0.1", "::1", "[::1]",
+              "::ffff:127.0.0.1", "169.254.169.254", "0.0.0.0", "10.9.0.2",
+              "other.test\x00.rt.test", "lo.rt.test\x00", "lo.rt.test\n", "*.rt.test",
+              "lo.rt.test:53", "a" * 255, "ok.rt.test/../lo"):
+        heads.append((n, hdrname(n.encode(), vport)))
+    for ip in ("127.0.0.1", "0.0.0.0", "169.254.169.254", "10.9.0.2", "255.255.255.255"):
+        heads.append(("ATYP1 " + ip, hdr4(ip, vport)))
+    for ip6 in ("::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.9.0.2",
+                "::127.0.0.1", "64:ff9b::7f00:1", "::ffff:0:127.0.0.1", "::", "::ffff:0.0.0.0"):
+        heads.append(("ATYP4 " + ip6, hdr6(ip6, vport)))
+    leaked = []
+    for name, h in heads:
+        for _ in range(2):
+            u.sendto(h + b"rt-guard " + name.encode("unicode_escape"), relay)
+        for data, peer in quiet(u, 0.25):
+            leaked.append((name, data[:40]))
+    say(not leaked, "rt: no loopback/metadata/mapped/odd-name destination answers (%d forms)"
+        % len(heads), repr(leaked))
+    # the association still serves an allowed destination afterwards
+    got = round_trip(u, relay, "ok.rt.test", int(eport), b"rt-guard-after")
+    say(got == header("10.9.0.1", int(eport)) + b"rt-guard-after",
+        "rt: after every refused form the association still echoes ok.rt.test", repr(got))
+    # a name with a loopback and a private answer: the loopback one is never used
+    got = round_trip(u, relay, "mixed.rt.test", int(eport), b"rt-mixed")
+    say(got is None or got[:10] == header("10.9.0.1", int(eport)),
+        "rt: a name with a loopback and a private answer never gets the loopback one", repr(got))
+    t.close()
+
+
+def rt_malformed(pport, eport):
+    """Truncated and odd headers are dropped; the association lives on."""
+    t, relay = associate(pport)
+    u = udp_sock()
+    bad = [b"", b"\x00", b"\x00\x00\x00", b"\x00\x00\x00\x01\x0a\x09",
+           b"\x00\x00\x00\x01\x0a\x09\x00\x01\x00",
+           b"\x00\x00\x00\x03\x14" + b"short",
+           b"\x00\x00\x00\x03\x00" + struct.pack(">H", int(eport)) + b"rt-len0",
+           b"\x00\x00\x00\x09\x0a\x09\x00\x01" + struct.pack(">H", int(eport)) + b"rt-atyp9",
+           b"\x01\x00\x00\x01\x0a\x09\x00\x01" + struct.pack(">H", int(eport)) + b"rt-rsv",
+           b"\x00\x01\x00\x01\x0a\x09\x00\x01" + struct.pack(">H", int(eport)) + b"rt-rsv2",
+           b"\x00\x00\x00\x01\x0a\x09\x00\x01\x00\x00" + b"rt-port0",
+           b"\x00\x00\x00\x04" + b"\x00" * 10]
+    leaked = []
+    for b in bad:
+        u.sendto(b, relay)
+        leaked += quiet(u, 0.15)
+    say(not leaked, "rt: truncated headers, ATYP 0-length/9, RSV != 0 and port 0 get nothing",
+        repr(leaked))
+    got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-after-malformed")
+    say(got is not None, "rt: the association still echoes after malformed datagrams")
+    # the largest IPv4 datagram: its echo plus a header does not fit, and is dropped
+    big = b"B" * (65507 - 10)
+    try:
+        u.sendto(header("10.9.0.1", int(eport)) + big, relay)
+        r = quiet(u, 0.5)
+        say(all(len(d) <= 65507 for d, _ in r), "rt: a 64 KiB datagram is relayed or dropped whole")
+    except OSError as e:
+        say(False, "rt: a 64 KiB datagram", repr(e))
+    got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-after-big")
+    say(got is not None, "rt: the association still echoes after a 64 KiB datagram")
+    t.close()
+
+
+def rt_replies(pport, eport, vport):
+    """Replies from an address:port the client never sent to are not passed
+    back: another host, another port of the destination, a denied
+    destination the client tried, a host loopback process, and a datagram
+    sent to the relay socket itself by the destination."""
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(("10.9.0.5", 0))
+    sport = srv.getsockname()[1]
+    srv.settimeout(2)
+    t, relay = associate(pport)
+    u = udp_sock()
+    u.sendto(header("10.9.0.2", sport) + b"rt-to-denied", relay)  # denied: no reply may pass
+    ok_first = None
+    for _ in range(3):
+        u.sendto(header("srv.rt.test", sport) + b"rt-hello", relay)
+        try:
+            data, out = srv.recvfrom(70000)
+            ok_first = out
+            break
+        except socket.timeout:
+            continue
+    if ok_first is None:
+        say(False, "rt: replies: the destination never heard the client")
+        t.close()
+        return
+    quiet(u, 0.2)
+    senders = []
+    for addr in (("10.9.0.3", 0), ("10.9.0.5", 0), ("10.9.0.1", sport), ("10.9.0.2", sport), ("127.0.0.1", 0),
+                 ("127.0.0.1", sport), ("169.254.169.254", sport)):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(addr)
+        except OSError:
+            continue
+        s.sendto(b"rt-unsolicited from %s:%d" % (addr[0].encode(), s.getsockname()[1]), out)
+        senders.append(s)
+    got = quiet(u, 0.5)
+    say(not got, "rt: datagrams to the relay's outgoing socket from hosts/ports the client "
+        "never reached are not passed back (%d senders)" % len(senders), repr(got))
+    srv.sendto(b"rt-aimed-at-relay", relay)  # the destination aims at the relay itself
+    got = quiet(u, 0.4)
+    say(not got, "rt: a datagram the destination sends to the relay socket is not passed on",
+        repr(got))
+    srv.sendto(b"rt-legit", out)
+    got = quiet(u, 0.6)
+    say(len(got) == 1 and got[0][0] == header("10.9.0.5", sport) + b"rt-legit",
+        "rt: the destination's own reply is passed back", repr(got))
+    t.close()
+    time.sleep(0.3)
+    srv.sendto(b"rt-after-close", out)
+    say(not quiet(u, 0.4), "rt: no reply after the control connection closed")
+
+
+def associate_raw(port, req):
+    t = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t.sendall(b"\x05\x01\x00")
+    t.recv(2)
+    t.sendall(req)
+    r = b""
+    t.settimeout(3)
+    try:
+        while len(r) < 10:
+            got = t.recv(10 - len(r))
+            if not got:
+                break
+            r += got
+    except socket.timeout:
+        pass
+    return t, r
+
+
+def rt_source(pport, eport):
+    """The client's source: another address named in the request is refused;
+    a named port holds against a second socket that sends first."""
+    t, r = associate_raw(pport, b"\x05\x03\x00\x01" + socket.inet_aton("10.9.0.3") + b"\x00\x00")
+    say(len(r) >= 2 and r[1] == 2, "rt: UDP ASSOCIATE naming another source address is refused "
+        "(0x02)", r.hex())
+    t.close()
+    u = udp_sock(("127.0.0.1", 0))
+    t, relay = associate(pport, ("127.0.0.1", u.getsockname()[1]))
+    thief = udp_sock(("127.0.0.1", 0))
+    for _ in range(2):
+        thief.sendto(header("10.9.0.1", int(eport)) + b"rt-thief-first", relay)
+    say(not quiet(thief, 0.4), "rt: a second local socket sending first gets nothing when the "
+        "request named the client's port")
+    got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-named-port")
+    say(got is not None, "rt: the named port's socket is served after the thief")
+    t.close()
+    # another local process cannot bind the relay's port beside it
+    t, relay = associate(pport)
+    stolen = []
+    for addr in (("127.0.0.1", relay[1]), ("0.0.0.0", relay[1])):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind(addr)
+            stolen.append(addr)
+        except OSError:
+            pass
+        s.close()
+    say(not stolen, "rt: another local process cannot bind the relay's port (SO_REUSEADDR/"
+        "REUSEPORT)", repr(stolen))
+    t.close()
+    # port 0 in the request (what most clients send): the first datagram from
+    # the client's address teaches the port, so another local process that
+    # sends first takes the association over (RFC 1928 allows it; the policy
+    # is the same for every client). Reported, not judged.
+    t, relay = associate(pport)
+    u = udp_sock()
+    thief = udp_sock()
+    thief.sendto(header("10.9.0.1", int(eport)) + b"rt-port0-thief", relay)
+    stolen = quiet(thief, 0.5)
+    legit = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-port0-legit", tries=1)
+    print("# rt note: port-0 association, a second local socket sending first: thief %s, "
+          "client %s" % ("served" if stolen else "not served",
+                         "served" if legit is not None else "not served"))
+    t.close()
+    # half-close: the client's FIN on the control connection ends the association
+    t, relay = associate(pport)
+    u = udp_sock()
+    round_trip(u, relay, "10.9.0.1", int(eport), b"rt-before-shutwr")
+    t.shutdown(socket.SHUT_WR)
+    time.sleep(0.4)
+    u.sendto(header("10.9.0.1", int(eport)) + b"rt-after-shutwr", relay)
+    say(not quiet(u, 0.5), "rt: nothing after the client half-closes the control connection")
+    t.close()
+    # a control connection reset (RST)
+    t, relay = associate(pport)
+    u = udp_sock()
+    round_trip(u, relay, "10.9.0.1", int(eport), b"rt-before-rst")
+    t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    t.close()
+    time.sleep(0.4)
+    u.sendto(header("10.9.0.1", int(eport)) + b"rt-after-rst", relay)
+    say(not quiet(u, 0.5), "rt: nothing after the control connection is reset")
+
+
+def rt_many(pport, idle_s, eport):
+    """Associations are bounded (256 a process): the ones past the bound are
+    refused, and every slot comes back once they close."""
+    held, refused, start = [], 0, time.monotonic()
+    for _ in range(270):
+        try:
+            t, r = associate_raw(pport, b"\x05\x03\x00\x01" + b"\x00" * 6)
+        except OSError:
+            refused += 1
+            continue
+        if len(r) >= 2 and r[1] == 0:
+            held.append(t)
+        else:
+            refused += 1
+            t.close()
+    took = time.monotonic() - start
+    if took < float(idle_s):
+        say(len(held) <= 256 and refused >= 14,
+            "rt: at most 256 associations at once (%d held, %d refused)" % (len(held), refused))
+    else:
+        print("# rt: 270 associations took %.1f s, past the idle timeout: bound not judged" % took)
+    for t in held:
+        t.close()
+    time.sleep(1.0)
+    t, relay = associate(pport)
+    u = udp_sock()
+    got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-after-many")
+    say(got is not None, "rt: after they closed, a new association works")
+    t.close()
+    # 64 destinations per association: the 65th is dropped, the first still served
+    t, relay = associate(pport)
+    u = udp_sock()
+    round_trip(u, relay, "10.9.0.1", int(eport), b"rt-dest-0")
+    for p in range(1, 80):
+        u.sendto(header("10.9.0.1", 40000 + p) + b"rt-dest-n", relay)
+    quiet(u, 0.3)
+    got = round_trip(u, relay, "10.9.0.1", int(eport), b"rt-dest-first-again")
+    say(got is not None, "rt: past 64 destinations the first one is still served")
+    t.close()
+
+
+def rt_dns(pport, dport):
+    """DNS through UDP ASSOCIATE to a resolver no udp: rule allows: sluice's
+    own dnsmasq on 127.0.0.1 (loopback) and 10.9.0.2:53 (denied)."""
+    t, relay = associate(pport)
+    u = udp_sock()
+    q = (b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" +
+         b"\x0artdnsprobe\x04test\x00\x00\x01\x00\x01")
+    for h in (hdr4("127.0.0.1", int(dport)), hdrname(b"localhost", int(dport)),
+              hdrname(b"lo.rt.test", int(dport)), hdr4("10.9.0.2", 53), hdr4("10.9.0.1", 53)):
+        u.sendto(h + q, relay)
+    got = quiet(u, 0.6)
+    say(not got, "rt: DNS queries to unlisted resolvers get no answer", repr(got))
+    t.close()
+
+
+def case_rtreport(pport, eport, vport):
+    """A proxy in report mode (no rule allows anything): it reports, but it
+    never dials loopback, metadata, 0.0.0.0 or this host's addresses."""
+    t, relay = associate(pport)
+    u = udp_sock()
+    leaked = []
+    for h in (hdrname(b"lo.rt.test", int(vport)), hdrname(b"meta.rt.test", int(vport)),
+              hdrname(b"zero.rt.test", int(vport)), hdrname(b"mapped.rt.test", int(vport)),
+              hdrname(b"cn.rt.test", int(vport)), hdrname(b"localhost", int(vport)),
+              hdr4("127.0.0.1", int(vport)), hdr4("169.254.169.254", int(vport)),
+              hdr4("10.9.0.2", int(vport)), hdr6("::1", int(vport)),
+              hdr6("::ffff:127.0.0.1", int(vport))):
+        for _ in range(2):
+            u.sendto(h + b"rt-report", relay)
+        leaked += quiet(u, 0.25)
+    say(not leaked, "rt report mode: loopback, metadata and this host's addresses are not dialed",
+        repr(leaked))
+    t.close()
+
+
+def case_rt(pport, eport, vport, idle_s, dport):
+    rt_guard(pport, eport, vport)
+    rt_malformed(pport, eport)
+    rt_replies(pport, eport, vport)
+    rt_source(pport, eport)
+    rt_dns(pport, dport)
+    rt_many(pport, idle_s, eport)
+
+
+def case_rtrun(pport, eport, vport):
+    """Inside sluice run's sandbox: the relay socket is on the sandbox's
+    127.0.0.1 only; the command cannot bind its port too (SO_REUSEADDR,
+    SO_REUSEPORT), a second socket is dropped, and neither names nor
+    literals reach the host's loopback."""
+    t, relay = associate(pport)
+    u = udp_sock()
+    round_trip(u, relay, "10.9.0.1", int(eport), b"rt-run-learn")
+    say(relay[0] == "127.0.0.1", "rt run: the relay is on the sandbox's 127.0.0.1", repr(relay))
+    try:
+        with open("/proc/net/udp") as f:
+            rows = [l.split()[1] for l in f.readlines()[1:]]
+        mine = [r for r in rows if int(r.split(":")[1], 16) == relay[1]]
+        say(mine == ["0100007F:%04X" % relay[1]],
+            "rt run: one socket on the relay port, bound to 127.0.0.1 only", repr(mine))
+    except OSError as e:
+        print("# rt run: /proc/net/udp unreadable: %s" % e)
+    # network.allowLocalBinding is on in socks_udp.sh's settings, so a
+    # refused bind below is the relay's port being taken, not the filter
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.bind(("127.0.0.1", 0))
+        say(True, "rt run: the command may bind (network.allowLocalBinding)")
+    except OSError as e:
+        say(False, "rt run: the command may bind (network.allowLocalBinding)", repr(e))
+    probe.close()
+    stolen = []
+    # (127.0.0.2:PORT is another address: binding it takes nothing from the relay)
+    for addr in (("127.0.0.1", relay[1]), ("0.0.0.0", relay[1])):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind(addr)
+            stolen.append(addr)
+        except OSError:
+            pass
+        s.close()
+    # rt-11 finding 1: libuv's uv_udp_open sets SO_REUSEADDR on the relay
+    # socket the helper made, so a command socket with SO_REUSEADDR could
+    # bind the same port and take the datagrams sent to the relay
+    say(not stolen, "rt run: the command cannot bind the relay's port (SO_REUSEADDR/REUSEPORT)",
+        repr(stolen))
+    v = udp_sock()
+    v.sendto(header("10.9.0.1", int(eport)) + b"rt-run-second-socket", relay)
+    say(not quiet(v, 0.4) and not quiet(u, 0.2), "rt run: a second socket's datagram is dropped")
+    leaked = []
+    for h in (hdr4("127.0.0.1", int(vport)), hdr4("0.0.0.0", int(vport)),
+              hdrname(b"localhost", int(vport)), hdrname(b"lo.rt.test", int(vport)),
+              hdrname(b"zero.rt.test", int(vport)), hdrname(b"meta.rt.test", int(vport)),
+              hdr6("::1", int(vport)), hdr6("::ffff:127.0.0.1", int(vport)),
+              hdrname(b"mapped.rt.test", int(vport))):
+        u.sendto(h + b"rt-run-host-loopback", relay)
+        leaked += quiet(u, 0.2)
+    say(not leaked, "rt run: the host's loopback and metadata are not reached through the relay",
+        repr(leaked))
+    t.close()
+    # over IPv6, when the sandbox's SOCKS5 listener has [::1] too
+    try:
+        t6 = socket.create_connection(("::1", int(pport)), timeout=3)
+    except OSError as e:
+        print("# rt run: no SOCKS5 listener on [::1]:%s in the sandbox (%s)" % (pport, e))
+        return
+    t6.sendall(b"\x05\x01\x00")
+    t6.recv(2)
+    t6.sendall(b"\x05\x03\x00\x04" + b"\x00" * 18)
+    r = t6.recv(22)
+    if len(r) < 22 or r[1] != 0:
+        print("# rt run: UDP ASSOCIATE over [::1] answered %s" % r.hex())
+        t6.close()
+        return
+    relay6 = ("::1", struct.unpack(">H", r[20:22])[0])
+    say(r[3] == 4 and r[4:20] == socket.inet_pton(socket.AF_INET6, "::1"),
+        "rt run: the IPv6 relay is on the sandbox's ::1", r.hex())
+    stolen = []
+    for addr in (("::1", relay6[1]), ("::", relay6[1])):
+        s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s6.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s6.bind(addr)
+            stolen.append(addr)
+        except OSError:
+            pass
+        s6.close()
+    say(not stolen, "rt run: the command cannot bind the IPv6 relay's port", repr(stolen))
+    u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    leaked = []
+    for h in (hdr6("::1", int(vport)), hdr6("::ffff:127.0.0.1", int(vport)),
+              hdrname(b"lo6.rt.test", int(vport)), hdrname(b"localhost", int(vport))):
+        u6.sendto(h + b"rt-run-v6", relay6)
+        leaked += quiet(u6, 0.2)
+    say(not leaked, "rt run: nor through the IPv6 relay", repr(leaked))
+    t6.close()
 
 
 def main():
@@ -293,7 +721,8 @@ def main():
     cases = {"allowed": case_allowed, "literal": case_literal, "denied": case_denied,
              "spoofed": case_spoofed, "fragment": case_fragment, "closes": case_closes,
              "idle": case_idle, "bench": case_bench, "suite": case_suite,
-             "runsuite": case_runsuite, "reload": case_reload, "v6": case_v6}
+             "runsuite": case_runsuite, "reload": case_reload, "v6": case_v6,
+             "rt": case_rt, "rtrun": case_rtrun, "rtreport": case_rtreport}
     try:
         cases[case](pport if pport == "direct" else int(pport), *args)
     except Exception as e:  # a failure to associate is a failed check

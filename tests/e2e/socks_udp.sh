@@ -38,7 +38,8 @@ if [ "$names" != "lo" ]; then
     exit 1
 fi
 ip link set lo up && ip addr add 10.9.0.1/32 dev lo && ip addr add 10.9.0.2/32 dev lo &&
-    ip addr add 10.9.0.3/32 dev lo && ip -6 addr add fd00:9::1/128 dev lo nodad ||
+    ip addr add 10.9.0.3/32 dev lo && ip -6 addr add fd00:9::1/128 dev lo nodad &&
+    ip addr add 169.254.169.254/32 dev lo && ip addr add 10.9.0.5/32 dev lo ||
     { bad "cannot set up the namespace's addresses"; e2e_finish; exit 1; }
 
 # --- UDP echo servers: each logs what it received -----------------------------
@@ -57,7 +58,32 @@ with open(sys.argv[3], "ab", buffering=0) as log:
     PIDS+=($!)
 done
 
+# rt-11: victims on VPORT (loopback, metadata, the allowed and the denied
+# address): nothing may ever be relayed to VPORT, their logs must stay empty
+VPORT=$(free_port)
+for ip in 127.0.0.1 ::1 169.254.169.254 10.9.0.1 10.9.0.2; do
+    python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+with open(sys.argv[3], "ab", buffering=0) as log:
+    while True:
+        data, peer = s.recvfrom(70000)
+        log.write(repr((peer, data[:60])).encode() + b"\n")
+        s.sendto(data, peer)
+' "$ip" "$VPORT" "$T/victim-$ip.log" &
+    PIDS+=($!)
+done
+
 start_dnsmasq --local=/test/ \
+    --host-record=lo.rt.test,127.0.0.1 --host-record=lo6.rt.test,::1 \
+    --host-record=meta.rt.test,169.254.169.254 --host-record=zero.rt.test,0.0.0.0 \
+    --host-record=mapped.rt.test,::ffff:127.0.0.1 --host-record=nat64.rt.test,64:ff9b::7f00:1 \
+    --host-record=mixed.rt.test,127.0.0.1 --host-record=mixed.rt.test,10.9.0.1 \
+    --host-record=ok.rt.test,10.9.0.1 --host-record=srv.rt.test,10.9.0.5 \
+    --host-record=denyudp.rt.test,10.9.0.1 --host-record=deny-both.rt.test,10.9.0.1 \
+    --host-record=localhost.rt.test,127.0.0.1 --host-record=other.test,10.9.0.1 \
+    --cname=cn.rt.test,lo.rt.test \
     --host-record=echo.test,10.9.0.1 \
     --host-record=echo6.test,fd00:9::1 \
     --host-record=open.test,10.9.0.1 \
@@ -69,9 +95,11 @@ IDLE=3
 cat > "$T/s.json" <<JSON
 {"network": {"allowedDomains": ["udp:echo.test:$EPORT", "udp:10.9.0.1:$EPORT",
                                 "udp:echo6.test:$EPORT", "udp:[fd00:9::1]:$EPORT",
-                                "tcp-only.test", "10.9.0.2:$EPORT"],
-             "deniedDomains": ["blocked.test"],
-             "dnsServers": ["127.0.0.1:$DPORT"]},
+                                "tcp-only.test", "10.9.0.2:$EPORT",
+                                "udp:*.rt.test:*", "denyudp.rt.test", "udp:10.9.0.5:*"],
+             "deniedDomains": ["blocked.test", "udp:denyudp.rt.test", "deny-both.rt.test"],
+             "dnsServers": ["127.0.0.1:$DPORT"],
+             "allowLocalBinding": true},
  "proxy": {"timeouts": {"idle": $IDLE}}}
 JSON
 APORT=$(free_port)
@@ -84,6 +112,7 @@ client() {
     while IFS= read -r line; do
         case $line in
         ok\ *) ok "${line#ok }" ;;
+        \#*) echo "$line" ;;
         *) bad "${line#bad }" ;;
         esac
     done < <($CLIENT "$PORT" "$@" 2>&1)
@@ -157,6 +186,53 @@ want_metric "fragments dropped" '^sluice_udp_dropped_total\{reason="fragment"\} 
 want_metric "spoofed dropped" '^sluice_udp_dropped_total\{reason="spoofed"\} 2$'
 want_metric "denied dropped" '^sluice_udp_dropped_total\{reason="denied"\} [1-9]'
 
+# --- rt-11: adversarial cases against the same proxy (tests/e2e/rt-11-report.md)
+# names that resolve to loopback/metadata/0.0.0.0/::1/mapped/NAT64 under an
+# allowed udp:*.rt.test:* rule, literal forms, odd ATYP 3 bytes, malformed
+# headers, a 64 KiB datagram, replies from hosts the client never reached,
+# the source check, half-close and reset, DNS to unlisted resolvers, the
+# association and destination bounds
+client rt "$EPORT" "$VPORT" "$IDLE" "$DPORT"
+if grep -q rtdnsprobe "$T/dnsmasq.log"; then
+    bad "rt: a DNS query relayed through UDP ASSOCIATE reached sluice's own resolver"
+else
+    ok "rt: no DNS query through UDP ASSOCIATE reached the loopback resolver"
+fi
+if grep -qa -e 'rt-after-shutwr' -e 'rt-after-rst' -e 'rt-thief-first' "$T/echo-10.9.0.1.log"; then
+    bad "rt: a datagram after the control connection ended, or a thief's, reached the echo server"
+else
+    ok "rt: no datagram after half-close/reset, and none of the thief's, reached the echo server"
+fi
+if grep -q 'other.test' "$T/dnsmasq.log"; then
+    bad "rt: a name with a NUL byte was resolved as its prefix" "$(grep other.test "$T/dnsmasq.log")"
+else
+    ok "rt: a name with a NUL byte was never resolved as its prefix"
+fi
+# check ⇄ proxy for rt's names: the relay's logged decision is check's
+for h in lo.rt.test lo6.rt.test meta.rt.test zero.rt.test mapped.rt.test nat64.rt.test \
+    denyudp.rt.test deny-both.rt.test localhost 127.0.0.1 0.0.0.0 169.254.169.254; do
+    logged=$(grep -m1 "protocol=socks5-udp host=$h port=$VPORT " "$LOG" | sed -n 's/.* decision=\([a-z_]*\).*/\1/p')
+    checked=$("$SLUICE" check --settings "$T/s.json" --proxy --resolve --json "udp:$h:$VPORT" 2>&1 |
+        sed -n 's/.*"decision":"\([a-z_]*\)".*/\1/p')
+    if [ "$logged" = deny ] && [ "$checked" = deny ]; then
+        ok "rt: udp:$h:$VPORT denied by the relay and by check"
+    else
+        bad "rt: udp:$h:$VPORT: check says '$checked', the relay logged '$logged'"
+    fi
+done
+# udp: in deniedDomains denies UDP only; a deny rule without udp: both
+want_check() { # TARGET DECISION
+    local got
+    got=$("$SLUICE" check --settings "$T/s.json" --json "$1" 2>&1 | sed -n 's/.*"decision":"\([a-z_]*\)".*/\1/p')
+    if [ "$got" = "$2" ]; then ok "rt: check $1: $2"; else bad "rt: check $1: '$got', want $2"; fi
+}
+want_check denyudp.rt.test:443 allow
+want_check udp:denyudp.rt.test:443 deny
+want_check deny-both.rt.test:443 deny
+want_check udp:deny-both.rt.test:443 deny
+want_check udp:tcp-only.test:443 deny
+want_check udp:ok.rt.test:443 allow
+
 # --- IPv6: a second proxy on [::1] ----------------------------------------------
 P6=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0)); print(s.getsockname()[1])')
 "$SLUICE" proxy --settings "$T/s.json" --log "$T/v6.log" --http off --socks "tcp:[::1]:$P6" 2>"$T/v6.err" &
@@ -168,6 +244,29 @@ while IFS= read -r line; do
     *) bad "${line#bad }" ;;
     esac
 done < <($CLIENT "$P6" v6 echo6.test "$EPORT" fd00:9::1 2>&1)
+
+# --- rt-11: a name no udp: rule allows is never looked up (nor by check above)
+if grep -q 'open.test' "$T/dnsmasq.log"; then
+    bad "rt: a name no udp: rule allows (open.test) was resolved"
+else
+    ok "rt: a name no udp: rule allows was never resolved"
+fi
+
+# --- rt-11: report mode never lifts the guard for UDP ---------------------------
+MAIN_PID=$PROXY_PID
+cat > "$T/report.json" <<JSON
+{"network": {"mode": "report", "dnsServers": ["127.0.0.1:$DPORT"]}}
+JSON
+start_proxy report "$T/report.json" --http off --socks tcp:127.0.0.1:0
+if [ -n "$PORT" ]; then
+    client rtreport "$EPORT" "$VPORT"
+    if grep -q 'protocol=socks5-udp host=lo.rt.test .*decision=\(would_deny\|deny\)' "$T/report.log"; then
+        ok "rt report mode: the loopback name is reported"
+    else
+        bad "rt report mode: the loopback name is not reported" "$(grep socks5-udp "$T/report.log" | head -5)"
+    fi
+    kill "$MAIN_PID" 2>/dev/null
+fi
 
 # --- sluice run: UDP ASSOCIATE from inside the sandbox ---------------------------
 # The sandbox's SOCKS5 listener (127.0.0.1:1080 there) answers with a relay
@@ -188,11 +287,12 @@ run_section() {
     : > "$T/echo-10.9.0.1.log"
     (cd "$dir" && "$@" env HOME="$dir" XDG_RUNTIME_DIR="$dir/xdg" "$SLUICE" run \
         --settings "$T/s.json" --log "$dir/run.log" -- \
-        python3 "$HERE/socks_udp-client.py" 1080 runsuite "$EPORT") > "$dir/run.out" 2>&1
+        python3 "$HERE/socks_udp-client.py" 1080 runsuite "$EPORT" "$VPORT") > "$dir/run.out" 2>&1
     while IFS= read -r line; do
         case $line in
         ok\ *) ok "sluice run ($who): ${line#ok }" ;;
         bad\ *) bad "sluice run ($who): ${line#bad }" ;;
+        \#*) echo "$line" ;;
         esac
     done < "$dir/run.out"
     grep -q '^ok ' "$dir/run.out" || bad "sluice run ($who): the client did not run" "$(cat "$dir/run.out")"
@@ -207,8 +307,11 @@ run_section() {
 }
 mkdir -p -m 700 "$T/run-root" "$T/run-root/xdg"
 run_section "$(id -un)" "$T/run-root"
-# as root: again as an unprivileged user (the helper joins a user namespace then)
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+# as root: again as an unprivileged user (the helper joins a user namespace then);
+# not when this "root" is a user's mapped uid under unshare -rn (uid 1001 is
+# not mapped there: the first pass above was that user already)
+if [ "$(id -u)" = 0 ] && [ "$(awk 'NR == 1 { print $2 }' /proc/self/uid_map)" = 0 ] &&
+    command -v setpriv >/dev/null &&
     { id sluicetest >/dev/null 2>&1 || useradd -M sluicetest >/dev/null 2>&1; }; then
     U=$(id -u sluicetest) G=$(id -g sluicetest)
     chmod 711 "$T"
@@ -220,4 +323,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
         echo "# SKIP sluice run as a user: the client or the binary is not readable by sluicetest"
     fi
 fi
+# --- rt-11: the victims on VPORT heard nothing, from the proxy or from sluice run
+for ip in 127.0.0.1 ::1 169.254.169.254 10.9.0.1 10.9.0.2; do
+    if [ -s "$T/victim-$ip.log" ]; then
+        bad "rt: the victim on $ip:$VPORT received datagrams" "$(head -20 "$T/victim-$ip.log")"
+    else
+        ok "rt: the victim on $ip:$VPORT received nothing"
+    fi
+done
 e2e_finish
