@@ -591,7 +591,9 @@ static int dns_socket(int type)
     a.sin_family = AF_INET;
     a.sin_port = htons(SETTINGS_SANDBOX_DNS_PORT); /* refused as a host port (settings/ports.c) */
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+    /* SO_REUSEADDR for the listener only (a UDP socket with it lets another
+     * that sets it bind the same port) */
+    if ((type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) ||
         bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
         (type == SOCK_STREAM && listen(fd, 128) < 0)) {
         close(fd);
