@@ -183,6 +183,20 @@ struct settings {
         struct settings_list path_append; /* directories appended to PATH ("~" expanded) */
     } environment;
 
+    /* "credentials" (issue 24, srt 0.0.83's schema): envVars and files
+     * entries, one item each in settings_credential's text form (below),
+     * each list replaced by a later layer that sets it */
+    struct {
+        struct {
+            int set; /* the object was given (even empty) */
+            const char *file;
+            unsigned line, col;
+        } given;
+        struct settings_list env_vars;
+        struct settings_list files;
+        int allow_plaintext_inject;
+    } credentials;
+
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
     struct {
         char *auth_username; /* NULL: no proxy authentication */
@@ -327,5 +341,31 @@ struct settings_request_rule {
 /* Splits a rule's text form (spans point into text). 0 or -EINVAL. */
 int settings_request_rule_split(const char *text, struct settings_request_rule *r);
 void settings_set_checks(const struct settings_checks *checks);
+/* credentials.envVars / credentials.files: the text form of one checked
+ * entry, lines separated by '\n' (no field can hold one):
+ *   "env" or "file"; the variable name or path; "deny" or "mask";
+ *   the extract regex ("" none); "warn", "deny" or "error" (onExtractNoMatch,
+ *   default "error"); "jwt" or "" (decode); "1" or "0" (maskDuplicates);
+ *   then one line per maskClaims claim ("c" + claim) and per injectHosts
+ *   pattern ("h" + pattern; none = the hosts of network.allowedDomains).
+ * settings_credential_split() reads it back (spans point into text);
+ * settings_credential_next() walks the rest's lines of one tag. */
+enum settings_nomatch { SETTINGS_NOMATCH_ERROR = 0, SETTINGS_NOMATCH_WARN, SETTINGS_NOMATCH_DENY };
+struct settings_credential {
+    int file; /* a files entry (name is its path) */
+    int mask; /* mode mask (else deny) */
+    const char *name;
+    size_t name_len;
+    const char *extract; /* "" = the whole value */
+    size_t extract_len;
+    enum settings_nomatch on_no_match;
+    int jwt;
+    int mask_duplicates;
+    const char *rest; /* the claim and host lines */
+};
+int settings_credential_split(const char *text, struct settings_credential *r);
+/* The next line of rest tagged tag ('c' claim, 'h' host): 1 with *s, *len
+ * and *rest moved past it, 0 at the end. */
+int settings_credential_next(const char **rest, char tag, const char **s, size_t *len);
 
 #endif
