@@ -65,6 +65,9 @@ struct policy {
     size_t nreq;
     int req_managed; /* written by the managed file: report mode does not lift them */
 
+    struct policy_cred *cred; /* credentials' masked entries (cred.c) */
+    size_t ncred;
+
     struct pchunk *arena;
     unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
     unsigned refs; /* policy_ref / policy_free, atomic: workers share one policy */
@@ -91,6 +94,11 @@ enum policy_addr_class policy__local_class(const struct policy *p, const struct 
  * request host and port, as the domain matcher matches it. */
 int policy__rule_host_match(const struct policy_rule *r, const char *name, size_t nlen,
                             const struct policy_host *h, uint16_t port);
+
+/* Credentials (cred.c). */
+struct policy_cred;
+int policy__cred_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__cred_free(struct policy *p);
 
 /* Request rules (request.c). */
 struct policy_req_rule;

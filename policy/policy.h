@@ -245,6 +245,19 @@ size_t policy_request_rule_count(const struct policy *p);
  * method and path), else 0. */
 int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port);
 
+/* Credentials (policy/cred.c, issue 24): the masked entries of
+ * "credentials", by name only (the values are never in the policy), in
+ * settings order (envVars, then files). policy_cred_injects: 1 when entry
+ * i's real value may be sent to host:port (its injectHosts; default the
+ * hosts allowedDomains allows). policy_cred_host: 1 when some entry's may
+ * (such a host needs termination: policy_tls_needed). */
+size_t policy_cred_count(const struct policy *p);
+const char *policy_cred_name(const struct policy *p, size_t i, int *file);
+int policy_cred_find(const struct policy *p, int file, const char *name);
+int policy_cred_injects(const struct policy *p, size_t i, const struct policy_host *h,
+                        uint16_t port);
+int policy_cred_host(const struct policy *p, const struct policy_host *h, uint16_t port);
+
 /* policy_decide with an optional request line: the domain lists decide,
  * then request rules narrow (rq NULL: a connection whose requests sluice
  * cannot read, refused on a host with request rules). policy_decide is

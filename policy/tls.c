@@ -161,11 +161,11 @@ const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
     return &p->tls.mitm_pp;
 }
 
-/* Each reason a host needs termination; credentials (a later issue) add a
- * predicate here. */
+/* Each reason a host needs termination: request rules, and the hosts a
+ * masked credential is sent to. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
 {
-    return policy_request_ruled(p, h, port);
+    return policy_request_ruled(p, h, port) || policy_cred_host(p, h, port);
 }
 
 int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port)
