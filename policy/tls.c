@@ -165,7 +165,7 @@ const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
  * masked credential is sent to. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
 {
-    return policy_request_ruled(p, h, port) || policy_cred_host(p, h, port);
+    return policy_request_ruled(p, h, port) || (p->tls.on && policy_cred_host(p, h, port));
 }
 
 int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port)

@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SUBST_MAX 64          /* pairs in one set */
-#define SUBST_LEN_MIN 16      /* shortest pair (shorter values are refused at load) */
-#define SUBST_LEN_MAX 65536   /* longest pair */
+#define SUBST_MAX 64        /* pairs in one set */
+#define SUBST_LEN_MIN 16    /* shortest pair (shorter values are refused at load) */
+#define SUBST_LEN_MAX 65536 /* longest pair */
 
 struct subst_pair {
     const uint8_t *from; /* what is looked for */
