@@ -87,7 +87,7 @@ int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uin
 {
     struct proxy_cred *e;
 
-    if (t->n >= SUBST_MAX || len < SUBST_LEN_MIN || len > SUBST_LEN_MAX)
+    if (t->n >= PROXY_CREDS_MAX || len < SUBST_LEN_MIN || len > SUBST_LEN_MAX)
         return -EINVAL;
     e = &t->e[t->n];
     memset(e, 0, sizeof(*e));
@@ -98,6 +98,7 @@ int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uin
         goto nomem;
     memcpy(e->real, real, len);
     e->len = len;
+    e->file = file;
     if (fake != NULL) {
         memcpy(e->fake, fake, len);
     } else {
@@ -128,17 +129,62 @@ nomem:
     return -ENOMEM;
 }
 
+/* The base64 characters of (a zero bytes, v) that v's bytes alone decide
+ * (each covers 6 bits inside v's): *out (owned), *olen. 0 or -ENOMEM. */
+static int b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
+{
+    static const char B[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t first = (8 * a + 5) / 6, last = (8 * (a + len) - 6) / 6; /* char indices */
+    uint8_t *o = malloc(last - first + 1);
+
+    if (o == NULL)
+        return -ENOMEM;
+    for (size_t k = first; k <= last; k++) {
+        size_t bit = 6 * k; /* of the stream: a zero bytes, then v */
+        unsigned x = 0;
+        for (size_t b = bit; b < bit + 6; b++) {
+            size_t byte = b / 8 - a;
+            x = x << 1 | ((unsigned)v[byte] >> (7 - b % 8) & 1u);
+        }
+        o[k - first] = (uint8_t)B[x];
+    }
+    *out = o;
+    *olen = last - first + 1;
+    return 0;
+}
+
 int proxy_creds_seal(struct proxy_creds *t)
 {
     struct subst_pair a[SUBST_MAX], b[SUBST_MAX];
+    size_t nb = t->n;
 
     for (size_t i = 0; i < t->n; i++) {
-        a[i] = (struct subst_pair){t->e[i].fake, t->e[i].real, t->e[i].len};
-        b[i] = (struct subst_pair){t->e[i].real, t->e[i].fake, t->e[i].len};
+        struct proxy_cred *e = &t->e[i];
+        a[i] = (struct subst_pair){e->fake, e->real, e->len};
+        b[i] = (struct subst_pair){e->real, e->fake, e->len};
+        for (unsigned k = 0; k < 3; k++) {
+            size_t l2;
+            if (e->b64real[k] == NULL &&
+                (b64_inner(e->real, e->len, k, &e->b64real[k], &e->b64len[k]) < 0 ||
+                 b64_inner(e->fake, e->len, k, &e->b64fake[k], &l2) < 0))
+                return -ENOMEM;
+            b[t->n + 3 * i + k] = (struct subst_pair){e->b64real[k], e->b64fake[k], e->b64len[k]};
+            nb++;
+        }
     }
-    if (subst_set_init(&t->to_real, a, t->n) < 0 || subst_set_init(&t->to_fake, b, t->n) < 0)
+    if (subst_set_init(&t->to_real, a, t->n) < 0 || subst_set_init(&t->to_fake, b, nb) < 0)
         return -EINVAL;
     return 0;
+}
+
+uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits)
+{
+    uint64_t out = bits;
+
+    for (size_t i = 0; i < t->n; i++)
+        if (bits & (UINT64_C(1) << i))
+            out |= UINT64_C(7) << (t->n + 3 * i);
+    return out;
 }
 
 void proxy_creds_clear(struct proxy_creds *t)
@@ -148,6 +194,12 @@ void proxy_creds_clear(struct proxy_creds *t)
         free(t->e[i].real);
         free(t->e[i].fake);
         free(t->e[i].name);
+        for (unsigned k = 0; k < 3; k++) {
+            if (t->e[i].b64real[k] != NULL)
+                explicit_bzero(t->e[i].b64real[k], t->e[i].b64len[k]);
+            free(t->e[i].b64real[k]);
+            free(t->e[i].b64fake[k]);
+        }
     }
     explicit_bzero(t, sizeof(*t));
 }

@@ -8,8 +8,10 @@
  * lower-case letter, an upper-case one upper-case, every other byte as it
  * is; a value with fewer than 16 letters and digits is replaced whole by
  * letters and digits), never equal to the value or to another entry's.
- * Two scanner sets: placeholder -> real (requests to the entry's hosts)
- * and real -> placeholder (responses from them). The real values live in
+ * Two scanner sets: placeholder -> real (requests to the entry's hosts;
+ * pair i is entry i) and real -> placeholder (responses from them: pair i
+ * is entry i's value, pairs n + 3i .. n + 3i + 2 its base64 forms; see
+ * proxy_creds_fake_bits). The real values live in
  * this process only (the run's launcher is not dumpable) and are wiped
  * when the table is freed; nothing here writes one anywhere.
  */
@@ -21,15 +23,23 @@
 
 #include "proxy/subst.h"
 
+/* Entries at most: each has 4 pairs in to_fake (below). */
+#define PROXY_CREDS_MAX (SUBST_MAX / 4)
+
 struct proxy_cred {
     char *name; /* variable name, or the path of a files entry */
     int file;
     uint8_t *real, *fake;
     size_t len;
+    /* the base64 text that the value's bytes alone decide, at each of the
+     * three alignments, of the real value and of the placeholder: an
+     * origin that echoes the Basic credentials it got hands back base64 */
+    uint8_t *b64real[3], *b64fake[3];
+    size_t b64len[3];
 };
 
 struct proxy_creds {
-    struct proxy_cred e[SUBST_MAX];
+    struct proxy_cred e[PROXY_CREDS_MAX];
     size_t n;
     int plaintext; /* credentials.allowPlaintextInject */
     struct subst_set to_real, to_fake;
@@ -49,8 +59,11 @@ int proxy_cred_placeholder(const uint8_t *real, size_t len, uint8_t *fake);
  * -EIO. The sets are built by proxy_creds_seal. */
 int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uint8_t *real,
                     size_t len, const uint8_t *fake);
-/* Builds the two scanner sets once every entry is in. 0 or -EINVAL. */
+/* Builds the two scanner sets once every entry is in. 0, -EINVAL or
+ * -ENOMEM. */
 int proxy_creds_seal(struct proxy_creds *t);
+/* The to_fake pairs of the entries in bits. */
+uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits);
 /* Wipes and frees the entries (t itself is the caller's). */
 void proxy_creds_clear(struct proxy_creds *t);
 

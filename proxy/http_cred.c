@@ -366,12 +366,13 @@ void http_cred_response_head(struct http_conn *c, char *head, size_t len)
 
     if (k == NULL || t == NULL || k->hosts == 0)
         return;
-    (void)subst_buffer(&t->to_fake, k->hosts, (uint8_t *)head, len, NULL);
+    (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
     }
-    if (!has_encoding(head, len) && subst_stream_init(&k->resp, &t->to_fake, k->hosts) == 0)
+    if (!has_encoding(head, len) &&
+        subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
         k->resp_on = 1;
 }
 

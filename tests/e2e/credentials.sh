@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# tests/e2e/credentials.sh - "credentials" in `sluice run` (issue 24,
+# deliverables 1, 2 and 5): the sandbox holds placeholders, the proxy swaps
+# in the real values only for requests to each entry's injectHosts.
+#
+# As root: a private network namespace (unshare -n) with an HTTPS origin and
+# a plain-HTTP origin on 127.0.0.10 that record every request they get
+# (line, headers, body) and echo its Authorization back; dnsmasq on
+# 127.0.0.1 answers the *.test names. inj.test is the credential's host,
+# other.test is not, pin.inj.test is one of its hosts that tlsTerminate
+# excludes. Checked: each substitution site (header, body split across
+# chunks, path, query, Basic) arrives with the real value at inj.test and
+# with the placeholder at other.test (named in the log as
+# secret_placeholder); a response echoing the value comes back masked;
+# fail-closed refusals (plain HTTP without allowPlaintextInject, an
+# excluded host); a masked and a denied file; load-time refusals; and a
+# search of the sandbox's environment, files and /proc and of sluice's log
+# and messages finds no real value. The cases run as root, then again as an
+# unprivileged user (setpriv) in the same namespace. Nothing reaches the
+# host's network. Skips when not root.
+set -uo pipefail
+SLUICE=${1:?usage: credentials.sh PATH/TO/sluice}
+case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+O1=127.0.0.10
+
+if [ -z "${CRED_NETNS:-}" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "ok - credentials # SKIP needs root (a private network namespace)"
+        echo "0 passed, 0 failed"
+        exit 0
+    fi
+    exec unshare -n env CRED_NETNS=1 bash "$0" "$SLUICE"
+fi
+
+. "$HERE/lib.sh"
+WHO=root
+[ -n "${CRED_CHILD:-}" ] && WHO=user
+ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+
+# The secrets (never printed by the checks below: they compare and count).
+REAL=ghp_R3alT0kenValue0123456789abcdefXYZ
+FREAL=file-secret-9f8e7d6c5b4a39281706
+DREAL=denied-file-content-never-seen-0001
+
+# --- the cases (root, then the user: the state comes in CRED_*) ---------------
+cases() {
+    local S=$SH/s.json out rc log=$T/log.$WHO rec
+    export XDG_RUNTIME_DIR=$T/xdg
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+    cd "$T" || return
+    sr() { TOKEN=$REAL GONE=$REAL "$SLUICE" run --log "$log" --settings "$@"; }
+    rec() { cat "$SH/rec/"* 2>/dev/null; }
+    : > "$log"
+    rm -f "$SH/rec/"*
+
+    # what the sandbox sees: placeholders of the same length, never the values
+    out=$(sr "$S" -- sh -c 'printf "%s\n" "$TOKEN"; printf "%s\n" "${GONE-unset}"; grep "^token = " '"$SH"'/tok.txt; (wc -c < '"$SH"'/denied.txt) 2>/dev/null || echo 0' 2>&1)
+    P=$(sed -n 1p <<<"$out") FP=$(sed -n 3p <<<"$out" | sed 's/^token = //')
+    if [ "${#P}" = "${#REAL}" ] && [ "$P" != "$REAL" ] && [ "${P:3:1}" = "_" ] &&
+        [[ "$P" =~ ^[a-z]{3}_[A-Z][0-9][a-z]{2}[A-Z][0-9][a-z]{3}[A-Z][a-z]{4}[0-9]{10}[a-z]{6}[A-Z]{3}$ ]] &&
+        [ "$(sed -n 2p <<<"$out")" = "unset" ] && [ "${#FP}" = "${#FREAL}" ] && [ "$FP" != "$FREAL" ] &&
+        [ "$(sed -n 4p <<<"$out")" = "0" ] && ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$out"; then
+        ok "the sandbox sees placeholders of the values' length and shape (env var on the secret list, extract in a file); a denied variable is unset, a denied file empty"
+    else bad "placeholders in the sandbox" "$(sed "s/$REAL/<REAL>/g; s/$FREAL/<FREAL>/g" <<<"$out")"; fi
+
+    # each substitution site at the credential's host: real values arrive
+    out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"
+        u=https://inj.test:'"$PA"'
+        b=/tmp/body; head -c 65500 /dev/zero | tr "\0" a > $b; printf "%s" "$TOKEN" >> $b; head -c 70000 /dev/zero | tr "\0" b >> $b
+        printf "%s" "$TOKEN" >> $b; printf "%s\n" "$(cat '"$SH"'/tok.txt)" >> $b
+        curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" -H "X-Tok: $TOKEN" "$u/p/$TOKEN?q=$TOKEN" -o /tmp/r1 -D /tmp/h1
+        curl -sS --max-time 10 -u "x-access-token:$TOKEN" "$u/basic" -o /tmp/r2
+        curl -sS --max-time 10 -H "Transfer-Encoding: chunked" --data-binary @$b "$u/chunked" -o /dev/null
+        curl -sS --max-time 10 --data-binary @$b "$u/cl" -o /dev/null
+        cat /tmp/r1 /tmp/r2; grep -i "^x-echo" /tmp/h1' 2>&1)
+    r=$(rec) P=$(sed -n 's/^P=//p' <<<"$out")
+    n_real=$(grep -oF "$REAL" <<<"$r" | wc -l) n_p=$(grep -oF "$P" <<<"$r" | wc -l)
+    n_freal=$(grep -oF "$FREAL" <<<"$r" | wc -l)
+    if grep -q "^LINE GET /p/$REAL?q=$REAL " <<<"$r" && grep -q "^H authorization: Bearer $REAL" <<<"$r" &&
+        grep -q "^H x-tok: $REAL" <<<"$r" &&
+        grep -q "^H authorization: Basic $(printf 'x-access-token:%s' "$REAL" | base64 -w0)" <<<"$r" &&
+        grep -q "^BODY chunked .*real=2 fake=0" <<<"$r" && grep -q "^BODY cl .*real=2 fake=0" <<<"$r" &&
+        [ "$n_p" = 0 ] && [ "$n_freal" -ge 2 ]; then
+        ok "at inj.test the real value arrives in the path, the query, headers, Basic credentials and bodies (chunked and Content-Length, split across chunks and reads); no placeholder arrives"
+    else bad "substitution at inj.test" "real=$n_real fake=$n_p freal=$n_freal $(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$r" | grep -v '^BODYDATA' | head -20)"; fi
+    # the origin echoed the real value: the sandbox gets the placeholder back
+    if grep -q "^echo Bearer $P" <<<"$out" && ! grep -qF "$REAL" <<<"$out" && grep -qi "^x-echo: Bearer $P" <<<"$out" &&
+        [ "$(sed -n 's/^echo Basic //p' <<<"$out" | base64 -d 2>/dev/null | cut -c1-51)" = "x-access-token:${P:0:36}" ] &&
+        ! grep -qF "$(printf 'x-access-token:%s' "$REAL" | base64 -w0 | cut -c20-40)" <<<"$out"; then
+        ok "a response echoing the real value (header and body, literal and as Basic base64) reaches the sandbox with the placeholder"
+    else bad "response masking" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$out")"; fi
+
+    # another host: placeholders untouched, named in the log, counted
+    rm -f "$SH/rec/"*
+    out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"; curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" "https://other.test:'"$PA"'/x?q=$TOKEN" -o /dev/null; echo done' 2>&1)
+    r=$(rec) P=$(sed -n 's/^P=//p' <<<"$out")
+    if grep -q "^H authorization: Bearer $P" <<<"$r" && ! grep -qF "$REAL" <<<"$r" &&
+        grep -q "secret_placeholder=TOKEN" "$log" && grep -q "placeholder of TOKEN went to a host outside" <<<"$out"; then
+        ok "at other.test the placeholder arrives untouched; the decision record names it (secret_placeholder=TOKEN) and the summary counts it"
+    else bad "placeholder at another host" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$r$out")"; fi
+
+    # fail closed: plain HTTP to the credential's host, and a host excluded from termination
+    rm -f "$SH/rec/"*
+    out=$(sr "$S" -- sh -c 'curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" -H "X-Tok: $TOKEN" http://inj.test:'"$PH"'/plain
+        curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" http://inj.test:'"$PH"'/nothing
+        curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" -H "X-Tok: $TOKEN" https://pin.inj.test:'"$PA"'/pinned' 2>&1)
+    r=$(rec)
+    if [ "$(head -2 <<<"$out")" = "403
+200" ] && [ "$(grep -v '^curl:\|^sluice:' <<<"$out" | sed -n 3p)" = "000" ] && ! grep -q "/plain\|/pinned" <<<"$r" &&
+        grep -q "/nothing" <<<"$r" && grep -q "credential placeholder in a plain-HTTP request" "$log"; then
+        ok "fail closed: a placeholder in plain HTTP to its host is refused (403, never sent) and a CONNECT to a credential host excluded from termination is refused; plain HTTP without one passes"
+    else bad "fail closed" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$out
+$r")"; fi
+
+    # no leak: the sandbox's environment, files and /proc; sluice's log and messages
+    out=$(sr "$S" -- sh -c 'env; cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr "\0" "\n";
+        grep -rIl -e "$(printf %s "$TOKEN" | cut -c1-4)" /tmp /var/tmp /run '"$SH"' 2>/dev/null | head -50 | xargs cat 2>/dev/null
+        cat /proc/self/mountinfo; ls -la /proc/1/fd 2>&1' 2>&1)
+    all="$out
+$(cat "$log")"
+    if ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$all" && [ -s "$log" ]; then
+        ok "no real value in the sandbox's environment, /proc (environ, cmdline, mountinfo), readable files, nor in sluice's log and messages"
+    else bad "a real value leaked" "$(grep -nF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$all" | cut -c1-200 | sed "s/$REAL/<REAL>/g" | head)"; fi
+
+    # load-time refusals, naming the key (never accepted and ignored)
+    out=$(TOKEN=short "$SLUICE" run --settings "$S" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: the secret is shorter than 16 bytes" <<<"$out" &&
+        ok "a value shorter than 16 bytes is refused (125), naming the entry" || bad "short value" "rc $rc: $out"
+    out=$(sr "$SH/notls.json" -- true 2>&1); rc=$?
+    [ "$rc" != 0 ] && grep -q 'credentials.envVars\[0\]: mode "mask" needs network.tlsTerminate' <<<"$out" &&
+        ok "mask without tlsTerminate (nor allowPlaintextInject) is refused, naming the entry" || bad "mask without tlsTerminate" "rc $rc: $out"
+    out=$(sr "$SH/aws.json" -- true 2>&1); rc=$?
+    [ "$rc" != 0 ] && grep -q "credentials.awsPairs: 'credentials.awsPairs' is not supported" <<<"$out" &&
+        ok "awsPairs is refused by name (not built yet)" || bad "awsPairs" "rc $rc: $out"
+    out=$(timeout 10 "$SLUICE" proxy --settings "$SH/plain.json" --http tcp:127.0.0.1:0 --socks off 2>&1); rc=$?
+    [ "$rc" != 0 ] && grep -q 'refused by sluice proxy: mode "mask"' <<<"$out" &&
+        ok "sluice proxy refuses mask entries, saying why" || bad "sluice proxy" "rc $rc: $out"
+}
+
+# --- set-up (root, once) ------------------------------------------------------
+if [ -z "${CRED_CHILD:-}" ]; then
+    if ! ip link set lo up || ip route get 1.1.1.1 >/dev/null 2>&1; then
+        bad "no private network namespace"; e2e_finish; exit
+    fi
+    SH=$(mktemp -d /var/tmp/sluice-cred.XXXXXX) # visible inside (/tmp is private)
+    chmod 755 "$SH"
+    trap 'e2e_cleanup; rm -rf "$SH"' EXIT
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=cred CA" \
+        -keyout "$SH/ca.key" -out "$SH/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$SH/openssl.err" &&
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=inj.test" \
+            -keyout "$SH/o.key" -out "$SH/o.csr" 2>>"$SH/openssl.err" &&
+        openssl x509 -req -in "$SH/o.csr" -CA "$SH/ca.pem" -CAkey "$SH/ca.key" -days 30 \
+            -extfile <(printf 'subjectAltName=DNS:inj.test,DNS:other.test,DNS:pin.inj.test\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\n') \
+            -out "$SH/o.pem" 2>>"$SH/openssl.err" || { bad "certificates" "$(cat "$SH/openssl.err")"; e2e_finish; exit; }
+    chmod 644 "$SH"/*.pem "$SH/o.key"
+    mkdir -p "$SH/rec" && chmod 777 "$SH/rec"
+    printf '# a config file\ntoken = %s\nuser = me\n' "$FREAL" > "$SH/tok.txt"
+    printf '%s\n' "$DREAL" > "$SH/denied.txt"
+    chmod 644 "$SH/tok.txt" "$SH/denied.txt"
+    PA=$(free_port) PH=$(free_port)
+    # The origin: records each request (line, headers, body with counts of
+    # the real value and the placeholder seen in it), echoes Authorization.
+    cat > "$SH/origin.py" <<'EOF'
+import http.server, ssl, sys, os, threading
+addr, pa, ph, cert, key, rec, real = sys.argv[1:8]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def handle_one(self):
+        body = b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                n = int(self.rfile.readline().strip(), 16)
+                if n == 0:
+                    self.rfile.readline(); break
+                body += self.rfile.read(n); self.rfile.readline()
+        elif self.headers.get("Content-Length"):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+        lines = ["LINE %s %s" % (self.command, self.path) + " " + self.request_version]
+        lines += ["H %s: %s" % (k.lower(), v) for k, v in self.headers.items()]
+        if body:
+            kind = "chunked" if "chunked" in self.path else "cl"
+            fake = os.environ.get("CRED_FAKE", "")
+            lines.append("BODY %s len=%d real=%d fake=%d" % (kind, len(body), body.count(real.encode()), 0))
+            lines.append("BODYDATA " + body.decode("latin-1"))
+        with open(os.path.join(rec, "%d.%d" % (os.getpid(), threading.get_ident())), "a") as f:
+            f.write("\n".join(lines) + "\n")
+        auth = self.headers.get("Authorization", "")
+        out = ("echo %s\n" % auth).encode()
+        self.send_response(200)
+        self.send_header("X-Echo", auth)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = do_PUT = handle_one
+def serve(port, tls):
+    s = http.server.ThreadingHTTPServer((addr, int(port)), H)
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+    s.serve_forever()
+threading.Thread(target=serve, args=(ph, False), daemon=True).start()
+serve(pa, True)
+EOF
+    python3 "$SH/origin.py" "$O1" "$PA" "$PH" "$SH/o.pem" "$SH/o.key" "$SH/rec" "$REAL" 2>"$SH/origin.err" &
+    PIDS+=($!)
+    for i in $(seq 100); do
+        curl -s -o /dev/null --max-time 1 --cacert "$SH/ca.pem" --resolve "inj.test:$PA:$O1" \
+            "https://inj.test:$PA/up" && break
+        sleep 0.1
+    done
+    rm -f "$SH/rec/"*
+    start_dnsmasq --address=/inj.test/$O1 --address=/other.test/$O1 ||
+        { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit; }
+    base='"allowedDomains": ["*.test", "inj.test", "'"$O1"'"], "dnsServers": ["127.0.0.1:'"$DPORT"'"], "denyPrivateAddresses": false'
+    creds='"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test", "*.inj.test"]},
+                   {"name": "GONE", "mode": "deny"}],
+      "files": [{"path": "'"$SH"'/tok.txt", "mode": "mask", "extract": "token = ([a-z0-9-]+)",
+                 "injectHosts": ["inj.test"]},
+                {"path": "'"$SH"'/denied.txt", "mode": "deny"}]'
+    cat > "$SH/s.json" <<JSON
+{"network": {$base,
+  "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"], "excludeDomains": ["pin.inj.test"]}},
+ "credentials": {$creds}}
+JSON
+    cat > "$SH/notls.json" <<JSON
+{"network": {$base}, "credentials": {$creds}}
+JSON
+    cat > "$SH/plain.json" <<JSON
+{"network": {$base}, "credentials": {"allowPlaintextInject": true, $creds}}
+JSON
+    cat > "$SH/aws.json" <<JSON
+{"network": {$base, "tlsTerminate": {}}, "credentials": {"awsPairs": []}}
+JSON
+    chmod 644 "$SH"/*.json
+fi
+
+start=$SECONDS
+if [ -n "${CRED_CHILD:-}" ]; then
+    SH=$CRED_SH PA=$CRED_PA PH=$CRED_PH DPORT=$CRED_DPORT
+    cases
+    e2e_finish
+    exit
+fi
+cases
+# --- the same cases as an unprivileged user -----------------------------------
+if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin sluicetest >/dev/null 2>&1; }; then
+    U=$(id -u sluicetest) G=$(id -g sluicetest)
+    cp "$SLUICE" "$SH/sluice" && chmod 755 "$SH/sluice"
+    cp -r "$HERE" "$SH/e2e" && chmod -R a+rX "$SH/e2e"
+    echo "# --- the same cases as uid $U (setpriv) ---"
+    (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
+        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_PA="$PA" CRED_PH="$PH" \
+        CRED_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
+        bash "$SH/e2e/credentials.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
+    if [ -n "$line" ]; then
+        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
+        pass=$((pass + n)) fail=$((fail + m))
+    else bad "the unprivileged pass did not finish" "$(tail -5 "$T/child.out")"; fi
+else
+    echo "# SKIP the unprivileged pass: no setpriv or no user"
+fi
+echo "# credentials.sh took $((SECONDS - start)) s"
+e2e_finish
