@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <stdio.h>
 #include <sys/random.h>
 
@@ -202,6 +203,123 @@ void proxy_creds_clear(struct proxy_creds *t)
         }
     }
     explicit_bzero(t, sizeof(*t));
+}
+
+/* The value of header name in a head (after the request or status line),
+ * or NULL. */
+char *proxy_head_value(char *head, size_t len, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    char *p = memchr(head, '\n', len), *end = head + len;
+
+    while (p != NULL && p + 1 < end) {
+        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
+        size_t ll = eol != NULL ? (size_t)(eol - line) : (size_t)(end - line);
+        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+            char *v = line + nl + 1, *ve = line + ll;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            *vlen = (size_t)(ve - v);
+            return v;
+        }
+        p = eol;
+    }
+    return NULL;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_val(char ch)
+{
+    const char *p = ch != '\0' ? strchr(B64, ch) : NULL;
+
+    return p != NULL ? (int)(p - B64) : -1;
+}
+
+/* Strict base64 with padding: 0 with *olen, or -1. */
+static int b64_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *olen)
+{
+    size_t o = 0;
+
+    if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap)
+        return -1;
+    for (size_t i = 0; i < len; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            v[k] =
+                in[i + (size_t)k] == '=' && i + 4 == len && k >= 2 ? 0 : b64_val(in[i + (size_t)k]);
+            pad += in[i + (size_t)k] == '=';
+            if (v[k] < 0)
+                return -1;
+        }
+        if (pad == 1 && in[i + 2] == '=')
+            return -1;
+        out[o++] = (uint8_t)(v[0] << 2 | v[1] >> 4);
+        if (pad < 2)
+            out[o++] = (uint8_t)((v[1] & 15) << 4 | v[2] >> 2);
+        if (pad < 1)
+            out[o++] = (uint8_t)((v[2] & 3) << 6 | v[3]);
+    }
+    *olen = o;
+    return 0;
+}
+
+static void b64_encode(const uint8_t *in, size_t len, char *out)
+{
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < len ? in[i + 2] : 0);
+        *out++ = B64[v >> 18 & 63];
+        *out++ = B64[v >> 12 & 63];
+        *out++ = i + 1 < len ? B64[v >> 6 & 63] : '=';
+        *out++ = i + 2 < len ? B64[v & 63] : '=';
+    }
+}
+
+/* "Authorization: Basic B64": the decoded credentials scanned, and written
+ * back re-encoded when something was replaced (the same length). The bits
+ * replaced and found-and-left go to *rep and *blk. */
+static void basic_credentials(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                              uint64_t *rep, uint64_t *blk)
+{
+    size_t vlen, dlen, b64len;
+    char *v = proxy_head_value(head, len, "Authorization", &vlen), *b64;
+    uint8_t *dec;
+    uint64_t r, b = 0;
+
+    if (v == NULL || vlen < 7 || strncasecmp(v, "Basic ", 6) != 0)
+        return;
+    b64 = v + 6;
+    b64len = vlen - 6;
+    while (b64len > 0 && *b64 == ' ') {
+        b64++;
+        b64len--;
+    }
+    dec = malloc(b64len / 4 * 3 + 1);
+    if (dec == NULL || b64_decode(b64, b64len, dec, b64len / 4 * 3, &dlen) < 0) {
+        free(dec);
+        return;
+    }
+    r = subst_buffer(&t->to_real, allow, dec, dlen, &b);
+    if (r != 0)
+        b64_encode(dec, dlen, b64); /* the same length: dlen did not change */
+    explicit_bzero(dec, dlen);
+    free(dec);
+    *rep |= r;
+    *blk |= b;
+}
+
+uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                          uint64_t *blocked)
+{
+    uint64_t blk = 0, rep = subst_buffer(&t->to_real, allow, (uint8_t *)head, len, &blk);
+
+    basic_credentials(t, allow, head, len, &rep, &blk);
+    if (blocked != NULL)
+        *blocked = blk;
+    return rep;
 }
 
 int proxy_creds_settings_check(const struct settings *s, struct settings_error *err)

@@ -67,6 +67,17 @@ uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits);
 /* Wipes and frees the entries (t itself is the caller's). */
 void proxy_creds_clear(struct proxy_creds *t);
 
+/* A request head (the request line, then header lines), in place: each
+ * placeholder of an entry in allow replaced by its value, and so in the
+ * decoded credentials of an "Authorization: Basic" header (strict base64,
+ * re-encoded: the same length). Returns the bits replaced; *blocked (may
+ * be NULL) gets the bits of the entries found and left. Pure. */
+uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                          uint64_t *blocked);
+/* The value of header name (any case) in a head after its first line,
+ * spaces around it left out: a pointer into head and *vlen, or NULL. */
+char *proxy_head_value(char *head, size_t len, const char *name, size_t *vlen);
+
 /* sluice proxy: any "credentials" entry is refused (there is no sandbox to
  * mask for or hide from), with a located message. 0 or -1 with err. */
 struct settings;
