@@ -514,6 +514,36 @@ static size_t count_entries(const struct settings *s)
     return s->credentials.env_vars.n + s->credentials.files.n;
 }
 
+/* What the run cannot do with masked entries: each way the sandbox's
+ * connections bypass the proxy that swaps the placeholders. 0 or -1 after
+ * a message naming the entry and the key. */
+static int check_mask(const struct settings *s)
+{
+    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+    const char *why = !s->network.isolate ? "network.isolate is false: the command uses the "
+                                            "host's network and no proxy sees its requests"
+                      : s->network.transparent
+                          ? "transparent mode (network.transparent or --transparent) connects "
+                            "without the proxy that swaps placeholders"
+                      : s->network.http_proxy_port != 0 || s->network.socks_proxy_port != 0
+                          ? "network.httpProxyPort/socksProxyPort send the sandbox's "
+                            "connections to your own proxy, which does not swap placeholders"
+                      : s->network.mitm_proxy.given.set
+                          ? "network.mitmProxy sends connections to an external proxy, which "
+                            "would get the real values"
+                          : NULL;
+
+    if (why == NULL)
+        return 0;
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            struct settings_credential cr;
+            if (settings_credential_split(lists[l]->items[i].value, &cr) == 0 && cr.mask)
+                return refuse(&lists[l]->items[i], why);
+        }
+    return 0;
+}
+
 static int make_late(struct run *run, struct run_creds *rc)
 {
     const char *const *tls = run_tls_late_ro(run);
@@ -538,6 +568,8 @@ int run_creds_prepare(struct run *run)
 
     if (count_entries(s) == 0)
         return 0;
+    if (check_mask(s) < 0)
+        return -1;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
         fprintf(stderr,
                 "sluice: run: credentials: cannot make sluice non-dumpable: %s; the "

@@ -43,6 +43,11 @@ bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf
 REAL=ghp_R3alT0kenValue0123456789abcdefXYZ
 FREAL=file-secret-9f8e7d6c5b4a39281706
 DREAL=denied-file-content-never-seen-0001
+b64u() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
+JWTH=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
+JWTP=$(printf '{"sub":"user-1234567890","exp":1999999999,"name":"Al"}' | b64u)
+JWTS=Zm9vYmFyYmF6cXV4cXV1eHF1dXpxdXV6cXV1enF1dXo
+JWTV=$JWTH.$JWTP.$JWTS
 
 # --- the cases (root, then the user: the state comes in CRED_*) ---------------
 cases() {
@@ -50,7 +55,7 @@ cases() {
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     cd "$T" || return
-    sr() { TOKEN=$REAL GONE=$REAL "$SLUICE" run --log "$log" --settings "$@"; }
+    sr() { TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run --log "$log" --settings "$@"; }
     rec() { cat "$SH/rec/"* 2>/dev/null; }
     : > "$log"
     rm -f "$SH/rec/"*
@@ -92,6 +97,19 @@ cases() {
         ok "a response echoing the real value (header and body, literal and as Basic base64) reaches the sandbox with the placeholder"
     else bad "response masking" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$out")"; fi
 
+    # decode jwt: a token of the same shape (header kept, sub masked, the
+    # signature replaced); the real token arrives at inj.test
+    rm -f "$SH/rec/"*
+    out=$(sr "$S" -- sh -c 'printf "J=%s\n" "$JWT"; curl -sS --max-time 10 -H "Authorization: Bearer $JWT" "https://inj.test:'"$PA"'/jwt" -o /dev/null' 2>&1)
+    J=$(sed -n 's/^J=//p' <<<"$out") r=$(rec)
+    jc=$(cut -d. -f2 <<<"$J" | tr '_-' '/+'); while [ $((${#jc} % 4)) != 0 ]; do jc="$jc="; done
+    jc=$(base64 -d <<<"$jc" 2>/dev/null)
+    if [ "${#J}" = "${#JWTV}" ] && [ "$(cut -d. -f1 <<<"$J")" = "$JWTH" ] && [ "$(cut -d. -f3 <<<"$J")" != "$JWTS" ] &&
+        [[ "$jc" =~ ^\{\"sub\":\"[A-Za-z0-9]{15}\",\"exp\":1999999999,\"name\":\"Al\"\}$ ]] &&
+        ! grep -q "user-1234567890" <<<"$jc" && grep -q "^H authorization: Bearer $JWTV$" <<<"$r"; then
+        ok "decode jwt: the sandbox gets a token of the same shape (header and claims kept, sub masked, signature replaced); inj.test gets the real one"
+    else bad "decode jwt" "J=$J claims=$jc $(grep authorization <<<"$r")"; fi
+
     # another host: placeholders untouched, named in the log, counted
     rm -f "$SH/rec/"*
     out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"; curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" "https://other.test:'"$PA"'/x?q=$TOKEN" -o /dev/null; echo done' 2>&1)
@@ -120,7 +138,7 @@ $r")"; fi
         cat /proc/self/mountinfo; ls -la /proc/1/fd 2>&1' 2>&1)
     all="$out
 $(cat "$log")"
-    if ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$all" && [ -s "$log" ]; then
+    if ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" -e "$JWTS" <<<"$all" && [ -s "$log" ]; then
         ok "no real value in the sandbox's environment, /proc (environ, cmdline, mountinfo), readable files, nor in sluice's log and messages"
     else bad "a real value leaked" "$(grep -nF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$all" | cut -c1-200 | sed "s/$REAL/<REAL>/g" | head)"; fi
 
@@ -131,6 +149,9 @@ $(cat "$log")"
     out=$(sr "$SH/notls.json" -- true 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q 'credentials.envVars\[0\]: mode "mask" needs network.tlsTerminate' <<<"$out" &&
         ok "mask without tlsTerminate (nor allowPlaintextInject) is refused, naming the entry" || bad "mask without tlsTerminate" "rc $rc: $out"
+    out=$(sr "$SH/plain.json" --transparent -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: transparent mode" <<<"$out" &&
+        ok "mask with transparent mode is refused (125): its connect()s bypass the proxy" || bad "mask with transparent" "rc $rc: $out"
     out=$(sr "$SH/aws.json" -- true 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q "credentials.awsPairs: 'credentials.awsPairs' is not supported" <<<"$out" &&
         ok "awsPairs is refused by name (not built yet)" || bad "awsPairs" "rc $rc: $out"
@@ -217,7 +238,8 @@ EOF
         { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit; }
     base='"allowedDomains": ["*.test", "inj.test", "'"$O1"'"], "dnsServers": ["127.0.0.1:'"$DPORT"'"], "denyPrivateAddresses": false'
     creds='"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test", "*.inj.test"]},
-                   {"name": "GONE", "mode": "deny"}],
+                   {"name": "GONE", "mode": "deny"},
+                   {"name": "JWT", "mode": "mask", "decode": "jwt", "maskClaims": ["sub"], "injectHosts": ["inj.test"]}],
       "files": [{"path": "'"$SH"'/tok.txt", "mode": "mask", "extract": "token = ([a-z0-9-]+)",
                  "injectHosts": ["inj.test"]},
                 {"path": "'"$SH"'/denied.txt", "mode": "deny"}]'
