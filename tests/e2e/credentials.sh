@@ -77,6 +77,7 @@ cases() {
         printf "%s" "$TOKEN" >> $b; printf "%s\n" "$(cat '"$SH"'/tok.txt)" >> $b
         curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" -H "X-Tok: $TOKEN" "$u/p/$TOKEN?q=$TOKEN" -o /tmp/r1 -D /tmp/h1
         curl -sS --max-time 10 -u "x-access-token:$TOKEN" "$u/basic" -o /tmp/r2
+        curl -sS --max-time 10 --proxy socks5h://127.0.0.1:1080 -H "X-Socks: $TOKEN" "$u/socks" -o /dev/null
         curl -sS --max-time 10 -H "Transfer-Encoding: chunked" --data-binary @$b "$u/chunked" -o /dev/null
         curl -sS --max-time 10 --data-binary @$b "$u/cl" -o /dev/null
         cat /tmp/r1 /tmp/r2; grep -i "^x-echo" /tmp/h1' 2>&1)
@@ -84,11 +85,11 @@ cases() {
     n_real=$(grep -oF "$REAL" <<<"$r" | wc -l) n_p=$(grep -oF "$P" <<<"$r" | wc -l)
     n_freal=$(grep -oF "$FREAL" <<<"$r" | wc -l)
     if grep -q "^LINE GET /p/$REAL?q=$REAL " <<<"$r" && grep -q "^H authorization: Bearer $REAL" <<<"$r" &&
-        grep -q "^H x-tok: $REAL" <<<"$r" &&
+        grep -q "^H x-tok: $REAL" <<<"$r" && grep -q "^H x-socks: $REAL" <<<"$r" &&
         grep -q "^H authorization: Basic $(printf 'x-access-token:%s' "$REAL" | base64 -w0)" <<<"$r" &&
         grep -q "^BODY chunked .*real=2 fake=0" <<<"$r" && grep -q "^BODY cl .*real=2 fake=0" <<<"$r" &&
         [ "$n_p" = 0 ] && [ "$n_freal" -ge 2 ]; then
-        ok "at inj.test the real value arrives in the path, the query, headers, Basic credentials and bodies (chunked and Content-Length, split across chunks and reads); no placeholder arrives"
+        ok "at inj.test (through the HTTP proxy and SOCKS5) the real value arrives in the path, the query, headers, Basic credentials and bodies (chunked and Content-Length, split across chunks and reads); no placeholder arrives"
     else bad "substitution at inj.test" "real=$n_real fake=$n_p freal=$n_freal $(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$r" | grep -v '^BODYDATA' | head -20)"; fi
     # the origin echoed the real value: the sandbox gets the placeholder back
     if grep -q "^echo Bearer $P" <<<"$out" && ! grep -qF "$REAL" <<<"$out" && grep -qi "^x-echo: Bearer $P" <<<"$out" &&
