@@ -64,11 +64,14 @@ void http_tunnel_start(struct http_conn *c, int fd)
     }
     if (policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
         !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
-        /* judged as a tunnel to terminate, and a reload since turned that
-         * off: a host with request rules is never passed opaque (report
-         * mode lets it through, as its verdict did) */
+        /* a host that needs termination (request rules, credentials) and
+         * is not terminated (excludeDomains, or a reload since turned it
+         * off) is never passed opaque (report mode lets it through, as its
+         * verdict did) */
         close(fd);
-        http_refuse(c, 403, "a host with request rules is reachable only through TLS termination",
+        http_refuse(c, 403,
+                    "a host with request rules or credentials is reachable only through TLS "
+                    "termination (excludeDomains, or a reload, turned it off)",
                     1, "tunnel refused");
         return;
     }
