@@ -1778,6 +1778,64 @@ static void test_tls_terminate_key(void **state)
 /* network.mitmProxy (srt 0.0.83): recorded with where it was given; a
  * relative socket path resolves against the settings file's directory; a
  * later layer replaces both keys. */
+/* credentials (issue 24): the text form reads back; a later layer that
+ * sets envVars replaces them and keeps files; allowPlaintextInject is a
+ * scalar; the object is recorded where it was given. */
+static void test_credentials_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    struct settings_credential cr;
+    const char *rest, *v;
+    size_t vl;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(
+        apply(&s,
+              "{\"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [{\"name\": "
+              "\"GH\", \"mode\": \"mask\", \"injectHosts\": [\"github.com\", \"*.x.com\"]}], "
+              "\"files\": [{\"path\": \"~/.tok\", \"mode\": \"mask\", \"extract\": "
+              "\"t=(.*)\", \"onExtractNoMatch\": \"deny\", \"decode\": \"jwt\", "
+              "\"maskClaims\": [\"sub\", \"a b\"], \"maskDuplicates\": true}]}}",
+              &err),
+        0);
+    assert_int_equal(s.credentials.given.set, 1);
+    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(s.credentials.env_vars.n, 1);
+    assert_int_equal(settings_credential_split(s.credentials.env_vars.items[0].value, &cr), 0);
+    assert_true(!cr.file && cr.mask && cr.name_len == 2 && memcmp(cr.name, "GH", 2) == 0);
+    assert_true(cr.extract_len == 0 && !cr.jwt && !cr.mask_duplicates);
+    assert_int_equal(cr.on_no_match, SETTINGS_NOMATCH_ERROR);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_true(vl == 10 && memcmp(v, "github.com", 10) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_true(vl == 7 && memcmp(v, "*.x.com", 7) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    assert_int_equal(settings_credential_split(s.credentials.files.items[0].value, &cr), 0);
+    assert_true(cr.file && cr.mask && cr.jwt && cr.mask_duplicates);
+    assert_true(cr.extract_len == 6 && memcmp(cr.extract, "t=(.*)", 6) == 0);
+    assert_int_equal(cr.on_no_match, SETTINGS_NOMATCH_DENY);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'c', &v, &vl), 1);
+    assert_true(vl == 3 && memcmp(v, "sub", 3) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'c', &v, &vl), 1);
+    assert_true(vl == 3 && memcmp(v, "a b", 3) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    /* a later layer: envVars replaced, files kept */
+    assert_int_equal(apply(&s, "{\"credentials\": {\"envVars\": [{\"name\": \"A\", \"mode\": "
+                               "\"deny\"}, {\"name\": \"B\", \"mode\": \"deny\"}]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.credentials.env_vars.n, 2);
+    assert_int_equal(s.credentials.files.n, 1);
+    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(settings_credential_split(s.credentials.env_vars.items[1].value, &cr), 0);
+    assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B');
+    settings_free(&s);
+}
+
 static void test_mitm_proxy_key(void **state)
 {
     struct settings s;
@@ -2020,6 +2078,7 @@ int main(void)
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_mitm_proxy_key),
+        cmocka_unit_test(test_credentials_key),
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),
