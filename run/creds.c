@@ -61,6 +61,16 @@ static int refuse(const struct settings_item *it, const char *what)
     return -1;
 }
 
+/* onExtractNoMatch "warn": says so, returns 0. */
+static int warn_no_match(const struct settings_item *it, const char *what)
+{
+    fprintf(stderr,
+            "sluice: warning: %s:%u:%u: %s[%zu]: extract does not match; %s "
+            "(onExtractNoMatch \"warn\")\n",
+            it->file, it->line, it->col, it->list, it->index, what);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The secret in a value                                                     */
 
@@ -293,10 +303,7 @@ static int env_entry(struct run_creds *rc, const struct settings_item *it,
                               "\"error\")");
         if (cr->on_no_match == SETTINGS_NOMATCH_DENY)
             return 0;
-        fprintf(stderr,
-                "sluice: warning: %s:%u:%u: %s[%zu]: extract does not match; the "
-                "variable is passed as it is (onExtractNoMatch \"warn\")\n",
-                it->file, it->line, it->col, it->list, it->index);
+        (void)warn_no_match(it, "the variable is passed as it is");
         ev->value = strdup(val);
         return ev->value != NULL ? 0 : refuse(it, "out of memory");
     }
@@ -436,10 +443,7 @@ static int mask_file(struct run_creds *rc, const struct settings_item *it,
         else if (cr->on_no_match == SETTINGS_NOMATCH_DENY)
             ret = add_late(rc, "/dev/null", real) < 0 ? refuse(it, "out of memory") : 0;
         else
-            ret = 0 * fprintf(stderr,
-                              "sluice: warning: %s:%u:%u: %s[%zu]: extract does not match; the "
-                              "file is shown as it is (onExtractNoMatch \"warn\")\n",
-                              it->file, it->line, it->col, it->list, it->index);
+            ret = warn_no_match(it, "the file is shown as it is");
         goto out;
     }
     secret = malloc(n + 1);
