@@ -43,6 +43,8 @@ bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf
 REAL=ghp_R3alT0kenValue0123456789abcdefXYZ
 FREAL=file-secret-9f8e7d6c5b4a39281706
 DREAL=denied-file-content-never-seen-0001
+DUP=dupsecretvalue1234567890
+NOM=nomatch-secretish-0123456789
 b64u() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 JWTH=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
 JWTP=$(printf '{"sub":"user-1234567890","exp":1999999999,"name":"Al"}' | b64u)
@@ -69,6 +71,15 @@ cases() {
         [ "$(sed -n 4p <<<"$out")" = "0" ] && ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$out"; then
         ok "the sandbox sees placeholders of the values' length and shape (env var on the secret list, extract in a file); a denied variable is unset, a denied file empty"
     else bad "placeholders in the sandbox" "$(sed "s/$REAL/<REAL>/g; s/$FREAL/<FREAL>/g" <<<"$out")"; fi
+
+    # maskDuplicates masks every copy; an extract without a match under
+    # onExtractNoMatch "deny" hides the file
+    out=$(sr "$S" -- sh -c 'cat '"$SH"'/dup.txt; (cat '"$SH"'/nomatch.txt) 2>/dev/null | wc -c' 2>&1)
+    d1=$(sed -n 's/^key=//p' <<<"$out") d2=$(sed -n 's/^again: //p' <<<"$out")
+    if [ "${#d1}" = "${#DUP}" ] && [ "$d1" = "$d2" ] && [ "$d1" != "$DUP" ] && ! grep -qF -e "$DUP" -e "$NOM" <<<"$out" &&
+        [ "$(tail -1 <<<"$out")" = "0" ]; then
+        ok "maskDuplicates masks every copy with one placeholder; onExtractNoMatch deny hides the file"
+    else bad "maskDuplicates / onExtractNoMatch" "$(sed "s/$DUP/<DUP>/g; s/$NOM/<NOM>/g" <<<"$out")"; fi
 
     # each substitution site at the credential's host: real values arrive
     out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"
@@ -140,13 +151,16 @@ cases() {
     else bad "fail closed" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$out
 $r")"; fi
 
-    # no leak: the sandbox's environment, files and /proc; sluice's log and messages
+    # no leak: the sandbox's environment, files and /proc; sluice's log and
+    # messages (the origin's records hold no real value at this point; the
+    # user pass's copy of this script, which spells them, is left out)
+    rm -f "$SH/rec/"*
     out=$(sr "$S" -- sh -c 'env; cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr "\0" "\n";
-        grep -rIl -e "$(printf %s "$TOKEN" | cut -c1-4)" /tmp /var/tmp /run '"$SH"' 2>/dev/null | head -50 | xargs cat 2>/dev/null
+        find /tmp /var/tmp /run "$HOME" . -xdev -type f -size -2M ! -path "*/e2e/*" 2>/dev/null | head -2000 | xargs cat 2>/dev/null
         cat /proc/self/mountinfo; ls -la /proc/1/fd 2>&1' 2>&1)
     all="$out
 $(cat "$log")"
-    if ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" -e "$JWTS" <<<"$all" && [ -s "$log" ]; then
+    if ! grep -qF -e "$REAL" -e "$FREAL" -e "$DREAL" -e "$JWTS" -e "$DUP" -e "$NOM" <<<"$all" && [ -s "$log" ]; then
         ok "no real value in the sandbox's environment, /proc (environ, cmdline, mountinfo), readable files, nor in sluice's log and messages"
     else bad "a real value leaked" "$(grep -nF -e "$REAL" -e "$FREAL" -e "$DREAL" <<<"$all" | cut -c1-200 | sed "s/$REAL/<REAL>/g" | head)"; fi
 
@@ -188,7 +202,9 @@ if [ -z "${CRED_CHILD:-}" ]; then
     mkdir -p "$SH/rec" && chmod 777 "$SH/rec"
     printf '# a config file\ntoken = %s\nuser = me\n' "$FREAL" > "$SH/tok.txt"
     printf '%s\n' "$DREAL" > "$SH/denied.txt"
-    chmod 644 "$SH/tok.txt" "$SH/denied.txt"
+    printf 'key=%s\nagain: %s\n' "$DUP" "$DUP" > "$SH/dup.txt"
+    printf 'nothing here %s\n' "$NOM" > "$SH/nomatch.txt"
+    chmod 644 "$SH/tok.txt" "$SH/denied.txt" "$SH/dup.txt" "$SH/nomatch.txt"
     PA=$(free_port) PH=$(free_port)
     # The origin: records each request (line, headers, body with counts of
     # the real value and the placeholder seen in it), echoes Authorization.
@@ -250,6 +266,10 @@ EOF
                    {"name": "JWT", "mode": "mask", "decode": "jwt", "maskClaims": ["sub"], "injectHosts": ["inj.test"]}],
       "files": [{"path": "'"$SH"'/tok.txt", "mode": "mask", "extract": "token = ([a-z0-9-]+)",
                  "injectHosts": ["inj.test"]},
+                {"path": "'"$SH"'/dup.txt", "mode": "mask", "extract": "key=([a-z0-9]+)",
+                 "maskDuplicates": true, "injectHosts": ["inj.test"]},
+                {"path": "'"$SH"'/nomatch.txt", "mode": "mask", "extract": "zzz=([0-9]+)",
+                 "onExtractNoMatch": "deny", "injectHosts": ["inj.test"]},
                 {"path": "'"$SH"'/denied.txt", "mode": "deny"}]'
     cat > "$SH/s.json" <<JSON
 {"network": {$base,
