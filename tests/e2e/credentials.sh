@@ -109,6 +109,17 @@ cases() {
         ok "a response echoing the real value (header and body, literal and as Basic base64) reaches the sandbox with the placeholder"
     else bad "response masking" "$(sed "s/$REAL/<REAL>/g; s/$P/<P>/g" <<<"$out")"; fi
 
+    # git over HTTPS behind Basic: the token in the URL, and from a credential helper
+    out=$(sr "$S" -- sh -c 'git clone -q "https://x-access-token:$TOKEN@inj.test:'"$PA"'/repo.git" /tmp/a && cat /tmp/a/README
+        git -c credential.helper="!f() { echo username=x-access-token; echo password=\$TOKEN; }; f" \
+            clone -q "https://inj.test:'"$PA"'/repo.git" /tmp/b && cat /tmp/b/README
+        git clone -q "https://x-access-token:$TOKEN@other.test:'"$PA"'/repo.git" /tmp/c 2>/dev/null || echo refused-elsewhere' 2>&1)
+    if [ "$(grep -v '^sluice:' <<<"$out")" = "cloned with a masked token
+cloned with a masked token
+refused-elsewhere" ]; then
+        ok "git clone with a masked token in the URL and through a credential helper (the origin checks the real Basic credentials); the same URL to other.test fails"
+    else bad "git clone" "$(sed "s/$REAL/<REAL>/g" <<<"$out")"; fi
+
     # decode jwt: a token of the same shape (header kept, sub masked, the
     # signature replaced); the real token arrives at inj.test
     rm -f "$SH/rec/"*
@@ -156,7 +167,7 @@ $r")"; fi
     # user pass's copy of this script, which spells them, is left out)
     rm -f "$SH/rec/"*
     out=$(sr "$S" -- sh -c 'env; cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr "\0" "\n";
-        find /tmp /var/tmp /run "$HOME" . -xdev -type f -size -2M ! -path "*/e2e/*" 2>/dev/null | head -2000 | xargs cat 2>/dev/null
+        find /tmp /var/tmp /run "$HOME" . -xdev -type f -size -2M ! -path "*/e2e/*" 2>/dev/null | head -2000 | xargs cat 2>/dev/null | tr -d "\0"
         cat /proc/self/mountinfo; ls -la /proc/1/fd 2>&1' 2>&1)
     all="$out
 $(cat "$log")"
@@ -209,12 +220,14 @@ if [ -z "${CRED_CHILD:-}" ]; then
     # The origin: records each request (line, headers, body with counts of
     # the real value and the placeholder seen in it), echoes Authorization.
     cat > "$SH/origin.py" <<'EOF'
-import http.server, ssl, sys, os, threading
-addr, pa, ph, cert, key, rec, real = sys.argv[1:8]
+import http.server, ssl, sys, os, threading, base64
+addr, pa, ph, cert, key, rec, real, www = sys.argv[1:9]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
     def handle_one(self):
+        if self.path.startswith("/repo.git/"):
+            return self.git()
         body = b""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             while True:
@@ -240,6 +253,20 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
+    def git(self):
+        # dumb HTTP, behind Basic with the real token (as a forge would)
+        want = "Basic " + base64.b64encode(("x-access-token:" + real).encode()).decode()
+        f = os.path.join(www, self.path.split("?")[0].lstrip("/"))
+        if self.headers.get("Authorization", "") != want:
+            with open(os.path.join(rec, "git.%d" % threading.get_ident()), "a") as g:
+                g.write("GIT 401 %s\n" % self.path)
+            self.send_response(401); self.send_header("WWW-Authenticate", 'Basic realm="r"')
+            self.send_header("Content-Length", "0"); self.end_headers(); return
+        if not os.path.isfile(f):
+            self.send_response(404); self.send_header("Content-Length", "0"); self.end_headers(); return
+        data = open(f, "rb").read()
+        self.send_response(200); self.send_header("Content-Length", str(len(data))); self.end_headers()
+        self.wfile.write(data)
     do_GET = do_POST = do_PUT = handle_one
 def serve(port, tls):
     s = http.server.ThreadingHTTPServer((addr, int(port)), H)
@@ -250,7 +277,11 @@ def serve(port, tls):
 threading.Thread(target=serve, args=(ph, False), daemon=True).start()
 serve(pa, True)
 EOF
-    python3 "$SH/origin.py" "$O1" "$PA" "$PH" "$SH/o.pem" "$SH/o.key" "$SH/rec" "$REAL" 2>"$SH/origin.err" &
+    git init -q "$SH/src" && echo "cloned with a masked token" > "$SH/src/README" &&
+        git -C "$SH/src" add README && git -C "$SH/src" -c user.name=t -c user.email=t@t commit -qm c &&
+        mkdir -p "$SH/www" && git clone -q --bare "$SH/src" "$SH/www/repo.git" &&
+        git -C "$SH/www/repo.git" update-server-info || bad "git repository"
+    python3 "$SH/origin.py" "$O1" "$PA" "$PH" "$SH/o.pem" "$SH/o.key" "$SH/rec" "$REAL" "$SH/www" 2>"$SH/origin.err" &
     PIDS+=($!)
     for i in $(seq 100); do
         curl -s -o /dev/null --max-time 1 --cacert "$SH/ca.pem" --resolve "inj.test:$PA:$O1" \
