@@ -78,8 +78,8 @@ static void test_every_split(void **state)
 {
     static const char *const texts[] = {
         "Authorization: Bearer " P1 "\r\nX-Other: " P2 "\r\n",
-        P1 P2 P1,                 /* back to back */
-        "PLACEHOLDER_" P1 "PLACE", /* a false start before, a prefix at the end */
+        P1 P2 P1,                             /* back to back */
+        "PLACEHOLDER_" P1 "PLACE",            /* a false start before, a prefix at the end */
         "xq7Z9" P2 "xq7Z9kLmN2pR4sT6vW8yB0c", /* the last one short by a byte */
         "no placeholder at all, but P and x and PLACEHOLDER_one_012345678",
         "",
