@@ -81,6 +81,13 @@ cases() {
         ok "maskDuplicates masks every copy with one placeholder; onExtractNoMatch deny hides the file"
     else bad "maskDuplicates / onExtractNoMatch" "$(sed "s/$DUP/<DUP>/g; s/$NOM/<NOM>/g" <<<"$out")"; fi
 
+    out=$(sr "$SH/warn.json" -- cat "$SH/nomatch.txt" 2>&1); rc=$?
+    [ "$rc" = 0 ] && grep -qF "$NOM" <<<"$out" && grep -q 'extract does not match; the file is shown as it is (onExtractNoMatch "warn")' <<<"$out" &&
+        ok "onExtractNoMatch warn shows the file as it is, with a warning naming the entry" || bad "onExtractNoMatch warn" "rc $rc: $out"
+    out=$(sr "$SH/nomatcherr.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q 'credentials.files\[0\]: extract does not match the file (onExtractNoMatch "error")' <<<"$out" &&
+        ok "an extract without a match refuses the run by default (125), naming the entry" || bad "onExtractNoMatch error" "rc $rc: $out"
+
     # each substitution site at the credential's host: real values arrive
     out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"
         u=https://inj.test:'"$PA"'
@@ -313,6 +320,13 @@ JSON
     cat > "$SH/plain.json" <<JSON
 {"network": {$base}, "credentials": {"allowPlaintextInject": true, $creds}}
 JSON
+    for m in warn error; do
+        cat > "$SH/$([ $m = warn ] && echo warn || echo nomatcherr).json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"]}},
+ "credentials": {"files": [{"path": "$SH/nomatch.txt", "mode": "mask", "extract": "zzz=([0-9]+)",
+                            "onExtractNoMatch": "$m", "injectHosts": ["inj.test"]}]}}
+JSON
+    done
     cat > "$SH/aws.json" <<JSON
 {"network": {$base, "tlsTerminate": {}}, "credentials": {"awsPairs": []}}
 JSON
