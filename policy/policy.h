@@ -254,6 +254,9 @@ int policy_request_ruled(const struct policy *p, const struct policy_host *h, ui
 size_t policy_cred_count(const struct policy *p);
 const char *policy_cred_name(const struct policy *p, size_t i, int *file);
 int policy_cred_find(const struct policy *p, int file, const char *name);
+/* Entry i's require: the header every request to its hosts must carry its
+ * placeholder in (alone), or NULL when it has no require. */
+const char *policy_cred_require(const struct policy *p, size_t i);
 int policy_cred_injects(const struct policy *p, size_t i, const struct policy_host *h,
                         uint16_t port);
 int policy_cred_host(const struct policy *p, const struct policy_host *h, uint16_t port);

@@ -33,6 +33,7 @@ struct http_cred {
     uint64_t allow;  /* entries replaced in this request */
     uint64_t refuse; /* entries whose placeholder here is refused (fail closed) */
     uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
+    uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
     unsigned req_on : 1, resp_on : 1;
     unsigned cut : 1; /* a refused placeholder in the body: the connection ends */
     struct subst_stream req, resp;
@@ -103,6 +104,8 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
         if (idx < 0 || !policy_cred_injects(pol, (size_t)idx, &c->host, c->fc.port))
             continue;
         k->hosts |= UINT64_C(1) << i;
+        if (policy_cred_require(pol, (size_t)idx) != NULL)
+            k->need |= UINT64_C(1) << i;
         if (transport)
             k->allow |= UINT64_C(1) << i;
         else
@@ -116,6 +119,37 @@ static int has_encoding(char *head, size_t len)
     char *v = proxy_head_value(head, len, "Content-Encoding", &vl);
 
     return v != NULL && !(vl == 8 && strncasecmp(v, "identity", 8) == 0);
+}
+
+/* require (issue 24 item 4): every entry in k->need must have its
+ * placeholder alone in its header (before anything is replaced), else the
+ * request is refused: the sandbox may not use a credential of its own with
+ * that API. 0, or -1 after the 403. */
+static int required(struct http_conn *c, struct proxy_creds *t, struct http_cred *k)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    struct http_work *w = c->w;
+
+    for (size_t i = 0; i < t->n; i++) {
+        const char *hdr;
+        char why[400];
+        int idx;
+        if (!(k->need & (UINT64_C(1) << i)))
+            continue;
+        idx = policy_cred_find(pol, t->e[i].file, t->e[i].name);
+        hdr = idx >= 0 ? policy_cred_require(pol, (size_t)idx) : NULL;
+        if (hdr == NULL || proxy_creds_required(t, i, hdr, w->out, w->out_len))
+            continue;
+        note_names(c, t, UINT64_C(1) << i);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        snprintf(why, sizeof(why),
+                 "credential %s has require: a request to its hosts must carry its placeholder, "
+                 "and nothing else, in the %s header; the request was not sent",
+                 t->e[i].name, hdr);
+        http_refuse(c, 403, why, 1, "credential required");
+        return -1;
+    }
+    return 0;
 }
 
 int http_cred_request(struct http_conn *c)
@@ -135,6 +169,8 @@ int http_cred_request(struct http_conn *c)
     }
     w->cred = k;
     judge(c, t, k);
+    if (k->need != 0 && required(c, t, k) < 0)
+        return -1;
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
     if (blk & k->refuse) {
         char why[300];

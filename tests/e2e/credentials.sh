@@ -237,6 +237,29 @@ $(cat "$log")"
     [ "$rc" = 125 ] && grep -q "./widen.json:2:22: network.allowedDomains\[0\]: refused: an allowedDomains entry, while the masked credential at $SJ/xdg2/sluice/settings.json:[0-9]* has no injectHosts" <<<"$out" &&
         ok "a project file may not widen the hosts of a user's entry without injectHosts (125, naming the entry)" ||
         bad "widening allowedDomains" "rc $rc: $out"
+
+    # require: requests to inj.test must carry the placeholder alone in Authorization
+    rm -f "$SH/rec/"*
+    out=$(sr "$SJ/req.json" -- sh -c 'u=https://inj.test:'"$PA"'; c() { curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" "$@"; }
+        c -H "Authorization: Bearer $TOKEN" $u/req-bearer
+        c -u "x-access-token:$TOKEN" $u/req-basic
+        c -H "Authorization: Bearer ghp_theSandboxOwnToken0123456789abcdef" $u/req-own
+        c -H "Authorization: Bearer $TOKEN" -H "Authorization: Bearer mine" $u/req-two
+        c -H "X-Tok: $TOKEN" $u/req-none
+        c https://other.test:'"$PA"'/req-other' 2>&1)
+    r=$(rec)
+    if [ "$(grep -v '^sluice:' <<<"$out")" = "200
+200
+403
+403
+403
+200" ] && grep -q "^LINE GET /req-bearer " <<<"$r" && grep -q "^H authorization: Bearer $REAL" <<<"$r" &&
+        grep -q "^LINE GET /req-basic " <<<"$r" && grep -q "^LINE GET /req-other " <<<"$r" &&
+        ! grep -q "req-own\|req-two\|req-none" <<<"$r" &&
+        grep -q "credential TOKEN has require: a request to its hosts must carry its placeholder, and nothing else, in the Authorization header" "$log"; then
+        ok "require: inj.test gets requests whose Authorization is the placeholder alone (Bearer, Basic); one with the sandbox's own token, a second Authorization or none is refused (403, logged, never sent); other hosts are not affected"
+    else bad "require" "$(sed "s/$REAL/<REAL>/g" <<<"$out
+$r")"; fi
 }
 
 # --- set-up (root, once) ------------------------------------------------------
@@ -381,6 +404,10 @@ JSON
  "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask"}]}}
 JSON
     printf '{"network": {%s, "tlsTerminate": {}}, "credentials": {"envVars": [{"name": "GONE", "mode": "deny"}]}}\n' "$base" > "$SJ/deny.json"
+    cat > "$SJ/req.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
+ "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test"], "require": true}]}}
+JSON
     cp "$SJ/s.json" "$SJ/open.json" && cp "$SJ/s.json" "$SH/s.json"
     chmod 644 "$SJ"/*.json "$SJ"/xdg*/sluice/settings.json "$SH/s.json" && chmod 666 "$SJ/open.json"
 fi
