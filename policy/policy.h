@@ -157,8 +157,12 @@ const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
 /* 1 when host:port needs termination to be judged or served: it has request
- * rules (credentials will be the second reason). */
+ * rules, or (with tlsTerminate on) a masked credential's value goes there. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* Why, for messages: "request rules (network.requestRules)", "credentials
+ * (...)" or both (static text). */
+const char *policy_tls_needed_why(const struct policy *p, const struct policy_host *h,
+                                  uint16_t port);
 /* 1 when an allowed CONNECT (or SOCKS5 CONNECT) to host:port is to be
  * sniffed and terminated: tlsTerminate is on, the host is not in
  * excludeDomains, and under scope "needed" it needs termination. */
