@@ -18,8 +18,11 @@
  * (secret_placeholder=NAME) and counted. Responses from an entry's hosts
  * have its real value replaced by the placeholder (head and streamed body,
  * unless encoded), so an origin that echoes a request does not hand the
- * value back. What the verdict and the log see (w->rq_buf, fc.url) is the
- * request as the client sent it: placeholders, never a real value.
+ * value back. An Upgrade (WebSocket) to an entry's host is refused: the
+ * frames after a 101 are relayed unread. With require, a request to an
+ * entry's hosts must carry its placeholder alone in the required header. What the verdict and the
+ * log see (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real
+ * value.
  */
 #define _GNU_SOURCE
 #include "proxy/http_int.h"
@@ -169,6 +172,19 @@ int http_cred_request(struct http_conn *c)
     }
     w->cred = k;
     judge(c, t, k);
+    if (w->upgrade && k->hosts != 0) {
+        /* after a 101 the bytes are relayed as they are: placeholders in
+         * frames would go unswapped, and a value the origin echoes in a
+         * frame would reach the sandbox unmasked */
+        note_names(c, t, k->hosts);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        http_refuse(c, 403,
+                    "an Upgrade (WebSocket) to a host a masked credential is sent to: sluice does "
+                    "not read the frames after it (placeholders there would not be swapped, nor "
+                    "an echoed value masked); the request was not sent",
+                    1, "credential refused");
+        return -1;
+    }
     if (k->need != 0 && required(c, t, k) < 0)
         return -1;
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);

@@ -39,16 +39,19 @@ WHO=root
 ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
 
-# The secrets (never printed by the checks below: they compare and count).
-REAL=ghp_R3alT0kenValue0123456789abcdefXYZ
-FREAL=file-secret-9f8e7d6c5b4a39281706
-DREAL=denied-file-content-never-seen-0001
-DUP=dupsecretvalue1234567890
-NOM=nomatch-secretish-0123456789
+# The secrets (never printed by the checks below: they compare and count),
+# with 10 random digits per run, so that another script's copies of them
+# (a red-team script beside this one) cannot be found by the leak search.
+RND=${CRED_RND:-$(shuf -i 1000000000-9999999999 -n1)}
+REAL=ghp_R3alT0kenValue${RND}abcdefXYZ
+FREAL=file-secret-${RND}9f8e7d6c5b
+DREAL=denied-file-content-never-seen-$RND
+DUP=dupsecretvalue$RND
+NOM=nomatch-secretish-$RND
 b64u() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 JWTH=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
 JWTP=$(printf '{"sub":"user-1234567890","exp":1999999999,"name":"Al"}' | b64u)
-JWTS=Zm9vYmFyYmF6cXV4cXV1eHF1dXpxdXV6cXV1enF1dXo
+JWTS=Zm9vYmFyYmF6cXV4cXV1eHF1dXpxd${RND}enF1dXo
 JWTV=$JWTH.$JWTP.$JWTS
 
 # --- the cases (root, then the user: the state comes in CRED_*) ---------------
@@ -260,6 +263,24 @@ $(cat "$log")"
         ok "require: inj.test gets requests whose Authorization is the placeholder alone (Bearer, Basic); one with the sandbox's own token, a second Authorization or none is refused (403, logged, never sent); other hosts are not affected"
     else bad "require" "$(sed "s/$REAL/<REAL>/g" <<<"$out
 $r")"; fi
+
+    # a WebSocket Upgrade to a credential host is refused (frames are not
+    # read); non-TLS bytes in a tunnel to it are refused naming credentials
+    rm -f "$SH/rec/"*
+    out=$(sr "$S" -- sh -c 'c() { curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" "$@"; }
+        c -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" https://inj.test:'"$PA"'/ws
+        c -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" https://other.test:'"$PA"'/ws-other
+        c -p http://inj.test:'"$PH"'/nottls 2>/dev/null' 2>&1)
+    sleep 0.3
+    r=$(rec)
+    if [ "$(grep -v '^sluice:\|^curl:' <<<"$out" | head -2)" = "403
+200" ] && ! grep -q "LINE GET /ws " <<<"$r" && grep -q "LINE GET /ws-other " <<<"$r" && ! grep -q "/nottls" <<<"$r" &&
+        grep -q "an Upgrade (WebSocket) to a host a masked credential is sent to" "$log" &&
+        grep -q "not TLS inside a tunnel to a host with credentials (a masked entry's injectHosts): never passed opaque" "$log"; then
+        ok "a WebSocket Upgrade to a credential host is refused (403, never sent; other hosts pass), and non-TLS bytes in a tunnel to one are refused with a reason naming credentials"
+    else bad "WebSocket / not TLS" "$out
+$r
+$(grep -i 'upgrade\|not TLS' "$log" | tail -3)"; fi
 }
 
 # --- set-up (root, once) ------------------------------------------------------
@@ -427,7 +448,7 @@ if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -
     cp -r "$HERE" "$SH/e2e" && chmod -R a+rX "$SH/e2e"
     echo "# --- the same cases as uid $U (setpriv) ---"
     (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
-        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_SJ="$SJ" CRED_PA="$PA" CRED_PH="$PH" \
+        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_SJ="$SJ" CRED_RND="$RND" CRED_PA="$PA" CRED_PH="$PH" \
         CRED_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/e2e/credentials.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
