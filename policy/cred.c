@@ -158,7 +158,7 @@ int policy__cred_compile(struct policy *p, const struct settings *s, struct sett
             int rc;
             if (settings_credential_split(it->value, &cr) < 0 || !cr.mask)
                 continue;
-            if (!s->network.tls_terminate.given.set && !s->credentials.allow_plaintext_inject)
+            if (!s->network.tls_terminate.given.set && !s->credentials.plaintext.on)
                 return fail(err, it,
                             "mode \"mask\" needs network.tlsTerminate (the placeholder is "
                             "swapped inside terminated HTTPS), or credentials.allowPlaintextInject "

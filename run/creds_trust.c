@@ -180,6 +180,20 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
             return refuse(it, what, why, err, errlen);
         }
     }
+    if (s->credentials.plaintext.on && s->credentials.plaintext.file != NULL) {
+        const struct settings_item at = {.file = s->credentials.plaintext.file,
+                                         .line = s->credentials.plaintext.line,
+                                         .col = s->credentials.plaintext.col,
+                                         .list = "credentials.allowPlaintextInject"};
+        if (item_trusted(&at, writable, n, why, sizeof(why)) < 0) {
+            snprintf(err, errlen,
+                     "%s:%u:%u: credentials.allowPlaintextInject: refused: with masked "
+                     "credentials, sending real values over plain HTTP is accepted only from a "
+                     "settings file the sandbox could not have written, and %s %s",
+                     at.file, at.line, at.col, at.file, why);
+            return -1;
+        }
+    }
     for (size_t i = 0; i < s->network.tls_terminate.extra_ca_cert_paths.n; i++) {
         const struct settings_item *it = &s->network.tls_terminate.extra_ca_cert_paths.items[i];
         const char *what = "with masked credentials, an extra upstream CA (a CA the sandbox "

@@ -413,6 +413,25 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     return rc;
 }
 
+/* credentials.allowPlaintextInject: the boolean and where it was set (a
+ * file the sandbox could have written may not turn it on beside masked
+ * entries: run/creds_trust.c). */
+int settings__fn_plaintext_inject(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct jsonpos pos;
+    int rc;
+
+    (void)d;
+    rc = settings__want_bool(c, v, &c->v->credentials.plaintext.on);
+    if (rc < 0)
+        return rc;
+    settings__locate(c, 0, &pos);
+    c->v->credentials.plaintext.file = c->name;
+    c->v->credentials.plaintext.line = pos.line;
+    c->v->credentials.plaintext.col = pos.col;
+    return 0;
+}
+
 /* The "credentials" object as a whole: where it was given. */
 int settings__fn_credentials(struct ctx *c, json_t *v, const struct key_def *d)
 {

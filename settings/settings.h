@@ -194,7 +194,11 @@ struct settings {
         } given;
         struct settings_list env_vars;
         struct settings_list files;
-        int allow_plaintext_inject;
+        struct {
+            int on;           /* allowPlaintextInject */
+            const char *file; /* where it was last set (run/creds_trust.c) */
+            unsigned line, col;
+        } plaintext;
     } credentials;
 
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */

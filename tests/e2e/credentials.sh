@@ -240,6 +240,12 @@ $(cat "$log")"
     [ "$rc" = 125 ] && grep -q "./widen.json:2:22: network.allowedDomains\[0\]: refused: an allowedDomains entry, while the masked credential at $SJ/xdg2/sluice/settings.json:[0-9]* has no injectHosts" <<<"$out" &&
         ok "a project file may not widen the hosts of a user's entry without injectHosts (125, naming the entry)" ||
         bad "widening allowedDomains" "rc $rc: $out"
+    # nor turn on plain-HTTP injection for the user's masked entries
+    printf '{"credentials": {\n  "allowPlaintextInject": true}}\n' > ./pt.json
+    out=$(XDG_CONFIG_HOME=$SJ/xdg TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run --settings ./pt.json -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "./pt.json:2:27: credentials.allowPlaintextInject: refused: .* is inside '$T', which the sandboxed command may write" <<<"$out" &&
+        ok "a project file may not turn on allowPlaintextInject beside the user's masked entries (125)" ||
+        bad "allowPlaintextInject from the working directory" "rc $rc: $out"
 
     # require: requests to inj.test must carry the placeholder alone in Authorization
     rm -f "$SH/rec/"*

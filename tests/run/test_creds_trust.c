@@ -3,8 +3,8 @@
  * writable place (as written or through a symlink), writable by others, in
  * a directory writable by others (/tmp), owned by someone else or with a
  * second link is refused with why; a masking entry, an allowedDomains
- * entry widening an entry without injectHosts and an extra upstream CA
- * from such a file are refused naming the file:line; deny entries and a
+ * entry widening an entry without injectHosts, allowPlaintextInject and an
+ * extra upstream CA from such a file are refused naming the file:line; deny entries and a
  * trusted user file pass. The trusted fixtures live under the working
  * directory (ctest's: the build tree); the positive cases are skipped when
  * a directory above it is itself writable by others (checked here with
@@ -234,6 +234,19 @@ static void test_layers(void **state)
                             "{\"network\": {\"allowedDomains\": [\"inj.test\", \"evil.example\"]}}",
                             err, sizeof(err)),
                      0);
+    /* plain HTTP turned on by the project, beside a masked credential */
+    assert_int_equal(
+        layers("{" NET
+               ", \"credentials\": {\"envVars\": [" MASK(", \"injectHosts\": [\"inj.test\"]") "]}}",
+               "{\"credentials\": {\n\"allowPlaintextInject\": true}}", err, sizeof(err)),
+        -1);
+    assert_non_null(strstr(err, "/w/proj.json:2:25: credentials.allowPlaintextInject: refused"));
+    /* ... and from the user's file it may */
+    assert_int_equal(
+        layers("{" NET ", \"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [" MASK(
+                   ", \"injectHosts\": [\"inj.test\"]") "]}}",
+               "{}", err, sizeof(err)),
+        0);
     /* an extra upstream CA from the project, beside a masked credential */
     assert_int_equal(
         layers("{" NET

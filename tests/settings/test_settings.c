@@ -1820,7 +1820,7 @@ static void test_credentials_key(void **state)
               &err),
         0);
     assert_int_equal(s.credentials.given.set, 1);
-    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
     assert_int_equal(s.credentials.env_vars.n, 1);
     assert_int_equal(settings_credential_split(s.credentials.env_vars.items[0].value, &cr), 0);
     assert_true(!cr.file && cr.mask && cr.name_len == 2 && memcmp(cr.name, "GH", 2) == 0);
@@ -1852,7 +1852,7 @@ static void test_credentials_key(void **state)
                      0);
     assert_int_equal(s.credentials.env_vars.n, 2);
     assert_int_equal(s.credentials.files.n, 1);
-    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
     assert_int_equal(settings_credential_split(s.credentials.env_vars.items[1].value, &cr), 0);
     assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B');
     settings_free(&s);
