@@ -15,11 +15,13 @@
  * may write there could have planted it), owned by root or by whoever runs
  * sluice, not writable by group or others, one link only. The same holds
  * for what widens where a trusted entry's value may go: the allowedDomains
- * entries an entry without injectHosts is sent to, and the extra upstream
- * CAs (tlsTerminate.extraCaCertPaths, the settings file that names one and
- * the CA file itself: a CA the sandbox chose could read the upstream leg). A refusal names the
- * entry's file:line and why; nothing is run. Deny entries only take away, and are accepted from any
- * layer.
+ * entries (and list files) an entry without injectHosts is sent to,
+ * allowPlaintextInject, with it the DNS servers (they decide where a plain
+ * request goes), and the extra upstream CAs (tlsTerminate.extraCaCertPaths,
+ * the settings file that names one and the CA file itself: a CA the
+ * sandbox chose could read the upstream leg). A refusal names the file:line
+ * and why; nothing is run. Deny entries only take away, and are accepted
+ * from any layer.
  */
 #define _GNU_SOURCE
 #include "run/creds.h"
@@ -193,6 +195,15 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
                      at.file, at.line, at.col, at.file, why);
             return -1;
         }
+    }
+    /* with plain-HTTP injection, whoever answers the name gets the value */
+    for (size_t i = 0; s->credentials.plaintext.on && i < s->network.dns_servers.n; i++) {
+        const struct settings_item *it = &s->network.dns_servers.items[i];
+        if (item_trusted(it, writable, n, why, sizeof(why)) < 0)
+            return refuse(it,
+                          "with masked credentials sent over plain HTTP "
+                          "(allowPlaintextInject), a DNS server (it decides where the value goes)",
+                          why, err, errlen);
     }
     for (size_t i = 0; i < s->network.tls_terminate.extra_ca_cert_paths.n; i++) {
         const struct settings_item *it = &s->network.tls_terminate.extra_ca_cert_paths.items[i];

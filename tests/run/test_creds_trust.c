@@ -247,6 +247,23 @@ static void test_layers(void **state)
                    ", \"injectHosts\": [\"inj.test\"]") "]}}",
                "{}", err, sizeof(err)),
         0);
+    /* ... but then not a DNS server from the project */
+    assert_int_equal(
+        layers("{" NET ", \"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [" MASK(
+                   ", \"injectHosts\": [\"inj.test\"]") "]}}",
+               "{\"network\": {\"dnsServers\": [\"127.0.0.1:5353\"]}}", err, sizeof(err)),
+        -1);
+    assert_non_null(strstr(err, "network.dnsServers[0]: refused"));
+    /* an allowedDomains list file in the writable place, named by the
+     * user's file, for an entry without injectHosts */
+    snprintf(ca, sizeof(ca), "%s/list.txt", wdir);
+    put(ca, "evil.example\n", 0644);
+    snprintf(user, sizeof(user),
+             "{\"network\": {\"allowedDomainsFiles\": [\"%s\"], \"tlsTerminate\": {}}, "
+             "\"credentials\": {\"envVars\": [" MASK("") "]}}",
+             ca);
+    assert_int_equal(layers(user, "{}", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "/w/list.txt:1:1: network.allowedDomains"));
     /* an extra upstream CA from the project, beside a masked credential */
     assert_int_equal(
         layers("{" NET
