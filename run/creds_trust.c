@@ -168,6 +168,17 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
             if (widened == NULL && !settings_credential_next(&rest, 'h', &h, &hl))
                 widened = it;
         }
+    for (size_t i = 0; i < s->cred_replaced.n; i++) {
+        const struct settings_item *it = &s->cred_replaced.items[i];
+        if (item_trusted(it, writable, n, why, sizeof(why)) < 0) {
+            snprintf(err, errlen,
+                     "%s:%u:%u: %s: refused: it replaces an earlier file's list that held mask "
+                     "entries (the secret would reach the sandbox unmasked); only a settings file "
+                     "the sandbox could not have written may do that, and %s %s",
+                     it->file, it->line, it->col, it->value, it->file, why);
+            return -1;
+        }
+    }
     if (masked == 0)
         return 0;
     for (size_t i = 0; widened != NULL && i < s->network.allowed_domains.n; i++) {

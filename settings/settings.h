@@ -233,6 +233,12 @@ struct settings {
      * a managed file is applied */
     struct settings_list weakened;
 
+    /* internal: where a layer replaced credentials.envVars or .files while
+     * the list held mask entries (value: the key path; file, line, col:
+     * the replacing layer's "credentials"), for run/creds_trust.c: a file
+     * the sandbox could have written may not unmask a secret */
+    struct settings_list cred_replaced;
+
     /* internal: interned file names */
     char **files;
     size_t nfiles;

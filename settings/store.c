@@ -211,6 +211,7 @@ void settings_free(struct settings *s)
     settings__list_free(&s->notices);
     settings__list_free(&s->managed_keys);
     settings__list_free(&s->weakened);
+    settings__list_free(&s->cred_replaced);
     free(s->proxy.auth_username);
     free(s->proxy.auth_password);
     for (size_t i = 0; i < s->nfiles; i++)

@@ -240,6 +240,12 @@ $(cat "$log")"
     [ "$rc" = 125 ] && grep -q "./widen.json:2:22: network.allowedDomains\[0\]: refused: an allowedDomains entry, while the masked credential at $SJ/xdg2/sluice/settings.json:[0-9]* has no injectHosts" <<<"$out" &&
         ok "a project file may not widen the hosts of a user's entry without injectHosts (125, naming the entry)" ||
         bad "widening allowedDomains" "rc $rc: $out"
+    # nor replace the user's list of masks (TOKEN would reach the sandbox as it is)
+    printf '{"credentials": {"envVars": [{"name": "GONE", "mode": "deny"}]}}\n' > ./unmask.json
+    out=$(XDG_CONFIG_HOME=$SJ/xdg TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run --settings ./unmask.json -- sh -c 'printf "%s\n" "$TOKEN"' 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "./unmask.json:1:2: credentials.envVars: refused: it replaces an earlier file's list that held mask entries" <<<"$out" &&
+        ! grep -qF "$REAL" <<<"$out" && ok "a project file may not replace the user's list of masked variables (125; the value never reaches the sandbox)" ||
+        bad "replacing the user's masks" "rc $rc: $(sed "s/$REAL/<REAL>/g" <<<"$out")"
     # nor turn on plain-HTTP injection for the user's masked entries
     printf '{"credentials": {\n  "allowPlaintextInject": true}}\n' > ./pt.json
     out=$(XDG_CONFIG_HOME=$SJ/xdg TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run --settings ./pt.json -- true 2>&1); rc=$?

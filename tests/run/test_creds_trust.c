@@ -220,6 +220,20 @@ static void test_layers(void **state)
                "{\"credentials\": {\"envVars\": [{\"name\": \"X\", \"mode\": \"deny\"}]}}", err,
                sizeof(err)),
         0);
+    /* the project may not replace the user's list of masks (even with deny
+     * entries only: the masked variable would reach the sandbox as it is) */
+    assert_int_equal(layers("{" NET ", \"credentials\": {\"envVars\": [" MASK(
+                                ", \"injectHosts\": [\"inj.test\"]") "]}}",
+                            "{\"credentials\": {\"envVars\": []}}", err, sizeof(err)),
+                     -1);
+    if (strstr(err, "/w/proj.json:1:2: credentials.envVars: refused: it replaces") == NULL)
+        print_error("%s\n", err);
+    assert_non_null(strstr(err, "/w/proj.json:1:2: credentials.envVars: refused: it replaces"));
+    /* files may be replaced there: no masked file was listed */
+    assert_int_equal(layers("{" NET ", \"credentials\": {\"envVars\": [" MASK(
+                                ", \"injectHosts\": [\"inj.test\"]") "]}}",
+                            "{\"credentials\": {\"files\": []}}", err, sizeof(err)),
+                     0);
     /* an entry without injectHosts goes where allowedDomains allows: the
      * project may not widen that */
     assert_int_equal(layers("{" NET ", \"credentials\": {\"envVars\": [" MASK("") "]}}",
