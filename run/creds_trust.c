@@ -144,6 +144,53 @@ static int item_trusted(const struct settings_item *it, const char *const *writa
     return run_settings_file_trusted(it->file, writable, n, why, whylen);
 }
 
+/* With plain-HTTP injection (allowPlaintextInject): the key itself, the DNS
+ * servers and the parent proxy decide who reads the real value. */
+static int check_plaintext(const struct settings *s, const char *const *writable, size_t n,
+                           char *err, size_t errlen)
+{
+    char why[PATH_MAX + 160];
+
+    if (s->credentials.plaintext.on && s->credentials.plaintext.file != NULL) {
+        const struct settings_item at = {.file = s->credentials.plaintext.file,
+                                         .line = s->credentials.plaintext.line,
+                                         .col = s->credentials.plaintext.col,
+                                         .list = "credentials.allowPlaintextInject"};
+        if (item_trusted(&at, writable, n, why, sizeof(why)) < 0) {
+            snprintf(err, errlen,
+                     "%s:%u:%u: credentials.allowPlaintextInject: refused: with masked "
+                     "credentials, sending real values over plain HTTP is accepted only from a "
+                     "settings file the sandbox could not have written, and %s %s",
+                     at.file, at.line, at.col, at.file, why);
+            return -1;
+        }
+    }
+    for (size_t i = 0; s->credentials.plaintext.on && i < s->network.dns_servers.n; i++) {
+        const struct settings_item *it = &s->network.dns_servers.items[i];
+        if (item_trusted(it, writable, n, why, sizeof(why)) < 0)
+            return refuse(it,
+                          "with masked credentials sent over plain HTTP "
+                          "(allowPlaintextInject), a DNS server (it decides where the value goes)",
+                          why, err, errlen);
+    }
+    if (s->credentials.plaintext.on && s->network.parent_proxy.set &&
+        s->network.parent_proxy.http != NULL && s->network.parent_proxy.file != NULL) {
+        const struct settings_item at = {.file = s->network.parent_proxy.file,
+                                         .line = s->network.parent_proxy.line,
+                                         .col = s->network.parent_proxy.col};
+        if (item_trusted(&at, writable, n, why, sizeof(why)) < 0) {
+            snprintf(err, errlen,
+                     "%s:%u:%u: network.parentProxy: refused: with masked credentials sent over "
+                     "plain HTTP (allowPlaintextInject), a parent proxy (it reads plain requests) "
+                     "is accepted only from a settings file the sandbox could not have written, "
+                     "and %s %s",
+                     at.file, at.line, at.col, at.file, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int run_creds_trust_check(const struct settings *s, const char *const *writable, size_t n,
                           char *err, size_t errlen)
 {
@@ -193,29 +240,8 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
             return refuse(it, what, why, err, errlen);
         }
     }
-    if (s->credentials.plaintext.on && s->credentials.plaintext.file != NULL) {
-        const struct settings_item at = {.file = s->credentials.plaintext.file,
-                                         .line = s->credentials.plaintext.line,
-                                         .col = s->credentials.plaintext.col,
-                                         .list = "credentials.allowPlaintextInject"};
-        if (item_trusted(&at, writable, n, why, sizeof(why)) < 0) {
-            snprintf(err, errlen,
-                     "%s:%u:%u: credentials.allowPlaintextInject: refused: with masked "
-                     "credentials, sending real values over plain HTTP is accepted only from a "
-                     "settings file the sandbox could not have written, and %s %s",
-                     at.file, at.line, at.col, at.file, why);
-            return -1;
-        }
-    }
-    /* with plain-HTTP injection, whoever answers the name gets the value */
-    for (size_t i = 0; s->credentials.plaintext.on && i < s->network.dns_servers.n; i++) {
-        const struct settings_item *it = &s->network.dns_servers.items[i];
-        if (item_trusted(it, writable, n, why, sizeof(why)) < 0)
-            return refuse(it,
-                          "with masked credentials sent over plain HTTP "
-                          "(allowPlaintextInject), a DNS server (it decides where the value goes)",
-                          why, err, errlen);
-    }
+    if (check_plaintext(s, writable, n, err, errlen) < 0)
+        return -1;
     for (size_t i = 0; i < s->network.tls_terminate.extra_ca_cert_paths.n; i++) {
         const struct settings_item *it = &s->network.tls_terminate.extra_ca_cert_paths.items[i];
         const char *what = "with masked credentials, an extra upstream CA (a CA the sandbox "

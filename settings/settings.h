@@ -94,6 +94,8 @@ struct settings {
             char *http;      /* proxy URLs, or NULL */
             char *https;
             char *no_proxy;  /* comma-separated, or NULL */
+            const char *file; /* where it was given (set), for run/creds_trust.c */
+            unsigned line, col;
         } parent_proxy;      /* network.parentProxy */
         /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
         struct settings_list strip_response_headers; /* names removed from responses */

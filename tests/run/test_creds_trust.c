@@ -268,6 +268,14 @@ static void test_layers(void **state)
                "{\"network\": {\"dnsServers\": [\"127.0.0.1:5353\"]}}", err, sizeof(err)),
         -1);
     assert_non_null(strstr(err, "network.dnsServers[0]: refused"));
+    /* ... nor a parent proxy, which reads plain requests */
+    assert_int_equal(
+        layers("{" NET ", \"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [" MASK(
+                   ", \"injectHosts\": [\"inj.test\"]") "]}}",
+               "{\"network\": {\"parentProxy\": {\"http\": \"http://127.0.0.1:3128\"}}}", err,
+               sizeof(err)),
+        -1);
+    assert_non_null(strstr(err, "/w/proj.json:1:14: network.parentProxy: refused"));
     /* an allowedDomains list file in the writable place, named by the
      * user's file, for an entry without injectHosts */
     snprintf(ca, sizeof(ca), "%s/list.txt", wdir);
