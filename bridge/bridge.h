@@ -652,6 +652,8 @@ struct connlog {
     const char *url;      /* plain HTTP: the URL without its query, else NULL */
     int terminated;       /* a CONNECT terminated by sluice, or a request inside one */
     const char *hint;     /* a denial: what to change in the settings to allow it, or NULL */
+    const char *secret_placeholder; /* credential names (never values) whose placeholder the
+                                       request carried to another host, or NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -694,6 +696,7 @@ struct frontend_conn {
     char *url;                    /* plain HTTP only; NULL or a heap copy */
     unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
     char *hint;                   /* a denial's hint; NULL or a heap copy */
+    char *secret; /* credentials whose placeholder went elsewhere; NULL or a heap copy */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 

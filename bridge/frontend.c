@@ -139,10 +139,11 @@ void frontend_conn_clear(struct frontend_conn *c)
     free(c->reason);
     free(c->method);
     free(c->hint);
+    free(c->secret);
     if (c->end == c->end_own)
         c->end = NULL;
     free(c->end_own);
-    c->rule = c->source = c->url = c->reason = c->method = c->end_own = c->hint = NULL;
+    c->rule = c->source = c->url = c->reason = c->method = c->end_own = c->hint = c->secret = NULL;
 }
 
 const char *frontend_conn_end_fmt(struct frontend_conn *c, const char *fmt, ...)
@@ -215,6 +216,7 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.url = c->url;
     rec.terminated = c->terminated;
     rec.hint = c->hint;
+    rec.secret_placeholder = c->secret;
     c->f->log(c->f->log_ctx, &rec);
 }
 

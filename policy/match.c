@@ -436,6 +436,8 @@ int policy_compile(const struct settings *s, struct policy **out, struct setting
         rc = policy__request_compile(p, s, err);
     if (rc == 0)
         rc = policy__tls_compile(p, s, err);
+    if (rc == 0)
+        rc = policy__cred_compile(p, s, err);
     if (rc < 0) {
         if (rc == -ENOMEM && err != NULL)
             snprintf(err->msg, sizeof(err->msg), "out of memory compiling the policy");
@@ -460,6 +462,7 @@ void policy_free(struct policy *p)
         return;
     policy_parent_free(p->parent);
     policy__request_free(p);
+    policy__cred_free(p);
     free(p->deny_message);
     for (size_t k = 0; k < p->http.nstrip; k++)
         free(p->http.strip[k]);

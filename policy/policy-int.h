@@ -66,6 +66,8 @@ struct policy {
     int req_managed; /* written by the managed file: report mode does not lift them */
 
     struct policy_udp *udp; /* the "udp:" rules' tables (udp.c); NULL: none */
+    struct policy_cred *cred; /* credentials' masked entries (cred.c) */
+    size_t ncred;
 
     struct pchunk *arena;
     unsigned long *match_count; /* policy_count_matches (tests); NULL: not counted */
@@ -122,6 +124,10 @@ void policy__udp_free(struct policy *p);
 uint32_t policy__udp_ip_denied(const struct policy *p, const struct policy_addr *a, uint16_t port);
 uint32_t policy__udp_ip_allowed(const struct policy *p, const struct policy_addr *a,
                                 uint16_t port);
+/* Credentials (cred.c). */
+struct policy_cred;
+int policy__cred_compile(struct policy *p, const struct settings *s, struct settings_error *err);
+void policy__cred_free(struct policy *p);
 
 /* Request rules (request.c). */
 struct policy_req_rule;

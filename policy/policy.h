@@ -158,8 +158,12 @@ const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
 /* 1 when host:port needs termination to be judged or served: it has request
- * rules (credentials will be the second reason). */
+ * rules, or (with tlsTerminate on) a masked credential's value goes there. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* Why, for messages: "request rules (network.requestRules)", "credentials
+ * (...)" or both (static text). */
+const char *policy_tls_needed_why(const struct policy *p, const struct policy_host *h,
+                                  uint16_t port);
 /* 1 when an allowed CONNECT (or SOCKS5 CONNECT) to host:port is to be
  * sniffed and terminated: tlsTerminate is on, the host is not in
  * excludeDomains, and under scope "needed" it needs termination. */
@@ -260,6 +264,22 @@ size_t policy_request_rule_count(const struct policy *p);
 /* 1 when some request rule names host:port (its requests are judged by
  * method and path), else 0. */
 int policy_request_ruled(const struct policy *p, const struct policy_host *h, uint16_t port);
+
+/* Credentials (policy/cred.c, issue 24): the masked entries of
+ * "credentials", by name only (the values are never in the policy), in
+ * settings order (envVars, then files). policy_cred_injects: 1 when entry
+ * i's real value may be sent to host:port (its injectHosts; default the
+ * hosts allowedDomains allows). policy_cred_host: 1 when some entry's may
+ * (such a host needs termination: policy_tls_needed). */
+size_t policy_cred_count(const struct policy *p);
+const char *policy_cred_name(const struct policy *p, size_t i, int *file);
+int policy_cred_find(const struct policy *p, int file, const char *name);
+/* Entry i's require: the header every request to its hosts must carry its
+ * placeholder in (alone), or NULL when it has no require. */
+const char *policy_cred_require(const struct policy *p, size_t i);
+int policy_cred_injects(const struct policy *p, size_t i, const struct policy_host *h,
+                        uint16_t port);
+int policy_cred_host(const struct policy *p, const struct policy_host *h, uint16_t port);
 
 /* policy_decide with an optional request line: the domain lists decide,
  * then request rules narrow (rq NULL: a connection whose requests sluice

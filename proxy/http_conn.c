@@ -129,6 +129,7 @@ void http_work_free(struct http_conn *c)
     free(w->out);
     free(w->ohead);
     free(w->rq_buf);
+    http_cred_free(w);
     free(w);
     c->w = NULL;
 }

@@ -34,7 +34,9 @@ static int req_on_body(llhttp_t *p, const char *at, size_t len)
 
     if (w->check != CHECK_OFF || w->send_err != 0 || w->up_werr || w->up == NULL)
         return 0;
-    rc = http_send_body(c, w->up, w->req_body == HTTP_BODY_CHUNKED, at, len);
+    rc = http_cred_body_up(c, at, len);
+    if (rc == 0)
+        rc = http_send_body(c, w->up, w->req_body == HTTP_BODY_CHUNKED, at, len);
     if (rc < 0)
         w->send_err = rc;
     c->bytes_up += len;
@@ -50,7 +52,13 @@ static int req_on_message_complete(llhttp_t *p)
         set_check(c, CHECK_DONE);
         return HPE_PAUSED;
     }
-    if (w->req_body == HTTP_BODY_CHUNKED && w->up != NULL && w->send_err == 0 && !w->up_werr) {
+    if (w->up != NULL && w->send_err == 0 && !w->up_werr) {
+        int rc = http_cred_body_up_end(c);
+        if (rc < 0)
+            w->send_err = rc;
+    }
+    if (w->req_body == HTTP_BODY_CHUNKED && w->up != NULL && w->send_err == 0 && !w->up_werr &&
+        !http_cred_cut(c)) {
         int rc = http_send_last_chunk(c, w->up);
         if (rc < 0)
             w->send_err = rc;
@@ -77,7 +85,9 @@ static int resp_on_body(llhttp_t *p, const char *at, size_t len)
 
     if (w->check != CHECK_OFF || w->send_err != 0)
         return 0;
-    rc = http_send_body(c, NULL, w->chunk_out, at, len);
+    rc = http_cred_body_down(c, at, len);
+    if (rc == 0)
+        rc = http_send_body(c, NULL, w->chunk_out, at, len);
     if (rc < 0)
         w->send_err = rc;
     c->bytes_down += len;
@@ -92,6 +102,11 @@ static int resp_on_message_complete(llhttp_t *p)
     if (w->check != CHECK_OFF) {
         set_check(c, CHECK_DONE);
         return HPE_PAUSED;
+    }
+    if (w->send_err == 0) {
+        int rc = http_cred_body_down_end(c);
+        if (rc < 0)
+            w->send_err = rc;
     }
     if (w->chunk_out && w->send_err == 0) {
         int rc = http_send_last_chunk(c, NULL);
@@ -318,6 +333,10 @@ void http_feed_request_body(struct http_conn *c)
     if (w->req_phase == REQ_DONE || w->in_len == 0)
         return;
     e = llhttp_execute(&w->reqp, w->in, w->in_len);
+    if (http_cred_cut(c)) {
+        http_conn_close(c, "credential refused"); /* nothing from the placeholder on was sent */
+        return;
+    }
     if (e == HPE_OK) {
         used = w->in_len;
     } else if (e == HPE_PAUSED && w->req_phase == REQ_DONE) {
@@ -546,6 +565,7 @@ static int response_head(struct http_conn *c, size_t end)
                 return -1;
             }
             (void)http_response_build(w->uin, &rs, 0, head, n);
+            http_cred_response_head(c, head, n);
             b = uv_buf_init(head, (unsigned)n);
             rc = http_client_send(c, &b, 1);
             free(head);
@@ -581,6 +601,7 @@ static int response_head(struct http_conn *c, size_t end)
         return -1;
     }
     (void)http_response_build(w->uin, &rs, flags, head, n);
+    http_cred_response_head(c, head, n);
     /* gathered: the head goes out with the first body bytes, in one write */
     rc = http_out_flush(c);
     if (rc < 0) {

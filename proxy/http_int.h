@@ -175,6 +175,7 @@ struct http_work {
     /* the request line the verdict judges (plain HTTP): the method, then the
      * target as forwarded ("/path?query"), in one allocation */
     char *rq_buf;
+    struct http_cred *cred; /* credential substitution of this exchange (http_cred.c) */
     size_t rq_method_len, rq_target_len;
     enum http_timer timer;
     uint64_t last_io;
@@ -295,6 +296,23 @@ int http_send_last_chunk(struct http_conn *c, struct http_up *u);
 void http_tunnel_start(struct http_conn *c, int fd);
 void http_tunnel_opaque(struct http_conn *c, int fd);
 void http_upgrade_start(struct http_conn *c, const struct http_response *rs, size_t end);
+
+/* http_cred.c: credential substitution (issue 24). http_cred_request:
+ * after the upstream head is built (w->out), before egress: 0 to go on,
+ * -1 after a refusal. The body and response hooks return 1 when they sent
+ * the bytes themselves, 0 when the caller sends them as they are, or UV_E*.
+ * http_cred_cut: a refused placeholder in the body, the connection must
+ * end. http_cred_flushed: from http_out_flush (the arena is free). */
+struct http_cred;
+int http_cred_request(struct http_conn *c);
+int http_cred_body_up(struct http_conn *c, const char *at, size_t len);
+int http_cred_body_up_end(struct http_conn *c);
+int http_cred_cut(const struct http_conn *c);
+void http_cred_response_head(struct http_conn *c, char *head, size_t len);
+int http_cred_body_down(struct http_conn *c, const char *at, size_t len);
+int http_cred_body_down_end(struct http_conn *c);
+void http_cred_flushed(struct http_work *w);
+void http_cred_free(struct http_work *w);
 
 /* http_tls.c: network.tlsTerminate in the HTTP front end */
 int http_tls_wanted(const struct http_conn *c);

@@ -447,6 +447,7 @@ static void request_log_reset(struct http_conn *c)
     frontend_conn_set_text(&c->fc.url, NULL);
     frontend_conn_set_text(&c->fc.method, NULL);
     frontend_conn_set_text(&c->fc.hint, NULL);
+    frontend_conn_set_text(&c->fc.secret, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }
@@ -736,6 +737,8 @@ void http_handle_head(struct http_conn *c, size_t end)
             return;
         }
     }
+    if (http_cred_request(c) < 0)
+        return;
     http_consume_in(w, end);
     request_route(c);
 }

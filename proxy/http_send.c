@@ -176,6 +176,7 @@ void http_on_b_write(uv_write_t *req, int status)
 
 static void out_drop(struct http_work *w)
 {
+    http_cred_flushed(w);
     free(w->ohead);
     w->ohead = NULL;
     w->nob = w->nhdr = 0;

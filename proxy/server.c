@@ -19,6 +19,7 @@
  */
 #include "proxy/server-int.h"
 
+#include "proxy/creds.h"
 #include "proxy/proxy.h"
 #include "proxy/tlsterm.h"
 
@@ -49,7 +50,7 @@ static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy 
     if (settings_load(s, srv->settings_path, err) < 0 || settings_apply_managed(s, NULL, err) < 0)
         return -1;
     proxy_settings_defaults(s);
-    if (proxy_tls_settings_check(s, err) < 0)
+    if (proxy_tls_settings_check(s, err) < 0 || proxy_creds_settings_check(s, err) < 0)
         return -1;
     if (policy_compile(s, p, err) < 0)
         return -1;

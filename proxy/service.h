@@ -100,6 +100,7 @@ struct proxy_service {
     struct egress_env *egress;
     struct proxy_service_hooks h;
     struct proxy_tls *tls; /* network.tlsTerminate on this loop (sluice proxy), or NULL */
+    struct proxy_creds *creds; /* credentials swapped in (sluice run, issue 24), or NULL */
 };
 
 /* Ready for listeners: empty front ends on loop, connection ids from

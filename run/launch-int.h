@@ -32,6 +32,7 @@ struct run_ports;
 struct seccomp_notif;
 struct run_notify;
 struct run_tls;
+struct run_creds;
 
 struct run {
     const struct sb_launch_opts *o;
@@ -114,6 +115,8 @@ struct run {
     unsigned wblocked_total, wblocked_dropped;
     /* TLS termination and the sandbox's trust in its CA (tls_trust.c), or NULL */
     struct run_tls *tls;
+    /* credentials (creds.c), or NULL */
+    struct run_creds *creds;
     /* -d: where the time went, phase by phase (run_phase) */
     int64_t phase_at; /* common_mono_us() of the previous mark */
     size_t nphases;

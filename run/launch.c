@@ -33,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include "run/launch-int.h"
+#include "run/creds.h"
 #include "run/tls_trust.h"
 #include "run/fswrite.h"
 #include "run/ports.h"
@@ -241,6 +242,7 @@ static int start_services(struct run *run, char *err, size_t errlen)
     if (proxy_service_start(&run->core, run->settings, conf, &ask, err, errlen) < 0 ||
         run_tls_start(run, err, errlen) < 0)
         return -1;
+    run->core.creds = run_creds_table(run);
     if (run->o->control_fd >= 0) {
         int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
                                     on_control_policy, run, stderr);
@@ -540,7 +542,7 @@ static int build_plan(struct run *run)
         .resolv_conf = run->tp_resolv_file,
         .resolv_conf_dest = run->tp_resolv_dest,
         .cmd = run->cmd,
-        .late_ro = run_tls_late_ro(run),
+        .late_ro = run_creds_late_ro(run),
     };
 
     memcpy(bo.stdio_off, run->stdio_off, sizeof(bo.stdio_off));
@@ -555,6 +557,7 @@ static int build_plan(struct run *run)
     }
     if (sb_env_build(&eo, &run->env, run->err, sizeof(run->err)) < 0 ||
         run_tls_env(run, &run->env, run->err, sizeof(run->err)) < 0 ||
+        run_creds_env(run, &run->env, run->err, sizeof(run->err)) < 0 ||
         sb_bwrap_build(&bo, &run->plan, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
@@ -841,6 +844,7 @@ static void cleanup(struct run *run)
             close(run->h.fds[i]);
     if (run->proc_started) {
         run_print_summary(run);
+        run_creds_summary(run);
         (void)sb_gitwatch_end(&run->gw, stderr);
     }
     sb_gitwatch_free(&run->gw);
@@ -862,6 +866,7 @@ static void cleanup(struct run *run)
     run_ports_free(run);
     proxy_service_free(&run->core);
     run_tls_free(run);
+    run_creds_free(run);
     run_summary_free(run);
     if (run->log_on)
         proxy_log_close(&run->log);
@@ -905,10 +910,11 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
     }
     run_phase(run, "settings");
     if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_ports_prepare(run) < 0 ||
-        run_fsw_prepare(run) < 0 || run_tls_prepare(run) < 0)
+        run_fsw_prepare(run) < 0 || run_tls_prepare(run) < 0 ||
+        run_creds_prepare(run) < 0)
         goto out;
     run_phase(run, "prepare");
-    if (build_plan(run) < 0)
+    if (build_plan(run) < 0 || run_creds_trust(run) < 0)
         goto out;
     run_phase(run, "plan");
     if (check_cwd_and_log(run) < 0)

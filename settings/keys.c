@@ -193,6 +193,19 @@ static const struct key_def filesystem_keys[] = {
      .note = "ignored, sluice's allowRead re-allows inside denyRead"},
 };
 
+/* "credentials" (issue 24, srt 0.0.83): entries checked in settings/creds.c,
+ * judged against the domain lists and tlsTerminate by policy/cred.c */
+static const struct key_def credentials_keys[] = {
+    CUSTOM("envVars", settings__fn_cred_entries, credentials.env_vars, MERGE_LIST,
+           "credentials.envVars"),
+    CUSTOM("files", settings__fn_cred_entries, credentials.files, MERGE_LIST, "credentials.files"),
+    CUSTOM("allowPlaintextInject", settings__fn_plaintext_inject, credentials.plaintext,
+           MERGE_SCALAR, NULL),
+    REFUSED_SAY("awsPairs", "AWS SigV4 re-signing is not built yet; mask the variables one by one "
+                            "in envVars only if the client sends them as plain tokens"),
+    REFUSED_SAY("sigv4", "AWS SigV4 re-signing (awsPairs) is not built yet"),
+};
+
 static const struct key_def git_keys[] = {
     STRLIST("safeDirectories", git_safe_directories, MERGE_LIST, "git.safeDirectories", 0),
 };
@@ -308,11 +321,9 @@ static const struct key_def top_keys[] = {
      .note = NOTE_LINUX},
     {.name = "allowPty", .kind = KD_CHECK_BOOL, .note_when = NOTE_IF_SET, .note = NOTE_LINUX},
     {.name = "windows", .kind = KD_CHECK_OBJECT, .note_when = NOTE_ALWAYS, .note = NOTE_LINUX},
-    REFUSED_SAY("credentials",
-                "sluice neither masks nor injects credentials; keep secrets out of the "
-                "sandbox with environment.deny and filesystem.denyRead (common secret "
-                "variables are dropped by default), and let a proxy you control named in "
-                "network.parentProxy add them"),
+    {.name = "credentials", .kind = KD_OBJECT, .sub = credentials_keys,
+     .nsub = COUNT(credentials_keys), .fn = settings__fn_credentials,
+     .off = OFF(credentials.given), .size = SIZE(credentials.given), .merge = MERGE_SCALAR},
 };
 /* clang-format on */
 

@@ -99,6 +99,35 @@ static int lock_layer(const struct settings *s, struct ctx *c, const char *name)
     return 0;
 }
 
+/* The layer c replaces a credentials list of s that holds mask entries:
+ * noted in s->cred_replaced (before the merge, which cannot fail). */
+static int note_cred_replace(struct settings *s, struct ctx *c)
+{
+    static const char *const paths[2] = {"credentials.envVars", "credentials.files"};
+    const struct settings_list *old[2] = {&s->credentials.env_vars, &s->credentials.files};
+
+    for (size_t l = 0; l < 2; l++) {
+        const struct key_def *d = settings__key_at(paths[l]);
+        const char *f;
+        int masked = 0;
+        char *v;
+        if (d == NULL || !settings__key_set_has(&c->set, d))
+            continue;
+        for (size_t i = 0; i < old[l]->n && !masked; i++) {
+            struct settings_credential cr;
+            masked = settings_credential_split(old[l]->items[i].value, &cr) == 0 && cr.mask;
+        }
+        if (!masked)
+            continue;
+        f = settings__intern(s, c->name);
+        v = f != NULL ? strdup(paths[l]) : NULL;
+        if (v == NULL || settings__list_push(&s->cred_replaced, v, f, c->v->credentials.given.line,
+                                             c->v->credentials.given.col, paths[l], 0) < 0)
+            return settings__fail_nomem(c);
+    }
+    return 0;
+}
+
 static int apply_layer(struct settings *s, const char *name, const char *text, size_t len,
                        struct settings_error *err, int managed)
 {
@@ -162,6 +191,9 @@ static int apply_layer(struct settings *s, const char *name, const char *text, s
         if (rc < 0)
             goto out;
     }
+    rc = note_cred_replace(s, &c);
+    if (rc < 0)
+        goto out;
     rc = settings__merge(s, &L, &c.set);
     if (rc < 0)
         snprintf(err->msg, sizeof(err->msg), "%s: out of memory", name);

@@ -107,6 +107,7 @@ int settings__check_rule_path(const char *glob, const char **why)
 int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
 {
     const char *key, *why;
+    struct jsonpos pos;
     json_t *m;
     int rc = 0;
     char *http = NULL, *https = NULL, *np = NULL;
@@ -188,6 +189,10 @@ int settings__fn_parent(struct ctx *c, json_t *v, const struct key_def *d)
     c->v->network.parent_proxy.https = https;
     c->v->network.parent_proxy.no_proxy = np;
     c->v->network.parent_proxy.set = 1;
+    settings__locate(c, 1, &pos);
+    c->v->network.parent_proxy.file = c->name;
+    c->v->network.parent_proxy.line = pos.line;
+    c->v->network.parent_proxy.col = pos.col;
     return 0;
 }
 

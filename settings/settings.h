@@ -102,6 +102,8 @@ struct settings {
             char *http;      /* proxy URLs, or NULL */
             char *https;
             char *no_proxy;  /* comma-separated, or NULL */
+            const char *file; /* where it was given (set), for run/creds_trust.c */
+            unsigned line, col;
         } parent_proxy;      /* network.parentProxy */
         /* request-level options for plain HTTP and tunnels (srt 0.0.83) */
         struct settings_list strip_response_headers; /* names removed from responses */
@@ -183,6 +185,24 @@ struct settings {
         struct settings_list path_append; /* directories appended to PATH ("~" expanded) */
     } environment;
 
+    /* "credentials" (issue 24, srt 0.0.83's schema): envVars and files
+     * entries, one item each in settings_credential's text form (below),
+     * each list replaced by a later layer that sets it */
+    struct {
+        struct {
+            int set; /* the object was given (even empty) */
+            const char *file;
+            unsigned line, col;
+        } given;
+        struct settings_list env_vars;
+        struct settings_list files;
+        struct {
+            int on;           /* allowPlaintextInject */
+            const char *file; /* where it was last set (run/creds_trust.c) */
+            unsigned line, col;
+        } plaintext;
+    } credentials;
+
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
     struct {
         char *auth_username; /* NULL: no proxy authentication */
@@ -214,6 +234,12 @@ struct settings {
      * to a weaker value (value: the key path; index: which key), refused when
      * a managed file is applied */
     struct settings_list weakened;
+
+    /* internal: where a layer replaced credentials.envVars or .files while
+     * the list held mask entries (value: the key path; file, line, col:
+     * the replacing layer's "credentials"), for run/creds_trust.c: a file
+     * the sandbox could have written may not unmask a secret */
+    struct settings_list cred_replaced;
 
     /* internal: interned file names */
     char **files;
@@ -327,5 +353,33 @@ struct settings_request_rule {
 /* Splits a rule's text form (spans point into text). 0 or -EINVAL. */
 int settings_request_rule_split(const char *text, struct settings_request_rule *r);
 void settings_set_checks(const struct settings_checks *checks);
+/* credentials.envVars / credentials.files: the text form of one checked
+ * entry, lines separated by '\n' (no field can hold one):
+ *   "env" or "file"; the variable name or path; "deny" or "mask";
+ *   the extract regex ("" none); "warn", "deny" or "error" (onExtractNoMatch,
+ *   default "error"); "jwt" or "" (decode); "1" or "0" (maskDuplicates);
+ *   then one line per maskClaims claim ("c" + claim) and per injectHosts
+ *   pattern ("h" + pattern; none = the hosts of network.allowedDomains),
+ *   and with require one line "r" + the header that must carry the
+ *   placeholder (requireHeader, default Authorization).
+ * settings_credential_split() reads it back (spans point into text);
+ * settings_credential_next() walks the rest's lines of one tag. */
+enum settings_nomatch { SETTINGS_NOMATCH_ERROR = 0, SETTINGS_NOMATCH_WARN, SETTINGS_NOMATCH_DENY };
+struct settings_credential {
+    int file; /* a files entry (name is its path) */
+    int mask; /* mode mask (else deny) */
+    const char *name;
+    size_t name_len;
+    const char *extract; /* "" = the whole value */
+    size_t extract_len;
+    enum settings_nomatch on_no_match;
+    int jwt;
+    int mask_duplicates;
+    const char *rest; /* the claim and host lines */
+};
+int settings_credential_split(const char *text, struct settings_credential *r);
+/* The next line of rest tagged tag ('c' claim, 'h' host, 'r' require): 1 with *s, *len
+ * and *rest moved past it, 0 at the end. */
+int settings_credential_next(const char **rest, char tag, const char **s, size_t *len);
 
 #endif

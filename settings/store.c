@@ -199,6 +199,8 @@ void settings_free(struct settings *s)
     free(s->network.parent_proxy.no_proxy);
     settings__list_free(&s->network.strip_response_headers);
     settings__list_free(&s->network.request_rules);
+    settings__list_free(&s->credentials.env_vars);
+    settings__list_free(&s->credentials.files);
     free(s->network.deny_message);
     settings__list_free(&s->git_safe_directories);
     settings__list_free(&s->sandbox.excluded_commands);
@@ -209,6 +211,7 @@ void settings_free(struct settings *s)
     settings__list_free(&s->notices);
     settings__list_free(&s->managed_keys);
     settings__list_free(&s->weakened);
+    settings__list_free(&s->cred_replaced);
     free(s->proxy.auth_username);
     free(s->proxy.auth_password);
     for (size_t i = 0; i < s->nfiles; i++)

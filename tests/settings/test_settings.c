@@ -477,11 +477,85 @@ static const struct error_case error_cases[] = {
      "t.json:1:14: network.filterRequest: 'network.filterRequest' is not supported by sluice: "
      "it is a callback of the JavaScript library, which a settings file cannot carry; decide "
      "per request with an ask handler (sluice run --ask exec:PROGRAM or socket:PATH)"},
-    {"{\"credentials\": {}}",
-     "t.json:1:2: credentials: 'credentials' is not supported by sluice: sluice neither masks "
-     "nor injects credentials; keep secrets out of the sandbox with environment.deny and "
-     "filesystem.denyRead (common secret variables are dropped by default), and let a proxy "
-     "you control named in network.parentProxy add them"},
+    /* credentials (issue 24): srt's schema, each mistake where it is written */
+    {"{\"credentials\": []}", "t.json:1:17: credentials: expected an object, got an array"},
+    {"{\"credentials\": {\"awsPairs\": []}}",
+     "t.json:1:18: credentials.awsPairs: 'credentials.awsPairs' is not supported by "
+     "sluice: AWS SigV4 re-signing is not built yet; mask the variables one by one in "
+     "envVars only if the client sends them as plain tokens"},
+    {"{\"credentials\": {\"sigv4\": {}}}",
+     "t.json:1:18: credentials.sigv4: 'credentials.sigv4' is not supported by sluice: AWS "
+     "SigV4 re-signing (awsPairs) is not built yet"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\"}]}}",
+     "t.json:1:30: credentials.envVars[0]: an entry needs a mode: \"deny\" or \"mask\""},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"hide\"}]}}",
+     "t.json:1:52: credentials.envVars[0].mode: expected \"deny\" or \"mask\", got 'hide'"},
+    {"{\"credentials\": {\"envVars\": [{\"path\": \"/x\", \"mode\": \"mask\"}]}}",
+     "t.json:1:31: credentials.envVars[0].path: unknown key 'path' (an envVars entry names "
+     "its variable: name)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"A-B\", \"mode\": \"mask\"}]}}",
+     "t.json:1:39: credentials.envVars[0].name: 'A-B': not a variable name "
+     "([A-Za-z_][A-Za-z0-9_]*)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[]}]}}",
+     "t.json:1:75: credentials.envVars[0].injectHosts: must not be empty: a masked "
+     "credential needs a host to be sent to (leave the member out for the hosts of "
+     "network.allowedDomains)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"exa mple.com\"]}]}}",
+     "t.json:1:76: credentials.envVars[0].injectHosts[0]: 'exa mple.com': whitespace or "
+     "control character in pattern"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"deny\", \"injectHosts\": "
+     "[\"a.com\"]}]}}",
+     "t.json:1:60: credentials.envVars[0].injectHosts: applies to mode \"mask\" only (a "
+     "denied credential is never sent)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"maskDuplicates\": "
+     "true}]}}",
+     "t.json:1:60: credentials.envVars[0].maskDuplicates: applies to files entries only"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"rel/x\", \"mode\": \"mask\"}]}}",
+     "t.json:1:37: credentials.files[0].path: 'rel/x': must be an absolute path or start "
+     "with ~/"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"extract\": "
+     "\"tok\"}]}}",
+     "t.json:1:70: credentials.files[0].extract: 'tok': needs a group: group 1 is the "
+     "secret"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"extract\": \"(\"}]}}",
+     "t.json:1:70: credentials.files[0].extract: '(': not a POSIX extended regular "
+     "expression: Unmatched ( or \\("},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"onExtractNoMatch\": "
+     "\"warn\"}]}}",
+     "t.json:1:59: credentials.files[0].onExtractNoMatch: applies with extract only"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"decode\": "
+     "\"pem\"}]}}",
+     "t.json:1:69: credentials.files[0].decode: expected \"jwt\", got 'pem'"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"maskClaims\": "
+     "[\"sub\"]}]}}",
+     "t.json:1:59: credentials.files[0].maskClaims: applies with \"decode\": \"jwt\" only"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\"}, {\"name\": \"T\", "
+     "\"mode\": \"deny\"}]}}",
+     "t.json:1:61: credentials.envVars[1]: 'T' is already entry 0"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"secret\": 1}]}}",
+     "t.json:1:60: credentials.envVars[0].secret: unknown key 'secret' (an entry has name "
+     "or path, mode, and optionally extract, onExtractNoMatch, decode, maskClaims, "
+     "maskDuplicates, injectHosts, require, requireHeader)"},
+    /* require (issue 24 item 4) */
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"require\": "
+     "true}]}}",
+     "t.json:1:60: credentials.envVars[0].require: needs explicit injectHosts (with the "
+     "default, every host allowedDomains allows would need the placeholder)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"requireHeader\": \"X-Key\"}]}}",
+     "t.json:1:86: credentials.envVars[0].requireHeader: applies with \"require\": true only"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"deny\", \"require\": "
+     "true}]}}",
+     "t.json:1:60: credentials.envVars[0].require: applies to mode \"mask\" only"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"require\": \"yes\"}]}}",
+     "t.json:1:97: credentials.envVars[0].require: expected a boolean, got a string"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"require\": true, \"requireHeader\": \"X Key\"}]}}",
+     "t.json:1:120: credentials.envVars[0].requireHeader: 'X Key': not an HTTP header name (a "
+     "token of at most 64 bytes)"},
     /* dnsServers */
     {"{\"network\": {\"dnsServers\": [\"1.1.1.1\", \"1.1.1\"]}}",
      "t.json:1:40: network.dnsServers[1]: invalid DNS server \"1.1.1\" (expected IP, IP:PORT, "
@@ -1054,7 +1128,8 @@ static void test_error_leaves_settings_unchanged(void **state)
         "\"ignoreViolations\":{\"q\":[\"/q\"]},\"bwrapPath\":\"/q\","
         "\"mandatoryDenySearchDepth\":12}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomainsFiles\":[\"nope.txt\"]}}",
-        "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{}}",
+        "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{\"envVars\":[{\"name\":"
+        "\"T\",\"mode\":\"mask\"}],\"sigv4\":{}}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomains\":[]}}",
         /* the sandbox and environment objects, failing on their last key */
         ("{\"sandbox\":{\"enabled\":false,\"excludedCommands\":[\"npm\"]},"
@@ -1721,6 +1796,68 @@ static void test_tls_terminate_key(void **state)
 /* network.mitmProxy (srt 0.0.83): recorded with where it was given; a
  * relative socket path resolves against the settings file's directory; a
  * later layer replaces both keys. */
+/* credentials (issue 24): the text form reads back; a later layer that
+ * sets envVars replaces them and keeps files; allowPlaintextInject is a
+ * scalar; the object is recorded where it was given. */
+static void test_credentials_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    struct settings_credential cr;
+    const char *rest, *v;
+    size_t vl;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(
+        apply(&s,
+              "{\"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [{\"name\": "
+              "\"GH\", \"mode\": \"mask\", \"injectHosts\": [\"github.com\", \"*.x.com\"], "
+              "\"require\": true, \"requireHeader\": \"X-Api-Key\"}], "
+              "\"files\": [{\"path\": \"~/.tok\", \"mode\": \"mask\", \"extract\": "
+              "\"t=(.*)\", \"onExtractNoMatch\": \"deny\", \"decode\": \"jwt\", "
+              "\"maskClaims\": [\"sub\", \"a b\"], \"maskDuplicates\": true}]}}",
+              &err),
+        0);
+    assert_int_equal(s.credentials.given.set, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
+    assert_int_equal(s.credentials.env_vars.n, 1);
+    assert_int_equal(settings_credential_split(s.credentials.env_vars.items[0].value, &cr), 0);
+    assert_true(!cr.file && cr.mask && cr.name_len == 2 && memcmp(cr.name, "GH", 2) == 0);
+    assert_true(cr.extract_len == 0 && !cr.jwt && !cr.mask_duplicates);
+    assert_int_equal(cr.on_no_match, SETTINGS_NOMATCH_ERROR);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_true(vl == 10 && memcmp(v, "github.com", 10) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_true(vl == 7 && memcmp(v, "*.x.com", 7) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'r', &v, &vl), 1);
+    assert_true(vl == 9 && memcmp(v, "X-Api-Key", 9) == 0);
+    assert_int_equal(settings_credential_split(s.credentials.files.items[0].value, &cr), 0);
+    assert_true(cr.file && cr.mask && cr.jwt && cr.mask_duplicates);
+    assert_true(cr.extract_len == 6 && memcmp(cr.extract, "t=(.*)", 6) == 0);
+    assert_int_equal(cr.on_no_match, SETTINGS_NOMATCH_DENY);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'c', &v, &vl), 1);
+    assert_true(vl == 3 && memcmp(v, "sub", 3) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'c', &v, &vl), 1);
+    assert_true(vl == 3 && memcmp(v, "a b", 3) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    /* a later layer: envVars replaced, files kept */
+    assert_int_equal(apply(&s, "{\"credentials\": {\"envVars\": [{\"name\": \"A\", \"mode\": "
+                               "\"deny\"}, {\"name\": \"B\", \"mode\": \"deny\"}]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.credentials.env_vars.n, 2);
+    assert_int_equal(s.credentials.files.n, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
+    assert_int_equal(settings_credential_split(s.credentials.env_vars.items[1].value, &cr), 0);
+    assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B');
+    settings_free(&s);
+}
+
 static void test_mitm_proxy_key(void **state)
 {
     struct settings s;
@@ -1912,7 +2049,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 109); /* 20 top-level keys, 62 nested, 27 at the third level */
+    assert_int_equal(count, 114); /* 20 top-level keys, 67 nested, 27 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -1963,6 +2100,7 @@ int main(void)
         cmocka_unit_test(test_environment_set_path),
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_mitm_proxy_key),
+        cmocka_unit_test(test_credentials_key),
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),

@@ -1,0 +1,399 @@
+/* proxy/creds.c - the credential table of a run (creds.h). */
+#define _GNU_SOURCE
+#include "proxy/creds.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "settings/settings.h"
+
+static int fill_random(uint8_t *b, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = getrandom(b, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -EIO;
+        b += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* An unbiased pick in 0..n-1 from random bytes. */
+static int pick(unsigned n, unsigned *out)
+{
+    uint8_t b;
+    unsigned limit = 256u - 256u % n;
+
+    do {
+        if (fill_random(&b, 1) < 0)
+            return -EIO;
+    } while (b >= limit);
+    *out = b % n;
+    return 0;
+}
+
+static int class_of(uint8_t c)
+{
+    if (c >= '0' && c <= '9')
+        return 1;
+    if (c >= 'a' && c <= 'z')
+        return 2;
+    if (c >= 'A' && c <= 'Z')
+        return 3;
+    return 0;
+}
+
+int proxy_cred_placeholder(const uint8_t *real, size_t len, uint8_t *fake)
+{
+    static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t nalnum = 0;
+
+    for (size_t i = 0; i < len; i++)
+        nalnum += class_of(real[i]) != 0;
+    for (size_t i = 0; i < len; i++) {
+        int k = nalnum >= SUBST_LEN_MIN ? class_of(real[i]) : 4;
+        unsigned r;
+        if (k == 0) {
+            fake[i] = real[i];
+            continue;
+        }
+        if (pick(k == 1 ? 10 : k == 4 ? 62 : 26, &r) < 0)
+            return -EIO;
+        if (k == 4)
+            fake[i] = (uint8_t)alnum[r];
+        else
+            fake[i] = (uint8_t)((k == 1 ? 48u : k == 2 ? 97u : 65u) + r); /* '0' 'a' 'A' */
+    }
+    return 0;
+}
+
+static int clashes(const struct proxy_creds *t, const uint8_t *fake, size_t len)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->e[i].len == len &&
+            (memcmp(t->e[i].fake, fake, len) == 0 || memcmp(t->e[i].real, fake, len) == 0))
+            return 1;
+    return 0;
+}
+
+int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uint8_t *real,
+                    size_t len, const uint8_t *fake)
+{
+    struct proxy_cred *e;
+
+    if (t->n >= PROXY_CREDS_MAX || len < SUBST_LEN_MIN || len > SUBST_LEN_MAX)
+        return -EINVAL;
+    e = &t->e[t->n];
+    memset(e, 0, sizeof(*e));
+    e->name = strdup(name);
+    e->real = malloc(len);
+    e->fake = malloc(len);
+    if (e->name == NULL || e->real == NULL || e->fake == NULL)
+        goto nomem;
+    memcpy(e->real, real, len);
+    e->len = len;
+    e->file = file;
+    if (fake != NULL) {
+        memcpy(e->fake, fake, len);
+    } else {
+        int tries = 0;
+        do {
+            if (proxy_cred_placeholder(real, len, e->fake) < 0 || ++tries > 8) {
+                explicit_bzero(e->real, len);
+                free(e->real);
+                free(e->fake);
+                free(e->name);
+                return tries > 8 ? -EINVAL : -EIO;
+            }
+        } while (memcmp(e->fake, real, len) == 0 || clashes(t, e->fake, len));
+    }
+    if (memcmp(e->fake, real, len) == 0 || clashes(t, e->fake, len) || clashes(t, real, len)) {
+        explicit_bzero(e->real, len);
+        free(e->real);
+        free(e->fake);
+        free(e->name);
+        return -EINVAL;
+    }
+    t->n++;
+    return 0;
+nomem:
+    free(e->name);
+    free(e->real);
+    free(e->fake);
+    return -ENOMEM;
+}
+
+/* The base64 characters of (a zero bytes, v) that v's bytes alone decide
+ * (each covers 6 bits inside v's): *out (owned), *olen. 0 or -ENOMEM. */
+static int b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
+{
+    static const char B[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t first = (8 * a + 5) / 6, last = (8 * (a + len) - 6) / 6; /* char indices */
+    uint8_t *o = malloc(last - first + 1);
+
+    if (o == NULL)
+        return -ENOMEM;
+    for (size_t k = first; k <= last; k++) {
+        size_t bit = 6 * k; /* of the stream: a zero bytes, then v */
+        unsigned x = 0;
+        for (size_t b = bit; b < bit + 6; b++) {
+            size_t byte = b / 8 - a;
+            x = x << 1 | ((unsigned)v[byte] >> (7 - b % 8) & 1u);
+        }
+        o[k - first] = (uint8_t)B[x];
+    }
+    *out = o;
+    *olen = last - first + 1;
+    return 0;
+}
+
+int proxy_creds_seal(struct proxy_creds *t)
+{
+    struct subst_pair a[SUBST_MAX], b[SUBST_MAX];
+    size_t nb = t->n;
+
+    for (size_t i = 0; i < t->n; i++) {
+        struct proxy_cred *e = &t->e[i];
+        a[i] = (struct subst_pair){e->fake, e->real, e->len};
+        b[i] = (struct subst_pair){e->real, e->fake, e->len};
+        for (unsigned k = 0; k < 3; k++) {
+            size_t l2;
+            if (e->b64real[k] == NULL &&
+                (b64_inner(e->real, e->len, k, &e->b64real[k], &e->b64len[k]) < 0 ||
+                 b64_inner(e->fake, e->len, k, &e->b64fake[k], &l2) < 0))
+                return -ENOMEM;
+            b[t->n + 3 * i + k] = (struct subst_pair){e->b64real[k], e->b64fake[k], e->b64len[k]};
+            nb++;
+        }
+    }
+    if (subst_set_init(&t->to_real, a, t->n) < 0 || subst_set_init(&t->to_fake, b, nb) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits)
+{
+    uint64_t out = bits;
+
+    for (size_t i = 0; i < t->n; i++)
+        if (bits & (UINT64_C(1) << i))
+            out |= UINT64_C(7) << (t->n + 3 * i);
+    return out;
+}
+
+void proxy_creds_clear(struct proxy_creds *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        explicit_bzero(t->e[i].real, t->e[i].len);
+        free(t->e[i].real);
+        free(t->e[i].fake);
+        free(t->e[i].name);
+        for (unsigned k = 0; k < 3; k++) {
+            if (t->e[i].b64real[k] != NULL)
+                explicit_bzero(t->e[i].b64real[k], t->e[i].b64len[k]);
+            free(t->e[i].b64real[k]);
+            free(t->e[i].b64fake[k]);
+        }
+    }
+    explicit_bzero(t, sizeof(*t));
+}
+
+/* The value of header name in a head (after the request or status line),
+ * or NULL. */
+char *proxy_head_value(char *head, size_t len, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    char *p = memchr(head, '\n', len), *end = head + len;
+
+    while (p != NULL && p + 1 < end) {
+        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
+        size_t ll = eol != NULL ? (size_t)(eol - line) : (size_t)(end - line);
+        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+            char *v = line + nl + 1, *ve = line + ll;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            *vlen = (size_t)(ve - v);
+            return v;
+        }
+        p = eol;
+    }
+    return NULL;
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_val(char ch)
+{
+    const char *p = ch != '\0' ? strchr(B64, ch) : NULL;
+
+    return p != NULL ? (int)(p - B64) : -1;
+}
+
+/* Strict base64 with padding: 0 with *olen, or -1. */
+static int b64_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *olen)
+{
+    size_t o = 0;
+
+    if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap)
+        return -1;
+    for (size_t i = 0; i < len; i += 4) {
+        int v[4], pad = 0;
+        for (int k = 0; k < 4; k++) {
+            v[k] =
+                in[i + (size_t)k] == '=' && i + 4 == len && k >= 2 ? 0 : b64_val(in[i + (size_t)k]);
+            pad += in[i + (size_t)k] == '=';
+            if (v[k] < 0)
+                return -1;
+        }
+        if (pad == 1 && in[i + 2] == '=')
+            return -1;
+        out[o++] = (uint8_t)(v[0] << 2 | v[1] >> 4);
+        if (pad < 2)
+            out[o++] = (uint8_t)((v[1] & 15) << 4 | v[2] >> 2);
+        if (pad < 1)
+            out[o++] = (uint8_t)((v[2] & 3) << 6 | v[3]);
+    }
+    *olen = o;
+    return 0;
+}
+
+static void b64_encode(const uint8_t *in, size_t len, char *out)
+{
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < len ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < len ? in[i + 2] : 0);
+        *out++ = B64[v >> 18 & 63];
+        *out++ = B64[v >> 12 & 63];
+        *out++ = i + 1 < len ? B64[v >> 6 & 63] : '=';
+        *out++ = i + 2 < len ? B64[v & 63] : '=';
+    }
+}
+
+/* "Authorization: Basic B64": the decoded credentials scanned, and written
+ * back re-encoded when something was replaced (the same length). The bits
+ * replaced and found-and-left go to *rep and *blk. */
+static void basic_credentials(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                              uint64_t *rep, uint64_t *blk)
+{
+    size_t vlen, dlen, b64len;
+    char *v = proxy_head_value(head, len, "Authorization", &vlen), *b64;
+    uint8_t *dec;
+    uint64_t r, b = 0;
+
+    if (v == NULL || vlen < 7 || strncasecmp(v, "Basic ", 6) != 0)
+        return;
+    b64 = v + 6;
+    b64len = vlen - 6;
+    while (b64len > 0 && *b64 == ' ') {
+        b64++;
+        b64len--;
+    }
+    dec = malloc(b64len / 4 * 3 + 1);
+    if (dec == NULL || b64_decode(b64, b64len, dec, b64len / 4 * 3, &dlen) < 0) {
+        free(dec);
+        return;
+    }
+    r = subst_buffer(&t->to_real, allow, dec, dlen, &b);
+    if (r != 0)
+        b64_encode(dec, dlen, b64); /* the same length: dlen did not change */
+    explicit_bzero(dec, dlen);
+    free(dec);
+    *rep |= r;
+    *blk |= b;
+}
+
+uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                          uint64_t *blocked)
+{
+    uint64_t blk = 0, rep = subst_buffer(&t->to_real, allow, (uint8_t *)head, len, &blk);
+
+    basic_credentials(t, allow, head, len, &rep, &blk);
+    if (blocked != NULL)
+        *blocked = blk;
+    return rep;
+}
+
+/* v (vl bytes) is entry e's placeholder. */
+static int is_fake(const struct proxy_cred *e, const char *v, size_t vl)
+{
+    return vl == e->len && memcmp(v, e->fake, vl) == 0;
+}
+
+/* Decoded Basic credentials "USER:PASSWORD": one side the placeholder, the
+ * other shorter than any secret sluice masks (16 bytes), so no credential
+ * of the client's own rides along. */
+static int basic_alone(const struct proxy_cred *e, const char *b64, size_t len)
+{
+    size_t dlen;
+    uint8_t *dec = malloc(len / 4 * 3 + 1);
+    const uint8_t *colon;
+    int ok = 0;
+
+    if (dec != NULL && b64_decode(b64, len, dec, len / 4 * 3, &dlen) == 0 &&
+        (colon = memchr(dec, ':', dlen)) != NULL) {
+        size_t ul = (size_t)(colon - dec), pl = dlen - ul - 1;
+        ok = (is_fake(e, (const char *)dec, ul) && pl < SUBST_LEN_MIN) ||
+             (is_fake(e, (const char *)colon + 1, pl) && ul < SUBST_LEN_MIN);
+    }
+    if (dec != NULL)
+        explicit_bzero(dec, len / 4 * 3 + 1);
+    free(dec);
+    return ok;
+}
+
+int proxy_creds_required(const struct proxy_creds *t, size_t i, const char *name, char *head,
+                         size_t len)
+{
+    const struct proxy_cred *e = &t->e[i];
+    size_t vl, other, w = 0;
+    char *v = proxy_head_value(head, len, name, &vl), *rest;
+
+    if (v == NULL || proxy_head_value(v, len - (size_t)(v - head), name, &other) != NULL)
+        return 0; /* absent, or given twice */
+    if (is_fake(e, v, vl))
+        return 1;
+    while (w < vl && w <= 32 &&
+           ((v[w] >= 'A' && v[w] <= 'Z') || (v[w] >= 'a' && v[w] <= 'z') ||
+            (v[w] >= '0' && v[w] <= '9') || v[w] == '-' || v[w] == '_'))
+        w++;
+    if (w == 0 || w > 32 || w >= vl || v[w] != ' ')
+        return 0;
+    rest = v + w;
+    while (rest < v + vl && *rest == ' ')
+        rest++;
+    if (is_fake(e, rest, (size_t)(v + vl - rest)))
+        return 1;
+    return w == 5 && strncasecmp(v, "Basic", 5) == 0 &&
+           basic_alone(e, rest, (size_t)(v + vl - rest));
+}
+
+int proxy_creds_settings_check(const struct settings *s, struct settings_error *err)
+{
+    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+
+    for (size_t l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            const struct settings_item *it = &lists[l]->items[i];
+            struct settings_credential cr;
+            if (settings_credential_split(it->value, &cr) < 0)
+                continue;
+            snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: refused by sluice proxy: %s",
+                     it->file, it->line, it->col, it->list, it->index,
+                     cr.mask ? "mode \"mask\" hands a sandbox a placeholder, and sluice proxy "
+                               "has no sandbox to mask (its clients hold their own secrets); "
+                               "use credentials with sluice run"
+                             : "mode \"deny\" hides a secret from a sandbox, and sluice proxy "
+                               "has no sandbox; use credentials with sluice run");
+            return -1;
+        }
+    return 0;
+}

@@ -1,0 +1,95 @@
+/* proxy/creds.h - the credentials a proxy service swaps in (issue 24): one
+ * table per run, made by `sluice run` (run/creds.c) from the masked
+ * entries of "credentials", read by the HTTP front end (proxy/http_cred.c).
+ *
+ * Each entry has its name (a variable, or a file's path), the real value
+ * and its placeholder: random bytes from the OS random source, of the real
+ * value's length and shape (a digit stays a digit, a lower-case letter a
+ * lower-case letter, an upper-case one upper-case, every other byte as it
+ * is; a value with fewer than 16 letters and digits is replaced whole by
+ * letters and digits), never equal to the value or to another entry's.
+ * Two scanner sets: placeholder -> real (requests to the entry's hosts;
+ * pair i is entry i) and real -> placeholder (responses from them: pair i
+ * is entry i's value, pairs n + 3i .. n + 3i + 2 its base64 forms; see
+ * proxy_creds_fake_bits). The real values live in
+ * this process only (the run's launcher is not dumpable) and are wiped
+ * when the table is freed; nothing here writes one anywhere.
+ */
+#ifndef SLUICE_PROXY_CREDS_H
+#define SLUICE_PROXY_CREDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/subst.h"
+
+/* Entries at most: each has 4 pairs in to_fake (below). */
+#define PROXY_CREDS_MAX (SUBST_MAX / 4)
+
+struct proxy_cred {
+    char *name; /* variable name, or the path of a files entry */
+    int file;
+    uint8_t *real, *fake;
+    size_t len;
+    /* the base64 text that the value's bytes alone decide, at each of the
+     * three alignments, of the real value and of the placeholder: an
+     * origin that echoes the Basic credentials it got hands back base64 */
+    uint8_t *b64real[3], *b64fake[3];
+    size_t b64len[3];
+};
+
+struct proxy_creds {
+    struct proxy_cred e[PROXY_CREDS_MAX];
+    size_t n;
+    int plaintext; /* credentials.allowPlaintextInject */
+    struct subst_set to_real, to_fake;
+    /* atomic: requests that carried entry i's placeholder to one of its
+     * hosts (replaced), and to another host (left, logged) */
+    uint64_t injected[SUBST_MAX], elsewhere[SUBST_MAX];
+    uint64_t refused; /* atomic: requests refused (fail closed) */
+};
+
+/* A placeholder of fake_len = len bytes for real (see above) into fake.
+ * 0, or -EIO when the random source fails. */
+int proxy_cred_placeholder(const uint8_t *real, size_t len, uint8_t *fake);
+
+/* Adds an entry (real copied; its placeholder made, or taken from fake
+ * when fake is not NULL). 0, -EINVAL (too many entries, a length outside
+ * SUBST_LEN_MIN..SUBST_LEN_MAX, a placeholder equal to a value), -ENOMEM,
+ * -EIO. The sets are built by proxy_creds_seal. */
+int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uint8_t *real,
+                    size_t len, const uint8_t *fake);
+/* Builds the two scanner sets once every entry is in. 0, -EINVAL or
+ * -ENOMEM. */
+int proxy_creds_seal(struct proxy_creds *t);
+/* The to_fake pairs of the entries in bits. */
+uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits);
+/* Wipes and frees the entries (t itself is the caller's). */
+void proxy_creds_clear(struct proxy_creds *t);
+
+/* A request head (the request line, then header lines), in place: each
+ * placeholder of an entry in allow replaced by its value, and so in the
+ * decoded credentials of an "Authorization: Basic" header (strict base64,
+ * re-encoded: the same length). Returns the bits replaced; *blocked (may
+ * be NULL) gets the bits of the entries found and left. Pure. */
+uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                          uint64_t *blocked);
+/* The value of header name (any case) in a head after its first line,
+ * spaces around it left out: a pointer into head and *vlen, or NULL. */
+char *proxy_head_value(char *head, size_t len, const char *name, size_t *vlen);
+
+/* require (issue 24 item 4): 1 when header name appears once in the head
+ * and carries entry i's placeholder and nothing else: the placeholder
+ * alone, after one scheme word ("Bearer P", "token P"), or as one side of
+ * "Basic" credentials whose other side is shorter than SUBST_LEN_MIN (so
+ * it is no credential of the client's own). Else 0. Pure. */
+int proxy_creds_required(const struct proxy_creds *t, size_t i, const char *name, char *head,
+                         size_t len);
+
+/* sluice proxy: any "credentials" entry is refused (there is no sandbox to
+ * mask for or hide from), with a located message. 0 or -1 with err. */
+struct settings;
+struct settings_error;
+int proxy_creds_settings_check(const struct settings *s, struct settings_error *err);
+
+#endif

@@ -1,0 +1,389 @@
+/* proxy/http_cred.c - credential substitution in the HTTP front end (issue
+ * 24): a stage between the client and the upstream of every forwarded
+ * request (plain HTTP, and each request inside a terminated tunnel).
+ *
+ * The host an entry's real value may go to is the request's judged host
+ * (c->host: the CONNECT target inside a terminated tunnel, the absolute-
+ * form authority otherwise; never a Host header alone), by the policy in
+ * use (policy_cred_injects). For such a host, and only inside a terminated
+ * tunnel or with credentials.allowPlaintextInject, the placeholder is
+ * replaced in the head as it goes upstream (the request line's path and
+ * query, every header value, and the decoded credentials of an
+ * "Authorization: Basic" header, re-encoded) and in the streamed body
+ * (unless it has a Content-Encoding). The head is rewritten in place: a
+ * placeholder has its value's length, so nothing moves and Content-Length
+ * stays right. A placeholder for an entry's host on a plain-HTTP request
+ * without allowPlaintextInject is refused (fail closed: never sent); one
+ * for another host is left as it is, and named in the decision record
+ * (secret_placeholder=NAME) and counted. Responses from an entry's hosts
+ * have its real value replaced by the placeholder (head and streamed body,
+ * unless encoded), so an origin that echoes a request does not hand the
+ * value back. An Upgrade (WebSocket) to an entry's host is refused: the
+ * frames after a 101 are relayed unread. With require, a request to an
+ * entry's hosts must carry its placeholder alone in the required header. What the verdict and the
+ * log see (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real
+ * value.
+ */
+#define _GNU_SOURCE
+#include "proxy/http_int.h"
+
+#include "proxy/creds.h"
+#include "proxy/service.h"
+
+#include <strings.h>
+
+struct http_cred {
+    uint64_t allow;  /* entries replaced in this request */
+    uint64_t refuse; /* entries whose placeholder here is refused (fail closed) */
+    uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
+    uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
+    unsigned req_on : 1, resp_on : 1;
+    unsigned cut : 1; /* a refused placeholder in the body: the connection ends */
+    struct subst_stream req, resp;
+    uint8_t *scratch; /* request body output (sent at once) */
+    size_t scap;
+    uint8_t *arena; /* response body output, kept until http_out_flush */
+    size_t alen, acap;
+};
+
+static struct proxy_creds *creds_of(const struct http_conn *c)
+{
+    const struct proxy_service *svc = c->fc.f->data;
+
+    return svc != NULL && svc->creds != NULL && svc->creds->n > 0 ? svc->creds : NULL;
+}
+
+void http_cred_free(struct http_work *w)
+{
+    struct http_cred *k = w->cred;
+
+    if (k == NULL)
+        return;
+    if (k->req_on)
+        subst_stream_free(&k->req);
+    if (k->resp_on)
+        subst_stream_free(&k->resp);
+    free(k->scratch);
+    free(k->arena);
+    free(k);
+    w->cred = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heads                                                                     */
+
+/* The names of the entries in bits, "A,B", into the log record. */
+static void note_names(struct http_conn *c, const struct proxy_creds *t, uint64_t bits)
+{
+    char buf[512];
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < t->n && o < sizeof(buf); i++)
+        if (bits & (UINT64_C(1) << i)) {
+            int w = snprintf(buf + o, sizeof(buf) - o, "%s%s", o > 0 ? "," : "", t->e[i].name);
+            if (w < 0)
+                break;
+            o += (size_t)w;
+        }
+    frontend_conn_set_text(&c->fc.secret, buf);
+}
+
+static void count(struct proxy_creds *t, uint64_t *ctr, uint64_t bits)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (bits & (UINT64_C(1) << i))
+            __atomic_add_fetch(&ctr[i], 1, __ATOMIC_RELAXED);
+}
+
+/* Which entries go to this request's host, and how. */
+static void judge(const struct http_conn *c, const struct proxy_creds *t, struct http_cred *k)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    int transport = c->terminated || t->plaintext;
+
+    for (size_t i = 0; i < t->n; i++) {
+        int idx = policy_cred_find(pol, t->e[i].file, t->e[i].name);
+        if (idx < 0 || !policy_cred_injects(pol, (size_t)idx, &c->host, c->fc.port))
+            continue;
+        k->hosts |= UINT64_C(1) << i;
+        if (policy_cred_require(pol, (size_t)idx) != NULL)
+            k->need |= UINT64_C(1) << i;
+        if (transport)
+            k->allow |= UINT64_C(1) << i;
+        else
+            k->refuse |= UINT64_C(1) << i;
+    }
+}
+
+static int has_encoding(char *head, size_t len)
+{
+    size_t vl;
+    char *v = proxy_head_value(head, len, "Content-Encoding", &vl);
+
+    return v != NULL && !(vl == 8 && strncasecmp(v, "identity", 8) == 0);
+}
+
+/* require (issue 24 item 4): every entry in k->need must have its
+ * placeholder alone in its header (before anything is replaced), else the
+ * request is refused: the sandbox may not use a credential of its own with
+ * that API. 0, or -1 after the 403. */
+static int required(struct http_conn *c, struct proxy_creds *t, struct http_cred *k)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    struct http_work *w = c->w;
+
+    for (size_t i = 0; i < t->n; i++) {
+        const char *hdr;
+        char why[400];
+        int idx;
+        if (!(k->need & (UINT64_C(1) << i)))
+            continue;
+        idx = policy_cred_find(pol, t->e[i].file, t->e[i].name);
+        hdr = idx >= 0 ? policy_cred_require(pol, (size_t)idx) : NULL;
+        if (hdr == NULL || proxy_creds_required(t, i, hdr, w->out, w->out_len))
+            continue;
+        note_names(c, t, UINT64_C(1) << i);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        snprintf(why, sizeof(why),
+                 "credential %s has require: a request to its hosts must carry its placeholder, "
+                 "and nothing else, in the %s header; the request was not sent",
+                 t->e[i].name, hdr);
+        http_refuse(c, 403, why, 1, "credential required");
+        return -1;
+    }
+    return 0;
+}
+
+int http_cred_request(struct http_conn *c)
+{
+    struct http_work *w = c->w;
+    struct proxy_creds *t = creds_of(c);
+    struct http_cred *k;
+    uint64_t rep, blk = 0;
+
+    http_cred_free(w);
+    if (t == NULL || w->is_connect || w->out == NULL)
+        return 0;
+    k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        http_conn_close(c, "out of memory");
+        return -1;
+    }
+    w->cred = k;
+    judge(c, t, k);
+    if (w->upgrade && k->hosts != 0) {
+        /* after a 101 the bytes are relayed as they are: placeholders in
+         * frames would go unswapped, and a value the origin echoes in a
+         * frame would reach the sandbox unmasked */
+        note_names(c, t, k->hosts);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        http_refuse(c, 403,
+                    "an Upgrade (WebSocket) to a host a masked credential is sent to: sluice does "
+                    "not read the frames after it (placeholders there would not be swapped, nor "
+                    "an echoed value masked); the request was not sent",
+                    1, "credential refused");
+        return -1;
+    }
+    if (k->need != 0 && required(c, t, k) < 0)
+        return -1;
+    rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
+    if (blk & k->refuse) {
+        char why[300];
+        note_names(c, t, blk & k->refuse);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        snprintf(why, sizeof(why),
+                 "a credential placeholder in a plain-HTTP request to its host: sluice swaps it "
+                 "only inside terminated HTTPS unless credentials.allowPlaintextInject; the "
+                 "request was not sent");
+        http_refuse(c, 403, why, 1, "credential refused");
+        return -1;
+    }
+    if (blk != 0) {
+        note_names(c, t, blk);
+        count(t, t->elsewhere, blk);
+    }
+    count(t, t->injected, rep);
+    if (w->req_body != HTTP_BODY_NONE && !has_encoding(w->out, w->out_len)) {
+        if (subst_stream_init(&k->req, &t->to_real, k->allow) < 0) {
+            http_conn_close(c, "out of memory");
+            return -1;
+        }
+        k->req_on = 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request bodies                                                            */
+
+static int send_up(struct http_conn *c, const uint8_t *b, size_t n)
+{
+    struct http_work *w = c->w;
+
+    if (n == 0)
+        return 0; /* never a chunk of 0: that would end the body */
+    return http_send_body(c, w->up, w->req_body == HTTP_BODY_CHUNKED, (const char *)b, n);
+}
+
+/* After the stream found placeholders: counted, named, and a refused one
+ * ends the connection before it is sent. 0 or -1. */
+static int body_found(struct http_conn *c, struct proxy_creds *t, struct http_cred *k,
+                      uint64_t seen_blk, uint64_t seen_rep)
+{
+    uint64_t nb = k->req.blocked & ~seen_blk, nr = k->req.replaced & ~seen_rep;
+
+    count(t, t->injected, nr);
+    if (nb == 0)
+        return 0;
+    note_names(c, t, k->req.blocked);
+    if (nb & k->refuse) {
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        http_set_reason(c, "a credential placeholder in a plain-HTTP request body to its host "
+                           "(credentials.allowPlaintextInject is off): the request was cut "
+                           "before it");
+        k->cut = 1;
+        return -1;
+    }
+    count(t, t->elsewhere, nb);
+    return 0;
+}
+
+int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
+{
+    struct http_work *w = c->w;
+    struct http_cred *k = w->cred;
+    struct proxy_creds *t = creds_of(c);
+    uint64_t blk, rep;
+    size_t need, n;
+
+    if (k == NULL || !k->req_on || t == NULL)
+        return 0;
+    if (k->cut)
+        return 1;
+    need = k->req.ncarry + len;
+    if (need > k->scap) {
+        uint8_t *nb = realloc(k->scratch, need);
+        if (nb == NULL)
+            return UV_ENOMEM;
+        k->scratch = nb;
+        k->scap = need;
+    }
+    blk = k->req.blocked;
+    rep = k->req.replaced;
+    n = subst_feed(&k->req, (const uint8_t *)at, len, k->scratch);
+    if (body_found(c, t, k, blk, rep) < 0)
+        return 1;
+    return send_up(c, k->scratch, n) < 0 ? UV_EPIPE : 1;
+}
+
+int http_cred_body_up_end(struct http_conn *c)
+{
+    struct http_cred *k = c->w->cred;
+    struct proxy_creds *t = creds_of(c);
+    uint64_t blk, rep;
+    size_t n;
+
+    if (k == NULL || !k->req_on || t == NULL || k->req.ncarry == 0 || k->cut)
+        return 0;
+    if (k->req.ncarry > k->scap)
+        return UV_EINVAL; /* cannot happen: the carry came from a feed */
+    blk = k->req.blocked;
+    rep = k->req.replaced;
+    n = subst_finish(&k->req, k->scratch);
+    if (body_found(c, t, k, blk, rep) < 0)
+        return 0; /* cut: http_cred_cut */
+    return send_up(c, k->scratch, n);
+}
+
+int http_cred_cut(const struct http_conn *c)
+{
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->cut;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Responses                                                                 */
+
+void http_cred_response_head(struct http_conn *c, char *head, size_t len)
+{
+    struct http_cred *k = c->w->cred;
+    struct proxy_creds *t = creds_of(c);
+
+    if (k == NULL || t == NULL || k->hosts == 0)
+        return;
+    (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
+    if (k->resp_on) {
+        subst_stream_free(&k->resp);
+        k->resp_on = 0;
+    }
+    if (!has_encoding(head, len) &&
+        subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
+        k->resp_on = 1;
+}
+
+void http_cred_flushed(struct http_work *w)
+{
+    if (w->cred != NULL)
+        w->cred->alen = 0;
+}
+
+/* n bytes of room in the arena: what was gathered is flushed first when it
+ * is full (its pieces point into it). 0 or UV_E*. */
+static int arena_room(struct http_conn *c, struct http_cred *k, size_t n)
+{
+    struct http_work *w = c->w;
+    int rc;
+
+    if (w->nob + 3 > HTTP_OUT_BUFS || w->nhdr + 1 > HTTP_OUT_HDRS || k->alen + n > k->acap) {
+        rc = http_out_flush(c); /* resets alen */
+        if (rc < 0)
+            return rc;
+    }
+    if (k->alen + n > k->acap) {
+        size_t cap = k->alen + n > 2 * k->acap ? k->alen + n : 2 * k->acap;
+        uint8_t *na = realloc(k->arena, cap); /* nothing points into it now */
+        if (na == NULL)
+            return UV_ENOMEM;
+        k->arena = na;
+        k->acap = cap;
+    }
+    return 0;
+}
+
+static int send_down(struct http_conn *c, struct http_cred *k, size_t n)
+{
+    int rc;
+
+    if (n == 0)
+        return 0;
+    rc = http_send_body(c, NULL, c->w->chunk_out, (const char *)k->arena + k->alen, n);
+    k->alen += n;
+    return rc;
+}
+
+int http_cred_body_down(struct http_conn *c, const char *at, size_t len)
+{
+    struct http_cred *k = c->w->cred;
+    int rc;
+
+    if (k == NULL || !k->resp_on)
+        return 0;
+    rc = arena_room(c, k, k->resp.ncarry + len);
+    if (rc < 0)
+        return rc;
+    rc = send_down(c, k, subst_feed(&k->resp, (const uint8_t *)at, len, k->arena + k->alen));
+    return rc < 0 ? rc : 1;
+}
+
+int http_cred_body_down_end(struct http_conn *c)
+{
+    struct http_cred *k = c->w->cred;
+    int rc;
+
+    if (k == NULL || !k->resp_on || k->resp.ncarry == 0)
+        return 0;
+    rc = arena_room(c, k, k->resp.ncarry);
+    if (rc < 0)
+        return rc;
+    return send_down(c, k, subst_finish(&k->resp, k->arena + k->alen));
+}

@@ -1,0 +1,134 @@
+/* proxy/subst.c - the credential substitution scanner (subst.h). */
+#include "proxy/subst.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int subst_set_init(struct subst_set *s, const struct subst_pair *pairs, size_t n)
+{
+    memset(s, 0, sizeof(*s));
+    if (n > SUBST_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (pairs[i].len < SUBST_LEN_MIN || pairs[i].len > SUBST_LEN_MAX)
+            return -EINVAL;
+        for (size_t k = 0; k < i; k++)
+            if (pairs[k].len == pairs[i].len &&
+                memcmp(pairs[k].from, pairs[i].from, pairs[i].len) == 0)
+                return -EINVAL;
+        s->pairs[i] = pairs[i];
+        s->first[pairs[i].from[0]] = 1;
+        if (pairs[i].len > s->maxlen)
+            s->maxlen = pairs[i].len;
+    }
+    s->n = n;
+    return 0;
+}
+
+/* At b[0..avail): the pair decided there. Returns its index, -1 when none
+ * matches, or -2 when the answer needs bytes past avail (only when !final). */
+static int decide(const struct subst_set *s, const uint8_t *b, size_t avail, int final)
+{
+    int best = -1;
+
+    if (!s->first[b[0]])
+        return -1;
+    for (size_t k = 0; k < s->n; k++) {
+        const struct subst_pair *p = &s->pairs[k];
+        if (p->len <= avail) {
+            if ((best < 0 || p->len > s->pairs[best].len) && memcmp(b, p->from, p->len) == 0)
+                best = (int)k;
+        } else if (!final && memcmp(b, p->from, avail) == 0) {
+            return -2; /* a longer pair may still start here */
+        }
+    }
+    return best;
+}
+
+/* Rewrites b[0..len) in place up to the first position that needs more
+ * bytes; returns how many bytes are decided. */
+static size_t scan(const struct subst_set *s, uint64_t allow, uint8_t *b, size_t len, int final,
+                   uint64_t *replaced, uint64_t *blocked)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        int k = decide(s, b + i, len - i, final);
+        if (k == -2)
+            return i;
+        if (k < 0) {
+            i++;
+            continue;
+        }
+        if (allow & (UINT64_C(1) << k)) {
+            memcpy(b + i, s->pairs[k].to, s->pairs[k].len);
+            *replaced |= UINT64_C(1) << k;
+        } else {
+            *blocked |= UINT64_C(1) << k;
+        }
+        i += s->pairs[k].len;
+    }
+    return len;
+}
+
+int subst_stream_init(struct subst_stream *st, const struct subst_set *s, uint64_t allow)
+{
+    memset(st, 0, sizeof(*st));
+    st->set = s;
+    st->allow = allow;
+    if (s->maxlen > 1 && (st->carry = malloc(s->maxlen - 1)) == NULL)
+        return -ENOMEM;
+    return 0;
+}
+
+void subst_stream_free(struct subst_stream *st)
+{
+    free(st->carry);
+    st->carry = NULL;
+    st->ncarry = 0;
+}
+
+size_t subst_feed(struct subst_stream *st, const uint8_t *in, size_t len, uint8_t *out)
+{
+    size_t total = st->ncarry + len, done;
+
+    if (st->set->n == 0) {
+        memmove(out, in, len);
+        return len;
+    }
+    if (st->ncarry > 0)
+        memcpy(out, st->carry, st->ncarry);
+    memmove(out + st->ncarry, in, len);
+    done = scan(st->set, st->allow, out, total, 0, &st->replaced, &st->blocked);
+    /* what is held back is shorter than the longest pair: it started a
+     * partial match at done */
+    st->ncarry = total - done;
+    if (st->ncarry > 0)
+        memcpy(st->carry, out + done, st->ncarry);
+    return done;
+}
+
+size_t subst_finish(struct subst_stream *st, uint8_t *out)
+{
+    size_t n = st->ncarry;
+
+    if (n == 0)
+        return 0;
+    memcpy(out, st->carry, n);
+    (void)scan(st->set, st->allow, out, n, 1, &st->replaced, &st->blocked);
+    st->ncarry = 0;
+    return n;
+}
+
+uint64_t subst_buffer(const struct subst_set *s, uint64_t allow, uint8_t *buf, size_t len,
+                      uint64_t *blocked)
+{
+    uint64_t replaced = 0, b = 0;
+
+    if (s->n > 0)
+        (void)scan(s, allow, buf, len, 1, &replaced, &b);
+    if (blocked != NULL)
+        *blocked = b;
+    return replaced;
+}

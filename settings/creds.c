@@ -1,0 +1,498 @@
+/* settings/creds.c - the validator of "credentials" (issue 24, srt
+ * 0.0.83's schema): credentials.envVars and credentials.files, lists of
+ * {"name" | "path", "mode": "deny" | "mask", "extract", "onExtractNoMatch",
+ * "decode", "maskClaims", "maskDuplicates", "injectHosts"}. Each entry is
+ * checked where it is written (unknown member, missing or bad mode, a
+ * member that means nothing for its mode or kind, an extract regex without
+ * a group, an empty injectHosts, a bad host pattern, a name given twice)
+ * and stored as one settings_item in the text form settings.h describes.
+ * What needs the other keys (injectHosts against allowedDomains and
+ * tlsTerminate.excludeDomains, mask without tlsTerminate) is judged when
+ * the policy is compiled (policy/cred.c); what needs the secret (its
+ * length, an extract that does not match) when `sluice run` reads it.
+ */
+#include "settings/settings-int.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENTRY_HINT                                                                                 \
+    "(an entry has name or path, mode, and optionally extract, onExtractNoMatch, "                 \
+    "decode, maskClaims, maskDuplicates, injectHosts, require, requireHeader)"
+
+struct cbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static int cb_add(struct cbuf *b, const char *s, size_t n)
+{
+    if (b->cap - b->n <= n) {
+        size_t cap = (b->cap + n) * 2 + 64;
+        char *np = realloc(b->p, cap);
+        if (np == NULL)
+            return -ENOMEM;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
+static int cb_line(struct cbuf *b, const char *s)
+{
+    return b->n > 0 && cb_add(b, "\n", 1) < 0 ? -ENOMEM : cb_add(b, s, strlen(s));
+}
+
+static int env_name_ok(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s != '\0'; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* No field of the text form may hold a line break (or another control
+ * character, which no name, path, claim or regex here needs). */
+static int has_control(const char *s)
+{
+    for (; *s != '\0'; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
+struct entry {
+    json_t *name, *mode, *extract, *nomatch, *decode, *claims, *dups, *hosts, *require, *rhdr;
+};
+
+static int members(struct ctx *c, json_t *o, int file, struct entry *e)
+{
+    const char *key;
+    json_t *m;
+
+    json_object_foreach(o, key, m)
+    {
+        json_t **slot = strcmp(key, file ? "path" : "name") == 0 ? &e->name
+                        : strcmp(key, "mode") == 0               ? &e->mode
+                        : strcmp(key, "extract") == 0            ? &e->extract
+                        : strcmp(key, "onExtractNoMatch") == 0   ? &e->nomatch
+                        : strcmp(key, "decode") == 0             ? &e->decode
+                        : strcmp(key, "maskClaims") == 0         ? &e->claims
+                        : strcmp(key, "maskDuplicates") == 0     ? &e->dups
+                        : strcmp(key, "injectHosts") == 0        ? &e->hosts
+                        : strcmp(key, "require") == 0            ? &e->require
+                        : strcmp(key, "requireHeader") == 0      ? &e->rhdr
+                                                                 : NULL;
+        int rc;
+
+        settings__push_key(c, key);
+        if (slot == NULL)
+            rc = settings__fail(c, 1, "unknown key '%s' %s", key,
+                                strcmp(key, file ? "name" : "path") == 0
+                                    ? (file ? "(a files entry names its path)"
+                                            : "(an envVars entry names its variable: name)")
+                                    : ENTRY_HINT);
+        else if (slot == &e->dups && !file)
+            rc = settings__fail(c, 1, "applies to files entries only");
+        else
+            rc = 0;
+        settings__pop(c);
+        if (rc < 0)
+            return rc;
+        *slot = m;
+    }
+    return 0;
+}
+
+/* A member that must be a string: 0 with *out, or settings__fail's value. */
+static int member_string(struct ctx *c, const char *key, json_t *m, const char **out)
+{
+    int rc = 0;
+
+    settings__push_key(c, key);
+    if (!json_is_string(m))
+        rc = settings__fail(c, 0, "expected a string, got %s", settings__type_name(m));
+    else if (json_string_length(m) == 0 || has_control(json_string_value(m)))
+        rc = settings__fail(c, 0, "must be a non-empty string without control characters");
+    else
+        *out = json_string_value(m);
+    settings__pop(c);
+    return rc;
+}
+
+/* A list member (maskClaims, injectHosts): a non-empty array of strings,
+ * each checked by ok (NULL or why), one per line of b (prefixed by tag). */
+static int member_list(struct ctx *c, const char *key, json_t *m, const char *tag,
+                       const char *(*ok)(const char *s), struct cbuf *b)
+{
+    int rc = 0;
+
+    settings__push_key(c, key);
+    if (!json_is_array(m))
+        rc = settings__fail(c, 0, "expected an array of strings, got %s", settings__type_name(m));
+    else if (json_array_size(m) == 0)
+        rc = settings__fail(c, 0, "must not be empty%s",
+                            strcmp(key, "injectHosts") == 0
+                                ? ": a masked credential needs a host to be sent to (leave the "
+                                  "member out for the hosts of network.allowedDomains)"
+                                : "");
+    for (size_t i = 0; rc == 0 && i < json_array_size(m); i++) {
+        json_t *e = json_array_get(m, i);
+        const char *why = NULL;
+        settings__push_index(c, i);
+        if (!json_is_string(e) || json_string_length(e) == 0 || has_control(json_string_value(e)))
+            rc = settings__fail(c, 0, "expected a non-empty string without control characters");
+        else if ((why = ok(json_string_value(e))) != NULL)
+            rc = settings__fail(c, 0, "'%s': %s", json_string_value(e), why);
+        else if (cb_add(b, "\n", 1) < 0 || cb_add(b, tag, strlen(tag)) < 0 ||
+                 cb_add(b, json_string_value(e), json_string_length(e)) < 0)
+            rc = settings__fail_nomem(c);
+        settings__pop(c);
+    }
+    settings__pop(c);
+    return rc;
+}
+
+static const char *claim_ok(const char *s)
+{
+    return strlen(s) > 256 ? "a claim name is at most 256 bytes" : NULL;
+}
+
+static const char *host_ok(const char *s)
+{
+    const char *why = NULL;
+
+    if (settings__check_rule_host(s, &why) < 0)
+        return why != NULL ? why : "invalid pattern";
+    return NULL;
+}
+
+/* extract: a POSIX extended regex with at least one group (group 1 is the
+ * secret). */
+static int check_extract(struct ctx *c, const char *re)
+{
+    regex_t r;
+    int rc = 0, e;
+
+    settings__push_key(c, "extract");
+    e = regcomp(&r, re, REG_EXTENDED);
+    if (e != 0) {
+        char why[160];
+        regerror(e, &r, why, sizeof(why));
+        rc = settings__fail(c, 0, "'%s': not a POSIX extended regular expression: %s", re, why);
+    } else {
+        if (r.re_nsub < 1)
+            rc = settings__fail(c, 0, "'%s': needs a group: group 1 is the secret", re);
+        regfree(&r);
+    }
+    settings__pop(c);
+    return rc;
+}
+
+/* The rules between members (mode, kind): each member that means nothing
+ * where it is written is refused, never ignored. */
+static int check_combination(struct ctx *c, const struct entry *e, int mask)
+{
+    static const struct {
+        size_t off;
+        const char *key, *why;
+    } need_mask[] = {
+        {offsetof(struct entry, extract), "extract", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, decode), "decode", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, claims), "maskClaims", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, dups), "maskDuplicates", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, hosts), "injectHosts",
+         "applies to mode \"mask\" only (a denied credential is never sent)"},
+        {offsetof(struct entry, require), "require", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, rhdr), "requireHeader", "applies to mode \"mask\" only"},
+    };
+    const char *key = NULL, *why = NULL;
+    int rc;
+
+    for (size_t i = 0; !mask && key == NULL && i < COUNT(need_mask); i++)
+        if (*(json_t *const *)(const void *)((const char *)e + need_mask[i].off) != NULL) {
+            key = need_mask[i].key;
+            why = need_mask[i].why;
+        }
+    if (key == NULL && e->nomatch != NULL && e->extract == NULL) {
+        key = "onExtractNoMatch";
+        why = "applies with extract only";
+    }
+    if (key == NULL && e->claims != NULL && e->decode == NULL) {
+        key = "maskClaims";
+        why = "applies with \"decode\": \"jwt\" only";
+    }
+    if (key == NULL && e->rhdr != NULL && !json_is_true(e->require)) {
+        key = "requireHeader";
+        why = "applies with \"require\": true only";
+    }
+    if (key == NULL && json_is_true(e->require) && e->hosts == NULL) {
+        key = "require";
+        why = "needs explicit injectHosts (with the default, every host allowedDomains allows "
+              "would need the placeholder)";
+    }
+    if (key == NULL)
+        return 0;
+    settings__push_key(c, key);
+    rc = settings__fail(c, 1, "%s", why);
+    settings__pop(c);
+    return rc;
+}
+
+/* An HTTP header name (RFC 9110 token), at most 64 bytes. */
+static int header_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 64)
+        return 0;
+    for (; *s != '\0'; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              (*s != '\0' && strchr("!#$%&'*+-.^_`|~", *s) != NULL)))
+            return 0;
+    return 1;
+}
+
+/* require (bool) and requireHeader: the line "r" + the header when on. */
+static int require_line(struct ctx *c, const struct entry *e, struct cbuf *b)
+{
+    const char *hdr = "Authorization";
+    int on = 0, rc = 0;
+
+    if (e->require != NULL) {
+        settings__push_key(c, "require");
+        rc = settings__want_bool(c, e->require, &on);
+        settings__pop(c);
+    }
+    if (rc == 0 && e->rhdr != NULL) {
+        rc = member_string(c, "requireHeader", e->rhdr, &hdr);
+        if (rc == 0 && !header_name_ok(hdr)) {
+            settings__push_key(c, "requireHeader");
+            rc = settings__fail(c, 0, "'%s': not an HTTP header name (a token of at most 64 bytes)",
+                                hdr);
+            settings__pop(c);
+        }
+    }
+    if (rc < 0 || !on)
+        return rc;
+    if (cb_add(b, "\nr", 2) < 0 || cb_add(b, hdr, strlen(hdr)) < 0)
+        return settings__fail_nomem(c);
+    return 0;
+}
+
+static int one_entry(struct ctx *c, json_t *o, int file, struct cbuf *b)
+{
+    struct entry e = {0};
+    const char *name = NULL, *mode = NULL, *extract = "", *nomatch = "error", *decode = "";
+    int rc, mask, dups = 0;
+
+    if (!json_is_object(o))
+        return settings__fail(c, 0, "expected an entry object %s, got %s", ENTRY_HINT,
+                              settings__type_name(o));
+    rc = members(c, o, file, &e);
+    if (rc < 0)
+        return rc;
+    if (e.name == NULL)
+        return settings__fail(c, 0, "an entry needs %s", file ? "a path" : "a name");
+    if (e.mode == NULL)
+        return settings__fail(c, 0, "an entry needs a mode: \"deny\" or \"mask\"");
+    rc = member_string(c, file ? "path" : "name", e.name, &name);
+    if (rc < 0)
+        return rc;
+    settings__push_key(c, file ? "path" : "name");
+    if (!file && !env_name_ok(name))
+        rc = settings__fail(c, 0, "'%s': not a variable name ([A-Za-z_][A-Za-z0-9_]*)", name);
+    else if (file && name[0] != '/' && !(name[0] == '~' && (name[1] == '/' || name[1] == '\0')))
+        rc = settings__fail(c, 0, "'%s': must be an absolute path or start with ~/", name);
+    settings__pop(c);
+    if (rc == 0)
+        rc = member_string(c, "mode", e.mode, &mode);
+    if (rc < 0)
+        return rc;
+    if (strcmp(mode, "deny") != 0 && strcmp(mode, "mask") != 0) {
+        settings__push_key(c, "mode");
+        rc = settings__fail(c, 0, "expected \"deny\" or \"mask\", got '%s'", mode);
+        settings__pop(c);
+        return rc;
+    }
+    mask = mode[0] == 'm';
+    rc = check_combination(c, &e, mask);
+    if (rc == 0 && e.extract != NULL)
+        rc = member_string(c, "extract", e.extract, &extract);
+    if (rc == 0 && e.extract != NULL)
+        rc = check_extract(c, extract);
+    if (rc == 0 && e.nomatch != NULL) {
+        rc = member_string(c, "onExtractNoMatch", e.nomatch, &nomatch);
+        if (rc == 0 && strcmp(nomatch, "warn") != 0 && strcmp(nomatch, "deny") != 0 &&
+            strcmp(nomatch, "error") != 0) {
+            settings__push_key(c, "onExtractNoMatch");
+            rc =
+                settings__fail(c, 0, "expected \"warn\", \"deny\" or \"error\", got '%s'", nomatch);
+            settings__pop(c);
+        }
+    }
+    if (rc == 0 && e.decode != NULL) {
+        rc = member_string(c, "decode", e.decode, &decode);
+        if (rc == 0 && strcmp(decode, "jwt") != 0) {
+            settings__push_key(c, "decode");
+            rc = settings__fail(c, 0, "expected \"jwt\", got '%s'", decode);
+            settings__pop(c);
+        }
+    }
+    if (rc == 0 && e.dups != NULL) {
+        settings__push_key(c, "maskDuplicates");
+        rc = settings__want_bool(c, e.dups, &dups);
+        settings__pop(c);
+    }
+    if (rc < 0)
+        return rc;
+    if (cb_line(b, file ? "file" : "env") < 0 || cb_line(b, name) < 0 || cb_line(b, mode) < 0 ||
+        cb_line(b, extract) < 0 || cb_line(b, nomatch) < 0 || cb_line(b, decode) < 0 ||
+        cb_line(b, dups ? "1" : "0") < 0)
+        return settings__fail_nomem(c);
+    if (e.claims != NULL && (rc = member_list(c, "maskClaims", e.claims, "c", claim_ok, b)) < 0)
+        return rc;
+    if (e.hosts != NULL && (rc = member_list(c, "injectHosts", e.hosts, "h", host_ok, b)) < 0)
+        return rc;
+    return require_line(c, &e, b);
+}
+
+/* credentials.envVars and credentials.files: replaced by a later layer. */
+int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_list *out = (struct settings_list *)settings__field(c, d);
+    int file = strcmp(d->name, "files") == 0, rc = 0;
+    struct jsonpos *pos = NULL;
+    size_t n, found = 0;
+
+    if (!json_is_array(v))
+        return settings__fail(c, 0, "expected an array of entries %s, got %s", ENTRY_HINT,
+                              settings__type_name(v));
+    n = json_array_size(v);
+    settings__list_free(out);
+    if (n == 0)
+        return 0;
+    pos = calloc(n, sizeof(*pos));
+    if (pos == NULL)
+        return settings__fail_nomem(c);
+    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
+        found = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct cbuf b = {0};
+        struct settings_credential cr;
+        settings__push_index(c, i);
+        rc = one_entry(c, json_array_get(v, i), file, &b);
+        if (rc == 0 && b.p == NULL)
+            rc = settings__fail_nomem(c);
+        for (size_t k = 0; rc == 0 && k < out->n; k++) {
+            struct settings_credential was;
+            if (settings_credential_split(out->items[k].value, &was) == 0 &&
+                settings_credential_split(b.p, &cr) == 0 && was.name_len == cr.name_len &&
+                memcmp(was.name, cr.name, cr.name_len) == 0)
+                rc = settings__fail(c, 0, "'%.*s' is already entry %zu", (int)cr.name_len, cr.name,
+                                    k);
+        }
+        settings__pop(c);
+        if (rc == 0) {
+            unsigned line = i < found ? pos[i].line : 1, col = i < found ? pos[i].col : 1;
+            if (settings__list_push(out, b.p, c->name, line, col, d->list, i) < 0)
+                rc = settings__fail_nomem(c); /* list_push freed b.p */
+            b.p = NULL;
+        }
+        free(b.p);
+    }
+    free(pos);
+    return rc;
+}
+
+/* credentials.allowPlaintextInject: the boolean and where it was set (a
+ * file the sandbox could have written may not turn it on beside masked
+ * entries: run/creds_trust.c). */
+int settings__fn_plaintext_inject(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct jsonpos pos;
+    int rc;
+
+    (void)d;
+    rc = settings__want_bool(c, v, &c->v->credentials.plaintext.on);
+    if (rc < 0)
+        return rc;
+    settings__locate(c, 0, &pos);
+    c->v->credentials.plaintext.file = c->name;
+    c->v->credentials.plaintext.line = pos.line;
+    c->v->credentials.plaintext.col = pos.col;
+    return 0;
+}
+
+/* The "credentials" object as a whole: where it was given. */
+int settings__fn_credentials(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct jsonpos pos;
+
+    (void)v;
+    (void)d;
+    settings__locate(c, 1, &pos);
+    c->v->credentials.given.set = 1;
+    c->v->credentials.given.file = c->name;
+    c->v->credentials.given.line = pos.line;
+    c->v->credentials.given.col = pos.col;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+
+int settings_credential_split(const char *text, struct settings_credential *r)
+{
+    const char *p = text, *f[7];
+    size_t lens[7];
+
+    memset(r, 0, sizeof(*r));
+    for (size_t k = 0; k < 7; k++) {
+        const char *nl = strchr(p, '\n');
+        f[k] = p;
+        lens[k] = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        if (nl == NULL && k < 6)
+            return -EINVAL;
+        p = nl != NULL ? nl + 1 : p + lens[k];
+    }
+    if (!(lens[0] == 3 && memcmp(f[0], "env", 3) == 0) &&
+        !(lens[0] == 4 && memcmp(f[0], "file", 4) == 0))
+        return -EINVAL;
+    r->file = f[0][0] == 'f';
+    r->name = f[1];
+    r->name_len = lens[1];
+    r->mask = lens[2] == 4 && memcmp(f[2], "mask", 4) == 0;
+    r->extract = f[3];
+    r->extract_len = lens[3];
+    r->on_no_match = f[4][0] == 'w'   ? SETTINGS_NOMATCH_WARN
+                     : f[4][0] == 'd' ? SETTINGS_NOMATCH_DENY
+                                      : SETTINGS_NOMATCH_ERROR;
+    r->jwt = lens[5] == 3;
+    r->mask_duplicates = f[6][0] == '1';
+    /* the rest: "\nc<claim>" and "\nh<host>" lines */
+    r->rest = f[6] + lens[6];
+    return r->name_len > 0 ? 0 : -EINVAL;
+}
+
+int settings_credential_next(const char **rest, char tag, const char **s, size_t *len)
+{
+    while (**rest == '\n') {
+        const char *p = *rest + 1, *nl = strchr(p, '\n');
+        size_t n = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        *rest = p + n;
+        if (n > 0 && p[0] == tag) {
+            *s = p + 1;
+            *len = n - 1;
+            return 1;
+        }
+    }
+    return 0;
+}
