@@ -110,12 +110,48 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
     }
 }
 
+/* A Content-Encoding other than identity in any of the head's
+ * Content-Encoding lines (rt-12: not only the first). */
 static int has_encoding(char *head, size_t len)
 {
-    size_t vl;
-    char *v = proxy_head_value(head, len, "Content-Encoding", &vl);
+    char *p = head, *end = head + len;
 
-    return v != NULL && !(vl == 8 && strncasecmp(v, "identity", 8) == 0);
+    for (;;) {
+        size_t vl;
+        char *v = proxy_head_value(p, (size_t)(end - p), "Content-Encoding", &vl);
+        char *eol;
+        if (v == NULL)
+            return 0;
+        if (vl > 0 && !(vl == 8 && strncasecmp(v, "identity", 8) == 0))
+            return 1;
+        eol = memchr(v, '\n', (size_t)(end - v));
+        if (eol == NULL)
+            return 0;
+        p = eol; /* proxy_head_value skips its first line */
+    }
+}
+
+/* Every "name:" line of a head removed (the head shrinks in place): the new
+ * length. */
+static size_t drop_header(char *head, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+    char *p = memchr(head, '\n', len);
+
+    while (p != NULL && p + 1 < head + len) {
+        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(head + len - line));
+        size_t ll;
+        if (eol == NULL)
+            break;
+        ll = (size_t)(eol + 1 - line);
+        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+            memmove(line, eol + 1, (size_t)(head + len - (eol + 1)));
+            len -= ll;
+            continue; /* p stays: the next line is now at line */
+        }
+        p = eol;
+    }
+    return len;
 }
 
 int http_cred_request(struct http_conn *c)
@@ -135,6 +171,11 @@ int http_cred_request(struct http_conn *c)
     }
     w->cred = k;
     judge(c, t, k);
+    /* rt-12: the response from a credential host is masked only when it is
+     * not encoded, so such a request asks for no encoding (an origin that
+     * encodes anyway is refused: http_cred_response_head) */
+    if (k->hosts != 0)
+        w->out_len = drop_header(w->out, w->out_len, "Accept-Encoding");
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
     if (blk & k->refuse) {
         char why[300];
@@ -252,21 +293,30 @@ int http_cred_cut(const struct http_conn *c)
 /* ------------------------------------------------------------------------ */
 /* Responses                                                                 */
 
-void http_cred_response_head(struct http_conn *c, char *head, size_t len)
+int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 {
     struct http_cred *k = c->w->cred;
     struct proxy_creds *t = creds_of(c);
 
     if (k == NULL || t == NULL || k->hosts == 0)
-        return;
+        return 0;
+    /* rt-12: an encoded body (gzip...) cannot be masked: it would hand an
+     * echoed real value back, so it is refused (fail closed) */
+    if (has_encoding(head, len))
+        return -1;
     (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
     }
-    if (!has_encoding(head, len) &&
-        subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
+    if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
         k->resp_on = 1;
+    return 0;
+}
+
+int http_cred_masked(const struct http_conn *c)
+{
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->hosts != 0 && creds_of(c) != NULL;
 }
 
 void http_cred_flushed(struct http_work *w)

@@ -68,7 +68,7 @@ cases() {
     rm -f "$SH/rec/"*
     out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"
         echo "--gz"; '"$C"' --compressed -H "X-Tok: $TOKEN" '"$U"'/gz
-        echo "--gzraw"; '"$C"' -H "X-Tok: $TOKEN" '"$U"'/gzraw | gzip -dc
+        echo "--gzraw"; '"$C"' -H "X-Tok: $TOKEN" -o /tmp/gz -w "code %{http_code}\n" '"$U"'/gzraw; gzip -dc < /tmp/gz 2>/dev/null
         echo "--qplus"; '"$C"' "'"$U"'/qplus?t=$TOKEN"
         echo "--qpct"; '"$C"' -H "X-Tok: $TOKEN" '"$U"'/qpct
         echo "--json"; '"$C"' -H "X-Tok: $TOKEN" '"$U"'/jsonslash
@@ -88,10 +88,10 @@ cases() {
     fi
     # HOLE: the client asks for gzip; the body is not scanned when encoded
     grep -q "^echo " <<<"$(part gz)" && ! grep -qF "$REAL" <<<"$(part gz)" &&
-        ok "gzip: an echo of the real value in a gzip response (the sandbox sent Accept-Encoding: gzip) comes back masked" ||
+        ok "gzip: the sandbox asks for gzip (Accept-Encoding), the echo of the real value comes back masked (sluice drops Accept-Encoding toward a credential host)" ||
         bad "HOLE gzip: an injection host's gzip response (asked for with Accept-Encoding) carries the real value to the sandbox unmasked" "$(part gz | hide)"
-    grep -q "^echo " <<<"$(part gzraw)" && ! grep -qF "$REAL" <<<"$(part gzraw)" &&
-        ok "gzip unasked: the real value in an encoded response does not reach the sandbox" ||
+    grep -q "^echo \|^code 502" <<<"$(part gzraw)" && ! grep -qF "$REAL" <<<"$(part gzraw)" &&
+        ok "gzip unasked: an encoded response from a credential host is refused (502), the real value in it does not reach the sandbox" ||
         bad "HOLE gzip unasked: an injection host that encodes its responses anyway hands the real value back" "$(part gzraw | hide)"
     # HOLE (design limit): an origin's own encodings of what it was sent
     for k in "qplus:$R_PLUS:a query decoded as a form ('+' becomes ' ')" \
@@ -116,7 +116,7 @@ cases() {
     grep -qi "^location: .*$P" <<<"$(part redir)" && ! grep -qF "$REAL" <<<"$(part redir)" &&
         ok "a redirect's Location with the real value comes back with the placeholder" ||
         bad "redirect Location" "$(part redir | hide)"
-    grep -q "101" <<<"$(part ws)" && ! grep -qF "$REAL" <<<"$(part ws)" &&
+    grep -q "^HTTP/1.1 101" <<<"$(part ws)" && ! grep -qF "$REAL" <<<"$(part ws)" &&
         ok "101 Switching Protocols from an injection host: neither its head nor the bytes after it carry the real value" ||
         { grep -qF "$REAL" <<<"$(part ws)" &&
             bad "HOLE upgrade: a 101 from an injection host echoes the substituted request's real value in its head and the raw bytes after it (not masked)" "$(part ws | hide)" ||
