@@ -52,7 +52,7 @@ hide() { sed "s|$REAL|<REAL>|g; s|$FREAL|<FREAL>|g; s|$WREAL|<WREAL>|g; s|$LREAL
 
 # --- the cases (root, then the user: the state comes in CRED_*) ---------------
 cases() {
-    local S=$SH/s.json SP=$SH/plain.json out rc log=$T/log.$WHO r P
+    local S=$SJ/s.json SP=$SJ/plain.json out rc log=$T/log.$WHO r P
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     cd "$T" || return
@@ -78,6 +78,8 @@ cases() {
         echo "--trailer"; '"$C"' --raw -D - -H "X-Tok: $TOKEN" '"$U"'/trailer
         echo "--redir"; '"$C"' -D - -H "X-Tok: $TOKEN" '"$U"'/redir
         echo "--ws"; printf "GET /ws HTTP/1.1\r\nHost: inj.test:'"$PA"'\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Tok: %s\r\n\r\n" "$TOKEN" | '"$RAW"' tls inj.test:'"$PA"'
+        echo "--store"; printf "note: %s\n" "$TOKEN" > /tmp/paste; '"$C"' --data-binary @/tmp/paste '"$U"'/store
+        '"$C"' '"$U"'/load; '"$C"' '"$O"'/load
         echo "--end"' 2>&1)
     P=$(sed -n 's/^P=//p' <<<"$out")
     part() { sed -n "/^--$1\$/,/^--/p" <<<"$out"; }
@@ -110,6 +112,9 @@ cases() {
     [ -n "$b" ] && [ "$b" != "$REAL" ] &&
         ok "halves: the real value echoed in two pieces does not reach the sandbox" ||
         bad "HOLE halves: the real value echoed in two pieces (a partial echo) reaches the sandbox" "$(part halves | hide 3)"
+    grep -q "^stored" <<<"$(part store)" && grep -q "^note: $P" <<<"$(part store)" && ! grep -qF "$REAL" <<<"$(part store)" &&
+        ok "store and load: a body stored at inj.test (the placeholder made real) does not come back real, from inj.test nor from other.test" ||
+        bad "HOLE (design limit) store and load: the sandbox stores the placeholder at inj.test (the proxy makes it the real value), then loads it from other.test, whose responses are not masked: the real value in the clear" "$(part store | hide 6)"
     ! grep -qF "$REAL" <<<"$(part trailer)" &&
         ok "a chunked response's trailer with the real value does not reach the sandbox (trailers are dropped)" ||
         bad "trailer carries the real value" "$(part trailer | hide)"
@@ -189,7 +194,7 @@ cases() {
     done
 
     # ---- masked files: other ways to the real bytes ----
-    out=$(sr "$SH/files.json" -- sh -c 'cd '"$SH"'/wd || exit 1
+    out=$(sr "$SJ/files.json" -- sh -c 'cd '"$SH"'/wd || exit 1
         for f in '"$SH"'/tok.txt '"$SH"'/wd/tok2.txt '"$SH"'/link.txt '"$SH"'/real3.txt; do
             echo "== $f"; cat "$f"; cat "/proc/self/root$f"; cat "/proc/1/root$f" 2>&1
             python3 -c "import os,sys; d=os.open(os.path.dirname(sys.argv[1]),os.O_RDONLY); print(os.read(os.open(os.path.basename(sys.argv[1]),os.O_RDONLY,dir_fd=d),999).decode().strip())" "$f" 2>&1 | tail -1
@@ -229,7 +234,10 @@ if [ -z "${CRED_CHILD:-}" ]; then
     fi
     SH=$(mktemp -d /var/tmp/sluice-cratk.XXXXXX) # visible inside (/tmp is private)
     chmod 755 "$SH"
-    trap 'e2e_cleanup; rm -rf "$SH"' EXIT
+    # the settings files and the CA they name: root's, where no sandbox
+    # writes (s32-cred refuses masking from a file a sandbox could write)
+    SJ=$(mktemp -d /run/sluice-cratk-json.XXXXXX) && chmod 755 "$SJ" || { bad "settings directory"; e2e_finish; exit; }
+    trap 'e2e_cleanup; rm -rf "$SH" "$SJ"' EXIT
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=cred CA" \
         -keyout "$SH/ca.key" -out "$SH/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$SH/openssl.err" &&
@@ -238,8 +246,8 @@ if [ -z "${CRED_CHILD:-}" ]; then
         openssl x509 -req -in "$SH/o.csr" -CA "$SH/ca.pem" -CAkey "$SH/ca.key" -days 30 \
             -extfile <(printf 'subjectAltName=DNS:inj.test,DNS:other.test,IP:%s,IP:%s\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nauthorityKeyIdentifier=keyid\n' "$OI" "$OO") \
             -out "$SH/o.pem" 2>>"$SH/openssl.err" || { bad "certificates" "$(cat "$SH/openssl.err")"; e2e_finish; exit; }
-    chmod 644 "$SH"/*.pem "$SH/o.key"
-    mkdir -p "$SH/rec" "$SH/wd" "$SH/h" && chmod 777 "$SH/rec" "$SH/wd"
+    chmod 644 "$SH"/*.pem "$SH/o.key" && cp "$SH/ca.pem" "$SJ/ca.pem"
+    mkdir -p "$SH/rec" "$SH/wd" "$SH/h" "$SH/store" && chmod 777 "$SH/rec" "$SH/wd"
     cp "$HERE/cred-helpers/rawc.py" "$HERE/cred-helpers/attack_origin.py" "$SH/h/" && chmod 644 "$SH/h/"*
     printf '%s\n' "$FREAL" > "$SH/tok.txt"
     printf '%s\n' "$LREAL" > "$SH/real3.txt" && ln -s real3.txt "$SH/link.txt"
@@ -257,25 +265,25 @@ if [ -z "${CRED_CHILD:-}" ]; then
         { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit; }
     base='"allowedDomains": ["*.test", "inj.test", "'"$OI"'", "'"$OO"'"], "dnsServers": ["127.0.0.1:'"$DPORT"'"], "denyPrivateAddresses": false'
     creds='"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test"]}]'
-    cat > "$SH/s.json" <<JSON
-{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"]}}, "credentials": {$creds}}
+    cat > "$SJ/s.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}}, "credentials": {$creds}}
 JSON
-    cat > "$SH/plain.json" <<JSON
+    cat > "$SJ/plain.json" <<JSON
 {"network": {$base}, "credentials": {"allowPlaintextInject": true, $creds}}
 JSON
-    cat > "$SH/files.json" <<JSON
-{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"]}},
+    cat > "$SJ/files.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
  "credentials": {$creds, "files": [
    {"path": "$SH/tok.txt", "mode": "mask", "injectHosts": ["inj.test"]},
    {"path": "$SH/wd/tok2.txt", "mode": "mask", "injectHosts": ["inj.test"]},
    {"path": "$SH/link.txt", "mode": "mask", "injectHosts": ["inj.test"]}]}}
 JSON
-    chmod 644 "$SH"/*.json
+    chmod 644 "$SJ"/*
 fi
 
 start=$SECONDS
 if [ -n "${CRED_CHILD:-}" ]; then
-    SH=$CRED_SH PA=$CRED_PA PH=$CRED_PH DPORT=$CRED_DPORT
+    SH=$CRED_SH SJ=$CRED_SJ PA=$CRED_PA PH=$CRED_PH DPORT=$CRED_DPORT
     printf '%s\n' "$WREAL" > "$SH/wd/tok2.txt"
     cases
     e2e_finish
@@ -293,7 +301,7 @@ elif command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd
     rm -f "$SH/wd/tok2.txt"
     echo "# --- the same cases as uid $U (setpriv) ---"
     (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
-        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_PA="$PA" CRED_PH="$PH" \
+        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_SJ="$SJ" CRED_PA="$PA" CRED_PH="$PH" \
         CRED_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/e2e/cred_attack.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)

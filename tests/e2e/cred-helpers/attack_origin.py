@@ -93,6 +93,13 @@ class H(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if path == "/store":  # a paste, gist, issue comment: kept as sent
+            with open(os.path.join(rec, "..", "store", "paste"), "wb") as f:
+                f.write(body)
+            return self.send(201, b"stored\n")
+        if path == "/load":  # ... and read back (from any host sharing the store)
+            with open(os.path.join(rec, "..", "store", "paste"), "rb") as f:
+                return self.send(200, f.read())
         if path == "/redir":
             return self.send(302, b"", [("Location", "https://other.test/?t=" + tok)])
         out = ("echo %s\n" % tok).encode()
