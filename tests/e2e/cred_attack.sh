@@ -80,6 +80,8 @@ cases() {
         echo "--ws"; printf "GET /ws HTTP/1.1\r\nHost: inj.test:'"$PA"'\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Tok: %s\r\n\r\n" "$TOKEN" | '"$RAW"' tls inj.test:'"$PA"'
         echo "--store"; printf "note: %s\n" "$TOKEN" > /tmp/paste; '"$C"' --data-binary @/tmp/paste '"$U"'/store
         '"$C"' '"$U"'/load; '"$C"' '"$O"'/load
+        echo "--drop"; '"$C"' -i -H "X-Tok: $TOKEN" "'"$U"'/drop/$TOKEN?q=$TOKEN"
+        echo "--h2"; '"$C"' --http2 -i -H "X-Tok: $TOKEN" '"$U"'/h2
         echo "--end"' 2>&1)
     P=$(sed -n 's/^P=//p' <<<"$out")
     part() { sed -n "/^--$1\$/,/^--/p" <<<"$out"; }
@@ -115,6 +117,12 @@ cases() {
     grep -q "^stored" <<<"$(part store)" && grep -q "^note: $P" <<<"$(part store)" && ! grep -qF "$REAL" <<<"$(part store)" &&
         ok "store and load: a body stored at inj.test (the placeholder made real) does not come back real, from inj.test nor from other.test" ||
         bad "HOLE (design limit) store and load: the sandbox stores the placeholder at inj.test (the proxy makes it the real value), then loads it from other.test, whose responses are not masked: the real value in the clear" "$(part store | hide 6)"
+    grep -q "^HTTP/1.1 5" <<<"$(part drop)" && ! grep -qF "$REAL" <<<"$(part drop)" &&
+        ok "an injection host that drops the connection: sluice's own error page (after the head was substituted) holds no real value" ||
+        bad "error page after substitution" "$(part drop | hide)"
+    grep -q "^echo $P" <<<"$(part h2)" && ! grep -qF "$REAL" <<<"$(part h2)" &&
+        ok "curl --http2 to an injection host: HTTP/1.1 inside the terminated tunnel, substituted and masked" ||
+        bad "http2 to an injection host" "$(part h2 | hide)"
     ! grep -qF "$REAL" <<<"$(part trailer)" &&
         ok "a chunked response's trailer with the real value does not reach the sandbox (trailers are dropped)" ||
         bad "trailer carries the real value" "$(part trailer | hide)"

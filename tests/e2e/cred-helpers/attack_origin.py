@@ -100,6 +100,10 @@ class H(http.server.BaseHTTPRequestHandler):
         if path == "/load":  # ... and read back (from any host sharing the store)
             with open(os.path.join(rec, "..", "store", "paste"), "rb") as f:
                 return self.send(200, f.read())
+        if path.startswith("/drop"):  # no answer at all: the proxy's own error page
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         if path == "/redir":
             return self.send(302, b"", [("Location", "https://other.test/?t=" + tok)])
         out = ("echo %s\n" % tok).encode()
