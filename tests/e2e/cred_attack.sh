@@ -221,6 +221,14 @@ cases() {
         ok "a masked file's real bytes are out of reach: /proc/self/root, /proc/1/root, a directory descriptor, a link named in settings and its target, a hard link, rename, unlink, truncation, a reflink, umount (also in a new user namespace), a search of the file system; the host's files are intact"
     else bad "masked file" "$(hide 60 <<<"$out")"; fi
 
+    # ---- the same real value in another variable (not masked, not on the
+    # secret list): it must not come in as it is ----
+    out=$(MYAPP_CFG=$REAL MYAPP_URL="https://x:$REAL@inj.test/" sr "$S" -- sh -c 'printf "P=%s\nC=%s\nU=%s\n" "$TOKEN" "$MYAPP_CFG" "$MYAPP_URL"' 2>&1)
+    P=$(sed -n 's/^P=//p' <<<"$out")
+    if ! grep -qF "$REAL" <<<"$out" && grep -qxF "C=$P" <<<"$out" && grep -qxF "U=https://x:$P@inj.test/" <<<"$out"; then
+        ok "another variable holding the masked value (whole or inside) comes in with the placeholder in its place"
+    else bad "HOLE env copy: another variable with the masked variable's real value reaches the sandbox as it is" "$(hide <<<"$out")"; fi
+
     # ---- the placeholder: random on each run, never derived from the value ----
     p1=$(sr "$S" -- sh -c 'printf "%s" "$TOKEN"' 2>/dev/null) p2=$(sr "$S" -- sh -c 'printf "%s" "$TOKEN"' 2>/dev/null)
     if [ "${#p1}" = "${#REAL}" ] && [ "$p1" != "$p2" ] && [ "$p1" != "$REAL" ] &&
