@@ -26,6 +26,7 @@ struct policy_cred {
     int file;
     struct policy_cred_host *hosts; /* NULL (nhosts 0): allowedDomains' hosts */
     size_t nhosts;
+    char *require; /* require: the header that must carry the placeholder, or NULL */
 };
 
 static int fail(struct settings_error *err, const struct settings_item *it, const char *fmt, ...)
@@ -106,6 +107,9 @@ static int compile_one(struct policy *p, const struct settings *s, const struct 
     if (pc->name == NULL)
         return -ENOMEM;
     rest = cr.rest;
+    if (settings_credential_next(&rest, 'r', &hs, &hl) && (pc->require = strndup(hs, hl)) == NULL)
+        return -ENOMEM;
+    rest = cr.rest;
     while (settings_credential_next(&rest, 'h', &hs, &hl))
         n++;
     if (n == 0)
@@ -154,7 +158,7 @@ int policy__cred_compile(struct policy *p, const struct settings *s, struct sett
             int rc;
             if (settings_credential_split(it->value, &cr) < 0 || !cr.mask)
                 continue;
-            if (!s->network.tls_terminate.given.set && !s->credentials.allow_plaintext_inject)
+            if (!s->network.tls_terminate.given.set && !s->credentials.plaintext.on)
                 return fail(err, it,
                             "mode \"mask\" needs network.tlsTerminate (the placeholder is "
                             "swapped inside terminated HTTPS), or credentials.allowPlaintextInject "
@@ -171,6 +175,7 @@ void policy__cred_free(struct policy *p)
     for (size_t i = 0; i < p->ncred; i++) {
         free(p->cred[i].name);
         free(p->cred[i].hosts);
+        free(p->cred[i].require);
     }
     free(p->cred);
     p->cred = NULL;
@@ -189,6 +194,11 @@ const char *policy_cred_name(const struct policy *p, size_t i, int *file)
     if (file != NULL)
         *file = p->cred[i].file;
     return p->cred[i].name;
+}
+
+const char *policy_cred_require(const struct policy *p, size_t i)
+{
+    return p != NULL && i < p->ncred ? p->cred[i].require : NULL;
 }
 
 int policy_cred_find(const struct policy *p, int file, const char *name)

@@ -157,8 +157,12 @@ const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
 /* 1 when host:port needs termination to be judged or served: it has request
- * rules (credentials will be the second reason). */
+ * rules, or (with tlsTerminate on) a masked credential's value goes there. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* Why, for messages: "request rules (network.requestRules)", "credentials
+ * (...)" or both (static text). */
+const char *policy_tls_needed_why(const struct policy *p, const struct policy_host *h,
+                                  uint16_t port);
 /* 1 when an allowed CONNECT (or SOCKS5 CONNECT) to host:port is to be
  * sniffed and terminated: tlsTerminate is on, the host is not in
  * excludeDomains, and under scope "needed" it needs termination. */
@@ -254,6 +258,9 @@ int policy_request_ruled(const struct policy *p, const struct policy_host *h, ui
 size_t policy_cred_count(const struct policy *p);
 const char *policy_cred_name(const struct policy *p, size_t i, int *file);
 int policy_cred_find(const struct policy *p, int file, const char *name);
+/* Entry i's require: the header every request to its hosts must carry its
+ * placeholder in (alone), or NULL when it has no require. */
+const char *policy_cred_require(const struct policy *p, size_t i);
 int policy_cred_injects(const struct policy *p, size_t i, const struct policy_host *h,
                         uint16_t port);
 int policy_cred_host(const struct policy *p, const struct policy_host *h, uint16_t port);

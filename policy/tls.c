@@ -36,8 +36,8 @@ static int compile_list(const struct settings_list *l, struct policy_tls_exclude
         if (policy_pattern_parse(it->value, 0, &e->r, e->name, &why) < 0) {
             if (err != NULL)
                 snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: '%s': %s", it->file,
-                         it->line, it->col, it->list != NULL ? it->list : "?", it->index,
-                         it->value, why != NULL ? why : "invalid pattern");
+                         it->line, it->col, it->list != NULL ? it->list : "?", it->index, it->value,
+                         why != NULL ? why : "invalid pattern");
             return -EINVAL;
         }
         (*nout)++;
@@ -166,6 +166,17 @@ const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
 {
     return policy_request_ruled(p, h, port) || (p->tls.on && policy_cred_host(p, h, port));
+}
+
+const char *policy_tls_needed_why(const struct policy *p, const struct policy_host *h,
+                                  uint16_t port)
+{
+    int rules = policy_request_ruled(p, h, port), creds = p->tls.on && policy_cred_host(p, h, port);
+
+    return rules && creds ? "request rules (network.requestRules) and credentials (a masked "
+                            "entry's injectHosts)"
+           : creds        ? "credentials (a masked entry's injectHosts)"
+                          : "request rules (network.requestRules)";
 }
 
 int policy_tls_terminates(const struct policy *p, const struct policy_host *h, uint16_t port)

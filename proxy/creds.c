@@ -356,6 +356,60 @@ uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *hea
     return rep;
 }
 
+/* v (vl bytes) is entry e's placeholder. */
+static int is_fake(const struct proxy_cred *e, const char *v, size_t vl)
+{
+    return vl == e->len && memcmp(v, e->fake, vl) == 0;
+}
+
+/* Decoded Basic credentials "USER:PASSWORD": one side the placeholder, the
+ * other shorter than any secret sluice masks (16 bytes), so no credential
+ * of the client's own rides along. */
+static int basic_alone(const struct proxy_cred *e, const char *b64, size_t len)
+{
+    size_t dlen;
+    uint8_t *dec = malloc(len / 4 * 3 + 1);
+    const uint8_t *colon;
+    int ok = 0;
+
+    if (dec != NULL && b64_decode(b64, len, dec, len / 4 * 3, &dlen) == 0 &&
+        (colon = memchr(dec, ':', dlen)) != NULL) {
+        size_t ul = (size_t)(colon - dec), pl = dlen - ul - 1;
+        ok = (is_fake(e, (const char *)dec, ul) && pl < SUBST_LEN_MIN) ||
+             (is_fake(e, (const char *)colon + 1, pl) && ul < SUBST_LEN_MIN);
+    }
+    if (dec != NULL)
+        explicit_bzero(dec, len / 4 * 3 + 1);
+    free(dec);
+    return ok;
+}
+
+int proxy_creds_required(const struct proxy_creds *t, size_t i, const char *name, char *head,
+                         size_t len)
+{
+    const struct proxy_cred *e = &t->e[i];
+    size_t vl, other, w = 0;
+    char *v = proxy_head_value(head, len, name, &vl), *rest;
+
+    if (v == NULL || proxy_head_value(v, len - (size_t)(v - head), name, &other) != NULL)
+        return 0; /* absent, or given twice */
+    if (is_fake(e, v, vl))
+        return 1;
+    while (w < vl && w <= 32 &&
+           ((v[w] >= 'A' && v[w] <= 'Z') || (v[w] >= 'a' && v[w] <= 'z') ||
+            (v[w] >= '0' && v[w] <= '9') || v[w] == '-' || v[w] == '_'))
+        w++;
+    if (w == 0 || w > 32 || w >= vl || v[w] != ' ')
+        return 0;
+    rest = v + w;
+    while (rest < v + vl && *rest == ' ')
+        rest++;
+    if (is_fake(e, rest, (size_t)(v + vl - rest)))
+        return 1;
+    return w == 5 && strncasecmp(v, "Basic", 5) == 0 &&
+           basic_alone(e, rest, (size_t)(v + vl - rest));
+}
+
 int proxy_creds_settings_check(const struct settings *s, struct settings_error *err)
 {
     const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};

@@ -78,6 +78,14 @@ uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *hea
  * spaces around it left out: a pointer into head and *vlen, or NULL. */
 char *proxy_head_value(char *head, size_t len, const char *name, size_t *vlen);
 
+/* require (issue 24 item 4): 1 when header name appears once in the head
+ * and carries entry i's placeholder and nothing else: the placeholder
+ * alone, after one scheme word ("Bearer P", "token P"), or as one side of
+ * "Basic" credentials whose other side is shorter than SUBST_LEN_MIN (so
+ * it is no credential of the client's own). Else 0. Pure. */
+int proxy_creds_required(const struct proxy_creds *t, size_t i, const char *name, char *head,
+                         size_t len);
+
 /* sluice proxy: any "credentials" entry is refused (there is no sandbox to
  * mask for or hide from), with a located message. 0 or -1 with err. */
 struct settings;

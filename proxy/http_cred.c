@@ -16,10 +16,13 @@
  * without allowPlaintextInject is refused (fail closed: never sent); one
  * for another host is left as it is, and named in the decision record
  * (secret_placeholder=NAME) and counted. Responses from an entry's hosts
- * have its real value replaced by the placeholder (head and streamed body,
- * unless encoded), so an origin that echoes a request does not hand the
- * value back. What the verdict and the log see (w->rq_buf, fc.url) is the
- * request as the client sent it: placeholders, never a real value.
+ * have its real value replaced by the placeholder (head and streamed body),
+ * so an origin that echoes a request does not hand the value back; such a
+ * request goes without Accept-Encoding, and an encoded response, which
+ * could not be masked, is refused (502) (rt-12). An Upgrade (WebSocket) to an entry's host is
+ * refused: the frames after a 101 are relayed unread. With require, a request to an entry's hosts
+ * must carry its placeholder alone in the required header. What the verdict and the log see
+ * (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real value.
  */
 #define _GNU_SOURCE
 #include "proxy/http_int.h"
@@ -33,6 +36,7 @@ struct http_cred {
     uint64_t allow;  /* entries replaced in this request */
     uint64_t refuse; /* entries whose placeholder here is refused (fail closed) */
     uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
+    uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
     unsigned req_on : 1, resp_on : 1;
     unsigned cut : 1; /* a refused placeholder in the body: the connection ends */
     struct subst_stream req, resp;
@@ -103,6 +107,8 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
         if (idx < 0 || !policy_cred_injects(pol, (size_t)idx, &c->host, c->fc.port))
             continue;
         k->hosts |= UINT64_C(1) << i;
+        if (policy_cred_require(pol, (size_t)idx) != NULL)
+            k->need |= UINT64_C(1) << i;
         if (transport)
             k->allow |= UINT64_C(1) << i;
         else
@@ -154,6 +160,37 @@ static size_t drop_header(char *head, size_t len, const char *name)
     return len;
 }
 
+/* require (issue 24 item 4): every entry in k->need must have its
+ * placeholder alone in its header (before anything is replaced), else the
+ * request is refused: the sandbox may not use a credential of its own with
+ * that API. 0, or -1 after the 403. */
+static int required(struct http_conn *c, struct proxy_creds *t, struct http_cred *k)
+{
+    const struct policy *pol = egress_env_policy(c->fc.f->egress);
+    struct http_work *w = c->w;
+
+    for (size_t i = 0; i < t->n; i++) {
+        const char *hdr;
+        char why[400];
+        int idx;
+        if (!(k->need & (UINT64_C(1) << i)))
+            continue;
+        idx = policy_cred_find(pol, t->e[i].file, t->e[i].name);
+        hdr = idx >= 0 ? policy_cred_require(pol, (size_t)idx) : NULL;
+        if (hdr == NULL || proxy_creds_required(t, i, hdr, w->out, w->out_len))
+            continue;
+        note_names(c, t, UINT64_C(1) << i);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        snprintf(why, sizeof(why),
+                 "credential %s has require: a request to its hosts must carry its placeholder, "
+                 "and nothing else, in the %s header; the request was not sent",
+                 t->e[i].name, hdr);
+        http_refuse(c, 403, why, 1, "credential required");
+        return -1;
+    }
+    return 0;
+}
+
 int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
@@ -171,6 +208,21 @@ int http_cred_request(struct http_conn *c)
     }
     w->cred = k;
     judge(c, t, k);
+    if (w->upgrade && k->hosts != 0) {
+        /* after a 101 the bytes are relayed as they are: placeholders in
+         * frames would go unswapped, and a value the origin echoes in a
+         * frame would reach the sandbox unmasked */
+        note_names(c, t, k->hosts);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        http_refuse(c, 403,
+                    "an Upgrade (WebSocket) to a host a masked credential is sent to: sluice does "
+                    "not read the frames after it (placeholders there would not be swapped, nor "
+                    "an echoed value masked); the request was not sent",
+                    1, "credential refused");
+        return -1;
+    }
+    if (k->need != 0 && required(c, t, k) < 0)
+        return -1;
     /* rt-12: the response from a credential host is masked only when it is
      * not encoded, so such a request asks for no encoding (an origin that
      * encodes anyway is refused: http_cred_response_head) */

@@ -104,8 +104,7 @@ void http_tls_connect(struct http_conn *c, int fd)
         close(fd);
         http_set_reason(c, "TLS termination is not available in this process");
         http_reply_error(c, 502, "proxy_internal_error",
-                         "TLS termination is not available in this process", 1,
-                         "internal error");
+                         "TLS termination is not available in this process", 1, "internal error");
         return;
     }
     if (tunnel_reserve(c->fc.f, t) < 0) {
@@ -168,8 +167,10 @@ static void go_opaque(struct http_conn *c)
     }
     if (policy_tls_needed(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port) &&
         !policy_mode_report(egress_env_policy(c->fc.f->egress))) {
-        http_set_reason(c, "not TLS inside a tunnel to a host with request rules "
-                           "(network.requestRules): never passed opaque");
+        char why[300];
+        snprintf(why, sizeof(why), "not TLS inside a tunnel to a host with %s: never passed opaque",
+                 policy_tls_needed_why(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port));
+        http_set_reason(c, why);
         proxy_tls_count(t, PROXY_TLS_CLIENT, "not TLS");
         http_conn_close(c, "tunnel refused");
         return;
@@ -193,7 +194,7 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
 
     if (h->alpn_offered && !h->alpn_http11) {
         /* An h2-only client (gRPC): sluice serves http/1.1 only. A host
-         * that needs termination (request rules) refuses it; any other
+         * that needs termination (request rules, credentials) refuses it; any other
          * passes opaque, as it would without tlsTerminate. */
         const struct policy *pol = egress_env_policy(c->fc.f->egress);
         if (!policy_tls_needed(pol, &c->host, c->fc.port) || policy_mode_report(pol)) {
@@ -202,9 +203,8 @@ static void terminate(struct http_conn *c, const struct tls_hello *h)
         }
         snprintf(why, sizeof(why),
                  "the client offers only ALPN %s, which sluice does not serve in a terminated "
-                 "tunnel (http/1.1 only), and this host's request rules (network.requestRules) "
-                 "need termination",
-                 h->alpn);
+                 "tunnel (http/1.1 only), and this host's %s need termination",
+                 h->alpn, policy_tls_needed_why(pol, &c->host, c->fc.port));
         proxy_tls_count(t, PROXY_TLS_CLIENT, why);
         http_set_reason(c, why);
         http_conn_close(c, "tls refused");

@@ -34,7 +34,6 @@ static void tunnel_go(struct http_conn *c)
         http_conn_close(c, "relay failed to start");
 }
 
-
 /* SNIFF found no TLS: the tunnel the 200 announced (proxy/http_tls.c). */
 void http_tunnel_opaque(struct http_conn *c, int fd)
 {
@@ -55,7 +54,7 @@ void http_tunnel_start(struct http_conn *c, int fd)
 {
     static const char ok[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
     uv_buf_t b = uv_buf_init((char *)(uintptr_t)ok, sizeof(ok) - 1);
-    char why[160];
+    char why[300];
     int rc;
 
     if (http_tls_wanted(c)) {
@@ -69,10 +68,11 @@ void http_tunnel_start(struct http_conn *c, int fd)
          * off) is never passed opaque (report mode lets it through, as its
          * verdict did) */
         close(fd);
-        http_refuse(c, 403,
-                    "a host with request rules or credentials is reachable only through TLS "
-                    "termination (excludeDomains, or a reload, turned it off)",
-                    1, "tunnel refused");
+        snprintf(why, sizeof(why),
+                 "a host with %s is reachable only through TLS termination (excludeDomains, or a "
+                 "reload, turned it off)",
+                 policy_tls_needed_why(egress_env_policy(c->fc.f->egress), &c->host, c->fc.port));
+        http_refuse(c, 403, why, 1, "tunnel refused");
         return;
     }
     rc = relay_open_b(&c->relay, fd);
@@ -137,4 +137,3 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
     }
     tunnel_go(c);
 }
-

@@ -587,7 +587,7 @@ int run_creds_prepare(struct run *run)
         return -1;
     }
     run->creds = rc;
-    rc->t.plaintext = s->credentials.allow_plaintext_inject;
+    rc->t.plaintext = s->credentials.plaintext.on;
     snprintf(rc->dir, sizeof(rc->dir), "%s/" CRED_DIR, run->rundir);
     if (mkdir(rc->dir, 0700) < 0) {
         fprintf(stderr,

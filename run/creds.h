@@ -24,6 +24,22 @@ int run_creds_env(struct run *run, struct sb_strv *env, char *err, size_t errlen
 struct proxy_creds *run_creds_table(const struct run *run);
 /* At the end: placeholders sent elsewhere and refusals, by name. */
 void run_creds_summary(const struct run *run);
+/* After the plan is built (issue 24 item 4, run/creds_trust.c): every
+ * masking entry, and what widens where its value may go (allowedDomains
+ * when an entry has no injectHosts, tlsTerminate.extraCaCertPaths), comes
+ * from a settings file the sandbox could not have written (outside the
+ * plan's writable binds and directories writable by others, owned by root
+ * or us, not writable by others, one link). 0, or -1 after a message
+ * naming the file:line and why. */
+int run_creds_trust(struct run *run);
+/* The same for settings s and the writable places writable[0..n): 0, or
+ * -1 with err. */
+struct settings;
+int run_creds_trust_check(const struct settings *s, const char *const *writable, size_t n,
+                          char *err, size_t errlen);
+/* One file: 0 when trusted, else -1 with why ("is inside '/w', which ..."). */
+int run_settings_file_trusted(const char *path, const char *const *writable, size_t n, char *why,
+                              size_t whylen);
 /* After the service is freed. */
 void run_creds_free(struct run *run);
 

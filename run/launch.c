@@ -914,7 +914,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         run_creds_prepare(run) < 0)
         goto out;
     run_phase(run, "prepare");
-    if (build_plan(run) < 0)
+    if (build_plan(run) < 0 || run_creds_trust(run) < 0)
         goto out;
     run_phase(run, "plan");
     if (check_cwd_and_log(run) < 0)

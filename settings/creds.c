@@ -20,7 +20,7 @@
 
 #define ENTRY_HINT                                                                                 \
     "(an entry has name or path, mode, and optionally extract, onExtractNoMatch, "                 \
-    "decode, maskClaims, maskDuplicates, injectHosts)"
+    "decode, maskClaims, maskDuplicates, injectHosts, require, requireHeader)"
 
 struct cbuf {
     char *p;
@@ -70,7 +70,7 @@ static int has_control(const char *s)
 }
 
 struct entry {
-    json_t *name, *mode, *extract, *nomatch, *decode, *claims, *dups, *hosts;
+    json_t *name, *mode, *extract, *nomatch, *decode, *claims, *dups, *hosts, *require, *rhdr;
 };
 
 static int members(struct ctx *c, json_t *o, int file, struct entry *e)
@@ -88,6 +88,8 @@ static int members(struct ctx *c, json_t *o, int file, struct entry *e)
                         : strcmp(key, "maskClaims") == 0         ? &e->claims
                         : strcmp(key, "maskDuplicates") == 0     ? &e->dups
                         : strcmp(key, "injectHosts") == 0        ? &e->hosts
+                        : strcmp(key, "require") == 0            ? &e->require
+                        : strcmp(key, "requireHeader") == 0      ? &e->rhdr
                                                                  : NULL;
         int rc;
 
@@ -209,6 +211,8 @@ static int check_combination(struct ctx *c, const struct entry *e, int mask)
         {offsetof(struct entry, dups), "maskDuplicates", "applies to mode \"mask\" only"},
         {offsetof(struct entry, hosts), "injectHosts",
          "applies to mode \"mask\" only (a denied credential is never sent)"},
+        {offsetof(struct entry, require), "require", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, rhdr), "requireHeader", "applies to mode \"mask\" only"},
     };
     const char *key = NULL, *why = NULL;
     int rc;
@@ -226,12 +230,62 @@ static int check_combination(struct ctx *c, const struct entry *e, int mask)
         key = "maskClaims";
         why = "applies with \"decode\": \"jwt\" only";
     }
+    if (key == NULL && e->rhdr != NULL && !json_is_true(e->require)) {
+        key = "requireHeader";
+        why = "applies with \"require\": true only";
+    }
+    if (key == NULL && json_is_true(e->require) && e->hosts == NULL) {
+        key = "require";
+        why = "needs explicit injectHosts (with the default, every host allowedDomains allows "
+              "would need the placeholder)";
+    }
     if (key == NULL)
         return 0;
     settings__push_key(c, key);
     rc = settings__fail(c, 1, "%s", why);
     settings__pop(c);
     return rc;
+}
+
+/* An HTTP header name (RFC 9110 token), at most 64 bytes. */
+static int header_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 64)
+        return 0;
+    for (; *s != '\0'; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              (*s != '\0' && strchr("!#$%&'*+-.^_`|~", *s) != NULL)))
+            return 0;
+    return 1;
+}
+
+/* require (bool) and requireHeader: the line "r" + the header when on. */
+static int require_line(struct ctx *c, const struct entry *e, struct cbuf *b)
+{
+    const char *hdr = "Authorization";
+    int on = 0, rc = 0;
+
+    if (e->require != NULL) {
+        settings__push_key(c, "require");
+        rc = settings__want_bool(c, e->require, &on);
+        settings__pop(c);
+    }
+    if (rc == 0 && e->rhdr != NULL) {
+        rc = member_string(c, "requireHeader", e->rhdr, &hdr);
+        if (rc == 0 && !header_name_ok(hdr)) {
+            settings__push_key(c, "requireHeader");
+            rc = settings__fail(c, 0, "'%s': not an HTTP header name (a token of at most 64 bytes)",
+                                hdr);
+            settings__pop(c);
+        }
+    }
+    if (rc < 0 || !on)
+        return rc;
+    if (cb_add(b, "\nr", 2) < 0 || cb_add(b, hdr, strlen(hdr)) < 0)
+        return settings__fail_nomem(c);
+    return 0;
 }
 
 static int one_entry(struct ctx *c, json_t *o, int file, struct cbuf *b)
@@ -308,7 +362,7 @@ static int one_entry(struct ctx *c, json_t *o, int file, struct cbuf *b)
         return rc;
     if (e.hosts != NULL && (rc = member_list(c, "injectHosts", e.hosts, "h", host_ok, b)) < 0)
         return rc;
-    return 0;
+    return require_line(c, &e, b);
 }
 
 /* credentials.envVars and credentials.files: replaced by a later layer. */
@@ -357,6 +411,25 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     }
     free(pos);
     return rc;
+}
+
+/* credentials.allowPlaintextInject: the boolean and where it was set (a
+ * file the sandbox could have written may not turn it on beside masked
+ * entries: run/creds_trust.c). */
+int settings__fn_plaintext_inject(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct jsonpos pos;
+    int rc;
+
+    (void)d;
+    rc = settings__want_bool(c, v, &c->v->credentials.plaintext.on);
+    if (rc < 0)
+        return rc;
+    settings__locate(c, 0, &pos);
+    c->v->credentials.plaintext.file = c->name;
+    c->v->credentials.plaintext.line = pos.line;
+    c->v->credentials.plaintext.col = pos.col;
+    return 0;
 }
 
 /* The "credentials" object as a whole: where it was given. */

@@ -199,7 +199,8 @@ static const struct key_def credentials_keys[] = {
     CUSTOM("envVars", settings__fn_cred_entries, credentials.env_vars, MERGE_LIST,
            "credentials.envVars"),
     CUSTOM("files", settings__fn_cred_entries, credentials.files, MERGE_LIST, "credentials.files"),
-    BOOL("allowPlaintextInject", credentials.allow_plaintext_inject),
+    CUSTOM("allowPlaintextInject", settings__fn_plaintext_inject, credentials.plaintext,
+           MERGE_SCALAR, NULL),
     REFUSED_SAY("awsPairs", "AWS SigV4 re-signing is not built yet; mask the variables one by one "
                             "in envVars only if the client sends them as plain tokens"),
     REFUSED_SAY("sigv4", "AWS SigV4 re-signing (awsPairs) is not built yet"),

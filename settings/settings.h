@@ -194,7 +194,11 @@ struct settings {
         } given;
         struct settings_list env_vars;
         struct settings_list files;
-        int allow_plaintext_inject;
+        struct {
+            int on;           /* allowPlaintextInject */
+            const char *file; /* where it was last set (run/creds_trust.c) */
+            unsigned line, col;
+        } plaintext;
     } credentials;
 
     /* sluice's own proxy settings ("proxy" object). Times in milliseconds. */
@@ -347,7 +351,9 @@ void settings_set_checks(const struct settings_checks *checks);
  *   the extract regex ("" none); "warn", "deny" or "error" (onExtractNoMatch,
  *   default "error"); "jwt" or "" (decode); "1" or "0" (maskDuplicates);
  *   then one line per maskClaims claim ("c" + claim) and per injectHosts
- *   pattern ("h" + pattern; none = the hosts of network.allowedDomains).
+ *   pattern ("h" + pattern; none = the hosts of network.allowedDomains),
+ *   and with require one line "r" + the header that must carry the
+ *   placeholder (requireHeader, default Authorization).
  * settings_credential_split() reads it back (spans point into text);
  * settings_credential_next() walks the rest's lines of one tag. */
 enum settings_nomatch { SETTINGS_NOMATCH_ERROR = 0, SETTINGS_NOMATCH_WARN, SETTINGS_NOMATCH_DENY };
@@ -364,7 +370,7 @@ struct settings_credential {
     const char *rest; /* the claim and host lines */
 };
 int settings_credential_split(const char *text, struct settings_credential *r);
-/* The next line of rest tagged tag ('c' claim, 'h' host): 1 with *s, *len
+/* The next line of rest tagged tag ('c' claim, 'h' host, 'r' require): 1 with *s, *len
  * and *rest moved past it, 0 at the end. */
 int settings_credential_next(const char **rest, char tag, const char **s, size_t *len);
 

@@ -382,8 +382,8 @@ static void connected(struct socks_conn *c, int fd)
         /* judged as a tunnel to terminate, and a reload since turned that
          * off: a host that needs termination is never passed opaque */
         close(fd);
-        set_text(&c->fc.reason, "a host with request rules is reachable only through TLS "
-                                "termination");
+        set_text(&c->fc.reason, "a host with %s is reachable only through TLS termination",
+                 policy_tls_needed_why(pol, &c->hs->host, c->fc.port));
         reply_fail(c, SOCKS5_REP_NOT_ALLOWED, "tunnel refused");
         return;
     }

@@ -39,21 +39,24 @@ WHO=root
 ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
 
-# The secrets (never printed by the checks below: they compare and count).
-REAL=ghp_R3alT0kenValue0123456789abcdefXYZ
-FREAL=file-secret-9f8e7d6c5b4a39281706
-DREAL=denied-file-content-never-seen-0001
-DUP=dupsecretvalue1234567890
-NOM=nomatch-secretish-0123456789
+# The secrets (never printed by the checks below: they compare and count),
+# with 10 random digits per run, so that another script's copies of them
+# (a red-team script beside this one) cannot be found by the leak search.
+RND=${CRED_RND:-$(shuf -i 1000000000-9999999999 -n1)}
+REAL=ghp_R3alT0kenValue${RND}abcdefXYZ
+FREAL=file-secret-${RND}9f8e7d6c5b
+DREAL=denied-file-content-never-seen-$RND
+DUP=dupsecretvalue$RND
+NOM=nomatch-secretish-$RND
 b64u() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 JWTH=$(printf '{"alg":"HS256","typ":"JWT"}' | b64u)
 JWTP=$(printf '{"sub":"user-1234567890","exp":1999999999,"name":"Al"}' | b64u)
-JWTS=Zm9vYmFyYmF6cXV4cXV1eHF1dXpxdXV6cXV1enF1dXo
+JWTS=Zm9vYmFyYmF6cXV4cXV1eHF1dXpxd${RND}enF1dXo
 JWTV=$JWTH.$JWTP.$JWTS
 
 # --- the cases (root, then the user: the state comes in CRED_*) ---------------
 cases() {
-    local S=$SH/s.json out rc log=$T/log.$WHO rec
+    local S=$SJ/s.json out rc log=$T/log.$WHO rec
     export XDG_RUNTIME_DIR=$T/xdg
     mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     cd "$T" || return
@@ -81,10 +84,10 @@ cases() {
         ok "maskDuplicates masks every copy with one placeholder; onExtractNoMatch deny hides the file"
     else bad "maskDuplicates / onExtractNoMatch" "$(sed "s/$DUP/<DUP>/g; s/$NOM/<NOM>/g" <<<"$out")"; fi
 
-    out=$(sr "$SH/warn.json" -- cat "$SH/nomatch.txt" 2>&1); rc=$?
+    out=$(sr "$SJ/warn.json" -- cat "$SH/nomatch.txt" 2>&1); rc=$?
     [ "$rc" = 0 ] && grep -qF "$NOM" <<<"$out" && grep -q 'extract does not match; the file is shown as it is (onExtractNoMatch "warn")' <<<"$out" &&
         ok "onExtractNoMatch warn shows the file as it is, with a warning naming the entry" || bad "onExtractNoMatch warn" "rc $rc: $out"
-    out=$(sr "$SH/nomatcherr.json" -- true 2>&1); rc=$?
+    out=$(sr "$SJ/nomatcherr.json" -- true 2>&1); rc=$?
     [ "$rc" = 125 ] && grep -q 'credentials.files\[0\]: extract does not match the file (onExtractNoMatch "error")' <<<"$out" &&
         ok "an extract without a match refuses the run by default (125), naming the entry" || bad "onExtractNoMatch error" "rc $rc: $out"
 
@@ -190,18 +193,100 @@ $(cat "$log")"
     out=$(TOKEN=short "$SLUICE" run --settings "$S" -- true 2>&1); rc=$?
     [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: the secret is shorter than 16 bytes" <<<"$out" &&
         ok "a value shorter than 16 bytes is refused (125), naming the entry" || bad "short value" "rc $rc: $out"
-    out=$(sr "$SH/notls.json" -- true 2>&1); rc=$?
+    out=$(sr "$SJ/notls.json" -- true 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q 'credentials.envVars\[0\]: mode "mask" needs network.tlsTerminate' <<<"$out" &&
         ok "mask without tlsTerminate (nor allowPlaintextInject) is refused, naming the entry" || bad "mask without tlsTerminate" "rc $rc: $out"
-    out=$(sr "$SH/plain.json" --transparent -- true 2>&1); rc=$?
+    out=$(sr "$SJ/plain.json" --transparent -- true 2>&1); rc=$?
     [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: transparent mode" <<<"$out" &&
         ok "mask with transparent mode is refused (125): its connect()s bypass the proxy" || bad "mask with transparent" "rc $rc: $out"
-    out=$(sr "$SH/aws.json" -- true 2>&1); rc=$?
+    out=$(sr "$SJ/aws.json" -- true 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q "credentials.awsPairs: 'credentials.awsPairs' is not supported" <<<"$out" &&
         ok "awsPairs is refused by name (not built yet)" || bad "awsPairs" "rc $rc: $out"
-    out=$(timeout 10 "$SLUICE" proxy --settings "$SH/plain.json" --http tcp:127.0.0.1:0 --socks off 2>&1); rc=$?
+    out=$(timeout 10 "$SLUICE" proxy --settings "$SJ/plain.json" --http tcp:127.0.0.1:0 --socks off 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q 'refused by sluice proxy: mode "mask"' <<<"$out" &&
         ok "sluice proxy refuses mask entries, saying why" || bad "sluice proxy" "rc $rc: $out"
+
+    # issue 24 item 4: a masking entry only from a settings file the sandbox
+    # could not have written. In the writable working directory: refused.
+    cp "$S" ./proj.json && chmod 644 ./proj.json
+    rm -f "$SH/rec/"*
+    out=$(sr ./proj.json -- sh -c 'curl -sS --max-time 5 -H "X-Tok: $TOKEN" https://inj.test:'"$PA"'/proj' 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "^sluice: run: ./proj.json:[0-9]*:[0-9]*: credentials.envVars\[0\]: refused: mode \"mask\" .* is inside '$T', which the sandboxed command may write" <<<"$out" &&
+        [ -z "$(rec)" ] && ok "a --settings file in the writable working directory that masks a variable is refused (125, file:line and why); nothing is sent" ||
+        bad "mask from the working directory" "rc $rc: $out"
+    # the same entries in the user's file work
+    rm -f "$SH/rec/"*
+    out=$(XDG_CONFIG_HOME=$SJ/xdg TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run -- sh -c 'printf "P=%s\n" "$TOKEN"; curl -sS --max-time 10 -H "X-Tok: $TOKEN" https://inj.test:'"$PA"'/userfile' 2>&1); rc=$?
+    r=$(rec) P=$(sed -n 's/^P=//p' <<<"$out")
+    [ "$rc" = 0 ] && grep -q "^H x-tok: $REAL" <<<"$r" && [ -n "$P" ] && [ "$P" != "$REAL" ] &&
+        ok "the same entries in the user's settings file work (the real value arrives at inj.test)" ||
+        bad "mask from the user's file" "rc $rc: $(sed "s/$REAL/<REAL>/g" <<<"$out$r")"
+    # a file writable by others, or under /var/tmp: refused, saying why
+    out=$(sr "$SJ/open.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "open.json:[0-9]*:[0-9]*: credentials.envVars\[0\]: refused: .* is writable by others" <<<"$out" &&
+        ok "a settings file writable by others may not mask (125)" || bad "mask from a file writable by others" "rc $rc: $out"
+    out=$(sr "$SH/s.json" -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "s.json:[0-9]*:[0-9]*: credentials.envVars\[0\]: refused: .* is in '/var/tmp', which is writable by others" <<<"$out" &&
+        ok "a settings file under /var/tmp may not mask (125)" || bad "mask from /var/tmp" "rc $rc: $out"
+    # deny entries from the working directory's file are fine
+    cp "$SJ/deny.json" ./deny.json
+    out=$(sr ./deny.json -- sh -c 'printf "%s\n" "${GONE-unset}"' 2>&1); rc=$?
+    [ "$rc" = 0 ] && [ "$(tail -1 <<<"$out")" = unset ] && ok "a deny entry from the working directory's file is accepted" ||
+        bad "deny from the working directory" "rc $rc: $(sed "s/$REAL/<REAL>/g" <<<"$out")"
+    # the user's entry without injectHosts goes where allowedDomains allows:
+    # a project file may not widen that
+    printf '{"network": {\n  "allowedDomains": ["evil.example", "inj.test"]}}\n' > ./widen.json
+    out=$(XDG_CONFIG_HOME=$SJ/xdg2 TOKEN=$REAL "$SLUICE" run --settings ./widen.json -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "./widen.json:2:22: network.allowedDomains\[0\]: refused: an allowedDomains entry, while the masked credential at $SJ/xdg2/sluice/settings.json:[0-9]* has no injectHosts" <<<"$out" &&
+        ok "a project file may not widen the hosts of a user's entry without injectHosts (125, naming the entry)" ||
+        bad "widening allowedDomains" "rc $rc: $out"
+    # nor turn on plain-HTTP injection for the user's masked entries
+    printf '{"credentials": {\n  "allowPlaintextInject": true}}\n' > ./pt.json
+    out=$(XDG_CONFIG_HOME=$SJ/xdg TOKEN=$REAL GONE=$REAL JWT=$JWTV "$SLUICE" run --settings ./pt.json -- true 2>&1); rc=$?
+    [ "$rc" = 125 ] && grep -q "./pt.json:2:27: credentials.allowPlaintextInject: refused: .* is inside '$T', which the sandboxed command may write" <<<"$out" &&
+        ok "a project file may not turn on allowPlaintextInject beside the user's masked entries (125)" ||
+        bad "allowPlaintextInject from the working directory" "rc $rc: $out"
+
+    # require: requests to inj.test must carry the placeholder alone in Authorization
+    rm -f "$SH/rec/"*
+    out=$(sr "$SJ/req.json" -- sh -c 'u=https://inj.test:'"$PA"'; c() { curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" "$@"; }
+        c -H "Authorization: Bearer $TOKEN" $u/req-bearer
+        c -u "x-access-token:$TOKEN" $u/req-basic
+        c -H "Authorization: Bearer ghp_theSandboxOwnToken0123456789abcdef" $u/req-own
+        c -H "Authorization: Bearer $TOKEN" -H "Authorization: Bearer mine" $u/req-two
+        c -H "X-Tok: $TOKEN" $u/req-none
+        c https://other.test:'"$PA"'/req-other' 2>&1)
+    r=$(rec)
+    if [ "$(grep -v '^sluice:' <<<"$out")" = "200
+200
+403
+403
+403
+200" ] && grep -q "^LINE GET /req-bearer " <<<"$r" && grep -q "^H authorization: Bearer $REAL" <<<"$r" &&
+        grep -q "^LINE GET /req-basic " <<<"$r" && grep -q "^LINE GET /req-other " <<<"$r" &&
+        ! grep -q "req-own\|req-two\|req-none" <<<"$r" &&
+        grep -q "credential TOKEN has require: a request to its hosts must carry its placeholder, and nothing else, in the Authorization header" "$log"; then
+        ok "require: inj.test gets requests whose Authorization is the placeholder alone (Bearer, Basic); one with the sandbox's own token, a second Authorization or none is refused (403, logged, never sent); other hosts are not affected"
+    else bad "require" "$(sed "s/$REAL/<REAL>/g" <<<"$out
+$r")"; fi
+
+    # a WebSocket Upgrade to a credential host is refused (frames are not
+    # read); non-TLS bytes in a tunnel to it are refused naming credentials
+    rm -f "$SH/rec/"*
+    out=$(sr "$S" -- sh -c 'c() { curl -sS --max-time 10 -o /dev/null -w "%{http_code}\n" "$@"; }
+        c -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" https://inj.test:'"$PA"'/ws
+        c -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" https://other.test:'"$PA"'/ws-other
+        c -p http://inj.test:'"$PH"'/nottls 2>/dev/null' 2>&1)
+    sleep 0.3
+    r=$(rec)
+    if [ "$(grep -v '^sluice:\|^curl:' <<<"$out" | head -2)" = "403
+200" ] && ! grep -q "LINE GET /ws " <<<"$r" && grep -q "LINE GET /ws-other " <<<"$r" && ! grep -q "/nottls" <<<"$r" &&
+        grep -q "an Upgrade (WebSocket) to a host a masked credential is sent to" "$log" &&
+        grep -q "not TLS inside a tunnel to a host with credentials (a masked entry's injectHosts): never passed opaque" "$log"; then
+        ok "a WebSocket Upgrade to a credential host is refused (403, never sent; other hosts pass), and non-TLS bytes in a tunnel to one are refused with a reason naming credentials"
+    else bad "WebSocket / not TLS" "$out
+$r
+$(grep -i 'upgrade\|not TLS' "$log" | tail -3)"; fi
 }
 
 # --- set-up (root, once) ------------------------------------------------------
@@ -211,7 +296,11 @@ if [ -z "${CRED_CHILD:-}" ]; then
     fi
     SH=$(mktemp -d /var/tmp/sluice-cred.XXXXXX) # visible inside (/tmp is private)
     chmod 755 "$SH"
-    trap 'e2e_cleanup; rm -rf "$SH"' EXIT
+    # the settings files: where no sandbox could have written them (issue
+    # 24 item 4: /var/tmp is writable by others, so masking entries from a
+    # file there are refused)
+    SJ=$(mktemp -d /run/sluice-cred-json.XXXXXX) && chmod 755 "$SJ" || { bad "settings directory"; e2e_finish; exit; }
+    trap 'e2e_cleanup; rm -rf "$SH" "$SJ"' EXIT
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=cred CA" \
         -keyout "$SH/ca.key" -out "$SH/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$SH/openssl.err" &&
@@ -313,33 +402,46 @@ EOF
                 {"path": "'"$SH"'/nomatch.txt", "mode": "mask", "extract": "zzz=([0-9]+)",
                  "onExtractNoMatch": "deny", "injectHosts": ["inj.test"]},
                 {"path": "'"$SH"'/denied.txt", "mode": "deny"}]'
-    cat > "$SH/s.json" <<JSON
+    cat > "$SJ/s.json" <<JSON
 {"network": {$base,
-  "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"], "excludeDomains": ["pin.inj.test"]}},
+  "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"], "excludeDomains": ["pin.inj.test"]}},
  "credentials": {$creds}}
 JSON
-    cat > "$SH/notls.json" <<JSON
+    cat > "$SJ/notls.json" <<JSON
 {"network": {$base}, "credentials": {$creds}}
 JSON
-    cat > "$SH/plain.json" <<JSON
+    cat > "$SJ/plain.json" <<JSON
 {"network": {$base}, "credentials": {"allowPlaintextInject": true, $creds}}
 JSON
     for m in warn error; do
-        cat > "$SH/$([ $m = warn ] && echo warn || echo nomatcherr).json" <<JSON
-{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SH/ca.pem"]}},
+        cat > "$SJ/$([ $m = warn ] && echo warn || echo nomatcherr).json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
  "credentials": {"files": [{"path": "$SH/nomatch.txt", "mode": "mask", "extract": "zzz=([0-9]+)",
                             "onExtractNoMatch": "$m", "injectHosts": ["inj.test"]}]}}
 JSON
     done
-    cat > "$SH/aws.json" <<JSON
+    cat > "$SJ/aws.json" <<JSON
 {"network": {$base, "tlsTerminate": {}}, "credentials": {"awsPairs": []}}
 JSON
-    chmod 644 "$SH"/*.json
+    cp "$SH/ca.pem" "$SJ/ca.pem"
+    mkdir -p "$SJ/xdg/sluice" "$SJ/xdg2/sluice"
+    cp "$SJ/s.json" "$SJ/xdg/sluice/settings.json"
+    cat > "$SJ/xdg2/sluice/settings.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
+ "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask"}]}}
+JSON
+    printf '{"network": {%s, "tlsTerminate": {}}, "credentials": {"envVars": [{"name": "GONE", "mode": "deny"}]}}\n' "$base" > "$SJ/deny.json"
+    cat > "$SJ/req.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
+ "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test"], "require": true}]}}
+JSON
+    cp "$SJ/s.json" "$SJ/open.json" && cp "$SJ/s.json" "$SH/s.json"
+    chmod 644 "$SJ"/*.json "$SJ"/xdg*/sluice/settings.json "$SH/s.json" && chmod 666 "$SJ/open.json"
 fi
 
 start=$SECONDS
 if [ -n "${CRED_CHILD:-}" ]; then
-    SH=$CRED_SH PA=$CRED_PA PH=$CRED_PH DPORT=$CRED_DPORT
+    SH=$CRED_SH SJ=$CRED_SJ PA=$CRED_PA PH=$CRED_PH DPORT=$CRED_DPORT
     cases
     e2e_finish
     exit
@@ -352,7 +454,7 @@ if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -
     cp -r "$HERE" "$SH/e2e" && chmod -R a+rX "$SH/e2e"
     echo "# --- the same cases as uid $U (setpriv) ---"
     (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
-        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_PA="$PA" CRED_PH="$PH" \
+        env CRED_NETNS=1 CRED_CHILD=1 CRED_SH="$SH" CRED_SJ="$SJ" CRED_RND="$RND" CRED_PA="$PA" CRED_PH="$PH" \
         CRED_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/e2e/credentials.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)

@@ -11,7 +11,9 @@
  * nothing is reported replaced); replaced bits are within allow and found
  * bits outside it; a second pass over the result replaces nothing (no
  * allowed placeholder is left, none is made); proxy_head_value returns a
- * span inside the head. Every call gets an exact-size heap copy.
+ * span inside the head; proxy_creds_required (require) answers 0 or 1,
+ * changes nothing, and never accepts one header for both entries. Every
+ * call gets an exact-size heap copy.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -69,6 +71,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t vl;
         v = proxy_head_value(w, n, "Authorization", &vl);
         FUZZ_CHECK(v == NULL || (v >= w && v + vl <= w + n));
+    }
+    /* require (proxy_creds_required): 0 or 1, the head untouched, never 1
+     * without an Authorization header, and 1 for entry 0 only when entry
+     * 1's check of the same header is 0 (one placeholder per header) */
+    {
+        int r0, r1;
+        memcpy(w, h, n);
+        r0 = proxy_creds_required(&t, 0, "Authorization", w, n);
+        r1 = proxy_creds_required(&t, 1, "authorization", w, n);
+        FUZZ_CHECK((r0 == 0 || r0 == 1) && (r1 == 0 || r1 == 1) && !(r0 && r1));
+        FUZZ_CHECK(memcmp(w, h, n) == 0);
+        FUZZ_CHECK(!(r0 || r1) || proxy_head_value(w, n, "Authorization", &(size_t){0}) != NULL);
     }
     free(h);
     free(w);

@@ -235,6 +235,63 @@ static void test_proxy_refuses(void **state)
     settings_free(&s);
 }
 
+/* require: the placeholder alone in the header, hostile forms refused. */
+static void test_required(void **state)
+{
+    static const struct {
+        const char *hdrs; /* header lines after "GET / HTTP/1.1\r\n" */
+        int ok;
+    } cases[] = {
+        {"Authorization: " FAKE1 "\r\n", 1},
+        {"Authorization: Bearer " FAKE1 "\r\n", 1},
+        {"authorization:   token   " FAKE1 "  \r\n", 1},
+        /* Basic: x-access-token:FAKE1, FAKE1:x-oauth-basic, FAKE1: */
+        {"Authorization: Basic "
+         "eC1hY2Nlc3MtdG9rZW46YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw==\r\n",
+         1},
+        {"Authorization: Basic "
+         "YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQzp4LW9hdXRoLWJhc2lj\r\n",
+         1},
+        {"Authorization: Basic YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQzo=\r\n", 1},
+        /* missing, someone else's token, two headers, extra words */
+        {"X-Other: " FAKE1 "\r\n", 0},
+        {"Authorization: Bearer ghp_sandboxOwnToken0123456789abcdefXYZ\r\n", 0},
+        {"Authorization: Bearer " FAKE1 "\r\nAuthorization: Bearer mine\r\n", 0},
+        {"Authorization: Bearer " FAKE1 " mine\r\n", 0},
+        {"Authorization: Bearer mine " FAKE1 "\r\n", 0},
+        {"Authorization: " FAKE1 "x\r\n", 0},
+        {"Authorization: " FAKE2 "\r\n", 0},
+        {"Authorization: Bearer\r\n", 0},
+        {"Authorization: averyveryveryveryveryveryverylongschemeword " FAKE1 "\r\n", 0},
+        /* Basic: the other side a credential of its own (16 bytes and more), bad base64 */
+        {"Authorization: Basic "
+         "c2FuZGJveC1vd24tdG9rZW4tMTIzNDphYmNfRDRlY081ZmduUHFzdHU5ODc2NTQzMjEwenl4d3Z1QUJD\r\n",
+         0},
+        {"Authorization: Basic "
+         "eC1hY2Nlc3MtdG9rZW46YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw=\r\n",
+         0},
+        {"Authorization: Basic eC1hY2Nlc3MtdG9rZW4=\r\n", 0},
+    };
+    struct proxy_creds t;
+    char head[1024];
+
+    (void)state;
+    table(&t);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int n = snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: a\r\n%s", cases[i].hdrs);
+        int got = proxy_creds_required(&t, 0, "Authorization", head, (size_t)n);
+        if (got != cases[i].ok)
+            print_error("case %zu: got %d: %s\n", i, got, cases[i].hdrs);
+        assert_int_equal(got, cases[i].ok);
+    }
+    /* another header by name; entry 1 (the file's) is not entry 0's placeholder */
+    snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nX-Api-Key: %s\r\n", FAKE2);
+    assert_int_equal(proxy_creds_required(&t, 1, "x-api-key", head, strlen(head)), 1);
+    assert_int_equal(proxy_creds_required(&t, 0, "x-api-key", head, strlen(head)), 0);
+    assert_int_equal(proxy_creds_required(&t, 1, "Authorization", head, strlen(head)), 0);
+    proxy_creds_clear(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_head),
         cmocka_unit_test(test_response_forms),
         cmocka_unit_test(test_proxy_refuses),
+        cmocka_unit_test(test_required),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -537,7 +537,25 @@ static const struct error_case error_cases[] = {
     {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"secret\": 1}]}}",
      "t.json:1:60: credentials.envVars[0].secret: unknown key 'secret' (an entry has name "
      "or path, mode, and optionally extract, onExtractNoMatch, decode, maskClaims, "
-     "maskDuplicates, injectHosts)"},
+     "maskDuplicates, injectHosts, require, requireHeader)"},
+    /* require (issue 24 item 4) */
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"require\": "
+     "true}]}}",
+     "t.json:1:60: credentials.envVars[0].require: needs explicit injectHosts (with the "
+     "default, every host allowedDomains allows would need the placeholder)"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"requireHeader\": \"X-Key\"}]}}",
+     "t.json:1:86: credentials.envVars[0].requireHeader: applies with \"require\": true only"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"deny\", \"require\": "
+     "true}]}}",
+     "t.json:1:60: credentials.envVars[0].require: applies to mode \"mask\" only"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"require\": \"yes\"}]}}",
+     "t.json:1:97: credentials.envVars[0].require: expected a boolean, got a string"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"injectHosts\": "
+     "[\"a.com\"], \"require\": true, \"requireHeader\": \"X Key\"}]}}",
+     "t.json:1:120: credentials.envVars[0].requireHeader: 'X Key': not an HTTP header name (a "
+     "token of at most 64 bytes)"},
     /* dnsServers */
     {"{\"network\": {\"dnsServers\": [\"1.1.1.1\", \"1.1.1\"]}}",
      "t.json:1:40: network.dnsServers[1]: invalid DNS server \"1.1.1\" (expected IP, IP:PORT, "
@@ -1794,14 +1812,15 @@ static void test_credentials_key(void **state)
     assert_int_equal(
         apply(&s,
               "{\"credentials\": {\"allowPlaintextInject\": true, \"envVars\": [{\"name\": "
-              "\"GH\", \"mode\": \"mask\", \"injectHosts\": [\"github.com\", \"*.x.com\"]}], "
+              "\"GH\", \"mode\": \"mask\", \"injectHosts\": [\"github.com\", \"*.x.com\"], "
+              "\"require\": true, \"requireHeader\": \"X-Api-Key\"}], "
               "\"files\": [{\"path\": \"~/.tok\", \"mode\": \"mask\", \"extract\": "
               "\"t=(.*)\", \"onExtractNoMatch\": \"deny\", \"decode\": \"jwt\", "
               "\"maskClaims\": [\"sub\", \"a b\"], \"maskDuplicates\": true}]}}",
               &err),
         0);
     assert_int_equal(s.credentials.given.set, 1);
-    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
     assert_int_equal(s.credentials.env_vars.n, 1);
     assert_int_equal(settings_credential_split(s.credentials.env_vars.items[0].value, &cr), 0);
     assert_true(!cr.file && cr.mask && cr.name_len == 2 && memcmp(cr.name, "GH", 2) == 0);
@@ -1813,6 +1832,9 @@ static void test_credentials_key(void **state)
     assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
     assert_true(vl == 7 && memcmp(v, "*.x.com", 7) == 0);
     assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'r', &v, &vl), 1);
+    assert_true(vl == 9 && memcmp(v, "X-Api-Key", 9) == 0);
     assert_int_equal(settings_credential_split(s.credentials.files.items[0].value, &cr), 0);
     assert_true(cr.file && cr.mask && cr.jwt && cr.mask_duplicates);
     assert_true(cr.extract_len == 6 && memcmp(cr.extract, "t=(.*)", 6) == 0);
@@ -1830,7 +1852,7 @@ static void test_credentials_key(void **state)
                      0);
     assert_int_equal(s.credentials.env_vars.n, 2);
     assert_int_equal(s.credentials.files.n, 1);
-    assert_int_equal(s.credentials.allow_plaintext_inject, 1);
+    assert_int_equal(s.credentials.plaintext.on, 1);
     assert_int_equal(settings_credential_split(s.credentials.env_vars.items[1].value, &cr), 0);
     assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B');
     settings_free(&s);
