@@ -352,15 +352,16 @@ int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 
     if (k == NULL || t == NULL || k->hosts == 0)
         return 0;
-    /* rt-12: an encoded body (gzip...) cannot be masked: it would hand an
-     * echoed real value back, so it is refused (fail closed) */
-    if (has_encoding(head, len))
-        return -1;
     (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
     }
+    /* rt-12: an encoded body (gzip...) cannot be masked: it would hand an
+     * echoed real value back, so the caller refuses it (fail closed) when
+     * the response has a body; the head is masked either way */
+    if (has_encoding(head, len))
+        return -1;
     if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
         k->resp_on = 1;
     return 0;

@@ -558,7 +558,7 @@ static int response_head(struct http_conn *c, size_t end)
         return -1;
     }
     (void)http_response_build(w->uin, &rs, flags, head, n);
-    if (http_cred_response_head(c, head, n) < 0) {
+    if (http_cred_response_head(c, head, n) < 0 && rs.body != HTTP_BODY_NONE) {
         free(head);
         upstream_bad(c, "an encoded response (Content-Encoding) from a credential host: sluice "
                         "cannot mask the real value in it");

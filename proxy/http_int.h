@@ -287,8 +287,9 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
  * the bytes themselves, 0 when the caller sends them as they are, or UV_E*.
  * http_cred_cut: a refused placeholder in the body, the connection must
  * end. http_cred_flushed: from http_out_flush (the arena is free).
- * http_cred_response_head: -1 for an encoded response from a credential
- * host (it cannot be masked: refused). http_cred_masked: the exchange is
+ * http_cred_response_head: masks the head; -1 for an encoded response
+ * from a credential host (its body cannot be masked: refused when there
+ * is one). http_cred_masked: the exchange is
  * with a credential host (its responses must be masked: no upgrade). */
 struct http_cred;
 int http_cred_request(struct http_conn *c);

@@ -69,6 +69,7 @@ cases() {
     out=$(sr "$S" -- sh -c 'printf "P=%s\n" "$TOKEN"
         echo "--gz"; '"$C"' --compressed -H "X-Tok: $TOKEN" '"$U"'/gz
         echo "--gzraw"; '"$C"' -H "X-Tok: $TOKEN" -o /tmp/gz -w "code %{http_code}\n" '"$U"'/gzraw; gzip -dc < /tmp/gz 2>/dev/null
+        echo "--gz204"; '"$C"' -D - -H "X-Tok: $TOKEN" '"$U"'/gz204
         echo "--qplus"; '"$C"' "'"$U"'/qplus?t=$TOKEN"
         echo "--qpct"; '"$C"' -H "X-Tok: $TOKEN" '"$U"'/qpct
         echo "--json"; '"$C"' -H "X-Tok: $TOKEN" '"$U"'/jsonslash
@@ -97,6 +98,9 @@ cases() {
     grep -q "^echo \|^code 502" <<<"$(part gzraw)" && ! grep -qF "$REAL" <<<"$(part gzraw)" &&
         ok "gzip unasked: an encoded response from a credential host is refused (502), the real value in it does not reach the sandbox" ||
         bad "HOLE gzip unasked: an injection host that encodes its responses anyway hands the real value back" "$(part gzraw | hide)"
+    grep -q "^HTTP/1.1 204" <<<"$(part gz204)" && grep -qi "^x-echo: $P" <<<"$(part gz204)" && ! grep -qF "$REAL" <<<"$(part gz204)" &&
+        ok "a bodiless response (204) with a Content-Encoding from a credential host passes, its head masked" ||
+        bad "bodiless encoded response" "$(part gz204 | hide)"
     # HOLE (design limit): an origin's own encodings of what it was sent
     for k in "qplus:$R_PLUS:a query decoded as a form ('+' becomes ' ')" \
              "qpct:$R_PCT:percent-encoded" "json:$R_JSON:JSON with '/' written '\\/'" \

@@ -74,6 +74,12 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.send(200, ('{"a":"%s","b":"%s"}\n' % (tok[:h], tok[h:])).encode())
         if path == "/gzraw":  # gzip whatever the client asked
             return self.send(200, gzip.compress(("echo %s\n" % tok).encode()), [("Content-Encoding", "gzip")])
+        if path == "/gz204":  # no body, but an encoding and the value in a header
+            self.send_response(204)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("X-Echo", tok)
+            self.end_headers()
+            return
         if path == "/trailer":
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
