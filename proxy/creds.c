@@ -278,37 +278,71 @@ static void b64_encode(const uint8_t *in, size_t len, char *out)
     }
 }
 
-/* "Authorization: Basic B64": the decoded credentials scanned, and written
- * back re-encoded when something was replaced (the same length). The bits
- * replaced and found-and-left go to *rep and *blk. */
-static void basic_credentials(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
-                              uint64_t *rep, uint64_t *blk)
+/* One "Basic B64" credentials value (v, vlen: trimmed): the decoded
+ * credentials scanned, and written back re-encoded when something was
+ * replaced (the same length: base64 without its padding stays without).
+ * The bits replaced and found-and-left go to *rep and *blk. */
+static void basic_one(const struct proxy_creds *t, uint64_t allow, char *v, size_t vlen,
+                      uint64_t *rep, uint64_t *blk)
 {
-    size_t vlen, dlen, b64len;
-    char *v = proxy_head_value(head, len, "Authorization", &vlen), *b64;
+    size_t dlen, b64len, plen;
+    char *b64, *tmp;
     uint8_t *dec;
     uint64_t r, b = 0;
 
-    if (v == NULL || vlen < 7 || strncasecmp(v, "Basic ", 6) != 0)
+    if (vlen < 7 || strncasecmp(v, "Basic", 5) != 0 || (v[5] != ' ' && v[5] != '\t'))
         return;
-    b64 = v + 6;
-    b64len = vlen - 6;
-    while (b64len > 0 && *b64 == ' ') {
+    b64 = v + 5;
+    b64len = vlen - 5;
+    while (b64len > 0 && (*b64 == ' ' || *b64 == '\t')) { /* rt-12: a tab, several */
         b64++;
         b64len--;
     }
-    dec = malloc(b64len / 4 * 3 + 1);
-    if (dec == NULL || b64_decode(b64, b64len, dec, b64len / 4 * 3, &dlen) < 0) {
+    if (b64len % 4 == 1)
+        return;
+    plen = (b64len + 3) / 4 * 4; /* rt-12: padding left out is read as there */
+    tmp = malloc(plen);
+    dec = malloc(plen / 4 * 3 + 1);
+    if (tmp == NULL || dec == NULL) {
+        free(tmp);
         free(dec);
         return;
     }
-    r = subst_buffer(&t->to_real, allow, dec, dlen, &b);
-    if (r != 0)
-        b64_encode(dec, dlen, b64); /* the same length: dlen did not change */
-    explicit_bzero(dec, dlen);
+    memcpy(tmp, b64, b64len);
+    memset(tmp + b64len, '=', plen - b64len);
+    if (b64_decode(tmp, plen, dec, plen / 4 * 3, &dlen) == 0) {
+        r = subst_buffer(&t->to_real, allow, dec, dlen, &b);
+        if (r != 0) {
+            b64_encode(dec, dlen, tmp); /* plen characters: dlen did not change */
+            memcpy(b64, tmp, b64len);
+        }
+        *rep |= r;
+        *blk |= b;
+    }
+    explicit_bzero(dec, plen / 4 * 3 + 1);
+    explicit_bzero(tmp, plen);
     free(dec);
-    *rep |= r;
-    *blk |= b;
+    free(tmp);
+}
+
+/* Every "Authorization: Basic B64" of the head (rt-12: not only the
+ * first), by basic_one. */
+static void basic_credentials(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,
+                              uint64_t *rep, uint64_t *blk)
+{
+    char *p = head, *end = head + len;
+
+    for (;;) {
+        size_t vlen;
+        char *v = proxy_head_value(p, (size_t)(end - p), "Authorization", &vlen), *eol;
+        if (v == NULL)
+            return;
+        basic_one(t, allow, v, vlen, rep, blk);
+        eol = memchr(v, '\n', (size_t)(end - v));
+        if (eol == NULL)
+            return;
+        p = eol; /* proxy_head_value skips its first line */
+    }
 }
 
 uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *head, size_t len,

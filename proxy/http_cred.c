@@ -16,13 +16,13 @@
  * without allowPlaintextInject is refused (fail closed: never sent); one
  * for another host is left as it is, and named in the decision record
  * (secret_placeholder=NAME) and counted. Responses from an entry's hosts
- * have its real value replaced by the placeholder (head and streamed body,
- * unless encoded), so an origin that echoes a request does not hand the
- * value back. An Upgrade (WebSocket) to an entry's host is refused: the
- * frames after a 101 are relayed unread. With require, a request to an
- * entry's hosts must carry its placeholder alone in the required header. What the verdict and the
- * log see (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real
- * value.
+ * have its real value replaced by the placeholder (head and streamed body),
+ * so an origin that echoes a request does not hand the value back; such a
+ * request goes without Accept-Encoding, and an encoded response, which
+ * could not be masked, is refused (502) (rt-12). An Upgrade (WebSocket) to an entry's host is
+ * refused: the frames after a 101 are relayed unread. With require, a request to an entry's hosts
+ * must carry its placeholder alone in the required header. What the verdict and the log see
+ * (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real value.
  */
 #define _GNU_SOURCE
 #include "proxy/http_int.h"
@@ -116,12 +116,48 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
     }
 }
 
+/* A Content-Encoding other than identity in any of the head's
+ * Content-Encoding lines (rt-12: not only the first). */
 static int has_encoding(char *head, size_t len)
 {
-    size_t vl;
-    char *v = proxy_head_value(head, len, "Content-Encoding", &vl);
+    char *p = head, *end = head + len;
 
-    return v != NULL && !(vl == 8 && strncasecmp(v, "identity", 8) == 0);
+    for (;;) {
+        size_t vl;
+        char *v = proxy_head_value(p, (size_t)(end - p), "Content-Encoding", &vl);
+        char *eol;
+        if (v == NULL)
+            return 0;
+        if (vl > 0 && !(vl == 8 && strncasecmp(v, "identity", 8) == 0))
+            return 1;
+        eol = memchr(v, '\n', (size_t)(end - v));
+        if (eol == NULL)
+            return 0;
+        p = eol; /* proxy_head_value skips its first line */
+    }
+}
+
+/* Every "name:" line of a head removed (the head shrinks in place): the new
+ * length. */
+static size_t drop_header(char *head, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+    char *p = memchr(head, '\n', len);
+
+    while (p != NULL && p + 1 < head + len) {
+        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(head + len - line));
+        size_t ll;
+        if (eol == NULL)
+            break;
+        ll = (size_t)(eol + 1 - line);
+        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+            memmove(line, eol + 1, (size_t)(head + len - (eol + 1)));
+            len -= ll;
+            continue; /* p stays: the next line is now at line */
+        }
+        p = eol;
+    }
+    return len;
 }
 
 /* require (issue 24 item 4): every entry in k->need must have its
@@ -187,6 +223,11 @@ int http_cred_request(struct http_conn *c)
     }
     if (k->need != 0 && required(c, t, k) < 0)
         return -1;
+    /* rt-12: the response from a credential host is masked only when it is
+     * not encoded, so such a request asks for no encoding (an origin that
+     * encodes anyway is refused: http_cred_response_head) */
+    if (k->hosts != 0)
+        w->out_len = drop_header(w->out, w->out_len, "Accept-Encoding");
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
     if (blk & k->refuse) {
         char why[300];
@@ -304,21 +345,31 @@ int http_cred_cut(const struct http_conn *c)
 /* ------------------------------------------------------------------------ */
 /* Responses                                                                 */
 
-void http_cred_response_head(struct http_conn *c, char *head, size_t len)
+int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 {
     struct http_cred *k = c->w->cred;
     struct proxy_creds *t = creds_of(c);
 
     if (k == NULL || t == NULL || k->hosts == 0)
-        return;
+        return 0;
     (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
     }
-    if (!has_encoding(head, len) &&
-        subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
+    /* rt-12: an encoded body (gzip...) cannot be masked: it would hand an
+     * echoed real value back, so the caller refuses it (fail closed) when
+     * the response has a body; the head is masked either way */
+    if (has_encoding(head, len))
+        return -1;
+    if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
         k->resp_on = 1;
+    return 0;
+}
+
+int http_cred_masked(const struct http_conn *c)
+{
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->hosts != 0 && creds_of(c) != NULL;
 }
 
 void http_cred_flushed(struct http_work *w)

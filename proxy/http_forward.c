@@ -554,6 +554,11 @@ static int response_head(struct http_conn *c, size_t end)
                 upstream_bad(c, "101 from the upstream without an upgrade");
                 return -1;
             }
+            if (http_cred_masked(c)) { /* rt-12: relayed raw, never masked */
+                upstream_bad(c, "an upgraded connection (101) from a credential host: its bytes "
+                                "would reach the sandbox unmasked");
+                return -1;
+            }
             http_upgrade_start(c, &rs, end);
             return -1;
         }
@@ -565,7 +570,7 @@ static int response_head(struct http_conn *c, size_t end)
                 return -1;
             }
             (void)http_response_build(w->uin, &rs, 0, head, n);
-            http_cred_response_head(c, head, n);
+            (void)http_cred_response_head(c, head, n); /* 1xx: no body */
             b = uv_buf_init(head, (unsigned)n);
             rc = http_client_send(c, &b, 1);
             free(head);
@@ -601,7 +606,12 @@ static int response_head(struct http_conn *c, size_t end)
         return -1;
     }
     (void)http_response_build(w->uin, &rs, flags, head, n);
-    http_cred_response_head(c, head, n);
+    if (http_cred_response_head(c, head, n) < 0 && rs.body != HTTP_BODY_NONE) {
+        free(head);
+        upstream_bad(c, "an encoded response (Content-Encoding) from a credential host: sluice "
+                        "cannot mask the real value in it");
+        return -1;
+    }
     /* gathered: the head goes out with the first body bytes, in one write */
     rc = http_out_flush(c);
     if (rc < 0) {

@@ -302,13 +302,18 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
  * -1 after a refusal. The body and response hooks return 1 when they sent
  * the bytes themselves, 0 when the caller sends them as they are, or UV_E*.
  * http_cred_cut: a refused placeholder in the body, the connection must
- * end. http_cred_flushed: from http_out_flush (the arena is free). */
+ * end. http_cred_flushed: from http_out_flush (the arena is free).
+ * http_cred_response_head: masks the head; -1 for an encoded response
+ * from a credential host (its body cannot be masked: refused when there
+ * is one). http_cred_masked: the exchange is
+ * with a credential host (its responses must be masked: no upgrade). */
 struct http_cred;
 int http_cred_request(struct http_conn *c);
 int http_cred_body_up(struct http_conn *c, const char *at, size_t len);
 int http_cred_body_up_end(struct http_conn *c);
 int http_cred_cut(const struct http_conn *c);
-void http_cred_response_head(struct http_conn *c, char *head, size_t len);
+int http_cred_masked(const struct http_conn *c);
+int http_cred_response_head(struct http_conn *c, char *head, size_t len);
 int http_cred_body_down(struct http_conn *c, const char *at, size_t len);
 int http_cred_body_down_end(struct http_conn *c);
 void http_cred_flushed(struct http_work *w);

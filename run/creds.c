@@ -649,6 +649,23 @@ int run_creds_env(struct run *run, struct sb_strv *env, char *err, size_t errlen
             return -1;
         }
     }
+    /* rt-12: a masked real value (of a variable or a file) inside any other
+     * variable the command gets is replaced by its placeholder (the same
+     * length), as maskDuplicates does in a file; the proxy swaps it back
+     * for the entry's hosts */
+    for (size_t j = 0; j < env->n; j++) {
+        char *v = strchr(env->v[j], '=');
+        size_t vl = v != NULL ? strlen(v + 1) : 0;
+        for (size_t e = 0; v != NULL && e < rc->t.n; e++) {
+            const struct proxy_cred *c = &rc->t.e[e];
+            char *p = v + 1, *end = v + 1 + vl;
+            while ((size_t)(end - p) >= c->len &&
+                   (p = memmem(p, (size_t)(end - p), c->real, c->len)) != NULL) {
+                memcpy(p, c->fake, c->len);
+                p += c->len;
+            }
+        }
+    }
     return 0;
 }
 

@@ -132,6 +132,27 @@ static void test_head(void **state)
          "GET / HTTP/1.1\r\nAuthorization: Basic "
          "dTphYmNfRDRlY081ZmduUHFzdHU5ODc2NTQzMjEwenl4d3Z1QUJD\r\n\r\n",
          2, 0, 1},
+        /* rt-12: a tab after Basic, padding left out, a second Authorization */
+        {"GET / HTTP/1.1\r\nAuthorization: "
+         "Basic\tdTphYmNfRDRlY081ZmduUHFzdHU5ODc2NTQzMjEwenl4d3Z1QUJD\r\n\r\n",
+         "GET / HTTP/1.1\r\nAuthorization: "
+         "Basic\tdTpnaHBfUjNhbFQwa2VuVmFsdWUwMTIzNDU2Nzg5YWJjZGVmWFla\r\n\r\n",
+         1, 1, 0},
+        {"GET / HTTP/1.1\r\nAuthorization: Basic "
+         "YWI6YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw\r\n\r\n",
+         "GET / HTTP/1.1\r\nAuthorization: Basic "
+         "YWI6Z2hwX1IzYWxUMGtlblZhbHVlMDEyMzQ1Njc4OWFiY2RlZlhZWg\r\n\r\n",
+         1, 1, 0},
+        {"GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nAuthorization: Basic "
+         "YWI6YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw==\r\n\r\n",
+         "GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nAuthorization: Basic "
+         "YWI6Z2hwX1IzYWxUMGtlblZhbHVlMDEyMzQ1Njc4OWFiY2RlZlhZWg==\r\n\r\n",
+         1, 1, 0},
+        {"GET / HTTP/1.1\r\nAuthorization: Basic "
+         "YWI6YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw\r\n\r\n",
+         "GET / HTTP/1.1\r\nAuthorization: Basic "
+         "YWI6YWJjX0Q0ZWNPNWZnblBxc3R1OTg3NjU0MzIxMHp5eHd2dUFCQw\r\n\r\n",
+         2, 0, 1},
         {"", "", 3, 0, 0},
     };
     struct proxy_creds t;
