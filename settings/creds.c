@@ -22,30 +22,10 @@
     "(an entry has name or path, mode, and optionally extract, onExtractNoMatch, "                 \
     "decode, maskClaims, maskDuplicates, injectHosts, require, requireHeader)"
 
-struct cbuf {
-    char *p;
-    size_t n, cap;
-};
 
-static int cb_add(struct cbuf *b, const char *s, size_t n)
+static int cb_line(struct settings_text *b, const char *s)
 {
-    if (b->cap - b->n <= n) {
-        size_t cap = (b->cap + n) * 2 + 64;
-        char *np = realloc(b->p, cap);
-        if (np == NULL)
-            return -ENOMEM;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
-
-static int cb_line(struct cbuf *b, const char *s)
-{
-    return b->n > 0 && cb_add(b, "\n", 1) < 0 ? -ENOMEM : cb_add(b, s, strlen(s));
+    return b->n > 0 && settings__text_add(b, "\n", 1) < 0 ? -ENOMEM : settings__text_add(b, s, strlen(s));
 }
 
 static int env_name_ok(const char *s)
@@ -131,7 +111,7 @@ static int member_string(struct ctx *c, const char *key, json_t *m, const char *
 /* A list member (maskClaims, injectHosts): a non-empty array of strings,
  * each checked by ok (NULL or why), one per line of b (prefixed by tag). */
 static int member_list(struct ctx *c, const char *key, json_t *m, const char *tag,
-                       const char *(*ok)(const char *s), struct cbuf *b)
+                       const char *(*ok)(const char *s), struct settings_text *b)
 {
     int rc = 0;
 
@@ -152,8 +132,8 @@ static int member_list(struct ctx *c, const char *key, json_t *m, const char *ta
             rc = settings__fail(c, 0, "expected a non-empty string without control characters");
         else if ((why = ok(json_string_value(e))) != NULL)
             rc = settings__fail(c, 0, "'%s': %s", json_string_value(e), why);
-        else if (cb_add(b, "\n", 1) < 0 || cb_add(b, tag, strlen(tag)) < 0 ||
-                 cb_add(b, json_string_value(e), json_string_length(e)) < 0)
+        else if (settings__text_add(b, "\n", 1) < 0 || settings__text_add(b, tag, strlen(tag)) < 0 ||
+                 settings__text_add(b, json_string_value(e), json_string_length(e)) < 0)
             rc = settings__fail_nomem(c);
         settings__pop(c);
     }
@@ -262,7 +242,7 @@ static int header_name_ok(const char *s)
 }
 
 /* require (bool) and requireHeader: the line "r" + the header when on. */
-static int require_line(struct ctx *c, const struct entry *e, struct cbuf *b)
+static int require_line(struct ctx *c, const struct entry *e, struct settings_text *b)
 {
     const char *hdr = "Authorization";
     int on = 0, rc = 0;
@@ -283,12 +263,12 @@ static int require_line(struct ctx *c, const struct entry *e, struct cbuf *b)
     }
     if (rc < 0 || !on)
         return rc;
-    if (cb_add(b, "\nr", 2) < 0 || cb_add(b, hdr, strlen(hdr)) < 0)
+    if (settings__text_add(b, "\nr", 2) < 0 || settings__text_add(b, hdr, strlen(hdr)) < 0)
         return settings__fail_nomem(c);
     return 0;
 }
 
-static int one_entry(struct ctx *c, json_t *o, int file, struct cbuf *b)
+static int one_entry(struct ctx *c, json_t *o, int file, struct settings_text *b)
 {
     struct entry e = {0};
     const char *name = NULL, *mode = NULL, *extract = "", *nomatch = "error", *decode = "";
@@ -386,7 +366,7 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
         found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        struct cbuf b = {0};
+        struct settings_text b = {0};
         struct settings_credential cr;
         settings__push_index(c, i);
         rc = one_entry(c, json_array_get(v, i), file, &b);

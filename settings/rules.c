@@ -50,29 +50,9 @@ static const char *method_why(const char *m)
 
 /* A string or a non-empty array of strings, each passing ok (NULL or why),
  * appended to buf joined by sep. 0 or settings__fail's value. */
-struct textbuf {
-    char *p;
-    size_t n, cap;
-};
-
-static int tb_add(struct textbuf *b, const char *s, size_t n)
-{
-    if (b->cap - b->n <= n) {
-        size_t cap = (b->cap + n) * 2 + 64;
-        char *np = realloc(b->p, cap);
-        if (np == NULL)
-            return -ENOMEM;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
 
 static int one_or_more(struct ctx *c, json_t *v, const char *what,
-                       const char *(*ok)(struct ctx *c, const char *s), struct textbuf *b, char sep,
+                       const char *(*ok)(struct ctx *c, const char *s), struct settings_text *b, char sep,
                        size_t *count)
 {
     size_t i, n = json_is_array(v) ? json_array_size(v) : 1;
@@ -98,8 +78,8 @@ static int one_or_more(struct ctx *c, json_t *v, const char *what,
             char q[128];
             settings__quote(q, sizeof(q), json_string_value(e));
             rc = settings__fail(c, 0, "\"%s\": %s", q, why);
-        } else if ((*count > 0 && tb_add(b, &sep, 1) < 0) ||
-                   tb_add(b, json_string_value(e), json_string_length(e)) < 0) {
+        } else if ((*count > 0 && settings__text_add(b, &sep, 1) < 0) ||
+                   settings__text_add(b, json_string_value(e), json_string_length(e)) < 0) {
             rc = settings__fail_nomem(c);
         } else {
             rc = 0;
@@ -132,10 +112,10 @@ static const char *path_ok(struct ctx *c, const char *g)
 }
 
 /* The members of one rule into its text form. */
-static int one_rule(struct ctx *c, json_t *o, struct textbuf *b)
+static int one_rule(struct ctx *c, json_t *o, struct settings_text *b)
 {
     json_t *host = NULL, *method = NULL, *path = NULL, *action = NULL, *m;
-    struct textbuf methods = {0}, paths = {0};
+    struct settings_text methods = {0}, paths = {0};
     size_t nm = 0, np = 0;
     const char *key, *why = NULL;
     int rc = 0, deny = 0;
@@ -189,10 +169,10 @@ static int one_rule(struct ctx *c, json_t *o, struct textbuf *b)
     }
     if (rc == 0) {
         const char *a = deny ? "deny\n" : "allow\n";
-        if (tb_add(b, a, strlen(a)) < 0 ||
-            tb_add(b, json_string_value(host), json_string_length(host)) < 0 ||
-            tb_add(b, "\n", 1) < 0 || (nm > 0 && tb_add(b, methods.p, methods.n) < 0) ||
-            (np > 0 && (tb_add(b, "\n", 1) < 0 || tb_add(b, paths.p, paths.n) < 0)))
+        if (settings__text_add(b, a, strlen(a)) < 0 ||
+            settings__text_add(b, json_string_value(host), json_string_length(host)) < 0 ||
+            settings__text_add(b, "\n", 1) < 0 || (nm > 0 && settings__text_add(b, methods.p, methods.n) < 0) ||
+            (np > 0 && (settings__text_add(b, "\n", 1) < 0 || settings__text_add(b, paths.p, paths.n) < 0)))
             rc = settings__fail_nomem(c);
     }
     free(methods.p);
@@ -220,7 +200,7 @@ int settings__fn_request_rules(struct ctx *c, json_t *v, const struct key_def *d
     if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
         found = 0;
     for (i = 0; i < n && rc == 0; i++) {
-        struct textbuf b = {0};
+        struct settings_text b = {0};
         settings__push_index(c, i);
         rc = one_rule(c, json_array_get(v, i), &b);
         settings__pop(c);

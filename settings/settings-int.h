@@ -128,6 +128,14 @@ int settings__map_put(struct settings_map *m, const char *key, const char *value
 const char *settings__intern(struct settings *s, const char *name);
 int settings__read_all(const char *path, char **out, size_t *outlen);
 
+/* A growing NUL-terminated text (value.c): settings__text_add appends N
+ * bytes of S; 0 or -ENOMEM. The caller frees p. */
+struct settings_text {
+    char *p;
+    size_t n, cap;
+};
+int settings__text_add(struct settings_text *b, const char *s, size_t n);
+
 /* Where a value is, messages, plain values (value.c). */
 void settings__quote(char *buf, size_t size, const char *s);
 void settings__format_path(const struct ctx *c, char *buf, size_t size);

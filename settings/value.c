@@ -86,6 +86,22 @@ void settings__locate(const struct ctx *c, int at_key, struct jsonpos *pos)
     }
 }
 
+int settings__text_add(struct settings_text *b, const char *s, size_t n)
+{
+    if (b->cap - b->n <= n) {
+        size_t cap = (b->cap + n) * 2 + 64;
+        char *np = realloc(b->p, cap);
+        if (np == NULL)
+            return -ENOMEM;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
 void settings__given(const struct ctx *c, struct settings_given *g)
 {
     struct jsonpos pos;
