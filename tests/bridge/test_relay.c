@@ -1229,9 +1229,13 @@ static void test_idle_fires(void **state)
     assert_int_equal(sc->b_nread, 0);
 }
 
-/* 40 ticks 20 ms apart (800 ms, far more than idle_ms = 300): one byte from
+/* 40 ticks 60 ms apart (2.4 s, far more than idle_ms = 1000): one byte from
  * the client on the first 20, from the upstream on the last 20, so each
- * direction alone has to keep the relay alive for longer than idle_ms. */
+ * direction alone (1.2 s) has to keep the relay alive for longer than
+ * idle_ms. The gap between a tick and idle_ms is wide (940 ms) so a loaded
+ * machine that leaves this process unscheduled for a while (it failed 2 of 4
+ * runs at nice 19 under a CI load with 20 ms ticks and idle_ms = 300) does not
+ * fire the idle timer before a due tick's byte is read. */
 #define IDLE_TICKS 40
 
 static void idle_tick(uv_timer_t *t)
@@ -1253,7 +1257,7 @@ static void idle_tick(uv_timer_t *t)
 static void idle_both_ready(struct sc *sc)
 {
     if (sc->client.connected && sc->upstream.connected)
-        uv_timer_start(&sc->timer, idle_tick, 20, 20);
+        uv_timer_start(&sc->timer, idle_tick, 60, 60);
 }
 
 static void test_idle_traffic_keeps_alive(void **state)
@@ -1261,7 +1265,7 @@ static void test_idle_traffic_keeps_alive(void **state)
     struct fx *f = *state;
     struct sc *sc = sc_new(f, RELAY_TCP, RELAY_TCP);
 
-    sc->idle_ms = 300;
+    sc->idle_ms = 1000;
     sc->client_ready = idle_both_ready;
     sc->upstream_ready = idle_both_ready;
     sc_start(sc);
