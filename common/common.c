@@ -10,18 +10,43 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The text of the second last formatted, per thread: a log writes many
+ * lines within one second, and gmtime_r() and strftime() are most of a
+ * timestamp's cost. */
+static _Thread_local time_t ts_sec = (time_t)-1;
+static _Thread_local char ts_base[COMMON_TIME_MAX];
+static _Thread_local size_t ts_len;
+
 const char *common_timestamp(char *buf, size_t len)
 {
     struct timespec ts;
     struct tm tm;
-    char base[COMMON_TIME_MAX];
+    long ms;
 
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL ||
-        strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
-        snprintf(buf, len, "-");
-        return buf;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        goto fail;
+    if (ts.tv_sec != ts_sec) {
+        ts_sec = (time_t)-1;
+        if (gmtime_r(&ts.tv_sec, &tm) == NULL)
+            goto fail;
+        ts_len = strftime(ts_base, sizeof(ts_base), "%Y-%m-%dT%H:%M:%S", &tm);
+        if (ts_len == 0)
+            goto fail;
+        ts_sec = ts.tv_sec;
     }
-    snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000L);
+    if (len < ts_len + sizeof(".000Z"))
+        goto fail;
+    ms = ts.tv_nsec / 1000000L;
+    memcpy(buf, ts_base, ts_len);
+    buf[ts_len] = '.';
+    buf[ts_len + 1] = (char)('0' + ms / 100);
+    buf[ts_len + 2] = (char)('0' + ms / 10 % 10);
+    buf[ts_len + 3] = (char)('0' + ms % 10);
+    buf[ts_len + 4] = 'Z';
+    buf[ts_len + 5] = '\0';
+    return buf;
+fail:
+    snprintf(buf, len, "-");
     return buf;
 }
 
@@ -47,33 +72,50 @@ const char *common_escape(const char *in, char *buf, size_t len)
     return buf;
 }
 
-void common_logfmt(FILE *f, int first, const char *key, const char *value)
+size_t common_logfmt_value(char *out, const char *value)
 {
-    int quote = 0;
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p;
+    size_t n = 0;
+    int quote = value[0] == '\0';
 
-    if (value == NULL)
-        return;
-    if (value[0] == '\0')
-        quote = 1;
-    for (const char *p = value; *p; p++)
-        if (*p == ' ' || *p == '"' || *p == '=' || *p == '\\' || (unsigned char)*p < 0x20 ||
-            (unsigned char)*p == 0x7f)
-            quote = 1;
+    for (p = (const unsigned char *)value; *p != '\0' && !quote; p++)
+        quote = *p == ' ' || *p == '"' || *p == '=' || *p == '\\' || *p < 0x20 || *p == 0x7f;
     if (!quote) {
-        fprintf(f, "%s%s=%s", first ? "" : " ", key, value);
-        return;
+        n = strlen(value);
+        memcpy(out, value, n);
+        return n;
     }
-    fprintf(f, "%s%s=\"", first ? "" : " ", key);
-    for (const char *p = value; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(f, "\\x%02x", ch);
-        else
-            fputc(ch, f);
+    out[n++] = '"';
+    for (p = (const unsigned char *)value; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)*p;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            out[n++] = '\\';
+            out[n++] = 'x';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        } else {
+            out[n++] = (char)*p;
+        }
     }
-    fputc('"', f);
+    out[n++] = '"';
+    return n;
+}
+
+size_t common_utoa(char *out, unsigned long long v)
+{
+    char rev[20];
+    size_t n = 0, i;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    return n;
 }
 
 const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len)
