@@ -67,12 +67,19 @@ void http_set_reason(struct http_conn *c, const char *s)
 
 const char *http_host_port(const struct http_conn *c, char *buf, size_t len)
 {
-    if (c->fc.host == NULL)
-        snprintf(buf, len, "-");
-    else if (c->host.kind == POLICY_HOST_IPV6)
-        snprintf(buf, len, "[%s]:%u", c->host.name, (unsigned)c->fc.port);
-    else
-        snprintf(buf, len, "%s:%u", c->host.name, (unsigned)c->fc.port);
+    size_t at;
+
+    if (len == 0)
+        return buf;
+    if (c->fc.host == NULL) {
+        common_cat(buf, len, 0, "-");
+        return buf;
+    }
+    /* "[v6]:port" or "host:port", without snprintf (every denial) */
+    at = common_cat(buf, len, 0, c->host.kind == POLICY_HOST_IPV6 ? "[" : "");
+    at = common_cat(buf, len, at, c->host.name);
+    at = common_cat(buf, len, at, c->host.kind == POLICY_HOST_IPV6 ? "]:" : ":");
+    common_cat_u(buf, len, at, c->fc.port);
     return buf;
 }
 

@@ -181,12 +181,34 @@ static void test_utoa(void **state)
     assert_string_equal(out, "1000");
 }
 
+/* common_cat cuts as snprintf(buf, cap, "%s%s", buf, s) would */
+static void test_cat(void **state)
+{
+    char buf[8];
+    size_t at;
+
+    (void)state;
+    at = common_cat(buf, sizeof(buf), 0, "ab");
+    assert_int_equal(at, 2);
+    at = common_cat_u(buf, sizeof(buf), at, 345);
+    assert_string_equal(buf, "ab345");
+    at = common_cat(buf, sizeof(buf), at, "xyz");
+    assert_int_equal(at, 7);
+    assert_string_equal(buf, "ab345xy");
+    at = common_cat(buf, sizeof(buf), at, "more");
+    assert_int_equal(at, 7);
+    assert_string_equal(buf, "ab345xy");
+    assert_int_equal(common_cat(buf, 1, 0, "x"), 0);
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render_escapes),    cmocka_unit_test(test_render_plain_and_zero),
         cmocka_unit_test(test_render_room),       cmocka_unit_test(test_record_long_line),
         cmocka_unit_test(test_timestamp),         cmocka_unit_test(test_utoa),
+        cmocka_unit_test(test_cat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
