@@ -118,15 +118,22 @@ size_t common_utoa(char *out, unsigned long long v)
     return n;
 }
 
-size_t common_cat(char *buf, size_t cap, size_t at, const char *s)
+size_t common_catn(char *buf, size_t cap, size_t at, const char *s, size_t n)
 {
-    size_t n = strlen(s);
+    const char *nul = memchr(s, '\0', n);
 
+    if (nul != NULL)
+        n = (size_t)(nul - s);
     if (n > cap - 1 - at)
         n = cap - 1 - at;
     memcpy(buf + at, s, n);
     buf[at + n] = '\0';
     return at + n;
+}
+
+size_t common_cat(char *buf, size_t cap, size_t at, const char *s)
+{
+    return common_catn(buf, cap, at, s, strlen(s));
 }
 
 size_t common_cat_u(char *buf, size_t cap, size_t at, unsigned long long v)

@@ -47,6 +47,9 @@ size_t common_utoa(char *out, unsigned long long v);
  * strings with it. cap must be at least 1 and at < cap. */
 size_t common_cat(char *buf, size_t cap, size_t at, const char *s);
 
+/* The same with the first n bytes of s (fewer at a NUL): "%.*s". */
+size_t common_catn(char *buf, size_t cap, size_t at, const char *s, size_t n);
+
 /* The same with the decimal digits of v. */
 size_t common_cat_u(char *buf, size_t cap, size_t at, unsigned long long v);
 
