@@ -2,17 +2,21 @@
 # tests/bench/counts.sh - what one tunnel costs `sluice proxy`, in counts that
 # outside load does not move: system calls per tunnel (strace -c) and
 # instructions per tunnel (valgrind --tool=callgrind), for a CONNECT tunnel, a
-# SOCKS5 tunnel, a denied CONNECT and a plain keep-alive GET, each over a
-# fixed number of jobs (loadgen --count), for one binary or two side by side
-# (A/B, interleaved lane by lane). Loopback only.
+# SOCKS5 tunnel, a denied CONNECT, a plain keep-alive GET and (lane "tls")
+# a tunnel that network.tlsTerminate terminates (tlsload.py: a TLS origin
+# on 127.0.0.1, a client that verifies sluice's leaf, GET /100, close),
+# each over a fixed number of jobs (loadgen --count), for one binary or two
+# side by side (A/B, interleaved lane by lane). Loopback only.
 #
 #   bash tests/bench/counts.sh BUILD_DIR [BASELINE_SLUICE]
 #   MODE=strace N=2000 bash tests/bench/counts.sh build build-base/sluice
 #
 # Knobs: MODE (both | strace | callgrind), N (jobs per strace lane, 2000),
 # NCG (jobs per callgrind lane, 300), C (concurrent clients, 64), LANES
-# (default "connect socks deny get"), NICE (the nice level of everything,
-# 19), KEEP=1 (keep the temporary directory).
+# (default "connect socks deny get"; "tls" too needs openssl and python3),
+# NTLS (jobs of the tls lane, both modes: 40), TLS_THREADS (its client
+# threads, 8), NICE (the nice level of everything, 19), KEEP=1 (keep the
+# temporary directory).
 #
 # Per lane and binary it prints syscalls/job (and the top calls) or
 # instructions/job (Ir, user space only: callgrind does not see the
@@ -29,6 +33,8 @@ LOADGEN=$BUILD/tests/bench/loadgen
 MODE=${MODE:-both}
 N=${N:-2000}
 NCG=${NCG:-300}
+NTLS=${NTLS:-40}
+TLS_THREADS=${TLS_THREADS:-8}
 C=${C:-64}
 LANES=${LANES:-connect socks deny get}
 NICE=(nice -n "${NICE:-19}")
@@ -74,6 +80,41 @@ cat > "$T/settings.json" <<EOF
 }
 EOF
 export HOME=$T XDG_CONFIG_HOME=$T/xdg
+SETTINGS=$T/settings.json
+
+# The tls lane: sluice's CA, the origin's CA and its leaf for 127.0.0.1 (as
+# tls.sh makes them), the origin, and settings with tlsTerminate.
+case " $LANES " in
+*" tls "*)
+    P=$T/pki
+    mkdir -p "$P"
+    mkca() {
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=$2" \
+            -keyout "$P/$1.key" -out "$P/$1.pem" -addext "basicConstraints=critical,CA:TRUE" \
+            -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$P/err"
+    }
+    mkca sluiceca "counts sluice CA" && mkca originca "counts origin CA" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=origin" \
+            -CA "$P/originca.pem" -CAkey "$P/originca.key" -keyout "$P/origin.key" -out "$P/origin.pem" \
+            -addext "subjectAltName=IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" \
+            -addext "extendedKeyUsage=serverAuth" 2>>"$P/err" || { cat "$P/err" >&2; exit 2; }
+    OP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "${NICE[@]}" python3 "$(dirname "$0")/tlsload.py" origin "$OP" "$P/origin.pem" "$P/origin.key" \
+        2> "$T/tls-origin.err" &
+    PIDS+=($!)
+    cat > "$T/settings-tls.json" <<EOF
+{
+  "network": {
+    "allowedDomains": ["127.0.0.1:$OP"],
+    "tlsTerminate": { "caCertPath": "$P/sluiceca.pem", "caKeyPath": "$P/sluiceca.key",
+                      "extraCaCertPaths": ["$P/originca.pem"], "maxTunnels": 65536 }
+  },
+  "proxy": { "limits": { "maxConnections": 20000 }, "timeouts": { "idle": 0 } }
+}
+EOF
+    sleep 0.5
+    ;;
+esac
 
 # start BIN NAME [WRAPPER...]: starts the proxy (one worker), sets SP (the
 # proxy's pid, the wrapper's when there is one), HP and SOP (its ports).
@@ -82,7 +123,7 @@ start() {
     shift 2
     "$bin" proxy --help 2>&1 | grep -q -- --workers || wopt=()
     "${NICE[@]}" "$@" "$bin" proxy --http tcp:127.0.0.1:0 --socks tcp:127.0.0.1:0 "${wopt[@]}" \
-        --settings "$T/settings.json" --log "$T/$name.log" > "$T/$name.err" 2>&1 &
+        --settings "$SETTINGS" --log "$T/$name.log" > "$T/$name.err" 2>&1 &
     SP=$!
     PIDS+=($SP)
     for i in $(seq 600); do
@@ -110,15 +151,19 @@ load() {
                  --expect-deny --clients "$C" --count "$n" --wait-eof --threads 1) ;;
     get) out=$("${NICE[@]}" "$LOADGEN" http "tcp:127.0.0.1:$HP" --proxy http --target "127.0.0.1:$HTTPO" \
                  --clients "$C" --count "$n" --threads 1) ;;
+    tls) out=$("${NICE[@]}" python3 "$(dirname "$0")/tlsload.py" rate "127.0.0.1:$HP" "$OP" "$P/sluiceca.pem" \
+                 3600 "$TLS_THREADS" "$n" 2>&1)
+         case $out in *" errors 0"*) out="$out errors=0" ;; esac ;;
     esac
     case $out in *" errors=0"*) ;; *) echo "counts.sh: $lane: $out" >&2 ;; esac
 }
 
 # strace_lane BIN NAME LANE: syscalls per job.
 strace_lane() {
-    local bin=$1 name=$2 lane=$3 sp
+    local bin=$1 name=$2 lane=$3 sp N=$N
+    [ "$lane" = tls ] && N=$NTLS
     start "$bin" "$name-$lane"
-    load "$lane" 50 # warm-up
+    load "$lane" "$([ "$lane" = tls ] && echo 5 || echo 50)" # warm-up
     strace -c -f -q -p "$SP" -o "$T/$name-$lane.strace" & sp=$!
     sleep 0.5
     load "$lane" "$N"
@@ -133,10 +178,11 @@ strace_lane() {
 
 # callgrind_lane BIN NAME LANE: instructions (Ir) per job.
 callgrind_lane() {
-    local bin=$1 name=$2 lane=$3 out ir
+    local bin=$1 name=$2 lane=$3 out ir NCG=$NCG
+    [ "$lane" = tls ] && NCG=$NTLS
     out=$T/cg-$name-$lane
     start "$bin" "$name-$lane" valgrind --tool=callgrind --callgrind-out-file="$out.%p" -q
-    load "$lane" 50 # warm-up
+    load "$lane" "$([ "$lane" = tls ] && echo 5 || echo 50)" # warm-up
     callgrind_control -z "$SP" > /dev/null 2>&1
     load "$lane" "$NCG"
     callgrind_control -d "$SP" > /dev/null 2>&1
@@ -150,6 +196,8 @@ callgrind_lane() {
 }
 
 for lane in $LANES; do
+    SETTINGS=$T/settings.json
+    [ "$lane" = tls ] && SETTINGS=$T/settings-tls.json
     if [ "$MODE" != callgrind ]; then
         [ -n "$B" ] && strace_lane "$B" base "$lane"
         strace_lane "$A" cur "$lane"

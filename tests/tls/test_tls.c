@@ -2148,6 +2148,65 @@ static void test_upstream_resume(void **state)
     origin_pki_free(&o);
 }
 
+/* An origin's TLS 1.3 tickets are kept side by side (each is offered once):
+ * connections opened at once to one name each resume, up to the tickets
+ * kept; with one ticket kept per name only the first did. */
+static void test_upstream_resume_concurrent(void **state)
+{
+    struct origin_pki o;
+    struct tls_client_ctx *cc = NULL;
+    struct tls_conn *cs[4];
+    struct peer ps[4], p;
+    char err[256];
+
+    (void)state;
+    origin_pki_init(&o);
+    assert_int_equal(tls_client_ctx_new(o.ca_file, NULL, 0, &cc, err, sizeof(err)), 0);
+    origin_init(&p, &o, "DNS:origin.example", -3600, 86400, 0);
+    SSL_CTX_set_num_tickets(p.ctx, 3);
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* three tickets */
+    /* four at once: three tickets to offer, the fourth does a full handshake
+     * (none of them reads on, so none brings new tickets) */
+    for (int i = 0; i < 4; i++) {
+        cs[i] = tls_conn_client_new(cc, "origin.example");
+        assert_non_null(cs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        SSL_CTX_up_ref(p.ctx);
+        peer_init(&ps[i], p.ctx, 1);
+        pump(&ps[i], cs[i], MINT_STOP);
+        assert_int_equal(tls_conn_state(cs[i]), TLS_CONN_OPEN);
+        assert_int_equal(tls_conn_resumed(cs[i]), SSL_session_reused(ps[i].ssl));
+    }
+    assert_true(tls_conn_resumed(cs[0]));
+    assert_true(tls_conn_resumed(cs[1]));
+    assert_true(tls_conn_resumed(cs[2]));
+    assert_false(tls_conn_resumed(cs[3]));
+    for (int i = 0; i < 4; i++) {
+        tls_conn_free(cs[i]);
+        peer_free(&ps[i]);
+    }
+    /* at most SESSIONS_PER_HOST (4) of one name are kept */
+    SSL_CTX_set_num_tickets(p.ctx, 6);
+    assert_true(upstream_once(cc, p.ctx, "origin.example") == 0); /* none left: full */
+    for (int i = 0; i < 4; i++) {
+        cs[i] = tls_conn_client_new(cc, "origin.example");
+        assert_non_null(cs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        SSL_CTX_up_ref(p.ctx);
+        peer_init(&ps[i], p.ctx, 1);
+        pump(&ps[i], cs[i], MINT_STOP);
+        assert_true(tls_conn_resumed(cs[i]));
+        tls_conn_free(cs[i]);
+        peer_free(&ps[i]);
+    }
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* the other two were not kept */
+    peer_free(&p);
+    tls_client_ctx_free(cc);
+    origin_pki_free(&o);
+}
+
 static void test_upstream_extra(void **state)
 {
     struct origin_pki o;
@@ -2280,6 +2339,7 @@ int main(void)
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
         cmocka_unit_test(test_upstream_resume),
+        cmocka_unit_test(test_upstream_resume_concurrent),
         cmocka_unit_test(test_upstream_extra),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
