@@ -72,20 +72,24 @@ const char *common_escape(const char *in, char *buf, size_t len)
     return buf;
 }
 
+/* 1 when c may stand in a value without quotes */
+static int logfmt_plain(unsigned char c)
+{
+    return c > 0x20 && c != 0x7f && c != '"' && c != '=' && c != '\\';
+}
+
 size_t common_logfmt_value(char *out, const char *value)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p;
     size_t n = 0;
-    int quote = value[0] == '\0';
 
-    for (p = (const unsigned char *)value; *p != '\0' && !quote; p++)
-        quote = *p == ' ' || *p == '"' || *p == '=' || *p == '\\' || *p < 0x20 || *p == 0x7f;
-    if (!quote) {
-        n = strlen(value);
-        memcpy(out, value, n);
+    /* one pass for the usual value, copied as it is checked */
+    for (p = (const unsigned char *)value; *p != '\0' && logfmt_plain(*p); p++)
+        out[n++] = (char)*p;
+    if (*p == '\0' && n > 0)
         return n;
-    }
+    n = 0;
     out[n++] = '"';
     for (p = (const unsigned char *)value; *p != '\0'; p++) {
         if (*p == '"' || *p == '\\') {

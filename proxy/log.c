@@ -25,6 +25,7 @@ struct log_field {
     const char *key;
     const char *str; /* NULL: num */
     unsigned long long num;
+    size_t klen, len; /* strlen of key and str */
 };
 
 struct log_line {
@@ -36,13 +37,13 @@ struct log_line {
 static void put_str(struct log_line *l, const char *key, const char *v)
 {
     if (v != NULL && v[0] != '\0' && l->n < LOG_MAX_FIELDS)
-        l->f[l->n++] = (struct log_field){key, v, 0};
+        l->f[l->n++] = (struct log_field){key, v, 0, strlen(key), strlen(v)};
 }
 
 static void put_num(struct log_line *l, const char *key, unsigned long long v)
 {
     if (l->n < LOG_MAX_FIELDS)
-        l->f[l->n++] = (struct log_field){key, NULL, v};
+        l->f[l->n++] = (struct log_field){key, NULL, v, strlen(key), 0};
 }
 
 static void line_begin(struct log_line *l, const char *level, const char *event)
@@ -61,7 +62,7 @@ static size_t text_need(const struct log_line *l)
 
     for (size_t i = 0; i < l->n; i++) {
         const struct log_field *x = &l->f[i];
-        need += 2 + strlen(x->key) + (x->str != NULL ? COMMON_LOGFMT_MAX(strlen(x->str)) : 20);
+        need += 2 + x->klen + (x->str != NULL ? COMMON_LOGFMT_MAX(x->len) : 20);
     }
     return need;
 }
@@ -76,11 +77,10 @@ static size_t render_text(char *out, const struct log_line *l)
 
     for (size_t i = 0; i < l->n; i++) {
         const struct log_field *x = &l->f[i];
-        size_t klen = strlen(x->key);
         if (i > 0)
             out[o++] = ' ';
-        memcpy(out + o, x->key, klen);
-        o += klen;
+        memcpy(out + o, x->key, x->klen);
+        o += x->klen;
         out[o++] = '=';
         if (x->str != NULL)
             o += common_logfmt_value(out + o, x->str);

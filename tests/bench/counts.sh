@@ -87,17 +87,8 @@ SETTINGS=$T/settings.json
 case " $LANES " in
 *" tls "*)
     P=$T/pki
-    mkdir -p "$P"
-    mkca() {
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=$2" \
-            -keyout "$P/$1.key" -out "$P/$1.pem" -addext "basicConstraints=critical,CA:TRUE" \
-            -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$P/err"
-    }
-    mkca sluiceca "counts sluice CA" && mkca originca "counts origin CA" &&
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=origin" \
-            -CA "$P/originca.pem" -CAkey "$P/originca.key" -keyout "$P/origin.key" -out "$P/origin.pem" \
-            -addext "subjectAltName=IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" \
-            -addext "extendedKeyUsage=serverAuth" 2>>"$P/err" || { cat "$P/err" >&2; exit 2; }
+    . "$(dirname "$0")/pki.sh"
+    bench_pki "$P" || exit 2
     OP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     "${NICE[@]}" python3 "$(dirname "$0")/tlsload.py" origin "$OP" "$P/origin.pem" "$P/origin.key" \
         2> "$T/tls-origin.err" &

@@ -2148,6 +2148,31 @@ static void test_upstream_resume(void **state)
     origin_pki_free(&o);
 }
 
+/* Opens four connections to host at once (each offered what the cache
+ * holds), then completes their handshakes with the origin octx, without
+ * reading on (so no new tickets); resumed[i] says which resumed. */
+static void four_at_once(struct tls_client_ctx *cc, SSL_CTX *octx, const char *host,
+                         int resumed[4])
+{
+    struct tls_conn *cs[4];
+    struct peer ps[4];
+
+    for (int i = 0; i < 4; i++) {
+        cs[i] = tls_conn_client_new(cc, host);
+        assert_non_null(cs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        SSL_CTX_up_ref(octx);
+        peer_init(&ps[i], octx, 1);
+        pump(&ps[i], cs[i], MINT_STOP);
+        assert_int_equal(tls_conn_state(cs[i]), TLS_CONN_OPEN);
+        resumed[i] = tls_conn_resumed(cs[i]);
+        assert_int_equal(resumed[i], SSL_session_reused(ps[i].ssl));
+        tls_conn_free(cs[i]);
+        peer_free(&ps[i]);
+    }
+}
+
 /* An origin's TLS 1.3 tickets are kept side by side (each is offered once):
  * connections opened at once to one name each resume, up to the tickets
  * kept; with one ticket kept per name only the first did. */
@@ -2155,9 +2180,9 @@ static void test_upstream_resume_concurrent(void **state)
 {
     struct origin_pki o;
     struct tls_client_ctx *cc = NULL;
-    struct tls_conn *cs[4];
-    struct peer ps[4], p;
+    struct peer p;
     char err[256];
+    int r[4];
 
     (void)state;
     origin_pki_init(&o);
@@ -2165,42 +2190,14 @@ static void test_upstream_resume_concurrent(void **state)
     origin_init(&p, &o, "DNS:origin.example", -3600, 86400, 0);
     SSL_CTX_set_num_tickets(p.ctx, 3);
     assert_false(upstream_once(cc, p.ctx, "origin.example")); /* three tickets */
-    /* four at once: three tickets to offer, the fourth does a full handshake
-     * (none of them reads on, so none brings new tickets) */
-    for (int i = 0; i < 4; i++) {
-        cs[i] = tls_conn_client_new(cc, "origin.example");
-        assert_non_null(cs[i]);
-    }
-    for (int i = 0; i < 4; i++) {
-        SSL_CTX_up_ref(p.ctx);
-        peer_init(&ps[i], p.ctx, 1);
-        pump(&ps[i], cs[i], MINT_STOP);
-        assert_int_equal(tls_conn_state(cs[i]), TLS_CONN_OPEN);
-        assert_int_equal(tls_conn_resumed(cs[i]), SSL_session_reused(ps[i].ssl));
-    }
-    assert_true(tls_conn_resumed(cs[0]));
-    assert_true(tls_conn_resumed(cs[1]));
-    assert_true(tls_conn_resumed(cs[2]));
-    assert_false(tls_conn_resumed(cs[3]));
-    for (int i = 0; i < 4; i++) {
-        tls_conn_free(cs[i]);
-        peer_free(&ps[i]);
-    }
+    four_at_once(cc, p.ctx, "origin.example", r); /* three to offer: the fourth is full */
+    assert_true(r[0] && r[1] && r[2]);
+    assert_false(r[3]);
     /* at most SESSIONS_PER_HOST (4) of one name are kept */
     SSL_CTX_set_num_tickets(p.ctx, 6);
-    assert_true(upstream_once(cc, p.ctx, "origin.example") == 0); /* none left: full */
-    for (int i = 0; i < 4; i++) {
-        cs[i] = tls_conn_client_new(cc, "origin.example");
-        assert_non_null(cs[i]);
-    }
-    for (int i = 0; i < 4; i++) {
-        SSL_CTX_up_ref(p.ctx);
-        peer_init(&ps[i], p.ctx, 1);
-        pump(&ps[i], cs[i], MINT_STOP);
-        assert_true(tls_conn_resumed(cs[i]));
-        tls_conn_free(cs[i]);
-        peer_free(&ps[i]);
-    }
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* none left: full */
+    four_at_once(cc, p.ctx, "origin.example", r);
+    assert_true(r[0] && r[1] && r[2] && r[3]);
     assert_false(upstream_once(cc, p.ctx, "origin.example")); /* the other two were not kept */
     peer_free(&p);
     tls_client_ctx_free(cc);
