@@ -172,7 +172,7 @@ callgrind_lane() {
     local bin=$1 name=$2 lane=$3 out ir NCG=$NCG
     [ "$lane" = tls ] && NCG=$NTLS
     out=$T/cg-$name-$lane
-    start "$bin" "$name-$lane" valgrind --tool=callgrind --callgrind-out-file="$out.%p" -q
+    start "$bin" "cg-$name-$lane" valgrind --tool=callgrind --callgrind-out-file="$out.%p" -q
     load "$lane" "$([ "$lane" = tls ] && echo 5 || echo 50)" # warm-up
     callgrind_control -z "$SP" > /dev/null 2>&1
     load "$lane" "$NCG"
