@@ -16,6 +16,8 @@
  */
 #include "bridge/bridge.h"
 
+#include "common/common.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,8 +215,8 @@ static void deny(struct egress_req *r, enum egress_stage stage, const char *reas
                          sizeof(r->o.hint));
     }
     r->o.stage = stage;
-    if (reason != NULL)
-        snprintf(r->o.reason, sizeof(r->o.reason), "%s", reason);
+    if (reason != NULL && reason != r->o.reason)
+        common_cat(r->o.reason, sizeof(r->o.reason), 0, reason);
     finish(r, EGRESS_DENIED, 0);
 }
 
@@ -609,8 +611,8 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
     r->report = policy_mode_report(r->pol->p);
     r->how = how;
     r->handover = (how & EGRESS_HANDOVER) != 0;
-    snprintf(r->protocol, sizeof(r->protocol), "%s", protocol);
-    snprintf(r->client, sizeof(r->client), "%s", client != NULL ? client : "-");
+    common_cat(r->protocol, sizeof(r->protocol), 0, protocol);
+    common_cat(r->client, sizeof(r->client), 0, client != NULL ? client : "-");
     r->o.fd = -1;
     r->o.verdict = "deny";
     *req = r;
@@ -619,8 +621,8 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
      * guarded here too, but dialed only through proceed() -> guard() */
     policy_decide_request(r->pol->p, host, port, rq, &r->match);
     policy_verdict_finish(r->pol->p, host, port, &r->match, NULL, 0, gv, &j);
-    snprintf(r->o.rule, sizeof(r->o.rule), "%s", j.rule_text);
-    snprintf(r->o.source, sizeof(r->o.source), "%s", j.source);
+    common_cat(r->o.rule, sizeof(r->o.rule), 0, j.rule_text);
+    common_cat(r->o.source, sizeof(r->o.source), 0, j.source);
     r->o.stage = EGRESS_BY_POLICY;
     if (j.origin == POLICY_BY_GUARD) { /* an IP literal the guard refuses */
         proceed(r);
@@ -640,7 +642,7 @@ static int start(struct egress_env *e, const struct policy_host *host, uint16_t 
         /* denied, or no rule decides and nobody to ask; report mode lets
          * only a rule's denial through (the guard and the managed file's
          * deny rules still deny) */
-        snprintf(r->o.reason, sizeof(r->o.reason), "%s", j.reason);
+        common_cat(r->o.reason, sizeof(r->o.reason), 0, j.reason);
         if (j.report_only) {
             r->o.would_deny = 1;
             proceed(r);

@@ -173,7 +173,7 @@ void frontend_conn_set_text(char **dst, const char *s)
 
 void frontend_conn_note(struct frontend_conn *c, const struct egress_outcome *o)
 {
-    snprintf(c->verdict, sizeof(c->verdict), "%s", o->verdict);
+    common_cat(c->verdict, sizeof(c->verdict), 0, o->verdict);
     frontend_conn_set_text(&c->rule, o->rule);
     frontend_conn_set_text(&c->source, o->source);
     frontend_conn_set_text(&c->reason, o->reason);

@@ -10,18 +10,43 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The text of the second last formatted, per thread: a log writes many
+ * lines within one second, and gmtime_r() and strftime() are most of a
+ * timestamp's cost. */
+static _Thread_local time_t ts_sec = (time_t)-1;
+static _Thread_local char ts_base[COMMON_TIME_MAX];
+static _Thread_local size_t ts_len;
+
 const char *common_timestamp(char *buf, size_t len)
 {
     struct timespec ts;
     struct tm tm;
-    char base[COMMON_TIME_MAX];
+    long ms;
 
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL ||
-        strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
-        snprintf(buf, len, "-");
-        return buf;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        goto fail;
+    if (ts.tv_sec != ts_sec) {
+        ts_sec = (time_t)-1;
+        if (gmtime_r(&ts.tv_sec, &tm) == NULL)
+            goto fail;
+        ts_len = strftime(ts_base, sizeof(ts_base), "%Y-%m-%dT%H:%M:%S", &tm);
+        if (ts_len == 0)
+            goto fail;
+        ts_sec = ts.tv_sec;
     }
-    snprintf(buf, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000L);
+    if (len < ts_len + sizeof(".000Z"))
+        goto fail;
+    ms = ts.tv_nsec / 1000000L;
+    memcpy(buf, ts_base, ts_len);
+    buf[ts_len] = '.';
+    buf[ts_len + 1] = (char)('0' + ms / 100);
+    buf[ts_len + 2] = (char)('0' + ms / 10 % 10);
+    buf[ts_len + 3] = (char)('0' + ms % 10);
+    buf[ts_len + 4] = 'Z';
+    buf[ts_len + 5] = '\0';
+    return buf;
+fail:
+    snprintf(buf, len, "-");
     return buf;
 }
 
@@ -47,33 +72,94 @@ const char *common_escape(const char *in, char *buf, size_t len)
     return buf;
 }
 
-void common_logfmt(FILE *f, int first, const char *key, const char *value)
+/* 1 when c may stand in a value without quotes */
+static int logfmt_plain(unsigned char c)
 {
-    int quote = 0;
+    return c > 0x20 && c != 0x7f && c != '"' && c != '=' && c != '\\';
+}
 
-    if (value == NULL)
-        return;
-    if (value[0] == '\0')
-        quote = 1;
-    for (const char *p = value; *p; p++)
-        if (*p == ' ' || *p == '"' || *p == '=' || *p == '\\' || (unsigned char)*p < 0x20 ||
-            (unsigned char)*p == 0x7f)
-            quote = 1;
-    if (!quote) {
-        fprintf(f, "%s%s=%s", first ? "" : " ", key, value);
-        return;
+size_t common_logfmt_value(char *out, const char *value)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p;
+    size_t n = 0;
+
+    /* one pass for the usual value, copied as it is checked */
+    for (p = (const unsigned char *)value; *p != '\0' && logfmt_plain(*p); p++)
+        out[n++] = (char)*p;
+    if (*p == '\0' && n > 0)
+        return n;
+    n = 0;
+    out[n++] = '"';
+    for (p = (const unsigned char *)value; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)*p;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            out[n++] = '\\';
+            out[n++] = 'x';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        } else {
+            out[n++] = (char)*p;
+        }
     }
-    fprintf(f, "%s%s=\"", first ? "" : " ", key);
-    for (const char *p = value; *p; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
-            fprintf(f, "\\x%02x", ch);
-        else
-            fputc(ch, f);
+    out[n++] = '"';
+    return n;
+}
+
+size_t common_utoa(char *out, unsigned long long v)
+{
+    char rev[20];
+    size_t n = 0, i;
+
+    do {
+        rev[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    return n;
+}
+
+size_t common_catn(char *buf, size_t cap, size_t at, const char *s, size_t n)
+{
+    const char *nul = memchr(s, '\0', n);
+
+    if (nul != NULL)
+        n = (size_t)(nul - s);
+    if (n > cap - 1 - at)
+        n = cap - 1 - at;
+    memcpy(buf + at, s, n);
+    buf[at + n] = '\0';
+    return at + n;
+}
+
+size_t common_cat(char *buf, size_t cap, size_t at, const char *s)
+{
+    return common_catn(buf, cap, at, s, strlen(s));
+}
+
+size_t common_cat_u(char *buf, size_t cap, size_t at, unsigned long long v)
+{
+    char d[21];
+
+    d[common_utoa(d, v)] = '\0';
+    return common_cat(buf, cap, at, d);
+}
+
+/* "a.b.c.d" of an IPv4 address in network order into out (room for 16). */
+static void ip4_text(const struct in_addr *in, char *out)
+{
+    const uint8_t *b = (const uint8_t *)&in->s_addr;
+    size_t o = 0;
+
+    for (int i = 0; i < 4; i++) {
+        if (i > 0)
+            out[o++] = '.';
+        o += common_utoa(out + o, b[i]);
     }
-    fputc('"', f);
+    out[o] = '\0';
 }
 
 const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len)
@@ -97,8 +183,11 @@ const char *common_peer_name(uv_stream_t *s, int is_pipe, char *buf, size_t len)
         snprintf(buf, len, "[%s]:%u", a, (unsigned)ntohs(s6->sin6_port));
     } else if (ss.ss_family == AF_INET) {
         const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&ss;
-        uv_ip4_name(s4, a, sizeof(a));
-        snprintf(buf, len, "%s:%u", a, (unsigned)ntohs(s4->sin_port));
+        size_t at;
+        ip4_text(&s4->sin_addr, a); /* uv_ip4_name() and snprintf() cost ten times more */
+        at = common_cat(buf, len, 0, a);
+        at = common_cat(buf, len, at, ":");
+        common_cat_u(buf, len, at, ntohs(s4->sin_port));
     } else {
         snprintf(buf, len, "-");
     }

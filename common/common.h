@@ -26,11 +26,32 @@ const char *common_timestamp(char *buf, size_t len);
  * len. Returns buf. */
 const char *common_escape(const char *in, char *buf, size_t len);
 
-/* Writes " key=value" (logfmt; no leading space when first): the value is quoted when empty or when it
- * holds a space, '"', '=', '\' or a control byte; inside quotes '"' and
- * '\' are backslash-escaped and control bytes written as \xNN. Nothing is
- * written for a NULL value. */
-void common_logfmt(FILE *f, int first, const char *key, const char *value);
+/* The most common_logfmt_value() writes for a value of LEN bytes. */
+#define COMMON_LOGFMT_MAX(len) (2 + 4 * (len))
+
+/* Writes a logfmt value into out, which has room for
+ * COMMON_LOGFMT_MAX(strlen(value)) bytes, and returns its length (no NUL):
+ * the value is quoted when empty or when it holds a space, '"', '=', '\' or
+ * a control byte; inside quotes '"' and '\' are backslash-escaped and control
+ * bytes written as \xNN. */
+size_t common_logfmt_value(char *out, const char *value);
+
+/* Writes the decimal digits of v into out (room for 20) and returns their
+ * number (no NUL). */
+size_t common_utoa(char *out, unsigned long long v);
+
+/* Appends s to the string of `at` bytes in buf (cap bytes in all), cut to
+ * fit, and NUL-terminates it; returns the new length. What
+ * snprintf(buf, cap, "%s%s", buf, s) would make, without the formatter:
+ * the hot paths (a verdict's rule and reason texts, peer names) build their
+ * strings with it. cap must be at least 1 and at < cap. */
+size_t common_cat(char *buf, size_t cap, size_t at, const char *s);
+
+/* The same with the first n bytes of s (fewer at a NUL): "%.*s". */
+size_t common_catn(char *buf, size_t cap, size_t at, const char *s, size_t n);
+
+/* The same with the decimal digits of v. */
+size_t common_cat_u(char *buf, size_t cap, size_t at, unsigned long long v);
 
 /* Text of a connected stream's peer: "ip:port", "[v6]:port", "unix" for a
  * pipe, "-" when the kernel cannot tell. Returns buf. */

@@ -6,7 +6,10 @@
 #include "policy/policy.h"
 #include "policy/policy-int.h"
 
+#include "common/common.h"
+
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +336,20 @@ static int is_localhost_name(const struct policy_host *h)
     return h->len > slen && memcmp(h->name + h->len - slen, suffix, slen) == 0;
 }
 
+/* v->why: the parts a, b, ... joined (up to a NULL), cut to fit. Not
+ * snprintf: every answer of every connection gets one, and it is read only
+ * when something is refused or explained. */
+static void set_why(struct policy_guard_verdict *v, const char *a, ...)
+{
+    va_list ap;
+    size_t at = 0;
+
+    va_start(ap, a);
+    for (const char *s = a; s != NULL; s = va_arg(ap, const char *))
+        at = common_cat(v->why, sizeof(v->why), at, s);
+    va_end(ap);
+}
+
 static void judge(const struct policy *p, enum policy_transport t, const struct policy_host *h,
                   uint16_t port, const struct policy_addr *in, struct policy_guard_verdict *v)
 {
@@ -361,21 +378,20 @@ static void judge(const struct policy *p, enum policy_transport t, const struct 
     if (rule != POLICY_NO_RULE) {
         v->rule = &p->rules[rule];
         v->cls = POLICY_CLASS_LISTED;
-        snprintf(v->why, sizeof(v->why), "%s is denied by %s rule '%s'", ip, v->rule->list,
-                 v->rule->pattern);
+        set_why(v, ip, " is denied by ", v->rule->list, " rule '", v->rule->pattern, "'",
+                (const char *)NULL);
         return;
     }
     if (v->cls == POLICY_CLASS_PROXY) {
-        snprintf(v->why, sizeof(v->why), "%s is one of this proxy's own listeners", ip);
+        set_why(v, ip, " is one of this proxy's own listeners", (const char *)NULL);
         return;
     }
     if (is_localhost_name(h)) {
         if (v->cls == POLICY_CLASS_LOOPBACK) {
             v->allowed = 1;
-            snprintf(v->why, sizeof(v->why), "%s is loopback, as %s must be", ip, h->name);
+            set_why(v, ip, " is loopback, as ", h->name, " must be", (const char *)NULL);
         } else {
-            snprintf(v->why, sizeof(v->why), "%s may resolve only to loopback, not %s", h->name,
-                     ip);
+            set_why(v, h->name, " may resolve only to loopback, not ", ip, (const char *)NULL);
         }
         return;
     }
@@ -385,17 +401,17 @@ static void judge(const struct policy *p, enum policy_transport t, const struct 
     if (rule != POLICY_NO_RULE) {
         v->rule = &p->rules[rule];
         v->allowed = 1;
-        snprintf(v->why, sizeof(v->why), "%s is allowed by rule '%s'", ip, v->rule->pattern);
+        set_why(v, ip, " is allowed by rule '", v->rule->pattern, "'", (const char *)NULL);
         return;
     }
     if (policy__addr_denied_class(v->cls, p->deny_private)) {
-        snprintf(v->why, sizeof(v->why), "%s is %s %s address", ip, policy__article(v->cls),
-                 policy_class_name(v->cls));
+        set_why(v, ip, " is ", policy__article(v->cls), " ", policy_class_name(v->cls),
+                " address", (const char *)NULL);
         return;
     }
     v->allowed = 1;
-    snprintf(v->why, sizeof(v->why), "%s is %s %s address", ip, policy__article(v->cls),
-                 policy_class_name(v->cls));
+    set_why(v, ip, " is ", policy__article(v->cls), " ", policy_class_name(v->cls), " address",
+            (const char *)NULL);
 }
 
 size_t policy_guard(const struct policy *p, const struct policy_host *h, uint16_t port,

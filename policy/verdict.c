@@ -14,18 +14,30 @@
 #include "policy/policy.h"
 #include "policy/policy-int.h"
 
+#include "common/common.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 const char *policy_rule_format(const struct policy_rule *r, char *buf, size_t len)
 {
-    if (r->list_id == POLICY_LIST_REQUEST) /* the whole rule as one line */
-        snprintf(buf, len, "'%s' %s[%zu]", r->pattern, r->list, r->index);
-    else if (strstr(r->list, "Files") != NULL) /* a list file: its line is the source */
-        snprintf(buf, len, "'%s' %s", r->pattern, r->list);
-    else
-        snprintf(buf, len, "'%s' %s[%zu]", r->pattern, r->list, r->index);
+    size_t at;
+
+    if (len == 0)
+        return buf;
+    /* "'PATTERN' LIST[INDEX]"; a list file's line is its source, so no
+     * index ("'PATTERN' LIST"); request rules as the rest. Built with
+     * common_cat: it runs twice per connection */
+    at = common_cat(buf, len, 0, "'");
+    at = common_cat(buf, len, at, r->pattern);
+    at = common_cat(buf, len, at, "' ");
+    at = common_cat(buf, len, at, r->list);
+    if (r->list_id != POLICY_LIST_REQUEST && strstr(r->list, "Files") != NULL)
+        return buf;
+    at = common_cat(buf, len, at, "[");
+    at = common_cat_u(buf, len, at, r->index);
+    common_cat(buf, len, at, "]");
     return buf;
 }
 

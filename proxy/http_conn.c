@@ -6,9 +6,11 @@
 #include "proxy/service.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 _Thread_local char http_scratch[512];
 
@@ -67,12 +69,19 @@ void http_set_reason(struct http_conn *c, const char *s)
 
 const char *http_host_port(const struct http_conn *c, char *buf, size_t len)
 {
-    if (c->fc.host == NULL)
-        snprintf(buf, len, "-");
-    else if (c->host.kind == POLICY_HOST_IPV6)
-        snprintf(buf, len, "[%s]:%u", c->host.name, (unsigned)c->fc.port);
-    else
-        snprintf(buf, len, "%s:%u", c->host.name, (unsigned)c->fc.port);
+    size_t at;
+
+    if (len == 0)
+        return buf;
+    if (c->fc.host == NULL) {
+        common_cat(buf, len, 0, "-");
+        return buf;
+    }
+    /* "[v6]:port" or "host:port", without snprintf (every denial) */
+    at = common_cat(buf, len, 0, c->host.kind == POLICY_HOST_IPV6 ? "[" : "");
+    at = common_cat(buf, len, at, c->host.name);
+    at = common_cat(buf, len, at, c->host.kind == POLICY_HOST_IPV6 ? "]:" : ":");
+    common_cat_u(buf, len, at, c->fc.port);
     return buf;
 }
 
@@ -257,27 +266,73 @@ static void on_linger_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(http_scratch, sizeof(http_scratch));
 }
 
+/* Reads dropped in LINGER. Before our FIN is out (TIMER_FLUSH) an EOF or an
+ * error only stops reading: on_final_shutdown then closes. */
 static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct http_conn *c = s->data;
 
     (void)buf;
-    if (nread < 0)
+    if (nread >= 0 || c->state == HTTP_ST_CLOSING)
+        return;
+    if (c->w->timer != TIMER_FLUSH) {
         http_conn_close(c, NULL);
+        return;
+    }
+    c->w->client_eof = 1;
+    c->w->creading = 0;
+    uv_read_stop(s);
 }
 
-static void on_final_shutdown(uv_shutdown_t *sr, int status)
+/* Our FIN is out (status 0) or could not be sent: linger, or close. */
+static void after_fin(struct http_conn *c, int status)
 {
-    struct http_conn *c = sr->data;
-
     if (c->state == HTTP_ST_CLOSING)
         return;
     if (status < 0 || c->w->client_eof ||
-        uv_read_start(relay_client(&c->relay), on_linger_alloc, on_linger_read) < 0) {
+        (!c->w->creading &&
+         uv_read_start(relay_client(&c->relay), on_linger_alloc, on_linger_read) < 0)) {
         http_conn_close(c, NULL);
         return;
     }
     http_timer_set(c, TIMER_LINGER, HTTP_LINGER_MS);
+}
+
+static void on_final_shutdown(uv_shutdown_t *sr, int status)
+{
+    after_fin(sr->data, status);
+}
+
+/* Our FIN with shutdown(2) at once when nothing is queued for the client:
+ * uv_shutdown() sends it from libuv's pending queue and then re-arms the
+ * stream's epoll registration for nothing (one epoll_ctl per close in
+ * libuv 1.44; relay.c's side_shutdown avoids it the same way). Returns 0
+ * when uv_shutdown() is needed. */
+static int fin_now(struct http_conn *c)
+{
+    uv_stream_t *s = relay_client(&c->relay);
+    uv_os_fd_t fd;
+
+    if (uv_stream_get_write_queue_size(s) != 0 || uv_fileno((uv_handle_t *)s, &fd) != 0)
+        return 0;
+    after_fin(c, shutdown(fd, SHUT_WR) == 0 ? 0 : uv_translate_sys_error(errno));
+    return 1;
+}
+
+/* LINGER: a client stream that is being read goes on being read, into
+ * on_linger_read (its callbacks swapped in place, as uv_read_start() would
+ * set them): stopping here and starting again after the FIN cost two
+ * epoll_ctl calls per answered-and-closed connection (every denial).
+ * Returns 1 when it did, 0 when reads stop instead. */
+static int linger_early(struct http_conn *c)
+{
+    uv_stream_t *s = relay_client(&c->relay);
+
+    if (c->terminated || c->cio != NULL || c->w->client_eof || !c->w->creading)
+        return 0;
+    s->alloc_cb = on_linger_alloc;
+    s->read_cb = on_linger_read;
+    return 1;
 }
 
 /* The last answer is queued: once it is flushed, send our FIN, then read
@@ -300,7 +355,8 @@ void http_close_gracefully(struct http_conn *c, const char *end)
     egress_cancel(c->req);
     c->req = NULL;
     http_up_close(c, w->up);
-    http_client_read_stop(c);
+    if (!linger_early(c))
+        http_client_read_stop(c);
     w->last_io = uv_now(c->fc.f->loop);
     http_timer_set(c, TIMER_FLUSH, c->fc.f->idle_timeout_ms);
     if (c->terminated) {
@@ -308,6 +364,8 @@ void http_close_gracefully(struct http_conn *c, const char *end)
         http_conn_close(c, NULL);
         return;
     }
+    if (fin_now(c))
+        return;
     w->shutdown_req.data = c;
     if (uv_shutdown(&w->shutdown_req, relay_client(&c->relay), on_final_shutdown) < 0)
         http_conn_close(c, NULL);

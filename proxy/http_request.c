@@ -417,21 +417,24 @@ static int auth_ok(struct http_conn *c, const struct http_request *rq, const cha
  * query string (nor fragment): scheme, canonical host, port unless 80, path. */
 static void note_url(struct http_conn *c, const struct http_request *rq, const char *in)
 {
-    char url[POLICY_HOST_MAX + 600], port[8] = "", method[16];
+    char url[POLICY_HOST_MAX + 600], method[16];
     const char *path = in + rq->path.off;
-    size_t plen = 0;
+    size_t plen = 0, at;
     int v6 = c->host.kind == POLICY_HOST_IPV6;
     unsigned dport = c->terminated ? 443 : 80;
 
     while (plen < rq->path.len && path[plen] != '?' && path[plen] != '#')
         plen++;
-    snprintf(method, sizeof(method), "%.*s", (int)rq->method_text.len, in + rq->method_text.off);
+    /* common_cat, not snprintf: once per request */
+    common_catn(method, sizeof(method), 0, in + rq->method_text.off, rq->method_text.len);
     frontend_conn_set_text(&c->fc.method, method);
+    at = common_cat(url, sizeof(url), 0, c->terminated ? "https://" : "http://");
+    at = common_cat(url, sizeof(url), at, v6 ? "[" : "");
+    at = common_cat(url, sizeof(url), at, c->host.name);
+    at = common_cat(url, sizeof(url), at, v6 ? "]" : "");
     if (c->fc.port != dport)
-        snprintf(port, sizeof(port), ":%u", (unsigned)c->fc.port);
-    snprintf(url, sizeof(url), "%s://%s%s%s%s%.*s", c->terminated ? "https" : "http",
-             v6 ? "[" : "", c->host.name, v6 ? "]" : "", port, (int)(plen < 512 ? plen : 512),
-             path);
+        at = common_cat_u(url, sizeof(url), common_cat(url, sizeof(url), at, ":"), c->fc.port);
+    common_catn(url, sizeof(url), at, path, plen < 512 ? plen : 512);
     frontend_conn_set_text(&c->fc.url, url);
 }
 
@@ -565,16 +568,15 @@ static int request_upstream_head(struct http_conn *c, const struct http_request 
 {
     struct http_work *w = c->w;
     char authority[POLICY_HOST_MAX + 16];
-    size_t n;
+    int v6 = c->host.kind == POLICY_HOST_IPV6;
+    size_t n, at;
 
-    if (c->host.kind == POLICY_HOST_IPV6)
-        snprintf(authority, sizeof(authority), "[%s]", c->host.name);
-    else
-        snprintf(authority, sizeof(authority), "%s", c->host.name);
-    if (c->fc.port != (c->terminated ? 443 : 80)) {
-        size_t al = strlen(authority);
-        snprintf(authority + al, sizeof(authority) - al, ":%u", (unsigned)c->fc.port);
-    }
+    at = common_cat(authority, sizeof(authority), 0, v6 ? "[" : "");
+    at = common_cat(authority, sizeof(authority), at, c->host.name);
+    at = common_cat(authority, sizeof(authority), at, v6 ? "]" : "");
+    if (c->fc.port != (c->terminated ? 443 : 80))
+        common_cat_u(authority, sizeof(authority), common_cat(authority, sizeof(authority), at, ":"),
+                     c->fc.port);
     n = http_request_build(hb, rq, authority, !rq->keep_alive, NULL, 0);
     free(w->out);
     w->out = malloc(n);

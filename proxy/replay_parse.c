@@ -1,5 +1,5 @@
 /* proxy/replay_parse.c - one line of the connection log read back (README
- * "Connection log"): logfmt as common_logfmt writes it (key=value separated
+ * "Connection log"): logfmt as common_logfmt_value writes it (key=value separated
  * by one space; a value in double quotes when it is empty or holds a space,
  * '"', '=', '\' or a control byte; inside quotes '"' and '\' escaped and
  * control bytes written \xNN) or one JSON object per line. The input is
@@ -46,7 +46,7 @@ static const char **field_slot(struct fields *f, const char *key, size_t klen)
 
 /* ---- logfmt ---- */
 
-/* 1 when c may stand in an unquoted value (common_logfmt quotes the rest) */
+/* 1 when c may stand in an unquoted value (common_logfmt_value quotes the rest) */
 static int bare_ok(unsigned char c)
 {
     return c > 0x20 && c != 0x7f && c != '"' && c != '=' && c != '\\';

@@ -34,6 +34,10 @@
 #include "tls/tls-int.h"
 
 #define SESSIONS_MAX 128 /* upstream sessions kept per client context */
+/* TLS 1.3 tickets kept per host: each is offered once, and an origin sends
+ * several (OpenSSL's default is 2) so that connections opened at once can
+ * each resume; with one kept, only the first of them did */
+#define SESSIONS_PER_HOST 4
 
 struct tls_server_ctx {
     SSL_CTX *ctx;
@@ -287,10 +291,28 @@ static struct session **session_find(struct tls_client_ctx *cc, const char *host
     return pp;
 }
 
+/* Drops the oldest of host's sessions when it has SESSIONS_PER_HOST. */
+static void session_make_room(struct tls_client_ctx *cc, const char *host)
+{
+    struct session **pp, **oldest = NULL;
+    unsigned n = 0;
+
+    for (pp = &cc->sessions; *pp != NULL; pp = &(*pp)->next) {
+        if (strcmp((*pp)->host, host) == 0) {
+            oldest = pp;
+            n++;
+        }
+    }
+    if (n >= SESSIONS_PER_HOST)
+        session_drop(cc, oldest);
+}
+
 /* OpenSSL's new-session callback: keeps a copy of sess for the
  * connection's host. A copy, because OpenSSL marks the connection's own
  * session not resumable when the connection is freed without a
- * close_notify sent, which is how most proxied connections end. */
+ * close_notify sent, which is how most proxied connections end. A TLS 1.3
+ * ticket is kept beside the host's others (up to SESSIONS_PER_HOST, each
+ * used once); a TLS 1.2 session, reusable, replaces the host's newest. */
 static int on_new_session(SSL *ssl, SSL_SESSION *orig)
 {
     struct tls_conn *c = SSL_get_app_data(ssl);
@@ -301,11 +323,12 @@ static int on_new_session(SSL *ssl, SSL_SESSION *orig)
     if (cc == NULL || !SSL_SESSION_is_resumable(orig) || (sess = SSL_SESSION_dup(orig)) == NULL)
         return 0;
     pp = session_find(cc, c->name);
-    if (*pp != NULL) {
+    if (*pp != NULL && SSL_SESSION_get_protocol_version(sess) < TLS1_3_VERSION) {
         e = *pp;
         *pp = e->next;
         SSL_SESSION_free(e->sess);
     } else {
+        session_make_room(cc, c->name);
         e = malloc(sizeof(*e));
         if (e == NULL) {
             SSL_SESSION_free(sess);

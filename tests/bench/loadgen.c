@@ -28,10 +28,11 @@
  *       (from serve-source) and closes. Prints
  *       "bulk bytes=B seconds=T mib_s=X".
  *
- *   loadgen rate ENDPOINT [--clients C] [--seconds D] [--size 100] [--threads N]
- *                [--latency] [--wait-eof] [--expect-deny] [VIA]
+ *   loadgen rate ENDPOINT [--clients C] [--seconds D] [--count N] [--size 100]
+ *                [--threads N] [--latency] [--wait-eof] [--expect-deny] [VIA]
  *       C clients, each in a loop: connect, write SIZE bytes, read the
- *       SIZE-byte echo, close; for D seconds, spread over N epoll threads
+ *       SIZE-byte echo, close; for D seconds (--count N: exactly N jobs,
+ *       then stop, for counts per tunnel), spread over N epoll threads
  *       (default: one per CPU, at most C).
  *       Prints "rate clients=C threads=N seconds=T conns=N conn_s=X errors=E",
  *       with --latency followed by " p50_us=X p99_us=Y" (connect to echo
@@ -46,7 +47,7 @@
  *       the ephemeral range at ~14k connections/s and connect() scans).
  *
  *   loadgen http ENDPOINT [--target HOST:PORT] [--proxy http] [--clients C]
- *                [--seconds D] [--threads N]
+ *                [--seconds D] [--count N] [--threads N]
  *       C keep-alive clients, each sending "GET / HTTP/1.1" requests one at a
  *       time (origin form with Host: TARGET; with --proxy http, absolute form
  *       "GET http://TARGET/" to the proxy at ENDPOINT) and reading each
@@ -870,6 +871,7 @@ struct rate {
     const char *hreq; /* http: the request */
     size_t hreq_len;
     unsigned long long done, errors, conns, held, closed;
+    unsigned long long budget, started; /* rate --count: jobs to start (0: no limit), started */
     unsigned retry; /* slots waiting to reconnect (EAGAIN from a full unix backlog) */
     double *lat;    /* latencies, microseconds */
     size_t nlat, caplat;
@@ -1343,17 +1345,21 @@ static void *rate_run(void *arg)
     r->ep = epoll_create1(0);
     if (r->ep < 0)
         die("epoll_create1");
-    slots = calloc(rt->clients, sizeof(*slots));
+    slots = calloc(rt->clients > 0 ? rt->clients : 1, sizeof(*slots));
     if (slots == NULL)
         die("calloc");
     for (i = 0; i < rt->clients; i++)
         slots[i].fd = -1;
-    while (now() < end) {
+    while (r->budget > 0 ? r->done + r->errors < r->budget : now() < end) {
         int n, k;
         r->retry = 0;
         for (i = 0; i < rt->clients; i++) {
-            if (slots[i].st == SLOT_IDLE)
-                r->retry += (unsigned)slot_connect(r, &slots[i]);
+            if (slots[i].st != SLOT_IDLE || (r->budget > 0 && r->started >= r->budget))
+                continue;
+            if (slot_connect(r, &slots[i]) != 0)
+                r->retry++;
+            else
+                r->started++;
         }
         n = epoll_wait(r->ep, evs, MAX_EVENTS, r->retry > 0 ? 1 : 100);
         for (k = 0; k < n; k++)
@@ -1389,6 +1395,7 @@ static void print_latency(double *lat, size_t n)
 struct run_opts {
     unsigned clients;
     double seconds;
+    unsigned long long count; /* rate --count: exactly this many jobs, then stop (0: by time) */
     size_t size;
     unsigned threads;
     int latency;
@@ -1435,6 +1442,9 @@ static int rate(const char *endpoint, const struct run_opts *o)
         rt->r.hreq_len = o->hreq != NULL ? strlen(o->hreq) : 0;
         rt->clients = clients / threads + (i < clients % threads ? 1 : 0);
         rt->seconds = o->seconds;
+        rt->r.budget = o->count / threads + (i < o->count % threads ? 1 : 0);
+        if (o->count > 0 && rt->r.budget == 0)
+            rt->clients = 0; /* fewer jobs than threads: this one has none */
         if (pthread_create(&rt->th, NULL, rate_run, rt) != 0)
             die("pthread_create");
     }
@@ -1553,10 +1563,10 @@ static void usage(void)
     fputs("usage: loadgen serve-echo ENDPOINT [--close-after BYTES]\n"
           "       loadgen serve-sink|serve-source|serve-http ENDPOINT\n"
           "       loadgen bulk ENDPOINT [--bytes N] [--seconds S] [--echo] [--download] [VIA]\n"
-          "       loadgen rate ENDPOINT [--clients C] [--seconds D] [--size BYTES] "
+          "       loadgen rate ENDPOINT [--clients C] [--seconds D] [--count N] [--size BYTES] "
           "[--threads N] [--latency] [--wait-eof] [--expect-deny] [VIA]\n"
           "       loadgen http ENDPOINT [--target HOST:PORT] [--proxy http] [--clients C] "
-          "[--seconds D] [--threads N]\n"
+          "[--seconds D] [--count N] [--threads N]\n"
           "       loadgen idle ENDPOINT --count N [--parallel P] [--size BYTES] [--seconds S] VIA\n"
           "       VIA: --proxy http|socks5 --target HOST:PORT\n",
           stderr);
@@ -1678,6 +1688,7 @@ int main(int argc, char **argv)
         o.size = 1;
         o.threads = (unsigned)threads;
         o.latency = 1;
+        o.count = count;
         o.mode = RUN_HTTP;
         o.via = &via;
         o.hreq = req;
@@ -1702,6 +1713,7 @@ int main(int argc, char **argv)
         o.threads = (unsigned)threads;
         o.latency = latency;
         o.wait_eof = wait_eof;
+        o.count = count;
         o.mode = expect_deny ? RUN_DENY : RUN_ECHO;
         o.via = &via;
         if (expect_deny && via.kind == VIA_NONE) {

@@ -83,17 +83,8 @@ fi
 
 # PKI: the CA sluice mints from, the origin's CA and its leaf for 127.0.0.1
 P=$T/pki
-mkdir -p "$P"
-mkca() {
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=$2" \
-        -keyout "$P/$1.key" -out "$P/$1.pem" -addext "basicConstraints=critical,CA:TRUE" \
-        -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$P/err"
-}
-mkca sluiceca "bench sluice CA" && mkca originca "bench origin CA" &&
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=origin" \
-        -CA "$P/originca.pem" -CAkey "$P/originca.key" -keyout "$P/origin.key" -out "$P/origin.pem" \
-        -addext "subjectAltName=IP:127.0.0.1" -addext "basicConstraints=critical,CA:FALSE" \
-        -addext "extendedKeyUsage=serverAuth" 2>>"$P/err" || { cat "$P/err"; exit 2; }
+. "$HERE/pki.sh"
+bench_pki "$P" || exit 2
 
 OP=$(free_port)
 python3 "$TL" origin "$OP" "$P/origin.pem" "$P/origin.key" 2>"$T/origin.err" &

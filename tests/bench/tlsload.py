@@ -4,8 +4,9 @@
   tlsload.py origin PORT CERT KEY
       a TLS origin on 127.0.0.1:PORT (threads): each request "GET /N" is
       answered with N bytes (Content-Length), keep-alive
-  tlsload.py rate PROXY|- PORT CAFILE SECONDS THREADS
-      new tunnels for SECONDS from THREADS threads: connect (to PROXY
+  tlsload.py rate PROXY|- PORT CAFILE SECONDS THREADS [COUNT]
+      new tunnels for SECONDS (or, with COUNT, exactly COUNT tunnels, for
+      counts per tunnel: counts.sh) from THREADS threads: connect (to PROXY
       "127.0.0.1:P" with CONNECT 127.0.0.1:PORT, or "-" direct), TLS
       handshake verifying 127.0.0.1 against CAFILE, GET /100, read it,
       close; prints "tunnels N seconds S errors E"
@@ -109,14 +110,23 @@ def get(t, n):
         want -= k
 
 
-def rate(proxy, port, cafile, seconds, threads):
+def rate(proxy, port, cafile, seconds, threads, count=0):
     ctx = client_ctx(cafile)
     end = time.monotonic() + seconds
     counts = [0] * threads
     errors = [0] * threads
+    budget = [count]
+    lock = threading.Lock()
+
+    def take():
+        if count == 0:
+            return time.monotonic() < end
+        with lock:
+            budget[0] -= 1
+            return budget[0] >= 0
 
     def run(i):
-        while time.monotonic() < end:
+        while take():
             try:
                 t = open_tunnel(ctx, proxy, port)
                 get(t, 100)
@@ -174,7 +184,7 @@ def main():
     if a[1] == "origin":
         origin(int(a[2]), a[3], a[4])
     elif a[1] == "rate":
-        rate(a[2], int(a[3]), a[4], float(a[5]), int(a[6]))
+        rate(a[2], int(a[3]), a[4], float(a[5]), int(a[6]), int(a[7]) if len(a) > 7 else 0)
     elif a[1] == "held":
         held(a[2], int(a[3]), a[4], int(a[5]), a[6])
     elif a[1] == "bulk":

@@ -2148,6 +2148,62 @@ static void test_upstream_resume(void **state)
     origin_pki_free(&o);
 }
 
+/* Opens four connections to host at once (each offered what the cache
+ * holds), then completes their handshakes with the origin octx, without
+ * reading on (so no new tickets); resumed[i] says which resumed. */
+static void four_at_once(struct tls_client_ctx *cc, SSL_CTX *octx, const char *host,
+                         int resumed[4])
+{
+    struct tls_conn *cs[4];
+    struct peer ps[4];
+
+    for (int i = 0; i < 4; i++) {
+        cs[i] = tls_conn_client_new(cc, host);
+        assert_non_null(cs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        SSL_CTX_up_ref(octx);
+        peer_init(&ps[i], octx, 1);
+        pump(&ps[i], cs[i], MINT_STOP);
+        assert_int_equal(tls_conn_state(cs[i]), TLS_CONN_OPEN);
+        resumed[i] = tls_conn_resumed(cs[i]);
+        assert_int_equal(resumed[i], SSL_session_reused(ps[i].ssl));
+        tls_conn_free(cs[i]);
+        peer_free(&ps[i]);
+    }
+}
+
+/* An origin's TLS 1.3 tickets are kept side by side (each is offered once):
+ * connections opened at once to one name each resume, up to the tickets
+ * kept; with one ticket kept per name only the first did. */
+static void test_upstream_resume_concurrent(void **state)
+{
+    struct origin_pki o;
+    struct tls_client_ctx *cc = NULL;
+    struct peer p;
+    char err[256];
+    int r[4];
+
+    (void)state;
+    origin_pki_init(&o);
+    assert_int_equal(tls_client_ctx_new(o.ca_file, NULL, 0, &cc, err, sizeof(err)), 0);
+    origin_init(&p, &o, "DNS:origin.example", -3600, 86400, 0);
+    SSL_CTX_set_num_tickets(p.ctx, 3);
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* three tickets */
+    four_at_once(cc, p.ctx, "origin.example", r); /* three to offer: the fourth is full */
+    assert_true(r[0] && r[1] && r[2]);
+    assert_false(r[3]);
+    /* at most SESSIONS_PER_HOST (4) of one name are kept */
+    SSL_CTX_set_num_tickets(p.ctx, 6);
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* none left: full */
+    four_at_once(cc, p.ctx, "origin.example", r);
+    assert_true(r[0] && r[1] && r[2] && r[3]);
+    assert_false(upstream_once(cc, p.ctx, "origin.example")); /* the other two were not kept */
+    peer_free(&p);
+    tls_client_ctx_free(cc);
+    origin_pki_free(&o);
+}
+
 static void test_upstream_extra(void **state)
 {
     struct origin_pki o;
@@ -2280,6 +2336,7 @@ int main(void)
         cmocka_unit_test(test_handshake_resume),
         cmocka_unit_test(test_upstream),
         cmocka_unit_test(test_upstream_resume),
+        cmocka_unit_test(test_upstream_resume_concurrent),
         cmocka_unit_test(test_upstream_extra),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
