@@ -323,6 +323,17 @@ static int env_entry(struct run_creds *rc, const struct settings_item *it,
     return 0;
 }
 
+/* An awsPairs variable that an envVars entry names too (either mode). */
+static int aws_twice(const struct run_creds *rc, const struct settings_item *it,
+                     const struct settings_credential *cr)
+{
+    for (size_t i = 0; i < rc->nenv; i++)
+        if (strlen(rc->env[i].name) == cr->name_len &&
+            memcmp(rc->env[i].name, cr->name, cr->name_len) == 0)
+            return refuse(it, "the variable is also an envVars entry: name it in one place");
+    return 0;
+}
+
 /* An awsPairs variable just taken by env_entry: its role in the table. */
 static int aws_role(struct run_creds *rc, const struct settings_item *it,
                     const struct settings_credential *cr)
@@ -333,9 +344,6 @@ static int aws_role(struct run_creds *rc, const struct settings_item *it,
 
     if (!settings_credential_next(&rest, 'a', &r, &rl) || rl != 1)
         return refuse(it, "internal: an awsPairs variable without its role");
-    for (size_t i = 0; i + 1 < rc->nenv; i++)
-        if (strcmp(rc->env[i].name, name) == 0)
-            return refuse(it, "the variable is also an envVars entry: name it in one place");
     if (rc->t.n == 0 || strcmp(rc->t.e[rc->t.n - 1].name, name) != 0)
         return 0; /* not set: nothing masked */
     if (proxy_creds_aws(&rc->t, rc->t.n - 1, it->index, r[0]) < 0)
@@ -629,8 +637,8 @@ int run_creds_prepare(struct run *run)
     for (size_t i = 0; i < s->credentials.aws_pairs.n; i++) {
         const struct settings_item *it = &s->credentials.aws_pairs.items[i];
         struct settings_credential cr;
-        if (settings_credential_split(it->value, &cr) < 0 || env_entry(rc, it, &cr) < 0 ||
-            aws_role(rc, it, &cr) < 0)
+        if (settings_credential_split(it->value, &cr) < 0 || aws_twice(rc, it, &cr) < 0 ||
+            env_entry(rc, it, &cr) < 0 || aws_role(rc, it, &cr) < 0)
             return -1;
     }
     for (size_t i = 0; i < s->credentials.files.n; i++) {

@@ -508,7 +508,8 @@ static int aws_pair(struct ctx *c, json_t *o, size_t idx, struct settings_list *
     static const char *const keys[3] = {"accessKeyIdVar", "secretAccessKeyVar", "sessionTokenVar"};
     static const char roles[3] = {'K', 'S', 'T'};
     const char *names[3] = {NULL, NULL, NULL}, *key;
-    json_t *m;
+    json_t *m, *hosts = NULL;
+    struct cbuf hb = {0};
     int rc = 0;
 
     if (!json_is_object(o))
@@ -521,11 +522,15 @@ static int aws_pair(struct ctx *c, json_t *o, size_t idx, struct settings_list *
         size_t k = 0;
         while (k < 3 && strcmp(key, keys[k]) != 0)
             k++;
+        if (k == 3 && strcmp(key, "injectHosts") == 0) {
+            hosts = m;
+            continue;
+        }
         if (k == 3) {
             settings__push_key(c, key);
             rc = settings__fail(c, 1,
                                 "unknown key '%s' (a pair has accessKeyIdVar, secretAccessKeyVar "
-                                "and optionally sessionTokenVar)",
+                                "and optionally sessionTokenVar and injectHosts)",
                                 key);
             settings__pop(c);
             return rc;
@@ -542,6 +547,12 @@ static int aws_pair(struct ctx *c, json_t *o, size_t idx, struct settings_list *
     }
     if (names[0] == NULL || names[1] == NULL)
         return settings__fail(c, 0, "a pair needs accessKeyIdVar and secretAccessKeyVar");
+    /* injectHosts (beyond srt, whose pairs go to allowedDomains): the same
+     * "h" lines on each of the pair's variables */
+    if (hosts != NULL && (rc = member_list(c, "injectHosts", hosts, "h", host_ok, &hb)) < 0) {
+        free(hb.p);
+        return rc;
+    }
     for (size_t k = 0; k < 3; k++)
         for (size_t j = 0; j < k; j++)
             if (names[k] != NULL && strcmp(names[k], names[j]) == 0) {
@@ -558,19 +569,26 @@ static int aws_pair(struct ctx *c, json_t *o, size_t idx, struct settings_list *
         for (size_t i = 0; i < out->n; i++) {
             struct settings_credential was;
             if (settings_credential_split(out->items[i].value, &was) == 0 &&
-                was.name_len == strlen(names[k]) && memcmp(was.name, names[k], was.name_len) == 0)
+                was.name_len == strlen(names[k]) && memcmp(was.name, names[k], was.name_len) == 0) {
+                free(hb.p);
                 return settings__fail(c, 0, "'%s' is already in pair %zu", names[k],
                                       out->items[i].index);
+            }
         }
         if (cb_line(&b, "env") < 0 || cb_line(&b, names[k]) < 0 || cb_line(&b, "mask") < 0 ||
             cb_line(&b, "") < 0 || cb_line(&b, "error") < 0 || cb_line(&b, "") < 0 ||
-            cb_line(&b, "0") < 0 || cb_add(&b, role, 3) < 0) {
+            cb_line(&b, "0") < 0 || cb_add(&b, role, 3) < 0 ||
+            (hb.p != NULL && cb_add(&b, hb.p, hb.n) < 0)) {
             free(b.p);
+            free(hb.p);
             return settings__fail_nomem(c);
         }
-        if (settings__list_push(out, b.p, c->name, line, col, d->list, idx) < 0)
+        if (settings__list_push(out, b.p, c->name, line, col, d->list, idx) < 0) {
+            free(hb.p);
             return settings__fail_nomem(c); /* list_push freed b.p */
+        }
     }
+    free(hb.p);
     return 0;
 }
 

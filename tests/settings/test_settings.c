@@ -493,7 +493,11 @@ static const struct error_case error_cases[] = {
      "([A-Za-z_][A-Za-z0-9_]*)"},
     {"{\"credentials\": {\"awsPairs\": [{\"region\": \"x\"}]}}",
      "t.json:1:32: credentials.awsPairs[0].region: unknown key 'region' (a pair has "
-     "accessKeyIdVar, secretAccessKeyVar and optionally sessionTokenVar)"},
+     "accessKeyIdVar, secretAccessKeyVar and optionally sessionTokenVar and injectHosts)"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
+     "\"S\", \"injectHosts\": []}]}}",
+     "t.json:1:97: credentials.awsPairs[0].injectHosts: must not be empty: a masked credential "
+     "needs a host to be sent to (leave the member out for the hosts of network.allowedDomains)"},
     {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
      "\"S\"}, {\"accessKeyIdVar\": \"S\", \"secretAccessKeyVar\": \"T\"}]}}",
      "t.json:1:83: credentials.awsPairs[1]: 'S' is already in pair 0"},
