@@ -10,15 +10,16 @@
  * Accept-Encoding gone) is signed again with the real secret: the same
  * scope, x-amz-date and URI form, the client's SignedHeaders less those
  * the proxy removed. The payload hash:
- *   - UNSIGNED-PAYLOAD, or no body: the head is re-signed at once and a
- *     body streams as any other (placeholders swapped in it);
+ *   - UNSIGNED-PAYLOAD, STREAMING-UNSIGNED-PAYLOAD-TRAILER (no chunk
+ *     signatures), or no body: the head is re-signed at once and a body
+ *     streams as any other (placeholders swapped in it);
  *   - a literal hash, or none (hashed by the signer): the body is needed,
  *     so the head is held and the body buffered (SIGV4_BODY_MAX, srt's 64
  *     MiB; a larger Content-Length is a 403, a larger chunked body ends
  *     the connection), checked against the client's hash, placeholders
  *     swapped, hashed again (a literal x-amz-content-sha256 rewritten),
  *     and sent with the re-signed head;
- *   - STREAMING-* (chunk signatures), presigned URLs (X-Amz-Signature in
+ *   - other STREAMING-* (chunk signatures), presigned URLs (X-Amz-Signature in
  *     the query with the placeholder key id) and SigV4a
  *     (AWS4-ECDSA-P256-SHA256): credentials.sigv4 streaming, presigned,
  *     sigv4a: "deny" (the default) is a 403 with the reason; "passthrough"
@@ -177,6 +178,14 @@ static int payload_rule(const struct proxy_creds *t, struct http_sigv4 *s, const
     const char *v = value_of(head, len, "x-amz-content-sha256", &vl);
 
     *buffer = 0;
+    /* aws-chunked with a trailing checksum and no chunk signatures (what
+     * S3 clients send for uploads with checksums): nothing in the body is
+     * signed, so the head is re-signed as for UNSIGNED-PAYLOAD */
+    if (v != NULL && vl == 34 && memcmp(v, "STREAMING-UNSIGNED-PAYLOAD-TRAILER", 34) == 0) {
+        memcpy(s->payload, v, vl);
+        s->payload[vl] = '\0';
+        return 0;
+    }
     if (v != NULL && vl >= 10 && strncmp(v, "STREAMING-", 10) == 0) {
         if (t->sigv4_streaming)
             return 1;

@@ -74,6 +74,7 @@ cases() {
     u=https://s3.aws.test:$PA
     # each shape verifies at the origin with the real key id, secret and token
     for m in "GET literal $u/bucket/key.txt" "PUT unsigned $u/bucket/u.bin" "PUT literal $u/bucket/l.bin" \
+        "PUT trailer $u/bucket/t.bin" \
         "POST nohash https://sts.aws.test:$PA/" "POST botocore https://sts.aws.test:$PA/"; do
         set -- $m
         clear

@@ -4,7 +4,7 @@
 # response body. Usage:
 #   client.py MODE URL [BODY]
 # MODE: literal (x-amz-content-sha256 = the body's hash), unsigned
-# (UNSIGNED-PAYLOAD), nohash (no x-amz-content-sha256: the signer hashes the
+# (UNSIGNED-PAYLOAD), trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), nohash (no x-amz-content-sha256: the signer hashes the
 # body, as for STS and most services), botocore (botocore's SigV4Auth when
 # it is importable, else nohash), badsecret (signed with another secret),
 # tamper (a signed header changed after signing), streaming,
@@ -44,7 +44,7 @@ if mode == "botocore":
     except ImportError:
         mode = "nohash"
 if mode != "botocore":
-    payload = {"unsigned": "UNSIGNED-PAYLOAD",
+    payload = {"unsigned": "UNSIGNED-PAYLOAD", "trailer": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
                "streaming": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"}.get(mode, hashlib.sha256(body).hexdigest())
     hs = sigv4.sign(method, host, path, query, headers, payload, key,
                     "x" * len(secret) if mode == "badsecret" else secret, "us-east-1", service,

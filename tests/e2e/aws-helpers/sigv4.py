@@ -91,7 +91,8 @@ def verify(method, path, query, headers, body, secret):
         return False, key, "x-amz-date"
     declared = [v for k, v in headers if k.lower() == "x-amz-content-sha256"]
     digest = hashlib.sha256(body).hexdigest()
-    if declared and declared[0] not in ("UNSIGNED-PAYLOAD",) and declared[0] != digest:
+    if declared and declared[0] not in ("UNSIGNED-PAYLOAD", "STREAMING-UNSIGNED-PAYLOAD-TRAILER") \
+            and declared[0] != digest:
         return False, key, "x-amz-content-sha256 is not the body's hash"
     payload = declared[0] if declared else digest
     signed = a["SignedHeaders"].split(";")
