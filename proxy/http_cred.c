@@ -40,7 +40,7 @@ struct http_cred {
     uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
     uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
     unsigned req_on : 1, resp_on : 1;
-    unsigned cut : 1; /* a refused placeholder in the body: the connection ends */
+    unsigned cut : 1;        /* a refused placeholder in the body: the connection ends */
     unsigned held_subst : 1; /* SigV4 held body: placeholders swapped when it is whole */
     struct http_sigv4 *sv;   /* AWS SigV4 re-signing (http_sigv4.c), or NULL */
     const char *why;         /* cut: why, for a 403 when nothing was answered yet */

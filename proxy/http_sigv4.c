@@ -66,8 +66,8 @@ static const char *value_of(const char *head, size_t len, const char *name, size
 
 /* The pair whose key id placeholder is key (and whose key id goes to
  * this host), or NULL. */
-static const struct proxy_aws *pair_of(const struct proxy_creds *t, uint64_t hosts,
-                                       const char *key, size_t kl)
+static const struct proxy_aws *pair_of(const struct proxy_creds *t, uint64_t hosts, const char *key,
+                                       size_t kl)
 {
     for (size_t i = 0; i < t->naws; i++) {
         const struct proxy_aws *a = &t->aws[i];
@@ -273,7 +273,8 @@ int http_sigv4_head(struct http_conn *c, const struct proxy_creds *t, uint64_t h
         *out = s;
         return 0;
     }
-    s->form = sigv4_verify(head, len, &a, s->payload, t->e[pair->secret].fake, t->e[pair->secret].len);
+    s->form =
+        sigv4_verify(head, len, &a, s->payload, t->e[pair->secret].fake, t->e[pair->secret].len);
     if (s->form < 0) {
         free(s);
         *why = "its AWS signature does not verify with the masked secret's placeholder: it was not "
@@ -375,8 +376,7 @@ int http_sigv4_check(const struct proxy_creds *t, struct http_sigv4 *s, char **b
         return -1;
     }
     memcpy(s->payload, h, sizeof(h));
-    if (find_signed(t, UINT64_MAX, s->orig, s->orig_len, &a, &pair, why) <= 0 ||
-        pair != s->pair) {
+    if (find_signed(t, UINT64_MAX, s->orig, s->orig_len, &a, &pair, why) <= 0 || pair != s->pair) {
         *why = "internal: the held head lost its signature";
         return -1;
     }

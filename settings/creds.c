@@ -365,6 +365,19 @@ static int one_entry(struct ctx *c, json_t *o, int file, struct cbuf *b)
     return require_line(c, &e, b);
 }
 
+/* Where each of an array's n elements stands in the file (*found of them
+ * located: the rest are reported at 1:1). 0, or -ENOMEM. */
+static int array_positions(struct ctx *c, size_t n, struct jsonpos **pos, size_t *found)
+{
+    *found = 0;
+    *pos = calloc(n, sizeof(**pos));
+    if (*pos == NULL)
+        return -ENOMEM;
+    if (jsonpos_array(c->text, c->len, c->path, c->depth, *pos, n, found) < 0)
+        *found = 0;
+    return 0;
+}
+
 /* credentials.envVars and credentials.files: replaced by a later layer. */
 int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
 {
@@ -380,11 +393,8 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     settings__list_free(out);
     if (n == 0)
         return 0;
-    pos = calloc(n, sizeof(*pos));
-    if (pos == NULL)
+    if (array_positions(c, n, &pos, &found) < 0)
         return settings__fail_nomem(c);
-    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
-        found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct cbuf b = {0};
         struct settings_credential cr;
@@ -609,11 +619,8 @@ int settings__fn_aws_pairs(struct ctx *c, json_t *v, const struct key_def *d)
     settings__list_free(out);
     if (n == 0)
         return 0;
-    pos = calloc(n, sizeof(*pos));
-    if (pos == NULL)
+    if (array_positions(c, n, &pos, &found) < 0)
         return settings__fail_nomem(c);
-    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
-        found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         settings__push_index(c, i);
         rc = aws_pair(c, json_array_get(v, i), i, out, d, i < found ? pos[i].line : 1,
@@ -634,8 +641,7 @@ int settings__fn_sigv4(struct ctx *c, json_t *v, const struct key_def *d)
 
     (void)d;
     if (!json_is_object(v))
-        return settings__fail(c, 0,
-                              "expected an object {streaming?, presigned?, sigv4a?}, got %s",
+        return settings__fail(c, 0, "expected an object {streaming?, presigned?, sigv4a?}, got %s",
                               settings__type_name(v));
     json_object_foreach(v, key, m)
     {

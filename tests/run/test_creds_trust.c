@@ -231,15 +231,17 @@ static void test_layers(void **state)
     assert_non_null(strstr(err, "/w/proj.json:1:2: credentials.envVars: refused: it replaces"));
     /* awsPairs (masks): refused from the project, accepted from the user's
      * file; the project may not replace the user's pairs */
-#define PAIR "{\"accessKeyIdVar\": \"AWS_ACCESS_KEY_ID\", \"secretAccessKeyVar\": \"AWS_SECRET_ACCESS_KEY\"}"
+#define PAIR                                                                                       \
+    "{\"accessKeyIdVar\": \"AWS_ACCESS_KEY_ID\", \"secretAccessKeyVar\": "                         \
+    "\"AWS_SECRET_ACCESS_KEY\"}"
     assert_int_equal(layers("{" NET "}", "{\n\"credentials\": {\"awsPairs\": [\n  " PAIR "]}}", err,
                             sizeof(err)),
                      -1);
     assert_non_null(
         strstr(err, "/w/proj.json:3:3: credentials.awsPairs[0]: refused: mode \"mask\""));
-    assert_int_equal(layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}", "{}", err,
-                            sizeof(err)),
-                     0);
+    assert_int_equal(
+        layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}", "{}", err, sizeof(err)),
+        0);
     /* a pair without injectHosts goes where allowedDomains says: the project
      * may not widen that */
     assert_int_equal(layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}",
