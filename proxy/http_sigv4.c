@@ -15,8 +15,8 @@
  *     streams as any other (placeholders swapped in it);
  *   - a literal hash, or none (hashed by the signer): the body is needed,
  *     so the head is held and the body buffered (SIGV4_BODY_MAX, srt's 64
- *     MiB; a larger Content-Length is a 403, a larger chunked body ends
- *     the connection), checked against the client's hash, placeholders
+ *     MiB; a larger Content-Length is a 403 at once, a larger chunked body
+ *     a 403 when it crosses the limit), checked against the client's hash, placeholders
  *     swapped, hashed again (a literal x-amz-content-sha256 rewritten),
  *     and sent with the re-signed head;
  *   - other STREAMING-* (chunk signatures), presigned URLs (X-Amz-Signature in
