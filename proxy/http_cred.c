@@ -199,6 +199,18 @@ static int required(struct http_conn *c, struct proxy_creds *t, struct http_cred
     return 0;
 }
 
+/* The entries in bits that are an awsPairs key id or token (what a
+ * SigV4 refusal names: the secret's placeholder is never in a request). */
+static uint64_t aws_sent(const struct proxy_creds *t, uint64_t bits)
+{
+    uint64_t out = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        if ((bits & (UINT64_C(1) << i)) && (t->e[i].aws_role == 'K' || t->e[i].aws_role == 'T'))
+            out |= UINT64_C(1) << i;
+    return out;
+}
+
 /* rc < 0 from a SigV4 step: a 403 naming the pair's key id (or the
  * connection ends when memory ran out). -1, or 0 for rc >= 0. */
 static int sigv4_refused(struct http_conn *c, struct proxy_creds *t, struct http_cred *k, int rc,
@@ -212,7 +224,7 @@ static int sigv4_refused(struct http_conn *c, struct proxy_creds *t, struct http
         http_conn_close(c, "out of memory");
         return -1;
     }
-    note_names(c, t, k->hosts);
+    note_names(c, t, aws_sent(t, k->hosts));
     __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
     snprintf(msg, sizeof(msg), "credentials.awsPairs: %s; the request was not sent", why);
     http_refuse(c, 403, msg, 1, "credential refused");
@@ -393,7 +405,7 @@ static int sigv4_release(struct http_conn *c, struct proxy_creds *t, struct http
     if (http_sigv4_check(t, k->sv, &body, &blen, &why) < 0) {
         static _Thread_local char msg[400];
         snprintf(msg, sizeof(msg), "credentials.awsPairs: %s; the request was not sent", why);
-        note_names(c, t, k->hosts);
+        note_names(c, t, aws_sent(t, k->hosts));
         __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
         k->cut = 1;
         k->why = msg;

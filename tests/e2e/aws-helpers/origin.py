@@ -3,7 +3,7 @@
 # secret (sigv4.py, from AWS's documentation), records the outcome, and
 # answers 200 "verified" or 403 with the reason. Usage:
 #   origin.py ADDR PORT CERT KEY RECDIR REAL_SECRET
-import http.server, os, ssl, sys, threading, hashlib
+import hashlib, http.server, os, re, ssl, sys, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sigv4
@@ -26,7 +26,7 @@ class H(http.server.BaseHTTPRequestHandler):
         tok = self.headers.get("X-Amz-Security-Token", "")
         line = "REQ %s %s host=%s ok=%d why=%s key=%s tok=%s body=%d sha=%s raw=%s" % (
             self.command, path, self.headers.get("Host"), ok, why, kid, tok, len(body),
-            hashlib.sha256(body).hexdigest(), body[:200].decode("latin-1").replace("\n", " "))
+            hashlib.sha256(body).hexdigest(), re.sub(r"[^\x20-\x7e]", ".", body[:200].decode("latin-1")))
         with open(os.path.join(rec, "%d.%d" % (os.getpid(), threading.get_ident())), "a") as f:
             f.write(line + "\n")
             for k, v in hs:
