@@ -137,10 +137,11 @@ static int compile_one(struct policy *p, const struct settings *s, const struct 
 
 int policy__cred_compile(struct policy *p, const struct settings *s, struct settings_error *err)
 {
-    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+    const struct settings_list *lists[3] = {&s->credentials.env_vars, &s->credentials.files,
+                                            &s->credentials.aws_pairs};
     size_t n = 0;
 
-    for (size_t l = 0; l < 2; l++)
+    for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             struct settings_credential cr;
             if (settings_credential_split(lists[l]->items[i].value, &cr) == 0 && cr.mask)
@@ -151,13 +152,19 @@ int policy__cred_compile(struct policy *p, const struct settings *s, struct sett
     p->cred = calloc(n, sizeof(*p->cred));
     if (p->cred == NULL)
         return -ENOMEM;
-    for (size_t l = 0; l < 2; l++)
+    for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             const struct settings_item *it = &lists[l]->items[i];
             struct settings_credential cr;
             int rc;
             if (settings_credential_split(it->value, &cr) < 0 || !cr.mask)
                 continue;
+            for (size_t k = 0; k < p->ncred; k++)
+                if (p->cred[k].file == cr.file && strlen(p->cred[k].name) == cr.name_len &&
+                    memcmp(p->cred[k].name, cr.name, cr.name_len) == 0)
+                    return fail(err, it, "'%.*s' is masked by another entry already (envVars "
+                                "and awsPairs may not name one variable twice)",
+                                (int)cr.name_len, cr.name);
             if (!s->network.tls_terminate.given.set && !s->credentials.plaintext.on)
                 return fail(err, it,
                             "mode \"mask\" needs network.tlsTerminate (the placeholder is "

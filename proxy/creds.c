@@ -83,6 +83,31 @@ static int clashes(const struct proxy_creds *t, const uint8_t *fake, size_t len)
     return 0;
 }
 
+int proxy_creds_aws(struct proxy_creds *t, size_t i, size_t pair, char role)
+{
+    struct proxy_aws *a = NULL;
+    int *slot;
+
+    if (i >= t->n || (role != 'K' && role != 'S' && role != 'T'))
+        return -EINVAL;
+    for (size_t k = 0; k < t->naws && a == NULL; k++)
+        if (t->aws[k].pair == pair)
+            a = &t->aws[k];
+    if (a == NULL) {
+        if (t->naws >= PROXY_CREDS_MAX)
+            return -EINVAL;
+        a = &t->aws[t->naws++];
+        a->pair = pair;
+        a->key = a->secret = a->token = -1;
+    }
+    slot = role == 'K' ? &a->key : role == 'S' ? &a->secret : &a->token;
+    if (*slot >= 0)
+        return -EINVAL;
+    *slot = (int)i;
+    t->e[i].aws_role = role;
+    return 0;
+}
+
 int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uint8_t *real,
                     size_t len, const uint8_t *fake)
 {
@@ -412,9 +437,10 @@ int proxy_creds_required(const struct proxy_creds *t, size_t i, const char *name
 
 int proxy_creds_settings_check(const struct settings *s, struct settings_error *err)
 {
-    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+    const struct settings_list *lists[3] = {&s->credentials.env_vars, &s->credentials.files,
+                                            &s->credentials.aws_pairs};
 
-    for (size_t l = 0; l < 2; l++)
+    for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             const struct settings_item *it = &lists[l]->items[i];
             struct settings_credential cr;

@@ -36,12 +36,27 @@ struct proxy_cred {
      * origin that echoes the Basic credentials it got hands back base64 */
     uint8_t *b64real[3], *b64fake[3];
     size_t b64len[3];
+    char aws_role; /* an awsPairs variable: 'K' key id, 'S' secret, 'T' token; else 0 */
+};
+
+/* credentials.awsPairs: the entries of one pair (-1: not set in the
+ * environment, so not masked). Requests to the key id's hosts signed with
+ * the key id's placeholder are re-signed with the real secret
+ * (proxy/http_sigv4.c); the secret itself is never swapped into a request. */
+struct proxy_aws {
+    size_t pair; /* its index in awsPairs */
+    int key, secret, token;
 };
 
 struct proxy_creds {
     struct proxy_cred e[PROXY_CREDS_MAX];
     size_t n;
     int plaintext; /* credentials.allowPlaintextInject */
+    struct proxy_aws aws[PROXY_CREDS_MAX];
+    size_t naws;
+    /* credentials.sigv4: 1 passthrough (sent as signed, placeholders
+     * swapped as anywhere), 0 deny (403) */
+    int sigv4_streaming, sigv4_presigned, sigv4_sigv4a;
     struct subst_set to_real, to_fake;
     /* atomic: requests that carried entry i's placeholder to one of its
      * hosts (replaced), and to another host (left, logged) */
@@ -59,6 +74,9 @@ int proxy_cred_placeholder(const uint8_t *real, size_t len, uint8_t *fake);
  * -EIO. The sets are built by proxy_creds_seal. */
 int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uint8_t *real,
                     size_t len, const uint8_t *fake);
+/* Entry i (added last) is pair's variable of role 'K', 'S' or 'T'. 0 or
+ * -EINVAL (too many pairs, a role given twice). */
+int proxy_creds_aws(struct proxy_creds *t, size_t i, size_t pair, char role);
 /* Builds the two scanner sets once every entry is in. 0, -EINVAL or
  * -ENOMEM. */
 int proxy_creds_seal(struct proxy_creds *t);

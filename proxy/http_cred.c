@@ -23,6 +23,8 @@
  * refused: the frames after a 101 are relayed unread. With require, a request to an entry's hosts
  * must carry its placeholder alone in the required header. What the verdict and the log see
  * (w->rq_buf, fc.url) is the request as the client sent it: placeholders, never a real value.
+ * A request signed with an awsPairs key id's placeholder is re-signed with the real secret
+ * (http_sigv4.c); that pair's secret is never swapped into a request.
  */
 #define _GNU_SOURCE
 #include "proxy/http_int.h"
@@ -38,7 +40,10 @@ struct http_cred {
     uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
     uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
     unsigned req_on : 1, resp_on : 1;
-    unsigned cut : 1; /* a refused placeholder in the body: the connection ends */
+    unsigned cut : 1;        /* a refused placeholder in the body: the connection ends */
+    unsigned held_subst : 1; /* SigV4 held body: placeholders swapped when it is whole */
+    struct http_sigv4 *sv;   /* AWS SigV4 re-signing (http_sigv4.c), or NULL */
+    const char *why;         /* cut: why, for a 403 when nothing was answered yet */
     struct subst_stream req, resp;
     uint8_t *scratch; /* request body output (sent at once) */
     size_t scap;
@@ -63,6 +68,7 @@ void http_cred_free(struct http_work *w)
         subst_stream_free(&k->req);
     if (k->resp_on)
         subst_stream_free(&k->resp);
+    http_sigv4_free(k->sv);
     free(k->scratch);
     free(k->arena);
     free(k);
@@ -107,6 +113,8 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
         if (idx < 0 || !policy_cred_injects(pol, (size_t)idx, &c->host, c->fc.port))
             continue;
         k->hosts |= UINT64_C(1) << i;
+        if (t->e[i].aws_role == 'S')
+            continue; /* an AWS secret key is only signed with (http_sigv4.c), never sent */
         if (policy_cred_require(pol, (size_t)idx) != NULL)
             k->need |= UINT64_C(1) << i;
         if (transport)
@@ -191,12 +199,53 @@ static int required(struct http_conn *c, struct proxy_creds *t, struct http_cred
     return 0;
 }
 
+/* The entries in bits that are an awsPairs key id or token (what a
+ * SigV4 refusal names: the secret's placeholder is never in a request). */
+static uint64_t aws_sent(const struct proxy_creds *t, uint64_t bits)
+{
+    uint64_t out = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        if ((bits & (UINT64_C(1) << i)) && (t->e[i].aws_role == 'K' || t->e[i].aws_role == 'T'))
+            out |= UINT64_C(1) << i;
+    return out;
+}
+
+/* rc < 0 from a SigV4 step: a 403 naming the pair's key id (or the
+ * connection ends when memory ran out). -1, or 0 for rc >= 0. */
+static int sigv4_refused(struct http_conn *c, struct proxy_creds *t, struct http_cred *k, int rc,
+                         const char *why)
+{
+    char msg[400];
+
+    if (rc >= 0)
+        return 0;
+    if (rc == UV_ENOMEM || why == NULL) {
+        http_conn_close(c, "out of memory");
+        return -1;
+    }
+    note_names(c, t, aws_sent(t, k->hosts));
+    __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+    snprintf(msg, sizeof(msg), "credentials.awsPairs: %s; the request was not sent", why);
+    http_refuse(c, 403, msg, 1, "credential refused");
+    return -1;
+}
+
+static int sigv4_head(struct http_conn *c, struct proxy_creds *t, struct http_cred *k)
+{
+    const char *why = NULL;
+    int rc = http_sigv4_head(c, t, k->hosts, &k->sv, &why);
+
+    return sigv4_refused(c, t, k, rc, why);
+}
+
 int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
     struct proxy_creds *t = creds_of(c);
     struct http_cred *k;
     uint64_t rep, blk = 0;
+    const char *swhy = NULL;
 
     http_cred_free(w);
     if (t == NULL || w->is_connect || w->out == NULL)
@@ -223,6 +272,8 @@ int http_cred_request(struct http_conn *c)
     }
     if (k->need != 0 && required(c, t, k) < 0)
         return -1;
+    if (k->hosts != 0 && sigv4_head(c, t, k) < 0)
+        return -1;
     /* rt-12: the response from a credential host is masked only when it is
      * not encoded, so such a request asks for no encoding (an origin that
      * encodes anyway is refused: http_cred_response_head) */
@@ -245,6 +296,15 @@ int http_cred_request(struct http_conn *c)
         count(t, t->elsewhere, blk);
     }
     count(t, t->injected, rep);
+    if (k->sv != NULL) {
+        int rc = http_sigv4_sign(c, t, k->sv, &swhy);
+        if (sigv4_refused(c, t, k, rc, swhy) < 0)
+            return -1;
+    }
+    if (http_sigv4_held(k->sv)) {
+        k->held_subst = !has_encoding(w->out, w->out_len);
+        return 0;
+    }
     if (w->req_body != HTTP_BODY_NONE && !has_encoding(w->out, w->out_len)) {
         if (subst_stream_init(&k->req, &t->to_real, k->allow) < 0) {
             http_conn_close(c, "out of memory");
@@ -298,6 +358,19 @@ int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
     uint64_t blk, rep;
     size_t need, n;
 
+    if (k != NULL && t != NULL && http_sigv4_held(k->sv)) {
+        int rc = k->cut ? 0 : http_sigv4_body(k->sv, at, len);
+        if (rc == UV_ENOMEM)
+            return rc;
+        if (rc < 0) {
+            k->cut = 1;
+            k->why = "credentials.awsPairs: an AWS request signed with a masked key id whose "
+                     "body is over 64 MiB: sluice buffers at most that to hash it; the request "
+                     "was not sent";
+            http_set_reason(c, k->why);
+        }
+        return 1;
+    }
     if (k == NULL || !k->req_on || t == NULL)
         return 0;
     if (k->cut)
@@ -318,6 +391,54 @@ int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
     return send_up(c, k->scratch, n) < 0 ? UV_EPIPE : 1;
 }
 
+/* The held body of a SigV4 request: checked against the client's
+ * signature, placeholders swapped, then sent after the re-signed head. */
+static int sigv4_release(struct http_conn *c, struct proxy_creds *t, struct http_cred *k)
+{
+    const char *why = NULL;
+    char *body;
+    size_t blen;
+    uint64_t rep = 0, blk = 0;
+
+    if (k->cut)
+        return 0;
+    if (http_sigv4_check(t, k->sv, &body, &blen, &why) < 0) {
+        static _Thread_local char msg[400];
+        snprintf(msg, sizeof(msg), "credentials.awsPairs: %s; the request was not sent", why);
+        note_names(c, t, aws_sent(t, k->hosts));
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        k->cut = 1;
+        k->why = msg;
+        http_set_reason(c, msg);
+        return 0;
+    }
+    if (k->held_subst)
+        rep = subst_buffer(&t->to_real, k->allow, (uint8_t *)body, blen, &blk);
+    count(t, t->injected, rep);
+    if (blk != 0) {
+        note_names(c, t, blk);
+        if (blk & k->refuse) {
+            __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+            k->cut = 1;
+            k->why = "a credential placeholder in a plain-HTTP request body to its host "
+                     "(credentials.allowPlaintextInject is off); the request was not sent";
+            http_set_reason(c, k->why);
+            return 0;
+        }
+        count(t, t->elsewhere, blk);
+    }
+    if (http_sigv4_release(c, t, k->sv, &why) < 0) {
+        if (why != NULL) {
+            k->cut = 1;
+            k->why = why;
+            http_set_reason(c, why);
+            return 0;
+        }
+        return UV_EPIPE;
+    }
+    return 0;
+}
+
 int http_cred_body_up_end(struct http_conn *c)
 {
     struct http_cred *k = c->w->cred;
@@ -325,6 +446,8 @@ int http_cred_body_up_end(struct http_conn *c)
     uint64_t blk, rep;
     size_t n;
 
+    if (k != NULL && t != NULL && http_sigv4_held(k->sv))
+        return sigv4_release(c, t, k);
     if (k == NULL || !k->req_on || t == NULL || k->req.ncarry == 0 || k->cut)
         return 0;
     if (k->req.ncarry > k->scap)
@@ -340,6 +463,16 @@ int http_cred_body_up_end(struct http_conn *c)
 int http_cred_cut(const struct http_conn *c)
 {
     return c->w != NULL && c->w->cred != NULL && c->w->cred->cut;
+}
+
+const char *http_cred_refusal(const struct http_conn *c)
+{
+    return http_cred_cut(c) ? c->w->cred->why : NULL;
+}
+
+int http_cred_held(const struct http_conn *c)
+{
+    return c->w != NULL && c->w->cred != NULL && http_sigv4_held(c->w->cred->sv);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -334,7 +334,11 @@ void http_feed_request_body(struct http_conn *c)
         return;
     e = llhttp_execute(&w->reqp, w->in, w->in_len);
     if (http_cred_cut(c)) {
-        http_conn_close(c, "credential refused"); /* nothing from the placeholder on was sent */
+        const char *why = http_cred_refusal(c);
+        if (why != NULL && w->resp_phase == RESP_HEAD && http_cred_held(c))
+            http_refuse(c, 403, why, 1, "credential refused"); /* nothing was sent */
+        else
+            http_conn_close(c, "credential refused"); /* nothing from the placeholder on was sent */
         return;
     }
     if (e == HPE_OK) {
@@ -399,7 +403,9 @@ static unsigned parent_form(const struct http_work *w, const struct http_up *u, 
     return n;
 }
 
-void http_start_exchange(struct http_conn *c)
+/* The request head w->out upstream (in the parent's form through a parent
+ * proxy). 0 or UV_E*. */
+int http_send_head(struct http_conn *c)
 {
     struct http_work *w = c->w;
     struct http_up *u = w->up;
@@ -409,21 +415,10 @@ void http_start_exchange(struct http_conn *c)
     size_t sent = w->out_len;
     int rc;
 
-    http_set_state(c, HTTP_ST_FORWARD);
-    http_set_up(c, u, UP_BUSY);
-    http_set_req(c, w->req_body == HTTP_BODY_NONE ? REQ_DONE : REQ_BODY);
-    http_set_resp(c, RESP_HEAD);
-    w->chunk_out = w->close_after = w->up_keep = w->up_junk = w->up_eof = w->up_werr = 0;
-    w->client_paused = w->up_paused = 0;
-    w->send_err = 0;
-    w->uin_len = 0;
-    w->uscan = 0;
     if (u->parent) {
         nb = parent_form(w, u, authority, sizeof(authority), auth, sizeof(auth), b);
-        if (nb == 0) {
-            upstream_gone(c, UV_EINVAL);
-            return;
-        }
+        if (nb == 0)
+            return UV_EINVAL;
         sent = 0;
         for (unsigned i = 0; i < nb; i++)
             sent += b[i].len;
@@ -436,6 +431,26 @@ void http_start_exchange(struct http_conn *c)
         w->out = NULL;
         w->out_len = 0;
     }
+    return rc;
+}
+
+void http_start_exchange(struct http_conn *c)
+{
+    struct http_work *w = c->w;
+    struct http_up *u = w->up;
+    int rc;
+
+    http_set_state(c, HTTP_ST_FORWARD);
+    http_set_up(c, u, UP_BUSY);
+    http_set_req(c, w->req_body == HTTP_BODY_NONE ? REQ_DONE : REQ_BODY);
+    http_set_resp(c, RESP_HEAD);
+    w->chunk_out = w->close_after = w->up_keep = w->up_junk = w->up_eof = w->up_werr = 0;
+    w->client_paused = w->up_paused = 0;
+    w->send_err = 0;
+    w->uin_len = 0;
+    w->uscan = 0;
+    /* a SigV4 request whose body is hashed: the head goes with the body */
+    rc = http_cred_held(c) ? 0 : http_send_head(c);
     if (rc < 0) {
         upstream_gone(c, rc);
         return;

@@ -266,6 +266,7 @@ void http_up_got(struct http_up *u, ssize_t nread);
 size_t http_up_queued(struct http_up *u);
 void http_feed_request_body(struct http_conn *c);
 void http_start_exchange(struct http_conn *c);
+int http_send_head(struct http_conn *c);
 
 /* http_request.c */
 void http_next_request(struct http_conn *c);
@@ -318,6 +319,34 @@ int http_cred_body_down(struct http_conn *c, const char *at, size_t len);
 int http_cred_body_down_end(struct http_conn *c);
 void http_cred_flushed(struct http_work *w);
 void http_cred_free(struct http_work *w);
+/* http_cred_refusal: why a cut request was cut, for a 403 while nothing
+ * was answered (NULL: end the connection). http_cred_held: the head waits
+ * for the body (SigV4), http_start_exchange does not send it. */
+const char *http_cred_refusal(const struct http_conn *c);
+int http_cred_held(const struct http_conn *c);
+
+/* http_sigv4.c: AWS SigV4 re-signing for credentials.awsPairs (issue 24),
+ * steps of http_cred.c. Each returns 0, or -1 with *why (a static
+ * reason: the caller answers 403), or UV_E* (UV_ENOMEM: out of memory).
+ * http_sigv4_head: before placeholders are swapped, on the client's head
+ * (w->in): *out NULL when the request is not one to re-sign. sign: after
+ * the swap, re-signs w->out (not when held). body: a piece of a held body
+ * (-1: over the limit). check: a held request's whole body checked against
+ * the client's signature; *body is it, for the swap in place. release:
+ * re-signs w->out and sends it and the body upstream. */
+struct http_sigv4;
+struct proxy_creds;
+int http_sigv4_head(struct http_conn *c, const struct proxy_creds *t, uint64_t hosts,
+                    struct http_sigv4 **out, const char **why);
+int http_sigv4_sign(struct http_conn *c, const struct proxy_creds *t, struct http_sigv4 *s,
+                    const char **why);
+int http_sigv4_held(const struct http_sigv4 *s);
+int http_sigv4_body(struct http_sigv4 *s, const char *at, size_t len);
+int http_sigv4_check(const struct proxy_creds *t, struct http_sigv4 *s, char **body, size_t *blen,
+                     const char **why);
+int http_sigv4_release(struct http_conn *c, const struct proxy_creds *t, struct http_sigv4 *s,
+                       const char **why);
+void http_sigv4_free(struct http_sigv4 *s);
 
 /* http_tls.c: network.tlsTerminate in the HTTP front end */
 int http_tls_wanted(const struct http_conn *c);

@@ -323,6 +323,34 @@ static int env_entry(struct run_creds *rc, const struct settings_item *it,
     return 0;
 }
 
+/* An awsPairs variable that an envVars entry names too (either mode). */
+static int aws_twice(const struct run_creds *rc, const struct settings_item *it,
+                     const struct settings_credential *cr)
+{
+    for (size_t i = 0; i < rc->nenv; i++)
+        if (strlen(rc->env[i].name) == cr->name_len &&
+            memcmp(rc->env[i].name, cr->name, cr->name_len) == 0)
+            return refuse(it, "the variable is also an envVars entry: name it in one place");
+    return 0;
+}
+
+/* An awsPairs variable just taken by env_entry: its role in the table. */
+static int aws_role(struct run_creds *rc, const struct settings_item *it,
+                    const struct settings_credential *cr)
+{
+    const char *rest = cr->rest, *r;
+    const char *name = rc->env[rc->nenv - 1].name;
+    size_t rl;
+
+    if (!settings_credential_next(&rest, 'a', &r, &rl) || rl != 1)
+        return refuse(it, "internal: an awsPairs variable without its role");
+    if (rc->t.n == 0 || strcmp(rc->t.e[rc->t.n - 1].name, name) != 0)
+        return 0; /* not set: nothing masked */
+    if (proxy_creds_aws(&rc->t, rc->t.n - 1, it->index, r[0]) < 0)
+        return refuse(it, "too many awsPairs");
+    return 0;
+}
+
 static int add_late(struct run_creds *rc, const char *src, const char *dst)
 {
     char *a = strdup(src), *b = strdup(dst);
@@ -515,7 +543,7 @@ static int file_entry(struct run_creds *rc, const struct settings_item *it,
 
 static size_t count_entries(const struct settings *s)
 {
-    return s->credentials.env_vars.n + s->credentials.files.n;
+    return s->credentials.env_vars.n + s->credentials.files.n + s->credentials.aws_pairs.n;
 }
 
 /* What the run cannot do with masked entries: each way the sandbox's
@@ -523,7 +551,8 @@ static size_t count_entries(const struct settings *s)
  * a message naming the entry and the key. */
 static int check_mask(const struct settings *s)
 {
-    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+    const struct settings_list *lists[3] = {&s->credentials.env_vars, &s->credentials.files,
+                                            &s->credentials.aws_pairs};
     const char *why = !s->network.isolate ? "network.isolate is false: the command uses the "
                                             "host's network and no proxy sees its requests"
                       : s->network.transparent
@@ -539,7 +568,7 @@ static int check_mask(const struct settings *s)
 
     if (why == NULL)
         return 0;
-    for (size_t l = 0; l < 2; l++)
+    for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             struct settings_credential cr;
             if (settings_credential_split(lists[l]->items[i].value, &cr) == 0 && cr.mask)
@@ -588,6 +617,9 @@ int run_creds_prepare(struct run *run)
     }
     run->creds = rc;
     rc->t.plaintext = s->credentials.plaintext.on;
+    rc->t.sigv4_streaming = s->credentials.sigv4.streaming;
+    rc->t.sigv4_presigned = s->credentials.sigv4.presigned;
+    rc->t.sigv4_sigv4a = s->credentials.sigv4.sigv4a;
     snprintf(rc->dir, sizeof(rc->dir), "%s/" CRED_DIR, run->rundir);
     if (mkdir(rc->dir, 0700) < 0) {
         fprintf(stderr,
@@ -600,6 +632,13 @@ int run_creds_prepare(struct run *run)
         const struct settings_item *it = &s->credentials.env_vars.items[i];
         struct settings_credential cr;
         if (settings_credential_split(it->value, &cr) < 0 || env_entry(rc, it, &cr) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < s->credentials.aws_pairs.n; i++) {
+        const struct settings_item *it = &s->credentials.aws_pairs.items[i];
+        struct settings_credential cr;
+        if (settings_credential_split(it->value, &cr) < 0 || aws_twice(rc, it, &cr) < 0 ||
+            env_entry(rc, it, &cr) < 0 || aws_role(rc, it, &cr) < 0)
             return -1;
     }
     for (size_t i = 0; i < s->credentials.files.n; i++) {

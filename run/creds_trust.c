@@ -194,12 +194,13 @@ static int check_plaintext(const struct settings *s, const char *const *writable
 int run_creds_trust_check(const struct settings *s, const char *const *writable, size_t n,
                           char *err, size_t errlen)
 {
-    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.files};
+    const struct settings_list *lists[3] = {&s->credentials.env_vars, &s->credentials.files,
+                                            &s->credentials.aws_pairs};
     const struct settings_item *widened = NULL; /* a masked entry without injectHosts */
     char why[PATH_MAX + 160];
     size_t masked = 0;
 
-    for (size_t l = 0; l < 2; l++)
+    for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
             const struct settings_item *it = &lists[l]->items[i];
             struct settings_credential cr;

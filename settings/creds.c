@@ -345,6 +345,19 @@ static int one_entry(struct ctx *c, json_t *o, int file, struct settings_text *b
     return require_line(c, &e, b);
 }
 
+/* Where each of an array's n elements stands in the file (*found of them
+ * located: the rest are reported at 1:1). 0, or -ENOMEM. */
+static int array_positions(struct ctx *c, size_t n, struct jsonpos **pos, size_t *found)
+{
+    *found = 0;
+    *pos = calloc(n, sizeof(**pos));
+    if (*pos == NULL)
+        return -ENOMEM;
+    if (jsonpos_array(c->text, c->len, c->path, c->depth, *pos, n, found) < 0)
+        *found = 0;
+    return 0;
+}
+
 /* credentials.envVars and credentials.files: replaced by a later layer. */
 int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
 {
@@ -360,11 +373,8 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     settings__list_free(out);
     if (n == 0)
         return 0;
-    pos = calloc(n, sizeof(*pos));
-    if (pos == NULL)
+    if (array_positions(c, n, &pos, &found) < 0)
         return settings__fail_nomem(c);
-    if (jsonpos_array(c->text, c->len, c->path, c->depth, pos, n, &found) < 0)
-        found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct settings_text b = {0};
         struct settings_credential cr;
@@ -474,5 +484,166 @@ int settings_credential_next(const char **rest, char tag, const char **s, size_t
             return 1;
         }
     }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* awsPairs and sigv4 (AWS SigV4 re-signing: proxy/sigv4.c)                 */
+
+/* One pair {accessKeyIdVar, secretAccessKeyVar, sessionTokenVar?}: its
+ * variables as mask entries (role lines aK, aS, aT) pushed onto out. */
+static int aws_pair(struct ctx *c, json_t *o, size_t idx, struct settings_list *out,
+                    const struct key_def *d, unsigned line, unsigned col)
+{
+    static const char *const keys[3] = {"accessKeyIdVar", "secretAccessKeyVar", "sessionTokenVar"};
+    static const char roles[3] = {'K', 'S', 'T'};
+    const char *names[3] = {NULL, NULL, NULL}, *key;
+    json_t *m, *hosts = NULL;
+    struct settings_text hb = {0};
+    int rc = 0;
+
+    if (!json_is_object(o))
+        return settings__fail(c, 0,
+                              "expected a pair object {accessKeyIdVar, secretAccessKeyVar, "
+                              "sessionTokenVar?}, got %s",
+                              settings__type_name(o));
+    json_object_foreach(o, key, m)
+    {
+        size_t k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0)
+            k++;
+        if (k == 3 && strcmp(key, "injectHosts") == 0) {
+            hosts = m;
+            continue;
+        }
+        if (k == 3) {
+            settings__push_key(c, key);
+            rc = settings__fail(c, 1,
+                                "unknown key '%s' (a pair has accessKeyIdVar, secretAccessKeyVar "
+                                "and optionally sessionTokenVar and injectHosts)",
+                                key);
+            settings__pop(c);
+            return rc;
+        }
+        rc = member_string(c, key, m, &names[k]);
+        if (rc == 0 && !env_name_ok(names[k])) {
+            settings__push_key(c, key);
+            rc = settings__fail(c, 0, "'%s': not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                names[k]);
+            settings__pop(c);
+        }
+        if (rc < 0)
+            return rc;
+    }
+    if (names[0] == NULL || names[1] == NULL)
+        return settings__fail(c, 0, "a pair needs accessKeyIdVar and secretAccessKeyVar");
+    /* injectHosts (beyond srt, whose pairs go to allowedDomains): the same
+     * "h" lines on each of the pair's variables */
+    if (hosts != NULL && (rc = member_list(c, "injectHosts", hosts, "h", host_ok, &hb)) < 0) {
+        free(hb.p);
+        return rc;
+    }
+    for (size_t k = 0; k < 3; k++)
+        for (size_t j = 0; j < k; j++)
+            if (names[k] != NULL && strcmp(names[k], names[j]) == 0) {
+                settings__push_key(c, keys[k]);
+                rc = settings__fail(c, 0, "'%s' is already the pair's %s", names[k], keys[j]);
+                settings__pop(c);
+                return rc;
+            }
+    for (size_t k = 0; k < 3; k++) {
+        struct settings_text b = {0};
+        char role[4] = {'\n', 'a', roles[k], '\0'};
+        if (names[k] == NULL)
+            continue;
+        for (size_t i = 0; i < out->n; i++) {
+            struct settings_credential was;
+            if (settings_credential_split(out->items[i].value, &was) == 0 &&
+                was.name_len == strlen(names[k]) && memcmp(was.name, names[k], was.name_len) == 0) {
+                free(hb.p);
+                return settings__fail(c, 0, "'%s' is already in pair %zu", names[k],
+                                      out->items[i].index);
+            }
+        }
+        if (cb_line(&b, "env") < 0 || cb_line(&b, names[k]) < 0 || cb_line(&b, "mask") < 0 ||
+            cb_line(&b, "") < 0 || cb_line(&b, "error") < 0 || cb_line(&b, "") < 0 ||
+            cb_line(&b, "0") < 0 || settings__text_add(&b, role, 3) < 0 ||
+            (hb.p != NULL && settings__text_add(&b, hb.p, hb.n) < 0)) {
+            free(b.p);
+            free(hb.p);
+            return settings__fail_nomem(c);
+        }
+        if (settings__list_push(out, b.p, c->name, line, col, d->list, idx) < 0) {
+            free(hb.p);
+            return settings__fail_nomem(c); /* list_push freed b.p */
+        }
+    }
+    free(hb.p);
+    return 0;
+}
+
+/* credentials.awsPairs: replaced by a later layer, like envVars. */
+int settings__fn_aws_pairs(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    struct settings_list *out = (struct settings_list *)settings__field(c, d);
+    struct jsonpos *pos = NULL;
+    size_t n, found = 0;
+    int rc = 0;
+
+    if (!json_is_array(v))
+        return settings__fail(c, 0,
+                              "expected an array of pairs {accessKeyIdVar, secretAccessKeyVar, "
+                              "sessionTokenVar?}, got %s",
+                              settings__type_name(v));
+    n = json_array_size(v);
+    settings__list_free(out);
+    if (n == 0)
+        return 0;
+    if (array_positions(c, n, &pos, &found) < 0)
+        return settings__fail_nomem(c);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        settings__push_index(c, i);
+        rc = aws_pair(c, json_array_get(v, i), i, out, d, i < found ? pos[i].line : 1,
+                      i < found ? pos[i].col : 1);
+        settings__pop(c);
+    }
+    free(pos);
+    return rc;
+}
+
+/* credentials.sigv4: {streaming?, presigned?, sigv4a?: "deny" | "passthrough"}. */
+int settings__fn_sigv4(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    static const char *const keys[3] = {"streaming", "presigned", "sigv4a"};
+    int val[3] = {0, 0, 0};
+    const char *key;
+    json_t *m;
+
+    (void)d;
+    if (!json_is_object(v))
+        return settings__fail(c, 0, "expected an object {streaming?, presigned?, sigv4a?}, got %s",
+                              settings__type_name(v));
+    json_object_foreach(v, key, m)
+    {
+        size_t k = 0;
+        int rc = 0;
+        settings__push_key(c, key);
+        while (k < 3 && strcmp(key, keys[k]) != 0)
+            k++;
+        if (k == 3)
+            rc = settings__fail(c, 1, "unknown key '%s' (sigv4 has streaming, presigned, sigv4a)",
+                                key);
+        else if (!json_is_string(m) || (strcmp(json_string_value(m), "deny") != 0 &&
+                                        strcmp(json_string_value(m), "passthrough") != 0))
+            rc = settings__fail(c, 0, "expected \"deny\" or \"passthrough\"");
+        else
+            val[k] = json_string_value(m)[0] == 'p';
+        settings__pop(c);
+        if (rc < 0)
+            return rc;
+    }
+    c->v->credentials.sigv4.streaming = val[0];
+    c->v->credentials.sigv4.presigned = val[1];
+    c->v->credentials.sigv4.sigv4a = val[2];
     return 0;
 }

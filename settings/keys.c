@@ -201,9 +201,9 @@ static const struct key_def credentials_keys[] = {
     CUSTOM("files", settings__fn_cred_entries, credentials.files, MERGE_LIST, "credentials.files"),
     CUSTOM("allowPlaintextInject", settings__fn_plaintext_inject, credentials.plaintext,
            MERGE_SCALAR, NULL),
-    REFUSED_SAY("awsPairs", "AWS SigV4 re-signing is not built yet; mask the variables one by one "
-                            "in envVars only if the client sends them as plain tokens"),
-    REFUSED_SAY("sigv4", "AWS SigV4 re-signing (awsPairs) is not built yet"),
+    CUSTOM("awsPairs", settings__fn_aws_pairs, credentials.aws_pairs, MERGE_LIST,
+           "credentials.awsPairs"),
+    CUSTOM("sigv4", settings__fn_sigv4, credentials.sigv4, MERGE_SCALAR, NULL),
 };
 
 static const struct key_def git_keys[] = {

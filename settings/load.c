@@ -103,10 +103,12 @@ static int lock_layer(const struct settings *s, struct ctx *c, const char *name)
  * noted in s->cred_replaced (before the merge, which cannot fail). */
 static int note_cred_replace(struct settings *s, struct ctx *c)
 {
-    static const char *const paths[2] = {"credentials.envVars", "credentials.files"};
-    const struct settings_list *old[2] = {&s->credentials.env_vars, &s->credentials.files};
+    static const char *const paths[3] = {"credentials.envVars", "credentials.files",
+                                         "credentials.awsPairs"};
+    const struct settings_list *old[3] = {&s->credentials.env_vars, &s->credentials.files,
+                                          &s->credentials.aws_pairs};
 
-    for (size_t l = 0; l < 2; l++) {
+    for (size_t l = 0; l < 3; l++) {
         const struct key_def *d = settings__key_at(paths[l]);
         const char *f;
         int masked = 0;

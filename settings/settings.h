@@ -196,6 +196,13 @@ struct settings {
         } given;
         struct settings_list env_vars;
         struct settings_list files;
+        /* awsPairs: each pair's variables as mask entries in the text form
+         * (2 or 3 items with the pair's index), each with one line "a" +
+         * its role: "aK" access key id, "aS" secret key, "aT" session token */
+        struct settings_list aws_pairs;
+        struct {
+            int streaming, presigned, sigv4a; /* 0 deny (default), 1 passthrough */
+        } sigv4;
         struct {
             int on;           /* allowPlaintextInject */
             const char *file; /* where it was last set (run/creds_trust.c) */
@@ -361,7 +368,8 @@ void settings_set_checks(const struct settings_checks *checks);
  *   then one line per maskClaims claim ("c" + claim) and per injectHosts
  *   pattern ("h" + pattern; none = the hosts of network.allowedDomains),
  *   and with require one line "r" + the header that must carry the
- *   placeholder (requireHeader, default Authorization).
+ *   placeholder (requireHeader, default Authorization); an awsPairs
+ *   variable has one line "a" + its role (K, S or T).
  * settings_credential_split() reads it back (spans point into text);
  * settings_credential_next() walks the rest's lines of one tag. */
 enum settings_nomatch { SETTINGS_NOMATCH_ERROR = 0, SETTINGS_NOMATCH_WARN, SETTINGS_NOMATCH_DENY };

@@ -12,6 +12,7 @@
  *   ca.c      the CA: from files, or made per run with its key in memory
  *             only; the CA certificate and the trust bundle for the sandbox
  *   trust.c   the Java trust store for the sandbox (PKCS12)
+ *   digest.c  SHA-256 and HMAC-SHA-256 (AWS SigV4 re-signing: proxy/sigv4.c)
  *   leaf.c    leaf certificates and their LRU cache (shared by every loop,
  *             thread-safe), minted off the event loop
  *   conn.c    the per-loop contexts (server and upstream client) and the
@@ -349,5 +350,17 @@ enum tls_alpn tls_conn_alpn(const struct tls_conn *c);
 const char *tls_conn_version(const struct tls_conn *c);
 int tls_conn_resumed(const struct tls_conn *c);
 const char *tls_conn_sni(const struct tls_conn *c);
+
+/* ------------------------------------------------------------------------ */
+/* Digests (digest.c): pure, any thread                                      */
+
+#define TLS_SHA256_LEN 32
+
+/* SHA-256 of len bytes (data may be NULL when len is 0). 0 or UV_EIO. */
+int tls_sha256(const void *data, size_t len, uint8_t out[TLS_SHA256_LEN]);
+/* HMAC-SHA-256 of data under key. 0, UV_EINVAL (a key over 2 GiB) or
+ * UV_EIO. */
+int tls_hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+                    uint8_t out[TLS_SHA256_LEN]);
 
 #endif

@@ -200,8 +200,8 @@ $(cat "$log")"
     [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: transparent mode" <<<"$out" &&
         ok "mask with transparent mode is refused (125): its connect()s bypass the proxy" || bad "mask with transparent" "rc $rc: $out"
     out=$(sr "$SJ/aws.json" -- true 2>&1); rc=$?
-    [ "$rc" != 0 ] && grep -q "credentials.awsPairs: 'credentials.awsPairs' is not supported" <<<"$out" &&
-        ok "awsPairs is refused by name (not built yet)" || bad "awsPairs" "rc $rc: $out"
+    [ "$rc" != 0 ] && grep -q "credentials.awsPairs\[0\]: .*the variable is also an envVars entry" <<<"$out" &&
+        ok "a variable both in envVars and in awsPairs is refused, naming the pair (credentials_aws.sh tests awsPairs)" || bad "awsPairs" "rc $rc: $out"
     out=$(timeout 10 "$SLUICE" proxy --settings "$SJ/plain.json" --http tcp:127.0.0.1:0 --socks off 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q 'refused by sluice proxy: mode "mask"' <<<"$out" &&
         ok "sluice proxy refuses mask entries, saying why" || bad "sluice proxy" "rc $rc: $out"
@@ -427,7 +427,8 @@ JSON
 JSON
     done
     cat > "$SJ/aws.json" <<JSON
-{"network": {$base, "tlsTerminate": {}}, "credentials": {"awsPairs": []}}
+{"network": {$base, "tlsTerminate": {}}, "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask"}],
+  "awsPairs": [{"accessKeyIdVar": "TOKEN", "secretAccessKeyVar": "GONE"}]}}
 JSON
     cp "$SH/ca.pem" "$SJ/ca.pem"
     mkdir -p "$SJ/xdg/sluice" "$SJ/xdg2/sluice"

@@ -100,6 +100,41 @@ static void test_add_refusals(void **state)
     proxy_creds_clear(&t);
 }
 
+/* awsPairs roles: one pair's entries found by its index, a role given
+ * twice or an unknown one refused, an entry out of range refused. */
+static void test_aws_roles(void **state)
+{
+    struct proxy_creds t;
+    static const char *const v[4] = {"AKIAREALKEYID0000001",
+                                     "realsecretrealsecretrealsecret0000000001",
+                                     "AKIAOTHERKEY99990002", "realsessiontokenrealsessiontoken"};
+
+    (void)state;
+    memset(&t, 0, sizeof(t));
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(proxy_creds_add(&t, "V", 0, (const uint8_t *)v[i], strlen(v[i]), NULL), 0);
+    assert_int_equal(proxy_creds_aws(&t, 0, 3, 'K'), 0);
+    assert_int_equal(proxy_creds_aws(&t, 1, 3, 'S'), 0);
+    assert_int_equal(proxy_creds_aws(&t, 2, 5, 'K'), 0);
+    assert_int_equal(proxy_creds_aws(&t, 3, 3, 'T'), 0);
+    assert_int_equal(proxy_creds_aws(&t, 3, 3, 'T'), -EINVAL); /* twice */
+    assert_int_equal(proxy_creds_aws(&t, 2, 5, 'X'), -EINVAL);
+    assert_int_equal(proxy_creds_aws(&t, 4, 5, 'S'), -EINVAL); /* no entry 4 */
+    assert_int_equal(t.naws, 2);
+    assert_int_equal(t.aws[0].pair, 3);
+    assert_int_equal(t.aws[0].key, 0);
+    assert_int_equal(t.aws[0].secret, 1);
+    assert_int_equal(t.aws[0].token, 3);
+    assert_int_equal(t.aws[1].pair, 5);
+    assert_int_equal(t.aws[1].key, 2);
+    assert_int_equal(t.aws[1].secret, -1);
+    assert_int_equal(t.aws[1].token, -1);
+    assert_int_equal(t.e[1].aws_role, 'S');
+    assert_int_equal(t.e[3].aws_role, 'T');
+    assert_int_equal(proxy_creds_seal(&t), 0);
+    proxy_creds_clear(&t);
+}
+
 struct head_row {
     const char *in, *out;
     uint64_t allow, rep, blk;
@@ -295,11 +330,9 @@ static void test_required(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_placeholder_shape),
-        cmocka_unit_test(test_add_refusals),
-        cmocka_unit_test(test_head),
-        cmocka_unit_test(test_response_forms),
-        cmocka_unit_test(test_proxy_refuses),
+        cmocka_unit_test(test_placeholder_shape), cmocka_unit_test(test_add_refusals),
+        cmocka_unit_test(test_aws_roles),         cmocka_unit_test(test_head),
+        cmocka_unit_test(test_response_forms),    cmocka_unit_test(test_proxy_refuses),
         cmocka_unit_test(test_required),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,31 @@ static void test_layers(void **state)
     if (strstr(err, "/w/proj.json:1:2: credentials.envVars: refused: it replaces") == NULL)
         print_error("%s\n", err);
     assert_non_null(strstr(err, "/w/proj.json:1:2: credentials.envVars: refused: it replaces"));
+    /* awsPairs (masks): refused from the project, accepted from the user's
+     * file; the project may not replace the user's pairs */
+#define PAIR                                                                                       \
+    "{\"accessKeyIdVar\": \"AWS_ACCESS_KEY_ID\", \"secretAccessKeyVar\": "                         \
+    "\"AWS_SECRET_ACCESS_KEY\"}"
+    assert_int_equal(layers("{" NET "}", "{\n\"credentials\": {\"awsPairs\": [\n  " PAIR "]}}", err,
+                            sizeof(err)),
+                     -1);
+    assert_non_null(
+        strstr(err, "/w/proj.json:3:3: credentials.awsPairs[0]: refused: mode \"mask\""));
+    assert_int_equal(
+        layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}", "{}", err, sizeof(err)),
+        0);
+    /* a pair without injectHosts goes where allowedDomains says: the project
+     * may not widen that */
+    assert_int_equal(layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}",
+                            "{\"network\": {\"allowedDomains\": [\"evil.example\"]}}", err,
+                            sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "an allowedDomains entry, while the masked credential"));
+    assert_int_equal(layers("{" NET ", \"credentials\": {\"awsPairs\": [" PAIR "]}}",
+                            "{\"credentials\": {\"awsPairs\": []}}", err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "/w/proj.json:1:2: credentials.awsPairs: refused: it replaces"));
+#undef PAIR
     /* files may be replaced there: no masked file was listed */
     assert_int_equal(layers("{" NET ", \"credentials\": {\"envVars\": [" MASK(
                                 ", \"injectHosts\": [\"inj.test\"]") "]}}",

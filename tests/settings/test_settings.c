@@ -479,13 +479,33 @@ static const struct error_case error_cases[] = {
      "per request with an ask handler (sluice run --ask exec:PROGRAM or socket:PATH)"},
     /* credentials (issue 24): srt's schema, each mistake where it is written */
     {"{\"credentials\": []}", "t.json:1:17: credentials: expected an object, got an array"},
-    {"{\"credentials\": {\"awsPairs\": []}}",
-     "t.json:1:18: credentials.awsPairs: 'credentials.awsPairs' is not supported by "
-     "sluice: AWS SigV4 re-signing is not built yet; mask the variables one by one in "
-     "envVars only if the client sends them as plain tokens"},
-    {"{\"credentials\": {\"sigv4\": {}}}",
-     "t.json:1:18: credentials.sigv4: 'credentials.sigv4' is not supported by sluice: AWS "
-     "SigV4 re-signing (awsPairs) is not built yet"},
+    {"{\"credentials\": {\"awsPairs\": {}}}",
+     "t.json:1:30: credentials.awsPairs: expected an array of pairs {accessKeyIdVar, "
+     "secretAccessKeyVar, sessionTokenVar?}, got an object"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\"}]}}",
+     "t.json:1:31: credentials.awsPairs[0]: a pair needs accessKeyIdVar and secretAccessKeyVar"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
+     "\"K\"}]}}",
+     "t.json:1:77: credentials.awsPairs[0].secretAccessKeyVar: 'K' is already the pair's "
+     "accessKeyIdVar"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K-1\"}]}}",
+     "t.json:1:50: credentials.awsPairs[0].accessKeyIdVar: 'K-1': not a variable name "
+     "([A-Za-z_][A-Za-z0-9_]*)"},
+    {"{\"credentials\": {\"awsPairs\": [{\"region\": \"x\"}]}}",
+     "t.json:1:32: credentials.awsPairs[0].region: unknown key 'region' (a pair has "
+     "accessKeyIdVar, secretAccessKeyVar and optionally sessionTokenVar and injectHosts)"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
+     "\"S\", \"injectHosts\": []}]}}",
+     "t.json:1:97: credentials.awsPairs[0].injectHosts: must not be empty: a masked credential "
+     "needs a host to be sent to (leave the member out for the hosts of network.allowedDomains)"},
+    {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
+     "\"S\"}, {\"accessKeyIdVar\": \"S\", \"secretAccessKeyVar\": \"T\"}]}}",
+     "t.json:1:83: credentials.awsPairs[1]: 'S' is already in pair 0"},
+    {"{\"credentials\": {\"sigv4\": {\"streaming\": \"allow\"}}}",
+     "t.json:1:41: credentials.sigv4.streaming: expected \"deny\" or \"passthrough\""},
+    {"{\"credentials\": {\"sigv4\": {\"chunked\": \"deny\"}}}",
+     "t.json:1:28: credentials.sigv4.chunked: unknown key 'chunked' (sigv4 has streaming, "
+     "presigned, sigv4a)"},
     {"{\"credentials\": {\"envVars\": [{\"name\": \"T\"}]}}",
      "t.json:1:30: credentials.envVars[0]: an entry needs a mode: \"deny\" or \"mask\""},
     {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"hide\"}]}}",
@@ -1129,7 +1149,7 @@ static void test_error_leaves_settings_unchanged(void **state)
         "\"mandatoryDenySearchDepth\":12}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomainsFiles\":[\"nope.txt\"]}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"]},\"credentials\":{\"envVars\":[{\"name\":"
-        "\"T\",\"mode\":\"mask\"}],\"sigv4\":{}}}",
+        "\"T\",\"mode\":\"mask\"}],\"sigv4\":{\"sigv4a\":1}}}",
         "{\"network\":{\"deniedDomains\":[\"y.com\"],\"deniedDomains\":[]}}",
         /* the sandbox and environment objects, failing on their last key */
         ("{\"sandbox\":{\"enabled\":false,\"excludedCommands\":[\"npm\"]},"
@@ -2049,7 +2069,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 114); /* 20 top-level keys, 67 nested, 27 at the third level */
+    assert_int_equal(count, 117); /* 20 top-level keys, 67 nested, 30 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
