@@ -413,6 +413,7 @@ static int host_checks(struct run *run)
         return -1;
     }
     run->self[n] = '\0';
+    run->inner = run_find_inner(run->self, run->inner_buf, sizeof(run->inner_buf));
     if (getcwd(run->cwd, sizeof(run->cwd)) == NULL) {
         fprintf(stderr, "sluice: run: cannot read the working directory: %s\n", strerror(errno));
         return -1;
@@ -531,6 +532,7 @@ static int build_plan(struct run *run)
         .home = getenv("HOME"),
         .host_tmpdir = run->hosttmp,
         .self_exe = run->self,
+        .inner_exe = run->inner,
         .inner_fd = RUN_INNER_FD,
         .info_fd = run->reaper.info_fd >= 0 ? RUN_BWRAP_INFO_FD : -1,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,

@@ -35,6 +35,40 @@ const char *run_find_in_path(const char *name, char *buf, size_t len)
     return NULL;
 }
 
+/* PATH is an executable regular file that only root or OWNER may change
+ * (its owner one of them; no write bit for group or others). */
+static int trusted_exe(const char *path, uid_t owner)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0022) == 0 &&
+           (st.st_uid == 0 || st.st_uid == owner) && access(path, X_OK) == 0;
+}
+
+const char *run_find_inner(const char *self, char *buf, size_t len)
+{
+    const char *slash = strrchr(self, '/');
+    size_t dir = slash != NULL ? (size_t)(slash - self) : 0;
+    struct stat st;
+
+    if (slash == NULL || stat(self, &st) != 0)
+        return NULL;
+    /* beside the binary: a build tree, or a package that puts both in
+     * one directory; the same owner as sluice's own file */
+    if ((size_t)snprintf(buf, len, "%.*s/sluice-inner", (int)dir, self) < len &&
+        trusted_exe(buf, st.st_uid))
+        return buf;
+#if defined(SLUICE_BINDIR) && defined(SLUICE_LIBEXECDIR)
+    /* the installed pair: only for the installed sluice, so that a copy
+     * elsewhere never meets an inner of another version */
+    if (strlen(SLUICE_BINDIR) == dir && strncmp(self, SLUICE_BINDIR, dir) == 0 &&
+        (size_t)snprintf(buf, len, "%s/sluice/sluice-inner", SLUICE_LIBEXECDIR) < len &&
+        trusted_exe(buf, 0))
+        return buf;
+#endif
+    return NULL;
+}
+
 static int read_int_file(const char *path, long *out)
 {
     FILE *f = fopen(path, "re");

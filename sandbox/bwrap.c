@@ -813,6 +813,8 @@ static int add_writable(struct ctx *c)
     if (rc == 0)
         rc = add_own_file(c, c->o->self_exe);
     if (rc == 0)
+        rc = add_own_file(c, c->o->inner_exe);
+    if (rc == 0)
         rc = add_own_file(c, c->o->bwrap);
     for (size_t i = 0; i < s->nfiles && rc == 0; i++)
         rc = add_own_file(c, s->files[i]);
@@ -862,6 +864,7 @@ static int add_reads(struct ctx *c, int disabled)
 static int check_not_hidden(struct ctx *c)
 {
     const struct op *cw = covering(c, c->o->cwd), *se = covering(c, c->o->self_exe);
+    const struct op *ie = c->o->inner_exe != NULL ? covering(c, c->o->inner_exe) : NULL;
 
     if (cw != NULL && is_deny_read(cw->kind))
         return fail_item(c, -EINVAL, cw->it,
@@ -873,6 +876,11 @@ static int check_not_hidden(struct ctx *c)
                          "hides sluice's own binary '%s', which must run in the sandbox; "
                          "allow it with filesystem.allowRead",
                          c->o->self_exe);
+    if (ie != NULL && is_deny_read(ie->kind))
+        return fail_item(c, -EINVAL, ie->it,
+                         "hides sluice-inner '%s', which must run in the sandbox; "
+                         "allow it with filesystem.allowRead",
+                         c->o->inner_exe);
     return 0;
 }
 
@@ -1028,6 +1036,8 @@ static void emit_mounts(struct ctx *c)
      * inner and `sluice connect` are found where they are named */
     if (strncmp(o->self_exe, "/tmp/", 5) == 0)
         args(c, "--ro-bind", o->self_exe, o->self_exe, NULL);
+    if (o->inner_exe != NULL && strncmp(o->inner_exe, "/tmp/", 5) == 0)
+        args(c, "--ro-bind", o->inner_exe, o->inner_exe, NULL);
 }
 
 /* The descriptors: read-only stdio re-bound, the sandbox's resolver, the
@@ -1079,7 +1089,10 @@ static void emit_inner(struct ctx *c)
         {"--limit-open-files=", s->sandbox.limits.open_files},
     };
 
-    args(c, "--", o->self_exe, "inner", "--fd", NULL);
+    if (o->inner_exe != NULL)
+        args(c, "--", o->inner_exe, "--fd", NULL);
+    else
+        args(c, "--", o->self_exe, "inner", "--fd", NULL);
     argf(c, "%d", o->inner_fd);
     if (o->allow_unix_sockets)
         args(c, "--allow-unix-sockets", NULL);

@@ -186,6 +186,9 @@ struct sb_bwrap_opts {
     const char *host_tmpdir; /* private writable dir on the host (in the run
                                 directory), bound at /tmp inside */
     const char *self_exe;    /* sluice's path */
+    const char *inner_exe;   /* sluice-inner's path (issue 25: a start with
+                                libc and libseccomp only), or NULL: the
+                                sandbox starts `self_exe inner` */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int info_fd;             /* > 2: bwrap's --info-fd (its first process's pid,
                                 for the reaper); else none */

@@ -28,6 +28,7 @@
 set -uo pipefail
 SLUICE=${1:?usage: run_escape.sh PATH/TO/sluice}
 case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE") ;; esac
+INNER_EXE=$(dirname "$SLUICE")/sluice-inner
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/run-helpers/twice.sh"
@@ -219,6 +220,14 @@ JSON
     c "sluice inner reused: the proxy ports are taken"   ok \
         "out=\$('$SLUICE' inner --fd 1 -- sh -c 'echo RAN' 2>&1); [ \$? -ne 0 ] && ! printf '%s' \"\$out\" | grep -q RAN"
     c "sluice inner reused with --allow-unix-sockets: seccomp stays" probe "python3 probe.py inner '$SLUICE'"
+    # issue 25: sluice-inner, the program bwrap starts when it sits beside
+    # sluice (a copy of sluice alone, as valgrind.sh makes, has none)
+    if [ -x "$INNER_EXE" ]; then
+        c "sluice-inner reused: the proxy ports are taken" ok \
+            "out=\$('$INNER_EXE' --fd 1 -- sh -c 'echo RAN' 2>&1); [ \$? -ne 0 ] && ! printf '%s' \"\$out\" | grep -q RAN"
+        c "sluice-inner reused with --allow-unix-sockets: seccomp stays" probe "python3 probe.py inner-exe '$INNER_EXE'"
+        c "sluice-inner is read-only inside"             fail "cp /bin/true '$INNER_EXE'"
+    fi
 
     # === PID 1 (bwrap's init, outside seccomp) and other processes ===============================
     c "PTRACE_ATTACH to PID 1"                           probe "python3 probe.py ptrace-init"

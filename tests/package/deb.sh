@@ -29,7 +29,7 @@ dpkg-deb -I "$deb" conffiles | grep -qx /etc/sluice/settings.json || fail "conff
 
 # file list
 dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|' >"$tmp/files"
-for f in /usr/bin/sluice /etc/sluice/settings.json \
+for f in /usr/bin/sluice /usr/libexec/sluice/sluice-inner /etc/sluice/settings.json \
          /usr/share/sluice/settings.json /usr/share/sluice/settings.schema.json \
          /usr/share/sluice/profiles/default.json /usr/share/sluice/profiles/workdir.json \
          /usr/share/sluice/profiles/strict-home.json \

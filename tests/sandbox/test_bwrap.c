@@ -693,6 +693,35 @@ static void test_own_files_protected(void **state)
     expect_has(f, yes, no);
 }
 
+/* issue 25: sluice-inner, when the launcher found one, is what bwrap
+ * starts (no "inner" argument), is read-only like sluice's own binary,
+ * and may not be hidden */
+static void test_inner_exe(void **state)
+{
+    struct fx *f = *state;
+    char self[PATH_MAX + 64], inner[PATH_MAX + 64];
+    const char *const yes[] = {
+        "--ro-bind R/home/proj/build/sluice-inner R/home/proj/build/sluice-inner",
+        "sluice-inner --fd 3 --limit-processes=8192 -- make test", NULL};
+    const char *const no[] = {"sluice inner", NULL};
+    struct sb_plan p;
+    char err[1024] = "";
+
+    mkfile(f, "home/proj/build/sluice");
+    mkfile(f, "home/proj/build/sluice-inner");
+    snprintf(self, sizeof(self), "%s/build/sluice", f->cwd);
+    snprintf(inner, sizeof(inner), "%s/build/sluice-inner", f->cwd);
+    f->o.self_exe = self;
+    f->o.inner_exe = inner;
+    f->o.inner_fd = 3;
+    expect_has(f, yes, no);
+    settings(f, "{\"filesystem\": {\"denyRead\": [\"build/sluice-inner\"]}}");
+    memset(&p, 0, sizeof(p));
+    assert_int_equal(sb_bwrap_build(&f->o, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "hides sluice-inner"));
+    assert_null(p.argv.v);
+}
+
 static void test_filesystem_disabled(void **state)
 {
     struct fx *f = *state;
@@ -1330,6 +1359,7 @@ int main(void)
         T(test_cwd_hidden),
         T(test_protected_in_cwd),
         T(test_own_files_protected),
+        T(test_inner_exe),
         T(test_filesystem_disabled),
         T(test_no_secret_in_argv),
         T(test_cleanup),

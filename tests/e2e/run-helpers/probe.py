@@ -53,6 +53,7 @@ and exits 0 for BLOCKED, 1 for OPEN, 3 for SKIP.
     probe.py inner SLUICE             run `SLUICE inner` over a socketpair of our own
                                       (--allow-unix-sockets, ports 0) and, in the
                                       command it execs, try socket(AF_UNIX)
+    probe.py inner-exe SLUICE_INNER   the same with sluice-inner (issue 25)
 """
 import ctypes, errno, mmap, os, signal, socket, struct, sys
 
@@ -307,14 +308,17 @@ def main():
         if r < 0:
             blocked(ctypes.get_errno())
         opened("mounted a tmpfs")
-    if what == "inner":
+    if what in ("inner", "inner-exe"):
+        # inner-exe: sluice-inner (issue 25), the same program without
+        # the subcommand's name
+        sub = ["inner"] if what == "inner" else []
         a_, b_ = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             a_.close()
             os.dup2(b_.fileno(), 9)
             os.set_inheritable(9, True)
-            os.execv(a[1], [a[1], "inner", "--fd", "9", "--allow-unix-sockets", "--http-port", "0",
+            os.execv(a[1], [a[1]] + sub + ["--fd", "9", "--allow-unix-sockets", "--http-port", "0",
                             "--socks-port", "0", "--", sys.executable, os.path.abspath(__file__), "unix"])
         b_.close()
         try:
