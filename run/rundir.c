@@ -35,13 +35,14 @@ const char *run_find_in_path(const char *name, char *buf, size_t len)
     return NULL;
 }
 
-/* PATH is an executable regular file that only root or OWNER may change
- * (its owner one of them; no write bit for group or others). */
+/* PATH is an executable regular file, not a symbolic link (which could
+ * name any program of root's), that only root or OWNER may change (its
+ * owner one of them; no write bit for group or others). */
 static int trusted_exe(const char *path, uid_t owner)
 {
     struct stat st;
 
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0022) == 0 &&
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0022) == 0 &&
            (st.st_uid == 0 || st.st_uid == owner) && access(path, X_OK) == 0;
 }
 

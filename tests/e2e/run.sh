@@ -304,6 +304,34 @@ JSON
         bad "excluded ech" "$out"
     rm -f direct.sh direct.shx
 
+    # --- issue 25: which first program the sandbox starts ---------------------------------------------------
+    # sluice-inner beside the binary, a regular file only its owner (or
+    # root) may change; else `sluice inner`
+    local inner_src si=$W/si
+    inner_src=$(dirname "$SLUICE")/sluice-inner
+    if [ -x "$inner_src" ]; then
+        mkdir -p "$si" && cp "$SLUICE" "$si/sluice"
+        first() { (cd "$W" && "$si/sluice" run -d -- true 2>&1 | grep -o 'argv\[[0-9]*\] [^ ]*inner' | head -1); }
+        out=$(first)
+        case $out in *"] inner") ok "no sluice-inner beside sluice: the sandbox starts sluice inner" ;;
+                     *) bad "sluice inner without sluice-inner" "$out" ;; esac
+        ln -s "$inner_src" "$si/sluice-inner"
+        out=$(first)
+        case $out in *"] inner") ok "a symbolic link named sluice-inner is not used" ;;
+                     *) bad "sluice-inner symlink" "$out" ;; esac
+        rm -f "$si/sluice-inner"; cp "$inner_src" "$si/sluice-inner"; chmod 775 "$si/sluice-inner"
+        out=$(first)
+        case $out in *"] inner") ok "a group-writable sluice-inner is not used" ;;
+                     *) bad "sluice-inner group-writable" "$out" ;; esac
+        chmod 755 "$si/sluice-inner"
+        out=$(first)
+        case $out in *"$si/sluice-inner") ok "sluice-inner beside sluice is the sandbox's first program" ;;
+                     *) bad "sluice-inner used" "$out" ;; esac
+        out=$(cd "$W" && "$si/sluice" run -- sh -c 'echo via-inner' 2>&1)
+        [ "$out" = via-inner ] && ok "a command runs under sluice-inner" || bad "command under sluice-inner" "$out"
+        rm -rf "$si"
+    fi
+
     # --- sluice bridge inside a user's own bwrap ----------------------------------------------------------
     rm -f "$W/h.sock"
     "$SLUICE" proxy --settings "$S" --http "unix:$W/h.sock" --socks off --log "$T/uproxy.log" 2>"$T/uproxy.err" &
