@@ -1,5 +1,6 @@
 /* cli/common.c - helpers shared by subcommands. */
 #include "cli/cli.h"
+#include "cli/version.h"
 #include "common/common.h"
 #include "policy/policy.h"
 
@@ -23,13 +24,6 @@ int cli_load_settings(struct settings *s, const char *explicit_path)
         fprintf(stderr, "sluice: warning: %s\n", s->notices.items[i].value);
     return 0;
 }
-
-#ifndef SLUICE_VERSION
-#define SLUICE_VERSION "0.1.0"
-#endif
-#ifndef SLUICE_COMMIT
-#define SLUICE_COMMIT "unknown"
-#endif
 
 int cli_version(void)
 {

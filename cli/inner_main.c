@@ -11,17 +11,11 @@
  * it sits beside the sluice binary or in sluice's libexec directory, and
  * `SELF inner` otherwise. */
 #include "cli/lsan.h"
+#include "cli/version.h"
 #include "sandbox/sandbox.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#ifndef SLUICE_VERSION
-#define SLUICE_VERSION "0.1.0"
-#endif
-#ifndef SLUICE_COMMIT
-#define SLUICE_COMMIT "unknown"
-#endif
 
 int main(int argc, char **argv)
 {
