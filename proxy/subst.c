@@ -13,10 +13,6 @@ int subst_set_init(struct subst_set *s, const struct subst_pair *pairs, size_t n
     for (size_t i = 0; i < n; i++) {
         if (pairs[i].len < SUBST_LEN_MIN || pairs[i].len > SUBST_LEN_MAX)
             return -EINVAL;
-        for (size_t k = 0; k < i; k++)
-            if (pairs[k].len == pairs[i].len &&
-                memcmp(pairs[k].from, pairs[i].from, pairs[i].len) == 0)
-                return -EINVAL;
         s->pairs[i] = pairs[i];
         s->first[pairs[i].from[0]] = 1;
         if (pairs[i].len > s->maxlen)
@@ -26,9 +22,12 @@ int subst_set_init(struct subst_set *s, const struct subst_pair *pairs, size_t n
     return 0;
 }
 
-/* At b[0..avail): the pair decided there. Returns its index, -1 when none
- * matches, or -2 when the answer needs bytes past avail (only when !final). */
-static int decide(const struct subst_set *s, const uint8_t *b, size_t avail, int final)
+/* At b[0..avail): the pair decided there (the longest; of pairs with the
+ * same from, the first ALLOW has, else the first). Returns its index, -1
+ * when none matches, or -2 when the answer needs bytes past avail (only
+ * when !final). */
+static int decide(const struct subst_set *s, const uint8_t *b, size_t avail, int final,
+                  uint64_t allow)
 {
     int best = -1;
 
@@ -37,7 +36,10 @@ static int decide(const struct subst_set *s, const uint8_t *b, size_t avail, int
     for (size_t k = 0; k < s->n; k++) {
         const struct subst_pair *p = &s->pairs[k];
         if (p->len <= avail) {
-            if ((best < 0 || p->len > s->pairs[best].len) && memcmp(b, p->from, p->len) == 0)
+            int better = best < 0 || p->len > s->pairs[best].len ||
+                         (p->len == s->pairs[best].len && !(allow & (UINT64_C(1) << best)) &&
+                          (allow & (UINT64_C(1) << k)));
+            if (better && memcmp(b, p->from, p->len) == 0)
                 best = (int)k;
         } else if (!final && memcmp(b, p->from, avail) == 0) {
             return -2; /* a longer pair may still start here */
@@ -54,7 +56,7 @@ static size_t scan(const struct subst_set *s, uint64_t allow, uint8_t *b, size_t
     size_t i = 0;
 
     while (i < len) {
-        int k = decide(s, b + i, len - i, final);
+        int k = decide(s, b + i, len - i, final, allow);
         if (k == -2)
             return i;
         if (k < 0) {

@@ -38,8 +38,11 @@ struct subst_set {
 };
 
 /* Builds a set (the pairs' bytes are not copied: they must outlive it).
- * 0, or -EINVAL for more than SUBST_MAX pairs, a length outside
- * SUBST_LEN_MIN..SUBST_LEN_MAX, or a from given twice. */
+ * 0, or -EINVAL for more than SUBST_MAX pairs or a length outside
+ * SUBST_LEN_MIN..SUBST_LEN_MAX. A from may be given more than once (two
+ * values' base64 forms can share the characters their bytes alone
+ * decide): where it is found, the first of those pairs the stream allows
+ * is the one replaced, and when it allows none, the first one is blocked. */
 int subst_set_init(struct subst_set *s, const struct subst_pair *pairs, size_t n);
 
 /* One stream's state. allow: bit k set when pair k is replaced in this

@@ -598,6 +598,7 @@ int run_creds_prepare(struct run *run)
 {
     const struct settings *s = run->settings;
     struct run_creds *rc;
+    int err;
 
     if (count_entries(s) == 0)
         return 0;
@@ -647,7 +648,14 @@ int run_creds_prepare(struct run *run)
         if (settings_credential_split(it->value, &cr) < 0 || file_entry(rc, it, &cr) < 0)
             return -1;
     }
-    if (proxy_creds_seal(&rc->t) < 0 || make_late(run, rc) < 0) {
+    if ((err = proxy_creds_seal(&rc->t)) < 0) {
+        fprintf(stderr,
+                "sluice: run: credentials: the substitution table could not be built (%s); the "
+                "command was not run\n",
+                strerror(-err));
+        return -1;
+    }
+    if (make_late(run, rc) < 0) {
         fprintf(stderr, "sluice: run: credentials: out of memory; the command was not run\n");
         return -1;
     }
