@@ -47,6 +47,7 @@ struct proxy_control {
     void *arg;
     FILE *report;
     const char *managed; /* managed file path, NULL: the default */
+    const struct settings *fixed; /* credentials fixed at start (run), or NULL */
     char *buf;
     size_t len, cap;
     unsigned line;
@@ -72,6 +73,67 @@ static void on_closed(uv_handle_t *h)
         destroy(c);
 }
 
+static int same_list(const struct settings_list *a, const struct settings_list *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].value, b->items[i].value) != 0)
+            return 0;
+    return 1;
+}
+
+/* Credentials are fixed when the run starts, as the filesystem rules are
+ * (issue 24): the table of real values, its order and the placeholders
+ * the sandbox holds were made from them. A line without "credentials"
+ * keeps them (compiled with the start's); a line with the same ones is
+ * taken; a line that changes them is refused. 0, or -1 with err. */
+static int fixed_credentials(const struct proxy_control *c, struct settings *s,
+                             struct settings_error *err)
+{
+    const struct settings *f = c->fixed;
+
+    if (f == NULL)
+        return 0;
+    if (!s->credentials.given.set) {
+        if (s->credentials.env_vars.n == 0 && s->credentials.files.n == 0 &&
+            s->credentials.aws_pairs.n == 0)
+            return 0;
+    } else if (same_list(&s->credentials.env_vars, &f->credentials.env_vars) &&
+               same_list(&s->credentials.files, &f->credentials.files) &&
+               same_list(&s->credentials.aws_pairs, &f->credentials.aws_pairs) &&
+               memcmp(&s->credentials.sigv4, &f->credentials.sigv4, sizeof(s->credentials.sigv4)) ==
+                   0 &&
+               s->credentials.plaintext.on == f->credentials.plaintext.on) {
+        return 0;
+    }
+    snprintf(err->msg, sizeof(err->msg),
+             "%s:%u:%u: credentials: fixed when the run starts (the sandbox holds placeholders "
+             "made from them); a line may leave the key out or repeat it as it was, not change it",
+             s->credentials.given.file != NULL ? s->credentials.given.file : "control-fd",
+             s->credentials.given.line, s->credentials.given.col);
+    return -1;
+}
+
+/* policy_compile of S, with the start's credentials when C fixes them and
+ * the line left them out. */
+static int compile_line(const struct proxy_control *c, struct settings *s, struct policy **p,
+                        struct settings_error *err)
+{
+    int rc;
+
+    if (c->fixed == NULL || s->credentials.given.set)
+        return policy_compile(s, p, err);
+    {
+        /* borrowed for the compile only (it copies what it keeps) */
+        __typeof__(s->credentials) mine = s->credentials;
+        s->credentials = c->fixed->credentials;
+        rc = policy_compile(s, p, err);
+        s->credentials = mine;
+    }
+    return rc;
+}
+
 static void one_line(struct proxy_control *c, const char *text, size_t len)
 {
     struct settings s;
@@ -86,7 +148,8 @@ static void one_line(struct proxy_control *c, const char *text, size_t len)
     snprintf(name, sizeof(name), "control-fd line %u", c->line);
     settings_init(&s);
     if (settings_apply_buffer(&s, name, text, len, &err) != 0 ||
-        settings_apply_managed(&s, c->managed, &err) < 0 || policy_compile(&s, &p, &err) < 0) {
+        settings_apply_managed(&s, c->managed, &err) < 0 || fixed_credentials(c, &s, &err) < 0 ||
+        compile_line(c, &s, &p, &err) < 0) {
         c->refused++;
         if (c->report != NULL)
             fprintf(c->report, "sluice: control: %s; ignored, the current policy stays\n",
@@ -294,6 +357,11 @@ void proxy_control_close(struct proxy_control *c)
     if (c == NULL || uv_is_closing((uv_handle_t *)&c->pipe))
         return;
     uv_close((uv_handle_t *)&c->pipe, on_closed);
+}
+
+void proxy_control_fix_credentials(struct proxy_control *c, const struct settings *fixed)
+{
+    c->fixed = fixed;
 }
 
 void proxy_control_counts(const struct proxy_control *c, unsigned *applied, unsigned *refused)

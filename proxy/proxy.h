@@ -298,6 +298,11 @@ int proxy_control_open(struct proxy_control **out, uv_loop_t *loop, int fd, cons
                        proxy_control_policy_fn fn, void *arg, FILE *report);
 /* Stops and frees (from a close callback: run the loop once more). */
 void proxy_control_close(struct proxy_control *c);
+/* sluice run: credentials fixed at start from FIXED (which outlives c): a
+ * line without "credentials" is compiled with FIXED's, a line with other
+ * ones is refused. */
+struct settings;
+void proxy_control_fix_credentials(struct proxy_control *c, const struct settings *fixed);
 /* Lines applied and refused so far. */
 void proxy_control_counts(const struct proxy_control *c, unsigned *applied, unsigned *refused);
 

@@ -246,6 +246,8 @@ static int start_services(struct run *run, char *err, size_t errlen)
     if (run->o->control_fd >= 0) {
         int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
                                     on_control_policy, run, stderr);
+        if (rc == 0)
+            proxy_control_fix_credentials(run->control, run->settings);
         if (rc < 0) {
             snprintf(err, errlen, "--control-fd %d: cannot read it: %s", run->o->control_fd,
                      uv_strerror(rc));

@@ -56,6 +56,9 @@ static int above2(int fd)
     return fd;
 }
 
+/* sluice run's credentials fixed at start (test_fixed_credentials) */
+static const struct settings *fixed;
+
 /* Runs a control on fd on a fresh loop to the end; report in *rep. */
 static void feed_fd(const char *managed, int fd, struct got *g, char **rep, unsigned *ok,
                     unsigned *bad)
@@ -68,6 +71,8 @@ static void feed_fd(const char *managed, int fd, struct got *g, char **rep, unsi
     assert_non_null(r);
     assert_int_equal(uv_loop_init(&loop), 0);
     assert_int_equal(proxy_control_open(&c, &loop, fd, managed, on_policy, g, r), 0);
+    if (fixed != NULL)
+        proxy_control_fix_credentials(c, fixed);
     uv_run(&loop, UV_RUN_DEFAULT);
     proxy_control_counts(c, ok, bad);
     proxy_control_close(c);
@@ -122,6 +127,56 @@ static void test_lines(void **state)
     for (size_t i = 0; i < g.n; i++)
         policy_free(g.p[i]);
     free(rep);
+}
+
+/* issue 24: in sluice run credentials are fixed at start. A line without
+ * them keeps the start's (entry 0 still injects at api.example.com, not
+ * at the line's new host); a line repeating them is taken; a line that
+ * moves injectHosts, adds an entry or drops tlsTerminate is refused. */
+static void test_fixed_credentials(void **state)
+{
+#define NET "\"network\": {\"allowedDomains\": [\"api.example\", \"b.example\"], \"tlsTerminate\": {}}"
+#define CRED(H) "\"credentials\": {\"envVars\": [{\"name\": \"TOKEN_A\", \"mode\": \"mask\", " \
+                "\"injectHosts\": [\"" H "\"]}]}"
+    static const char start[] = "{" NET ", " CRED("api.example") "}";
+    struct settings s;
+    struct settings_error err;
+    struct got g = {0};
+    char *rep = NULL;
+    unsigned ok = 0, bad = 0;
+    struct policy_host api, b;
+    const char *why;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(settings_apply_buffer(&s, "start.json", start, strlen(start), &err), 0);
+    fixed = &s;
+    feed("/nonexistent/managed.json",
+         "{" NET "}\n"                                            /* left out: kept */
+         "{" NET ", " CRED("api.example") "}\n"                    /* repeated: taken */
+         "{" NET ", " CRED("b.example") "}\n"                      /* moved: refused */
+         "{" NET ", \"credentials\": {}}\n"                        /* dropped: refused */
+         "{\"network\": {\"allowedDomains\": [\"api.example\"]}}\n", /* no tlsTerminate: refused */
+         &g, &rep, &ok, &bad);
+    fixed = NULL;
+    assert_int_equal(ok, 2);
+    assert_int_equal(bad, 3);
+    assert_int_equal(policy_host_normalize("api.example", 11, &api, &why), 0);
+    assert_int_equal(policy_host_normalize("b.example", 9, &b, &why), 0);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(policy_cred_count(g.p[i]), 1);
+        assert_int_equal(policy_cred_injects(g.p[i], 0, &api, 443), 1);
+        assert_int_equal(policy_cred_injects(g.p[i], 0, &b, 443), 0);
+    }
+    if (strstr(rep, "credentials: fixed when the run starts") == NULL ||
+        strstr(rep, "needs network.tlsTerminate") == NULL)
+        fail_msg("report:\n%s", rep);
+    for (size_t i = 0; i < g.n; i++)
+        policy_free(g.p[i]);
+    free(rep);
+    settings_free(&s);
+#undef NET
+#undef CRED
 }
 
 /* The managed file applies over every line: its deny stays. */
@@ -249,6 +304,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_fixed_credentials),
         cmocka_unit_test(test_managed_over_lines),
         cmocka_unit_test(test_regular_file),
         cmocka_unit_test(test_dev_null),
