@@ -269,13 +269,13 @@ static void test_shared_from(void **state)
 
     (void)state;
     assert_int_equal(subst_set_init(&s, p, 3), 0);
-    strcpy(buf, "x REALVALUE-SHARED-1234 y");
+    snprintf(buf, sizeof(buf), "%s", "x REALVALUE-SHARED-1234 y");
     assert_int_equal(subst_buffer(&s, 2, (uint8_t *)buf, strlen(buf), &blocked), 2);
     assert_string_equal(buf, "x fake-B-yyyyyyyyyyyyyy y");
-    strcpy(buf, "x REALVALUE-SHARED-1234 y");
+    snprintf(buf, sizeof(buf), "%s", "x REALVALUE-SHARED-1234 y");
     assert_int_equal(subst_buffer(&s, 3, (uint8_t *)buf, strlen(buf), &blocked), 1);
     assert_string_equal(buf, "x fake-A-xxxxxxxxxxxxxx y");
-    strcpy(buf, "x REALVALUE-SHARED-1234 y");
+    snprintf(buf, sizeof(buf), "%s", "x REALVALUE-SHARED-1234 y");
     assert_int_equal(subst_buffer(&s, 4, (uint8_t *)buf, strlen(buf), &blocked), 0);
     assert_int_equal(blocked, 1);
     assert_string_equal(buf, "x REALVALUE-SHARED-1234 y");
