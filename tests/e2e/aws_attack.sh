@@ -99,6 +99,7 @@ cases() {
     for m in "sigzero:a signature of zeros" "sigupper:the right signature in upper case" \
         "twice:the same AWS4 Authorization twice" \
         "bearer2:a second Authorization (Bearer) next to the signed one" \
+        "both:a signed Authorization and a presigned query with the placeholder key id" \
         "bodylie:x-amz-content-sha256 that is not the hash of the body sent"; do
         clear
         out=$(ac "${m%%:*}" "$u/bucket/${m%%:*}" 2>&1)

@@ -7,7 +7,7 @@
 # prints "STATUS <code>" for each final response (and "INTERIM <code>" for
 # a 1xx), then the response body. Usage:
 #   attack_client.py MODE URL [N SIZE_MIB]
-# MODE: echo, expect, sigzero, sigupper, bearer2, bodylie, hostlie,
+# MODE: echo, expect, sigzero, sigupper, twice, bearer2, both, bodylie, hostlie,
 # pipeline, trailer, clshort, retry, dots, exact64, chunkover, mem.
 import datetime, hashlib, os, select, socket, ssl, sys, time, urllib.parse
 
@@ -175,6 +175,13 @@ elif mode in ("sigzero", "sigupper", "bearer2", "twice"):
         if k == "Authorization" and mode == "twice":
             out.append((k, v))
     one("GET", path, out)
+elif mode == "both":
+    # a header signature and a presigned query (the placeholder key id in
+    # X-Amz-Credential, a signature of zeros) in one request
+    q = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s&X-Amz-Date=%s&X-Amz-Expires=60" \
+        "&X-Amz-SignedHeaders=host&X-Amz-Signature=%s" % (
+            urllib.parse.quote("%s/%s/us-east-1/s3/aws4_request" % (KEY, AMZDATE[:8]), safe=""), AMZDATE, "0" * 64)
+    one("GET", path, signed("GET", path, sigv4.EMPTY, query=q), query=q)
 elif mode == "bodylie":
     body = b"A" * 1000
     hs = signed("PUT", path, hashlib.sha256(b"other").hexdigest())
