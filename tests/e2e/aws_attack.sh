@@ -45,14 +45,16 @@ KID=AKIAREAL${RND}XY
 SEC=wJalrXUtnFEMI/K7MDENG+bPxRf${RND}CYEXKEY
 TOK=IQoJb3JpZ2luX2VjEPT//////////wEaCXVzLWVhc3QtMSJHMEUCIQ${RND}AbCdEfGhIj+kLmN/oPq==
 
-# The resident memory (KiB) of a process and its descendants named sluice.
+# The resident memory (KiB) of a process and its descendants that run
+# sluice (their comm: the binary's name, cut to 15 bytes).
+COMM=$(basename "$SLUICE" | cut -c1-15)
 rss_tree() {
     local todo=$1 p sum=0 k
     while [ -n "$todo" ]; do
         set -- $todo
         p=$1; shift; todo="$* $(ps -o pid= --ppid "$p" 2>/dev/null | tr '\n' ' ')"
         todo=$(echo $todo)
-        [ "$(cat /proc/"$p"/comm 2>/dev/null)" = sluice ] || continue
+        [ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$COMM" ] || continue
         k=$(awk '/^VmRSS:/ {print $2}' /proc/"$p"/status 2>/dev/null)
         sum=$((sum + ${k:-0}))
     done

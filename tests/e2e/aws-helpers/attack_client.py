@@ -122,16 +122,37 @@ def put_literal(path, body, extra=()):
     return hs + [("Content-Length", str(len(body)))]
 
 
+def answered(s, rd):
+    """The proxy's answer when one (or the end) has come, else None. The
+    socket may be readable with no answer: TLS 1.3 tickets."""
+    r, _, _ = select.select([s], [], [], 0)
+    if not r and not s.pending():
+        return None
+    s.settimeout(0.0)
+    try:
+        d = s.recv(65536)
+    except (ssl.SSLWantReadError, BlockingIOError):
+        return None
+    except OSError as e:
+        return ("closed", str(e))
+    finally:
+        s.settimeout(120)
+    if not d:
+        return ("closed", "EOF")
+    rd.buf += d
+    try:
+        return rd.final(10)
+    except (EOFError, OSError) as e:
+        return ("closed", str(e))
+
+
 def send_watching(s, rd, data, piece=1 << 20):
     """Sends data in pieces, stopping when the proxy answers (or closes)
     meanwhile: the answer, or None when all was sent."""
     for i in range(0, len(data), piece):
-        r, _, _ = select.select([s], [], [], 0)
-        if r or s.pending():
-            try:
-                return rd.final(5)
-            except (EOFError, OSError) as e:
-                return ("closed", str(e))
+        r = answered(s, rd)
+        if r is not None:
+            return r
         try:
             s.sendall(data[i:i + piece])
         except OSError as e:
@@ -272,12 +293,7 @@ elif mode == "mem":
         r = send_watching(s, rd, chunk)
         if r is None:
             time.sleep(0.3)
-            r2, _, _ = select.select([s], [], [], 0)
-            if r2 or s.pending():
-                try:
-                    r = rd.final(5)
-                except (EOFError, OSError) as e:
-                    r = ("closed", str(e))
+            r = answered(s, rd)
         if r is not None:
             refused += 1
             print("CONN %d: %s" % (i, "closed" if r[0] == "closed" else "STATUS %d %s" % (r[0], r[2][:300].decode("latin-1"))))
