@@ -31,6 +31,7 @@
 
 #include "proxy/creds.h"
 #include "proxy/service.h"
+#include "proxy/sigv4.h"
 
 #include <strings.h>
 
@@ -42,8 +43,15 @@ struct http_cred {
     unsigned req_on : 1, resp_on : 1;
     unsigned cut : 1;        /* a refused placeholder in the body: the connection ends */
     unsigned held_subst : 1; /* SigV4 held body: placeholders swapped when it is whole */
+    unsigned busy : 1;       /* cut: no room for a held body (503, not 403) */
     struct http_sigv4 *sv;   /* AWS SigV4 re-signing (http_sigv4.c), or NULL */
-    const char *why;         /* cut: why, for a 403 when nothing was answered yet */
+    /* the real signature of a re-signed request masked back to the
+     * client's in the response (rt-13): a set of that one pair, and its
+     * stream after resp's in the body */
+    struct subst_set *sigset;
+    struct subst_stream sig;
+    unsigned sig_on : 1;
+    const char *why; /* cut: why, for a 403 when nothing was answered yet */
     struct subst_stream req, resp;
     uint8_t *scratch; /* request body output (sent at once) */
     size_t scap;
@@ -68,6 +76,9 @@ void http_cred_free(struct http_work *w)
         subst_stream_free(&k->req);
     if (k->resp_on)
         subst_stream_free(&k->resp);
+    if (k->sig_on)
+        subst_stream_free(&k->sig);
+    free(k->sigset);
     http_sigv4_free(k->sv);
     free(k->scratch);
     free(k->arena);
@@ -239,6 +250,37 @@ static int sigv4_head(struct http_conn *c, struct proxy_creds *t, struct http_cr
     return sigv4_refused(c, t, k, rc, why);
 }
 
+/* A held SigV4 head goes upstream only with its body, so the origin's
+ * 100 Continue cannot come before the body: a client that sent Expect:
+ * 100-continue would wait out its own timeout for it, or for ever (rt-13).
+ * sluice answers 100 Continue itself and sends no Expect upstream (the body
+ * goes with the head; a signed Expect leaves SignedHeaders when the head is
+ * re-signed, as any header the proxy removes). 0, or -1 after the
+ * connection was closed. */
+static int held_continue(struct http_conn *c)
+{
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    struct http_work *w = c->w;
+    size_t vl;
+    const char *v = proxy_head_value(w->out, w->out_len, "Expect", &vl);
+    int want;
+    uv_buf_t b;
+
+    if (v == NULL)
+        return 0;
+    want = w->client_11 && vl == 12 && strncasecmp(v, "100-continue", 12) == 0;
+    w->out_len = drop_header(w->out, w->out_len, "Expect");
+    if (!want)
+        return 0;
+    b = uv_buf_init((char *)(uintptr_t)cont, sizeof(cont) - 1);
+    if (http_client_send(c, &b, 1) < 0) {
+        http_conn_close(c, "client write failed");
+        return -1;
+    }
+    c->bytes_down += sizeof(cont) - 1;
+    return 0;
+}
+
 int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
@@ -303,7 +345,7 @@ int http_cred_request(struct http_conn *c)
     }
     if (http_sigv4_held(k->sv)) {
         k->held_subst = !has_encoding(w->out, w->out_len);
-        return 0;
+        return held_continue(c);
     }
     if (w->req_body != HTTP_BODY_NONE && !has_encoding(w->out, w->out_len)) {
         if (subst_stream_init(&k->req, &t->to_real, k->allow) < 0) {
@@ -364,9 +406,14 @@ int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
             return rc;
         if (rc < 0) {
             k->cut = 1;
-            k->why = "credentials.awsPairs: an AWS request signed with a masked key id whose "
-                     "body is over 64 MiB: sluice buffers at most that to hash it; the request "
-                     "was not sent";
+            k->busy = rc == UV_EBUSY;
+            k->why = k->busy ? "credentials.awsPairs: sluice holds the bodies of AWS requests "
+                               "signed with a masked key id to hash them, and the bodies held "
+                               "now take all the room it allows (256 MiB): try again later; "
+                               "the request was not sent"
+                             : "credentials.awsPairs: an AWS request signed with a masked key id "
+                               "whose body is over 64 MiB: sluice buffers at most that to hash "
+                               "it; the request was not sent";
             http_set_reason(c, k->why);
         }
         return 1;
@@ -470,6 +517,11 @@ const char *http_cred_refusal(const struct http_conn *c)
     return http_cred_cut(c) ? c->w->cred->why : NULL;
 }
 
+int http_cred_refusal_status(const struct http_conn *c)
+{
+    return http_cred_cut(c) && c->w->cred->busy ? 503 : 403;
+}
+
 int http_cred_held(const struct http_conn *c)
 {
     return c->w != NULL && c->w->cred != NULL && http_sigv4_held(c->w->cred->sv);
@@ -478,17 +530,47 @@ int http_cred_held(const struct http_conn *c)
 /* ------------------------------------------------------------------------ */
 /* Responses                                                                 */
 
+/* The set that masks the real signature of a re-signed request back to
+ * the client's (rt-13), made at the first response head; NULL when the
+ * request was not re-signed (or memory ran out: then the head and body
+ * are only masked for the real values). */
+static const struct subst_set *sig_set(struct http_cred *k)
+{
+    struct subst_pair p;
+    const char *real, *fake;
+
+    if (k->sigset != NULL || !http_sigv4_sigs(k->sv, &real, &fake))
+        return k->sigset;
+    p.from = (const uint8_t *)real;
+    p.to = (const uint8_t *)fake;
+    p.len = SIGV4_HEX_LEN;
+    k->sigset = malloc(sizeof(*k->sigset));
+    if (k->sigset != NULL && subst_set_init(k->sigset, &p, 1) < 0) {
+        free(k->sigset);
+        k->sigset = NULL;
+    }
+    return k->sigset;
+}
+
 int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 {
     struct http_cred *k = c->w->cred;
     struct proxy_creds *t = creds_of(c);
+    const struct subst_set *ss;
 
     if (k == NULL || t == NULL || k->hosts == 0)
         return 0;
     (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
+    ss = sig_set(k);
+    if (ss != NULL)
+        (void)subst_buffer(ss, 1, (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
+    }
+    if (k->sig_on) {
+        subst_stream_free(&k->sig);
+        k->sig_on = 0;
     }
     /* rt-12: an encoded body (gzip...) cannot be masked: it would hand an
      * echoed real value back, so the caller refuses it (fail closed) when
@@ -497,6 +579,8 @@ int http_cred_response_head(struct http_conn *c, char *head, size_t len)
         return -1;
     if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
         k->resp_on = 1;
+    if (k->resp_on && ss != NULL && subst_stream_init(&k->sig, ss, 1) == 0)
+        k->sig_on = 1;
     return 0;
 }
 
@@ -534,40 +618,67 @@ static int arena_room(struct http_conn *c, struct http_cred *k, size_t n)
     return 0;
 }
 
-static int send_down(struct http_conn *c, struct http_cred *k, size_t n)
+/* Sends the n bytes at skip bytes into the arena's free part; the arena
+ * keeps skip + n bytes. */
+static int send_down(struct http_conn *c, struct http_cred *k, size_t skip, size_t n)
 {
     int rc;
 
-    if (n == 0)
+    if (n == 0) {
+        k->alen += skip;
         return 0;
-    rc = http_send_body(c, NULL, c->w->chunk_out, (const char *)k->arena + k->alen, n);
-    k->alen += n;
+    }
+    rc = http_send_body(c, NULL, c->w->chunk_out, (const char *)k->arena + k->alen + skip, n);
+    k->alen += skip + n;
     return rc;
+}
+
+/* The n bytes resp wrote at the arena's free part through the signature
+ * stream when there is one (written after them): sent. */
+static int sig_down(struct http_conn *c, struct http_cred *k, size_t n, int end)
+{
+    uint8_t *mid = k->arena + k->alen;
+    size_t m;
+
+    if (!k->sig_on)
+        return send_down(c, k, 0, n);
+    m = subst_feed(&k->sig, mid, n, mid + n);
+    if (end)
+        m += subst_finish(&k->sig, mid + n + m);
+    return send_down(c, k, n, m);
 }
 
 int http_cred_body_down(struct http_conn *c, const char *at, size_t len)
 {
     struct http_cred *k = c->w->cred;
+    size_t need;
     int rc;
 
     if (k == NULL || !k->resp_on)
         return 0;
-    rc = arena_room(c, k, k->resp.ncarry + len);
+    need = k->resp.ncarry + len;
+    if (k->sig_on)
+        need += k->sig.ncarry + k->resp.ncarry + len;
+    rc = arena_room(c, k, need);
     if (rc < 0)
         return rc;
-    rc = send_down(c, k, subst_feed(&k->resp, (const uint8_t *)at, len, k->arena + k->alen));
+    rc = sig_down(c, k, subst_feed(&k->resp, (const uint8_t *)at, len, k->arena + k->alen), 0);
     return rc < 0 ? rc : 1;
 }
 
 int http_cred_body_down_end(struct http_conn *c)
 {
     struct http_cred *k = c->w->cred;
+    size_t need;
     int rc;
 
-    if (k == NULL || !k->resp_on || k->resp.ncarry == 0)
+    if (k == NULL || !k->resp_on || (k->resp.ncarry == 0 && !(k->sig_on && k->sig.ncarry > 0)))
         return 0;
-    rc = arena_room(c, k, k->resp.ncarry);
+    need = k->resp.ncarry;
+    if (k->sig_on)
+        need += k->sig.ncarry + k->resp.ncarry;
+    rc = arena_room(c, k, need);
     if (rc < 0)
         return rc;
-    return send_down(c, k, subst_finish(&k->resp, k->arena + k->alen));
+    return sig_down(c, k, subst_finish(&k->resp, k->arena + k->alen), 1);
 }

@@ -336,7 +336,8 @@ void http_feed_request_body(struct http_conn *c)
     if (http_cred_cut(c)) {
         const char *why = http_cred_refusal(c);
         if (why != NULL && w->resp_phase == RESP_HEAD && http_cred_held(c))
-            http_refuse(c, 403, why, 1, "credential refused"); /* nothing was sent */
+            http_refuse(c, http_cred_refusal_status(c), why, 1,
+                        "credential refused"); /* nothing was sent */
         else
             http_conn_close(c, "credential refused"); /* nothing from the placeholder on was sent */
         return;

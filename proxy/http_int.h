@@ -323,6 +323,9 @@ void http_cred_free(struct http_work *w);
  * was answered (NULL: end the connection). http_cred_held: the head waits
  * for the body (SigV4), http_start_exchange does not send it. */
 const char *http_cred_refusal(const struct http_conn *c);
+/* The status of that answer: 403, or 503 when the proxy was too busy to
+ * hold a SigV4 body (rt-13). */
+int http_cred_refusal_status(const struct http_conn *c);
 int http_cred_held(const struct http_conn *c);
 
 /* http_sigv4.c: AWS SigV4 re-signing for credentials.awsPairs (issue 24),
@@ -331,7 +334,8 @@ int http_cred_held(const struct http_conn *c);
  * http_sigv4_head: before placeholders are swapped, on the client's head
  * (w->in): *out NULL when the request is not one to re-sign. sign: after
  * the swap, re-signs w->out (not when held). body: a piece of a held body
- * (-1: over the limit). check: a held request's whole body checked against
+ * (-1: over the limit; UV_EBUSY: the held bodies of all connections would
+ * take more than their total, rt-13). check: a held request's whole body checked against
  * the client's signature; *body is it, for the swap in place. release:
  * re-signs w->out and sends it and the body upstream. */
 struct http_sigv4;
@@ -347,6 +351,11 @@ int http_sigv4_check(const struct proxy_creds *t, struct http_sigv4 *s, char **b
 int http_sigv4_release(struct http_conn *c, const struct proxy_creds *t, struct http_sigv4 *s,
                        const char **why);
 void http_sigv4_free(struct http_sigv4 *s);
+/* After the re-signing: the real signature (64 hex digits) and the
+ * client's placeholder one it replaced, for the response to mask the real
+ * one back (an origin that echoes the request must not hand the sandbox a
+ * signature made with the real secret, rt-13); 0 when none. */
+int http_sigv4_sigs(const struct http_sigv4 *s, const char **real, const char **fake);
 
 /* http_tls.c: network.tlsTerminate in the HTTP front end */
 int http_tls_wanted(const struct http_conn *c);

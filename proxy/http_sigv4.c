@@ -47,14 +47,34 @@ struct http_sigv4 {
     size_t orig_len;
     char *body; /* held: the body as the client sent it */
     size_t blen, bcap;
+    /* the client's (placeholder) signature, and the real one that replaced
+     * it once the head was re-signed: masked back in responses (rt-13) */
+    char fake_sig[SIGV4_HEX_LEN + 1], real_sig[SIGV4_HEX_LEN + 1];
+    unsigned resigned : 1;
 };
+
+/* The room of all the held bodies of the process at once (rt-13): each may
+ * take SIGV4_BODY_MAX, and without a bound a sandbox that opens many
+ * connections, each with a body it never finishes, makes the proxy hold
+ * their sum. A body that would take the total over it is refused (503). */
+#define SIGV4_HELD_TOTAL (4 * (size_t)SIGV4_BODY_MAX)
+static size_t held_total; /* bcap of every held body, all workers */
+
+static void drop_body(struct http_sigv4 *s)
+{
+    if (s->bcap > 0)
+        __atomic_sub_fetch(&held_total, s->bcap, __ATOMIC_RELAXED);
+    free(s->body);
+    s->body = NULL;
+    s->blen = s->bcap = 0;
+}
 
 void http_sigv4_free(struct http_sigv4 *s)
 {
     if (s == NULL)
         return;
     free(s->orig);
-    free(s->body);
+    drop_body(s);
     free(s);
 }
 
@@ -249,6 +269,7 @@ int http_sigv4_head(struct http_conn *c, const struct proxy_creds *t, uint64_t h
     if (s == NULL)
         return UV_ENOMEM;
     s->pair = pair;
+    memcpy(s->fake_sig, a.sig, SIGV4_HEX_LEN);
     rc = payload_rule(t, s, head, len, w->req_body != HTTP_BODY_NONE, &buffer, why);
     if (rc != 0) {
         free(s);
@@ -306,7 +327,26 @@ static int resign_out(struct http_conn *c, const struct proxy_creds *t, struct h
     free(w->out);
     w->out = nh;
     w->out_len = nl;
+    /* the real signature, to be masked in the response (rt-13) */
+    {
+        size_t vl;
+        const char *v = value_of(nh, nl, "Authorization", &vl);
+        const char *sg = v != NULL ? memmem(v, vl, "Signature=", 10) : NULL;
+        if (sg != NULL && (size_t)(v + vl - sg) >= 10 + SIGV4_HEX_LEN) {
+            memcpy(s->real_sig, sg + 10, SIGV4_HEX_LEN);
+            s->resigned = 1;
+        }
+    }
     return 0;
+}
+
+int http_sigv4_sigs(const struct http_sigv4 *s, const char **real, const char **fake)
+{
+    if (s == NULL || !s->resigned)
+        return 0;
+    *real = s->real_sig;
+    *fake = s->fake_sig;
+    return 1;
 }
 
 int http_sigv4_sign(struct http_conn *c, const struct proxy_creds *t, struct http_sigv4 *s,
@@ -328,9 +368,7 @@ int http_sigv4_body(struct http_sigv4 *s, const char *at, size_t len)
         return -1;
     if (len > SIGV4_BODY_MAX - s->blen) {
         s->too_big = 1;
-        free(s->body);
-        s->body = NULL;
-        s->blen = s->bcap = 0;
+        drop_body(s);
         return -1;
     }
     if (s->blen + len > s->bcap) {
@@ -340,9 +378,17 @@ int http_sigv4_body(struct http_sigv4 *s, const char *at, size_t len)
             cap *= 2;
         if (cap > SIGV4_BODY_MAX)
             cap = SIGV4_BODY_MAX;
+        if (__atomic_add_fetch(&held_total, cap - s->bcap, __ATOMIC_RELAXED) > SIGV4_HELD_TOTAL) {
+            __atomic_sub_fetch(&held_total, cap - s->bcap, __ATOMIC_RELAXED);
+            s->too_big = 1;
+            drop_body(s);
+            return UV_EBUSY;
+        }
         nb = realloc(s->body, cap);
-        if (nb == NULL)
+        if (nb == NULL) {
+            __atomic_sub_fetch(&held_total, cap - s->bcap, __ATOMIC_RELAXED);
             return UV_ENOMEM;
+        }
         s->body = nb;
         s->bcap = cap;
     }
