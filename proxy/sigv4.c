@@ -36,6 +36,10 @@ static void sb_put(struct sb *s, const void *d, size_t n)
 {
     if (s->err)
         return;
+    if (n >= SIZE_MAX / 4 - s->n) { /* no text here is near that; and GCC sees the bound */
+        s->err = 1;
+        return;
+    }
     if (s->n + n + 1 > s->cap) {
         size_t cap = s->cap > 0 ? s->cap : 256;
         char *np;
