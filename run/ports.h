@@ -17,6 +17,11 @@ int run_ports_prepare(struct run *run);
  * the helper in the sandbox's network namespace and the hostPorts
  * listeners there. A port that cannot be bound fails the run. */
 int run_ports_before_go(struct run *run);
+/* Transparent UDP (run/tp_udp.c, tp_opts.udp_relay): a relay socket for
+ * PORT of FAMILY (AF_INET, AF_INET6) bound in the sandbox's network
+ * namespace, made by the helper (or before the go byte for port 53 and the
+ * udp: rules' ports). ARG is run->ports. A descriptor or -errno. */
+int run_ports_udp_relay(void *arg, int family, unsigned port);
 /* Connections live (the service's limit counts them). */
 size_t run_ports_live(const struct run *run);
 /* Closes the listeners and connections (close_all). */

@@ -222,26 +222,13 @@ static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int 
     return orig;
 }
 
-/* Whether sluice makes this connection: a TCP socket of the sandbox's
- * namespace, not connected or listening, given an address of its own family.
- * Then *dst and *port are set. 0 when the kernel may run the call instead
- * (see "Why running it here is safe" in transparent.c). */
-static int intercepted(int orig, int domain, const struct tp_call *c, struct policy_addr *dst,
-                       uint16_t *port)
+/* The destination of C, an address of the socket's own family DOMAIN (a
+ * v4-mapped IPv6 one as IPv4): 1 with *dst and *port set, else 0
+ * (AF_UNSPEC, a family mismatch, a short address). */
+static int call_dst(int domain, const struct tp_call *c, struct policy_addr *dst, uint16_t *port)
 {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    socklen_t len;
-    int type = 0;
-    uint8_t state = 0; /* struct tcp_info's first member, tcpi_state */
 
-    len = sizeof(type);
-    (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
-    if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
-        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
-    len = sizeof(state);
-    if (getsockopt(orig, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1 || state != TCP_CLOSE)
-        return 0; /* connected (EISCONN), listening (EINVAL), a connect() of the
-                     kernel's under way (EALREADY): the kernel's answer */
     memset(dst, 0, sizeof(*dst));
     if (c->sa.sa.sa_family == AF_INET && domain == AF_INET && c->len >= sizeof(c->sa.in4)) {
         dst->family = 4;
@@ -260,7 +247,98 @@ static int intercepted(int orig, int domain, const struct tp_call *c, struct pol
         *port = ntohs(c->sa.in6.sin6_port);
         return 1;
     }
-    return 0; /* AF_UNSPEC, a family mismatch, a short address: the kernel's answer */
+    return 0;
+}
+
+static int sock_type(int fd)
+{
+    socklen_t len = sizeof(int);
+    int type = 0;
+
+    (void)getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+    return type;
+}
+
+/* Whether sluice makes this connection: a TCP socket of the sandbox's
+ * namespace, not connected or listening, given an address of its own family.
+ * Then *dst and *port are set. 0 when the kernel may run the call instead
+ * (see "Why running it here is safe" in transparent.c). */
+static int intercepted(int orig, int domain, const struct tp_call *c, struct policy_addr *dst,
+                       uint16_t *port)
+{
+    socklen_t len;
+    uint8_t state = 0; /* struct tcp_info's first member, tcpi_state */
+
+    if ((domain != AF_INET && domain != AF_INET6) || sock_type(orig) != SOCK_STREAM)
+        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
+    len = sizeof(state);
+    if (getsockopt(orig, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1 || state != TCP_CLOSE)
+        return 0; /* connected (EISCONN), listening (EINVAL), a connect() of the
+                     kernel's under way (EALREADY): the kernel's answer */
+    return call_dst(domain, c, dst, port); /* else the kernel's answer */
+}
+
+/* Transparent UDP (tp_udp.c): a UDP socket of the sandbox's namespace
+ * aimed at C's address (a connect(), or a sendto() with an address) gets a
+ * relay for that port before the call runs, so that its first datagram
+ * is not lost, and a destination the rules alone deny fails at once: 1
+ * (ERROR set, logged by tp_udp_denied), else 0. Only ever stricter than
+ * the kernel: the routes keep every datagram in the namespace, whatever
+ * the command writes into the call's memory after this look. */
+static int udp_aimed(struct tp *t, int orig, int domain, const struct tp_call *c, int *error)
+{
+    struct policy_addr dst;
+    uint16_t port = 0;
+
+    if (t->udpr == NULL || (domain != AF_INET && domain != AF_INET6) ||
+        sock_type(orig) != SOCK_DGRAM || !call_dst(domain, c, &dst, &port) || port == 0)
+        return 0;
+    (void)tp_udp_port(t, port);
+    if (!tp_udp_denied(t, &dst, port))
+        return 0;
+    *error = ECONNREFUSED;
+    return 1;
+}
+
+/* sendto() with an address (the filter notifies only those, on the native
+ * ABIs; i386 socketcall(SYS_SENDTO) is the kernel's): udp_aimed's look,
+ * then the kernel runs the call (CONTINUE) or it fails with EPERM, as an
+ * output firewall's drop does. 1: answered. */
+static int sendto_call(struct tp *t, const struct seccomp_notif *n)
+{
+    struct tp_call c;
+    uint64_t a_addr = n->data.args[4], a_len = n->data.args[5] & 0xffffffffu;
+    int abi = -1, orig, domain = 0, error = 0;
+    socklen_t len = sizeof(domain);
+
+    for (int i = 0; i < 3; i++)
+        if (n->data.arch == t->arch[i])
+            abi = i;
+    if (abi < 0 || !(n->data.nr == t->nr_sendto[abi] ||
+                     (abi == 0 && t->nr_sendto[1] >= 0 && n->data.nr == t->nr_sendto[1])))
+        return 0;
+    memset(&c, 0, sizeof(c));
+    if (t->udpr == NULL || a_addr == 0 || a_len > sizeof(c.sa.ss) || a_len < 2 ||
+        fsw_peek((int)n->pid, a_addr, &c.sa, (size_t)a_len) != (ssize_t)a_len) {
+        tp_respond(t, n->id, 0, 1);
+        return 1;
+    }
+    c.len = (size_t)a_len;
+    orig = tp_getfd(t, (int)n->pid, (int)(n->data.args[0] & 0x7fffffff));
+    if (orig < 0) {
+        tp_respond(t, n->id, 0, 1);
+        return 1;
+    }
+    (void)getsockopt(orig, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+    if (seccomp_notify_id_valid(t->notify_fd, n->id) == 0 && in_sandbox_ns(t, orig) == 1 &&
+        udp_aimed(t, orig, domain, &c, &error)) {
+        close(orig);
+        tp_respond(t, n->id, EPERM, 0);
+        return 1;
+    }
+    close(orig);
+    tp_respond(t, n->id, 0, 1);
+    return 1;
 }
 
 /* Would a connection to DST:PORT be accepted by a listener in the sandbox's
@@ -455,16 +533,21 @@ int tp_handle(void *ctx, int notify_fd, const struct seccomp_notif *n)
     struct tp_call c;
     struct policy_addr dst;
     uint16_t port = 0;
-    int orig, domain;
+    int orig, domain, e = 0;
 
     (void)notify_fd; /* t->notify_fd */
-    if (tp_peer_call(t, n))
+    if (tp_peer_call(t, n) || sendto_call(t, n))
         return 1;
     if (read_call(t, n, &c) < 0)
         return 1;
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
         return 1;
+    if (!c.bind && udp_aimed(t, orig, domain, &c, &e)) {
+        close(orig);
+        tp_respond(t, n->id, e, 0);
+        return 1;
+    }
     if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy

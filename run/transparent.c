@@ -187,8 +187,8 @@ static int route(struct tp *t)
     int rc = 0;
 
     for (size_t i = 0; i < 3 && rc == 0; i++) {
-        const int *nrs[3] = {t->nr_connect, t->nr_bind, t->nr_getpeername};
-        for (size_t k = 0; k < 3 && rc == 0; k++) {
+        const int *nrs[4] = {t->nr_connect, t->nr_bind, t->nr_getpeername, t->nr_sendto};
+        for (size_t k = 0; k < 4 && rc == 0; k++) {
             rc = run_notify_route(t->notify, t->arch[i], nrs[k][i], tp_handle, t);
             if (rc == 0 && i == 0)
                 rc = run_notify_route(t->notify, t->arch[0], nrs[k][1], tp_handle, t);
@@ -274,6 +274,8 @@ static void resolve_nrs(struct tp *t)
             t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "bind") : -1;
         t->nr_getpeername[i] =
             t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "getpeername") : -1;
+        t->nr_sendto[i] =
+            t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "sendto") : -1;
     }
     t->nr_socketcall = -1;
 #if defined(__x86_64__)
@@ -291,6 +293,8 @@ static void resolve_nrs(struct tp *t)
                 t->nr_bind[i] = 361;
             if (t->nr_getpeername[i] < 0)
                 t->nr_getpeername[i] = 368;
+            if (t->nr_sendto[i] < 0)
+                t->nr_sendto[i] = 369;
         }
 #endif
 }
@@ -351,6 +355,13 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     *out = t;
     if (rc == 0)
         rc = route(t);
+    if (rc == 0 && o->udp_relay != NULL && o->egress != NULL) {
+        int urc = tp_udp_start(t, o->udp_relay, o->udp_relay_ctx, o->udp_idle_ms);
+        if (urc < 0) { /* fail closed: without relays datagrams go nowhere */
+            snprintf(err, errlen, "transparent UDP: no relay for port 53: %s", strerror(-urc));
+            return urc;
+        }
+    }
     if (rc < 0) {
         snprintf(err, errlen,
                  "transparent mode: cannot serve the seccomp listener or the "
@@ -405,6 +416,7 @@ void tp_close(struct tp *t)
     while (t->dconns.next != &t->dconns)
         tp_dns_conn_close(t->dconns.next);
     run_notify_unroute(t->notify, t);
+    tp_udp_close(t);
     if (t->udp_open)
         uv_close((uv_handle_t *)&t->udp, on_handle_closed);
     if (t->tcp_open)

@@ -171,6 +171,8 @@ struct tp {
     uint32_t arch[3];
     int nr_socketcall; /* i386 */
     struct tp_names names;
+    struct tp_udp *udpr; /* transparent UDP (tp_udp.c), NULL when off */
+    int nr_sendto[3];    /* per ABI, -1 unknown: notified with an address */
 };
 
 /* transparent.c: answers notification ID with ERROR (an errno), or lets
@@ -204,6 +206,19 @@ void tp_unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig,
 
 /* tp_peer.c: 1 when N was a getpeername() (answered), 0 when not one. */
 int tp_peer_call(struct tp *t, const struct seccomp_notif *n);
+
+/* tp_udp.c: transparent UDP's relays and flows. Starts it (the relay of
+ * port 53 made): 0 or -errno. */
+int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
+                 uint64_t idle_ms);
+void tp_udp_close(struct tp *t);
+/* A relay serves PORT (made now, unless TPU_MAX_PORTS are in use): 0, or
+ * -1 when it does not (off, the bound reached, the helper failed). */
+int tp_udp_port(struct tp *t, uint16_t port);
+/* 1 when the rules alone deny UDP to DST:PORT (a literal guarded too; a
+ * name not yet resolved is not denied here): logged once, counted; 0
+ * otherwise, and always for port 53 (the resolver answers it). */
+int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port);
 
 /* tp_dns.c: the resolver's servers, on t->udp and t->tcp */
 void tp_dns_udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

@@ -403,6 +403,13 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
          * take a port there; the host refuses it and runs the others */
         if (rc == 0 && o->allow_local_binding)
             rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), "bind", 0, none, err, errlen);
+        /* and sendto() with an address (send() passes none): transparent
+         * UDP makes a relay for the port it names before it runs and fails
+         * a denied destination at once (run/tp_udp.c). Only a look: the
+         * routes in the sandbox's namespace, not this, keep datagrams in */
+        if (rc == 0 && o->transparent)
+            rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), "sendto", 1,
+                          SCMP_A4_64(SCMP_CMP_NE, 0, 0), err, errlen);
         if (rc < 0)
             return rc;
     }
