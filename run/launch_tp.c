@@ -146,6 +146,7 @@ int run_tp_after_go(struct run *run)
     to.max_pending = run->settings->proxy.max_connections;
     to.allow_unix = run->settings->network.allow_all_unix_sockets;
     if (run->tp_routes != 0 && run->ports != NULL) { /* transparent UDP (tp_udp.c) */
+        to.udp_nports = run_ports_udp_ports(run, to.udp_ports, TP_UDP_PORTS_MAX);
         to.udp_relay = run_ports_udp_relay;
         to.udp_relay_ctx = run->ports;
         to.udp_idle_ms = run->settings->proxy.idle_timeout_ms;

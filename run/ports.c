@@ -550,6 +550,21 @@ int run_ports_udp_relay(void *arg, int family, unsigned port)
     return helper_relay_request(p, family, port);
 }
 
+size_t run_ports_udp_ports(const struct run *run, uint16_t *out, size_t max)
+{
+    const struct run_ports *p = run->ports;
+    size_t n = 0;
+
+    for (size_t i = 0; p != NULL && i < p->npre; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < n; j++)
+            seen |= out[j] == p->pre[i].port;
+        if (!seen && n < max)
+            out[n++] = (uint16_t)p->pre[i].port;
+    }
+    return n;
+}
+
 /* The ports transparent UDP relays before the command starts: 53 and the
  * port of each udp: allow rule (not '*'), at most PORTS_PRE_MAX of those. */
 static void pre_relays(struct run_ports *p)

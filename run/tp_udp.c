@@ -107,10 +107,10 @@ struct tp_udp {
     uv_loop_t *loop;
     int (*make)(void *ctx, int family, unsigned port);
     void *make_ctx;
-    struct tpu_relay *relays[2 * TPU_MAX_PORTS];
+    struct tpu_relay *relays[2 * (TPU_MAX_PORTS + TP_UDP_PORTS_MAX + 1)];
     size_t nrelays;
-    uint16_t ports[TPU_MAX_PORTS]; /* ports with relays (or tried) */
-    size_t nports;
+    uint16_t ports[TPU_MAX_PORTS + TP_UDP_PORTS_MAX + 1]; /* ports with relays (or tried) */
+    size_t nports, nfixed; /* nfixed: served from the start (53, the udp: rules') */
     struct tpu_flow flows; /* list head */
     size_t nflows;
     struct policy *pol; /* a reference: the flows were judged by it */
@@ -738,7 +738,7 @@ int tp_udp_port(struct tp *t, uint16_t port)
     for (size_t i = 0; i < u->nports; i++)
         if (u->ports[i] == port)
             return 0;
-    if (u->nports == TPU_MAX_PORTS) {
+    if (u->nports - u->nfixed == TPU_MAX_PORTS) {
         u->ports_refused++;
         return -1;
     }
@@ -798,8 +798,10 @@ static void on_sweep(uv_timer_t *tm)
 }
 
 int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
-                 uint64_t idle_ms)
+                 uint64_t idle_ms, const uint16_t *ports, size_t nports)
 {
+    int rc;
+
     struct tp_udp *u = calloc(1, sizeof(*u));
 
     if (u == NULL)
@@ -816,7 +818,11 @@ int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port)
     u->handles = 1;
     uv_timer_start(&u->sweep, on_sweep, 5000, 5000);
     t->udpr = u;
-    return tp_udp_port(t, 53);
+    rc = tp_udp_port(t, 53);
+    for (size_t i = 0; i < nports && i < TP_UDP_PORTS_MAX; i++)
+        (void)tp_udp_port(t, ports[i]);
+    u->nfixed = u->nports;
+    return rc;
 }
 
 void tp_udp_summary(const struct tp *t, char *buf, size_t len)
@@ -829,12 +835,13 @@ void tp_udp_summary(const struct tp *t, char *buf, size_t len)
     snprintf(buf, len,
              "transparent UDP: %llu destinations, datagrams up %llu (%llu B) down %llu (%llu "
              "B), DNS answered %llu, denied %llu, dropped %llu, unsolicited %llu, %zu relay "
-             "ports (%llu refused), %llu flows evicted",
+             "ports (%zu from the start, %llu refused), %llu flows evicted",
              (unsigned long long)u->dests, (unsigned long long)u->dgrams_up,
              (unsigned long long)u->bytes_up, (unsigned long long)u->dgrams_down,
              (unsigned long long)u->bytes_down, (unsigned long long)u->dns,
              (unsigned long long)u->denied, (unsigned long long)u->dropped,
-             (unsigned long long)u->unsolicited, u->nports, (unsigned long long)u->ports_refused,
+             (unsigned long long)u->unsolicited, u->nports, u->nfixed,
+             (unsigned long long)u->ports_refused,
              (unsigned long long)u->evicted);
 }
 

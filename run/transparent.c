@@ -356,7 +356,8 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     if (rc == 0)
         rc = route(t);
     if (rc == 0 && o->udp_relay != NULL && o->egress != NULL) {
-        int urc = tp_udp_start(t, o->udp_relay, o->udp_relay_ctx, o->udp_idle_ms);
+        int urc = tp_udp_start(t, o->udp_relay, o->udp_relay_ctx, o->udp_idle_ms, o->udp_ports,
+                               o->udp_nports);
         if (urc < 0) { /* fail closed: without relays datagrams go nowhere */
             snprintf(err, errlen, "transparent UDP: no relay for port 53: %s", strerror(-urc));
             return urc;

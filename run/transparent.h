@@ -43,6 +43,8 @@ struct run_notify;
  * length); 0 to drop it. cap >= 512. Exposed for tests and fuzzing. */
 size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, size_t cap);
 
+#define TP_UDP_PORTS_MAX 32 /* transparent UDP: ports with a relay from the start */
+
 struct tp_opts {
     uv_loop_t *loop;
     struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial;
@@ -66,7 +68,11 @@ struct tp_opts {
      * (the local routes are not in) */
     int (*udp_relay)(void *ctx, int family, unsigned port);
     void *udp_relay_ctx;
-    uint64_t udp_idle_ms; /* a flow's idle time before it is closed; 0: 60 s */
+    uint64_t udp_idle_ms; /* a flow's idle time before it is closed; 0: 120 s */
+    /* ports served from the start (53, the udp: rules' ports), outside the
+     * bound on ports learned later */
+    uint16_t udp_ports[TP_UDP_PORTS_MAX];
+    size_t udp_nports;
 };
 
 /* Transparent UDP's counters as one line ("" when it carried nothing), for

@@ -210,9 +210,10 @@ int tp_peer_call(struct tp *t, const struct seccomp_notif *n);
 /* tp_udp.c: transparent UDP's relays and flows. Starts it (the relay of
  * port 53 made): 0 or -errno. */
 int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
-                 uint64_t idle_ms);
+                 uint64_t idle_ms, const uint16_t *ports, size_t nports);
 void tp_udp_close(struct tp *t);
-/* A relay serves PORT (made now, unless TPU_MAX_PORTS are in use): 0, or
+/* A relay serves PORT (made now, unless TPU_MAX_PORTS learned ports are in
+ * use; the ports served from the start do not count): 0, or
  * -1 when it does not (off, the bound reached, the helper failed). */
 int tp_udp_port(struct tp *t, uint16_t port);
 /* 1 when the rules alone deny UDP to DST:PORT (a literal guarded too; a
