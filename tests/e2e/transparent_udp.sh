@@ -47,7 +47,14 @@ ip link set lo up
 unshare -n sleep 100000 &
 OPID=$!
 PIDS+=($OPID)
-in_origins() { nsenter -F -t "$OPID" -n "$@"; } # -F: the PID is the program's
+# in_origins CMD...: runs CMD in the origins' namespace; bg_origins CMD...:
+# the same in the background, its PID (the program's: exec, nsenter -F) in
+# PIDS for the cleanup
+in_origins() { nsenter -F -t "$OPID" -n "$@"; }
+bg_origins() {
+    (exec nsenter -F -t "$OPID" -n "$@") &
+    PIDS+=($!)
+}
 for _ in $(seq 50); do
     [ "$(readlink /proc/$OPID/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break
     sleep 0.05
@@ -68,7 +75,7 @@ ip link set tpu-s up && ip addr add 10.9.0.254/24 dev tpu-s &&
 # UDP echo servers: each logs what it received, one line per datagram
 EPORT=$((20000 + RANDOM % 20000))
 for ip in 10.9.0.1 10.9.0.2 fd00:9::1; do
-    in_origins python3 -c '
+    bg_origins python3 -c '
 import socket, sys
 s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[1], int(sys.argv[2])))
@@ -78,14 +85,12 @@ with open(sys.argv[3], "ab", buffering=0) as log:
         data, peer = s.recvfrom(70000)
         log.write(data + b"\n")
         s.sendto(data, peer)
-' "$ip" "$EPORT" "$T/echo-$ip.log" > "$T/echo-$ip.out" 2>&1 &
-    PIDS+=($!)
+' "$ip" "$EPORT" "$T/echo-$ip.log" > "$T/echo-$ip.out" 2>&1
 done
 # the "other resolver", answering echo.test with an address of its own
-in_origins "$(command -v dnsmasq || echo /usr/sbin/dnsmasq)" --no-daemon --no-resolv --no-hosts \
+bg_origins "$(command -v dnsmasq || echo /usr/sbin/dnsmasq)" --no-daemon --no-resolv --no-hosts \
     --bind-interfaces --listen-address=10.9.0.53 --port=53 --log-queries \
-    --log-facility="$T/other-dns.log" --host-record=echo.test,10.9.0.99 >"$T/other-dns.err" 2>&1 &
-PIDS+=($!)
+    --log-facility="$T/other-dns.log" --host-record=echo.test,10.9.0.99 >"$T/other-dns.err" 2>&1
 for ip in 10.9.0.1 10.9.0.2 fd00:9::1; do
     wait_for "$T/echo-$ip.out" ready 10 || { bad "echo server $ip" "$(cat "$T/echo-$ip.out")"; e2e_finish; exit 1; }
 done
