@@ -800,8 +800,6 @@ static void on_sweep(uv_timer_t *tm)
 int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
                  uint64_t idle_ms, const uint16_t *ports, size_t nports)
 {
-    int rc;
-
     struct tp_udp *u = calloc(1, sizeof(*u));
 
     if (u == NULL)
@@ -818,11 +816,13 @@ int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port)
     u->handles = 1;
     uv_timer_start(&u->sweep, on_sweep, 5000, 5000);
     t->udpr = u;
-    rc = tp_udp_port(t, 53);
+    /* a port whose relay cannot be made stays closed: its datagrams meet
+     * port unreachable, as without transparent UDP */
+    (void)tp_udp_port(t, 53);
     for (size_t i = 0; i < nports && i < TP_UDP_PORTS_MAX; i++)
         (void)tp_udp_port(t, ports[i]);
     u->nfixed = u->nports;
-    return rc;
+    return 0;
 }
 
 void tp_udp_summary(const struct tp *t, char *buf, size_t len)

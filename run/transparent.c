@@ -359,7 +359,7 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
         int urc = tp_udp_start(t, o->udp_relay, o->udp_relay_ctx, o->udp_idle_ms, o->udp_ports,
                                o->udp_nports);
         if (urc < 0) { /* fail closed: without relays datagrams go nowhere */
-            snprintf(err, errlen, "transparent UDP: no relay for port 53: %s", strerror(-urc));
+            snprintf(err, errlen, "transparent UDP: %s", strerror(-urc));
             return urc;
         }
     }

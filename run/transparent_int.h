@@ -207,8 +207,9 @@ void tp_unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig,
 /* tp_peer.c: 1 when N was a getpeername() (answered), 0 when not one. */
 int tp_peer_call(struct tp *t, const struct seccomp_notif *n);
 
-/* tp_udp.c: transparent UDP's relays and flows. Starts it (the relay of
- * port 53 made): 0 or -errno. */
+/* tp_udp.c: transparent UDP's relays and flows. Starts it, the relays of
+ * port 53 and of PORTS made (one that cannot be made stays closed): 0 or
+ * -ENOMEM. */
 int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
                  uint64_t idle_ms, const uint16_t *ports, size_t nports);
 void tp_udp_close(struct tp *t);

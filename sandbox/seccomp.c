@@ -94,8 +94,11 @@
  *                           (without getpeername()) when the command
  *                           inherits a TCP socket of the host's network
  *                           (inherit.c, inner --guard-connect): the host
- *                           refuses both on it. The filter is then loaded with
- *                           seccomp(2) itself (load_with_listener) to get
+ *                           refuses both on it. In transparent mode also
+ *                           sendto() with a non-NULL address: a look for
+ *                           transparent UDP (run/tp_udp.c), which routing,
+ *                           not this, keeps in the sandbox. The filter is
+ *                           then loaded with seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
  *   open/openat with a write flag, creat, openat2 (ENOSYS before), mkdir,
  *   mknod, unlink, rmdir, rename, link, symlink, truncate, chmod, chown,
@@ -932,6 +935,11 @@ static size_t describe_transparent(const char **lines, size_t n, int tp)
                      "sockets it connected; with allowLocalBinding, bind() is answered by "
                      "sluice the same way; on a socket of the host's namespace both fail "
                      "with EPERM";
+    if (tp)
+        lines[n++] = "sendto() with an address waits for sluice too (transparent UDP: a relay "
+                     "for the port it names, EPERM for a destination the rules deny); UDP is "
+                     "kept in by the sandbox's routes, every address local there, not by "
+                     "this look";
     return n;
 }
 
@@ -1075,7 +1083,7 @@ static size_t describe_confinement(const char **lines, size_t n, int userns_ok)
 
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[16][24]; /* one list per combination of the options */
+    static const char *all[16][32]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;

@@ -3,9 +3,11 @@
  * (one address per name, mapped back exactly) and the resolver's answers
  * (tp_dns_answer) decided by a compiled policy, the seccomp listener's
  * handoff (sb_handoff_recv_notify) and the filter's notification for
- * connect() (a forked child under sb_seccomp_load with transparent on). The
- * host's handling of a connect() is covered end to end by
- * tests/e2e/transparent.sh. */
+ * connect() (a forked child under sb_seccomp_load with transparent on), and
+ * transparent UDP's verdict at connect()/sendto() and its bound on relay
+ * ports (tp_udp.c, with a relay maker that makes none). The host's handling
+ * of a connect() is covered end to end by tests/e2e/transparent.sh, UDP's
+ * by tests/e2e/transparent_udp.sh. */
 #define _GNU_SOURCE
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
@@ -30,6 +32,7 @@
 
 #include "sandbox/sandbox.h"
 #include "run/transparent.h"
+#include "run/transparent_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* names                                                                     */
@@ -96,6 +99,7 @@ struct fixture {
     struct egress_env *egress;
     struct tp *tp;
     int denied_logged;
+    int udp_logged; /* transparent-udp denials */
     char last_host[256];
     char dir[64];
 };
@@ -105,6 +109,11 @@ static void on_log(void *ctx, const struct connlog *r)
     struct fixture *f = ctx;
 
     assert_string_equal(r->verdict, "deny");
+    if (strcmp(r->protocol, "transparent-udp") == 0) {
+        f->udp_logged++;
+        snprintf(f->last_host, sizeof(f->last_host), "%s:%u", r->host, (unsigned)r->port);
+        return;
+    }
     assert_string_equal(r->protocol, "dns");
     f->denied_logged++;
     snprintf(f->last_host, sizeof(f->last_host), "%s", r->host);
@@ -146,6 +155,13 @@ static int setup(void **state)
     return setup_json(state,
                       "{\"network\": {\"allowedDomains\": [\"ok.test\", \"twin.test\"],"
                       " \"deniedDomains\": [\"evil.test\", \"*.bad.test\", \"port.test:443\"]}}");
+}
+
+static int setup_udp(void **state)
+{
+    return setup_json(state, "{\"network\": {\"allowedDomains\": [\"udp:ok.test:443\", "
+                             "\"udp:10.1.2.3:5000\", \"tcp.test\"],"
+                             " \"deniedDomains\": [\"evil.test\"]}}");
 }
 
 static int setup_report(void **state)
@@ -227,6 +243,76 @@ static struct answer ask(struct fixture *f, const uint8_t *q, size_t qlen)
         memcpy(a.rdata, out + o + 12, a.rdlen);
     }
     return a;
+}
+
+/* The relay maker of test_udp: counts the calls, makes nothing. */
+static int no_relay(void *ctx, int family, unsigned port)
+{
+    (void)family;
+    (void)port;
+    ++*(int *)ctx;
+    return -ENOSYS;
+}
+
+static int udp_denied(struct fixture *f, const char *ip, uint16_t port)
+{
+    struct policy_addr a;
+
+    memset(&a, 0, sizeof(a));
+    a.family = strchr(ip, ':') != NULL ? 6 : 4;
+    assert_int_equal(inet_pton(a.family == 4 ? AF_INET : AF_INET6, ip, a.bytes), 1);
+    return tp_udp_denied(f->tp, &a, port);
+}
+
+/* Transparent UDP: the verdict a connect() or sendto() gets before it runs
+ * (names through their synthetic addresses, literals guarded), each
+ * denied destination logged once, port 53 never refused (the resolver
+ * answers it), and at most 64 learned relay ports beside those served from
+ * the start. */
+static void test_udp(void **state)
+{
+    struct fixture *f = *state;
+    const uint16_t fixed[2] = {443, 5000};
+    uint8_t q[600];
+    struct answer a;
+    char line[400];
+    int made = 0;
+
+    assert_int_equal(udp_denied(f, "10.1.2.4", 5000), 0); /* off: never refused */
+    assert_int_equal(tp_udp_start(f->tp, no_relay, &made, 0, fixed, 2), 0);
+    assert_int_equal(made, 6); /* 53, 443, 5000: IPv4 and IPv6 each */
+    /* names, by the synthetic address the resolver gave */
+    a = ask(f, q, query(q, "ok.test", 1, 1));
+    assert_memory_equal(a.rdata, "\xc6\x12\x00\x01", 4);
+    a = ask(f, q, query(q, "tcp.test", 1, 1));
+    assert_memory_equal(a.rdata, "\xc6\x12\x00\x02", 4);
+    assert_int_equal(udp_denied(f, "198.18.0.1", 443), 0);     /* udp:ok.test:443 */
+    assert_int_equal(udp_denied(f, "198.18.0.1", 444), 1);     /* no udp: rule for 444 */
+    assert_string_equal(f->last_host, "ok.test:444");
+    assert_int_equal(udp_denied(f, "198.18.0.2", 443), 1);     /* a TCP rule opens no UDP */
+    assert_int_equal(udp_denied(f, "198.18.0.2", 443), 1);     /* again: logged once */
+    assert_int_equal(f->udp_logged, 2);
+    /* literals: the rule's address only, guarded */
+    assert_int_equal(udp_denied(f, "10.1.2.3", 5000), 0);
+    assert_int_equal(udp_denied(f, "10.1.2.4", 5000), 1);
+    assert_int_equal(udp_denied(f, "127.0.0.1", 5000), 1);
+    assert_int_equal(udp_denied(f, "fd53:6c75:6963:6500::1", 443), 0); /* ok.test over IPv6 */
+    /* DNS to any address: the sandbox's resolver answers, never refused */
+    assert_int_equal(udp_denied(f, "10.1.2.4", 53), 0);
+    assert_int_equal(udp_denied(f, "198.18.0.2", 53), 0);
+    assert_int_equal(f->udp_logged, 4);
+    /* the bound: 64 learned ports, then none made */
+    made = 0;
+    for (uint16_t p = 20000; p < 20100; p++)
+        assert_int_equal(tp_udp_port(f->tp, p), -1);
+    assert_int_equal(made, 128);
+    assert_int_equal(tp_udp_port(f->tp, 20000), 0); /* known: tried already */
+    assert_int_equal(made, 128);
+    tp_udp_summary(f->tp, line, sizeof(line));
+    assert_non_null(strstr(line, "denied 5,"));
+    assert_non_null(strstr(line, "67 relay ports (3 from the start, 36 refused)"));
+    tp_udp_close(f->tp);
+    assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
 }
 
 static void test_dns_answers(void **state)
@@ -650,6 +736,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dns_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_report_mode, setup_report, teardown),
+        cmocka_unit_test_setup_teardown(test_udp, setup_udp, teardown),
         cmocka_unit_test(test_notify_handoff_refusals),
         cmocka_unit_test(test_notify_filter),
         cmocka_unit_test(test_stdio_handoff),
