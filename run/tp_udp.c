@@ -61,6 +61,7 @@
 #define TPU_MAX_PORTS 64        /* relay ports (each an IPv4 and an IPv6 socket) */
 #define TPU_MAX_FLOWS 256       /* flows at once; the least recently used goes */
 #define TPU_PENDING 4           /* datagrams held per flow while its name resolves */
+#define TPU_HELD_BYTES 262144   /* bytes held in all */
 #define TPU_BATCH 64            /* datagrams read per wakeup of a relay */
 #define TPU_IDLE_DEFAULT 120000 /* ms: a flow without datagrams is closed */
 #define TPU_IDLE_MAX 300000
@@ -113,6 +114,7 @@ struct tp_udp {
     size_t nports, nfixed; /* nfixed: served from the start (53, the udp: rules') */
     struct tpu_flow flows; /* list head */
     size_t nflows;
+    size_t held_bytes; /* datagrams held while names resolve, in all flows */
     struct policy *pol; /* a reference: the flows were judged by it */
     uv_timer_t sweep;
     uint64_t idle_ms;
@@ -149,48 +151,11 @@ static int sa_eq(const union tp_sa *a, const union tp_sa *b)
            memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16) == 0;
 }
 
-/* An address and port out of a sockaddr; a v4-mapped IPv6 becomes IPv4. */
-static int sa_split(const struct sockaddr *sa, struct policy_addr *a, uint16_t *port)
-{
-    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-    memset(a, 0, sizeof(*a));
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
-        a->family = 4;
-        memcpy(a->bytes, &s4->sin_addr, 4);
-        *port = ntohs(s4->sin_port);
-        return 0;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
-        if (memcmp(s6->sin6_addr.s6_addr, mapped, 12) == 0) {
-            a->family = 4;
-            memcpy(a->bytes, s6->sin6_addr.s6_addr + 12, 4);
-        } else {
-            a->family = 6;
-            memcpy(a->bytes, s6->sin6_addr.s6_addr, 16);
-        }
-        *port = ntohs(s6->sin6_port);
-        return 0;
-    }
-    return -1;
-}
+/* A sockaddr of address A and PORT (endpoint_sockaddr_split the other way). */
 
 static void sa_make(const struct policy_addr *a, uint16_t port, struct sockaddr_storage *ss)
 {
-    memset(ss, 0, sizeof(*ss));
-    if (a->family == 4) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)ss;
-        s4->sin_family = AF_INET;
-        memcpy(&s4->sin_addr, a->bytes, 4);
-        s4->sin_port = htons(port);
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)ss;
-        s6->sin6_family = AF_INET6;
-        memcpy(s6->sin6_addr.s6_addr, a->bytes, 16);
-        s6->sin6_port = htons(port);
-    }
+    endpoint_sockaddr(a, port, ss, NULL);
 }
 
 /* The policy's host for DST: the name its synthetic address stands for,
@@ -272,7 +237,7 @@ static void client_text(const union tp_sa *a, char *buf, size_t len)
     uint16_t port;
     char ip[INET6_ADDRSTRLEN];
 
-    if (sa_split(sa_of(a), &pa, &port) < 0 ||
+    if (endpoint_sockaddr_split(sa_of(a), &pa, &port) < 0 ||
         inet_ntop(pa.family == 4 ? AF_INET : AF_INET6, pa.bytes, ip, sizeof(ip)) == NULL) {
         snprintf(buf, len, "sandbox");
         return;
@@ -310,8 +275,10 @@ static void flow_free(struct tpu_flow *f)
 
     resolver_query_detach(f->q);
     f->q = NULL;
-    for (size_t i = 0; i < f->nheld; i++)
+    for (size_t i = 0; i < f->nheld; i++) {
+        u->held_bytes -= f->held[i].len;
         free(f->held[i].data);
+    }
     f->nheld = 0;
     TP_LIST_UNLINK(f);
     u->nflows--;
@@ -438,6 +405,7 @@ static void release_held(struct tpu_flow *f)
             send_up(f, f->held[i].data, f->held[i].len);
         else
             f->u->denied++;
+        f->u->held_bytes -= f->held[i].len;
         free(f->held[i].data);
     }
     f->nheld = 0;
@@ -455,7 +423,7 @@ static void settle(struct tpu_flow *f, const struct policy_judgment *j,
             struct sockaddr_storage ss;
             uint16_t p;
             sa_make(&gv[i].addr, f->port, &ss);
-            sa_split((const struct sockaddr *)&ss, &f->to_addr, &p); /* unmaps */
+            endpoint_sockaddr_split((const struct sockaddr *)&ss, &f->to_addr, &p); /* unmaps */
             sa_make(&f->to_addr, f->port, &f->to);
             f->state = TPU_ALLOWED;
             return;
@@ -563,7 +531,7 @@ static struct tpu_flow *new_flow(struct tp_udp *u, struct tpu_relay *r, const un
     f->relay = r;
     f->client = *client;
     f->odst = *odst;
-    if (sa_split(sa_of(odst), &a, &port) < 0 ||
+    if (endpoint_sockaddr_split(sa_of(odst), &a, &port) < 0 ||
         port == 0 || dest_host(u->t, &a, &f->host) < 0) {
         free(f);
         return NULL;
@@ -579,10 +547,12 @@ static void hold(struct tpu_flow *f, const uint8_t *data, size_t len)
 {
     uint8_t *copy;
 
-    if (f->nheld == TPU_PENDING || (copy = malloc(len > 0 ? len : 1)) == NULL) {
+    if (f->nheld == TPU_PENDING || f->u->held_bytes + len > TPU_HELD_BYTES ||
+        (copy = malloc(len > 0 ? len : 1)) == NULL) {
         f->u->dropped++;
         return;
     }
+    f->u->held_bytes += len;
     memcpy(copy, data, len);
     f->held[f->nheld].data = copy;
     f->held[f->nheld].len = len;
