@@ -38,6 +38,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/icmp.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -304,14 +306,33 @@ static int helper_join(int pid)
  * that destination (every address is local under the routes tp_dns.c
  * adds). Port 53 shares its port with the resolver's 127.0.0.1:53
  * (SO_REUSEADDR on both); no other port does, so that nothing in the
- * sandbox binds beside a relay. A descriptor or -errno. */
+ * sandbox binds beside a relay. Port 0: a raw ICMP (ICMPv6) socket of the
+ * namespace, filtered to receive nothing, with which tp_udp.c answers a
+ * denied datagram with port unreachable. A descriptor or -errno. */
 static int helper_relay(int family, unsigned port)
 {
     struct sockaddr_storage ss;
+    struct icmp6_filter f6;
+    uint32_t f4 = ~0u;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     int one = 1, fd, e, ok;
 
+    if (port == 0) { /* the raw ICMP socket that refuses denied datagrams; reads nothing */
+        fd = socket(family, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+        if (fd < 0)
+            return -errno;
+        ICMP6_FILTER_SETBLOCKALL(&f6);
+        if ((family == AF_INET ? setsockopt(fd, SOL_RAW, ICMP_FILTER, &f4, sizeof(f4))
+                               : setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &f6, sizeof(f6))) <
+            0) {
+            e = errno;
+            close(fd);
+            return -e;
+        }
+        return fd;
+    }
     fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;

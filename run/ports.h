@@ -21,7 +21,8 @@ int run_ports_before_go(struct run *run);
 /* Transparent UDP (run/tp_udp.c, tp_opts.udp_relay): a relay socket for
  * PORT of FAMILY (AF_INET, AF_INET6) bound in the sandbox's network
  * namespace, made by the helper (or before the go byte for port 53 and the
- * udp: rules' ports). ARG is run->ports. A descriptor or -errno. */
+ * udp: rules' ports); PORT 0: the raw ICMP socket tp_udp.c refuses
+ * denied datagrams with. ARG is run->ports. A descriptor or -errno. */
 int run_ports_udp_relay(void *arg, int family, unsigned port);
 /* The ports of the relay sockets made before the go byte (at most MAX into
  * OUT): tp_udp.c serves them from the start, outside its bound on ports

@@ -119,6 +119,7 @@ struct tp_udp {
     uv_timer_t sweep;
     uint64_t idle_ms;
     int handles, closing;
+    int icmp[2]; /* raw ICMP, ICMPv6 sockets of the namespace (refusals), -1 */
     uint32_t logged[TPU_LOGGED]; /* hashes of (host, port) whose denial was logged */
     size_t nlogged;
     /* counters of the run */
@@ -254,6 +255,81 @@ static void flow_log(struct tpu_flow *f, const struct policy_judgment *j, const 
     client_text(&f->client, client, sizeof(client));
     log_dest(f->u, &f->host, f->port, client, f->state == TPU_ALLOWED, j, reason, &f->to_addr);
     f->u->dests++;
+}
+
+/* ---- refusals ---- */
+
+static uint16_t csum16(const uint8_t *p, size_t n)
+{
+    uint32_t s = 0;
+
+    for (size_t i = 0; i + 1 < n; i += 2)
+        s += (uint32_t)p[i] << 8 | p[i + 1];
+    if (n & 1)
+        s += (uint32_t)p[n - 1] << 8;
+    while (s >> 16)
+        s = (s & 0xffff) + (s >> 16);
+    return (uint16_t)~s;
+}
+
+/* Answers a denied datagram of LEN bytes from F's client with ICMP port
+ * unreachable, as the kernel answers one to a port nobody holds: a
+ * connected socket's next call fails with ECONNREFUSED (an unconnected one
+ * sees nothing, unless it asked with IP_RECVERR). The quoted headers are
+ * those of the datagram the command sent; the kernel matches them to its
+ * socket. */
+static void refuse(struct tpu_flow *f, size_t len)
+{
+    struct tp_udp *u = f->u;
+    uint8_t m[8 + 40 + 8];
+    size_t ulen = len + 8 > 0xffff - 40 ? 0xffff - 40 : len + 8, n;
+    union tp_sa to = f->client;
+    int fd;
+
+    memset(m, 0, sizeof(m));
+    if (f->relay->family == AF_INET) {
+        m[0] = 3; /* destination unreachable, port unreachable */
+        m[1] = 3;
+        m[8] = 0x45;
+        m[10] = (uint8_t)((ulen + 20) >> 8);
+        m[11] = (uint8_t)(ulen + 20);
+        m[16] = 64;
+        m[17] = IPPROTO_UDP;
+        memcpy(m + 20, &f->client.in4.sin_addr, 4);
+        memcpy(m + 24, &f->odst.in4.sin_addr, 4);
+        uint16_t ic = csum16(m + 8, 20);
+        m[18] = (uint8_t)(ic >> 8);
+        m[19] = (uint8_t)ic;
+        memcpy(m + 28, &f->client.in4.sin_port, 2);
+        memcpy(m + 30, &f->odst.in4.sin_port, 2);
+        m[32] = (uint8_t)(ulen >> 8);
+        m[33] = (uint8_t)ulen;
+        n = 36;
+        ic = csum16(m, n);
+        m[2] = (uint8_t)(ic >> 8);
+        m[3] = (uint8_t)ic;
+        to.in4.sin_port = 0;
+        fd = u->icmp[0];
+    } else {
+        m[0] = 1; /* destination unreachable, port unreachable (the kernel sums it) */
+        m[1] = 4;
+        m[8] = 0x60;
+        m[12] = (uint8_t)(ulen >> 8);
+        m[13] = (uint8_t)ulen;
+        m[14] = IPPROTO_UDP;
+        m[15] = 64;
+        memcpy(m + 16, &f->client.in6.sin6_addr, 16);
+        memcpy(m + 32, &f->odst.in6.sin6_addr, 16);
+        memcpy(m + 48, &f->client.in6.sin6_port, 2);
+        memcpy(m + 50, &f->odst.in6.sin6_port, 2);
+        m[52] = (uint8_t)(ulen >> 8);
+        m[53] = (uint8_t)ulen;
+        n = 56;
+        to.in6.sin6_port = 0;
+        fd = u->icmp[1];
+    }
+    if (fd >= 0)
+        (void)sendto(fd, m, n, MSG_DONTWAIT | MSG_NOSIGNAL, sa_of(&to), sa_len(&to));
 }
 
 /* ---- flows ---- */
@@ -401,10 +477,12 @@ static void send_up(struct tpu_flow *f, const uint8_t *data, size_t len)
 static void release_held(struct tpu_flow *f)
 {
     for (size_t i = 0; i < f->nheld; i++) {
-        if (f->state == TPU_ALLOWED)
+        if (f->state == TPU_ALLOWED) {
             send_up(f, f->held[i].data, f->held[i].len);
-        else
+        } else {
             f->u->denied++;
+            refuse(f, f->held[i].len);
+        }
         f->u->held_bytes -= f->held[i].len;
         free(f->held[i].data);
     }
@@ -595,6 +673,7 @@ static void datagram(struct tp_udp *u, struct tpu_relay *r, const union tp_sa *c
         return;
     case TPU_DENIED:
         u->denied++;
+        refuse(f, len);
         return;
     }
 }
@@ -720,7 +799,7 @@ int tp_udp_port(struct tp *t, uint16_t port)
 
 /* ---- the fast answer at connect() and sendto() ---- */
 
-int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port)
+int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port, int note)
 {
     struct tp_udp *u = t->udpr;
     struct policy_host h;
@@ -738,6 +817,8 @@ int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port)
     if (h.kind == POLICY_HOST_NAME ? j.verdict != POLICY_DENY
                                    : (j.verdict == POLICY_ALLOW && j.naddrs > 0 && gv[0].dial))
         return 0;
+    if (!note)
+        return 1;
     if (first_denial(u, &h, port)) {
         log_dest(u, &h, port, "sandbox", 0, &j, NULL, NULL);
         u->dests++;
@@ -785,6 +866,8 @@ int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port)
     u->sweep.data = u;
     u->handles = 1;
     uv_timer_start(&u->sweep, on_sweep, 5000, 5000);
+    u->icmp[0] = make(ctx, AF_INET, 0); /* without them denials are silent drops */
+    u->icmp[1] = make(ctx, AF_INET6, 0);
     t->udpr = u;
     /* a port whose relay cannot be made stays closed: its datagrams meet
      * port unreachable, as without transparent UDP */
@@ -823,6 +906,9 @@ void tp_udp_close(struct tp *t)
         return;
     u->closing = 1;
     t->udpr = NULL;
+    for (int i = 0; i < 2; i++)
+        if (u->icmp[i] >= 0)
+            close(u->icmp[i]);
     while (u->flows.next != &u->flows)
         flow_free(u->flows.next);
     for (size_t i = 0; i < u->nrelays; i++)

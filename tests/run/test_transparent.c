@@ -261,7 +261,8 @@ static int udp_denied(struct fixture *f, const char *ip, uint16_t port)
     memset(&a, 0, sizeof(a));
     a.family = strchr(ip, ':') != NULL ? 6 : 4;
     assert_int_equal(inet_pton(a.family == 4 ? AF_INET : AF_INET6, ip, a.bytes), 1);
-    return tp_udp_denied(f->tp, &a, port);
+    assert_int_equal(tp_udp_denied(f->tp, &a, port, 0), tp_udp_denied(f->tp, &a, port, 1));
+    return tp_udp_denied(f->tp, &a, port, 0);
 }
 
 /* Transparent UDP: the verdict a connect() or sendto() gets before it runs
@@ -280,7 +281,7 @@ static void test_udp(void **state)
 
     assert_int_equal(udp_denied(f, "10.1.2.4", 5000), 0); /* off: never refused */
     assert_int_equal(tp_udp_start(f->tp, no_relay, &made, 0, fixed, 2), 0);
-    assert_int_equal(made, 6); /* 53, 443, 5000: IPv4 and IPv6 each */
+    assert_int_equal(made, 8); /* ICMP, 53, 443, 5000: IPv4 and IPv6 each */
     /* names, by the synthetic address the resolver gave */
     a = ask(f, q, query(q, "ok.test", 1, 1));
     assert_memory_equal(a.rdata, "\xc6\x12\x00\x01", 4);
