@@ -279,84 +279,22 @@ static int intercepted(int orig, int domain, const struct tp_call *c, struct pol
 }
 
 /* Transparent UDP (tp_udp.c): a UDP socket of the sandbox's namespace
- * aimed at C's address (a connect(), or a sendto() with an address) gets a
- * relay for that port before the call runs, so that its first datagram
- * is not lost. A sendto() (SEND) to a destination the rules alone deny
- * fails at once: 1 (ERROR set, logged by tp_udp_denied), else 0. A
- * connect() is never refused: it sends nothing, and glibc's getaddrinfo()
- * connect()s a UDP socket to every answer to sort them (RFC 6724), a TCP
- * client's lookup included; the relay judges the first datagram. Only
- * ever stricter than the kernel: the routes keep every datagram in the
- * namespace, whatever the command writes into the call's memory after
- * this look. */
-static int udp_aimed(struct tp *t, int orig, int domain, const struct tp_call *c, int send,
-                     int *error)
+ * connect()ed to C's address gets a relay for that port before the call
+ * runs, so that its first datagram is not lost. The call is never
+ * refused: it sends nothing, and glibc's getaddrinfo() connect()s a UDP
+ * socket to every answer to sort them (RFC 6724), a TCP client's lookup
+ * included; the relay judges the first datagram. Only a look: the routes
+ * keep every datagram in the namespace, whatever the command writes into
+ * the call's memory after it. sendto() is not notified (a notification
+ * per datagram costs too much): its ports are those with a relay. */
+static void udp_connect(struct tp *t, int orig, int domain, const struct tp_call *c)
 {
     struct policy_addr dst;
     uint16_t port = 0;
 
-    if (t->udpr == NULL || (domain != AF_INET && domain != AF_INET6) ||
-        sock_type(orig) != SOCK_DGRAM || !call_dst(domain, c, &dst, &port) || port == 0)
-        return 0;
-    (void)tp_udp_port(t, port);
-    if (!send || !tp_udp_denied(t, &dst, port, 1))
-        return 0;
-    *error = EPERM;
-    return 1;
-}
-
-/* sendto() with an address (the filter notifies only those, on the native
- * ABIs; i386 socketcall(SYS_SENDTO) is the kernel's): udp_aimed's look,
- * then the kernel runs the call (CONTINUE) or it fails with EPERM, as an
- * output firewall's drop does. The socket is only taken and looked at when
- * the destination is denied: an allowed datagram costs the address read
- * and the verdict. 1: answered. */
-static int sendto_call(struct tp *t, const struct seccomp_notif *n)
-{
-    struct tp_call c;
-    uint64_t a_addr = n->data.args[4], a_len = n->data.args[5] & 0xffffffffu;
-    struct policy_addr dst;
-    uint16_t port = 0;
-    int abi = -1, orig, domain = 0, error = 0;
-    socklen_t len = sizeof(domain);
-
-    for (int i = 0; i < 3; i++)
-        if (n->data.arch == t->arch[i])
-            abi = i;
-    if (abi < 0 || !(n->data.nr == t->nr_sendto[abi] ||
-                     (abi == 0 && t->nr_sendto[1] >= 0 && n->data.nr == t->nr_sendto[1])))
-        return 0;
-    memset(&c, 0, sizeof(c));
-    if (t->udpr == NULL || a_addr == 0 || a_len > sizeof(c.sa.ss) || a_len < 2 ||
-        fsw_peek((int)n->pid, a_addr, &c.sa, (size_t)a_len) != (ssize_t)a_len) {
-        tp_respond(t, n->id, 0, 1);
-        return 1;
-    }
-    c.len = (size_t)a_len;
-    if (!call_dst(c.sa.sa.sa_family, &c, &dst, &port) || port == 0) {
-        tp_respond(t, n->id, 0, 1);
-        return 1;
-    }
-    (void)tp_udp_port(t, port);
-    if (!tp_udp_denied(t, &dst, port, 0)) {
-        tp_respond(t, n->id, 0, 1);
-        return 1;
-    }
-    orig = tp_getfd(t, (int)n->pid, (int)(n->data.args[0] & 0x7fffffff));
-    if (orig < 0) {
-        tp_respond(t, n->id, 0, 1);
-        return 1;
-    }
-    (void)getsockopt(orig, SOL_SOCKET, SO_DOMAIN, &domain, &len);
-    if (seccomp_notify_id_valid(t->notify_fd, n->id) == 0 && in_sandbox_ns(t, orig) == 1 &&
-        udp_aimed(t, orig, domain, &c, 1, &error)) {
-        close(orig);
-        tp_respond(t, n->id, EPERM, 0);
-        return 1;
-    }
-    close(orig);
-    tp_respond(t, n->id, 0, 1);
-    return 1;
+    if (t->udpr != NULL && (domain == AF_INET || domain == AF_INET6) &&
+        sock_type(orig) == SOCK_DGRAM && call_dst(domain, c, &dst, &port) && port != 0)
+        (void)tp_udp_port(t, port);
 }
 
 /* Would a connection to DST:PORT be accepted by a listener in the sandbox's
@@ -551,18 +489,18 @@ int tp_handle(void *ctx, int notify_fd, const struct seccomp_notif *n)
     struct tp_call c;
     struct policy_addr dst;
     uint16_t port = 0;
-    int orig, domain, e = 0;
+    int orig, domain;
 
     (void)notify_fd; /* t->notify_fd */
-    if (tp_peer_call(t, n) || sendto_call(t, n))
+    if (tp_peer_call(t, n))
         return 1;
     if (read_call(t, n, &c) < 0)
         return 1;
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
         return 1;
-    if (!c.bind) /* a UDP connect(): its port's relay, never a refusal */
-        (void)udp_aimed(t, orig, domain, &c, 0, &e);
+    if (!c.bind)
+        udp_connect(t, orig, domain, &c);
     if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy

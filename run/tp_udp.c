@@ -18,11 +18,13 @@
  *      (and [::]:PORT) in the namespace, made by run/ports.c's helper, held
  *      here, with IP_RECVORIGDSTADDR: each datagram carries the address the
  *      command aimed at. Port 53 and the udp: rules' ports have one from
- *      the start; other ports get one when a connect() or sendto() of a
- *      UDP socket names them (tp_call.c, before the call runs), at most
- *      TPU_MAX_PORTS in all (a port scan from inside makes no more; the
- *      rest meet port unreachable). A sendmsg() to a port no relay serves
- *      meets port unreachable.
+ *      the start; other ports get one when a UDP socket is connect()ed to
+ *      them (tp_call.c, before the call runs; glibc's getaddrinfo() does so
+ *      for each answer it sorts), at most TPU_MAX_PORTS learned (a port scan
+ *      from inside makes no more). A datagram to a port no relay serves
+ *      meets port unreachable: sendto() and sendmsg() are not notified (one
+ *      notification per datagram costs too much), so an unconnected socket
+ *      reaches the ports that have relays.
  *   3. Flows: (the command's address:port, the original destination). Each
  *      is judged once, like a SOCKS5 UDP destination (socks/udp.c): a
  *      synthetic address maps back to its name (tp_dns.c), any other
@@ -30,9 +32,10 @@
  *      name resolved by sluice's resolver and its answers guarded, the
  *      first dialable answer kept. An allowed flow gets a host socket of
  *      sluice's connected to that answer (the kernel takes replies from it
- *      only); denied datagrams are dropped and counted, the destination
- *      logged once (protocol "transparent-udp"), and in the blocked
- *      summary. At most TPU_MAX_FLOWS: the least recently used goes first.
+ *      only); a denied datagram is answered with ICMP port unreachable (a
+ *      connected socket then fails with ECONNREFUSED, as for a closed
+ *      port) and counted, the destination logged once (protocol
+ *      "transparent-udp") and in the blocked summary. At most TPU_MAX_FLOWS: the least recently used goes first.
  *      A reload judges every flow again.
  *   4. Replies leave the relay with the original destination as their
  *      source (IP_PKTINFO / IPV6_PKTINFO; the relay is IP_TRANSPARENT), so
@@ -178,19 +181,21 @@ static int dest_host(struct tp *t, const struct policy_addr *dst, struct policy_
 
 /* ---- the log ---- */
 
-static uint32_t dest_hash(const struct policy_host *h, uint16_t port)
+static uint32_t dest_hash(const struct policy_host *h, uint16_t port, int allowed)
 {
-    uint32_t x = 2166136261u ^ port;
+    uint32_t x = 2166136261u ^ port ^ (allowed ? 0x10000u : 0u);
 
     for (size_t i = 0; i < h->len; i++)
         x = (x ^ (uint8_t)h->name[i]) * 16777619u;
     return x | 1u;
 }
 
-/* 1 the first time (in the last TPU_LOGGED) the denial of H:PORT is seen. */
-static int first_denial(struct tp_udp *u, const struct policy_host *h, uint16_t port)
+/* 1 the first time (in the last TPU_LOGGED) H:PORT is seen ALLOWED (or
+ * denied): each destination is logged once, however many sockets and
+ * datagrams go to it. */
+static int first_seen(struct tp_udp *u, const struct policy_host *h, uint16_t port, int allowed)
 {
-    uint32_t x = dest_hash(h, port);
+    uint32_t x = dest_hash(h, port, allowed);
 
     for (size_t i = 0; i < TPU_LOGGED; i++)
         if (u->logged[i] == x)
@@ -199,21 +204,24 @@ static int first_denial(struct tp_udp *u, const struct policy_host *h, uint16_t 
     return 1;
 }
 
-/* One DECISION record for H:PORT (protocol "transparent-udp"): the
- * verdict J (NULL: REASON alone, a denial), the address datagrams go to. */
-static void log_dest(struct tp_udp *u, const struct policy_host *h, uint16_t port,
-                     const char *client, int allowed, const struct policy_judgment *j,
-                     const char *reason, const struct policy_addr *to)
+/* One DECISION record for H:PORT (protocol "transparent-udp", client
+ * "sandbox": the command's source address is the destination's under the
+ * local routes, and says nothing): the verdict J (NULL: REASON alone, a
+ * denial), the address datagrams go to. */
+static void log_dest(struct tp_udp *u, const struct policy_host *h, uint16_t port, int allowed,
+                     const struct policy_judgment *j, const char *reason,
+                     const struct policy_addr *to)
 {
     struct tp *t = u->t;
     struct frontend_conn c;
     char hint[400];
 
+    u->dests++;
     if (t->fe.log == NULL)
         return;
     memset(&c, 0, sizeof(c));
     frontend_conn_begin(&t->fe, &c, "transparent-udp");
-    snprintf(c.client, sizeof(c.client), "%s", client);
+    snprintf(c.client, sizeof(c.client), "sandbox");
     c.host = h->name;
     c.port = port;
     snprintf(c.verdict, sizeof(c.verdict), "%s",
@@ -232,29 +240,12 @@ static void log_dest(struct tp_udp *u, const struct policy_host *h, uint16_t por
     frontend_conn_clear(&c);
 }
 
-static void client_text(const union tp_sa *a, char *buf, size_t len)
-{
-    struct policy_addr pa;
-    uint16_t port;
-    char ip[INET6_ADDRSTRLEN];
-
-    if (endpoint_sockaddr_split(sa_of(a), &pa, &port) < 0 ||
-        inet_ntop(pa.family == 4 ? AF_INET : AF_INET6, pa.bytes, ip, sizeof(ip)) == NULL) {
-        snprintf(buf, len, "sandbox");
-        return;
-    }
-    snprintf(buf, len, pa.family == 4 ? "%s:%u" : "[%s]:%u", ip, port);
-}
-
 static void flow_log(struct tpu_flow *f, const struct policy_judgment *j, const char *reason)
 {
-    char client[48];
+    int allowed = f->state == TPU_ALLOWED;
 
-    if (f->state != TPU_ALLOWED && !first_denial(f->u, &f->host, f->port))
-        return;
-    client_text(&f->client, client, sizeof(client));
-    log_dest(f->u, &f->host, f->port, client, f->state == TPU_ALLOWED, j, reason, &f->to_addr);
-    f->u->dests++;
+    if (first_seen(f->u, &f->host, f->port, allowed))
+        log_dest(f->u, &f->host, f->port, allowed, j, reason, &f->to_addr);
 }
 
 /* ---- refusals ---- */
@@ -795,36 +786,6 @@ int tp_udp_port(struct tp *t, uint16_t port)
     rc4 = relay_open(u, AF_INET, port);
     rc6 = relay_open(u, AF_INET6, port);
     return rc4 == 0 || rc6 == 0 ? 0 : -1;
-}
-
-/* ---- the fast answer at connect() and sendto() ---- */
-
-int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port, int note)
-{
-    struct tp_udp *u = t->udpr;
-    struct policy_host h;
-    struct policy_decision m;
-    struct policy_guard_verdict gv[1];
-    struct policy_judgment j;
-
-    if (u == NULL || u->closing || port == 53 || dest_host(t, dst, &h) < 0)
-        return 0;
-    follow_policy(u);
-    policy_decide_transport(u->pol, POLICY_UDP, &h, port, &m);
-    policy_verdict_finish(u->pol, &h, port, &m, NULL, 0, gv, &j);
-    if (j.report_only)
-        return 0;
-    if (h.kind == POLICY_HOST_NAME ? j.verdict != POLICY_DENY
-                                   : (j.verdict == POLICY_ALLOW && j.naddrs > 0 && gv[0].dial))
-        return 0;
-    if (!note)
-        return 1;
-    if (first_denial(u, &h, port)) {
-        log_dest(u, &h, port, "sandbox", 0, &j, NULL, NULL);
-        u->dests++;
-    }
-    u->denied++;
-    return 1;
 }
 
 /* ---- start and stop ---- */

@@ -187,8 +187,8 @@ static int route(struct tp *t)
     int rc = 0;
 
     for (size_t i = 0; i < 3 && rc == 0; i++) {
-        const int *nrs[4] = {t->nr_connect, t->nr_bind, t->nr_getpeername, t->nr_sendto};
-        for (size_t k = 0; k < 4 && rc == 0; k++) {
+        const int *nrs[3] = {t->nr_connect, t->nr_bind, t->nr_getpeername};
+        for (size_t k = 0; k < 3 && rc == 0; k++) {
             rc = run_notify_route(t->notify, t->arch[i], nrs[k][i], tp_handle, t);
             if (rc == 0 && i == 0)
                 rc = run_notify_route(t->notify, t->arch[0], nrs[k][1], tp_handle, t);
@@ -274,8 +274,6 @@ static void resolve_nrs(struct tp *t)
             t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "bind") : -1;
         t->nr_getpeername[i] =
             t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "getpeername") : -1;
-        t->nr_sendto[i] =
-            t->arch[i] != 0 ? seccomp_syscall_resolve_name_arch(t->arch[i], "sendto") : -1;
     }
     t->nr_socketcall = -1;
 #if defined(__x86_64__)
@@ -293,8 +291,6 @@ static void resolve_nrs(struct tp *t)
                 t->nr_bind[i] = 361;
             if (t->nr_getpeername[i] < 0)
                 t->nr_getpeername[i] = 368;
-            if (t->nr_sendto[i] < 0)
-                t->nr_sendto[i] = 369;
         }
 #endif
 }

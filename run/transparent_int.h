@@ -172,7 +172,6 @@ struct tp {
     int nr_socketcall; /* i386 */
     struct tp_names names;
     struct tp_udp *udpr; /* transparent UDP (tp_udp.c), NULL when off */
-    int nr_sendto[3];    /* per ABI, -1 unknown: notified with an address */
 };
 
 /* transparent.c: answers notification ID with ERROR (an errno), or lets
@@ -217,10 +216,6 @@ void tp_udp_close(struct tp *t);
  * use; the ports served from the start do not count): 0, or
  * -1 when it does not (off, the bound reached, the helper failed). */
 int tp_udp_port(struct tp *t, uint16_t port);
-/* 1 when the rules alone deny UDP to DST:PORT (a literal guarded too; a
- * name not yet resolved is not denied here), then with NOTE logged once and
- * counted; 0 otherwise, and always for port 53 (the resolver answers it). */
-int tp_udp_denied(struct tp *t, const struct policy_addr *dst, uint16_t port, int note);
 
 /* tp_dns.c: the resolver's servers, on t->udp and t->tcp */
 void tp_dns_udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

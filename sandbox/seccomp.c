@@ -94,11 +94,8 @@
  *                           (without getpeername()) when the command
  *                           inherits a TCP socket of the host's network
  *                           (inherit.c, inner --guard-connect): the host
- *                           refuses both on it. In transparent mode also
- *                           sendto() with a non-NULL address: a look for
- *                           transparent UDP (run/tp_udp.c), which routing,
- *                           not this, keeps in the sandbox. The filter is
- *                           then loaded with seccomp(2) itself (load_with_listener) to get
+ *                           refuses both on it. The filter is then loaded with
+ *                           seccomp(2) itself (load_with_listener) to get
  *                           the listener descriptor and WAIT_KILLABLE_RECV.
  *   open/openat with a write flag, creat, openat2 (ENOSYS before), mkdir,
  *   mknod, unlink, rmdir, rename, link, symlink, truncate, chmod, chown,
@@ -406,13 +403,6 @@ static int add_rules(scmp_filter_ctx ctx, const struct sb_seccomp_opts *o, char 
          * take a port there; the host refuses it and runs the others */
         if (rc == 0 && o->allow_local_binding)
             rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(bind), "bind", 0, none, err, errlen);
-        /* and sendto() with an address (send() passes none): transparent
-         * UDP makes a relay for the port it names before it runs and fails
-         * a denied destination at once (run/tp_udp.c). Only a look: the
-         * routes in the sandbox's namespace, not this, keep datagrams in */
-        if (rc == 0 && o->transparent)
-            rc = add_rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), "sendto", 1,
-                          SCMP_A4_64(SCMP_CMP_NE, 0, 0), err, errlen);
         if (rc < 0)
             return rc;
     }
@@ -936,10 +926,8 @@ static size_t describe_transparent(const char **lines, size_t n, int tp)
                      "sluice the same way; on a socket of the host's namespace both fail "
                      "with EPERM";
     if (tp)
-        lines[n++] = "sendto() with an address waits for sluice too (transparent UDP: a relay "
-                     "for the port it names, EPERM for a destination the rules deny); UDP is "
-                     "kept in by the sandbox's routes, every address local there, not by "
-                     "this look";
+        lines[n++] = "UDP is kept in the sandbox by its routes (every address local there: "
+                     "sluice's relays judge each destination), not by this filter";
     return n;
 }
 

@@ -181,6 +181,9 @@ run_section() {
     want "an allowed literal's decision" 'protocol=transparent-udp host=10.9.0.1 port='"$EPORT"' .*decision=allow'
     want "a name no udp: rule allows, denied with a hint" 'protocol=transparent-udp host=open.test port='"$EPORT"' .*decision=deny .*no udp: rule allows UDP.*hint=.*udp:open.test:'"$EPORT"
     want "a denied literal" 'protocol=transparent-udp host=10.9.0.2 port='"$EPORT"' .*decision=deny'
+    n=$(grep -c "protocol=transparent-udp host=echo.test port=$EPORT " "$LOG")
+    [ "$n" = 1 ] && ok "$who: log: the allowed name logged once (two sockets sent to it)" ||
+        bad "$who: log: the allowed name logged $n times"
     n=$(grep -c "protocol=transparent-udp host=10.9.0.2 port=$EPORT " "$LOG")
     [ "$n" = 1 ] && ok "$who: log: the denied destination logged once (re-aim attempts and all)" ||
         bad "$who: log: the denied destination logged $n times"
