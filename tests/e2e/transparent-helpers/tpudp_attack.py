@@ -232,7 +232,7 @@ def spoof(eport, vport):
         s = udp()
         try:
             pi = struct.pack("=i4s4s", 0, socket.inet_aton(src), socket.inet_aton(src))
-            s.sendmsg([b"leak-pktinfo"], [(socket.IPPROTO_IP, socket.IP_PKTINFO, pi)], 0,
+            s.sendmsg([b"leak-pktinfo"], [(socket.IPPROTO_IP, 8, pi)], 0,  # IP_PKTINFO
                       (DENIED, eport))
             r = outcome(s)
         except OSError as e:
@@ -440,7 +440,7 @@ def replies(eport, vport, d):
         f6 = str(e)
     check(f6.startswith("got b'hold-flow6'"), "an allowed IPv6 flow is up", f6)
     open(os.path.join(d, "flow-ready"), "w").close()
-    for _ in range(200):
+    for _ in range(1200):  # 60 s: the script outside is slow on a loaded machine
         if os.path.exists(os.path.join(d, "spoofed")):
             break
         time.sleep(0.05)
