@@ -68,7 +68,7 @@
 #define TPU_BATCH 64            /* datagrams read per wakeup of a relay */
 #define TPU_IDLE_DEFAULT 120000 /* ms: a flow without datagrams is closed */
 #define TPU_IDLE_MAX 300000
-#define TPU_LOGGED 128 /* destinations whose denial was logged (a ring) */
+#define TPU_LOGGED 128 /* destinations logged (a ring) */
 #define TPU_BUF 65536
 
 enum tpu_state { TPU_PENDING_ST = 0, TPU_ALLOWED, TPU_DENIED, TPU_DNS };
@@ -106,6 +106,16 @@ struct tpu_flow {
     uint64_t last_ms;
 };
 
+/* A destination logged (first_seen): kept whole, not as a hash, so that a
+ * destination whose hash collides with one logged before is still logged
+ * (rt-14: a command could pick names under an allowed wildcard whose
+ * 32-bit hash matches an earlier one, and send to them unlogged). */
+struct tpu_logged {
+    uint16_t port;
+    uint8_t allowed, used;
+    char name[POLICY_HOST_MAX + 1];
+};
+
 struct tp_udp {
     struct tp *t;
     uv_loop_t *loop;
@@ -123,7 +133,7 @@ struct tp_udp {
     uint64_t idle_ms;
     int handles, closing;
     int icmp[2]; /* raw ICMP, ICMPv6 sockets of the namespace (refusals), -1 */
-    uint32_t logged[TPU_LOGGED]; /* hashes of (host, port) whose denial was logged */
+    struct tpu_logged logged[TPU_LOGGED]; /* destinations logged, the last TPU_LOGGED */
     size_t nlogged;
     /* counters of the run */
     uint64_t dgrams_up, bytes_up, dgrams_down, bytes_down, denied, dropped, dns, unsolicited;
@@ -181,26 +191,24 @@ static int dest_host(struct tp *t, const struct policy_addr *dst, struct policy_
 
 /* ---- the log ---- */
 
-static uint32_t dest_hash(const struct policy_host *h, uint16_t port, int allowed)
-{
-    uint32_t x = 2166136261u ^ port ^ (allowed ? 0x10000u : 0u);
-
-    for (size_t i = 0; i < h->len; i++)
-        x = (x ^ (uint8_t)h->name[i]) * 16777619u;
-    return x | 1u;
-}
-
 /* 1 the first time (in the last TPU_LOGGED) H:PORT is seen ALLOWED (or
  * denied): each destination is logged once, however many sockets and
- * datagrams go to it. */
+ * datagrams go to it. Destinations are compared whole. */
 static int first_seen(struct tp_udp *u, const struct policy_host *h, uint16_t port, int allowed)
 {
-    uint32_t x = dest_hash(h, port, allowed);
+    struct tpu_logged *e;
 
-    for (size_t i = 0; i < TPU_LOGGED; i++)
-        if (u->logged[i] == x)
+    for (size_t i = 0; i < TPU_LOGGED; i++) {
+        e = &u->logged[i];
+        if (e->used && e->port == port && e->allowed == (allowed != 0) &&
+            strcmp(e->name, h->name) == 0)
             return 0;
-    u->logged[u->nlogged++ % TPU_LOGGED] = x;
+    }
+    e = &u->logged[u->nlogged++ % TPU_LOGGED];
+    e->used = 1;
+    e->port = port;
+    e->allowed = allowed != 0;
+    snprintf(e->name, sizeof(e->name), "%s", h->name);
     return 1;
 }
 
