@@ -148,9 +148,13 @@ int endpoint_parse(const char *s, int for_listen, struct endpoint *ep, const cha
  * always fits); returns buf. */
 const char *endpoint_str(const struct endpoint *ep, char *buf, size_t len);
 
-/* Fills a sockaddr for a TCP endpoint (or a policy_addr + port). */
+/* Fills a sockaddr for a TCP endpoint (or a policy_addr + port); len may
+ * be NULL. */
 void endpoint_sockaddr(const struct policy_addr *a, uint16_t port, struct sockaddr_storage *ss,
                        socklen_t *len);
+/* The other way: the address and port of an AF_INET or AF_INET6 sockaddr,
+ * an IPv4-mapped IPv6 address as IPv4. 0, or -1 for another family. */
+int endpoint_sockaddr_split(const struct sockaddr *sa, struct policy_addr *a, uint16_t *port);
 
 /* ------------------------------------------------------------------------ */
 /* listeners (bridge/listener.c)                                             */

@@ -415,12 +415,41 @@ void endpoint_sockaddr(const struct policy_addr *a, uint16_t port, struct sockad
         s6->sin6_family = AF_INET6;
         s6->sin6_port = htons(port);
         memcpy(&s6->sin6_addr, a->bytes, 16);
-        *len = (socklen_t)sizeof(*s6);
+        if (len != NULL)
+            *len = (socklen_t)sizeof(*s6);
     } else {
         struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)ss;
         s4->sin_family = AF_INET;
         s4->sin_port = htons(port);
         memcpy(&s4->sin_addr, a->bytes, 4);
-        *len = (socklen_t)sizeof(*s4);
+        if (len != NULL)
+            *len = (socklen_t)sizeof(*s4);
     }
+}
+
+int endpoint_sockaddr_split(const struct sockaddr *sa, struct policy_addr *a, uint16_t *port)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    memset(a, 0, sizeof(*a));
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
+        a->family = 4;
+        memcpy(a->bytes, &s4->sin_addr, 4);
+        *port = ntohs(s4->sin_port);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
+        if (memcmp(s6->sin6_addr.s6_addr, mapped, 12) == 0) {
+            a->family = 4;
+            memcpy(a->bytes, s6->sin6_addr.s6_addr + 12, 4);
+        } else {
+            a->family = 6;
+            memcpy(a->bytes, s6->sin6_addr.s6_addr, 16);
+        }
+        *port = ntohs(s6->sin6_port);
+        return 0;
+    }
+    return -1;
 }

@@ -166,7 +166,7 @@ int learn_add(struct learn *l, const struct replay_record *r)
         return note_add(l, text);
     }
     host_port(&r->h, r->port, what, sizeof(what));
-    if (strcmp(r->protocol, "socks5-udp") == 0) { /* never a TCP entry for UDP traffic */
+    if (replay_protocol_udp(r->protocol)) { /* never a TCP entry for UDP traffic */
         snprintf(text, sizeof(text),
                  "%s (udp): UDP destinations are not learned; to allow it, add 'udp:%s' to "
                  "network.allowedDomains",

@@ -320,7 +320,7 @@ static void judge(const struct policy *p, struct replay_group *g, int resolve)
         rq.target_len = strlen(g->path);
         rqp = &rq;
     }
-    if (strcmp(g->protocol, "socks5-udp") == 0) /* a SOCKS5 UDP datagram's destination */
+    if (replay_protocol_udp(g->protocol)) /* a UDP datagram's destination */
         policy_decide_transport(p, POLICY_UDP, &g->h, g->port, &g->m);
     else
         policy_decide_request(p, &g->h, g->port, rqp, &g->m);

@@ -17,7 +17,8 @@
 /* One decision record. The strings point into the caller's buffer, NULL
  * when the key is absent. */
 struct replay_record {
-    const char *protocol; /* connect, http, socks5, transparent, dns */
+    const char *protocol; /* connect, http, socks5, socks5-udp, transparent,
+                             transparent-udp, dns */
     const char *decision; /* allow, deny, would_deny */
     const char *host;     /* as logged */
     const char *method;   /* http, https: the request method, or NULL */
@@ -40,6 +41,10 @@ struct replay_record {
  * decision, a bad host or port, or a url that is not http://. */
 int replay_parse_line(const char *line, size_t len, char *buf, size_t cap, struct replay_record *r,
                       const char **why);
+
+/* 1 for a record of UDP traffic (socks5-udp, transparent-udp): judged
+ * with the UDP verdict, never learned as a TCP entry. */
+int replay_protocol_udp(const char *protocol);
 
 /* FNV-1a over n bytes: the hash of replay's and learn's tables. */
 uint64_t replay_hash(const char *s, size_t n);

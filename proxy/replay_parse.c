@@ -282,10 +282,17 @@ static int url_path(const char *url, int tls, const char **path, const char **wh
     return 0;
 }
 
+int replay_protocol_udp(const char *protocol)
+{
+    return strcmp(protocol, "socks5-udp") == 0 || strcmp(protocol, "transparent-udp") == 0;
+}
+
 static int check_record(const struct fields *f, struct replay_record *r, const char **why)
 {
-    static const char *const protocols[] = {"connect", "http", "https", "socks5",
-                                            "socks5-udp", "transparent", "dns", NULL};
+    static const char *const protocols[] = {"connect",     "http", "https",
+                                            "socks5",      "socks5-udp",
+                                            "transparent", "transparent-udp",
+                                            "dns",         NULL};
     static const char *const decisions[] = {"allow", "deny", "would_deny", NULL};
     int dns;
 
@@ -293,7 +300,7 @@ static int check_record(const struct fields *f, struct replay_record *r, const c
         *why = f->protocol == NULL
                    ? "a decision without a protocol"
                    : "an unknown protocol (connect, http, https, socks5, socks5-udp, "
-                     "transparent, dns)";
+                     "transparent, transparent-udp, dns)";
         return -EINVAL;
     }
     if (f->decision == NULL || !one_of(f->decision, decisions)) {

@@ -102,6 +102,7 @@ struct run {
     struct tp *tp;
     int guard;
     int tp_fds[3]; /* the resolver's UDP and TCP sockets, sock_diag; -1 */
+    int tp_routes; /* transparent UDP: 1 the IPv4 local route is in, | 2 IPv6 (tp_dns.c) */
     dev_t tp_ns_dev;
     ino_t tp_ns_ino;
     char tp_resolv_file[RUN_PATH_MAX + 100], tp_resolv_dest[RUN_PATH_MAX];

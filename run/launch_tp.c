@@ -10,6 +10,7 @@
  *   run_tp_after_go    inner sends the seccomp listener once its filter is
  *                      loaded: transparent.c starts serving it. */
 #include "run/launch-int.h"
+#include "run/ports.h"
 #include "run/transparent.h"
 
 #include <signal.h>
@@ -94,12 +95,20 @@ int run_tp_before_go(struct run *run)
 {
     if (!run->settings->network.transparent && !run->guard)
         return 0;
+    run->tp_routes = run->settings->network.transparent; /* transparent UDP (tp_udp.c) */
     if (tp_dns_sockets(run->h.cmd_pid, &run->tp_fds[0], &run->tp_fds[1], &run->tp_fds[2],
-                       &run->tp_ns_dev, &run->tp_ns_ino, run->err, sizeof(run->err)) < 0) {
+                       &run->tp_ns_dev, &run->tp_ns_ino, &run->tp_routes, run->err,
+                       sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         run_kill(run, SIGKILL);
         return -1;
     }
+    if (run->settings->network.transparent)
+        run_debug(run, "transparent UDP: %s",
+                  run->tp_routes == 0 ? "off (the sandbox's namespace took no local route: "
+                                        "datagrams fail as without it)"
+                  : run->tp_routes & 2 ? "every address local in the sandbox (IPv4 and IPv6)"
+                                       : "every IPv4 address local in the sandbox (no IPv6 route)");
     if (!run->settings->network.transparent) {
         /* guarded only: no resolver for the sandbox, port 53 stays free */
         for (int i = 0; i < 2; i++) {
@@ -136,6 +145,12 @@ int run_tp_after_go(struct run *run)
     to.next_id = &run->next_id;
     to.max_pending = run->settings->proxy.max_connections;
     to.allow_unix = run->settings->network.allow_all_unix_sockets;
+    if (run->tp_routes != 0 && run->ports != NULL) { /* transparent UDP (tp_udp.c) */
+        to.udp_nports = run_ports_udp_ports(run, to.udp_ports, TP_UDP_PORTS_MAX);
+        to.udp_relay = run_ports_udp_relay;
+        to.udp_relay_ctx = run->ports;
+        to.udp_idle_ms = run->settings->proxy.idle_timeout_ms;
+    }
     run->tp_fds[0] = run->tp_fds[1] = run->tp_fds[2] = -1; /* tp_start takes them */
     if (tp_start(&run->tp, &to, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; stopping the command\n", run->err);
@@ -151,6 +166,13 @@ int run_tp_after_go(struct run *run)
 
 void run_tp_close(struct run *run)
 {
+    char line[400];
+
+    if (run->tp != NULL) {
+        tp_udp_summary(run->tp, line, sizeof(line));
+        if (line[0] != '\0' && !run->o->quiet)
+            fprintf(stderr, "sluice: %s\n", line);
+    }
     tp_close(run->tp);
     run->tp = NULL;
 }

@@ -38,6 +38,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/icmp.h>
+#include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -61,6 +63,7 @@ _Static_assert(PORTS_BATCH <= COMMON_FDS_MAX, "a batch fits one message");
 #define PORTS_MIN_CONNS 16u  /* per forwarder, whatever the service's limit */
 #define PORTS_MAX_CONNS 256u /* per forwarder: a flood waits in the backlog */
 #define PORTS_HELPER_MS 5000 /* how long a helper answer may take */
+#define PORTS_PRE_MAX 16     /* transparent UDP: udp: rules' ports made before the go byte */
 
 struct ports_fwd {
     struct forwarder *fwd;
@@ -83,6 +86,15 @@ struct run_ports {
     int upool[2][PORTS_BATCH]; /* the same, UDP: SOCKS5 UDP ASSOCIATE's relay sockets */
     size_t nupool[2];
     int udp; /* udp: rules: the helper runs for UDP ASSOCIATE's relay sockets */
+    int tpudp; /* transparent mode: relay sockets bound in the namespace (tp_udp.c) */
+    /* transparent UDP: relay sockets made before the go byte (port 53 and
+     * the udp: rules' ports), taken by run_ports_udp_relay */
+    struct {
+        int fd;
+        int family;
+        unsigned port;
+    } pre[2 * (PORTS_PRE_MAX + 1)];
+    size_t npre;
 };
 
 /* The helper's answers: a header and up to 2 (listeners) or PORTS_BATCH
@@ -179,9 +191,10 @@ int run_ports_prepare(struct run *run)
     char addr[INET6_ADDRSTRLEN + 10];
 
     int udp = has_udp_rules(run->settings);
+    int tpudp = run->settings->network.transparent && run->settings->network.isolate;
 
     if (run->settings->network.publish.n == 0 && run->o->npublish == 0 &&
-        run->settings->network.host_ports.n == 0 && !udp)
+        run->settings->network.host_ports.n == 0 && !udp && !tpudp)
         return 0;
     if (!run->settings->network.isolate) {
         if (udp && run->settings->network.publish.n == 0 && run->o->npublish == 0 &&
@@ -200,6 +213,7 @@ int run_ports_prepare(struct run *run)
     p->run = run;
     p->helper = -1;
     p->udp = udp;
+    p->tpudp = tpudp;
     run->ports = p;
     if (collect(p, run->o, run->settings) < 0) {
         fprintf(stderr, "sluice: run: the command was not run\n");
@@ -286,15 +300,88 @@ static int helper_join(int pid)
     return 0;
 }
 
+/* Transparent UDP's relay socket for PORT of FAMILY (tp_udp.c): bound to
+ * the wildcard address, with the original destination of each datagram
+ * (IP_RECVORIGDSTADDR) and IP_TRANSPARENT, so that replies can leave from
+ * that destination (every address is local under the routes tp_dns.c
+ * adds). Port 53 shares its port with the resolver's 127.0.0.1:53
+ * (SO_REUSEADDR on both); no other port does, so that nothing in the
+ * sandbox binds beside a relay. Port 0: a raw ICMP (ICMPv6) socket of the
+ * namespace, filtered to receive nothing, with which tp_udp.c answers a
+ * denied datagram with port unreachable. A descriptor or -errno. */
+static int helper_relay(int family, unsigned port)
+{
+    struct sockaddr_storage ss;
+    struct icmp6_filter f6;
+    uint32_t f4 = ~0u;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    int one = 1, fd, e, ok;
+
+    if (port == 0) { /* the raw ICMP socket that refuses denied datagrams; reads nothing */
+        fd = socket(family, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    family == AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+        if (fd < 0)
+            return -errno;
+        ICMP6_FILTER_SETBLOCKALL(&f6);
+        if ((family == AF_INET ? setsockopt(fd, SOL_RAW, ICMP_FILTER, &f4, sizeof(f4))
+                               : setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &f6, sizeof(f6))) <
+            0) {
+            e = errno;
+            close(fd);
+            return -e;
+        }
+        return fd;
+    }
+    fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    memset(&ss, 0, sizeof(ss));
+    if (family == AF_INET) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        ok = setsockopt(fd, IPPROTO_IP, IP_RECVORIGDSTADDR, &one, sizeof(one)) == 0 &&
+             setsockopt(fd, IPPROTO_IP, IP_TRANSPARENT, &one, sizeof(one)) == 0;
+    } else {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0 &&
+             setsockopt(fd, IPPROTO_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof(one)) == 0 &&
+             setsockopt(fd, IPPROTO_IPV6, IPV6_TRANSPARENT, &one, sizeof(one)) == 0;
+    }
+    if (ok && port == 53)
+        ok = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0;
+    if (!ok || bind(fd, (struct sockaddr *)&ss,
+                    family == AF_INET ? sizeof(*a4) : sizeof(*a6)) < 0) {
+        e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 /* Answers "4"/"6" with PORTS_BATCH TCP sockets of that family, "u"/"U"
- * with UDP ones (IPv4/IPv6), until EOF. */
+ * with UDP ones (IPv4/IPv6), "r" FAMILY PORT_HI PORT_LO with one relay
+ * socket (helper_relay), until EOF. */
 static void helper_serve(int sock)
 {
-    char req;
+    unsigned char rq[4];
     int fds[PORTS_BATCH];
+    ssize_t got;
 
-    while (read(sock, &req, 1) == 1) {
+    while ((got = read(sock, rq, sizeof(rq))) >= 1) {
+        char req = (char)rq[0];
         int family = req == '6' || req == 'U' ? AF_INET6 : AF_INET, e = 0;
+        if (req == 'r') {
+            int fd = got == 4 ? helper_relay(rq[1] == '6' ? AF_INET6 : AF_INET,
+                                             (unsigned)rq[2] << 8 | rq[3])
+                              : -EINVAL;
+            if (send_fds(sock, 'S', fd < 0 ? -fd : 0, &fd, fd < 0 ? 0 : 1) < 0)
+                _exit(0);
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
         int type = req == 'u' || req == 'U' ? SOCK_DGRAM : SOCK_STREAM;
         size_t n = 0;
         for (; n < PORTS_BATCH; n++) {
@@ -447,6 +534,98 @@ static int make_udp_socket(void *arg, int family)
     return pooled(p, p->upool[k], &p->nupool[k], k == 1 ? 'U' : 'u', "SOCKS5 UDP ASSOCIATE");
 }
 
+/* One relay socket from the helper (request "r"), or -errno. */
+static int helper_relay_request(struct run_ports *p, int family, unsigned port)
+{
+    unsigned char rq[4] = {'r', family == AF_INET6 ? '6' : '4', (unsigned char)(port >> 8),
+                           (unsigned char)port};
+    struct ports_msg m;
+    int fd = -1, rc;
+    size_t n = 0;
+
+    if (p->helper < 0)
+        return -EIO;
+    if (write(p->helper, rq, sizeof(rq)) != (ssize_t)sizeof(rq))
+        return -EIO;
+    rc = recv_fds(p->helper, &m, &fd, 1, &n);
+    if (rc < 0)
+        return rc;
+    if (m.tag != 'S' || n != 1) {
+        if (n == 1)
+            close(fd);
+        return m.err != 0 ? -m.err : -EPROTO;
+    }
+    return fd;
+}
+
+int run_ports_udp_relay(void *arg, int family, unsigned port)
+{
+    struct run_ports *p = arg;
+
+    for (size_t i = 0; i < p->npre; i++)
+        if (p->pre[i].family == family && p->pre[i].port == port) {
+            int fd = p->pre[i].fd;
+            p->pre[i] = p->pre[--p->npre];
+            return fd;
+        }
+    return helper_relay_request(p, family, port);
+}
+
+size_t run_ports_udp_ports(const struct run *run, uint16_t *out, size_t max)
+{
+    const struct run_ports *p = run->ports;
+    size_t n = 0;
+
+    for (size_t i = 0; p != NULL && i < p->npre; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < n; j++)
+            seen |= out[j] == p->pre[i].port;
+        if (!seen && n < max)
+            out[n++] = (uint16_t)p->pre[i].port;
+    }
+    return n;
+}
+
+/* The ports transparent UDP relays before the command starts: 53 and the
+ * port of each udp: allow rule (not '*'), at most PORTS_PRE_MAX of those. */
+static void pre_relays(struct run_ports *p)
+{
+    const struct settings_list *l = &p->run->settings->network.allowed_domains;
+    unsigned ports[PORTS_PRE_MAX + 1];
+    size_t n = 0;
+
+    ports[n++] = 53;
+    for (size_t i = 0; i < l->n && n < PORTS_PRE_MAX + 1; i++) {
+        const char *v = l->items[i].value, *c = strrchr(v, ':');
+        char *end;
+        unsigned long port;
+        int seen = 0;
+        if (strncmp(v, "udp:", 4) != 0 || c == NULL || c[1] < '0' || c[1] > '9')
+            continue;
+        port = strtoul(c + 1, &end, 10);
+        if (*end != '\0' || port == 0 || port > 65535)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            seen |= ports[j] == port;
+        if (!seen)
+            ports[n++] = (unsigned)port;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            int family = k == 0 ? AF_INET : AF_INET6;
+            int fd = helper_relay_request(p, family, ports[i]);
+            if (fd < 0) {
+                run_debug(p->run, "transparent UDP: no relay for %s port %u yet (%s)",
+                          k == 0 ? "IPv4" : "IPv6", ports[i], strerror(-fd));
+                continue;
+            }
+            p->pre[p->npre].fd = fd;
+            p->pre[p->npre].family = family;
+            p->pre[p->npre].port = ports[i];
+            p->npre++;
+        }
+}
+
 static void on_accept(struct listener *l, void *arg)
 {
     forwarder_accept(((struct ports_fwd *)arg)->fwd, l);
@@ -582,6 +761,8 @@ int run_ports_before_go(struct run *run)
         fe->udp_ctx = p;
         fe->udp_associate = 1;
     }
+    if (p->tpudp && run->tp_routes != 0)
+        pre_relays(p);
     run_debug(run, "ports: %zu published, %zu host ports reachable from the sandbox%s", p->npub,
               p->nhost, p->udp ? ", SOCKS5 UDP ASSOCIATE served" : "");
     return 0;
@@ -625,6 +806,8 @@ void run_ports_free(struct run *run)
 
     if (p == NULL)
         return;
+    for (size_t i = 0; i < p->npre; i++)
+        close(p->pre[i].fd);
     for (size_t k = 0; k < 2; k++) {
         for (size_t i = 0; i < p->npool[k]; i++)
             close(p->pool[k][i]);

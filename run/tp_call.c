@@ -222,26 +222,13 @@ static int take_socket(struct tp *t, const struct seccomp_notif *n, int fd, int 
     return orig;
 }
 
-/* Whether sluice makes this connection: a TCP socket of the sandbox's
- * namespace, not connected or listening, given an address of its own family.
- * Then *dst and *port are set. 0 when the kernel may run the call instead
- * (see "Why running it here is safe" in transparent.c). */
-static int intercepted(int orig, int domain, const struct tp_call *c, struct policy_addr *dst,
-                       uint16_t *port)
+/* The destination of C, an address of the socket's own family DOMAIN (a
+ * v4-mapped IPv6 one as IPv4): 1 with *dst and *port set, else 0
+ * (AF_UNSPEC, a family mismatch, a short address). */
+static int call_dst(int domain, const struct tp_call *c, struct policy_addr *dst, uint16_t *port)
 {
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    socklen_t len;
-    int type = 0;
-    uint8_t state = 0; /* struct tcp_info's first member, tcpi_state */
 
-    len = sizeof(type);
-    (void)getsockopt(orig, SOL_SOCKET, SO_TYPE, &type, &len);
-    if ((domain != AF_INET && domain != AF_INET6) || type != SOCK_STREAM)
-        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
-    len = sizeof(state);
-    if (getsockopt(orig, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1 || state != TCP_CLOSE)
-        return 0; /* connected (EISCONN), listening (EINVAL), a connect() of the
-                     kernel's under way (EALREADY): the kernel's answer */
     memset(dst, 0, sizeof(*dst));
     if (c->sa.sa.sa_family == AF_INET && domain == AF_INET && c->len >= sizeof(c->sa.in4)) {
         dst->family = 4;
@@ -260,7 +247,54 @@ static int intercepted(int orig, int domain, const struct tp_call *c, struct pol
         *port = ntohs(c->sa.in6.sin6_port);
         return 1;
     }
-    return 0; /* AF_UNSPEC, a family mismatch, a short address: the kernel's answer */
+    return 0;
+}
+
+static int sock_type(int fd)
+{
+    socklen_t len = sizeof(int);
+    int type = 0;
+
+    (void)getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len);
+    return type;
+}
+
+/* Whether sluice makes this connection: a TCP socket of the sandbox's
+ * namespace, not connected or listening, given an address of its own family.
+ * Then *dst and *port are set. 0 when the kernel may run the call instead
+ * (see "Why running it here is safe" in transparent.c). */
+static int intercepted(int orig, int domain, const struct tp_call *c, struct policy_addr *dst,
+                       uint16_t *port)
+{
+    socklen_t len;
+    uint8_t state = 0; /* struct tcp_info's first member, tcpi_state */
+
+    if ((domain != AF_INET && domain != AF_INET6) || sock_type(orig) != SOCK_STREAM)
+        return 0; /* UDP, Unix, ...: confined to the sandbox's namespace */
+    len = sizeof(state);
+    if (getsockopt(orig, IPPROTO_TCP, TCP_INFO, &state, &len) < 0 || len < 1 || state != TCP_CLOSE)
+        return 0; /* connected (EISCONN), listening (EINVAL), a connect() of the
+                     kernel's under way (EALREADY): the kernel's answer */
+    return call_dst(domain, c, dst, port); /* else the kernel's answer */
+}
+
+/* Transparent UDP (tp_udp.c): a UDP socket of the sandbox's namespace
+ * connect()ed to C's address gets a relay for that port before the call
+ * runs, so that its first datagram is not lost. The call is never
+ * refused: it sends nothing, and glibc's getaddrinfo() connect()s a UDP
+ * socket to every answer to sort them (RFC 6724), a TCP client's lookup
+ * included; the relay judges the first datagram. Only a look: the routes
+ * keep every datagram in the namespace, whatever the command writes into
+ * the call's memory after it. sendto() is not notified (a notification
+ * per datagram costs too much): its ports are those with a relay. */
+static void udp_connect(struct tp *t, int orig, int domain, const struct tp_call *c)
+{
+    struct policy_addr dst;
+    uint16_t port = 0;
+
+    if (t->udpr != NULL && (domain == AF_INET || domain == AF_INET6) &&
+        sock_type(orig) == SOCK_DGRAM && call_dst(domain, c, &dst, &port) && port != 0)
+        (void)tp_udp_port(t, port);
 }
 
 /* Would a connection to DST:PORT be accepted by a listener in the sandbox's
@@ -465,6 +499,8 @@ int tp_handle(void *ctx, int notify_fd, const struct seccomp_notif *n)
     orig = take_socket(t, n, c.fd, &domain);
     if (orig < 0)
         return 1;
+    if (!c.bind)
+        udp_connect(t, orig, domain, &c);
     if (c.bind || t->egress == NULL || !intercepted(orig, domain, &c, &dst, &port) ||
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy

@@ -602,6 +602,34 @@ static int dns_socket(int type)
     return fd;
 }
 
+/* Sends one rtnetlink request REQ (LEN bytes) and reads its
+ * acknowledgement. 0 or -1. */
+static int nl_request(void *req, size_t len)
+{
+    struct sockaddr_nl sa;
+    char ack[256];
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.nl_family = AF_NETLINK;
+    if (sendto(fd, req, len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    r = recv(fd, ack, sizeof(ack), 0);
+    close(fd);
+    if (r < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+        return -1;
+    {
+        struct nlmsghdr *h = (struct nlmsghdr *)(void *)ack;
+        struct nlmsgerr *e = NLMSG_DATA(h);
+        return h->nlmsg_type == NLMSG_ERROR && e->error == 0 ? 0 : -1;
+    }
+}
+
 /* Adds ADDR/prefix to the loopback device (ifindex 1 in a new network
  * namespace) over rtnetlink. 0 or -1. */
 static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefix)
@@ -612,13 +640,7 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
         char attrs[64];
     } req;
     struct rtattr *rta;
-    struct sockaddr_nl sa;
-    char ack[256];
-    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    ssize_t r;
 
-    if (fd < 0)
-        return -1;
     memset(&req, 0, sizeof(req));
     req.nh.nlmsg_type = RTM_NEWADDR;
     req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
@@ -636,21 +658,40 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
     rta->rta_len = (unsigned short)RTA_LENGTH(alen);
     memcpy(RTA_DATA(rta), addr, alen);
     req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.ifa)) + 2 * RTA_ALIGN(RTA_LENGTH(alen)));
-    memset(&sa, 0, sizeof(sa));
-    sa.nl_family = AF_NETLINK;
-    if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(fd);
-        return -1;
-    }
-    r = recv(fd, ack, sizeof(ack), 0);
-    close(fd);
-    if (r < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)))
-        return -1;
-    {
-        struct nlmsghdr *h = (struct nlmsghdr *)(void *)ack;
-        struct nlmsgerr *e = NLMSG_DATA(h);
-        return h->nlmsg_type == NLMSG_ERROR && e->error == 0 ? 0 : -1;
-    }
+    return nl_request(&req, req.nh.nlmsg_len);
+}
+
+/* Transparent UDP (tp_udp.c): `ip route add local 0.0.0.0/0 dev lo` (or
+ * ::/0) in the local table, so that every address is local in the
+ * sandbox's namespace: a datagram to any address stays in it, delivered
+ * to a socket bound to its port (sluice's relays) or answered with port
+ * unreachable. 0 or -1. */
+static int add_local_route(int family)
+{
+    struct {
+        struct nlmsghdr nh;
+        struct rtmsg rt;
+        char attrs[16];
+    } req;
+    struct rtattr *rta;
+    uint32_t lo = 1;
+
+    memset(&req, 0, sizeof(req));
+    req.nh.nlmsg_type = RTM_NEWROUTE;
+    req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+    req.nh.nlmsg_seq = 2;
+    req.rt.rtm_family = (unsigned char)family;
+    req.rt.rtm_dst_len = 0;
+    req.rt.rtm_table = RT_TABLE_LOCAL;
+    req.rt.rtm_protocol = RTPROT_BOOT;
+    req.rt.rtm_scope = RT_SCOPE_HOST;
+    req.rt.rtm_type = RTN_LOCAL;
+    rta = (struct rtattr *)(void *)req.attrs;
+    rta->rta_type = RTA_OIF;
+    rta->rta_len = (unsigned short)RTA_LENGTH(sizeof(lo));
+    memcpy(RTA_DATA(rta), &lo, sizeof(lo));
+    req.nh.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.rt)) + RTA_ALIGN(rta->rta_len));
+    return nl_request(&req, req.nh.nlmsg_len);
 }
 
 /* The child: joins the user namespace that owns the sandbox's network
@@ -659,9 +700,9 @@ static int add_lo_addr(int family, const void *addr, size_t alen, unsigned prefi
  * namespace, makes the two sockets and sends them back. Only system calls
  * after fork(): the host may have threads. Exit status: 0, or a step
  * number. */
-static void dns_child(int pid, int sock)
+static void dns_child(int pid, int sock, int routes)
 {
-    char path[64];
+    char path[64], msg[2] = {'D', 0};
     int netfd, userfd, fds[3];
 
     snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
@@ -688,6 +729,10 @@ static void dns_child(int pid, int sock)
             _exit(16);
         (void)add_lo_addr(AF_INET6, v6, sizeof(v6), 128);
     }
+    /* transparent UDP: every address local (best effort: without the
+     * IPv4 route it stays off, and datagrams fail as before) */
+    if (routes && add_local_route(AF_INET) == 0)
+        msg[1] = (char)(1 | (add_local_route(AF_INET6) == 0 ? 2 : 0));
     fds[0] = dns_socket(SOCK_DGRAM);
     fds[1] = dns_socket(SOCK_STREAM);
     fds[2] = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
@@ -695,13 +740,13 @@ static void dns_child(int pid, int sock)
         _exit(14);
     if (fds[2] < 0)
         _exit(17);
-    if (common_send_fds(sock, "D", 1, fds, 3) < 0)
+    if (common_send_fds(sock, msg, sizeof(msg), fds, 3) < 0)
         _exit(15);
     _exit(0);
 }
 
 int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
-                   char *err, size_t errlen)
+                   int *routes, char *err, size_t errlen)
 {
     static const char *const steps[] = {"open the sandbox's network namespace",
                                         "find the user namespace that owns it",
@@ -711,13 +756,14 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
                                         "pass the sockets back",
                                         "give the loopback device an address for AI_ADDRCONFIG",
                                         "open a sock_diag socket there"};
-    char byte = 0;
-    int sp[2], st = 0, fds[3];
+    char msg[2] = {0, 0};
+    int sp[2], st = 0, fds[3], want = *routes;
     size_t n = 0;
     pid_t child;
     ssize_t r;
 
     *udp = *tcp = *diag = -1;
+    *routes = 0;
     {
         char path[64];
         struct stat nst;
@@ -744,14 +790,14 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
     }
     if (child == 0) {
         close(sp[0]);
-        dns_child(cmd_pid, sp[1]);
+        dns_child(cmd_pid, sp[1], want);
     }
     close(sp[1]);
-    r = common_recv_fds(sp[0], &byte, 1, 0, fds, 3, &n, NULL);
+    r = common_recv_fds(sp[0], msg, sizeof(msg), 0, fds, 3, &n, NULL);
     close(sp[0]);
     while (waitpid(child, &st, 0) < 0 && errno == EINTR)
         ;
-    if (r != 1 || n != 3 || byte != 'D') {
+    if (r != 2 || n != 3 || msg[0] != 'D') {
         int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
         for (size_t i = 0; i < n; i++)
             close(fds[i]);
@@ -762,5 +808,6 @@ int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, in
     *udp = fds[0];
     *tcp = fds[1];
     *diag = fds[2];
+    *routes = msg[1] & 3;
     return 0;
 }

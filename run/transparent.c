@@ -355,6 +355,14 @@ int tp_start(struct tp **out, const struct tp_opts *o, char *err, size_t errlen)
     *out = t;
     if (rc == 0)
         rc = route(t);
+    if (rc == 0 && o->udp_relay != NULL && o->egress != NULL) {
+        int urc = tp_udp_start(t, o->udp_relay, o->udp_relay_ctx, o->udp_idle_ms, o->udp_ports,
+                               o->udp_nports);
+        if (urc < 0) { /* fail closed: without relays datagrams go nowhere */
+            snprintf(err, errlen, "transparent UDP: %s", strerror(-urc));
+            return urc;
+        }
+    }
     if (rc < 0) {
         snprintf(err, errlen,
                  "transparent mode: cannot serve the seccomp listener or the "
@@ -409,6 +417,7 @@ void tp_close(struct tp *t)
     while (t->dconns.next != &t->dconns)
         tp_dns_conn_close(t->dconns.next);
     run_notify_unroute(t->notify, t);
+    tp_udp_close(t);
     if (t->udp_open)
         uv_close((uv_handle_t *)&t->udp, on_handle_closed);
     if (t->tcp_open)

@@ -43,6 +43,8 @@ struct run_notify;
  * length); 0 to drop it. cap >= 512. Exposed for tests and fuzzing. */
 size_t tp_dns_answer(struct tp *t, const uint8_t *q, size_t qlen, uint8_t *out, size_t cap);
 
+#define TP_UDP_PORTS_MAX 32 /* transparent UDP: ports with a relay from the start */
+
 struct tp_opts {
     uv_loop_t *loop;
     struct egress_env *egress; /* the run's verdict -> ask -> resolve -> guard -> dial;
@@ -61,7 +63,21 @@ struct tp_opts {
     size_t max_pending; /* connect()s in flight at most (EAGAIN beyond); 0: 1024 */
     int allow_unix;     /* network.allowAllUnixSockets: a Unix path connect()/bind()
                            is the kernel's (CONTINUE), else refused */
+    /* transparent UDP (tp_udp.c): a relay socket bound to PORT of FAMILY in
+     * the sandbox's namespace (run_ports_udp_relay), or -errno; NULL: off
+     * (the local routes are not in) */
+    int (*udp_relay)(void *ctx, int family, unsigned port);
+    void *udp_relay_ctx;
+    uint64_t udp_idle_ms; /* a flow's idle time before it is closed; 0: 120 s */
+    /* ports served from the start (53, the udp: rules' ports), outside the
+     * bound on ports learned later */
+    uint16_t udp_ports[TP_UDP_PORTS_MAX];
+    size_t udp_nports;
 };
+
+/* Transparent UDP's counters as one line ("" when it carried nothing), for
+ * the end of the run. */
+void tp_udp_summary(const struct tp *t, char *buf, size_t len);
 
 /* NULL, or the piece of the kernel transparent mode needs and lacks. */
 const char *tp_preflight(void);
@@ -86,9 +102,11 @@ int tp_resolv_conf(const char *dir, char *file, size_t flen, char *dest, size_t 
  * namespace that owns it and binds there, so nothing inside the sandbox
  * ever holds a capability. Also identifies that namespace (*ns_dev, *ns_ino;
  * while inner still waits, so a command that ends at once cannot race it).
+ * *routes: in, 1 to make every address local there (transparent UDP,
+ * tp_udp.c); out, 1 when the IPv4 route is in, | 2 the IPv6 one, 0 none.
  * 0, or -errno with err naming the failed step. */
 int tp_dns_sockets(int cmd_pid, int *udp, int *tcp, int *diag, dev_t *ns_dev, ino_t *ns_ino,
-                   char *err, size_t errlen);
+                   int *routes, char *err, size_t errlen);
 
 /* For tests: a table-only context whose tp_dns_answer decides with egress's
  * policy. */

@@ -171,6 +171,7 @@ struct tp {
     uint32_t arch[3];
     int nr_socketcall; /* i386 */
     struct tp_names names;
+    struct tp_udp *udpr; /* transparent UDP (tp_udp.c), NULL when off */
 };
 
 /* transparent.c: answers notification ID with ERROR (an errno), or lets
@@ -204,6 +205,17 @@ void tp_unix_path_call(struct tp *t, const struct seccomp_notif *n, int orig,
 
 /* tp_peer.c: 1 when N was a getpeername() (answered), 0 when not one. */
 int tp_peer_call(struct tp *t, const struct seccomp_notif *n);
+
+/* tp_udp.c: transparent UDP's relays and flows. Starts it, the relays of
+ * port 53 and of PORTS made (one that cannot be made stays closed): 0 or
+ * -ENOMEM. */
+int tp_udp_start(struct tp *t, int (*make)(void *ctx, int family, unsigned port), void *ctx,
+                 uint64_t idle_ms, const uint16_t *ports, size_t nports);
+void tp_udp_close(struct tp *t);
+/* A relay serves PORT (made now, unless TPU_MAX_PORTS learned ports are in
+ * use; the ports served from the start do not count): 0, or
+ * -1 when it does not (off, the bound reached, the helper failed). */
+int tp_udp_port(struct tp *t, uint16_t port);
 
 /* tp_dns.c: the resolver's servers, on t->udp and t->tcp */
 void tp_dns_udp_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

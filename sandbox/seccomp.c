@@ -925,6 +925,9 @@ static size_t describe_transparent(const char **lines, size_t n, int tp)
                      "sockets it connected; with allowLocalBinding, bind() is answered by "
                      "sluice the same way; on a socket of the host's namespace both fail "
                      "with EPERM";
+    if (tp)
+        lines[n++] = "UDP is kept in the sandbox by its routes (every address local there: "
+                     "sluice's relays judge each destination), not by this filter";
     return n;
 }
 
@@ -1068,7 +1071,7 @@ static size_t describe_confinement(const char **lines, size_t n, int userns_ok)
 
 const char *const *sb_seccomp_describe(const struct sb_seccomp_opts *o)
 {
-    static const char *all[16][24]; /* one list per combination of the options */
+    static const char *all[16][32]; /* one list per combination of the options */
     int unix_ok = o != NULL && o->allow_unix_sockets;
     int bind_ok = o != NULL && o->allow_local_binding;
     int userns_ok = o != NULL && o->allow_user_namespaces;

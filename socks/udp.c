@@ -109,47 +109,11 @@ static _Thread_local uint8_t rbuf[SOCKS_UDP_BUF];
 
 /* ---- addresses ---- */
 
-/* An address and port out of a sockaddr; a v4-mapped IPv6 becomes IPv4. */
-static int sa_split(const struct sockaddr *sa, struct policy_addr *a, uint16_t *port)
-{
-    memset(a, 0, sizeof(*a));
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        a->family = 4;
-        memcpy(a->bytes, &s4->sin_addr, 4);
-        *port = ntohs(s4->sin_port);
-        return 0;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(s6->sin6_addr.s6_addr, mapped, 12) == 0) {
-            a->family = 4;
-            memcpy(a->bytes, s6->sin6_addr.s6_addr + 12, 4);
-        } else {
-            a->family = 6;
-            memcpy(a->bytes, s6->sin6_addr.s6_addr, 16);
-        }
-        *port = ntohs(s6->sin6_port);
-        return 0;
-    }
-    return -1;
-}
+/* A sockaddr of address A and PORT (endpoint_sockaddr_split the other way). */
 
 static void sa_make(const struct policy_addr *a, uint16_t port, struct sockaddr_storage *ss)
 {
-    memset(ss, 0, sizeof(*ss));
-    if (a->family == 4) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-        s4->sin_family = AF_INET;
-        memcpy(&s4->sin_addr, a->bytes, 4);
-        s4->sin_port = htons(port);
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        s6->sin6_family = AF_INET6;
-        memcpy(s6->sin6_addr.s6_addr, a->bytes, 16);
-        s6->sin6_port = htons(port);
-    }
+    endpoint_sockaddr(a, port, ss, NULL);
 }
 
 static int addr_eq(const struct policy_addr *a, const struct policy_addr *b)
@@ -368,7 +332,7 @@ static void settle(struct udp_dest *d, const struct policy_judgment *j,
             uint16_t p;
             struct sockaddr_storage ss;
             sa_make(&a, d->port, &ss);
-            sa_split((const struct sockaddr *)&ss, &d->to_addr, &p); /* unmaps */
+            endpoint_sockaddr_split((const struct sockaddr *)&ss, &d->to_addr, &p); /* unmaps */
             sa_make(&d->to_addr, d->port, &d->to);
             d->state = DEST_ALLOWED;
             return;
@@ -479,7 +443,7 @@ static int from_client(struct socks_udp *u, const struct sockaddr *sa)
     struct policy_addr a, c;
     uint16_t p, cp;
 
-    if (sa_split(sa, &a, &p) < 0 || sa_split((const struct sockaddr *)&u->client, &c, &cp) < 0 ||
+    if (endpoint_sockaddr_split(sa, &a, &p) < 0 || endpoint_sockaddr_split((const struct sockaddr *)&u->client, &c, &cp) < 0 ||
         !addr_eq(&a, &c))
         return 0;
     if (!u->port_known) {
@@ -599,7 +563,7 @@ static void on_reply(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const stru
     uv_buf_t b;
 
     (void)flags;
-    if (u->closing || addr == NULL || nread < 0 || sa_split(addr, &a, &port) < 0)
+    if (u->closing || addr == NULL || nread < 0 || endpoint_sockaddr_split(addr, &a, &port) < 0)
         return;
     for (size_t i = 0; i < u->ndests && hlen == 0; i++) {
         const struct udp_dest *d = u->dests[i];
@@ -644,8 +608,8 @@ static int control_addrs(uv_tcp_t *ctl, struct policy_addr *peer, uint16_t *peer
 
     if (uv_tcp_getpeername(ctl, (struct sockaddr *)&ps, &plen) < 0 ||
         uv_tcp_getsockname(ctl, (struct sockaddr *)&ls, &llen) < 0 ||
-        sa_split((struct sockaddr *)&ps, peer, peer_port) < 0 ||
-        sa_split((struct sockaddr *)&ls, local, &lport) < 0 || peer->family != local->family)
+        endpoint_sockaddr_split((struct sockaddr *)&ps, peer, peer_port) < 0 ||
+        endpoint_sockaddr_split((struct sockaddr *)&ls, local, &lport) < 0 || peer->family != local->family)
         return -1;
     return 0;
 }
@@ -675,7 +639,7 @@ static int open_relay(struct socks_udp *u, const struct policy_addr *local, uint
     if (uv_udp_bind(&u->relay, (const struct sockaddr *)&ss,
                     local->family == 6 ? UV_UDP_IPV6ONLY : 0) < 0 ||
         uv_udp_getsockname(&u->relay, (struct sockaddr *)&ss, &len) < 0 ||
-        sa_split((struct sockaddr *)&ss, &a, &port) < 0 ||
+        endpoint_sockaddr_split((struct sockaddr *)&ss, &a, &port) < 0 ||
         uv_udp_recv_start(&u->relay, on_alloc_client, on_client) < 0)
         return -1;
     *reply_len = socks5_reply_bound(reply, a.family, a.bytes, port);
@@ -705,7 +669,7 @@ int socks_udp_open(struct socks_udp **out, struct frontend_conn *fc, uv_tcp_t *c
         said.family = req->atyp == SOCKS5_ATYP_IPV4 ? 4 : 6;
         memcpy(said.bytes, req->addr, said.family == 4 ? 4 : 16);
         sa_make(&said, 0, &ss);
-        sa_split((struct sockaddr *)&ss, &said, &p); /* unmaps */
+        endpoint_sockaddr_split((struct sockaddr *)&ss, &said, &p); /* unmaps */
         if (!addr_zero(&said) && !addr_eq(&said, &peer))
             return refuse(code, why, SOCKS5_REP_NOT_ALLOWED,
                           "the UDP source named differs from the control connection's client");

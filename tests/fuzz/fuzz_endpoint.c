@@ -5,7 +5,9 @@
  * accepts the same way; endpoint_str of an endpoint parses back to the same
  * endpoint (kind, address, port, path, fd), fits ENDPOINT_STR_MAX and is
  * truncated, never overrun, in a short buffer; a TCP endpoint's address
- * prints as policy_addr_str does. The environment holds a systemd socket
+ * prints as policy_addr_str does, and its sockaddr (endpoint_sockaddr)
+ * splits back to the same address and port (endpoint_sockaddr_split: an
+ * IPv4-mapped IPv6 address as IPv4). The environment holds a systemd socket
  * activation (LISTEN_PID = this process, LISTEN_FDS=4, LISTEN_FDNAMES
  * "http:socks:http:admin"), so fd:NAME is parsed through to the lookup.
  */
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bridge/bridge.h"
@@ -60,8 +64,23 @@ static void check_endpoint(const struct endpoint *ep, int for_listen)
     }
     FUZZ_CHECK(same_endpoint(ep, &back));
     if (ep->kind == ENDPOINT_TCP) {
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        struct sockaddr_storage ss;
+        struct policy_addr a;
+        socklen_t len = 0;
+        uint16_t port = 0;
         policy_addr_str(&ep->addr, addr, sizeof(addr));
         FUZZ_CHECK(strstr(buf, addr) != NULL);
+        endpoint_sockaddr(&ep->addr, ep->port, &ss, &len);
+        FUZZ_CHECK(len == (ep->addr.family == 4 ? sizeof(struct sockaddr_in)
+                                                : sizeof(struct sockaddr_in6)));
+        FUZZ_CHECK(endpoint_sockaddr_split((const struct sockaddr *)&ss, &a, &port) == 0);
+        FUZZ_CHECK(port == ep->port);
+        if (ep->addr.family == 6 && memcmp(ep->addr.bytes, mapped, 12) == 0)
+            FUZZ_CHECK(a.family == 4 && memcmp(a.bytes, ep->addr.bytes + 12, 4) == 0);
+        else
+            FUZZ_CHECK(a.family == ep->addr.family &&
+                       memcmp(a.bytes, ep->addr.bytes, a.family == 4 ? 4 : 16) == 0);
     }
     /* a short buffer: truncated and terminated, nothing written past it */
     for (size_t cap = 1; cap <= n; cap += 1 + cap / 2) {

@@ -127,7 +127,7 @@ static void judge(const struct replay_record *r)
         rq.target = r->path;
         rq.target_len = strlen(r->path);
     }
-    if (strcmp(r->protocol, "socks5-udp") == 0)
+    if (replay_protocol_udp(r->protocol))
         policy_verdict_transport(pol, POLICY_UDP, &r->h, r->port, NULL, 0, gv, &j);
     else
         policy_verdict_request(pol, &r->h, r->port, r->path != NULL ? &rq : NULL, NULL, 0, gv,
@@ -144,7 +144,7 @@ static void learn(const struct replay_record *r, const struct policy *base)
     FUZZ_CHECK(learn_new(&l) == 0);
     FUZZ_CHECK(learn_add(l, r) == 0);
     FUZZ_CHECK(learn_build(l, base, NULL, &res) == 0);
-    lifted = strcmp(r->protocol, "dns") != 0 && strcmp(r->protocol, "socks5-udp") != 0 &&
+    lifted = strcmp(r->protocol, "dns") != 0 && !replay_protocol_udp(r->protocol) &&
              (r->h.kind == POLICY_HOST_NAME ||
               policy_addr_classify(&r->h.addr, NULL) == POLICY_CLASS_PUBLIC) &&
              (strcmp(r->decision, "deny") != 0 || (r->rule == NULL && r->addr == NULL));

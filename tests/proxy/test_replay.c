@@ -118,6 +118,24 @@ static void forms(void **state)
                      1);
     assert_string_equal(r.protocol, "socks5-udp");
     assert_int_equal(r.port, 53);
+    assert_true(replay_protocol_udp(r.protocol));
+    /* a transparent UDP destination (sluice run --transparent, issue 26) */
+    assert_int_equal(parse("event=decision protocol=transparent-udp host=echo.test port=443 "
+                           "decision=deny",
+                           &r, &why),
+                     1);
+    assert_string_equal(r.protocol, "transparent-udp");
+    assert_int_equal(r.port, 443);
+    assert_true(replay_protocol_udp(r.protocol));
+    assert_int_equal(parse("event=decision protocol=transparent-udpx host=echo.test port=443 "
+                           "decision=deny",
+                           &r, &why),
+                     -EINVAL);
+    assert_int_equal(parse("event=decision protocol=transparent host=echo.test port=443 "
+                           "decision=deny",
+                           &r, &why),
+                     1);
+    assert_false(replay_protocol_udp(r.protocol));
     /* dns: no port */
     assert_int_equal(
         parse("event=decision protocol=dns host=evil.test decision=deny code=3", &r, &why), 1);

@@ -3,9 +3,11 @@
  * (one address per name, mapped back exactly) and the resolver's answers
  * (tp_dns_answer) decided by a compiled policy, the seccomp listener's
  * handoff (sb_handoff_recv_notify) and the filter's notification for
- * connect() (a forked child under sb_seccomp_load with transparent on). The
- * host's handling of a connect() is covered end to end by
- * tests/e2e/transparent.sh. */
+ * connect() (a forked child under sb_seccomp_load with transparent on), and
+ * transparent UDP's verdict at connect()/sendto() and its bound on relay
+ * ports (tp_udp.c, with a relay maker that makes none). The host's handling
+ * of a connect() is covered end to end by tests/e2e/transparent.sh, UDP's
+ * by tests/e2e/transparent_udp.sh. */
 #define _GNU_SOURCE
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
@@ -30,6 +32,7 @@
 
 #include "sandbox/sandbox.h"
 #include "run/transparent.h"
+#include "run/transparent_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* names                                                                     */
@@ -148,6 +151,13 @@ static int setup(void **state)
                       " \"deniedDomains\": [\"evil.test\", \"*.bad.test\", \"port.test:443\"]}}");
 }
 
+static int setup_udp(void **state)
+{
+    return setup_json(state, "{\"network\": {\"allowedDomains\": [\"udp:ok.test:443\", "
+                             "\"udp:10.1.2.3:5000\", \"tcp.test\"],"
+                             " \"deniedDomains\": [\"evil.test\"]}}");
+}
+
 static int setup_report(void **state)
 {
     return setup_json(state,
@@ -227,6 +237,45 @@ static struct answer ask(struct fixture *f, const uint8_t *q, size_t qlen)
         memcpy(a.rdata, out + o + 12, a.rdlen);
     }
     return a;
+}
+
+/* The relay maker of test_udp: counts the calls, makes nothing. */
+static int no_relay(void *ctx, int family, unsigned port)
+{
+    (void)family;
+    (void)port;
+    ++*(int *)ctx;
+    return -ENOSYS;
+}
+
+/* Transparent UDP's relay ports: 53 and the udp: rules' ports from the
+ * start (IPv4 and IPv6 each, and the raw ICMP sockets), then at most 64
+ * learned ports (connect()s), a port tried once never asked for again, and
+ * the counters line at the end of the run. The verdicts on datagrams are
+ * tests/e2e/transparent_udp.sh's. */
+static void test_udp(void **state)
+{
+    struct fixture *f = *state;
+    const uint16_t fixed[2] = {443, 5000};
+    char line[400];
+    int made = 0;
+
+    assert_int_equal(tp_udp_port(f->tp, 443), -1); /* off */
+    assert_int_equal(tp_udp_start(f->tp, no_relay, &made, 0, fixed, 2), 0);
+    assert_int_equal(made, 8); /* ICMP, 53, 443, 5000: IPv4 and IPv6 each */
+    made = 0;
+    assert_int_equal(tp_udp_port(f->tp, 443), 0); /* from the start */
+    assert_int_equal(tp_udp_port(f->tp, 0), -1);
+    assert_int_equal(made, 0);
+    for (uint16_t p = 20000; p < 20100; p++)
+        assert_int_equal(tp_udp_port(f->tp, p), -1); /* the maker makes none */
+    assert_int_equal(made, 128);                     /* 64 ports, then none tried */
+    assert_int_equal(tp_udp_port(f->tp, 20000), 0);  /* known: tried already */
+    assert_int_equal(made, 128);
+    tp_udp_summary(f->tp, line, sizeof(line));
+    assert_string_equal(line, ""); /* nothing carried: no line */
+    tp_udp_close(f->tp);
+    assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
 }
 
 static void test_dns_answers(void **state)
@@ -650,6 +699,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dns_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dns_report_mode, setup_report, teardown),
+        cmocka_unit_test_setup_teardown(test_udp, setup_udp, teardown),
         cmocka_unit_test(test_notify_handoff_refusals),
         cmocka_unit_test(test_notify_filter),
         cmocka_unit_test(test_stdio_handoff),

@@ -304,10 +304,19 @@ def cmd_fd0(port):
 
 
 def cmd_udp():
+    """UDP to an address no udp: rule allows (TEST-NET-1, never routed):
+    transparent UDP's relay refuses it with port unreachable, so the
+    connected socket's next call fails (ECONNREFUSED); "udp=echo" would
+    mean a reply came back."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(3)
     try:
-        s.sendto(b"x", ("192.0.2.1", 9))
-        print("udp=sent")
+        s.connect(("192.0.2.1", 9))
+        s.send(b"x")
+        s.recv(10)
+        print("udp=echo")
+    except socket.timeout:
+        print("udp=timeout")
     except OSError as e:
         print("udp=%s" % errno.errorcode.get(e.errno, e.errno))
 
