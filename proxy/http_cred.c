@@ -45,6 +45,9 @@ struct http_cred {
     struct http_sigv4 *sv;   /* AWS SigV4 re-signing (http_sigv4.c), or NULL */
     const char *why;         /* cut: why, for a 403 when nothing was answered yet */
     struct subst_stream req, resp;
+    struct http_gw_req gw;        /* credentials.headers of this request (http_gw.c) */
+    const struct subst_set *rset; /* what responses are masked with, or NULL: not masked */
+    uint64_t rbits;
     uint8_t *scratch; /* request body output (sent at once) */
     size_t scap;
     uint8_t *arena; /* response body output, kept until http_out_flush */
@@ -69,6 +72,7 @@ void http_cred_free(struct http_work *w)
     if (k->resp_on)
         subst_stream_free(&k->resp);
     http_sigv4_free(k->sv);
+    http_gw_req_free(&k->gw);
     free(k->scratch);
     free(k->arena);
     free(k);
@@ -143,29 +147,6 @@ static int has_encoding(char *head, size_t len)
             return 0;
         p = eol; /* proxy_head_value skips its first line */
     }
-}
-
-/* Every "name:" line of a head removed (the head shrinks in place): the new
- * length. */
-static size_t drop_header(char *head, size_t len, const char *name)
-{
-    size_t nl = strlen(name);
-    char *p = memchr(head, '\n', len);
-
-    while (p != NULL && p + 1 < head + len) {
-        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(head + len - line));
-        size_t ll;
-        if (eol == NULL)
-            break;
-        ll = (size_t)(eol + 1 - line);
-        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
-            memmove(line, eol + 1, (size_t)(head + len - (eol + 1)));
-            len -= ll;
-            continue; /* p stays: the next line is now at line */
-        }
-        p = eol;
-    }
-    return len;
 }
 
 /* require (issue 24 item 4): every entry in k->need must have its
@@ -243,12 +224,13 @@ int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
     struct proxy_creds *t = creds_of(c);
+    struct proxy_gw *g = http_gw_of(c);
     struct http_cred *k;
     uint64_t rep, blk = 0;
     const char *swhy = NULL;
 
     http_cred_free(w);
-    if (t == NULL || w->is_connect || w->out == NULL)
+    if ((t == NULL && g == NULL) || w->is_connect || w->out == NULL)
         return 0;
     k = calloc(1, sizeof(*k));
     if (k == NULL) {
@@ -256,7 +238,22 @@ int http_cred_request(struct http_conn *c)
         return -1;
     }
     w->cred = k;
+    if (g != NULL) {
+        int rc = http_gw_request(c, g, &k->gw);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            k->rset = &k->gw.set;
+            k->rbits = k->gw.set.n >= 64 ? UINT64_MAX : (UINT64_C(1) << k->gw.set.n) - 1;
+        }
+        if (t == NULL)
+            return 0;
+    }
     judge(c, t, k);
+    if (k->hosts != 0) {
+        k->rset = &t->to_fake;
+        k->rbits = proxy_creds_fake_bits(t, k->hosts);
+    }
     if (w->upgrade && k->hosts != 0) {
         /* after a 101 the bytes are relayed as they are: placeholders in
          * frames would go unswapped, and a value the origin echoes in a
@@ -278,7 +275,7 @@ int http_cred_request(struct http_conn *c)
      * not encoded, so such a request asks for no encoding (an origin that
      * encodes anyway is refused: http_cred_response_head) */
     if (k->hosts != 0)
-        w->out_len = drop_header(w->out, w->out_len, "Accept-Encoding");
+        w->out_len = proxy_head_drop(w->out, w->out_len, "Accept-Encoding");
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
     if (blk & k->refuse) {
         char why[300];
@@ -481,11 +478,10 @@ int http_cred_held(const struct http_conn *c)
 int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 {
     struct http_cred *k = c->w->cred;
-    struct proxy_creds *t = creds_of(c);
 
-    if (k == NULL || t == NULL || k->hosts == 0)
+    if (k == NULL || k->rset == NULL)
         return 0;
-    (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
+    (void)subst_buffer(k->rset, k->rbits, (uint8_t *)head, len, NULL);
     if (k->resp_on) {
         subst_stream_free(&k->resp);
         k->resp_on = 0;
@@ -495,14 +491,14 @@ int http_cred_response_head(struct http_conn *c, char *head, size_t len)
      * the response has a body; the head is masked either way */
     if (has_encoding(head, len))
         return -1;
-    if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
+    if (subst_stream_init(&k->resp, k->rset, k->rbits) == 0)
         k->resp_on = 1;
     return 0;
 }
 
 int http_cred_masked(const struct http_conn *c)
 {
-    return c->w != NULL && c->w->cred != NULL && c->w->cred->hosts != 0 && creds_of(c) != NULL;
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->rset != NULL;
 }
 
 void http_cred_flushed(struct http_work *w)
