@@ -137,8 +137,9 @@ cat > "$T/helper.sh" <<EOF
 # prints a new token each run; counts its runs and its arguments
 n=\$(cat "$T/hcount" 2>/dev/null || echo 0)
 n=\$((n + 1))
-echo "\$n" > "$T/hcount"
-echo "\$*" > "$T/hargs"
+# (written whole, then renamed: the test reads them while the helper runs)
+echo "\$n" > "$T/hcount.tmp" && mv "$T/hcount.tmp" "$T/hcount"
+echo "\$*" > "$T/hargs.tmp" && mv "$T/hargs.tmp" "$T/hargs"
 printf '  helper-token-%04d-%s\n' "\$n" "$RND"
 EOF
 chmod 755 "$T/helper.sh"
