@@ -14,6 +14,7 @@
  * after the first line, whatever the client sent. Every call gets an
  * exact-size heap copy.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
