@@ -140,7 +140,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "") printf "%.2fx",
 
 # (g) substitution: three uploads side by side in one sluice run
 subst_lane() {
-    local R tok out plain scan swap n mb0 mb1 mb2 OP2 i
+    local R tok out plain scan swap n mb0 mb1 mb2 OP2 i sl
     if [ "$(id -u)" -ne 0 ]; then
         row "(g) substitution / no credential" "skipped" ">= 0.90x" "not root"
         return
@@ -166,14 +166,16 @@ subst_lane() {
  "credentials": {"envVars": [{"name": "BENCH_TOKEN", "mode": "mask",
                               "injectHosts": ["127.0.0.1:$OPS"]}]}}
 JSON
-    out=$(cd "$T" && BENCH_TOKEN=$tok "$SLUICE" run --settings "$R/s.json" -- sh -c '
+    sl=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE")
+    out=$(cd "$T" && BENCH_TOKEN=$tok "$sl" run --settings "$R/s.json" -- sh -c '
         python3 "$1" upload 127.0.0.1:3128 "$2" "$SSL_CERT_FILE" "$4" &&
         python3 "$1" upload 127.0.0.1:3128 "$3" "$SSL_CERT_FILE" "$4" &&
         python3 "$1" upload 127.0.0.1:3128 "$3" "$SSL_CERT_FILE" "$4" "$BENCH_TOKEN"' \
         sh "$TL" "$OP2" "$OPS" "$UPLOAD_BYTES" 2>"$T/subst.err")
     rm -rf "$R"
+    [ -n "${KEEP:-}" ] && printf '%s\n' "$out" > "$T/subst.out"
     plain=$(sed -n 1p <<<"$out") scan=$(sed -n 2p <<<"$out") swap=$(sed -n 3p <<<"$out")
-    n=$(awk '{ print $6 }' <<<"$swap")
+    n=$(awk '{ print $7 }' <<<"$swap")
     mb0=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$plain")
     mb1=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$scan")
     mb2=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$swap")

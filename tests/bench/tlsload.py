@@ -221,7 +221,8 @@ def upload(proxy, port, cafile, nbytes, token):
             chunk[off:off + len(tok)] = tok
     view = memoryview(chunk)
     t0 = time.monotonic()
-    t.sendall(b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n" % nbytes)
+    t.sendall(b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+              % (port, nbytes))
     n = nbytes
     while n > 0:
         k = min(n, len(chunk))
