@@ -191,15 +191,14 @@ static int read_file(const char *path, uint8_t **buf, size_t *len)
     return rc;
 }
 
-static int located(struct settings_error *err, const struct settings_item *it, const char *fmt,
-                   ...) __attribute__((format(printf, 3, 4)));
+static int located(struct settings_error *err, const struct settings_item *it, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static int located(struct settings_error *err, const struct settings_item *it, const char *fmt,
-                   ...)
+static int located(struct settings_error *err, const struct settings_item *it, const char *fmt, ...)
 {
     va_list ap;
-    int w = snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: ", it->file, it->line,
-                     it->col, it->list != NULL ? it->list : "credentials.headers", it->index);
+    int w = snprintf(err->msg, sizeof(err->msg), "%s:%u:%u: %s[%zu]: ", it->file, it->line, it->col,
+                     it->list != NULL ? it->list : "credentials.headers", it->index);
 
     if (w > 0 && (size_t)w < sizeof(err->msg)) {
         va_start(ap, fmt);

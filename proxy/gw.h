@@ -28,9 +28,9 @@
 
 #include "settings/settings.h"
 
-#define PROXY_GW_VALUE_MAX 8192    /* bytes of a value (a file or output may hold more space) */
-#define PROXY_GW_READ_MAX 65536    /* bytes read from a value file or a helper */
-#define PROXY_GW_RETRY_MS 1000     /* a failed helper runs again after this, doubling ... */
+#define PROXY_GW_VALUE_MAX 8192     /* bytes of a value (a file or output may hold more space) */
+#define PROXY_GW_READ_MAX 65536     /* bytes read from a value file or a helper */
+#define PROXY_GW_RETRY_MS 1000      /* a failed helper runs again after this, doubling ... */
 #define PROXY_GW_RETRY_MAX_MS 30000 /* ... up to this */
 
 struct proxy_gw_entry {

@@ -18,8 +18,7 @@ struct proxy_helper;
 
 /* ok: it exited 0 with out (len bytes, valid during the call only); else
  * why it failed. */
-typedef void (*proxy_helper_cb)(void *arg, int ok, const uint8_t *out, size_t len,
-                                const char *why);
+typedef void (*proxy_helper_cb)(void *arg, int ok, const uint8_t *out, size_t len, const char *why);
 
 /* Starts argv (argv[0] an absolute path) on loop; cb runs once, from the
  * loop, when it has exited and its output is read (or it timed out, or

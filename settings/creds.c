@@ -360,16 +360,23 @@ static int array_positions(struct ctx *c, size_t n, struct jsonpos **pos, size_t
     return 0;
 }
 
-/* credentials.envVars and credentials.files: replaced by a later layer. */
-int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
+/* One entry of a list key checked into b (its text form); out holds the
+ * entries before it. 0, or settings__fail's value. */
+typedef int (*entry_fn)(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                        const struct settings_list *out);
+
+/* A list key of entries (envVars, files, headers): replaced by a later
+ * layer; each entry checked by one, where it is written. */
+static int entry_list(struct ctx *c, json_t *v, const struct key_def *d, const char *hint,
+                      int file, entry_fn one)
 {
     struct settings_list *out = (struct settings_list *)settings__field(c, d);
-    int file = strcmp(d->name, "files") == 0, rc = 0;
     struct jsonpos *pos = NULL;
     size_t n, found = 0;
+    int rc = 0;
 
     if (!json_is_array(v))
-        return settings__fail(c, 0, "expected an array of entries %s, got %s", ENTRY_HINT,
+        return settings__fail(c, 0, "expected an array of entries %s, got %s", hint,
                               settings__type_name(v));
     n = json_array_size(v);
     settings__list_free(out);
@@ -379,19 +386,10 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
         return settings__fail_nomem(c);
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct settings_text b = {0};
-        struct settings_credential cr;
         settings__push_index(c, i);
-        rc = one_entry(c, json_array_get(v, i), file, &b);
+        rc = one(c, json_array_get(v, i), file, &b, out);
         if (rc == 0 && b.p == NULL)
             rc = settings__fail_nomem(c);
-        for (size_t k = 0; rc == 0 && k < out->n; k++) {
-            struct settings_credential was;
-            if (settings_credential_split(out->items[k].value, &was) == 0 &&
-                settings_credential_split(b.p, &cr) == 0 && was.name_len == cr.name_len &&
-                memcmp(was.name, cr.name, cr.name_len) == 0)
-                rc = settings__fail(c, 0, "'%.*s' is already entry %zu", (int)cr.name_len, cr.name,
-                                    k);
-        }
         settings__pop(c);
         if (rc == 0) {
             unsigned line = i < found ? pos[i].line : 1, col = i < found ? pos[i].col : 1;
@@ -403,6 +401,31 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     }
     free(pos);
     return rc;
+}
+
+/* An envVars or files entry, and no name given twice. */
+static int cred_one(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                    const struct settings_list *out)
+{
+    struct settings_credential cr;
+    int rc = one_entry(c, o, file, b);
+
+    if (rc == 0 && b->p == NULL)
+        return settings__fail_nomem(c);
+    for (size_t k = 0; rc == 0 && k < out->n; k++) {
+        struct settings_credential was;
+        if (settings_credential_split(out->items[k].value, &was) == 0 &&
+            settings_credential_split(b->p, &cr) == 0 && was.name_len == cr.name_len &&
+            memcmp(was.name, cr.name, cr.name_len) == 0)
+            rc = settings__fail(c, 0, "'%.*s' is already entry %zu", (int)cr.name_len, cr.name, k);
+    }
+    return rc;
+}
+
+/* credentials.envVars and credentials.files: replaced by a later layer. */
+int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return entry_list(c, v, d, ENTRY_HINT, strcmp(d->name, "files") == 0, cred_one);
 }
 
 /* credentials.allowPlaintextInject: the boolean and where it was set (a
@@ -872,40 +895,18 @@ static int header_entry(struct ctx *c, json_t *o, struct settings_text *b)
     return rc;
 }
 
+static int header_one(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                      const struct settings_list *out)
+{
+    (void)file;
+    (void)out;
+    return header_entry(c, o, b);
+}
+
 /* credentials.headers: replaced by a later layer. */
 int settings__fn_cred_headers(struct ctx *c, json_t *v, const struct key_def *d)
 {
-    struct settings_list *out = (struct settings_list *)settings__field(c, d);
-    struct jsonpos *pos = NULL;
-    size_t n, found = 0;
-    int rc = 0;
-
-    if (!json_is_array(v))
-        return settings__fail(c, 0, "expected an array of entries %s, got %s", HDR_HINT,
-                              settings__type_name(v));
-    n = json_array_size(v);
-    settings__list_free(out);
-    if (n == 0)
-        return 0;
-    if (array_positions(c, n, &pos, &found) < 0)
-        return settings__fail_nomem(c);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct settings_text b = {0};
-        settings__push_index(c, i);
-        rc = header_entry(c, json_array_get(v, i), &b);
-        if (rc == 0 && b.p == NULL)
-            rc = settings__fail_nomem(c);
-        settings__pop(c);
-        if (rc == 0) {
-            if (settings__list_push(out, b.p, c->name, i < found ? pos[i].line : 1,
-                                    i < found ? pos[i].col : 1, d->list, i) < 0)
-                rc = settings__fail_nomem(c); /* list_push freed b.p */
-            b.p = NULL;
-        }
-        free(b.p);
-    }
-    free(pos);
-    return rc;
+    return entry_list(c, v, d, HDR_HINT, 0, header_one);
 }
 
 int settings_header_split(const char *text, struct settings_header *r)

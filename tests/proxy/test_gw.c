@@ -88,7 +88,7 @@ static int table(const char *json_fmt, struct proxy_gw **g, struct settings_erro
 }
 
 #define ENTRY(v)                                                                                   \
-    "{\"credentials\": {\"headers\": [{\"hosts\": [\"a.test\"], \"name\": \"Authorization\", "    \
+    "{\"credentials\": {\"headers\": [{\"hosts\": [\"a.test\"], \"name\": \"Authorization\", "     \
     "\"value\": " v "}]}}"
 
 static void test_values(void **state)
@@ -325,8 +325,7 @@ static void test_lifetime(void **state)
     assert_int_equal(next, 12700);
     /* a new value after the old one ran out */
     assert_int_equal(proxy_gw_due(g, 12700, &next), 0);
-    assert_null(
-        proxy_gw_helper_done(g, 0, 12800, 1, (const uint8_t *)out2, strlen(out2), NULL));
+    assert_null(proxy_gw_helper_done(g, 0, 12800, 1, (const uint8_t *)out2, strlen(out2), NULL));
     assert_int_equal(proxy_gw_get(g, 0, 12800, &s, why, sizeof(why)), 0);
     assert_memory_equal(s.value, out2, s.len);
     proxy_gw_snap_free(&s);
@@ -341,8 +340,7 @@ static void test_lifetime(void **state)
     assert_memory_equal(s.value, out2, s.len);
     proxy_gw_snap_free(&s);
     proxy_gw_unref(g2);
-    assert_int_equal(
-        table(ENTRY("{\"exec\": [\"/bin/echo\", \"y\"], \"ttl\": 10}"), &g2, &err), 0);
+    assert_int_equal(table(ENTRY("{\"exec\": [\"/bin/echo\", \"y\"], \"ttl\": 10}"), &g2, &err), 0);
     proxy_gw_carry(g2, g);
     assert_int_equal(proxy_gw_get(g2, 0, 12800, &s, why, sizeof(why)), -1);
     proxy_gw_unref(g2);
@@ -367,8 +365,8 @@ static void test_trim_check(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_values),   cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_helper),   cmocka_unit_test(test_lifetime),
+        cmocka_unit_test(test_values),     cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_helper),     cmocka_unit_test(test_lifetime),
         cmocka_unit_test(test_trim_check),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
