@@ -13,11 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define REAP_MS 20
+
 extern char **environ;
 
 struct proxy_helper {
     uv_pipe_t out;
-    uv_poll_t exitp;
+    uv_poll_t exitp; /* the pidfd (only initialised with one) */
+    uv_timer_t reap; /* without a pidfd (kernel < 5.3, valgrind): waitpid every REAP_MS */
     uv_timer_t timer;
     pid_t pid;
     int pidfd;
@@ -72,9 +75,11 @@ static void finish(struct proxy_helper *h)
     if (h->finishing)
         return;
     h->finishing = 1;
-    h->open = 3;
+    h->open = h->pidfd >= 0 ? 4 : 3;
     uv_close((uv_handle_t *)&h->out, on_closed);
-    uv_close((uv_handle_t *)&h->exitp, on_closed);
+    uv_close((uv_handle_t *)&h->reap, on_closed);
+    if (h->pidfd >= 0)
+        uv_close((uv_handle_t *)&h->exitp, on_closed);
     uv_close((uv_handle_t *)&h->timer, on_closed);
 }
 
@@ -144,21 +149,35 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     h->len += (size_t)n;
 }
 
-static void on_exit_ready(uv_poll_t *p, int status, int events)
+/* It may have exited: reaped when it has (its pid is ours until then). */
+static void try_reap(struct proxy_helper *h)
 {
-    struct proxy_helper *h = p->data;
     pid_t r;
 
-    (void)status;
-    (void)events;
+    if (h->exited)
+        return;
     do
         r = waitpid(h->pid, &h->status, WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r != h->pid)
         return;
     h->exited = 1;
-    uv_poll_stop(p);
+    if (h->pidfd >= 0)
+        uv_poll_stop(&h->exitp);
+    uv_timer_stop(&h->reap);
     maybe_finish(h);
+}
+
+static void on_exit_ready(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    try_reap(p->data);
+}
+
+static void on_reap_tick(uv_timer_t *t)
+{
+    try_reap(t->data);
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -231,36 +250,33 @@ int proxy_helper_start(uv_loop_t *loop, char *const argv[], unsigned timeout_ms,
     close(p[1]);
     if (devnull >= 0)
         close(devnull);
-    if (rc == 0) {
+    if (rc == 0) /* -1 where there is none: polled with waitpid instead */
         h->pidfd = (int)syscall(SYS_pidfd_open, h->pid, 0U);
-        if (h->pidfd < 0) {
-            rc = errno;
-            (void)kill(h->pid, SIGKILL);
-            while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        }
-    }
     if (rc != 0) {
         close(p[0]);
         free(h);
         return -rc;
     }
-    (void)fcntl(h->pidfd, F_SETFD, FD_CLOEXEC);
+    if (h->pidfd >= 0)
+        (void)fcntl(h->pidfd, F_SETFD, FD_CLOEXEC);
     h->max = max_out;
     h->timeout_ms = timeout_ms;
     h->cb = cb;
     h->arg = arg;
     uv_pipe_init(loop, &h->out, 0);
-    uv_poll_init(loop, &h->exitp, h->pidfd);
+    if (h->pidfd >= 0)
+        uv_poll_init(loop, &h->exitp, h->pidfd);
     uv_timer_init(loop, &h->timer);
-    h->out.data = h->exitp.data = h->timer.data = h;
+    uv_timer_init(loop, &h->reap);
+    h->out.data = h->exitp.data = h->timer.data = h->reap.data = h;
     rc = uv_pipe_open(&h->out, p[0]);
     if (rc == 0)
         rc = uv_read_start((uv_stream_t *)&h->out, on_alloc, on_read);
     else
         close(p[0]);
     if (rc == 0)
-        rc = uv_poll_start(&h->exitp, UV_READABLE, on_exit_ready);
+        rc = h->pidfd >= 0 ? uv_poll_start(&h->exitp, UV_READABLE, on_exit_ready)
+                           : uv_timer_start(&h->reap, on_reap_tick, REAP_MS, REAP_MS);
     if (rc == 0)
         rc = uv_timer_start(&h->timer, on_timeout, timeout_ms, 0);
     *out = h;

@@ -2,7 +2,8 @@
  * (issue 24 item 4: refreshable values): posix_spawn with no shell and no
  * PATH search, stdin and stderr /dev/null, stdout a pipe, no other
  * descriptor inherited (closefrom in the child), every signal at its
- * default and none blocked; its exit watched on a pidfd, its output read
+ * default and none blocked; its exit watched on a pidfd (without one, as on
+ * Linux before 5.3 or under valgrind: waitpid every 20 ms), its output read
  * on the loop up to a limit, a timeout after which it is killed. Nothing
  * blocks the loop. The output is handed to the callback and wiped; it is
  * never logged (a failure says why in words of its own: "exit status 1",
