@@ -658,6 +658,9 @@ struct connlog {
     const char *hint;     /* a denial: what to change in the settings to allow it, or NULL */
     const char *secret_placeholder; /* credential names (never values) whose placeholder the
                                        request carried to another host, or NULL */
+    const char *credential_header; /* credentials.headers entries (never values) the request
+                                      was given or refused for ("headers[0]:Authorization"),
+                                      or NULL */
 };
 
 typedef void (*connlog_fn)(void *ctx, const struct connlog *rec);
@@ -701,6 +704,7 @@ struct frontend_conn {
     unsigned terminated : 1;      /* TLS terminated here (connlog.terminated) */
     char *hint;                   /* a denial's hint; NULL or a heap copy */
     char *secret; /* credentials whose placeholder went elsewhere; NULL or a heap copy */
+    char *cred_header; /* credentials.headers entries of the request; NULL or a heap copy */
     unsigned timer_closing : 1, timer_closed : 1, relay_closed : 1;
 };
 

@@ -140,10 +140,12 @@ void frontend_conn_clear(struct frontend_conn *c)
     free(c->method);
     free(c->hint);
     free(c->secret);
+    free(c->cred_header);
     if (c->end == c->end_own)
         c->end = NULL;
     free(c->end_own);
     c->rule = c->source = c->url = c->reason = c->method = c->end_own = c->hint = c->secret = NULL;
+    c->cred_header = NULL;
 }
 
 const char *frontend_conn_end_fmt(struct frontend_conn *c, const char *fmt, ...)
@@ -217,6 +219,7 @@ void frontend_conn_emit(struct frontend_conn *c, enum connlog_event ev)
     rec.terminated = c->terminated;
     rec.hint = c->hint;
     rec.secret_placeholder = c->secret;
+    rec.credential_header = c->cred_header;
     c->f->log(c->f->log_ctx, &rec);
 }
 

@@ -71,25 +71,59 @@ static int probe_host(const struct policy_cred_host *c, struct policy_host *h)
 
 static int check_host(const struct policy *p, const struct settings *s,
                       const struct settings_item *it, const struct policy_cred_host *c,
-                      struct settings_error *err)
+                      const char *what, struct settings_error *err)
 {
     struct policy_host h;
     struct policy_decision d;
     uint16_t port = c->r.port != 0 ? c->r.port : 443;
 
     if (probe_host(c, &h) < 0)
-        return fail(err, it, "injectHosts '%s': not a host sluice can judge", c->pattern);
+        return fail(err, it, "%s '%s': not a host sluice can judge", what, c->pattern);
     policy_decide(p, &h, port, &d);
     if (d.verdict != POLICY_ALLOW)
         return fail(err, it,
-                    "injectHosts '%s' is not covered by network.allowedDomains: the real value "
+                    "%s '%s' is not covered by network.allowedDomains: the real value "
                     "could never be sent there; add it to allowedDomains or remove it",
-                    c->pattern);
+                    what, c->pattern);
     if (s->network.tls_terminate.given.set && policy_tls_excluded(p, &h, port))
         return fail(err, it,
-                    "injectHosts '%s' is wholly inside network.tlsTerminate.excludeDomains: "
-                    "sluice cannot read its requests to swap the placeholder in",
-                    c->pattern);
+                    "%s '%s' is wholly inside network.tlsTerminate.excludeDomains: "
+                    "sluice cannot read its requests to put the value in",
+                    what, c->pattern);
+    return 0;
+}
+
+/* The hosts lines of a header entry (or of a masked one) into pc, each
+ * judged by check_host. */
+static int compile_hosts(struct policy *p, const struct settings *s, const struct settings_item *it,
+                         struct policy_cred *pc, const char *rest0, const char *what,
+                         struct settings_error *err)
+{
+    const char *rest = rest0, *hs;
+    size_t hl, n = 0;
+
+    while (settings_credential_next(&rest, 'h', &hs, &hl))
+        n++;
+    if (n == 0)
+        return 0;
+    pc->hosts = calloc(n, sizeof(*pc->hosts));
+    if (pc->hosts == NULL)
+        return -ENOMEM;
+    rest = rest0;
+    while (settings_credential_next(&rest, 'h', &hs, &hl)) {
+        struct policy_cred_host *c = &pc->hosts[pc->nhosts];
+        const char *why = NULL;
+        int rc;
+        snprintf(c->pattern, sizeof(c->pattern), "%.*s", (int)hl, hs);
+        if (hl >= sizeof(c->pattern) ||
+            policy_pattern_parse(c->pattern, 0, &c->r, c->name, &why) < 0)
+            return fail(err, it, "%s '%s': %s", what, c->pattern,
+                        why != NULL ? why : "invalid pattern");
+        pc->nhosts++;
+        rc = check_host(p, s, it, c, what, err);
+        if (rc < 0)
+            return rc;
+    }
     return 0;
 }
 
@@ -98,7 +132,7 @@ static int compile_one(struct policy *p, const struct settings *s, const struct 
 {
     struct settings_credential cr;
     const char *rest, *hs;
-    size_t hl, n = 0;
+    size_t hl;
 
     if (settings_credential_split(it->value, &cr) < 0)
         return fail(err, it, "internal: unreadable entry");
@@ -109,26 +143,35 @@ static int compile_one(struct policy *p, const struct settings *s, const struct 
     rest = cr.rest;
     if (settings_credential_next(&rest, 'r', &hs, &hl) && (pc->require = strndup(hs, hl)) == NULL)
         return -ENOMEM;
-    rest = cr.rest;
-    while (settings_credential_next(&rest, 'h', &hs, &hl))
-        n++;
-    if (n == 0)
-        return 0;
-    pc->hosts = calloc(n, sizeof(*pc->hosts));
-    if (pc->hosts == NULL)
-        return -ENOMEM;
-    rest = cr.rest;
-    while (settings_credential_next(&rest, 'h', &hs, &hl)) {
-        struct policy_cred_host *c = &pc->hosts[pc->nhosts];
-        const char *why = NULL;
+    return compile_hosts(p, s, it, pc, cr.rest, "injectHosts", err);
+}
+
+/* credentials.headers (sluice proxy's gateway form): entry i is named
+ * "headers[i]:NAME" (POLICY_CRED_HEADER), its hosts explicit. */
+static int compile_headers(struct policy *p, const struct settings *s, struct settings_error *err)
+{
+    const struct settings_list *l = &s->credentials.headers;
+
+    for (size_t i = 0; i < l->n; i++) {
+        const struct settings_item *it = &l->items[i];
+        struct policy_cred *pc = &p->cred[p->ncred];
+        struct settings_header h;
+        char label[100];
         int rc;
-        snprintf(c->pattern, sizeof(c->pattern), "%.*s", (int)hl, hs);
-        if (hl >= sizeof(c->pattern) ||
-            policy_pattern_parse(c->pattern, 0, &c->r, c->name, &why) < 0)
-            return fail(err, it, "injectHosts '%s': %s", c->pattern,
-                        why != NULL ? why : "invalid pattern");
-        pc->nhosts++;
-        rc = check_host(p, s, it, c, err);
+        if (settings_header_split(it->value, &h) < 0)
+            return fail(err, it, "internal: unreadable entry");
+        if (!s->network.tls_terminate.given.set && !s->credentials.plaintext.on)
+            return fail(err, it,
+                        "a header is injected inside terminated HTTPS: it needs "
+                        "network.tlsTerminate, or credentials.allowPlaintextInject for plain "
+                        "HTTP only");
+        snprintf(label, sizeof(label), "headers[%zu]:%.*s", i, (int)h.name_len, h.name);
+        pc->file = POLICY_CRED_HEADER;
+        pc->name = strdup(label);
+        if (pc->name == NULL)
+            return -ENOMEM;
+        p->ncred++;
+        rc = compile_hosts(p, s, it, pc, h.rest, "hosts", err);
         if (rc < 0)
             return rc;
     }
@@ -139,7 +182,7 @@ int policy__cred_compile(struct policy *p, const struct settings *s, struct sett
 {
     const struct settings_list *lists[3] = {&s->credentials.env_vars, &s->credentials.files,
                                             &s->credentials.aws_pairs};
-    size_t n = 0;
+    size_t n = s->credentials.headers.n;
 
     for (size_t l = 0; l < 3; l++)
         for (size_t i = 0; i < lists[l]->n; i++) {
@@ -174,7 +217,7 @@ int policy__cred_compile(struct policy *p, const struct settings *s, struct sett
             if (rc < 0)
                 return rc;
         }
-    return 0;
+    return compile_headers(p, s, err);
 }
 
 void policy__cred_free(struct policy *p)
@@ -232,6 +275,14 @@ int policy_cred_injects(const struct policy *p, size_t i, const struct policy_ho
     for (size_t k = 0; k < c->nhosts; k++)
         if (policy__rule_host_match(&c->hosts[k].r, c->hosts[k].name, strlen(c->hosts[k].name), h,
                                     port))
+            return 1;
+    return 0;
+}
+
+int policy_cred_header_host(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    for (size_t i = 0; p != NULL && i < p->ncred; i++)
+        if (p->cred[i].file == POLICY_CRED_HEADER && policy_cred_injects(p, i, h, port))
             return 1;
     return 0;
 }

@@ -158,7 +158,8 @@ const struct policy_tls_opts *policy_tls_opts(const struct policy *p);
  * CIDR, each with an optional port). */
 int policy_tls_excluded(const struct policy *p, const struct policy_host *h, uint16_t port);
 /* 1 when host:port needs termination to be judged or served: it has request
- * rules, or (with tlsTerminate on) a masked credential's value goes there. */
+ * rules, or (with tlsTerminate on) a masked credential's value goes there,
+ * or (always) a credentials.headers entry's header. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port);
 /* Why, for messages: "request rules (network.requestRules)", "credentials
  * (...)" or both (static text). */
@@ -267,12 +268,14 @@ int policy_request_ruled(const struct policy *p, const struct policy_host *h, ui
 
 /* Credentials (policy/cred.c, issue 24): the masked entries of
  * "credentials", by name only (the values are never in the policy), in
- * settings order (envVars, then files). policy_cred_injects: 1 when entry
+ * settings order (envVars, then files, then awsPairs), then the entries of
+ * credentials.headers (file POLICY_CRED_HEADER, named "headers[i]:NAME"). policy_cred_injects: 1 when entry
  * i's real value may be sent to host:port (its injectHosts; default the
  * hosts allowedDomains allows). policy_cred_host: 1 when some entry's may
  * (such a host needs termination: policy_tls_needed). */
 size_t policy_cred_count(const struct policy *p);
 const char *policy_cred_name(const struct policy *p, size_t i, int *file);
+#define POLICY_CRED_HEADER 2 /* "file" of a credentials.headers entry ("headers[i]:NAME") */
 int policy_cred_find(const struct policy *p, int file, const char *name);
 /* Entry i's require: the header every request to its hosts must carry its
  * placeholder in (alone), or NULL when it has no require. */
@@ -280,6 +283,8 @@ const char *policy_cred_require(const struct policy *p, size_t i);
 int policy_cred_injects(const struct policy *p, size_t i, const struct policy_host *h,
                         uint16_t port);
 int policy_cred_host(const struct policy *p, const struct policy_host *h, uint16_t port);
+/* 1 when some credentials.headers entry's hosts include host:port. */
+int policy_cred_header_host(const struct policy *p, const struct policy_host *h, uint16_t port);
 
 /* policy_decide with an optional request line: the domain lists decide,
  * then request rules narrow (rq NULL: a connection whose requests sluice

@@ -161,18 +161,32 @@ const struct policy_parent_proxy *policy_mitm_pick(const struct policy *p,
     return &p->tls.mitm_pp;
 }
 
-/* Each reason a host needs termination: request rules, and the hosts a
- * masked credential is sent to. */
+/* Credentials that need termination: the hosts a masked credential is
+ * sent to (with tlsTerminate on; with allowPlaintextInject alone they go
+ * in plain HTTP only, srt's meaning), and a credentials.headers entry's
+ * hosts always (a gateway never lets a request to them pass without its
+ * header, so a tunnel it cannot read is refused). */
+static int cred_needs(const struct policy *p, const struct policy_host *h, uint16_t port)
+{
+    return p->tls.on ? policy_cred_host(p, h, port) : policy_cred_header_host(p, h, port);
+}
+
+/* Each reason a host needs termination: request rules, and credentials. */
 int policy_tls_needed(const struct policy *p, const struct policy_host *h, uint16_t port)
 {
-    return policy_request_ruled(p, h, port) || (p->tls.on && policy_cred_host(p, h, port));
+    return policy_request_ruled(p, h, port) || cred_needs(p, h, port);
 }
 
 const char *policy_tls_needed_why(const struct policy *p, const struct policy_host *h,
                                   uint16_t port)
 {
-    int rules = policy_request_ruled(p, h, port), creds = p->tls.on && policy_cred_host(p, h, port);
+    int rules = policy_request_ruled(p, h, port), creds = cred_needs(p, h, port);
+    int hdr = creds && policy_cred_header_host(p, h, port);
 
+    if (hdr)
+        return rules ? "request rules (network.requestRules) and credentials (a "
+                       "credentials.headers entry's hosts)"
+                     : "credentials (a credentials.headers entry's hosts)";
     return rules && creds ? "request rules (network.requestRules) and credentials (a masked "
                             "entry's injectHosts)"
            : creds        ? "credentials (a masked entry's injectHosts)"

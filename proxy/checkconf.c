@@ -11,6 +11,10 @@
  */
 #include "proxy/check.h"
 
+#include <errno.h>
+
+#include "proxy/gw.h"
+
 #include "policy/policy.h"
 
 #include <stdio.h>
@@ -80,10 +84,21 @@ int check_config(const struct settings *sp, const char *path)
     struct rule_counts allow = {0}, deny = {0};
     char http[64], socks[64], audp[32] = "", dudp[32] = "";
 
+    struct proxy_gw *gw = NULL;
+    int rc;
+
     if (policy_compile(sp, &p, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
+    /* credentials.headers: their files and variables must read as values
+     * (helpers are not run by a config test) */
+    if ((rc = proxy_gw_new(sp, proxy_gw_now(), &gw, &err)) != 0) {
+        fprintf(stderr, "%s\n", rc == -ENOMEM ? "sluice: out of memory" : err.msg);
+        policy_free(p);
+        return 2;
+    }
+    proxy_gw_unref(gw);
     count_rules(&sp->network.allowed_domains, 0, &allow);
     count_rules(&sp->network.denied_domains, 1, &deny);
     if (allow.udp > 0)

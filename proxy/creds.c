@@ -450,7 +450,8 @@ int proxy_creds_settings_check(const struct settings *s, struct settings_error *
                      it->file, it->line, it->col, it->list, it->index,
                      cr.mask ? "mode \"mask\" hands a sandbox a placeholder, and sluice proxy "
                                "has no sandbox to mask (its clients hold their own secrets); "
-                               "use credentials with sluice run"
+                               "use credentials with sluice run, or credentials.headers for a "
+                               "gateway that sets headers itself"
                              : "mode \"deny\" hides a secret from a sandbox, and sluice proxy "
                                "has no sandbox; use credentials with sluice run");
             return -1;

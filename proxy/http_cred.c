@@ -53,6 +53,9 @@ struct http_cred {
     unsigned sig_on : 1;
     const char *why; /* cut: why, for a 403 when nothing was answered yet */
     struct subst_stream req, resp;
+    struct http_gw_req gw;        /* credentials.headers of this request (http_gw.c) */
+    const struct subst_set *rset; /* what responses are masked with, or NULL: not masked */
+    uint64_t rbits;
     uint8_t *scratch; /* request body output (sent at once) */
     size_t scap;
     uint8_t *arena; /* response body output, kept until http_out_flush */
@@ -80,6 +83,7 @@ void http_cred_free(struct http_work *w)
         subst_stream_free(&k->sig);
     free(k->sigset);
     http_sigv4_free(k->sv);
+    http_gw_req_free(&k->gw);
     free(k->scratch);
     free(k->arena);
     free(k);
@@ -154,29 +158,6 @@ static int has_encoding(char *head, size_t len)
             return 0;
         p = eol; /* proxy_head_value skips its first line */
     }
-}
-
-/* Every "name:" line of a head removed (the head shrinks in place): the new
- * length. */
-static size_t drop_header(char *head, size_t len, const char *name)
-{
-    size_t nl = strlen(name);
-    char *p = memchr(head, '\n', len);
-
-    while (p != NULL && p + 1 < head + len) {
-        char *line = p + 1, *eol = memchr(line, '\n', (size_t)(head + len - line));
-        size_t ll;
-        if (eol == NULL)
-            break;
-        ll = (size_t)(eol + 1 - line);
-        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
-            memmove(line, eol + 1, (size_t)(head + len - (eol + 1)));
-            len -= ll;
-            continue; /* p stays: the next line is now at line */
-        }
-        p = eol;
-    }
-    return len;
 }
 
 /* require (issue 24 item 4): every entry in k->need must have its
@@ -269,7 +250,7 @@ static int held_continue(struct http_conn *c)
     if (v == NULL)
         return 0;
     want = w->client_11 && vl == 12 && strncasecmp(v, "100-continue", 12) == 0;
-    w->out_len = drop_header(w->out, w->out_len, "Expect");
+    w->out_len = proxy_head_drop(w->out, w->out_len, "Expect");
     if (!want)
         return 0;
     b = uv_buf_init((char *)(uintptr_t)cont, sizeof(cont) - 1);
@@ -285,12 +266,13 @@ int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
     struct proxy_creds *t = creds_of(c);
+    struct proxy_gw *g = http_gw_of(c);
     struct http_cred *k;
     uint64_t rep, blk = 0;
     const char *swhy = NULL;
 
     http_cred_free(w);
-    if (t == NULL || w->is_connect || w->out == NULL)
+    if ((t == NULL && g == NULL) || w->is_connect || w->out == NULL)
         return 0;
     k = calloc(1, sizeof(*k));
     if (k == NULL) {
@@ -298,7 +280,22 @@ int http_cred_request(struct http_conn *c)
         return -1;
     }
     w->cred = k;
+    if (g != NULL) {
+        int rc = http_gw_request(c, g, &k->gw);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            k->rset = &k->gw.set;
+            k->rbits = k->gw.set.n >= 64 ? UINT64_MAX : (UINT64_C(1) << k->gw.set.n) - 1;
+        }
+        if (t == NULL)
+            return 0;
+    }
     judge(c, t, k);
+    if (k->hosts != 0) {
+        k->rset = &t->to_fake;
+        k->rbits = proxy_creds_fake_bits(t, k->hosts);
+    }
     if (w->upgrade && k->hosts != 0) {
         /* after a 101 the bytes are relayed as they are: placeholders in
          * frames would go unswapped, and a value the origin echoes in a
@@ -320,7 +317,7 @@ int http_cred_request(struct http_conn *c)
      * not encoded, so such a request asks for no encoding (an origin that
      * encodes anyway is refused: http_cred_response_head) */
     if (k->hosts != 0)
-        w->out_len = drop_header(w->out, w->out_len, "Accept-Encoding");
+        w->out_len = proxy_head_drop(w->out, w->out_len, "Accept-Encoding");
     rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
     if (blk & k->refuse) {
         char why[300];
@@ -555,12 +552,11 @@ static const struct subst_set *sig_set(struct http_cred *k)
 int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 {
     struct http_cred *k = c->w->cred;
-    struct proxy_creds *t = creds_of(c);
     const struct subst_set *ss;
 
-    if (k == NULL || t == NULL || k->hosts == 0)
+    if (k == NULL || k->rset == NULL)
         return 0;
-    (void)subst_buffer(&t->to_fake, proxy_creds_fake_bits(t, k->hosts), (uint8_t *)head, len, NULL);
+    (void)subst_buffer(k->rset, k->rbits, (uint8_t *)head, len, NULL);
     ss = sig_set(k);
     if (ss != NULL)
         (void)subst_buffer(ss, 1, (uint8_t *)head, len, NULL);
@@ -577,7 +573,7 @@ int http_cred_response_head(struct http_conn *c, char *head, size_t len)
      * the response has a body; the head is masked either way */
     if (has_encoding(head, len))
         return -1;
-    if (subst_stream_init(&k->resp, &t->to_fake, proxy_creds_fake_bits(t, k->hosts)) == 0)
+    if (subst_stream_init(&k->resp, k->rset, k->rbits) == 0)
         k->resp_on = 1;
     if (k->resp_on && ss != NULL && subst_stream_init(&k->sig, ss, 1) == 0)
         k->sig_on = 1;
@@ -586,7 +582,7 @@ int http_cred_response_head(struct http_conn *c, char *head, size_t len)
 
 int http_cred_masked(const struct http_conn *c)
 {
-    return c->w != NULL && c->w->cred != NULL && c->w->cred->hosts != 0 && creds_of(c) != NULL;
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->rset != NULL;
 }
 
 void http_cred_flushed(struct http_work *w)

@@ -44,6 +44,8 @@
 #include "proxy/proxy.h"
 
 #include "bridge/bridge.h"
+#include "proxy/gw.h"
+#include "proxy/subst.h"
 #include "policy/policy.h"
 
 #include <llhttp.h>
@@ -356,6 +358,18 @@ void http_sigv4_free(struct http_sigv4 *s);
  * one back (an origin that echoes the request must not hand the sandbox a
  * signature made with the real secret, rt-13); 0 when none. */
 int http_sigv4_sigs(const struct http_sigv4 *s, const char **real, const char **fake);
+
+/* http_gw.c: credentials.headers (sluice proxy as a gateway). http_gw_request:
+ * from http_cred_request, on w->out: 0 nothing to inject, 1 injected (r
+ * holds the values' copies and the response mask set), -1 after a refusal. */
+struct http_gw_req {
+    struct proxy_gw_snap *snaps;
+    size_t n;
+    struct subst_set set; /* value -> mask, for the response */
+};
+struct proxy_gw *http_gw_of(const struct http_conn *c);
+int http_gw_request(struct http_conn *c, struct proxy_gw *g, struct http_gw_req *r);
+void http_gw_req_free(struct http_gw_req *r);
 
 /* http_tls.c: network.tlsTerminate in the HTTP front end */
 int http_tls_wanted(const struct http_conn *c);

@@ -451,6 +451,7 @@ static void request_log_reset(struct http_conn *c)
     frontend_conn_set_text(&c->fc.method, NULL);
     frontend_conn_set_text(&c->fc.hint, NULL);
     frontend_conn_set_text(&c->fc.secret, NULL);
+    frontend_conn_set_text(&c->fc.cred_header, NULL);
     http_set_reason(c, NULL);
     c->fc.code = -1;
 }

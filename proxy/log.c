@@ -173,6 +173,7 @@ static void record_line(struct log_line *l, const struct connlog *r)
     put_str(l, "reason", r->reason);
     put_str(l, "hint", r->hint);
     put_str(l, "secret_placeholder", r->secret_placeholder);
+    put_str(l, "credential_header", r->credential_header);
     put_str(l, "addr", r->addr);
     if (r->code >= 0)
         put_num(l, "code", (unsigned long long)r->code);

@@ -4,6 +4,7 @@
  * relaxed atomic adds; /metrics (main thread) sums them with atomic loads. */
 #include "proxy/server-int.h"
 
+#include "proxy/gw.h"
 #include "proxy/tlsterm.h"
 #include "socks/socks.h"
 #include "tls/tls.h"
@@ -234,6 +235,30 @@ static void udp_metrics(FILE *m)
             (unsigned long long)u.unsolicited);
 }
 
+/* credentials.headers: counts only, never a value or an entry's source. */
+static void gw_metrics(FILE *m, const struct proxy_srv *srv)
+{
+    const struct proxy_gw_stats *s = &proxy_gw_stats;
+
+    metric_head(m, "sluice_credential_headers_total", "counter",
+                "Requests given credentials.headers (injected), or refused for want of a value, "
+                "of TLS termination or for an Upgrade (refused).");
+    fprintf(m, "sluice_credential_headers_total{result=\"injected\"} %llu\n",
+            (unsigned long long)__atomic_load_n(&s->injected, __ATOMIC_RELAXED));
+    fprintf(m, "sluice_credential_headers_total{result=\"refused\"} %llu\n",
+            (unsigned long long)__atomic_load_n(&s->refused, __ATOMIC_RELAXED));
+    metric_head(m, "sluice_credential_helper_runs_total", "counter",
+                "credentials.headers helper runs, by result (ok: a new value).");
+    fprintf(m, "sluice_credential_helper_runs_total{result=\"ok\"} %llu\n",
+            (unsigned long long)__atomic_load_n(&s->helper_ok, __ATOMIC_RELAXED));
+    fprintf(m, "sluice_credential_helper_runs_total{result=\"failed\"} %llu\n",
+            (unsigned long long)__atomic_load_n(&s->helper_failed, __ATOMIC_RELAXED));
+    metric_head(m, "sluice_credential_headers_unready", "gauge",
+                "1 while some credentials.headers entry has no value (its requests are refused).");
+    fprintf(m, "sluice_credential_headers_unready %d\n",
+            proxy_gw_unready(srv->gw, proxy_gw_now()) != NULL);
+}
+
 /* Prometheus text exposition format 0.0.4. Main thread. */
 char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
 {
@@ -253,6 +278,7 @@ char *proxy_metrics_text(const struct proxy_srv *srv, size_t *len)
     tls_metrics(m, srv);
     decisions(m, &t);
     udp_metrics(m);
+    gw_metrics(m, srv);
     metric_head(m, "sluice_reloads_total", "counter", "Settings reloads (SIGHUP), by result.");
     fprintf(m, "sluice_reloads_total{result=\"ok\"} %llu\n", (unsigned long long)srv->reloads_ok);
     fprintf(m, "sluice_reloads_total{result=\"error\"} %llu\n",

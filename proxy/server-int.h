@@ -124,6 +124,10 @@ struct proxy_srv {
     int watch_on;
     struct notify *notify;
     struct watch *watch;
+    /* credentials.headers (issue 24 item 4): the table in use (the main
+     * thread's reference; each worker's conf holds one) and its helpers */
+    struct proxy_gw *gw;
+    struct proxy_gwrun *gwrun;
 };
 
 /* proxy/server.c */

@@ -20,6 +20,8 @@
 #include "proxy/server-int.h"
 
 #include "proxy/creds.h"
+#include "proxy/gw.h"
+#include "proxy/gwrun.h"
 #include "proxy/proxy.h"
 #include "proxy/tlsterm.h"
 
@@ -41,11 +43,15 @@ static size_t live_conns(const struct proxy_srv *srv)
 /* Settings and policy                                                       */
 
 /* Loads and compiles with the proxy's defaults (proxy_settings_defaults:
- * private addresses are denied unless the settings say otherwise). 0, or
- * -1 with the message in err. */
+ * private addresses are denied unless the settings say otherwise), and
+ * reads credentials.headers' values (*gw, NULL when there are none). 0, or
+ * -1 with the message in err (nothing is left in *p or *gw). */
 static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy **p,
-                       struct settings_error *err)
+                       struct proxy_gw **gw, struct settings_error *err)
 {
+    int rc;
+
+    *gw = NULL;
     settings_init(s);
     if (settings_load(s, srv->settings_path, err) < 0 || settings_apply_managed(s, NULL, err) < 0)
         return -1;
@@ -54,8 +60,23 @@ static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy 
         return -1;
     if (policy_compile(s, p, err) < 0)
         return -1;
+    rc = proxy_gw_new(s, proxy_gw_now(), gw, err);
+    if (rc < 0) {
+        if (rc == -ENOMEM)
+            snprintf(err->msg, sizeof(err->msg), "credentials.headers: out of memory");
+        policy_free(*p);
+        *p = NULL;
+        return -1;
+    }
     proxy_set_local(*p, srv->laddr, srv->lport, srv->nlisten);
     return 0;
+}
+
+static void gw_log(void *ctx, const char *level, const char *event, const char *msg)
+{
+    struct proxy_srv *srv = ctx;
+
+    proxy_log_event(&srv->log, level, event, msg);
 }
 
 static void reload(struct proxy_srv *srv)
@@ -63,23 +84,29 @@ static void reload(struct proxy_srv *srv)
     struct settings s;
     struct settings_error err;
     struct policy *p = NULL;
+    struct proxy_gw *gw = NULL;
     struct proxy_service_conf *confs[PROXY_MAX_WORKERS];
     char msg[1200];
     unsigned i;
 
     notify_reloading(srv->notify);
-    if (load_policy(srv, &s, &p, &err) < 0 || proxy_tls_reload_check(srv->tls, &s, &err) < 0) {
+    if (load_policy(srv, &s, &p, &gw, &err) < 0 ||
+        proxy_tls_reload_check(srv->tls, &s, &err) < 0) {
         proxy_metrics_reload(srv, 0);
         snprintf(msg, sizeof(msg), "reload failed, keeping the current policy: %s", err.msg);
         proxy_log_event(&srv->log, "error", "reload_failed", msg);
+        policy_free(p);
+        proxy_gw_unref(gw);
         settings_free(&s);
         notify_ready(srv->notify); /* still serving, on the old policy */
         return;
     }
+    proxy_gw_carry(gw, srv->gw); /* helper values go on while they last */
     for (i = 0; i < srv->nworkers; i++) {
         confs[i] = proxy_service_conf_new(&s, p, 1);
         if (confs[i] == NULL)
             break;
+        confs[i]->gw = proxy_gw_ref(gw);
     }
     if (i < srv->nworkers) { /* all or nothing: one policy for every worker */
         while (i-- > 0)
@@ -88,6 +115,7 @@ static void reload(struct proxy_srv *srv)
         proxy_log_event(&srv->log, "error", "reload_failed",
                         "reload failed, keeping the current policy: out of memory");
         policy_free(p);
+        proxy_gw_unref(gw);
         settings_free(&s);
         notify_ready(srv->notify);
         return;
@@ -104,6 +132,10 @@ static void reload(struct proxy_srv *srv)
     proxy_metrics_reload(srv, 1);
     policy_free(srv->policy);
     srv->policy = p;
+    proxy_gw_unref(srv->gw);
+    srv->gw = gw;
+    if (srv->gwrun != NULL)
+        proxy_gwrun_set(srv->gwrun, gw);
     settings_free(&srv->settings); /* the workers hold copies of what they use */
     srv->settings = s;
     srv->max_conns = proxy_max_connections(&srv->settings);
@@ -132,6 +164,9 @@ const char *proxy_not_ready(const struct proxy_srv *srv)
         return "draining";
     if (srv->policy == NULL)
         return "no policy loaded";
+    if (proxy_gw_unready(srv->gw, proxy_gw_now()) != NULL)
+        return "a credentials.headers entry has no value (its helper has not given one, or it "
+               "failed)";
     for (unsigned i = 0; i < srv->nworkers; i++)
         if (__atomic_load_n(&srv->workers[i]->paused, __ATOMIC_RELAXED))
             return "over the connection limit: not accepting";
@@ -159,6 +194,8 @@ static void finish(struct proxy_srv *srv)
     srv->stopping = 2;
     proxy_log_event(&srv->log, "info", "stopped", "all connections closed");
     proxy_ask_close(&srv->broker, &srv->handler, shutdown_done, NULL);
+    proxy_gwrun_close(srv->gwrun);
+    srv->gwrun = NULL;
     uv_close((uv_handle_t *)&srv->sig_hup, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_term, on_handle_closed);
     uv_close((uv_handle_t *)&srv->sig_int, on_handle_closed);
@@ -321,12 +358,17 @@ static int start(struct proxy_srv *srv)
     if (proxy_admin_open(srv) < 0)
         return 1;
     note_listener(srv, srv->admin.l);
-    if (load_policy(srv, &srv->settings, &p, &err) < 0) {
+    if (load_policy(srv, &srv->settings, &p, &srv->gw, &err) < 0) {
         fprintf(stderr, "%s\n", err.msg);
         policy_free(p);
         return 2;
     }
     srv->policy = p;
+    srv->gwrun = proxy_gwrun_new(&srv->loop, gw_log, srv); /* helpers start with the signals */
+    if (srv->gwrun == NULL) {
+        fprintf(stderr, "sluice: proxy: out of memory\n");
+        return 1;
+    }
     if (proxy_tls_shared_new(&srv->settings, &srv->tls, msg, sizeof(msg)) < 0) {
         fprintf(stderr, "sluice: proxy: network.tlsTerminate: %s\n", msg);
         return 2;
@@ -345,6 +387,7 @@ static int start(struct proxy_srv *srv)
             fprintf(stderr, "sluice: proxy: out of memory\n");
             return 1;
         }
+        conf->gw = proxy_gw_ref(srv->gw);
         if (proxy_worker_setup(srv->workers[i], conf, msg, sizeof(msg)) != 0) {
             fprintf(stderr, "sluice: proxy: %s\n", msg);
             return 1;
@@ -452,6 +495,8 @@ static int cleanup(struct proxy_srv *srv, int code)
             proxy_worker_abort(srv->workers[i]);
         proxy_admin_close(srv);
         proxy_ask_close(&srv->broker, &srv->handler, NULL, NULL);
+        proxy_gwrun_close(srv->gwrun);
+        srv->gwrun = NULL;
         watch_close(srv->watch, NULL, NULL);
         notify_close(srv->notify, NULL, NULL);
         srv->watch = NULL;
@@ -468,6 +513,7 @@ static int cleanup(struct proxy_srv *srv, int code)
         code = 1;
     }
     policy_free(srv->policy);
+    proxy_gw_unref(srv->gw);
     settings_free(&srv->settings);
     proxy_log_close(&srv->log);
     if (srv->tls != NULL) {
@@ -556,6 +602,7 @@ int proxy_server_run(const struct proxy_opts *o)
         code = start(srv);
     if (code == 0) {
         start_signals(srv);
+        proxy_gwrun_set(srv->gwrun, srv->gw);
         code = start_ops(srv);
     }
     if (code == 0) {

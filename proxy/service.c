@@ -4,6 +4,7 @@
  * Written once here; proxy/worker.c and run/launch.c start it. */
 #include "proxy/service.h"
 
+#include "proxy/gw.h"
 #include "proxy/proxy.h"
 #include "proxy/server.h"
 #include "socks/socks.h"
@@ -47,6 +48,7 @@ void proxy_service_conf_free(struct proxy_service_conf *c)
     if (c == NULL)
         return;
     policy_free(c->policy);
+    proxy_gw_unref(c->gw);
     free(c->auth_user);
     free(c->auth_pass);
     free(c);

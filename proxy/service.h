@@ -34,6 +34,7 @@ struct proxy_service_conf {
     char *auth_user, *auth_pass;
     unsigned handshake_ms, head_ms, idle_ms, max_head;
     size_t max_conns;
+    struct proxy_gw *gw; /* credentials.headers (sluice proxy; a reference), or NULL */
 };
 
 /* From settings s and policy p (referenced when not NULL); auth: with the

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -178,6 +179,29 @@ static void on_timer_closed(uv_handle_t *h)
     release(h->data);
 }
 
+/* credentials.headers' value files (a Kubernetes Secret's key is a link
+ * into a ..TIMESTAMP directory, swapped like a ConfigMap's). */
+static int add_value_files(struct wdir **list, const struct settings *s)
+{
+    const char *home = getenv("HOME");
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && s != NULL && i < s->credentials.headers.n; i++) {
+        struct settings_header h;
+        char path[PATH_MAX];
+        if (settings_header_split(s->credentials.headers.items[i].value, &h) < 0 ||
+            h.kind != SETTINGS_HDR_FILE)
+            continue;
+        if (h.source[0] == '~' && home != NULL)
+            snprintf(path, sizeof(path), "%s%.*s", home, (int)h.source_len - 1, h.source + 1);
+        else
+            snprintf(path, sizeof(path), "%.*s", (int)h.source_len, h.source);
+        if (path[0] == '/')
+            rc = add_path(list, path);
+    }
+    return rc;
+}
+
 int watch_update(struct watch *w, const struct settings *s)
 {
     struct wdir *list = NULL, *d, **pp;
@@ -191,6 +215,8 @@ int watch_update(struct watch *w, const struct settings *s)
         rc = add_path(&list, s->files[i]);
     if (rc == 0)
         rc = add_path(&list, WATCH_MANAGED_PATH);
+    if (rc == 0)
+        rc = add_value_files(&list, s);
     /* start the new watches; a directory that does not exist (no managed
      * file, a list file's directory gone) is skipped, but not the settings
      * file's own: then the old watches stay and the caller hears of it */

@@ -600,6 +600,16 @@ int run_creds_prepare(struct run *run)
     struct run_creds *rc;
     int err;
 
+    if (s->credentials.headers.n > 0) {
+        const struct settings_item *it = &s->credentials.headers.items[0];
+        fprintf(stderr,
+                "sluice: run: %s:%u:%u: %s[%zu]: refused by sluice run: header injection is "
+                "sluice proxy's form, for a gateway whose clients hold no secret; in sluice run "
+                "mask the variable instead (mode \"mask\", with require to keep the command "
+                "from using a token of its own); the command was not run\n",
+                it->file, it->line, it->col, it->list, it->index);
+        return -1;
+    }
     if (count_entries(s) == 0)
         return 0;
     if (check_mask(s) < 0)

@@ -15,8 +15,10 @@
 
 #include <errno.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define ENTRY_HINT                                                                                 \
     "(an entry has name or path, mode, and optionally extract, onExtractNoMatch, "                 \
@@ -358,16 +360,23 @@ static int array_positions(struct ctx *c, size_t n, struct jsonpos **pos, size_t
     return 0;
 }
 
-/* credentials.envVars and credentials.files: replaced by a later layer. */
-int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
+/* One entry of a list key checked into b (its text form); out holds the
+ * entries before it. 0, or settings__fail's value. */
+typedef int (*entry_fn)(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                        const struct settings_list *out);
+
+/* A list key of entries (envVars, files, headers): replaced by a later
+ * layer; each entry checked by one, where it is written. */
+static int entry_list(struct ctx *c, json_t *v, const struct key_def *d, const char *hint,
+                      int file, entry_fn one)
 {
     struct settings_list *out = (struct settings_list *)settings__field(c, d);
-    int file = strcmp(d->name, "files") == 0, rc = 0;
     struct jsonpos *pos = NULL;
     size_t n, found = 0;
+    int rc = 0;
 
     if (!json_is_array(v))
-        return settings__fail(c, 0, "expected an array of entries %s, got %s", ENTRY_HINT,
+        return settings__fail(c, 0, "expected an array of entries %s, got %s", hint,
                               settings__type_name(v));
     n = json_array_size(v);
     settings__list_free(out);
@@ -377,19 +386,10 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
         return settings__fail_nomem(c);
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct settings_text b = {0};
-        struct settings_credential cr;
         settings__push_index(c, i);
-        rc = one_entry(c, json_array_get(v, i), file, &b);
+        rc = one(c, json_array_get(v, i), file, &b, out);
         if (rc == 0 && b.p == NULL)
             rc = settings__fail_nomem(c);
-        for (size_t k = 0; rc == 0 && k < out->n; k++) {
-            struct settings_credential was;
-            if (settings_credential_split(out->items[k].value, &was) == 0 &&
-                settings_credential_split(b.p, &cr) == 0 && was.name_len == cr.name_len &&
-                memcmp(was.name, cr.name, cr.name_len) == 0)
-                rc = settings__fail(c, 0, "'%.*s' is already entry %zu", (int)cr.name_len, cr.name,
-                                    k);
-        }
         settings__pop(c);
         if (rc == 0) {
             unsigned line = i < found ? pos[i].line : 1, col = i < found ? pos[i].col : 1;
@@ -401,6 +401,31 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
     }
     free(pos);
     return rc;
+}
+
+/* An envVars or files entry, and no name given twice. */
+static int cred_one(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                    const struct settings_list *out)
+{
+    struct settings_credential cr;
+    int rc = one_entry(c, o, file, b);
+
+    if (rc == 0 && b->p == NULL)
+        return settings__fail_nomem(c);
+    for (size_t k = 0; rc == 0 && k < out->n; k++) {
+        struct settings_credential was;
+        if (settings_credential_split(out->items[k].value, &was) == 0 &&
+            settings_credential_split(b->p, &cr) == 0 && was.name_len == cr.name_len &&
+            memcmp(was.name, cr.name, cr.name_len) == 0)
+            rc = settings__fail(c, 0, "'%.*s' is already entry %zu", (int)cr.name_len, cr.name, k);
+    }
+    return rc;
+}
+
+/* credentials.envVars and credentials.files: replaced by a later layer. */
+int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return entry_list(c, v, d, ENTRY_HINT, strcmp(d->name, "files") == 0, cred_one);
 }
 
 /* credentials.allowPlaintextInject: the boolean and where it was set (a
@@ -646,4 +671,271 @@ int settings__fn_sigv4(struct ctx *c, json_t *v, const struct key_def *d)
     c->v->credentials.sigv4.presigned = val[1];
     c->v->credentials.sigv4.sigv4a = val[2];
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* headers: header injection for sluice proxy as a gateway (sluice's)        */
+
+#define HDR_HINT "(an entry has hosts, name and value)"
+#define VALUE_HINT                                                                                 \
+    "(a value is {\"file\": PATH} or {\"env\": NAME} or {\"exec\": [PROGRAM, ARG...], \"ttl\": "  \
+    "SECONDS}, with optionally prefix, and timeout with exec)"
+
+/* Headers the proxy itself frames or that are hop by hop: never injected. */
+static const char *const hdr_refused[] = {
+    "Host",    "Content-Length", "Transfer-Encoding",   "Connection",       "Keep-Alive",
+    "Upgrade", "TE",             "Trailer",             "Proxy-Authorization", "Proxy-Connection",
+    "Expect",  "Content-Encoding",
+};
+
+/* A prefix: printable ASCII, space and tab, at most 256 bytes. */
+static int prefix_ok(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s != '\0'; s++, n++)
+        if (!((*s >= 0x20 && *s < 0x7f) || *s == '\t'))
+            return 0;
+    return n <= 256;
+}
+
+struct hvalue {
+    json_t *file, *env, *exec, *prefix, *ttl, *timeout;
+};
+
+static int value_members(struct ctx *c, json_t *o, struct hvalue *v)
+{
+    const char *key;
+    json_t *m;
+
+    json_object_foreach(o, key, m)
+    {
+        json_t **slot = strcmp(key, "file") == 0      ? &v->file
+                        : strcmp(key, "env") == 0     ? &v->env
+                        : strcmp(key, "exec") == 0    ? &v->exec
+                        : strcmp(key, "prefix") == 0  ? &v->prefix
+                        : strcmp(key, "ttl") == 0     ? &v->ttl
+                        : strcmp(key, "timeout") == 0 ? &v->timeout
+                                                      : NULL;
+        if (slot == NULL) {
+            int rc;
+            settings__push_key(c, key);
+            rc = settings__fail(c, 1, "unknown key '%s' %s", key, VALUE_HINT);
+            settings__pop(c);
+            return rc;
+        }
+        *slot = m;
+    }
+    return 0;
+}
+
+/* A member of the value object refused where it is (why). */
+static int value_fail(struct ctx *c, const char *key, const char *why)
+{
+    int rc;
+
+    settings__push_key(c, key);
+    rc = settings__fail(c, 1, "%s", why);
+    settings__pop(c);
+    return rc;
+}
+
+/* exec: [PROGRAM (absolute), ARG...], one "x" line each. */
+static int exec_lines(struct ctx *c, json_t *a, struct settings_text *b)
+{
+    int rc = 0;
+
+    settings__push_key(c, "exec");
+    if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > 64)
+        rc = settings__fail(c, 0, "expected an array of 1 to 64 strings [PROGRAM, ARG...], got %s",
+                            !json_is_array(a)            ? settings__type_name(a)
+                            : json_array_size(a) == 0 ? "an empty array"
+                                                      : "more than 64");
+    for (size_t i = 0; rc == 0 && i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        settings__push_index(c, i);
+        if (!json_is_string(e) || has_control(json_string_value(e)) ||
+            (i == 0 && json_string_value(e)[0] != '/'))
+            rc = settings__fail(c, 0, "%s",
+                                i == 0 ? "the program: an absolute path (no shell, no PATH search)"
+                                       : "expected a string without control characters");
+        else if (settings__text_add(b, "\nx", 2) < 0 ||
+                 settings__text_add(b, json_string_value(e), json_string_length(e)) < 0)
+            rc = settings__fail_nomem(c);
+        settings__pop(c);
+    }
+    settings__pop(c);
+    return rc;
+}
+
+/* The value object: kind, source, prefix, ttl and timeout lines of the text
+ * form (settings.h), and the "x" lines of exec into xb. */
+static int header_value(struct ctx *c, json_t *o, struct settings_text *b, struct settings_text *xb)
+{
+    struct hvalue v = {0};
+    const char *src = "", *prefix = "", *kind;
+    unsigned ttl = 0, timeout = 10000;
+    char nums[40];
+    int rc, nsrc;
+
+    if (!json_is_object(o))
+        return settings__fail(c, 0, "expected an object %s, got %s", VALUE_HINT,
+                              settings__type_name(o));
+    rc = value_members(c, o, &v);
+    if (rc < 0)
+        return rc;
+    nsrc = (v.file != NULL) + (v.env != NULL) + (v.exec != NULL);
+    if (nsrc != 1)
+        return settings__fail(c, 0, "needs exactly one of file, env and exec %s", VALUE_HINT);
+    kind = v.file != NULL ? "file" : v.env != NULL ? "env" : "exec";
+    if (v.file != NULL && (rc = member_string(c, "file", v.file, &src)) == 0 && src[0] != '/' &&
+        !(src[0] == '~' && src[1] == '/'))
+        rc = value_fail(c, "file", "must be an absolute path or start with ~/");
+    if (rc == 0 && v.env != NULL && (rc = member_string(c, "env", v.env, &src)) == 0 &&
+        !env_name_ok(src))
+        rc = value_fail(c, "env", "not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    if (rc == 0 && v.exec != NULL)
+        rc = exec_lines(c, v.exec, xb);
+    if (rc == 0 && v.exec != NULL && v.ttl == NULL)
+        rc = settings__fail(c, 0, "exec needs ttl: how many seconds its output may be used");
+    if (rc == 0 && v.exec == NULL && v.ttl != NULL)
+        rc = value_fail(c, "ttl", "applies with exec only (a file is read again on reload)");
+    if (rc == 0 && v.exec == NULL && v.timeout != NULL)
+        rc = value_fail(c, "timeout", "applies with exec only");
+    if (rc == 0 && v.ttl != NULL) {
+        settings__push_key(c, "ttl");
+        rc = settings__want_seconds(c, v.ttl, 1000, 86400000, &ttl);
+        settings__pop(c);
+    }
+    if (rc == 0 && v.timeout != NULL) {
+        settings__push_key(c, "timeout");
+        rc = settings__want_seconds(c, v.timeout, 100, 300000, &timeout);
+        settings__pop(c);
+    }
+    if (rc == 0 && v.prefix != NULL) {
+        settings__push_key(c, "prefix");
+        if (!json_is_string(v.prefix) || !prefix_ok(json_string_value(v.prefix)))
+            rc = settings__fail(c, 0, "expected a string of at most 256 printable ASCII bytes");
+        else
+            prefix = json_string_value(v.prefix);
+        settings__pop(c);
+    }
+    if (rc < 0)
+        return rc;
+    snprintf(nums, sizeof(nums), "%u", v.exec != NULL ? ttl : 0);
+    if (cb_line(b, kind) < 0 || cb_line(b, src) < 0 || cb_line(b, prefix) < 0 ||
+        cb_line(b, nums) < 0)
+        return settings__fail_nomem(c);
+    snprintf(nums, sizeof(nums), "%u", v.exec != NULL ? timeout : 0);
+    if (cb_line(b, nums) < 0)
+        return settings__fail_nomem(c);
+    return 0;
+}
+
+static int header_name(struct ctx *c, json_t *m, const char **name)
+{
+    int rc = member_string(c, "name", m, name);
+
+    if (rc < 0)
+        return rc;
+    settings__push_key(c, "name");
+    if (!header_name_ok(*name))
+        rc = settings__fail(c, 0, "'%s': not an HTTP header name (a token of at most 64 bytes)",
+                            *name);
+    for (size_t i = 0; rc == 0 && i < COUNT(hdr_refused); i++)
+        if (strcasecmp(*name, hdr_refused[i]) == 0)
+            rc = settings__fail(c, 0,
+                                "'%s': the proxy frames or strips this header itself; it cannot "
+                                "be injected",
+                                *name);
+    settings__pop(c);
+    return rc;
+}
+
+static int header_entry(struct ctx *c, json_t *o, struct settings_text *b)
+{
+    json_t *hosts = NULL, *name = NULL, *value = NULL, *m;
+    struct settings_text xb = {0};
+    const char *key, *hname = NULL;
+    int rc = 0;
+
+    if (!json_is_object(o))
+        return settings__fail(c, 0, "expected an entry object %s, got %s", HDR_HINT,
+                              settings__type_name(o));
+    json_object_foreach(o, key, m)
+    {
+        json_t **slot = strcmp(key, "hosts") == 0   ? &hosts
+                        : strcmp(key, "name") == 0  ? &name
+                        : strcmp(key, "value") == 0 ? &value
+                                                    : NULL;
+        if (slot == NULL) {
+            settings__push_key(c, key);
+            rc = settings__fail(c, 1, "unknown key '%s' %s", key, HDR_HINT);
+            settings__pop(c);
+            return rc;
+        }
+        *slot = m;
+    }
+    if (hosts == NULL || name == NULL || value == NULL)
+        return settings__fail(c, 0, "an entry needs %s %s",
+                              hosts == NULL ? "hosts" : name == NULL ? "name" : "value", HDR_HINT);
+    rc = header_name(c, name, &hname);
+    if (rc == 0 && (cb_line(b, "hdr") < 0 || cb_line(b, hname) < 0))
+        rc = settings__fail_nomem(c);
+    if (rc == 0) {
+        settings__push_key(c, "value");
+        rc = header_value(c, value, b, &xb);
+        settings__pop(c);
+    }
+    if (rc == 0)
+        rc = member_list(c, "hosts", hosts, "h", host_ok, b);
+    if (rc == 0 && xb.p != NULL && settings__text_add(b, xb.p, xb.n) < 0)
+        rc = settings__fail_nomem(c);
+    free(xb.p);
+    return rc;
+}
+
+static int header_one(struct ctx *c, json_t *o, int file, struct settings_text *b,
+                      const struct settings_list *out)
+{
+    (void)file;
+    (void)out;
+    return header_entry(c, o, b);
+}
+
+/* credentials.headers: replaced by a later layer. */
+int settings__fn_cred_headers(struct ctx *c, json_t *v, const struct key_def *d)
+{
+    return entry_list(c, v, d, HDR_HINT, 0, header_one);
+}
+
+int settings_header_split(const char *text, struct settings_header *r)
+{
+    const char *p = text, *f[7];
+    size_t lens[7];
+
+    memset(r, 0, sizeof(*r));
+    for (size_t k = 0; k < 7; k++) {
+        const char *nl = strchr(p, '\n');
+        f[k] = p;
+        lens[k] = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        if (nl == NULL && k < 6)
+            return -EINVAL;
+        p = nl != NULL ? nl + 1 : p + lens[k];
+    }
+    if (!(lens[0] == 3 && memcmp(f[0], "hdr", 3) == 0))
+        return -EINVAL;
+    r->name = f[1];
+    r->name_len = lens[1];
+    r->kind = f[2][0] == 'f'   ? SETTINGS_HDR_FILE
+              : f[2][0] == 'e' && lens[2] == 3 && f[2][1] == 'n' ? SETTINGS_HDR_ENV
+                                                                 : SETTINGS_HDR_EXEC;
+    r->source = f[3];
+    r->source_len = lens[3];
+    r->prefix = f[4];
+    r->prefix_len = lens[4];
+    r->ttl_ms = (unsigned)strtoul(f[5], NULL, 10);
+    r->timeout_ms = (unsigned)strtoul(f[6], NULL, 10);
+    r->rest = f[6] + lens[6];
+    return r->name_len > 0 ? 0 : -EINVAL;
 }

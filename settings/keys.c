@@ -204,6 +204,8 @@ static const struct key_def credentials_keys[] = {
     CUSTOM("awsPairs", settings__fn_aws_pairs, credentials.aws_pairs, MERGE_LIST,
            "credentials.awsPairs"),
     CUSTOM("sigv4", settings__fn_sigv4, credentials.sigv4, MERGE_SCALAR, NULL),
+    CUSTOM("headers", settings__fn_cred_headers, credentials.headers, MERGE_LIST,
+           "credentials.headers"),
 };
 
 static const struct key_def git_keys[] = {

@@ -205,6 +205,7 @@ int settings__fn_cred_entries(struct ctx *c, json_t *v, const struct key_def *d)
 int settings__fn_plaintext_inject(struct ctx *c, json_t *v, const struct key_def *d); /* creds.c */
 int settings__fn_aws_pairs(struct ctx *c, json_t *v, const struct key_def *d);       /* creds.c */
 int settings__fn_sigv4(struct ctx *c, json_t *v, const struct key_def *d);           /* creds.c */
+int settings__fn_cred_headers(struct ctx *c, json_t *v, const struct key_def *d);    /* creds.c */
 int settings__fn_publish(struct ctx *c, json_t *v, const struct key_def *d);      /* ports.c */
 int settings__fn_host_ports(struct ctx *c, json_t *v, const struct key_def *d);   /* ports.c */
 int settings__fn_tribool(struct ctx *c, json_t *v, const struct key_def *d);

@@ -203,6 +203,9 @@ struct settings {
         struct {
             int streaming, presigned, sigv4a; /* 0 deny (default), 1 passthrough */
         } sigv4;
+        /* headers (sluice proxy as a gateway): one item per entry in
+         * settings_header's text form (below); replaced by a later layer */
+        struct settings_list headers;
         struct {
             int on;           /* allowPlaintextInject */
             const char *file; /* where it was last set (run/creds_trust.c) */
@@ -389,5 +392,25 @@ int settings_credential_split(const char *text, struct settings_credential *r);
 /* The next line of rest tagged tag ('c' claim, 'h' host, 'r' require): 1 with *s, *len
  * and *rest moved past it, 0 at the end. */
 int settings_credential_next(const char **rest, char tag, const char **s, size_t *len);
+/* credentials.headers: the text form of one checked entry, lines:
+ *   "hdr"; the header name; "file", "env" or "exec"; the path or variable
+ *   name ("" for exec); the prefix ("" none); ttl in ms (exec, else 0);
+ *   timeout in ms (exec, else 0); then one line "h" + pattern per host and
+ *   one line "x" + argument per exec argument (the program first).
+ * settings_header_split() reads it back (spans point into text); the "h"
+ * and "x" lines are walked with settings_credential_next(). */
+enum settings_hdr_kind { SETTINGS_HDR_FILE = 0, SETTINGS_HDR_ENV, SETTINGS_HDR_EXEC };
+struct settings_header {
+    const char *name;
+    size_t name_len;
+    enum settings_hdr_kind kind;
+    const char *source; /* file path or variable name */
+    size_t source_len;
+    const char *prefix;
+    size_t prefix_len;
+    unsigned ttl_ms, timeout_ms;
+    const char *rest; /* the host and argument lines */
+};
+int settings_header_split(const char *text, struct settings_header *r);
 
 #endif

@@ -202,6 +202,7 @@ void settings_free(struct settings *s)
     settings__list_free(&s->credentials.env_vars);
     settings__list_free(&s->credentials.files);
     settings__list_free(&s->credentials.aws_pairs);
+    settings__list_free(&s->credentials.headers);
     free(s->network.deny_message);
     settings__list_free(&s->git_safe_directories);
     settings__list_free(&s->sandbox.excluded_commands);

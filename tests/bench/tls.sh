@@ -34,8 +34,18 @@
 #       100-byte echo) through sluice without tlsTerminate (today's) and
 #       with tlsTerminate whose excludeDomains hold the origin; BASELINE=PATH
 #       adds another sluice binary (e.g. main's) without tlsTerminate
+#   (g) credential substitution (issue 24, goal: costs at most 10% of
+#       terminated-tunnel bulk throughput): inside one `sluice run` (as root:
+#       the settings that mask a credential must be in a directory no
+#       sandbox can write, here one under /run), side by side, UPLOAD_BYTES
+#       up through a terminated tunnel to a host that is no credential's
+#       (no scan), to the masked variable's injectHosts origin with no
+#       placeholder in the body (scan only), and with the placeholder every
+#       64 KiB (scan and swap; the origin counts the real value it got);
+#       MB/s each and the ratio of the last to the first
 # Knobs: RATE_SECONDS (5), THREADS (8), HELD_N (10000), BULK_BYTES
-# (268435456), BASELINE, KEEP=1. Timings are reported, never asserted: the
+# (268435456), UPLOAD_BYTES (268435456), LANES (all; "g": only (g)),
+# BASELINE, KEEP=1. Timings are reported, never asserted: the
 # machine is shared, every figure is noisy (the header prints the load).
 set -uo pipefail
 B=${1:-build}
@@ -47,6 +57,8 @@ RATE_SECONDS=${RATE_SECONDS:-5}
 THREADS=${THREADS:-8}
 HELD_N=${HELD_N:-10000}
 BULK_BYTES=${BULK_BYTES:-268435456}
+UPLOAD_BYTES=${UPLOAD_BYTES:-268435456}
+LANES=${LANES:-all}
 for f in "$SLUICE" "$LOADGEN"; do
     [ -x "$f" ] || { echo "missing $f (cmake --build $B --target sluice loadgen)" >&2; exit 2; }
 done
@@ -126,8 +138,66 @@ ROWS=()
 row() { ROWS+=("$(printf '%-44s %14s %14s %10s' "$1" "$2" "$3" "$4")"); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "") printf "%.2fx", a / b; else print "-" }'; }
 
+# (g) substitution: three uploads side by side in one sluice run
+subst_lane() {
+    local R tok out plain scan swap n mb0 mb1 mb2 OP2 i sl
+    if [ "$(id -u)" -ne 0 ]; then
+        row "(g) substitution / no credential" "skipped" ">= 0.90x" "not root"
+        return
+    fi
+    # masking settings must be where no sandbox can write (run/creds_trust.c)
+    R=$(mktemp -d /run/sluice-bench-subst.XXXXXX) || return
+    chmod 700 "$R"
+    cp "$P/originca.pem" "$R/originca.pem"
+    tok=bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    OP2=$(free_port)
+    python3 "$TL" origin "$OP2" "$P/origin.pem" "$P/origin.key" "$tok" 2>>"$T/origin.err" &
+    PIDS+=($!)
+    OPS=$(free_port)
+    python3 "$TL" origin "$OPS" "$P/origin.pem" "$P/origin.key" "$tok" 2>>"$T/origin.err" &
+    PIDS+=($!)
+    for i in $(seq 50); do
+        python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $OPS), 1); socket.create_connection(('127.0.0.1', $OP2), 1)" 2>/dev/null && break
+        sleep 0.1
+    done
+    cat > "$R/s.json" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1:$OPS", "127.0.0.1:$OP2"],
+             "tlsTerminate": {"extraCaCertPaths": ["$R/originca.pem"]}},
+ "credentials": {"envVars": [{"name": "BENCH_TOKEN", "mode": "mask",
+                              "injectHosts": ["127.0.0.1:$OPS"]}]}}
+JSON
+    sl=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename "$SLUICE")
+    out=$(cd "$T" && BENCH_TOKEN=$tok "$sl" run --settings "$R/s.json" -- sh -c '
+        python3 "$1" upload 127.0.0.1:3128 "$2" "$SSL_CERT_FILE" "$4" &&
+        python3 "$1" upload 127.0.0.1:3128 "$3" "$SSL_CERT_FILE" "$4" &&
+        python3 "$1" upload 127.0.0.1:3128 "$3" "$SSL_CERT_FILE" "$4" "$BENCH_TOKEN"' \
+        sh "$TL" "$OP2" "$OPS" "$UPLOAD_BYTES" 2>"$T/subst.err")
+    rm -rf "$R"
+    [ -n "${KEEP:-}" ] && printf '%s\n' "$out" > "$T/subst.out"
+    plain=$(sed -n 1p <<<"$out") scan=$(sed -n 2p <<<"$out") swap=$(sed -n 3p <<<"$out")
+    n=$(awk '{ print $7 }' <<<"$swap")
+    mb0=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$plain")
+    mb1=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$scan")
+    mb2=$(awk '{ if ($4 > 0) printf "%.0f", $2 / $4 / 1e6 }' <<<"$swap")
+    if [ -z "$mb2" ] || [ -z "$mb0" ]; then
+        row "(g) substitution / no credential" "failed" ">= 0.90x" "-"
+        echo "# (g) failed: $out $(tail -5 "$T/subst.err")" >&2
+        return
+    fi
+    SRATIO=$(awk -v a="$mb2" -v b="$mb0" 'BEGIN { if (b > 0) printf "%.2f", a / b }')
+    row "(g) substitution / no credential ($mb2 / $mb0 MB/s)" "${SRATIO}x" ">= 0.90x" "$(ratio "$SRATIO" 0.9)"
+    row "    scan only, no placeholder in the body" "$mb1 MB/s" "" ""
+    row "    real values the origin got (swapped)" "$n" "$(( (UPLOAD_BYTES + 1048575) / 1048576 * 16 ))" ""
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: every figure is noisy)"
 HAVE_SRT=$(command -v srt || true)
+if [ "$LANES" = g ]; then
+    subst_lane
+    printf '%-44s %14s %14s %10s\n' "row" "value" "goal" "ratio"
+    printf '%s\n' "${ROWS[@]}"
+    exit 0
+fi
 
 # (a) + (b): new tunnels/s
 start term term
@@ -240,6 +310,7 @@ if [ -n "${BASELINE:-}" ]; then
     lane cbase none "$BASELINE"
     row "    BASELINE $(basename "$BASELINE"), no tlsTerminate" "$LANE_RATE" "" "$(ratio "$today" "$LANE_RATE")"
 fi
+subst_lane
 
 printf '%-44s %14s %14s %10s\n' "row" "value" "goal" "ratio"
 printf '%s\n' "${ROWS[@]}"

@@ -16,6 +16,13 @@
       READYFILE, then waits for stdin to close
   tlsload.py bulk PROXY|- PORT CAFILE BYTES
       one tunnel, GET /BYTES, prints "bytes B seconds S"
+  tlsload.py upload PROXY|- PORT CAFILE BYTES [TOKEN]
+      one tunnel, POST /upload of BYTES (1 MiB pieces of "x", with TOKEN
+      every 64 KiB when given), prints "bytes B seconds S origin count N"
+      (N: how many times the origin saw its NEEDLE)
+  tlsload.py origin PORT CERT KEY NEEDLE
+      as above, and a POST's body is read and NEEDLE counted in it (across
+      reads), the answer "count N"
 Python's ssl module does the TLS (OpenSSL underneath, GIL released in
 handshakes and reads).
 """
@@ -27,7 +34,22 @@ import threading
 import time
 
 
-def origin(port, cert, key):
+def count_body(f, n, needle):
+    """Reads n bytes from f: how many times needle is in them."""
+    found, tail = 0, b""
+    while n > 0:
+        b = f.read(min(n, 1 << 20))
+        if not b:
+            break
+        n -= len(b)
+        if needle:
+            buf = tail + b
+            found += buf.count(needle)
+            tail = buf[-(len(needle) - 1):] if len(needle) > 1 else b""
+    return found
+
+
+def origin(port, cert, key, needle=b""):
     threading.stack_size(256 * 1024)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
@@ -45,10 +67,20 @@ def origin(port, cert, key):
                 line = f.readline()
                 if not line:
                     break
+                heads = []
                 while True:
                     h = f.readline()
                     if h in (b"\r\n", b"\n", b""):
                         break
+                    heads.append(h)
+                if line.startswith(b"POST"):
+                    cl = 0
+                    for hl in heads:
+                        if hl.lower().startswith(b"content-length:"):
+                            cl = int(hl.split(b":", 1)[1])
+                    out = b"count %d" % count_body(f, cl, needle)
+                    s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(out) + out)
+                    continue
                 n = int(line.split()[1][1:] or b"0")
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
                 view = memoryview(chunk)
@@ -179,16 +211,55 @@ def bulk(proxy, port, cafile, nbytes):
     t.close()
 
 
+def upload(proxy, port, cafile, nbytes, token):
+    ctx = client_ctx(cafile)
+    t = open_tunnel(ctx, proxy, port)
+    chunk = bytearray(b"x" * (1 << 20))
+    tok = token.encode()
+    if tok:
+        for off in range(0, len(chunk) - len(tok), 65536):
+            chunk[off:off + len(tok)] = tok
+    view = memoryview(chunk)
+    t0 = time.monotonic()
+    t.sendall(b"POST /upload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+              % (port, nbytes))
+    n = nbytes
+    while n > 0:
+        k = min(n, len(chunk))
+        t.sendall(view[:k])
+        n -= k
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        b = t.recv(65536)
+        if not b:
+            raise OSError("closed")
+        buf += b
+    head, body = buf.split(b"\r\n\r\n", 1)
+    cl = 0
+    for hl in head.split(b"\r\n")[1:]:
+        if hl.lower().startswith(b"content-length:"):
+            cl = int(hl.split(b":", 1)[1])
+    while len(body) < cl:
+        b = t.recv(65536)
+        if not b:
+            break
+        body += b
+    print("bytes %d seconds %.3f origin %s" % (nbytes, time.monotonic() - t0, body.decode().strip()))
+    t.close()
+
+
 def main():
     a = sys.argv
     if a[1] == "origin":
-        origin(int(a[2]), a[3], a[4])
+        origin(int(a[2]), a[3], a[4], a[5].encode() if len(a) > 5 else b"")
     elif a[1] == "rate":
         rate(a[2], int(a[3]), a[4], float(a[5]), int(a[6]), int(a[7]) if len(a) > 7 else 0)
     elif a[1] == "held":
         held(a[2], int(a[3]), a[4], int(a[5]), a[6])
     elif a[1] == "bulk":
         bulk(a[2], int(a[3]), a[4], int(a[5]))
+    elif a[1] == "upload":
+        upload(a[2], int(a[3]), a[4], int(a[5]), a[6] if len(a) > 6 else "")
     else:
         sys.exit(__doc__)
 

@@ -63,6 +63,20 @@ static const struct refusal refusals[] = {
      "\"tlsTerminate\": {}}, \"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": "
      "\"mask\", \"injectHosts\": [\"a.com\"]}]}}",
      "injectHosts 'a.com' is not covered by network.allowedDomains"},
+    /* credentials.headers (sluice proxy's gateway form) */
+    {"{\"network\": {\"allowedDomains\": [\"api.example.com\"]}, \"credentials\": {\"headers\": "
+     "[{\"hosts\": [\"api.example.com\"], \"name\": \"X-Key\", \"value\": {\"env\": \"K\"}}]}}",
+     "c.json:1:82: credentials.headers[0]: a header is injected inside terminated HTTPS: it "
+     "needs network.tlsTerminate, or credentials.allowPlaintextInject for plain HTTP only"},
+    {"{\"network\": {\"allowedDomains\": [\"api.example.com\"], \"tlsTerminate\": {}}, "
+     "\"credentials\": {\"headers\": [{\"hosts\": [\"evil.example\"], \"name\": \"X-Key\", "
+     "\"value\": {\"env\": \"K\"}}]}}",
+     "credentials.headers[0]: hosts 'evil.example' is not covered by network.allowedDomains"},
+    {"{\"network\": {\"allowedDomains\": [\"*.example.com\"], \"tlsTerminate\": "
+     "{\"excludeDomains\": [\"*.example.com\"]}}, \"credentials\": {\"headers\": [{\"hosts\": "
+     "[\"api.example.com\"], \"name\": \"X-Key\", \"value\": {\"file\": \"/k\"}}]}}",
+     "credentials.headers[0]: hosts 'api.example.com' is wholly inside "
+     "network.tlsTerminate.excludeDomains"},
 };
 
 static void test_refusals(void **state)
@@ -137,6 +151,24 @@ static void test_hosts(void **state)
                              &p, &err),
                      0);
     assert_int_equal(policy_cred_injects(p, 0, &gh, 80), 1);
+    policy_free(p);
+
+    /* credentials.headers: named "headers[i]:NAME", their hosts need
+     * termination, a mask entry's name space is apart */
+    assert_int_equal(
+        compile("{\"network\": {\"allowedDomains\": [\"github.com\", \"other.org\"], "
+                "\"tlsTerminate\": {\"scope\": \"needed\"}}, \"credentials\": {\"headers\": "
+                "[{\"hosts\": [\"github.com\"], \"name\": \"Authorization\", \"value\": "
+                "{\"file\": \"/run/secrets/gh\", \"prefix\": \"Bearer \"}}]}}",
+                &p, &err),
+        0);
+    assert_int_equal(policy_cred_count(p), 1);
+    assert_int_equal(policy_cred_find(p, POLICY_CRED_HEADER, "headers[0]:Authorization"), 0);
+    assert_int_equal(policy_cred_find(p, 0, "headers[0]:Authorization"), -1);
+    assert_int_equal(policy_cred_injects(p, 0, &gh, 443), 1);
+    assert_int_equal(policy_cred_injects(p, 0, &other, 443), 0);
+    assert_int_equal(policy_tls_needed(p, &gh, 443), 1);
+    assert_int_equal(policy_tls_needed(p, &other, 443), 0);
     policy_free(p);
 }
 

@@ -501,6 +501,57 @@ static const struct error_case error_cases[] = {
     {"{\"credentials\": {\"awsPairs\": [{\"accessKeyIdVar\": \"K\", \"secretAccessKeyVar\": "
      "\"S\"}, {\"accessKeyIdVar\": \"S\", \"secretAccessKeyVar\": \"T\"}]}}",
      "t.json:1:83: credentials.awsPairs[1]: 'S' is already in pair 0"},
+    /* credentials.headers (sluice proxy as a gateway): every refusal */
+    {"{\"credentials\": {\"headers\": {}}}",
+     "t.json:1:29: credentials.headers: expected an array of entries (an entry has hosts, name and value), got an object"},
+    {"{\"credentials\": {\"headers\": [1]}}",
+     "t.json:1:30: credentials.headers[0]: expected an entry object (an entry has hosts, name and value), got an integer"},
+    {"{\"credentials\": {\"headers\": [{\"host\": [\"a.com\"]}]}}",
+     "t.json:1:31: credentials.headers[0].host: unknown key 'host' (an entry has hosts, name and value)"},
+    {"{\"credentials\": {\"headers\": [{\"name\": \"X-A\", \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:30: credentials.headers[0]: an entry needs hosts (an entry has hosts, name and value)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:30: credentials.headers[0]: an entry needs name (an entry has hosts, name and value)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\"}]}}",
+     "t.json:1:30: credentials.headers[0]: an entry needs value (an entry has hosts, name and value)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X A\", \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:59: credentials.headers[0].name: 'X A': not an HTTP header name (a token of at most 64 bytes)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"host\", \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:59: credentials.headers[0].name: 'host': the proxy frames or strips this header itself; it cannot be injected"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": \"V\"}]}}",
+     "t.json:1:75: credentials.headers[0].value: expected an object (a value is {\"file\": PATH} or {\"env\": NAME} or {\"exec\": [PROGRAM, ARG...], \"ttl\": SECONDS}, with optionally prefix, and timeout with exec), got a string"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"cmd\": \"x\"}}]}}",
+     "t.json:1:76: credentials.headers[0].value.cmd: unknown key 'cmd' (a value is {\"file\": PATH} or {\"env\": NAME} or {\"exec\": [PROGRAM, ARG...], \"ttl\": SECONDS}, with optionally prefix, and timeout with exec)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"env\": \"V\", \"file\": \"/f\"}}]}}",
+     "t.json:1:75: credentials.headers[0].value: needs exactly one of file, env and exec (a value is {\"file\": PATH} or {\"env\": NAME} or {\"exec\": [PROGRAM, ARG...], \"ttl\": SECONDS}, with optionally prefix, and timeout with exec)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"prefix\": \"B \"}}]}}",
+     "t.json:1:75: credentials.headers[0].value: needs exactly one of file, env and exec (a value is {\"file\": PATH} or {\"env\": NAME} or {\"exec\": [PROGRAM, ARG...], \"ttl\": SECONDS}, with optionally prefix, and timeout with exec)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"file\": \"tok\"}}]}}",
+     "t.json:1:76: credentials.headers[0].value.file: must be an absolute path or start with ~/"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"env\": \"A-B\"}}]}}",
+     "t.json:1:76: credentials.headers[0].value.env: not a variable name ([A-Za-z_][A-Za-z0-9_]*)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [], \"ttl\": 5}}]}}",
+     "t.json:1:84: credentials.headers[0].value.exec: expected an array of 1 to 64 strings [PROGRAM, ARG...], got an empty array"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [\"tok\"], \"ttl\": 5}}]}}",
+     "t.json:1:85: credentials.headers[0].value.exec[0]: the program: an absolute path (no shell, no PATH search)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [\"/t\", 1], \"ttl\": 5}}]}}",
+     "t.json:1:91: credentials.headers[0].value.exec[1]: expected a string without control characters"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [\"/t\"]}}]}}",
+     "t.json:1:75: credentials.headers[0].value: exec needs ttl: how many seconds its output may be used"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"file\": \"/f\", \"ttl\": 5}}]}}",
+     "t.json:1:90: credentials.headers[0].value.ttl: applies with exec only (a file is read again on reload)"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"env\": \"V\", \"timeout\": 5}}]}}",
+     "t.json:1:88: credentials.headers[0].value.timeout: applies with exec only"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [\"/t\"], \"ttl\": 0}}]}}",
+     "t.json:1:99: credentials.headers[0].value.ttl: must be 1 to 86400 seconds, got 0"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"exec\": [\"/t\"], \"ttl\": 5, \"timeout\": 0.01}}]}}",
+     "t.json:1:113: credentials.headers[0].value.timeout: must be 0.1 to 300 seconds, got 0.01"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"a.com\"], \"name\": \"X-A\", \"value\": {\"env\": \"V\", \"prefix\": \"B\\n\"}}]}}",
+     "t.json:1:98: credentials.headers[0].value.prefix: expected a string of at most 256 printable ASCII bytes"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [], \"name\": \"X-A\", \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:40: credentials.headers[0].hosts: must not be empty"},
+    {"{\"credentials\": {\"headers\": [{\"hosts\": [\"*.com\"], \"name\": \"X-A\", \"value\": {\"env\": \"V\"}}]}}",
+     "t.json:1:41: credentials.headers[0].hosts[0]: '*.com': wildcard over a public suffix (it would match every site under it)"},
     {"{\"credentials\": {\"sigv4\": {\"streaming\": \"allow\"}}}",
      "t.json:1:41: credentials.sigv4.streaming: expected \"deny\" or \"passthrough\""},
     {"{\"credentials\": {\"sigv4\": {\"chunked\": \"deny\"}}}",
@@ -1816,6 +1867,75 @@ static void test_tls_terminate_key(void **state)
 /* network.mitmProxy (srt 0.0.83): recorded with where it was given; a
  * relative socket path resolves against the settings file's directory; a
  * later layer replaces both keys. */
+/* credentials.headers: the text form reads back (kind, source, prefix,
+ * ttl and timeout in ms, hosts, exec's argv in order); a later layer that
+ * sets headers replaces them. */
+static void test_cred_headers_key(void **state)
+{
+    struct settings s;
+    struct settings_error err;
+    struct settings_header h;
+    const char *rest, *v;
+    size_t vl;
+
+    (void)state;
+    settings_init(&s);
+    assert_int_equal(
+        apply(&s,
+              "{\"credentials\": {\"headers\": [{\"hosts\": [\"api.a.test\", \"*.b.test:8443\"], "
+              "\"name\": \"Authorization\", \"value\": {\"file\": \"/run/s/tok\", \"prefix\": "
+              "\"Bearer \"}}, {\"hosts\": [\"c.test\"], \"name\": \"X-Key\", \"value\": {\"exec\": "
+              "[\"/usr/bin/h\", \"a b\", \"\"], \"ttl\": 300, \"timeout\": 2.5}}, {\"hosts\": "
+              "[\"d.test\"], \"name\": \"X-Env\", \"value\": {\"env\": \"TOK\"}}]}}",
+              &err),
+        0);
+    assert_int_equal(s.credentials.headers.n, 3);
+    assert_int_equal(settings_header_split(s.credentials.headers.items[0].value, &h), 0);
+    assert_int_equal(h.name_len, 13);
+    assert_memory_equal(h.name, "Authorization", 13);
+    assert_int_equal(h.kind, SETTINGS_HDR_FILE);
+    assert_memory_equal(h.source, "/run/s/tok", h.source_len);
+    assert_int_equal(h.prefix_len, 7);
+    assert_memory_equal(h.prefix, "Bearer ", 7);
+    assert_int_equal(h.ttl_ms, 0);
+    rest = h.rest;
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_memory_equal(v, "api.a.test", vl);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_memory_equal(v, "*.b.test:8443", vl);
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 0);
+    assert_int_equal(settings_header_split(s.credentials.headers.items[1].value, &h), 0);
+    assert_int_equal(h.kind, SETTINGS_HDR_EXEC);
+    assert_int_equal(h.source_len, 0);
+    assert_int_equal(h.prefix_len, 0);
+    assert_int_equal(h.ttl_ms, 300000);
+    assert_int_equal(h.timeout_ms, 2500);
+    rest = h.rest;
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_memory_equal(v, "/usr/bin/h", vl);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_memory_equal(v, "a b", vl);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_int_equal(vl, 0);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 0);
+    assert_int_equal(settings_header_split(s.credentials.headers.items[2].value, &h), 0);
+    assert_int_equal(h.kind, SETTINGS_HDR_ENV);
+    assert_memory_equal(h.source, "TOK", 3);
+    assert_int_equal(h.timeout_ms, 0);
+    assert_string_equal(s.credentials.headers.items[1].list, "credentials.headers");
+    assert_int_equal(s.credentials.headers.items[1].index, 1);
+    /* a later layer replaces the list */
+    assert_int_equal(apply(&s,
+                           "{\"credentials\": {\"headers\": [{\"hosts\": [\"e.test\"], \"name\": "
+                           "\"X-E\", \"value\": {\"env\": \"E\"}}]}}",
+                           &err),
+                     0);
+    assert_int_equal(s.credentials.headers.n, 1);
+    assert_int_equal(apply(&s, "{\"credentials\": {\"headers\": []}}", &err), 0);
+    assert_int_equal(s.credentials.headers.n, 0);
+    settings_free(&s);
+}
+
 /* credentials (issue 24): the text form reads back; a later layer that
  * sets envVars replaces them and keeps files; allowPlaintextInject is a
  * scalar; the object is recorded where it was given. */
@@ -2069,7 +2189,7 @@ static void test_schema_matches_loader(void **state)
     assert_string_equal(json_string_value(json_object_get(schema, "$schema")),
                         "https://json-schema.org/draft/2020-12/schema");
     check_schema_keys(json_object_get(schema, "properties"), NULL, NULL, &count);
-    assert_int_equal(count, 117); /* 20 top-level keys, 67 nested, 30 at the third level */
+    assert_int_equal(count, 118); /* 20 top-level keys, 68 nested, 30 at the third level */
     check_table_in_schema(schema);
     json_decref(schema);
 }
@@ -2121,6 +2241,7 @@ int main(void)
         cmocka_unit_test(test_schema_matches_loader),
         cmocka_unit_test(test_mitm_proxy_key),
         cmocka_unit_test(test_credentials_key),
+        cmocka_unit_test(test_cred_headers_key),
         cmocka_unit_test(test_transparent_key),
         cmocka_unit_test(test_tls_terminate_key),
         cmocka_unit_test(test_request_rules_key),
