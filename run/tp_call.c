@@ -455,6 +455,17 @@ static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, cons
         return;
     }
     if (c->bind) {
+        /* port 53 is sluice's (the resolver and transparent UDP's relay,
+         * which share it with SO_REUSEADDR): a socket of the command that
+         * set the option could bind beside them and take queries */
+        if ((c->sa.sa.sa_family == AF_INET && c->len >= sizeof(struct sockaddr_in) &&
+             ntohs(c->sa.in4.sin_port) == SETTINGS_SANDBOX_DNS_PORT) ||
+            (c->sa.sa.sa_family == AF_INET6 && c->len >= sizeof(struct sockaddr_in6) &&
+             ntohs(c->sa.in6.sin6_port) == SETTINGS_SANDBOX_DNS_PORT)) {
+            close(orig);
+            tp_respond(t, n->id, EADDRINUSE, 0);
+            return;
+        }
         e = bind(orig, &c->sa.sa, (socklen_t)c->len) == 0 ? 0 : errno;
         close(orig);
         tp_respond(t, n->id, e, 0);

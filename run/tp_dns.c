@@ -591,9 +591,11 @@ static int dns_socket(int type)
     a.sin_family = AF_INET;
     a.sin_port = htons(SETTINGS_SANDBOX_DNS_PORT); /* refused as a host port (settings/ports.c) */
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    /* SO_REUSEADDR for the listener only (a UDP socket with it lets another
-     * that sets it bind the same port) */
-    if ((type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0) ||
+    /* SO_REUSEADDR: the UDP socket shares port 53 with transparent UDP's
+     * relay on the wildcard address (tp_udp.c), which needs it on both; no
+     * socket of the command may take the port beside them, because a
+     * bind() of port 53 in the sandbox is refused (tp_call.c: run_here) */
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
         (type == SOCK_STREAM && listen(fd, 128) < 0)) {
         close(fd);

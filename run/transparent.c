@@ -312,10 +312,6 @@ static int serve_dns(struct tp *t, int udp, int fd)
         close(fd);
         return rc;
     }
-    /* uv_udp_open sets SO_REUSEADDR: cleared, so no socket of the sandbox
-     * may bind 127.0.0.1:53 beside the resolver (as socks/udp.c's relay) */
-    if (udp && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){0}, sizeof(int)) < 0)
-        return -errno;
     if (udp)
         return uv_udp_recv_start(&t->udp, tp_dns_udp_alloc, tp_dns_udp_recv);
     return uv_listen((uv_stream_t *)&t->tcp, 128, tp_dns_tcp_accept);
