@@ -640,18 +640,27 @@ def dnsport(eport, vport):
     for port in (5353, 54, 52):
         rc, an, peer, _ = dns_ask("10.9.0.53", "echo.test", port=port)
         check(rc is None, "DNS to 10.9.0.53:%d (not the allowed port): no answer (%s)" % (port, an), an)
-    # huge answers from an allowed resolver: 65,000-byte datagrams come back whole
-    s = udp(timeout=3)
-    try:
-        s.connect(("10.9.0.55", 53))
-        s.send(dns_query("big.test"))
-        sizes = []
-        for _ in range(3):
-            sizes.append(len(s.recv(70000)))
-    except OSError as e:
-        sizes.append(str(e))
-    s.close()
-    check(sizes == [65000] * 3, "an allowed resolver's three 65,000-byte answers come back whole", sizes)
+    # huge answers from an allowed resolver: 65,000-byte datagrams come back
+    # whole. UDP may drop some of the three on a loaded machine (two such
+    # datagrams fill a default receive buffer, here or at the relay), so the
+    # check is that whatever arrives is whole and that something arrives
+    # (up to three queries), not that nothing is lost.
+    sizes = []
+    for attempt in range(3):
+        s = udp(timeout=3)
+        try:
+            s.connect(("10.9.0.55", 53))
+            s.send(dns_query("big.test"))
+            for _ in range(3):
+                sizes.append(len(s.recv(70000)))
+        except OSError as e:
+            sizes.append(str(e))
+        s.close()
+        if 65000 in sizes:
+            break
+    got = [n for n in sizes if isinstance(n, int)]
+    check(got and all(n == 65000 for n in got),
+          "an allowed resolver's 65,000-byte answers come back whole (none cut, at least one)", sizes)
     rc, an, peer, _ = dns_ask("10.9.0.54", "echo.test")
     check(rc == 0 and peer == ("10.9.0.54", 53), "DNS to 10.9.0.54:53: sluice's resolver", (rc, peer))
 
