@@ -61,7 +61,11 @@
 
 static int have_int80 = -1;
 
-/* low memory for i386 pointers */
+/* low memory for i386 pointers: one 1 KiB slot per thread (LOW_SLOTS at
+ * most; threads sharing a slot would overwrite each other's address and
+ * argument block while sluice reads them, and a connect would name another
+ * thread's descriptor) */
+#define LOW_SLOTS 256
 static char *low;
 
 static long int80(long nr, long a, long b, long c)
@@ -117,7 +121,7 @@ static struct sockaddr_in lo_addr(int port)
 
 static void setup_low(void)
 {
-    low = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    low = mmap(NULL, (size_t)LOW_SLOTS * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
     if (low == MAP_FAILED) {
         perror("mmap");
         exit(2);
@@ -127,7 +131,7 @@ static void setup_low(void)
 /* i386 helpers: strings and blocks copied to low memory (per thread slot) */
 static char *low_slot(int slot)
 {
-    return low + (size_t)(slot % 64) * 1024;
+    return low + (size_t)(slot % LOW_SLOTS) * 1024;
 }
 
 static long i386_open(int slot, const char *path, int flags)
@@ -343,6 +347,10 @@ static int cmd_flood(int nthreads, int iters, const char *rw, const char *ro, in
 {
     int started;
 
+    if (nthreads > LOW_SLOTS) {
+        fprintf(stderr, "flood: at most %d threads (one low-memory slot each)\n", LOW_SLOTS);
+        return 2;
+    }
     signal(SIGALRM, on_alarm);
     alarm(90);
     (void)int80_works();
