@@ -482,6 +482,23 @@ void relay_release_caches(void);
  * verdict of this thread. relay_test_fail_splice(0, 0) injects nothing. */
 void relay_test_fail_splice(unsigned nth, int err);
 
+/* Bulk bytes through splice(2) outside a relay (the HTTP front end's
+ * response bodies, proxy/http_splice.c), on the relays' terms: a pipe from
+ * this thread's pool (relay_pipe_take: 0, or UV_ENOSYS once splice() has
+ * failed as unsupported on this thread or is not built, or a pipe2 error;
+ * relay_pipe_give: pooled again when nothing is parked in it, else closed);
+ * relay_splice_io: one non-blocking splice(2), which notes an unsupported
+ * one for the thread and takes relay_test_fail_splice's injections. The
+ * mode SLUICE_SPLICE sets for this thread: relay_splice_default. */
+struct relay_pipe_ends {
+    int r, w;   /* read and write ends */
+    size_t cap; /* bytes it holds at most */
+};
+int relay_pipe_take(struct relay_pipe_ends *p);
+void relay_pipe_give(struct relay_pipe_ends *p, size_t parked);
+ssize_t relay_splice_io(int in, int out, size_t len);
+enum relay_splice_mode relay_splice_default(void);
+
 /* ------------------------------------------------------------------------ */
 /* egress (bridge/egress.c)                                                  */
 /*                                                                           */

@@ -938,6 +938,39 @@ void relay_test_fail_splice(unsigned nth, int err)
     splice_broken = 0;
 }
 
+int relay_pipe_take(struct relay_pipe_ends *p)
+{
+    struct relay_pipe rp;
+    int rc;
+
+    if (splice_broken)
+        return UV_ENOSYS;
+    rc = pipe_get(&rp);
+    if (rc < 0)
+        return rc;
+    p->r = rp.r;
+    p->w = rp.w;
+    p->cap = rp.cap;
+    return 0;
+}
+
+void relay_pipe_give(struct relay_pipe_ends *p, size_t parked)
+{
+    struct relay_pipe rp = {p->r, p->w, p->cap, parked};
+
+    pipe_put(&rp);
+    p->r = p->w = -1;
+}
+
+ssize_t relay_splice_io(int in, int out, size_t len)
+{
+    ssize_t n = splice_io(in, out, len);
+
+    if (n < 0 && splice_unsupported(errno))
+        splice_broken = 1;
+    return n;
+}
+
 #else /* !RELAY_HAVE_SPLICE: the copy path only */
 
 static int splice_active(const struct relay *r)
@@ -970,6 +1003,27 @@ void relay_test_fail_splice(unsigned nth, int err)
 {
     (void)nth;
     (void)err;
+}
+
+int relay_pipe_take(struct relay_pipe_ends *p)
+{
+    (void)p;
+    return UV_ENOSYS;
+}
+
+void relay_pipe_give(struct relay_pipe_ends *p, size_t parked)
+{
+    (void)p;
+    (void)parked;
+}
+
+ssize_t relay_splice_io(int in, int out, size_t len)
+{
+    (void)in;
+    (void)out;
+    (void)len;
+    errno = ENOSYS;
+    return -1;
 }
 
 #endif /* RELAY_HAVE_SPLICE */
@@ -1074,7 +1128,7 @@ static void side_init(uv_loop_t *loop, struct relay *r, struct relay_side *s, en
 }
 
 /* SLUICE_SPLICE=off|auto|always, read once per thread. */
-static enum relay_splice_mode default_splice(void)
+enum relay_splice_mode relay_splice_default(void)
 {
     static _Thread_local int mode = -1;
     const char *e;
@@ -1101,7 +1155,7 @@ void relay_init(uv_loop_t *loop, struct relay *r, enum relay_kind a, enum relay_
     r->data = data;
     r->started_ms = uv_now(loop);
     r->last_io_ms = r->started_ms;
-    r->splice = default_splice();
+    r->splice = relay_splice_default();
 }
 
 int relay_open_b(struct relay *r, int fd)

@@ -132,6 +132,7 @@ void http_work_free(struct http_conn *c)
 
     if (w == NULL)
         return;
+    http_splice_abort(c);
     http_up_close(c, w->up);
     free(w->in);
     free(w->uin);
@@ -166,6 +167,7 @@ void http_conn_close(struct http_conn *c, const char *end)
     if (c->fc.end == NULL)
         c->fc.end = end;
     http_set_state(c, HTTP_ST_CLOSING);
+    http_splice_abort(c); /* its copies of the sockets go with it */
     egress_cancel(c->req);
     c->req = NULL;
     http_tls_conn_closing(c);

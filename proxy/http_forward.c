@@ -91,6 +91,8 @@ static int resp_on_body(llhttp_t *p, const char *at, size_t len)
     if (rc < 0)
         w->send_err = rc;
     c->bytes_down += len;
+    if (w->body_counted)
+        w->body_left -= len < w->body_left ? len : w->body_left;
     return 0;
 }
 
@@ -446,6 +448,8 @@ void http_start_exchange(struct http_conn *c)
     http_set_req(c, w->req_body == HTTP_BODY_NONE ? REQ_DONE : REQ_BODY);
     http_set_resp(c, RESP_HEAD);
     w->chunk_out = w->close_after = w->up_keep = w->up_junk = w->up_eof = w->up_werr = 0;
+    w->body_counted = w->splice_wait = 0;
+    w->body_left = 0;
     w->client_paused = w->up_paused = 0;
     w->send_err = 0;
     w->uin_len = 0;
@@ -639,6 +643,8 @@ static int response_head(struct http_conn *c, size_t end)
     http_out_add(w, head, n);
     c->fc.code = rs.status;
     c->bytes_down += n;
+    w->body_counted = rs.body == HTTP_BODY_LENGTH && !w->resp_skip_body;
+    w->body_left = w->body_counted ? rs.content_length : 0;
     http_set_resp(c, RESP_BODY);
     if (rs.body == HTTP_BODY_NONE)
         http_set_resp(c, RESP_DONE);
@@ -706,10 +712,39 @@ static void process_upstream(struct http_conn *c)
         exchange_end(c);
         return;
     }
+    if (http_splice_candidate(c)) {
+        up_read_stop(w->up);
+        w->splice_wait = 1;
+        if (http_client_queued(c) == 0)
+            http_splice_try(c); /* else once the client's queue is empty */
+        return;
+    }
     if (w->up != NULL && http_client_queued(c) > RELAY_HIGH_WATER) {
         up_read_stop(w->up);
         w->up_paused = 1;
     }
+}
+
+/* The splice ended: 0, the body is complete (the count reached, as if
+ * llhttp had seen it end); UV_ENOSYS, splice(2) does not work here and took
+ * nothing (the copy path goes on); else the upstream's EOF or error. */
+void http_forward_splice_done(struct http_conn *c, int status)
+{
+    struct http_work *w = c->w;
+
+    if (w == NULL || c->state != HTTP_ST_FORWARD)
+        return;
+    if (status == UV_ENOSYS) {
+        http_up_read_start(c, w->up);
+        return;
+    }
+    if (status < 0) {
+        upstream_gone(c, status);
+        return;
+    }
+    w->body_left = 0;
+    http_set_resp(c, RESP_DONE);
+    exchange_end(c);
 }
 
 static void exchange_end(struct http_conn *c)

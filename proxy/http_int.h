@@ -137,6 +137,7 @@ enum http_check_phase {
 
 struct http_conn;
 struct http_tls_pump;
+struct http_splice;
 
 /* An upstream connection for absolute-form requests, kept between requests
  * to the same canonical host:port. */
@@ -178,6 +179,8 @@ struct http_work {
      * target as forwarded ("/path?query"), in one allocation */
     char *rq_buf;
     struct http_cred *cred; /* credential substitution of this exchange (http_cred.c) */
+    struct http_splice *splice; /* the response body moving by splice(2) (http_splice.c) */
+    uint64_t body_left;         /* a Content-Length response body: bytes still to come */
     size_t rq_method_len, rq_target_len;
     enum http_timer timer;
     uint64_t last_io;
@@ -205,6 +208,9 @@ struct http_work {
     unsigned client_eof : 1;
     unsigned client_paused : 1; /* client reads stopped: upstream queue above high water */
     unsigned up_paused : 1;     /* upstream reads stopped: client queue above high water */
+    unsigned body_counted : 1;  /* body_left counts this response's body */
+    unsigned splice_wait : 1;   /* upstream reads stopped until the client's queue is
+                                   empty, then the body goes by splice(2) */
 };
 
 struct http_conn {
@@ -269,6 +275,17 @@ size_t http_up_queued(struct http_up *u);
 void http_feed_request_body(struct http_conn *c);
 void http_start_exchange(struct http_conn *c);
 int http_send_head(struct http_conn *c);
+void http_forward_splice_done(struct http_conn *c, int status);
+
+/* http_splice.c: a Content-Length response body of at least
+ * HTTP_SPLICE_MIN bytes left moves upstream -> client by splice(2) (the
+ * conditions: http_splice_candidate; http_splice_try starts it once the
+ * client's queue is empty) */
+#define HTTP_SPLICE_MIN (256 * 1024)
+int http_splice_candidate(const struct http_conn *c);
+void http_splice_try(struct http_conn *c);
+int http_splice_start(struct http_conn *c, uint64_t left);
+void http_splice_abort(struct http_conn *c);
 
 /* http_request.c */
 void http_next_request(struct http_conn *c);

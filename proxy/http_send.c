@@ -74,6 +74,11 @@ static void client_drained(struct http_conn *c)
 {
     struct http_work *w = c->w;
 
+    if (w != NULL && w->splice_wait && c->state == HTTP_ST_FORWARD) {
+        if (http_client_queued(c) == 0)
+            http_splice_try(c);
+        return;
+    }
     if (w == NULL || http_client_queued(c) >= RELAY_LOW_WATER)
         return;
     if (c->state == HTTP_ST_FORWARD && w->up_paused && w->up != NULL) {

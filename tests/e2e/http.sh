@@ -171,6 +171,44 @@ raw "client half-closes after its request: the whole answer still arrives" "200 
     s:"GET $A/big?n=3014656$H11" shut rl
 raw "half-close after pipelined requests: every answer arrives" "200
 200 3014656 $(sha "$T/big.ref")" s:"GET $A/$H11""GET $A/bigchunked?n=3014656$H11" shut c rl
+# --- bulk bodies by splice(2) (http_splice.c: Content-Length bodies of 256 KiB
+# and more go upstream -> client in the kernel) ----------------------------------------------
+curl $X -v "$A/big?n=3014656&t=k1" "$A/big?n=3014656&t=k2" -o "$T/k1.out" -o "$T/k2.out" 2>"$T/k.err"
+k1=$(pid_of t=k1) k2=$(pid_of t=k2)
+if cmp -s "$T/k1.out" "$T/big.ref" && cmp -s "$T/k2.out" "$T/big.ref" && [ -n "$k1" ] && [ "$k1" = "$k2" ] &&
+    grep -q 'Re-using existing connection' "$T/k.err"; then
+    ok "two 3 MB bodies on one kept connection: byte-exact, the upstream connection reused after the first"
+else bad "kept connection after a bulk body" "k1=$k1 k2=$k2 $(cmp "$T/k1.out" "$T/big.ref" 2>&1) $(cmp "$T/k2.out" "$T/big.ref" 2>&1)"; fi
+raw "pipelined: a 3 MB body, then a small answer, in order and whole" "200 3014656 $(sha "$T/big.ref")
+200" s:"GET $A/big?n=3014656$H11""GET $A/?t=pp$H11" rl c
+raw "bytes after a bulk body are not the next answer's: the upstream is retired" "200 3014656 $(sha "$T/big.ref")
+200" s:"GET $A/bigjunk?n=3014656&t=j1$H11" rl s:"GET $A/?t=j2$H11" c
+j1=$(pid_of t=j1) j2=$(pid_of t=j2)
+[ -n "$j1" ] && [ -n "$j2" ] && [ "$j1" != "$j2" ] && ok "after stray bytes the next request gets a new upstream connection" ||
+    bad "junk upstream reused" "j1=$j1 j2=$j2"
+curl $X "$A/bigcut?n=3014656" -o "$T/cut.out"
+rc=$?
+[ "$rc" = 18 ] && [ "$(stat -c %s "$T/cut.out")" = 1507328 ] && ok "a bulk body cut short: the client gets its half and a cut connection (curl 18)" ||
+    bad "cut bulk body" "rc=$rc size=$(stat -c %s "$T/cut.out" 2>/dev/null)"
+fds0=$(ls /proc/"$PROXY_PID"/fd | wc -l)
+for i in 1 2 3; do
+    python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(("GET %s/big?n=50000000 HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
+got = 0
+while got < 1000000:
+    d = s.recv(65536)
+    if not d:
+        break
+    got += len(d)
+s.close()' "$PORT" "$A"
+done
+out=$(curl $X "$A/index.html")
+sleep 0.5
+fds1=$(ls /proc/"$PROXY_PID"/fd | wc -l)
+[ "$out" = "hello from A" ] && [ "$fds1" -le "$fds0" ] &&
+    ok "clients that leave in the middle of a 50 MB body: the proxy goes on, no descriptor left ($fds0 -> $fds1)" ||
+    bad "clients leaving mid-body" "out=$out fds $fds0 -> $fds1"
 out=$(curl $X "$A/drop-next?t=d1" "$A/?t=d2")
 if [ "$out" = "kept
 hello from A" ] && [ "$(grep -c 't=d2' "$T/A.log")" = 2 ] && grep -q "dropped A $(pid_of t=d1)" "$T/A.log"; then

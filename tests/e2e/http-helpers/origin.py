@@ -10,6 +10,8 @@ exactly what reached it. Paths:
   /, /index.html      "hello from NAME\\n" (Content-Length)
   /big?n=N            N bytes of a fixed pattern (Content-Length)
   /bigchunked?n=N     the same, chunked in 64 KiB chunks
+  /bigjunk?n=N        /big, then 64 bytes no request asked for (kept alive)
+  /bigcut?n=N         Content-Length N, half of it, then close
   /chunked            a small chunked body with a trailer
   /eof                close-delimited body (no length), then close
   /echo               reads the body (length or chunked), answers "len=N sha256=HEX"
@@ -136,6 +138,13 @@ def handle(name, sock, peer, logf):
                 body = pattern(int(args.get("n", "1000")))
                 respond(sock, "200 OK", b"" if head_only else body, keep=keep, length=False,
                         headers=["Content-Length: %d" % len(body)])
+            elif path == "/bigjunk":
+                body = pattern(int(args.get("n", "1000")))
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body + b"J" * 64)
+            elif path == "/bigcut":
+                n = int(args.get("n", "1000"))
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + pattern(n)[:n // 2])
+                break
             elif path == "/bigchunked":
                 body = pattern(int(args.get("n", "1000")))
                 sock.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
