@@ -911,6 +911,12 @@ int run_creds_exec(struct run *run)
                                : strerror(-err));
         return -1;
     }
+    /* the environment was built with the plan, before the trust check that
+     * had to pass before any helper ran: the placeholders go in now */
+    if (run_creds_env(run, &run->env, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
     return 0;
 }
 
