@@ -123,7 +123,7 @@ int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uin
     if (e->name == NULL || e->real == NULL || e->fake == NULL)
         goto nomem;
     memcpy(e->real, real, len);
-    e->len = len;
+    e->len = e->rlen = len;
     e->file = file;
     if (fake != NULL) {
         memcpy(e->fake, fake, len);
@@ -139,6 +139,7 @@ int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uin
             }
         } while (memcmp(e->fake, real, len) == 0 || clashes(t, e->fake, len));
     }
+    e->rmask = e->fake;
     if (memcmp(e->fake, real, len) == 0 || clashes(t, e->fake, len) || clashes(t, real, len)) {
         explicit_bzero(e->real, len);
         free(e->real);
@@ -179,53 +180,183 @@ static int b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, si
     return 0;
 }
 
+/* The base64 forms of v (len bytes) and of its mask m into r, f, l. */
+static int b64_forms(const uint8_t *v, const uint8_t *m, size_t len, uint8_t *r[3], uint8_t *f[3],
+                     size_t l[3])
+{
+    for (unsigned k = 0; k < 3; k++) {
+        size_t l2;
+        if (r[k] != NULL)
+            continue;
+        if (b64_inner(v, len, k, &r[k], &l[k]) < 0 || b64_inner(m, len, k, &f[k], &l2) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void b64_free(uint8_t *r[3], uint8_t *f[3], const size_t l[3])
+{
+    for (unsigned k = 0; k < 3; k++) {
+        if (r[k] != NULL)
+            explicit_bzero(r[k], l[k]);
+        free(r[k]);
+        free(f[k]);
+        r[k] = f[k] = NULL;
+    }
+}
+
+/* to_fake's layout: entry i's value at i, its base64 forms at n + 3i + k;
+ * the p-th refreshable entry's value before at 4n + 4p and its base64
+ * forms after it (its current value again while it has none). */
 int proxy_creds_seal(struct proxy_creds *t)
 {
     struct subst_pair a[SUBST_MAX], b[SUBST_MAX];
-    size_t nb = t->n;
+    size_t nb = t->n, nref = 0;
 
+    for (size_t i = 0; i < t->n; i++)
+        nref += t->e[i].refresh != 0;
+    if (4 * (t->n + nref) > SUBST_MAX)
+        return -EINVAL;
     for (size_t i = 0; i < t->n; i++) {
         struct proxy_cred *e = &t->e[i];
-        a[i] = (struct subst_pair){e->fake, e->real, e->len};
-        b[i] = (struct subst_pair){e->real, e->fake, e->len};
-        for (unsigned k = 0; k < 3; k++) {
-            size_t l2;
-            if (e->b64real[k] == NULL &&
-                (b64_inner(e->real, e->len, k, &e->b64real[k], &e->b64len[k]) < 0 ||
-                 b64_inner(e->fake, e->len, k, &e->b64fake[k], &l2) < 0))
+        a[i] = (struct subst_pair){e->fake, e->real, e->len, e->rlen};
+        b[i] = (struct subst_pair){e->real, e->rmask, e->rlen, 0};
+        if (b64_forms(e->real, e->rmask, e->rlen, e->b64real, e->b64fake, e->b64len) < 0)
+            return -ENOMEM;
+        for (unsigned k = 0; k < 3; k++)
+            b[t->n + 3 * i + k] = (struct subst_pair){e->b64real[k], e->b64fake[k], e->b64len[k], 0};
+        nb += 3;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        struct proxy_cred *e = &t->e[i];
+        if (!e->refresh)
+            continue;
+        if (e->old != NULL) {
+            if (b64_forms(e->old, e->oldmask, e->oldlen, e->b64old, e->b64oldm, e->b64oldlen) < 0)
                 return -ENOMEM;
-            b[t->n + 3 * i + k] = (struct subst_pair){e->b64real[k], e->b64fake[k], e->b64len[k]};
-            nb++;
+            b[nb] = (struct subst_pair){e->old, e->oldmask, e->oldlen, 0};
+            for (unsigned k = 0; k < 3; k++)
+                b[nb + 1 + k] = (struct subst_pair){e->b64old[k], e->b64oldm[k], e->b64oldlen[k], 0};
+        } else {
+            b[nb] = b[i];
+            for (unsigned k = 0; k < 3; k++)
+                b[nb + 1 + k] = b[t->n + 3 * i + k];
         }
+        nb += 4;
     }
     if (subst_set_init(&t->to_real, a, t->n) < 0 || subst_set_init(&t->to_fake, b, nb) < 0)
         return -EINVAL;
+    if (nref > 0 && t->to_fake.maxlen < PROXY_CREDS_REFRESH_MAXLEN)
+        t->to_fake.maxlen = PROXY_CREDS_REFRESH_MAXLEN; /* a stream's carry fits what comes */
     return 0;
 }
 
 uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits)
 {
     uint64_t out = bits;
+    size_t p = 0;
 
-    for (size_t i = 0; i < t->n; i++)
+    for (size_t i = 0; i < t->n; i++) {
         if (bits & (UINT64_C(1) << i))
             out |= UINT64_C(7) << (t->n + 3 * i);
+        if (t->e[i].refresh && (bits & (UINT64_C(1) << i)))
+            out |= UINT64_C(15) << (4 * t->n + 4 * p);
+        p += t->e[i].refresh != 0;
+    }
     return out;
+}
+
+void proxy_creds_refreshable(struct proxy_creds *t, size_t i, uint64_t expires)
+{
+    t->e[i].refresh = 1;
+    t->e[i].expires = expires;
+}
+
+int proxy_creds_resizes(const struct proxy_creds *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->e[i].rlen != t->e[i].len)
+            return 1;
+    return 0;
+}
+
+static void free_old(struct proxy_cred *e)
+{
+    if (e->old != NULL)
+        explicit_bzero(e->old, e->oldlen);
+    free(e->old);
+    if (e->oldmask != e->fake)
+        free(e->oldmask);
+    b64_free(e->b64old, e->b64oldm, e->b64oldlen);
+    e->old = e->oldmask = NULL;
+    e->oldlen = 0;
+}
+
+int proxy_creds_refresh(struct proxy_creds *t, size_t i, const uint8_t *real, size_t rlen,
+                        const uint8_t *mask, uint64_t expires)
+{
+    struct proxy_cred *e = &t->e[i], was;
+    uint8_t *nr, *nm;
+
+    if (i >= t->n || !e->refresh || rlen < SUBST_LEN_MIN || rlen > SUBST_LEN_MAX)
+        return -EINVAL;
+    nr = malloc(rlen);
+    nm = rlen == e->len ? e->fake : malloc(rlen);
+    if (nr == NULL || nm == NULL) {
+        free(nr);
+        if (nm != e->fake)
+            free(nm);
+        return -ENOMEM;
+    }
+    memcpy(nr, real, rlen);
+    if (nm != e->fake)
+        memcpy(nm, mask, rlen);
+    was = *e;
+    /* the current value becomes the old one (its base64 forms with it) */
+    free_old(e);
+    e->old = e->real;
+    e->oldmask = e->rmask;
+    e->oldlen = e->rlen;
+    for (unsigned k = 0; k < 3; k++) {
+        e->b64old[k] = e->b64real[k];
+        e->b64oldm[k] = e->b64fake[k];
+        e->b64oldlen[k] = e->b64len[k];
+        e->b64real[k] = e->b64fake[k] = NULL;
+    }
+    e->real = nr;
+    e->rmask = nm;
+    e->rlen = rlen;
+    e->expires = expires;
+    e->gen++;
+    if (proxy_creds_seal(t) == 0)
+        return 0;
+    /* back as it was: the new value dropped, the old one current again */
+    b64_free(e->b64real, e->b64fake, e->b64len);
+    explicit_bzero(nr, rlen);
+    free(nr);
+    if (nm != e->fake)
+        free(nm);
+    *e = was; /* was's old was freed above: its value is gone from masking */
+    e->old = e->oldmask = NULL;
+    e->oldlen = 0;
+    for (unsigned k = 0; k < 3; k++)
+        e->b64old[k] = e->b64oldm[k] = NULL;
+    (void)proxy_creds_seal(t);
+    return -ENOMEM;
 }
 
 void proxy_creds_clear(struct proxy_creds *t)
 {
     for (size_t i = 0; i < t->n; i++) {
-        explicit_bzero(t->e[i].real, t->e[i].len);
-        free(t->e[i].real);
-        free(t->e[i].fake);
-        free(t->e[i].name);
-        for (unsigned k = 0; k < 3; k++) {
-            if (t->e[i].b64real[k] != NULL)
-                explicit_bzero(t->e[i].b64real[k], t->e[i].b64len[k]);
-            free(t->e[i].b64real[k]);
-            free(t->e[i].b64fake[k]);
-        }
+        struct proxy_cred *e = &t->e[i];
+        free_old(e);
+        explicit_bzero(e->real, e->rlen);
+        free(e->real);
+        if (e->rmask != e->fake)
+            free(e->rmask);
+        free(e->fake);
+        free(e->name);
+        b64_free(e->b64real, e->b64fake, e->b64len);
     }
     explicit_bzero(t, sizeof(*t));
 }
@@ -379,6 +510,171 @@ uint64_t proxy_creds_head(const struct proxy_creds *t, uint64_t allow, char *hea
     if (blocked != NULL)
         *blocked = blk;
     return rep;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heads that change length (a refreshed value of another length)           */
+
+#define HEAD_GROW_MAX (1u << 20)
+
+struct grow {
+    uint8_t *p;
+    size_t n, cap;
+};
+
+static void grow_free(struct grow *g)
+{
+    if (g->p != NULL)
+        explicit_bzero(g->p, g->cap);
+    free(g->p);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Appends (a new buffer when full: the old one is wiped, never realloc'd
+ * with a value left behind). 0, -E2BIG or -ENOMEM. */
+static int grow_add(struct grow *g, const uint8_t *b, size_t n)
+{
+    if (g->n + n > HEAD_GROW_MAX)
+        return -E2BIG;
+    if (g->n + n > g->cap) {
+        size_t cap = g->n + n > 2 * g->cap ? g->n + n + 256 : 2 * g->cap;
+        uint8_t *nb = malloc(cap);
+        if (nb == NULL)
+            return -ENOMEM;
+        if (g->n > 0)
+            memcpy(nb, g->p, g->n);
+        if (g->p != NULL)
+            explicit_bzero(g->p, g->cap);
+        free(g->p);
+        g->p = nb;
+        g->cap = cap;
+    }
+    memcpy(g->p + g->n, b, n);
+    g->n += n;
+    return 0;
+}
+
+static int grow_emit(void *arg, const uint8_t *b, size_t n, int pair)
+{
+    (void)pair;
+    return grow_add(arg, b, n);
+}
+
+/* The Basic credentials at b64[0..blen) of g's head: decoded, scanned into
+ * *out re-encoded (with padding) when something was replaced (*olen its
+ * length), else *out NULL. 0, -E2BIG or -ENOMEM. */
+static int basic_grow_one(const struct proxy_creds *t, uint64_t allow, const char *b64,
+                          size_t blen, char **out, size_t *olen, uint64_t *rep, uint64_t *blk)
+{
+    size_t plen = (blen + 3) / 4 * 4, dlen;
+    char *tmp = malloc(plen);
+    uint8_t *dec = malloc(plen / 4 * 3 + 1);
+    struct grow g = {0};
+    uint64_t r = 0, b = 0;
+    int rc = 0;
+
+    *out = NULL;
+    if (tmp == NULL || dec == NULL) {
+        rc = -ENOMEM;
+        goto done;
+    }
+    memcpy(tmp, b64, blen);
+    memset(tmp + blen, '=', plen - blen);
+    if (blen % 4 == 1 || b64_decode(tmp, plen, dec, plen / 4 * 3, &dlen) != 0)
+        goto done;
+    rc = subst_buffer_emit(&t->to_real, allow, dec, dlen, &r, &b, grow_emit, &g);
+    *rep |= r;
+    *blk |= b;
+    if (rc == 0 && r != 0) {
+        *olen = (g.n + 2) / 3 * 4;
+        *out = malloc(*olen);
+        if (*out == NULL)
+            rc = -ENOMEM;
+        else
+            b64_encode(g.p, g.n, *out);
+    }
+done:
+    if (dec != NULL)
+        explicit_bzero(dec, plen / 4 * 3 + 1);
+    if (tmp != NULL)
+        explicit_bzero(tmp, plen);
+    free(dec);
+    free(tmp);
+    grow_free(&g);
+    return rc;
+}
+
+/* Every "Authorization: Basic" of g's head, by basic_grow_one, spliced. */
+static int basic_grow(const struct proxy_creds *t, uint64_t allow, struct grow *g, uint64_t *rep,
+                      uint64_t *blk)
+{
+    size_t from = 0;
+
+    for (;;) {
+        char *head = (char *)g->p, *v, *b64, *enc = NULL;
+        size_t vlen, blen, elen = 0;
+        struct grow ng = {0};
+        int rc;
+        v = proxy_head_value(head + from, g->n - from, "Authorization", &vlen);
+        if (v == NULL)
+            return 0;
+        from = (size_t)(v - head) + vlen;
+        if (vlen < 7 || strncasecmp(v, "Basic", 5) != 0 || (v[5] != ' ' && v[5] != '\t'))
+            continue;
+        b64 = v + 5;
+        blen = vlen - 5;
+        while (blen > 0 && (*b64 == ' ' || *b64 == '\t')) {
+            b64++;
+            blen--;
+        }
+        rc = basic_grow_one(t, allow, b64, blen, &enc, &elen, rep, blk);
+        if (rc < 0 || enc == NULL) {
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        rc = grow_add(&ng, g->p, (size_t)(b64 - head));
+        if (rc == 0)
+            rc = grow_add(&ng, (const uint8_t *)enc, elen);
+        if (rc == 0)
+            rc = grow_add(&ng, g->p + (b64 - head) + blen, g->n - (size_t)(b64 - head) - blen);
+        explicit_bzero(enc, elen);
+        free(enc);
+        if (rc < 0) {
+            grow_free(&ng);
+            return rc;
+        }
+        from = (size_t)(b64 - head) + elen;
+        grow_free(g);
+        *g = ng;
+    }
+}
+
+int proxy_creds_head_grow(const struct proxy_creds *t, uint64_t allow, char **head, size_t *len,
+                          uint64_t *replaced, uint64_t *blocked)
+{
+    struct grow g = {0};
+    uint64_t r = 0, b = 0;
+    int rc;
+
+    if (!proxy_creds_resizes(t)) {
+        *replaced = proxy_creds_head(t, allow, *head, *len, blocked);
+        return 0;
+    }
+    rc = subst_buffer_emit(&t->to_real, allow, (uint8_t *)*head, *len, &r, &b, grow_emit, &g);
+    if (rc == 0)
+        rc = basic_grow(t, allow, &g, &r, &b);
+    if (rc < 0) {
+        grow_free(&g);
+        return rc;
+    }
+    explicit_bzero(*head, *len);
+    free(*head);
+    *head = (char *)g.p; /* the caller frees it (plain free: wiped above where it moved) */
+    *len = g.n;
+    *replaced = r;
+    *blocked = b;
+    return 0;
 }
 
 /* v (vl bytes) is entry e's placeholder. */

@@ -23,14 +23,34 @@
 
 #include "proxy/subst.h"
 
-/* Entries at most: each has 4 pairs in to_fake (below). */
+/* Entries at most: each has 4 pairs in to_fake (below), a refreshable one
+ * 8 (its value before too). */
 #define PROXY_CREDS_MAX (SUBST_MAX / 4)
+/* The longest to_fake pair a refreshed value can bring (a value of
+ * PROXY_GW_VALUE_MAX bytes, in base64): the set's maxlen is at least this
+ * from the start, so that a stream's carry is never too short after a
+ * refresh. */
+#define PROXY_CREDS_REFRESH_MAXLEN (8192 / 3 * 4 + 8)
 
 struct proxy_cred {
     char *name; /* variable name, or the path of a files entry */
     int file;
     uint8_t *real, *fake;
-    size_t len;
+    size_t len;  /* the placeholder's length (and the value's, but for a refreshed one) */
+    size_t rlen; /* the real value's */
+    /* what the value becomes in responses: fake, or for a refreshed value
+     * of another length a mask of rlen bytes (the shape of a placeholder) */
+    uint8_t *rmask;
+    /* a refreshable entry (a helper's value, issue 24 item 4): its value
+     * is not used from expires on (monotonic ms, proxy_gw_now); gen counts
+     * its values; old is the value before (masked in responses too) */
+    int refresh;
+    uint64_t expires;
+    unsigned gen;
+    uint8_t *old, *oldmask;
+    size_t oldlen;
+    uint8_t *b64old[3], *b64oldm[3];
+    size_t b64oldlen[3];
     /* the base64 text that the value's bytes alone decide, at each of the
      * three alignments, of the real value and of the placeholder: an
      * origin that echoes the Basic credentials it got hands back base64 */
@@ -77,13 +97,32 @@ int proxy_creds_add(struct proxy_creds *t, const char *name, int file, const uin
 /* Entry i (added last) is pair's variable of role 'K', 'S' or 'T'. 0 or
  * -EINVAL (too many pairs, a role given twice). */
 int proxy_creds_aws(struct proxy_creds *t, size_t i, size_t pair, char role);
-/* Builds the two scanner sets once every entry is in. 0, -EINVAL or
- * -ENOMEM. */
+/* Builds the two scanner sets once every entry is in (again after a
+ * refresh). 0, -EINVAL (too many pairs) or -ENOMEM. */
 int proxy_creds_seal(struct proxy_creds *t);
+/* Entry i (added last) is refreshable: its value expires at expires. */
+void proxy_creds_refreshable(struct proxy_creds *t, size_t i, uint64_t expires);
+/* Entry i (refreshable) takes a new value (real, rlen bytes, valid until
+ * expires; mask: rlen bytes that replace it in responses when rlen is not
+ * the placeholder's length); the value it had becomes old, the one before
+ * is wiped, and the sets are built again. Only from the loop that serves
+ * the table (sluice run has one): a stream reads the sets between its
+ * calls. 0, -EINVAL or -ENOMEM (the table is as it was). */
+int proxy_creds_refresh(struct proxy_creds *t, size_t i, const uint8_t *real, size_t rlen,
+                        const uint8_t *mask, uint64_t expires);
 /* The to_fake pairs of the entries in bits. */
 uint64_t proxy_creds_fake_bits(const struct proxy_creds *t, uint64_t bits);
 /* Wipes and frees the entries (t itself is the caller's). */
 void proxy_creds_clear(struct proxy_creds *t);
+
+/* proxy_creds_head for a head that may change length (a refreshed value
+ * of another length than its placeholder): *head (malloc'd, *len bytes)
+ * may be replaced by a new one. 0 with *replaced and *blocked, -ENOMEM,
+ * or -E2BIG (the head would pass 1 MiB). */
+int proxy_creds_head_grow(const struct proxy_creds *t, uint64_t allow, char **head, size_t *len,
+                          uint64_t *replaced, uint64_t *blocked);
+/* 1 when some entry's value has another length than its placeholder. */
+int proxy_creds_resizes(const struct proxy_creds *t);
 
 /* A request head (the request line, then header lines), in place: each
  * placeholder of an entry in allow replaced by its value, and so in the

@@ -344,6 +344,38 @@ int proxy_gw_new(const struct settings *s, uint64_t now, struct proxy_gw **out,
     return 0;
 }
 
+int proxy_gw_new_exec(size_t n, struct proxy_gw **out)
+{
+    struct proxy_gw *g = calloc(1, sizeof(*g));
+
+    *out = NULL;
+    if (g == NULL)
+        return -ENOMEM;
+    g->e = calloc(n > 0 ? n : 1, sizeof(*g->e));
+    if (g->e == NULL || pthread_mutex_init(&g->mu, NULL) != 0) {
+        free(g->e);
+        free(g);
+        return -ENOMEM;
+    }
+    g->refs = 1;
+    g->n = n;
+    *out = g;
+    return 0;
+}
+
+int proxy_gw_fill_exec(struct proxy_gw *g, size_t i, const char *label,
+                       const struct settings_header *h)
+{
+    struct proxy_gw_entry *e = &g->e[i];
+
+    if (fill_entry(e, i, h) < 0)
+        return -ENOMEM;
+    free(e->label);
+    e->label = strdup(label);
+    e->refresh_at = UINT64_MAX; /* run once by the caller first (run/creds.c) */
+    return e->label != NULL ? 0 : -ENOMEM;
+}
+
 static int same_exec(const struct proxy_gw_entry *a, const struct proxy_gw_entry *b)
 {
     size_t k = 0;

@@ -79,6 +79,13 @@ struct proxy_gw_snap {
  * one: the message never holds the value), or -ENOMEM. */
 int proxy_gw_new(const struct settings *s, uint64_t now, struct proxy_gw **out,
                  struct settings_error *err);
+/* A table of n exec entries for `sluice run`'s masked variables whose
+ * value comes from a helper (issue 24 item 4; run/creds.c), filled by
+ * proxy_gw_fill_exec: entry i from h (kind exec, its "x" lines), named
+ * label. 0 or -ENOMEM. */
+int proxy_gw_new_exec(size_t n, struct proxy_gw **out);
+int proxy_gw_fill_exec(struct proxy_gw *g, size_t i, const char *label,
+                       const struct settings_header *h);
 /* exec entries of nw take the value, lifetime and schedule of an entry of
  * old with the same header, argv and ttl (a reload does not drop them). */
 void proxy_gw_carry(struct proxy_gw *nw, struct proxy_gw *old);

@@ -22,9 +22,16 @@ struct proxy_gwrun {
     struct proxy_gw *g;
     struct job *jobs;
     void (*log)(void *ctx, const char *level, const char *event, const char *msg);
+    void (*on_value)(void *ctx, struct proxy_gw *g, size_t i);
     void *ctx;
     int closing;
 };
+
+void proxy_gwrun_on_value(struct proxy_gwrun *r,
+                          void (*fn)(void *ctx, struct proxy_gw *g, size_t i))
+{
+    r->on_value = fn;
+}
 
 static void schedule(struct proxy_gwrun *r);
 
@@ -46,14 +53,15 @@ static void on_done(void *arg, int ok, const uint8_t *out, size_t len, const cha
     const char *failed = proxy_gw_helper_done(j->g, j->i, proxy_gw_now(), ok, out, len, why);
 
     if (failed == NULL) {
-        snprintf(msg, sizeof(msg),
-                 "credentials.headers entry %s: its helper gave a new value, used for %u ms",
+        snprintf(msg, sizeof(msg), "credential %s: its helper gave a new value, used for %u ms",
                  e->label, e->ttl_ms);
         r->log(r->ctx, "info", "credential_helper", msg);
+        if (r->on_value != NULL)
+            r->on_value(r->ctx, j->g, j->i);
     } else {
         snprintf(msg, sizeof(msg),
-                 "credentials.headers entry %s: its helper failed: %s (its last value is used "
-                 "until its lifetime runs out, then requests are refused)",
+                 "credential %s: its helper failed: %s (its last value is used until its "
+                 "lifetime runs out, then requests that need it are refused)",
                  e->label, failed);
         r->log(r->ctx, "error", "credential_helper_failed", msg);
     }
@@ -83,8 +91,7 @@ static void start_job(struct proxy_gwrun *r, size_t i)
         char msg[400];
         snprintf(why, sizeof(why), "it cannot be started: %s", strerror(-rc));
         proxy_gw_helper_done(r->g, i, proxy_gw_now(), 0, NULL, 0, why);
-        snprintf(msg, sizeof(msg), "credentials.headers entry %s: its helper failed: %s", e->label,
-                 why);
+        snprintf(msg, sizeof(msg), "credential %s: its helper failed: %s", e->label, why);
         r->log(r->ctx, "error", "credential_helper_failed", msg);
         proxy_gw_unref(j->g);
         free(j);

@@ -19,6 +19,10 @@ struct proxy_gwrun *proxy_gwrun_new(uv_loop_t *loop,
                                     void (*log)(void *ctx, const char *level, const char *event,
                                                 const char *msg),
                                     void *ctx);
+/* fn(ctx, g, i) after entry i of table g took a new value (from the
+ * loop; sluice run swaps it into its credential table). */
+void proxy_gwrun_on_value(struct proxy_gwrun *r,
+                          void (*fn)(void *ctx, struct proxy_gw *g, size_t i));
 /* The table in use from now on (a reference is taken; NULL: none). */
 void proxy_gwrun_set(struct proxy_gwrun *r, struct proxy_gw *g);
 /* Kills the running helpers, closes the timer; freed on the loop. */

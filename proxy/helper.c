@@ -215,6 +215,10 @@ static int spawn(char *const argv[], int wfd, int devnull, pid_t *pid)
         rc = posix_spawn_file_actions_adddup2(&fa, devnull, 2);
     if (rc == 0)
         rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    /* in "/", never a directory a sandbox may write (a project's .git/config
+     * would run code of its choosing in a git-based helper) */
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, "/");
     if (rc == 0)
         rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     if (rc == 0)

@@ -1,6 +1,6 @@
 /* proxy/helper.h - a credential helper program run from a libuv loop
  * (issue 24 item 4: refreshable values): posix_spawn with no shell and no
- * PATH search, stdin and stderr /dev/null, stdout a pipe, no other
+ * PATH search, in "/", stdin and stderr /dev/null, stdout a pipe, no other
  * descriptor inherited (closefrom in the child), every signal at its
  * default and none blocked; its exit watched on a pidfd (without one, as on
  * Linux before 5.3 or under valgrind: waitpid every 20 ms), its output read

@@ -30,6 +30,7 @@
 #include "proxy/http_int.h"
 
 #include "proxy/creds.h"
+#include "proxy/gw.h"
 #include "proxy/service.h"
 #include "proxy/sigv4.h"
 
@@ -40,6 +41,8 @@ struct http_cred {
     uint64_t refuse; /* entries whose placeholder here is refused (fail closed) */
     uint64_t hosts;  /* entries whose hosts include this one (responses masked) */
     uint64_t need;   /* of those, entries with require: their placeholder alone in a header */
+    uint64_t stale;  /* of those, refreshable entries whose value expired: refused (503) */
+    unsigned gen[PROXY_CREDS_MAX]; /* a refreshable entry's value count at the start */
     unsigned req_on : 1, resp_on : 1;
     unsigned cut : 1;        /* a refused placeholder in the body: the connection ends */
     unsigned held_subst : 1; /* SigV4 held body: placeholders swapped when it is whole */
@@ -122,12 +125,20 @@ static void judge(const struct http_conn *c, const struct proxy_creds *t, struct
 {
     const struct policy *pol = egress_env_policy(c->fc.f->egress);
     int transport = c->terminated || t->plaintext;
+    uint64_t now = proxy_gw_now();
 
     for (size_t i = 0; i < t->n; i++) {
         int idx = policy_cred_find(pol, t->e[i].file, t->e[i].name);
         if (idx < 0 || !policy_cred_injects(pol, (size_t)idx, &c->host, c->fc.port))
             continue;
         k->hosts |= UINT64_C(1) << i;
+        k->gen[i] = t->e[i].gen;
+        if (t->e[i].refresh && now >= t->e[i].expires) {
+            k->stale |= UINT64_C(1) << i; /* never sent with the placeholder: refused */
+            if (policy_cred_require(pol, (size_t)idx) != NULL)
+                k->need |= UINT64_C(1) << i;
+            continue;
+        }
         if (t->e[i].aws_role == 'S')
             continue; /* an AWS secret key is only signed with (http_sigv4.c), never sent */
         if (policy_cred_require(pol, (size_t)idx) != NULL)
@@ -262,6 +273,42 @@ static int held_continue(struct http_conn *c)
     return 0;
 }
 
+/* The head's placeholders swapped (its length may change: a refreshed
+ * value); a placeholder of an entry whose value expired refuses the
+ * request (503, as a gateway entry without a value). 0, or -1 after the
+ * refusal. */
+static int head_subst(struct http_conn *c, struct proxy_creds *t, struct http_cred *k,
+                      uint64_t *rep, uint64_t *blk)
+{
+    struct http_work *w = c->w;
+    char why[400];
+    int rc = proxy_creds_head_grow(t, k->allow, &w->out, &w->out_len, rep, blk);
+
+    if (rc == -ENOMEM) {
+        http_conn_close(c, "out of memory");
+        return -1;
+    }
+    if (rc < 0) {
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        http_refuse(c, 431, "with the credentials' values in it the request head would pass "
+                            "1 MiB; the request was not sent", 1, "credential refused");
+        return -1;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        if (!(*blk & k->stale & (UINT64_C(1) << i)))
+            continue;
+        note_names(c, t, UINT64_C(1) << i);
+        __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
+        snprintf(why, sizeof(why),
+                 "credential %s has no value: its lifetime (ttl) ran out and its helper has not "
+                 "given a new one; the request was not sent",
+                 t->e[i].name);
+        http_refuse(c, 503, why, 1, "credential refused");
+        return -1;
+    }
+    return 0;
+}
+
 int http_cred_request(struct http_conn *c)
 {
     struct http_work *w = c->w;
@@ -318,7 +365,8 @@ int http_cred_request(struct http_conn *c)
      * encodes anyway is refused: http_cred_response_head) */
     if (k->hosts != 0)
         w->out_len = proxy_head_drop(w->out, w->out_len, "Accept-Encoding");
-    rep = proxy_creds_head(t, k->allow, w->out, w->out_len, &blk);
+    if (head_subst(c, t, k, &rep, &blk) < 0)
+        return -1;
     if (blk & k->refuse) {
         char why[300];
         note_names(c, t, blk & k->refuse);
@@ -366,27 +414,56 @@ static int send_up(struct http_conn *c, const uint8_t *b, size_t n)
     return http_send_body(c, w->up, w->req_body == HTTP_BODY_CHUNKED, (const char *)b, n);
 }
 
-/* After the stream found placeholders: counted, named, and a refused one
- * ends the connection before it is sent. 0 or -1. */
-static int body_found(struct http_conn *c, struct proxy_creds *t, struct http_cred *k,
-                      uint64_t seen_blk, uint64_t seen_rep)
+/* One piece of a request body from the scanner: sent, unless a refused
+ * placeholder is in it (plain HTTP, an expired value), or it is a
+ * refreshed value of another length in a body framed by Content-Length
+ * (its length would be wrong): then the request is cut before it. */
+struct up_ctx {
+    struct http_conn *c;
+    struct http_cred *k;
+};
+
+static int up_emit(void *arg, const uint8_t *b, size_t n, int pair)
+{
+    struct up_ctx *u = arg;
+    struct http_cred *k = u->k;
+    const char *why = NULL;
+
+    if (k->req.blocked & k->refuse)
+        why = "a credential placeholder in a plain-HTTP request body to its host "
+              "(credentials.allowPlaintextInject is off): the request was cut before it";
+    else if (k->req.blocked & k->stale)
+        why = "a credential placeholder in a request body while its value is expired (its "
+              "helper has not given a new one): the request was cut before it";
+    else if (pair >= 0 && u->c->w->req_body != HTTP_BODY_CHUNKED)
+        why = "a credential placeholder in a request body framed by Content-Length, while the "
+              "credential's refreshed value has another length than its placeholder (the body's "
+              "length would be wrong): the request was cut before it; send the value in a "
+              "header, or the body chunked";
+    if (why != NULL) {
+        http_set_reason(u->c, why);
+        k->cut = 1;
+        return UV_ECANCELED;
+    }
+    return send_up(u->c, b, n) < 0 ? UV_EPIPE : 0;
+}
+
+/* After the stream found placeholders: counted and named (a cut one was
+ * refused by up_emit). */
+static void body_found(struct http_conn *c, struct proxy_creds *t, struct http_cred *k,
+                       uint64_t seen_blk, uint64_t seen_rep)
 {
     uint64_t nb = k->req.blocked & ~seen_blk, nr = k->req.replaced & ~seen_rep;
 
     count(t, t->injected, nr);
     if (nb == 0)
-        return 0;
+        return;
     note_names(c, t, k->req.blocked);
-    if (nb & k->refuse) {
+    if (k->cut) {
         __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
-        http_set_reason(c, "a credential placeholder in a plain-HTTP request body to its host "
-                           "(credentials.allowPlaintextInject is off): the request was cut "
-                           "before it");
-        k->cut = 1;
-        return -1;
+        return;
     }
     count(t, t->elsewhere, nb);
-    return 0;
 }
 
 int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
@@ -394,11 +471,13 @@ int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
     struct http_work *w = c->w;
     struct http_cred *k = w->cred;
     struct proxy_creds *t = creds_of(c);
+    struct up_ctx u = {c, k};
     uint64_t blk, rep;
-    size_t need, n;
+    size_t need;
+    int rc;
 
     if (k != NULL && t != NULL && http_sigv4_held(k->sv)) {
-        int rc = k->cut ? 0 : http_sigv4_body(k->sv, at, len);
+        rc = k->cut ? 0 : http_sigv4_body(k->sv, at, len);
         if (rc == UV_ENOMEM)
             return rc;
         if (rc < 0) {
@@ -429,10 +508,9 @@ int http_cred_body_up(struct http_conn *c, const char *at, size_t len)
     }
     blk = k->req.blocked;
     rep = k->req.replaced;
-    n = subst_feed(&k->req, (const uint8_t *)at, len, k->scratch);
-    if (body_found(c, t, k, blk, rep) < 0)
-        return 1;
-    return send_up(c, k->scratch, n) < 0 ? UV_EPIPE : 1;
+    rc = subst_feed_emit(&k->req, (const uint8_t *)at, len, k->scratch, up_emit, &u);
+    body_found(c, t, k, blk, rep);
+    return rc < 0 && !k->cut ? rc : 1;
 }
 
 /* The held body of a SigV4 request: checked against the client's
@@ -461,11 +539,14 @@ static int sigv4_release(struct http_conn *c, struct proxy_creds *t, struct http
     count(t, t->injected, rep);
     if (blk != 0) {
         note_names(c, t, blk);
-        if (blk & k->refuse) {
+        if (blk & (k->refuse | k->stale | k->allow)) { /* allowed and left: another length */
             __atomic_add_fetch(&t->refused, 1, __ATOMIC_RELAXED);
             k->cut = 1;
-            k->why = "a credential placeholder in a plain-HTTP request body to its host "
-                     "(credentials.allowPlaintextInject is off); the request was not sent";
+            k->why = blk & k->refuse
+                         ? "a credential placeholder in a plain-HTTP request body to its host "
+                           "(credentials.allowPlaintextInject is off); the request was not sent"
+                         : "a credential placeholder in a signed body whose value is expired or "
+                           "has another length than its placeholder; the request was not sent";
             http_set_reason(c, k->why);
             return 0;
         }
@@ -487,8 +568,9 @@ int http_cred_body_up_end(struct http_conn *c)
 {
     struct http_cred *k = c->w->cred;
     struct proxy_creds *t = creds_of(c);
+    struct up_ctx u = {c, k};
     uint64_t blk, rep;
-    size_t n;
+    int rc;
 
     if (k != NULL && t != NULL && http_sigv4_held(k->sv))
         return sigv4_release(c, t, k);
@@ -498,10 +580,9 @@ int http_cred_body_up_end(struct http_conn *c)
         return UV_EINVAL; /* cannot happen: the carry came from a feed */
     blk = k->req.blocked;
     rep = k->req.replaced;
-    n = subst_finish(&k->req, k->scratch);
-    if (body_found(c, t, k, blk, rep) < 0)
-        return 0; /* cut: http_cred_cut */
-    return send_up(c, k->scratch, n);
+    rc = subst_finish_emit(&k->req, k->scratch, up_emit, &u);
+    body_found(c, t, k, blk, rep);
+    return rc < 0 && !k->cut ? rc : 0; /* cut: http_cred_cut */
 }
 
 int http_cred_cut(const struct http_conn *c)
@@ -644,6 +725,22 @@ static int sig_down(struct http_conn *c, struct http_cred *k, size_t n, int end)
     return send_down(c, k, n, m);
 }
 
+/* A response whose request started before the value that is now old: the
+ * value it could echo is masked no more (two refreshes since), so it is
+ * cut (fail closed). 1 when so. */
+static int outlived(struct http_conn *c, const struct http_cred *k)
+{
+    const struct proxy_creds *t = creds_of(c);
+
+    for (size_t i = 0; t != NULL && i < t->n; i++)
+        if ((k->hosts & (UINT64_C(1) << i)) && t->e[i].refresh && t->e[i].gen - k->gen[i] >= 2) {
+            http_set_reason(c, "the response outlived two refreshes of a credential's value: "
+                               "the value its request could have sent is masked no more; cut");
+            return 1;
+        }
+    return 0;
+}
+
 int http_cred_body_down(struct http_conn *c, const char *at, size_t len)
 {
     struct http_cred *k = c->w->cred;
@@ -652,6 +749,8 @@ int http_cred_body_down(struct http_conn *c, const char *at, size_t len)
 
     if (k == NULL || !k->resp_on)
         return 0;
+    if (outlived(c, k))
+        return UV_ECANCELED;
     need = k->resp.ncarry + len;
     if (k->sig_on)
         need += k->sig.ncarry + k->resp.ncarry + len;

@@ -115,7 +115,7 @@ static int mask_set(struct http_gw_req *r)
             dup = pairs[k].len == r->snaps[i].len &&
                   memcmp(pairs[k].from, r->snaps[i].value, pairs[k].len) == 0;
         if (!dup)
-            pairs[n++] = (struct subst_pair){r->snaps[i].value, r->snaps[i].mask, r->snaps[i].len};
+            pairs[n++] = (struct subst_pair){r->snaps[i].value, r->snaps[i].mask, r->snaps[i].len, 0};
     }
     return subst_set_init(&r->set, pairs, n) < 0 ? UV_ENOMEM : 0;
 }

@@ -3,9 +3,13 @@
  * body) and swaps each for its real value, or the other way round for
  * responses. Pure code: no I/O, no event loop (tests/fuzz/fuzz_subst.c).
  *
- * Every pair has the same length on both sides (a placeholder is the real
+ * A pair has the same length on both sides (a placeholder is the real
  * value's length), so a substitution never changes a length: buffers are
- * rewritten in place and Content-Length stays right.
+ * rewritten in place and Content-Length stays right. The one exception is
+ * a refreshed value (issue 24 item 4: a helper's new value may be longer or
+ * shorter than the placeholder made from the first): such a pair (tolen
+ * set) is replaced only by the _emit functions, which hand the rewritten
+ * bytes over in pieces; the in-place ones leave it and report it blocked.
  *
  * Matching is the same however the bytes are split: at each position the
  * scanner decides only once it has seen the longest pair's length of bytes
@@ -28,6 +32,7 @@ struct subst_pair {
     const uint8_t *from; /* what is looked for */
     const uint8_t *to;   /* what replaces it (same length) */
     size_t len;
+    size_t tolen; /* 0: len; else to's length (only the _emit functions replace it) */
 };
 
 struct subst_set {
@@ -71,5 +76,19 @@ size_t subst_finish(struct subst_stream *st, uint8_t *out);
  * replaced; *blocked gets the bits found and left (may be NULL). */
 uint64_t subst_buffer(const struct subst_set *s, uint64_t allow, uint8_t *buf, size_t len,
                       uint64_t *blocked);
+
+/* The same with pairs of another length (tolen): the decided bytes go to
+ * emit in order, each run of bytes (same-length pairs replaced in place)
+ * with pair -1, each such pair's to (tolen bytes) with its index. emit's
+ * negative value stops the scan and is returned; else 0. work: room for
+ * st->ncarry + len bytes (the input is copied there and rewritten). */
+typedef int (*subst_emit_fn)(void *arg, const uint8_t *b, size_t n, int pair);
+int subst_feed_emit(struct subst_stream *st, const uint8_t *in, size_t len, uint8_t *work,
+                    subst_emit_fn emit, void *arg);
+int subst_finish_emit(struct subst_stream *st, uint8_t *work, subst_emit_fn emit, void *arg);
+/* A whole buffer (rewritten in place for the runs): *replaced and
+ * *blocked get the bits. 0 or emit's negative value. */
+int subst_buffer_emit(const struct subst_set *s, uint64_t allow, uint8_t *buf, size_t len,
+                      uint64_t *replaced, uint64_t *blocked, subst_emit_fn emit, void *arg);
 
 #endif

@@ -21,6 +21,9 @@
 #include "run/creds.h"
 
 #include "proxy/creds.h"
+#include "proxy/gw.h"
+#include "proxy/gwrun.h"
+#include "proxy/helper.h"
 #include "run/launch-int.h"
 #include "run/tls_trust.h"
 #include "settings/settings.h"
@@ -51,6 +54,13 @@ struct run_creds {
     char *files[SUBST_MAX * 2]; /* owned strings of late (fakes and real paths) */
     size_t nfiles;
     const char **late; /* TLS's pairs, then ours, then NULL */
+    /* envVars entries with value.exec (issue 24 item 4): their helpers'
+     * table, its refreshes on the run's loop, and for its entry j the
+     * settings item, the variable (env index) and the table entry */
+    struct proxy_gw *gw;
+    struct proxy_gwrun *gwrun;
+    const struct settings_item *exec_it[PROXY_CREDS_MAX];
+    size_t exec_env[PROXY_CREDS_MAX], exec_tab[PROXY_CREDS_MAX], nexec;
 };
 
 /* "ENTRY: what" on stderr, naming the entry and never its value. */
@@ -291,6 +301,13 @@ static int env_entry(struct run_creds *rc, const struct settings_item *it,
     if (ev->name == NULL)
         return refuse(it, "out of memory");
     rc->nenv++;
+    if (cr->mask && cr->exec) { /* its value comes from its helper: run_creds_exec */
+        if (rc->nexec >= PROXY_CREDS_MAX)
+            return refuse(it, "too many entries with value.exec (16 at most)");
+        rc->exec_it[rc->nexec] = it;
+        rc->exec_env[rc->nexec++] = rc->nenv - 1;
+        return 0;
+    }
     val = getenv(ev->name);
     if (!cr->mask || val == NULL)
         return 0; /* removed (deny, or nothing to mask) */
@@ -658,7 +675,7 @@ int run_creds_prepare(struct run *run)
         if (settings_credential_split(it->value, &cr) < 0 || file_entry(rc, it, &cr) < 0)
             return -1;
     }
-    if ((err = proxy_creds_seal(&rc->t)) < 0) {
+    if (rc->nexec == 0 && (err = proxy_creds_seal(&rc->t)) < 0) {
         fprintf(stderr,
                 "sluice: run: credentials: the substitution table could not be built (%s); the "
                 "command was not run\n",
@@ -716,7 +733,7 @@ int run_creds_env(struct run *run, struct sb_strv *env, char *err, size_t errlen
         for (size_t e = 0; v != NULL && e < rc->t.n; e++) {
             const struct proxy_cred *c = &rc->t.e[e];
             char *p = v + 1, *end = v + 1 + vl;
-            while ((size_t)(end - p) >= c->len &&
+            while (c->rlen == c->len && (size_t)(end - p) >= c->len &&
                    (p = memmem(p, (size_t)(end - p), c->real, c->len)) != NULL) {
                 memcpy(p, c->fake, c->len);
                 p += c->len;
@@ -754,6 +771,7 @@ void run_creds_free(struct run *run)
 
     if (rc == NULL)
         return;
+    proxy_gw_unref(rc->gw);
     run->core.creds = NULL;
     proxy_creds_clear(&rc->t);
     for (size_t i = 0; i < rc->nenv; i++) {
@@ -767,4 +785,192 @@ void run_creds_free(struct run *run)
     free(rc->late);
     free(rc);
     run->creds = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* value.exec: a helper's value (issue 24 item 4)                            */
+
+struct first_run {
+    struct proxy_gw *g;
+    size_t i;
+    char why[200];
+};
+
+static void first_done(void *arg, int ok, const uint8_t *out, size_t len, const char *why)
+{
+    struct first_run *f = arg;
+    const char *failed = proxy_gw_helper_done(f->g, f->i, proxy_gw_now(), ok, out, len, why);
+
+    if (failed != NULL)
+        snprintf(f->why, sizeof(f->why), "%s", failed);
+}
+
+/* Each helper once, at the same time, on a loop of their own: a helper
+ * that fails leaves its why in f[j].why. 0, or -1 out of memory. */
+static int first_runs(struct run_creds *rc, struct first_run *f)
+{
+    uv_loop_t loop;
+
+    if (uv_loop_init(&loop) != 0)
+        return -1;
+    for (size_t j = 0; j < rc->nexec; j++) {
+        const struct proxy_gw_entry *e = &rc->gw->e[j];
+        struct proxy_helper *h;
+        int err;
+        f[j].g = rc->gw;
+        f[j].i = j;
+        err = proxy_helper_start(&loop, e->argv, e->timeout_ms, PROXY_GW_READ_MAX, first_done,
+                                 &f[j], &h);
+        if (err < 0)
+            snprintf(f[j].why, sizeof(f[j].why), "it cannot be started: %s", strerror(-err));
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    return uv_loop_close(&loop) == 0 ? 0 : -1;
+}
+
+/* Entry j's first value into the table, its placeholder into the
+ * variable. 0, or -1 after refuse. */
+static int exec_value(struct run_creds *rc, size_t j, const struct first_run *f)
+{
+    const struct settings_item *it = rc->exec_it[j];
+    struct settings_credential cr;
+    struct proxy_gw_snap snap;
+    char why[300], miss[260];
+    const char *fwhy = NULL;
+    uint8_t *fake;
+    int ret;
+
+    if (settings_credential_split(it->value, &cr) < 0)
+        return refuse(it, "internal: an unreadable entry");
+    if (proxy_gw_get(rc->gw, j, proxy_gw_now(), &snap, miss, sizeof(miss)) < 0) {
+        snprintf(why, sizeof(why), "its helper (value.exec) gave no value: %s",
+                 f->why[0] != '\0' ? f->why : miss);
+        return refuse(it, why);
+    }
+    fake = malloc(snap.len + 1);
+    if (fake == NULL) {
+        proxy_gw_snap_free(&snap);
+        return refuse(it, "out of memory");
+    }
+    ret = make_fake(&cr, snap.value, snap.len, fake, &fwhy) < 0 ? refuse(it, fwhy)
+                                                                : add_table(rc, it, &cr, snap.value,
+                                                                            snap.len, fake);
+    if (ret == 0) {
+        rc->exec_tab[j] = rc->t.n - 1;
+        proxy_creds_refreshable(&rc->t, rc->t.n - 1, rc->gw->e[j].expires);
+        rc->env[rc->exec_env[j]].value = strndup((const char *)fake, snap.len);
+        if (rc->env[rc->exec_env[j]].value == NULL)
+            ret = refuse(it, "out of memory");
+    }
+    free(fake);
+    proxy_gw_snap_free(&snap);
+    return ret;
+}
+
+int run_creds_exec(struct run *run)
+{
+    struct run_creds *rc = run->creds;
+    struct first_run f[PROXY_CREDS_MAX];
+    int err;
+
+    if (rc == NULL || rc->nexec == 0)
+        return 0;
+    memset(f, 0, sizeof(f));
+    if (proxy_gw_new_exec(rc->nexec, &rc->gw) < 0)
+        return refuse(rc->exec_it[0], "out of memory");
+    for (size_t j = 0; j < rc->nexec; j++) {
+        const struct settings_item *it = rc->exec_it[j];
+        struct settings_credential cr;
+        struct settings_header h = {0};
+        char label[200];
+        if (settings_credential_split(it->value, &cr) < 0)
+            return refuse(it, "internal: an unreadable entry");
+        h.name = cr.name;
+        h.name_len = cr.name_len;
+        h.kind = SETTINGS_HDR_EXEC;
+        h.source = h.prefix = "";
+        h.ttl_ms = cr.ttl_ms;
+        h.timeout_ms = cr.timeout_ms;
+        h.rest = cr.rest;
+        snprintf(label, sizeof(label), "%s[%zu]:%.*s", it->list, it->index, (int)cr.name_len,
+                 cr.name);
+        if (proxy_gw_fill_exec(rc->gw, j, label, &h) < 0)
+            return refuse(it, "out of memory");
+    }
+    run_debug(run, "credentials: running %zu helper(s) (value.exec)", rc->nexec);
+    if (first_runs(rc, f) < 0)
+        return refuse(rc->exec_it[0], "its helper could not be run: out of memory");
+    for (size_t j = 0; j < rc->nexec; j++)
+        if (exec_value(rc, j, &f[j]) < 0)
+            return -1;
+    if ((err = proxy_creds_seal(&rc->t)) < 0) {
+        fprintf(stderr,
+                "sluice: run: credentials: the substitution table could not be built (%s); the "
+                "command was not run\n",
+                err == -EINVAL ? "too many masked values: an entry with value.exec counts twice"
+                               : strerror(-err));
+        return -1;
+    }
+    /* the environment was built with the plan, before the trust check that
+     * had to pass before any helper ran: the placeholders go in now */
+    if (run_creds_env(run, &run->env, run->err, sizeof(run->err)) < 0) {
+        fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        return -1;
+    }
+    return 0;
+}
+
+static void exec_log(void *ctx, const char *level, const char *event, const char *msg)
+{
+    const struct run *run = ctx;
+
+    (void)event;
+    if (strcmp(level, "error") == 0)
+        fprintf(stderr, "sluice: warning: %s\n", msg);
+    else
+        run_debug(run, "%s", msg);
+}
+
+/* A helper's new value, swapped into the table (from the run's loop: the
+ * proxy reads the table between its callbacks on that loop). */
+static void exec_new_value(void *ctx, struct proxy_gw *g, size_t i)
+{
+    struct run *run = ctx;
+    struct run_creds *rc = run->creds;
+    struct proxy_gw_snap snap;
+    char why[260];
+
+    if (rc == NULL || g != rc->gw || i >= rc->nexec)
+        return;
+    if (proxy_gw_get(g, i, proxy_gw_now(), &snap, why, sizeof(why)) < 0)
+        return;
+    if (proxy_creds_refresh(&rc->t, rc->exec_tab[i], snap.value, snap.len, snap.mask,
+                            g->e[i].expires) < 0)
+        fprintf(stderr,
+                "sluice: warning: credential %s: its new value could not be taken (out of "
+                "memory); the last one is used until it expires\n",
+                g->e[i].label);
+    proxy_gw_snap_free(&snap);
+}
+
+int run_creds_start(struct run *run)
+{
+    struct run_creds *rc = run->creds;
+
+    if (rc == NULL || rc->gw == NULL)
+        return 0;
+    rc->gwrun = proxy_gwrun_new(&run->loop, exec_log, run);
+    if (rc->gwrun == NULL)
+        return -1;
+    proxy_gwrun_on_value(rc->gwrun, exec_new_value);
+    proxy_gwrun_set(rc->gwrun, rc->gw);
+    return 0;
+}
+
+void run_creds_close(struct run *run)
+{
+    if (run->creds != NULL && run->creds->gwrun != NULL) {
+        proxy_gwrun_close(run->creds->gwrun);
+        run->creds->gwrun = NULL;
+    }
 }

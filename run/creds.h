@@ -40,6 +40,17 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
 /* One file: 0 when trusted, else -1 with why ("is inside '/w', which ..."). */
 int run_settings_file_trusted(const char *path, const char *const *writable, size_t n, char *why,
                               size_t whylen);
+/* After run_creds_trust (issue 24 item 4): each envVars entry with
+ * value.exec runs its helper once (all at once, each with its timeout);
+ * its output is the value, its placeholder the variable's. Any that fails
+ * fails the run: 0, or -1 after a message naming the entry and why. */
+int run_creds_exec(struct run *run);
+/* After the proxy service started: the helpers run again on the run's loop
+ * before their values expire, and each new value is swapped in. 0 or -1
+ * (out of memory). */
+int run_creds_start(struct run *run);
+/* With the loop's other handles (close_all). */
+void run_creds_close(struct run *run);
 /* After the service is freed. */
 void run_creds_free(struct run *run);
 

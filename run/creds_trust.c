@@ -136,6 +136,42 @@ static int refuse(const struct settings_item *it, const char *what, const char *
     return -1;
 }
 
+/* value.exec's program: not inside a writable place, owned by root or us
+ * and not writable by others, nor any directory above it; one link when it
+ * is ours (another name could be in a place the sandbox writes). A
+ * program the sandbox could replace would run on the host. */
+static int exec_trusted(const struct settings_item *it, const struct settings_credential *cr,
+                        const char *const *writable, size_t n, char *err, size_t errlen)
+{
+    char prog[PATH_MAX], why[PATH_MAX + 160];
+    const char *rest = cr->rest, *p;
+    size_t pl;
+    struct stat st;
+    int rc;
+
+    if (!settings_credential_next(&rest, 'x', &p, &pl) || pl == 0 || pl >= sizeof(prog) ||
+        p[0] != '/') {
+        snprintf(err, errlen, "%s:%u:%u: %s[%zu].value.exec: refused: the program must be an "
+                              "absolute path",
+                 it->file, it->line, it->col, it->list, it->index);
+        return -1;
+    }
+    memcpy(prog, p, pl);
+    prog[pl] = '\0';
+    rc = run_settings_file_trusted(prog, writable, n, why, sizeof(why));
+    if (rc < 0 && strstr(why, "one link") != NULL && stat(prog, &st) == 0 && st.st_uid == 0 &&
+        geteuid() != 0)
+        rc = 0; /* root's: no name of it is writable by us, hence by the sandbox */
+    if (rc < 0) {
+        snprintf(err, errlen,
+                 "%s:%u:%u: %s[%zu].value.exec: refused: the helper program '%s' %s (a program "
+                 "the sandbox could replace would run on the host)",
+                 it->file, it->line, it->col, it->list, it->index, prog, why);
+        return -1;
+    }
+    return 0;
+}
+
 static int item_trusted(const struct settings_item *it, const char *const *writable, size_t n,
                         char *why, size_t whylen)
 {
@@ -210,8 +246,13 @@ int run_creds_trust_check(const struct settings *s, const char *const *writable,
                 continue;
             masked++;
             if (item_trusted(it, writable, n, why, sizeof(why)) < 0)
-                return refuse(it, "mode \"mask\" (it sends a real secret of the host out)", why,
-                              err, errlen);
+                return refuse(it,
+                              cr.exec ? "value.exec (it runs a program on the host and sends "
+                                        "its output out)"
+                                      : "mode \"mask\" (it sends a real secret of the host out)",
+                              why, err, errlen);
+            if (cr.exec && exec_trusted(it, &cr, writable, n, err, errlen) < 0)
+                return -1;
             rest = cr.rest;
             if (widened == NULL && !settings_credential_next(&rest, 'h', &h, &hl))
                 widened = it;

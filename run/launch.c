@@ -173,6 +173,7 @@ static void close_all(struct run *run)
     proxy_service_close(&run->core, NULL, NULL);
     proxy_control_close(run->control);
     run->control = NULL;
+    run_creds_close(run);
 }
 
 void run_bwrap_exited(struct run *run, int status, int term_signal)
@@ -243,6 +244,10 @@ static int start_services(struct run *run, char *err, size_t errlen)
         run_tls_start(run, err, errlen) < 0)
         return -1;
     run->core.creds = run_creds_table(run);
+    if (run_creds_start(run) < 0) {
+        snprintf(err, errlen, "credentials: out of memory");
+        return -1;
+    }
     if (run->o->control_fd >= 0) {
         int rc = proxy_control_open(&run->control, &run->loop, run->o->control_fd, NULL,
                                     on_control_policy, run, stderr);
@@ -918,7 +923,7 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         run_creds_prepare(run) < 0)
         goto out;
     run_phase(run, "prepare");
-    if (build_plan(run) < 0 || run_creds_trust(run) < 0)
+    if (build_plan(run) < 0 || run_creds_trust(run) < 0 || run_creds_exec(run) < 0)
         goto out;
     run_phase(run, "plan");
     if (check_cwd_and_log(run) < 0)

@@ -22,7 +22,9 @@
 
 #define ENTRY_HINT                                                                                 \
     "(an entry has name or path, mode, and optionally extract, onExtractNoMatch, "                 \
-    "decode, maskClaims, maskDuplicates, injectHosts, require, requireHeader)"
+    "decode, maskClaims, maskDuplicates, injectHosts, require, requireHeader, value)"
+
+static int mask_value(struct ctx *c, json_t *o, struct settings_text *b);
 
 
 static int cb_line(struct settings_text *b, const char *s)
@@ -53,6 +55,7 @@ static int has_control(const char *s)
 
 struct entry {
     json_t *name, *mode, *extract, *nomatch, *decode, *claims, *dups, *hosts, *require, *rhdr;
+    json_t *value; /* envVars: {"exec": [...], "ttl", "timeout"} (issue 24 item 4) */
 };
 
 static int members(struct ctx *c, json_t *o, int file, struct entry *e)
@@ -72,6 +75,7 @@ static int members(struct ctx *c, json_t *o, int file, struct entry *e)
                         : strcmp(key, "injectHosts") == 0        ? &e->hosts
                         : strcmp(key, "require") == 0            ? &e->require
                         : strcmp(key, "requireHeader") == 0      ? &e->rhdr
+                        : strcmp(key, "value") == 0              ? &e->value
                                                                  : NULL;
         int rc;
 
@@ -84,6 +88,10 @@ static int members(struct ctx *c, json_t *o, int file, struct entry *e)
                                     : ENTRY_HINT);
         else if (slot == &e->dups && !file)
             rc = settings__fail(c, 1, "applies to files entries only");
+        else if (slot == &e->value && file)
+            rc = settings__fail(c, 1,
+                                "applies to envVars entries only (a masked file's fake copy is "
+                                "made once, from the file)");
         else
             rc = 0;
         settings__pop(c);
@@ -195,6 +203,8 @@ static int check_combination(struct ctx *c, const struct entry *e, int mask)
          "applies to mode \"mask\" only (a denied credential is never sent)"},
         {offsetof(struct entry, require), "require", "applies to mode \"mask\" only"},
         {offsetof(struct entry, rhdr), "requireHeader", "applies to mode \"mask\" only"},
+        {offsetof(struct entry, value), "value",
+         "applies to mode \"mask\" only (a denied variable has no value to fetch)"},
     };
     const char *key = NULL, *why = NULL;
     int rc;
@@ -215,6 +225,11 @@ static int check_combination(struct ctx *c, const struct entry *e, int mask)
     if (key == NULL && e->rhdr != NULL && !json_is_true(e->require)) {
         key = "requireHeader";
         why = "applies with \"require\": true only";
+    }
+    if (key == NULL && e->value != NULL && (e->extract != NULL || e->decode != NULL)) {
+        key = e->extract != NULL ? "extract" : "decode";
+        why = "applies to a value read from the host's variable; with value the helper prints "
+              "the secret itself";
     }
     if (key == NULL && json_is_true(e->require) && e->hosts == NULL) {
         key = "require";
@@ -344,7 +359,12 @@ static int one_entry(struct ctx *c, json_t *o, int file, struct settings_text *b
         return rc;
     if (e.hosts != NULL && (rc = member_list(c, "injectHosts", e.hosts, "h", host_ok, b)) < 0)
         return rc;
-    return require_line(c, &e, b);
+    if ((rc = require_line(c, &e, b)) < 0 || e.value == NULL)
+        return rc;
+    settings__push_key(c, "value");
+    rc = mask_value(c, e.value, b);
+    settings__pop(c);
+    return rc;
 }
 
 /* Where each of an array's n elements stands in the file (*found of them
@@ -492,8 +512,19 @@ int settings_credential_split(const char *text, struct settings_credential *r)
                                       : SETTINGS_NOMATCH_ERROR;
     r->jwt = lens[5] == 3;
     r->mask_duplicates = f[6][0] == '1';
-    /* the rest: "\nc<claim>" and "\nh<host>" lines */
+    /* the rest: "\nc<claim>", "\nh<host>", ... lines */
     r->rest = f[6] + lens[6];
+    {
+        const char *rest = r->rest, *v;
+        size_t vl;
+        r->exec = settings_credential_next(&rest, 'x', &v, &vl);
+        rest = r->rest;
+        if (settings_credential_next(&rest, 't', &v, &vl))
+            r->ttl_ms = (unsigned)strtoul(v, NULL, 10);
+        rest = r->rest;
+        if (settings_credential_next(&rest, 'o', &v, &vl))
+            r->timeout_ms = (unsigned)strtoul(v, NULL, 10);
+    }
     return r->name_len > 0 ? 0 : -EINVAL;
 }
 
@@ -830,6 +861,53 @@ static int header_value(struct ctx *c, json_t *o, struct settings_text *b, struc
     if (cb_line(b, nums) < 0)
         return settings__fail_nomem(c);
     return 0;
+}
+
+/* An envVars mask entry's value (issue 24 item 4): the value object of
+ * credentials.headers with exec only, as "x" lines (the program first),
+ * one line "t" + ttl in ms and one line "o" + timeout in ms. */
+static int mask_value(struct ctx *c, json_t *o, struct settings_text *b)
+{
+    struct hvalue v = {0};
+    unsigned ttl = 0, timeout = 10000;
+    char nums[48];
+    int rc;
+
+    if (!json_is_object(o))
+        return settings__fail(c, 0,
+                              "expected an object {\"exec\": [PROGRAM, ARG...], \"ttl\": SECONDS, "
+                              "\"timeout\": SECONDS}, got %s",
+                              settings__type_name(o));
+    rc = value_members(c, o, &v);
+    if (rc == 0 && (v.file != NULL || v.env != NULL))
+        rc = value_fail(c, v.file != NULL ? "file" : "env",
+                        "an envVars entry's value is its variable on the host, or with value a "
+                        "helper program's output (exec); file and env are credentials.headers' "
+                        "sources");
+    if (rc == 0 && v.prefix != NULL)
+        rc = value_fail(c, "prefix", "applies to credentials.headers only (the command writes "
+                                     "the header with the placeholder itself)");
+    if (rc == 0 && v.exec == NULL)
+        rc = settings__fail(c, 0, "needs exec: [PROGRAM, ARG...], the helper that prints the "
+                                  "value");
+    if (rc == 0 && v.ttl == NULL)
+        rc = settings__fail(c, 0, "exec needs ttl: how many seconds its output may be used");
+    if (rc == 0)
+        rc = exec_lines(c, v.exec, b);
+    if (rc == 0) {
+        settings__push_key(c, "ttl");
+        rc = settings__want_seconds(c, v.ttl, 1000, 86400000, &ttl);
+        settings__pop(c);
+    }
+    if (rc == 0 && v.timeout != NULL) {
+        settings__push_key(c, "timeout");
+        rc = settings__want_seconds(c, v.timeout, 100, 300000, &timeout);
+        settings__pop(c);
+    }
+    if (rc < 0)
+        return rc;
+    snprintf(nums, sizeof(nums), "\nt%u\no%u", ttl, timeout);
+    return settings__text_add(b, nums, strlen(nums)) < 0 ? settings__fail_nomem(c) : 0;
 }
 
 static int header_name(struct ctx *c, json_t *m, const char **name)

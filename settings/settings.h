@@ -372,7 +372,10 @@ void settings_set_checks(const struct settings_checks *checks);
  *   pattern ("h" + pattern; none = the hosts of network.allowedDomains),
  *   and with require one line "r" + the header that must carry the
  *   placeholder (requireHeader, default Authorization); an awsPairs
- *   variable has one line "a" + its role (K, S or T).
+ *   variable has one line "a" + its role (K, S or T); an envVars mask
+ *   entry with value (a helper program, issue 24 item 4) has one line
+ *   "x" + argument per exec argument (the program first), one line "t" +
+ *   its ttl in ms and one line "o" + its timeout in ms.
  * settings_credential_split() reads it back (spans point into text);
  * settings_credential_next() walks the rest's lines of one tag. */
 enum settings_nomatch { SETTINGS_NOMATCH_ERROR = 0, SETTINGS_NOMATCH_WARN, SETTINGS_NOMATCH_DENY };
@@ -386,6 +389,8 @@ struct settings_credential {
     enum settings_nomatch on_no_match;
     int jwt;
     int mask_duplicates;
+    int exec;                 /* value: a helper program ("x" lines) */
+    unsigned ttl_ms, timeout_ms; /* with exec */
     const char *rest; /* the claim and host lines */
 };
 int settings_credential_split(const char *text, struct settings_credential *r);

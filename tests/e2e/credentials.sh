@@ -293,6 +293,75 @@ $r")"; fi
     else bad "WebSocket / not TLS" "$out
 $r
 $(grep -i 'upgrade\|not TLS' "$log" | tail -3)"; fi
+    exec_cases
+}
+
+# value.exec (issue 24 item 4): a helper program gives the value, counted
+# in $HC (it prints exec-token-RND-N, longer from N=2 with HLONG, and fails
+# from N=2 with HFAIL); ttl 1 s, so it runs again every 0.75 s.
+exec_cases() {
+    local log=$T/xlog.$WHO out r rc P X1
+    local HC=$T/hcount.$WHO
+    xr() { HC=$HC HRND=$RND "$SLUICE" run --log "$log" --settings "$@"; }
+    : > "$log"; rm -f "$HC" "$SH/rec/"*
+    # the value at start, then a refresh of another length: the sandbox
+    # waits until the echo it gets back is no longer its placeholder's
+    # length (the new value comes back as a mask of its own length)
+    out=$(HLONG=1 xr "$SJ/exec.json" -- sh -c 'printf "P=%s\n" "$XTOK"; u=https://inj.test:'"$PA"'
+        curl -sS --max-time 10 -H "Authorization: Bearer $XTOK" "$u/x1" -o /dev/null
+        i=0; while [ $i -lt 40 ]; do
+            e=$(curl -sS --max-time 10 -H "Authorization: Bearer $XTOK" "$u/x2")
+            [ ${#e} -ne $((${#XTOK} + 12)) ] && break; i=$((i + 1)); sleep 0.5; done
+        printf "%s" "$XTOK" > /tmp/b; head -c 70000 /dev/zero | tr "\0" a >> /tmp/b; printf "%s" "$XTOK" >> /tmp/b
+        curl -sS --max-time 10 -u "x-access-token:$XTOK" "$u/x3" -o /dev/null
+        curl -sS --max-time 10 -H "Transfer-Encoding: chunked" --data-binary @/tmp/b "$u/chunked-x" -o /dev/null
+        curl -sS --max-time 10 --data-binary @/tmp/b "$u/cl-x" -o /dev/null 2>&1 || echo cl-cut
+        env; cat /proc/*/environ /proc/*/cmdline 2>/dev/null | tr "\0" "\n"' 2>&1); rc=$?
+    sleep 0.3
+    r=$(rec) P=$(sed -n 's/^P=//p' <<<"$out")
+    X1=$(sed -n "s/^H authorization: Bearer \(exec-token-$RND-[0-9]*\)\$/\1/p" <<<"$r" | head -1)
+    if [ "$rc" = 0 ] && [ -n "$X1" ] && [ "${#P}" = "${#X1}" ] && [ "$P" != "$X1" ] &&
+        grep -q "^LINE GET /x1 " <<<"$r" && ! grep -qF "$P" <<<"$r"; then
+        ok "value.exec: the helper's value is injected from the start; the sandbox holds a placeholder of its length, never sent"
+    else bad "value.exec at start" "rc $rc P=$P X1=$X1 $(grep '^LINE\|^H auth' <<<"$r" | head)"; fi
+    if grep -q "^H authorization: Bearer exec-token-$RND-[0-9]*-longer-value-xx" <<<"$r" &&
+        grep -q "^H authorization: Basic " <<<"$r" &&
+        sed -n 's/^H authorization: Basic //p' <<<"$r" | base64 -d 2>/dev/null | grep -q "^x-access-token:exec-token-$RND-[0-9]*-longer-value-xx$"; then
+        ok "value.exec: after its ttl the helper's new value (another length) replaces the same placeholder in headers and Basic credentials"
+    else bad "value.exec refresh" "$(grep '^LINE\|^H auth' <<<"$r" | head -12)"; fi
+    # (the origin records the cut request's head with what body it got
+    # before the close: none, the placeholder starts the body)
+    if grep -q "^BODY chunked " <<<"$r" && ! grep -q "^BODY cl " <<<"$r" &&
+        [ "$(grep '^BODYDATA' <<<"$r" | grep -o "exec-token-$RND-[0-9]*-longer-value-xx" | wc -l)" = 2 ]; then
+        if grep -q "^cl-cut" <<<"$out" && grep -q "framed by Content-Length, while the credential's refreshed value has another length" "$log"; then
+            ok "value.exec: a chunked body gets the longer value (its chunks resized); a Content-Length body with the placeholder is cut before it, with the reason in the log"
+        else bad "value.exec Content-Length body" "$(grep -v '^[A-Z_]*=' <<<"$out" | tail -5) $(grep -c 'Content-Length, while' "$log")"; fi
+    else bad "value.exec bodies" "$(grep '^LINE\|^BODY ' <<<"$r")"; fi
+    if ! grep -qF "exec-token-$RND" <<<"$out" && ! grep -qF "exec-token-$RND" "$log" && [ -s "$log" ]; then
+        ok "value.exec: no value in the sandbox's environment or /proc, in sluice's messages or its log"
+    else bad "value.exec leak" "$(grep -c "exec-token-$RND" <<<"$out") $(grep -c "exec-token-$RND" "$log")"; fi
+    # a helper that fails after its first value: once it expires, a request
+    # that needs it is refused (503, named), never sent with the placeholder
+    rm -f "$HC" "$SH/rec/"*
+    out=$(HFAIL=1 xr "$SJ/exec.json" -- sh -c 'sleep 2.5; curl -sS --max-time 10 -w "\n%{http_code}\n" -H "Authorization: Bearer $XTOK" https://inj.test:'"$PA"'/expired' 2>&1)
+    sleep 0.2
+    if grep -q "^503$" <<<"$out" && grep -q "credential XTOK has no value: its lifetime (ttl) ran out" <<<"$out" &&
+        ! grep -q "/expired" <<<"$(rec)" && grep -q "credential credentials.envVars\[0\]:XTOK: its helper failed: exit status 1" <<<"$out"; then
+        ok "value.exec: an expired value (its helper failing) refuses the requests that need it (503 naming it), never sent; the failure is a warning naming the entry"
+    else bad "value.exec expired" "$out"; fi
+    # a helper that fails at start: the command does not run
+    out=$(HC=/nonexistent/dir/c HRND=$RND "$SLUICE" run --settings "$SJ/exec.json" -- echo ran 2>&1); rc=$?
+    if [ "$rc" = 125 ] && ! grep -q "^ran" <<<"$out" &&
+        grep -q "exec.json:[0-9]*:[0-9]*: credentials.envVars\[0\]: its helper (value.exec) gave no value: exit status 1; the command was not run" <<<"$out"; then
+        ok "value.exec: a helper that fails at start fails the run (125), naming the entry"
+    else bad "value.exec failing at start" "rc $rc $out"; fi
+    # from a file the sandbox could have written: refused, the helper never run
+    rm -f "$HC"
+    out=$(xr "$SJ/exec-open.json" -- echo ran 2>&1); rc=$?
+    if [ "$rc" = 125 ] && [ ! -e "$HC" ] && ! grep -q "^ran" <<<"$out" &&
+        grep -q "exec-open.json:[0-9]*:[0-9]*: credentials.envVars\[0\]: refused: value.exec (it runs a program on the host" <<<"$out"; then
+        ok "value.exec from a settings file the sandbox could have written is refused (file:line, why) before anything runs"
+    else bad "value.exec untrusted" "rc $rc $out"; fi
 }
 
 # --- set-up (root, once) ------------------------------------------------------
@@ -442,8 +511,21 @@ JSON
 {"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
  "credentials": {"envVars": [{"name": "TOKEN", "mode": "mask", "injectHosts": ["inj.test"], "require": true}]}}
 JSON
+    cat > "$SJ/helper.sh" <<'SH'
+#!/bin/sh
+n=$(cat "$HC" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$HC" || exit 1
+[ -n "${HFAIL:-}" ] && [ "$n" -ge 2 ] && { echo "helper stderr: failing" >&2; exit 1; }
+if [ -n "${HLONG:-}" ] && [ "$n" -ge 2 ]; then echo "exec-token-$HRND-$n-longer-value-xx"; else echo "exec-token-$HRND-$n"; fi
+SH
+    chmod 755 "$SJ/helper.sh"
+    cat > "$SJ/exec.json" <<JSON
+{"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
+ "credentials": {"envVars": [{"name": "XTOK", "mode": "mask", "injectHosts": ["inj.test"],
+                              "value": {"exec": ["$SJ/helper.sh"], "ttl": 1, "timeout": 5}}]}}
+JSON
+    cp "$SJ/exec.json" "$SJ/exec-open.json"
     cp "$SJ/s.json" "$SJ/open.json" && cp "$SJ/s.json" "$SH/s.json"
-    chmod 644 "$SJ"/*.json "$SJ"/xdg*/sluice/settings.json "$SH/s.json" && chmod 666 "$SJ/open.json"
+    chmod 644 "$SJ"/*.json "$SJ"/xdg*/sluice/settings.json "$SH/s.json" && chmod 666 "$SJ/open.json" "$SJ/exec-open.json"
 fi
 
 start=$SECONDS

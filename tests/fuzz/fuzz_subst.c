@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             keys[k][i] = fold ? (uint8_t)('A' + (data[at + i] & 1u)) : data[at + i];
             vals[k][i] = (uint8_t)('0' + k); /* never a pair's byte when folded */
         }
-        pairs[k] = (struct subst_pair){keys[k], vals[k], l};
+        pairs[k] = (struct subst_pair){keys[k], vals[k], l, 0};
         at += l;
     }
     if (subst_set_init(&s, pairs, np) < 0)

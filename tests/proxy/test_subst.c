@@ -27,8 +27,8 @@
 static void set2(struct subst_set *s)
 {
     static const struct subst_pair p[] = {
-        {(const uint8_t *)P1, (const uint8_t *)R1 "!", sizeof(P1) - 1},
-        {(const uint8_t *)P2, (const uint8_t *)R2, sizeof(P2) - 1},
+        {(const uint8_t *)P1, (const uint8_t *)R1 "!", sizeof(P1) - 1, 0},
+        {(const uint8_t *)P2, (const uint8_t *)R2, sizeof(P2) - 1, 0},
     };
     assert_int_equal(sizeof(P1), sizeof(R1 "!"));
     assert_int_equal(sizeof(P2), sizeof(R2));
@@ -149,9 +149,9 @@ static void test_values(void **state)
 static void test_overlap(void **state)
 {
     static const struct subst_pair p[] = {
-        {(const uint8_t *)"AAAAAAAAAAAAAAAA", (const uint8_t *)"1111111111111111", 16},
-        {(const uint8_t *)"AAAAAAAAAAAAAAAAB", (const uint8_t *)"22222222222222222", 17},
-        {(const uint8_t *)"BAAAAAAAAAAAAAAAC", (const uint8_t *)"33333333333333333", 17},
+        {(const uint8_t *)"AAAAAAAAAAAAAAAA", (const uint8_t *)"1111111111111111", 16, 0},
+        {(const uint8_t *)"AAAAAAAAAAAAAAAAB", (const uint8_t *)"22222222222222222", 17, 0},
+        {(const uint8_t *)"BAAAAAAAAAAAAAAAC", (const uint8_t *)"33333333333333333", 17, 0},
     };
     static const struct {
         const char *in, *out;
@@ -234,8 +234,8 @@ static void test_bad_sets(void **state)
 {
     struct subst_set s;
     struct subst_pair p[2] = {
-        {(const uint8_t *)"short", (const uint8_t *)"SHORT", 5},
-        {(const uint8_t *)P2, (const uint8_t *)R2, sizeof(P2) - 1},
+        {(const uint8_t *)"short", (const uint8_t *)"SHORT", 5, 0},
+        {(const uint8_t *)P2, (const uint8_t *)R2, sizeof(P2) - 1, 0},
     };
     struct subst_pair many[SUBST_MAX + 1];
 
@@ -260,9 +260,9 @@ static void test_shared_from(void **state)
 {
     struct subst_set s;
     const struct subst_pair p[3] = {
-        {(const uint8_t *)"REALVALUE-SHARED-1234", (const uint8_t *)"fake-A-xxxxxxxxxxxxxx", 21},
-        {(const uint8_t *)"REALVALUE-SHARED-1234", (const uint8_t *)"fake-B-yyyyyyyyyyyyyy", 21},
-        {(const uint8_t *)"OTHERVALUE-0123456789", (const uint8_t *)"fake-C-zzzzzzzzzzzzzz", 21},
+        {(const uint8_t *)"REALVALUE-SHARED-1234", (const uint8_t *)"fake-A-xxxxxxxxxxxxxx", 21, 0},
+        {(const uint8_t *)"REALVALUE-SHARED-1234", (const uint8_t *)"fake-B-yyyyyyyyyyyyyy", 21, 0},
+        {(const uint8_t *)"OTHERVALUE-0123456789", (const uint8_t *)"fake-C-zzzzzzzzzzzzzz", 21, 0},
     };
     char buf[64];
     uint64_t blocked;

@@ -151,6 +151,48 @@ static void test_files(void **state)
 }
 
 /* /tmp: writable by others, whatever the file's own mode. */
+static int layers(const char *user, const char *proj, char *err, size_t n);
+
+/* value.exec (issue 24 item 4): from a trusted file only, and its program
+ * not one the sandbox could replace. */
+static void test_exec(void **state)
+{
+    char err[2048], user[2048], prog[700];
+    (void)state;
+
+    if (!base_trusted())
+        skip();
+#define EXEC(p) "{\"name\": \"GH_TOKEN\", \"mode\": \"mask\", \"injectHosts\": [\"inj.test\"], " \
+                "\"value\": {\"exec\": [\"" p "\", \"auth\", \"token\"], \"ttl\": 60}}"
+#define XNET "\"network\": {\"allowedDomains\": [\"inj.test\"], \"tlsTerminate\": {}}"
+    /* a project file's exec: refused at its line, before anything runs */
+    assert_int_equal(layers("{" XNET "}",
+                            "{\n\"credentials\": {\"envVars\": [\n  " EXEC("/bin/true") "]}}", err,
+                            sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "/w/proj.json:3:3: credentials.envVars[0]: refused: value.exec "
+                                "(it runs a program on the host"));
+    /* the user's file, a root-owned program: taken */
+    assert_int_equal(layers("{" XNET ", \"credentials\": {\"envVars\": [" EXEC("/bin/true") "]}}",
+                            "{}", err, sizeof(err)),
+                     0);
+    /* the user's file, a program inside the writable place: refused */
+    snprintf(prog, sizeof(prog), "%s/helper", wdir);
+    put(prog, "#!/bin/sh\necho x\n", 0700);
+    snprintf(user, sizeof(user),
+             "{" XNET ", \"credentials\": {\"envVars\": [{\"name\": \"GH_TOKEN\", \"mode\": "
+             "\"mask\", \"injectHosts\": [\"inj.test\"], \"value\": {\"exec\": [\"%s\"], "
+             "\"ttl\": 60}}]}}",
+             prog);
+    assert_int_equal(layers(user, "{}", err, sizeof(err)), -1);
+    if (strstr(err, "value.exec: refused: the helper program") == NULL ||
+        strstr(err, "which the sandboxed command may write") == NULL)
+        fail_msg("%s", err);
+    unlink(prog);
+#undef EXEC
+#undef XNET
+}
+
 static void test_tmp(void **state)
 {
     char p[] = "/tmp/credtrust.XXXXXX", why[PATH_MAX + 200];
@@ -338,6 +380,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_tmp),
+        cmocka_unit_test(test_exec),
         cmocka_unit_test(test_layers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -608,7 +608,42 @@ static const struct error_case error_cases[] = {
     {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"secret\": 1}]}}",
      "t.json:1:60: credentials.envVars[0].secret: unknown key 'secret' (an entry has name "
      "or path, mode, and optionally extract, onExtractNoMatch, decode, maskClaims, "
-     "maskDuplicates, injectHosts, require, requireHeader)"},
+     "maskDuplicates, injectHosts, require, requireHeader, value)"},
+    /* value: a helper program (issue 24 item 4) */
+#define EV "{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"value\": "
+    {EV "{\"exec\": [\"/bin/tok\"]}}]}}",
+     "t.json:1:69: credentials.envVars[0].value: exec needs ttl: how many seconds its output may "
+     "be used"},
+    {EV "{\"exec\": [\"tok\"], \"ttl\": 60}}]}}",
+     "t.json:1:79: credentials.envVars[0].value.exec[0]: the program: an absolute path (no "
+     "shell, no PATH search)"},
+    {EV "{\"file\": \"/x\"}}]}}",
+     "t.json:1:70: credentials.envVars[0].value.file: an envVars entry's value is its variable "
+     "on the host, or with value a helper program's output (exec); file and env are "
+     "credentials.headers' sources"},
+    {EV "{\"exec\": [\"/bin/tok\"], \"ttl\": 60, \"prefix\": \"Bearer \"}}]}}",
+     "t.json:1:103: credentials.envVars[0].value.prefix: applies to credentials.headers only "
+     "(the command writes the header with the placeholder itself)"},
+    {EV "{\"ttl\": 60}}]}}",
+     "t.json:1:69: credentials.envVars[0].value: needs exec: [PROGRAM, ARG...], the helper that "
+     "prints the value"},
+    {EV "{\"exec\": [\"/bin/tok\"], \"ttl\": 0}}]}}",
+     "t.json:1:99: credentials.envVars[0].value.ttl: must be 1 to 86400 seconds, got 0"},
+    {EV "\"/bin/tok\"}]}}",
+     "t.json:1:69: credentials.envVars[0].value: expected an object {\"exec\": [PROGRAM, "
+     "ARG...], \"ttl\": SECONDS, \"timeout\": SECONDS}, got a string"},
+    {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"deny\", \"value\": "
+     "{\"exec\": [\"/bin/tok\"], \"ttl\": 60}}]}}",
+     "t.json:1:60: credentials.envVars[0].value: applies to mode \"mask\" only (a denied "
+     "variable has no value to fetch)"},
+    {EV "{\"exec\": [\"/bin/tok\"], \"ttl\": 60}, \"extract\": \"t=(.*)\"}]}}",
+     "t.json:1:104: credentials.envVars[0].extract: applies to a value read from the host's "
+     "variable; with value the helper prints the secret itself"},
+    {"{\"credentials\": {\"files\": [{\"path\": \"/x\", \"mode\": \"mask\", \"value\": "
+     "{\"exec\": [\"/bin/tok\"], \"ttl\": 60}}]}}",
+     "t.json:1:59: credentials.files[0].value: applies to envVars entries only (a masked "
+     "file's fake copy is made once, from the file)"},
+#undef EV
     /* require (issue 24 item 4) */
     {"{\"credentials\": {\"envVars\": [{\"name\": \"T\", \"mode\": \"mask\", \"require\": "
      "true}]}}",
@@ -1994,7 +2029,26 @@ static void test_credentials_key(void **state)
     assert_int_equal(s.credentials.files.n, 1);
     assert_int_equal(s.credentials.plaintext.on, 1);
     assert_int_equal(settings_credential_split(s.credentials.env_vars.items[1].value, &cr), 0);
-    assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B');
+    assert_true(!cr.mask && cr.name_len == 1 && cr.name[0] == 'B' && !cr.exec);
+    /* value: a helper program (issue 24 item 4) */
+    assert_int_equal(apply(&s, "{\"credentials\": {\"envVars\": [{\"name\": \"GH\", \"mode\": "
+                               "\"mask\", \"value\": {\"exec\": [\"/usr/bin/gh\", \"auth\", "
+                               "\"token\"], \"ttl\": 3600, \"timeout\": 2.5}, \"injectHosts\": "
+                               "[\"api.github.com\"]}]}}",
+                           &err),
+                     0);
+    assert_int_equal(settings_credential_split(s.credentials.env_vars.items[0].value, &cr), 0);
+    assert_true(cr.mask && cr.exec && cr.ttl_ms == 3600000 && cr.timeout_ms == 2500);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_true(vl == 11 && memcmp(v, "/usr/bin/gh", 11) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 1);
+    assert_true(vl == 5 && memcmp(v, "token", 5) == 0);
+    assert_int_equal(settings_credential_next(&rest, 'x', &v, &vl), 0);
+    rest = cr.rest;
+    assert_int_equal(settings_credential_next(&rest, 'h', &v, &vl), 1);
+    assert_true(vl == 14 && memcmp(v, "api.github.com", 14) == 0);
     settings_free(&s);
 }
 
