@@ -155,9 +155,7 @@ nomem:
     return -ENOMEM;
 }
 
-/* The base64 characters of (a zero bytes, v) that v's bytes alone decide
- * (each covers 6 bits inside v's): *out (owned), *olen. 0 or -ENOMEM. */
-static int b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
+int proxy_cred_b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
 {
     static const char B[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t first = (8 * a + 5) / 6, last = (8 * (a + len) - 6) / 6; /* char indices */
@@ -191,8 +189,8 @@ int proxy_creds_seal(struct proxy_creds *t)
         for (unsigned k = 0; k < 3; k++) {
             size_t l2;
             if (e->b64real[k] == NULL &&
-                (b64_inner(e->real, e->len, k, &e->b64real[k], &e->b64len[k]) < 0 ||
-                 b64_inner(e->fake, e->len, k, &e->b64fake[k], &l2) < 0))
+                (proxy_cred_b64_inner(e->real, e->len, k, &e->b64real[k], &e->b64len[k]) < 0 ||
+                 proxy_cred_b64_inner(e->fake, e->len, k, &e->b64fake[k], &l2) < 0))
                 return -ENOMEM;
             b[t->n + 3 * i + k] = (struct subst_pair){e->b64real[k], e->b64fake[k], e->b64len[k]};
             nb++;

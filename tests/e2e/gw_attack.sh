@@ -493,8 +493,11 @@ limit_cases() {
     done
     hd="$hd"',{"hosts": ["many.test"], "name": "Authorization", "value": {"env": "GWA_KEY"}}]'
     settings "$T/many.json" "$hd"
-    start_proxy many "$T/many.json" --http tcp:127.0.0.1:0 --socks off
-    if [ -n "$HPORT" ] && kill -0 "$PROXY_PID" 2>/dev/null; then
+    out=$(timeout 10 "$SLUICE" check --settings "$T/many.json" 2>&1)
+    if [ $? = 2 ] && grep -q "many.json:[0-9]*:[0-9]*: credentials.headers\[64\]: refused: at most 64 entries" <<<"$out"; then
+        ok "65 entries: refused at load, naming the limit"
+    else
+        start_proxy many "$T/many.json" --http tcp:127.0.0.1:0 --socks off
         mark
         req "GET /r/echo HTTP/1.1\r\nHost: many.test:$PA\r\nAuthorization: own-token-of-the-client-11\r\nConnection: close\r\n\r\n"
         call "many.test:$PA" many.test
@@ -502,9 +505,6 @@ limit_cases() {
             ok "entry 64 (the 65th): its header is set"
         else bad "HOLE entry 64 (the 65th) is ignored: the client's own header reaches its host" "$(since)"; fi
         kill "$PROXY_PID" 2>/dev/null
-    elif grep -q "credentials.headers" "$T/many.err"; then
-        ok "65 entries: refused at load, naming the limit ($(grep -o 'at most [0-9]* entries' "$T/many.err" | head -1))"
-        fail=$((fail - 1)) # start_proxy counted the refusal as a failure
     fi
     mkdir -p "$SH/mv"
     hd='[' sep=
