@@ -346,8 +346,16 @@ hup_cases() {
 # Hostile helper programs: a value with CR LF or NUL, a huge or empty
 # output, a non-zero exit after a good output, one that hangs, one whose
 # child keeps its stdout open, one that floods stderr.
+# the pids of processes whose command line has $1, running for 4 s or more
+old_procs() {
+    local p e
+    for p in $(pgrep -f "$1"); do
+        e=$(ps -o etimes= -p "$p" 2>/dev/null)
+        [ "${e:-0}" -ge 4 ] && echo "$p"
+    done
+}
 helper_cases() {
-    local i h out n0
+    local i h out n0 hstart
     local hs=(crlf nul big empty exit hang fork err)
     local hd='[' sep=
     for i in "${!hs[@]}"; do
@@ -356,6 +364,7 @@ helper_cases() {
     done
     settings "$T/h.json" "$hd]"
     start_proxy helpers "$T/h.json" --http tcp:127.0.0.1:0 --socks off
+    hstart=$SECONDS
     [ -n "$HPORT" ] || return
     wait_for "$T/helpers.log" "headers\[7\]:X-Key: its helper gave a new value" 10
     for i in 0 1 2 3 4 5 6; do
@@ -372,13 +381,16 @@ helper_cases() {
             ok "helper $h: no value; the request is a 503 with the reason, never sent"
         else bad "helper $h" "$(status) / $(since) / $(grep -a "headers\[$i\]" "$T/helpers.log" | tail -1)"; fi
     done
-    if ! pgrep -f "sleep 1000.$RND" >/dev/null; then
-        ok "helper hang: killed at its timeout (no process left)"
-    else bad "helper hang: still running after its timeout" "$(pgrep -af "sleep 1000.$RND")"; fi
-    if ! pgrep -f "sleep 1001.$RND" >/dev/null; then
-        ok "helper fork: the child that kept its stdout open is killed with it (no process left)"
+    # a failed helper runs again (1 s, 2 s, 4 s...): one run may be under
+    # way; none may be older than its timeout (1 s) and some slack
+    while [ $((SECONDS - hstart)) -lt 6 ]; do sleep 0.2; done
+    if [ -z "$(old_procs "sleep 1000.$RND")" ]; then
+        ok "helper hang: killed at its timeout (no process older than it)"
+    else bad "helper hang: still running after its timeout" "$(old_procs "sleep 1000.$RND")"; fi
+    if [ -z "$(old_procs "sleep 1001.$RND")" ]; then
+        ok "helper fork: the child that kept its stdout open is killed with it (none older than the timeout)"
     else bad "HOLE helper fork: its child that kept stdout open outlives the timeout, one more each retry" \
-        "$(pgrep -af "sleep 1001.$RND" | wc -l) left"; fi
+        "$(old_procs "sleep 1001.$RND" | wc -l) left"; fi
     mark
     req "GET /r/echo HTTP/1.1\r\nHost: h8.test:$PA\r\nConnection: close\r\n\r\n"
     call "h8.test:$PA" h8.test
@@ -397,7 +409,7 @@ helper_cases() {
 # A reload storm while a slow helper runs: one run at a time, not one per
 # reload; and 40 requests at once while it has no value: all 503 at once.
 storm_cases() {
-    local i n pids=() c503=0
+    local i n pids=() c503=0 cans=0
     settings "$T/slow.json" '[{"hosts": ["slow.test"], "name": "X-Key", "value": {"exec": ["'"$SH/h-slow.sh"'"], "ttl": 600, "timeout": 20}}]'
     start_proxy slow "$T/slow.json" --http tcp:127.0.0.1:0 --socks off
     [ -n "$HPORT" ] || return
@@ -412,12 +424,14 @@ storm_cases() {
     done
     wait "${pids[@]}"
     for i in $(seq 40); do grep -aq '^HTTP/1.1 503' "$T/sresp$i" && c503=$((c503 + 1)); done
+    for i in $(seq 40); do grep -aq '^HTTP/1.1 \(503\|200\)' "$T/sresp$i" && cans=$((cans + 1)); done
     if [ "$n" -le 1 ]; then
         ok "20 SIGHUPs while a slow helper runs: $n run at a time"
     else bad "HOLE 20 SIGHUPs while a slow helper runs: $n runs at once (one more per reload)"; fi
-    if [ "$c503" = 40 ] || [ "$(grep -c "creds=X-Key=$TOKH " "$SH/rec/rec.log")" -gt 0 ]; then
-        ok "40 requests at once while the helper has no value: refused at once ($c503 × 503), none waits"
-    else bad "requests while the helper has no value" "$c503 503s"; fi
+    # (the value may come while they start: those get it)
+    if [ "$cans" = 40 ] && [ "$c503" -gt 0 ]; then
+        ok "40 requests at once while the helper has no value: each answered at once ($c503 × 503, the rest after the value came)"
+    else bad "requests while the helper has no value" "$c503 503s, $cans answered / $(head -c 200 "$T/sresp1")"; fi
     wait_for "$T/slow.log" "event=credential_helper .*headers\[0\]:X-Key: its helper gave a new value" 10
     mark
     req "GET /r/echo HTTP/1.1\r\nHost: slow.test:$PA\r\nConnection: close\r\n\r\n"
@@ -598,6 +612,7 @@ EOF
     hw slow "sleep 3.$RND; printf '%s\\n' '$TOKH'"
     hw mark 'touch "$1"; echo gwK-marked-helper-value-0000'
 fi
+[ -n "${GA_CHILD:-}" ] && SH=$GA_SH
 GH=$SH/gh
 
 start=$SECONDS
