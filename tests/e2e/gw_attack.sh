@@ -417,8 +417,8 @@ storm_cases() {
     wait_for "$T/slow.log" "event=reload .*" 5
     sleep 0.5
     n=$(pgrep -f "sleep 3.$RND" | wc -l)
+    printf 'GET /r/echo HTTP/1.1\r\nHost: slow.test:%s\r\nConnection: close\r\n\r\n' "$PA" > "$T/sreq"
     for i in $(seq 40); do
-        printf 'GET /r/echo HTTP/1.1\r\nHost: slow.test:%s\r\nConnection: close\r\n\r\n' "$PA" > "$T/sreq"
         "$PY" "$GH/client.py" "$HPORT" "slow.test:$PA" slow.test "$SH/sluiceca.pem" "$T/sreq" > "$T/sresp$i" 2>&1 &
         pids+=($!)
     done
