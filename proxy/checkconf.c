@@ -91,9 +91,11 @@ int check_config(const struct settings *sp, const char *path)
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    /* credentials.headers: their files and variables must read as values
-     * (helpers are not run by a config test) */
-    if ((rc = proxy_gw_new(sp, proxy_gw_now(), &gw, &err)) != 0) {
+    /* credentials.headers: from a file nobody else could have written, and
+     * their files and variables must read as values (helpers are not run
+     * by a config test) */
+    if ((rc = proxy_gw_trusted(sp, &err)) != 0 ||
+        (rc = proxy_gw_new(sp, proxy_gw_now(), &gw, &err)) != 0) {
         fprintf(stderr, "%s\n", rc == -ENOMEM ? "sluice: out of memory" : err.msg);
         policy_free(p);
         return 2;

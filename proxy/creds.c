@@ -156,9 +156,7 @@ nomem:
     return -ENOMEM;
 }
 
-/* The base64 characters of (a zero bytes, v) that v's bytes alone decide
- * (each covers 6 bits inside v's): *out (owned), *olen. 0 or -ENOMEM. */
-static int b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
+int proxy_cred_b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen)
 {
     static const char B[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t first = (8 * a + 5) / 6, last = (8 * (a + len) - 6) / 6; /* char indices */
@@ -188,7 +186,8 @@ static int b64_forms(const uint8_t *v, const uint8_t *m, size_t len, uint8_t *r[
         size_t l2;
         if (r[k] != NULL)
             continue;
-        if (b64_inner(v, len, k, &r[k], &l[k]) < 0 || b64_inner(m, len, k, &f[k], &l2) < 0)
+        if (proxy_cred_b64_inner(v, len, k, &r[k], &l[k]) < 0 ||
+            proxy_cred_b64_inner(m, len, k, &f[k], &l2) < 0)
             return -ENOMEM;
     }
     return 0;

@@ -87,6 +87,11 @@ struct proxy_creds {
 /* A placeholder of fake_len = len bytes for real (see above) into fake.
  * 0, or -EIO when the random source fails. */
 int proxy_cred_placeholder(const uint8_t *real, size_t len, uint8_t *fake);
+/* The base64 characters of (a zero bytes, v) that v's bytes alone decide
+ * (each covers 6 bits inside v's): *out (owned), *olen. Masked beside the
+ * value itself, at a = 0, 1, 2, so that an origin that echoes the value
+ * base64-encoded, in any alignment, does not hand it back. 0 or -ENOMEM. */
+int proxy_cred_b64_inner(const uint8_t *v, size_t len, unsigned a, uint8_t **out, size_t *olen);
 
 /* Adds an entry (real copied; its placeholder made, or taken from fake
  * when fake is not NULL). 0, -EINVAL (too many entries, a length outside

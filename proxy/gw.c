@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "proxy/gw.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,10 +12,25 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "proxy/creds.h"
+
+/* Header names a and b (n bytes) are one for a server: in any case, and
+ * with '_' for '-' (CGI and WSGI read X_Key and X-Key both as HTTP_X_KEY,
+ * so a client's X_Key beside the X-Key set here would reach the
+ * application as its own credential, rt-15). */
+static int same_name(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int x = tolower((unsigned char)a[i]), y = tolower((unsigned char)b[i]);
+        if (x != y && !((x == '_' || x == '-') && (y == '_' || y == '-')))
+            return 0;
+    }
+    return 1;
+}
 
 size_t proxy_head_drop(char *head, size_t len, const char *name)
 {
@@ -26,7 +43,7 @@ size_t proxy_head_drop(char *head, size_t len, const char *name)
         if (eol == NULL)
             break;
         ll = (size_t)(eol + 1 - line);
-        if (ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+        if (ll > nl && line[nl] == ':' && same_name(line, name, nl)) {
             memmove(line, eol + 1, (size_t)(head + len - (eol + 1)));
             len -= ll;
             continue; /* p stays: the next line is now at line */
@@ -208,6 +225,78 @@ static int located(struct settings_error *err, const struct settings_item *it, c
     return -1;
 }
 
+/* Nobody but root and us may write st (a directory may be writable by
+ * others with the sticky bit: nobody else can replace what is ours in it),
+ * or it is on a read-only mount (a Kubernetes ConfigMap). */
+static int owned_ok(const char *path, const struct stat *st, int dir)
+{
+    struct statvfs vfs;
+
+    if ((st->st_uid == 0 || st->st_uid == geteuid()) &&
+        ((st->st_mode & (S_IWGRP | S_IWOTH)) == 0 || (dir && (st->st_mode & S_ISVTX))))
+        return 1;
+    return statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
+/* NULL when nobody but root and us could have written path, nor replaced
+ * it (every directory above it too), else why not (in buf). */
+static const char *private_file(const char *path, char *buf, size_t len)
+{
+    char real[PATH_MAX];
+    struct stat st;
+
+    if (realpath(path, real) == NULL || stat(real, &st) < 0) {
+        snprintf(buf, len, "'%s' cannot be checked (%s)", path, strerror(errno));
+        return buf;
+    }
+    if (!owned_ok(real, &st, 0)) {
+        snprintf(buf, len, "'%s' is writable by others (owned by uid %u, mode %04o)", real,
+                 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return buf;
+    }
+    for (char *slash = strrchr(real, '/'); slash != NULL; slash = strrchr(real, '/')) {
+        const char *dir = real;
+        *slash = '\0';
+        if (real[0] == '\0')
+            dir = "/";
+        if (stat(dir, &st) < 0 || !owned_ok(dir, &st, 1)) {
+            snprintf(buf, len, "'%s' is in '%s', which others may write", path, dir);
+            return buf;
+        }
+        if (real[0] == '\0')
+            break;
+    }
+    return NULL;
+}
+
+int proxy_gw_trusted(const struct settings *s, struct settings_error *err)
+{
+    const struct settings_list *l = &s->credentials.headers;
+    char why[PATH_MAX + 120], prog[PATH_MAX];
+
+    for (size_t i = 0; i < l->n; i++) {
+        const struct settings_item *it = &l->items[i];
+        struct settings_header h;
+        const char *rest, *a;
+        size_t al;
+        if (settings_header_split(it->value, &h) < 0)
+            return located(err, it, "internal: unreadable entry");
+        if (it->file != NULL && private_file(it->file, why, sizeof(why)) != NULL)
+            return located(err, it,
+                           "refused: a header's value source (a helper program, a file or a "
+                           "variable of the proxy) is accepted only from a settings file no "
+                           "other user could have written, and %s",
+                           why);
+        rest = h.rest;
+        if (h.kind != SETTINGS_HDR_EXEC || !settings_credential_next(&rest, 'x', &a, &al))
+            continue;
+        snprintf(prog, sizeof(prog), "%.*s", (int)al, a);
+        if (private_file(prog, why, sizeof(why)) != NULL)
+            return located(err, it, "refused: value.exec: the helper program %s", why);
+    }
+    return 0;
+}
+
 /* A file or env entry's value, read now. 0, -1 with err, or -ENOMEM. */
 static int load_value(struct proxy_gw_entry *e, const struct settings_header *h,
                       const struct settings_item *it, struct settings_error *err)
@@ -313,6 +402,9 @@ int proxy_gw_new(const struct settings *s, uint64_t now, struct proxy_gw **out,
     *out = NULL;
     if (l->n == 0)
         return 0;
+    if (l->n > PROXY_GW_MAX) /* the front end tracks entries in 64 bits */
+        return located(err, &l->items[PROXY_GW_MAX], "refused: at most %d entries",
+                       PROXY_GW_MAX);
     g = calloc(1, sizeof(*g));
     if (g == NULL)
         return -ENOMEM;
@@ -387,6 +479,22 @@ static int same_exec(const struct proxy_gw_entry *a, const struct proxy_gw_entry
         if (strcmp(a->argv[k], b->argv[k]) != 0)
             return 0;
     return a->argv[k] == NULL && b->argv[k] == NULL;
+}
+
+long proxy_gw_adopt(struct proxy_gw *nw, const struct proxy_gw *old, size_t i)
+{
+    long found = -1;
+
+    if (nw == NULL || old == NULL || i >= old->n)
+        return -1;
+    pthread_mutex_lock(&nw->mu);
+    for (size_t k = 0; k < nw->n && found < 0; k++)
+        if (!nw->e[k].running && same_exec(&nw->e[k], &old->e[i])) {
+            nw->e[k].running = 1;
+            found = (long)k;
+        }
+    pthread_mutex_unlock(&nw->mu);
+    return found;
 }
 
 void proxy_gw_carry(struct proxy_gw *nw, struct proxy_gw *old)

@@ -28,6 +28,7 @@
 
 #include "settings/settings.h"
 
+#define PROXY_GW_MAX 64           /* entries (the front end tracks them in 64 bits) */
 #define PROXY_GW_VALUE_MAX 8192     /* bytes of a value (a file or output may hold more space) */
 #define PROXY_GW_READ_MAX 65536     /* bytes read from a value file or a helper */
 #define PROXY_GW_RETRY_MS 1000      /* a failed helper runs again after this, doubling ... */
@@ -76,7 +77,8 @@ struct proxy_gw_snap {
 /* The table of s's credentials.headers (NULL in *out when there are none),
  * file and env values read now (at `now`, monotonic ms). 0, or -1 with a
  * located message in err (a file that cannot be read, a value that is not
- * one: the message never holds the value), or -ENOMEM. */
+ * one: the message never holds the value; more than PROXY_GW_MAX entries),
+ * or -ENOMEM. */
 int proxy_gw_new(const struct settings *s, uint64_t now, struct proxy_gw **out,
                  struct settings_error *err);
 /* A table of n exec entries for `sluice run`'s masked variables whose
@@ -86,9 +88,23 @@ int proxy_gw_new(const struct settings *s, uint64_t now, struct proxy_gw **out,
 int proxy_gw_new_exec(size_t n, struct proxy_gw **out);
 int proxy_gw_fill_exec(struct proxy_gw *g, size_t i, const char *label,
                        const struct settings_header *h);
+/* An entry names what the proxy runs and which of its secrets go where, so
+ * it is accepted only from a settings file nobody but root and the proxy's
+ * user could have written or replaced (the file and every directory above
+ * it, a sticky one aside, or a read-only mount), and its helper program
+ * likewise (issue 24 item 4; rt-15: a settings file another user may write
+ * would make the proxy run their program, or send its files and variables
+ * to their hosts). Called before proxy_gw_new by the proxy and its config
+ * test. 0, or -1 with a located message in err. */
+int proxy_gw_trusted(const struct settings *s, struct settings_error *err);
 /* exec entries of nw take the value, lifetime and schedule of an entry of
  * old with the same header, argv and ttl (a reload does not drop them). */
 void proxy_gw_carry(struct proxy_gw *nw, struct proxy_gw *old);
+/* A helper run of old's entry i under way goes on for nw's first entry with
+ * the same header, argv and ttl that is not running (marked running now):
+ * its index, or -1 when nw has none (the run is then stopped), so a reload
+ * storm does not start one run per reload (rt-15). */
+long proxy_gw_adopt(struct proxy_gw *nw, const struct proxy_gw *old, size_t i);
 struct proxy_gw *proxy_gw_ref(struct proxy_gw *g);
 void proxy_gw_unref(struct proxy_gw *g);
 

@@ -141,8 +141,29 @@ struct proxy_gwrun *proxy_gwrun_new(uv_loop_t *loop,
 void proxy_gwrun_set(struct proxy_gwrun *r, struct proxy_gw *g)
 {
     struct proxy_gw *old = r->g;
+    struct job **pp = &r->jobs;
 
     r->g = proxy_gw_ref(g);
+    /* a run under way goes on for the new table's entry with the same
+     * helper, so a reload storm starts no second run (rt-15); one the new
+     * table has no entry for is stopped */
+    while (*pp != NULL) {
+        struct job *j = *pp;
+        long k = j->g == g ? (long)j->i : proxy_gw_adopt(g, j->g, j->i);
+        if (k >= 0) {
+            if (j->g != g) {
+                proxy_gw_unref(j->g);
+                j->g = proxy_gw_ref(g);
+                j->i = (size_t)k;
+            }
+            pp = &j->next;
+            continue;
+        }
+        *pp = j->next;
+        proxy_helper_cancel(j->h);
+        proxy_gw_unref(j->g);
+        free(j);
+    }
     proxy_gw_unref(old);
     schedule(r);
 }

@@ -89,6 +89,16 @@ static void maybe_finish(struct proxy_helper *h)
         finish(h);
 }
 
+/* Kills the helper and what it started: its process group (its own, from
+ * the spawn), while the group is still ours: the helper not reaped yet, or
+ * its stdout still open (a process it started holds it: rt-15, a child
+ * that kept stdout outlived the timeout, one more each retry). */
+static void kill_group(struct proxy_helper *h)
+{
+    if (!h->exited || !h->eof)
+        (void)kill(-h->pid, SIGKILL);
+}
+
 /* It failed (why): killed, so that it exits. */
 static void fail(struct proxy_helper *h, const char *why)
 {
@@ -96,8 +106,7 @@ static void fail(struct proxy_helper *h, const char *why)
         h->failed = 1;
         snprintf(h->why, sizeof(h->why), "%s", why);
     }
-    if (!h->exited)
-        (void)kill(h->pid, SIGKILL); /* not reaped yet: the pid is still ours */
+    kill_group(h);
     uv_read_stop((uv_stream_t *)&h->out);
     h->eof = 1;
     maybe_finish(h);
@@ -219,8 +228,11 @@ static int spawn(char *const argv[], int wfd, int devnull, pid_t *pid)
      * would run code of its choosing in a git-based helper) */
     if (rc == 0)
         rc = posix_spawn_file_actions_addchdir_np(&fa, "/");
+    if (rc == 0) /* a group of its own: killed whole (kill_group) */
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+                                                 POSIX_SPAWN_SETPGROUP);
     if (rc == 0)
-        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+        rc = posix_spawnattr_setpgroup(&attr, 0);
     if (rc == 0)
         rc = posix_spawnattr_setsigdefault(&attr, &all);
     if (rc == 0)
@@ -285,7 +297,7 @@ int proxy_helper_start(uv_loop_t *loop, char *const argv[], unsigned timeout_ms,
         rc = uv_timer_start(&h->timer, on_timeout, timeout_ms, 0);
     *out = h;
     if (rc < 0) { /* cb says so, from the close callbacks */
-        (void)kill(h->pid, SIGKILL);
+        (void)kill(-h->pid, SIGKILL);
         while (waitpid(h->pid, &h->status, 0) < 0 && errno == EINTR)
             ;
         h->exited = 1;
@@ -299,8 +311,8 @@ void proxy_helper_cancel(struct proxy_helper *h)
     if (h == NULL || h->cancelled)
         return;
     h->cancelled = 1;
+    kill_group(h);
     if (!h->exited) {
-        (void)kill(h->pid, SIGKILL);
         while (waitpid(h->pid, NULL, 0) < 0 && errno == EINTR)
             ;
         h->exited = 1;

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "proxy/http_int.h"
 
+#include "proxy/creds.h"
 #include "proxy/gw.h"
 #include "proxy/service.h"
 
@@ -33,6 +34,10 @@ struct proxy_gw *http_gw_of(const struct http_conn *c)
 
 void http_gw_req_free(struct http_gw_req *r)
 {
+    for (size_t i = 0; i < r->nb64; i++) {
+        explicit_bzero(r->b64[i], r->b64len[i]);
+        free(r->b64[i]);
+    }
     for (size_t i = 0; i < r->n; i++)
         proxy_gw_snap_free(&r->snaps[i]);
     free(r->snaps);
@@ -103,19 +108,48 @@ static int set_lines(struct http_work *w, struct proxy_gw *g, uint64_t bits,
     return 0;
 }
 
-/* The response mask set: each value (once) to its mask. 0 or UV_ENOMEM. */
+/* One base64 form (proxy_cred_b64_inner) of v at alignment a, owned by r.
+ * NULL when memory ran out. */
+static const uint8_t *b64_form(struct http_gw_req *r, const uint8_t *v, size_t len, unsigned a,
+                               size_t *olen)
+{
+    uint8_t *o;
+
+    if (proxy_cred_b64_inner(v, len, a, &o, olen) < 0)
+        return NULL;
+    r->b64[r->nb64] = o;
+    r->b64len[r->nb64++] = *olen;
+    return o;
+}
+
+/* The response mask set: each value (once) to its mask, and its base64
+ * forms at the three alignments to the mask's, as for placeholders (rt-15:
+ * an origin that echoes the value base64-encoded must not hand it back).
+ * 0, UV_ENOMEM, or UV_E2BIG: more values than one set holds (a value left
+ * out would come back unmasked: the caller refuses the request). */
 static int mask_set(struct http_gw_req *r)
 {
     struct subst_pair pairs[SUBST_MAX];
     size_t n = 0;
 
-    for (size_t i = 0; i < r->n && n < SUBST_MAX; i++) {
+    for (size_t i = 0; i < r->n; i++) {
+        const struct proxy_gw_snap *sn = &r->snaps[i];
         int dup = 0;
         for (size_t k = 0; k < n && !dup; k++)
-            dup = pairs[k].len == r->snaps[i].len &&
-                  memcmp(pairs[k].from, r->snaps[i].value, pairs[k].len) == 0;
-        if (!dup)
-            pairs[n++] = (struct subst_pair){r->snaps[i].value, r->snaps[i].mask, r->snaps[i].len, 0};
+            dup = pairs[k].len == sn->len && memcmp(pairs[k].from, sn->value, sn->len) == 0;
+        if (dup)
+            continue;
+        if (n + 4 > SUBST_MAX)
+            return UV_E2BIG;
+        pairs[n++] = (struct subst_pair){sn->value, sn->mask, sn->len, 0};
+        for (unsigned a = 0; a < 3; a++) {
+            size_t lv, lm;
+            const uint8_t *fv = b64_form(r, sn->value, sn->len, a, &lv);
+            const uint8_t *fm = fv != NULL ? b64_form(r, sn->mask, sn->len, a, &lm) : NULL;
+            if (fm == NULL)
+                return UV_ENOMEM;
+            pairs[n++] = (struct subst_pair){fv, fm, lv, 0};
+        }
     }
     return subst_set_init(&r->set, pairs, n) < 0 ? UV_ENOMEM : 0;
 }
@@ -162,6 +196,10 @@ int http_gw_request(struct http_conn *c, struct proxy_gw *g, struct http_gw_req 
     rc = set_lines(w, g, bits, r);
     if (rc == 0)
         rc = mask_set(r);
+    if (rc == UV_E2BIG)
+        return refuse(c, g, 503,
+                      "more than 16 credentials.headers values for this host: sluice could not "
+                      "mask them all in the response; the request was not sent");
     if (rc < 0) {
         http_conn_close(c, rc == UV_ENOMEM ? "out of memory" : "internal: a head without its end");
         return -1;

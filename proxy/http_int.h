@@ -383,6 +383,9 @@ struct http_gw_req {
     struct proxy_gw_snap *snaps;
     size_t n;
     struct subst_set set; /* value -> mask, for the response */
+    /* the base64 forms in set (value's, mask's), owned; wiped when freed */
+    uint8_t *b64[2 * SUBST_MAX];
+    size_t b64len[2 * SUBST_MAX], nb64;
 };
 struct proxy_gw *http_gw_of(const struct http_conn *c);
 int http_gw_request(struct http_conn *c, struct proxy_gw *g, struct http_gw_req *r);

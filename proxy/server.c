@@ -58,7 +58,7 @@ static int load_policy(struct proxy_srv *srv, struct settings *s, struct policy 
     proxy_settings_defaults(s);
     if (proxy_tls_settings_check(s, err) < 0 || proxy_creds_settings_check(s, err) < 0)
         return -1;
-    if (policy_compile(s, p, err) < 0)
+    if (proxy_gw_trusted(s, err) < 0 || policy_compile(s, p, err) < 0)
         return -1;
     rc = proxy_gw_new(s, proxy_gw_now(), gw, err);
     if (rc < 0) {

@@ -15,6 +15,7 @@
  * exact-size heap copy.
  */
 #include <errno.h>
+#include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,27 @@ static const struct proxy_gw_line all[3] = {
     {"cookie", "s=", 2, (const uint8_t *)"0123456789012345678", 19},
 };
 
+/* a and b (n bytes) name one header: any case, '_' for '-' (rt-15) */
+static int name_eq(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int x = tolower((unsigned char)a[i]), y = tolower((unsigned char)b[i]);
+        x = x == '_' ? '-' : x;
+        y = y == '_' ? '-' : y;
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
 /* The line at p (up to and with its '\n', or to end) is "name:..." in any
- * case, for one of the n names or Accept-Encoding. */
+ * case (and '_' for '-'), for one of the n names or Accept-Encoding. */
 static int dropped(const char *p, size_t ll, size_t n)
 {
     for (size_t i = 0; i <= n; i++) {
         const char *name = i < n ? all[i].name : "Accept-Encoding";
         size_t nl = strlen(name);
-        if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0)
+        if (ll > nl && p[nl] == ':' && name_eq(p, name, nl))
             return 1;
     }
     return 0;
@@ -76,7 +90,7 @@ static size_t count_lines(const char *b, size_t len, const char *name)
     while (p != NULL && p + 1 < end) {
         const char *line = p + 1, *eol = memchr(line, '\n', (size_t)(end - line));
         size_t ll = eol != NULL ? (size_t)(eol + 1 - line) : (size_t)(end - line);
-        c += ll > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0;
+        c += ll > nl && line[nl] == ':' && name_eq(line, name, nl);
         p = eol;
     }
     return c;

@@ -64,7 +64,7 @@ static void write_file(const char *name, const char *text, mode_t mode)
 static int table(const char *json_fmt, struct proxy_gw **g, struct settings_error *err)
 {
     struct settings s;
-    char json[2048];
+    char json[20000];
     size_t o = 0;
     int rc;
 
@@ -371,12 +371,90 @@ static void test_trim_check(void **state)
     assert_non_null(proxy_gw_value_check((const uint8_t *)"0123456789abcde\xc3", 16));
 }
 
+/* rt-15: a client's header of the entry's name with '_' for '-' goes too
+ * (CGI and WSGI read X_Key as X-Key); a settings file or helper others
+ * could write is refused; a reload hands a run under way to the new
+ * table; more than 64 entries are refused. */
+static void test_rt15(void **state)
+{
+    static const char head[] = "GET / HTTP/1.1\r\nX_Api_Key: a\r\nx-api_KEY: b\r\n"
+                               "X-Api-Keys: c\r\nXApiKey: d\r\n\r\n";
+    char h[sizeof(head)], path[160], big[20000];
+    struct proxy_gw *g = NULL, *g2 = NULL;
+    struct settings s;
+    struct settings_error err;
+    size_t n, o;
+
+    (void)state;
+    memcpy(h, head, sizeof(head));
+    n = proxy_head_drop(h, sizeof(head) - 1, "X-Api-Key");
+    assert_int_equal(n, strlen("GET / HTTP/1.1\r\nX-Api-Keys: c\r\nXApiKey: d\r\n\r\n"));
+    assert_memory_equal(h, "GET / HTTP/1.1\r\nX-Api-Keys: c\r\nXApiKey: d\r\n\r\n", n);
+
+    /* who may name an entry: the file and the program, by their modes */
+    write_file("tok", TOKEN "\n", 0600);
+    write_file("prog", "#!/bin/sh\necho x\n", 0700);
+    snprintf(big, sizeof(big),
+             "{\"network\": {\"allowedDomains\": [\"a.test\"], \"tlsTerminate\": {}}, "
+             "\"credentials\": {\"headers\": [{\"hosts\": [\"a.test\"], \"name\": \"X-A\", "
+             "\"value\": {\"exec\": [\"%s/prog\"], \"ttl\": 5}}]}}",
+             dir);
+    write_file("s.json", big, 0600);
+    snprintf(path, sizeof(path), "%s/s.json", dir);
+    settings_init(&s);
+    assert_int_equal(settings_apply_file(&s, path, &err), 0);
+    assert_int_equal(proxy_gw_trusted(&s, &err), 0);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_int_equal(proxy_gw_trusted(&s, &err), -1);
+    assert_non_null(strstr(err.msg, "credentials.headers[0]: refused: a header's value source"));
+    assert_non_null(strstr(err.msg, "is writable by others"));
+    assert_int_equal(chmod(path, 0600), 0);
+    snprintf(path, sizeof(path), "%s/prog", dir);
+    assert_int_equal(chmod(path, 0777), 0);
+    assert_int_equal(proxy_gw_trusted(&s, &err), -1);
+    assert_non_null(strstr(err.msg, "refused: value.exec: the helper program"));
+    assert_int_equal(chmod(dir, 0777), 0); /* the directory too, unless sticky */
+    assert_int_equal(chmod(path, 0700), 0);
+    assert_int_equal(proxy_gw_trusted(&s, &err), -1);
+    assert_non_null(strstr(err.msg, "which others may write"));
+    assert_int_equal(chmod(dir, 01777), 0);
+    assert_int_equal(proxy_gw_trusted(&s, &err), 0);
+    assert_int_equal(chmod(dir, 0700), 0);
+    settings_free(&s);
+
+    /* a run under way goes to the new table's entry with the same helper,
+     * once; none when the new table has no such entry */
+    assert_int_equal(table(ENTRY("{\"exec\": [\"/bin/echo\", \"x\"], \"ttl\": 10}"), &g, &err), 0);
+    assert_int_equal(table(ENTRY("{\"exec\": [\"/bin/echo\", \"x\"], \"ttl\": 10}"), &g2, &err), 0);
+    assert_int_equal(proxy_gw_adopt(g2, g, 0), 0);
+    assert_int_equal(g2->e[0].running, 1);
+    assert_int_equal(proxy_gw_adopt(g2, g, 0), -1);
+    proxy_gw_unref(g2);
+    assert_int_equal(table(ENTRY("{\"exec\": [\"/bin/echo\", \"y\"], \"ttl\": 10}"), &g2, &err), 0);
+    assert_int_equal(proxy_gw_adopt(g2, g, 0), -1);
+    proxy_gw_unref(g2);
+    proxy_gw_unref(g);
+
+    /* 65 entries: refused, naming the 65th */
+    o = (size_t)snprintf(big, sizeof(big), "{\"credentials\": {\"headers\": [");
+    for (int i = 0; i < 65; i++)
+        o += (size_t)snprintf(big + o, sizeof(big) - o,
+                              "%s{\"hosts\": [\"a.test\"], \"name\": \"X-%d\", \"value\": "
+                              "{\"env\": \"HOME\"}}",
+                              i > 0 ? "," : "", i);
+    snprintf(big + o, sizeof(big) - o, "]}}");
+    g = NULL;
+    assert_int_equal(table(big, &g, &err), -1);
+    assert_null(g);
+    assert_non_null(strstr(err.msg, "credentials.headers[64]: refused: at most 64 entries"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values),     cmocka_unit_test(test_refused),
         cmocka_unit_test(test_helper),     cmocka_unit_test(test_lifetime),
-        cmocka_unit_test(test_trim_check),
+        cmocka_unit_test(test_trim_check), cmocka_unit_test(test_rt15),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
