@@ -535,6 +535,7 @@ static int build_plan(struct run *run)
         .host_tmpdir = run->hosttmp,
         .self_exe = run->self,
         .inner_exe = run->inner,
+        .inner_spot = run_inner_spot(run->self, run->inner_spot, sizeof(run->inner_spot)),
         .inner_fd = RUN_INNER_FD,
         .info_fd = run->reaper.info_fd >= 0 ? RUN_BWRAP_INFO_FD : -1,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
