@@ -83,6 +83,7 @@ struct run {
     char rundir[RUN_PATH_MAX], hosttmp[RUN_PATH_MAX + 100], err[1200];
     char runmask[RUN_PATH_MAX];  /* issue 14: the run directories' parent (reaper.c) */
     struct sb_reaper reaper;     /* issue 14 */
+    struct sb_holds holds;       /* rt-16: shared locks on what the sandbox stands on */
     struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
     int cgroup_rc;               /* sb_cgroup_make's: 0 made, 1 not needed, -1 failed */
     struct sb_seccomp_opts seccomp; /* the filters inner loads (bwrap.c's flags) */

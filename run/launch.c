@@ -604,6 +604,9 @@ static int check_cwd_and_log(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
+    /* rt-16: what this sandbox stands on stays while it runs, whatever
+     * parent another run's directory has */
+    (void)sb_rundir_hold(&run->plan, &run->holds);
     /* issue 14: the mount points bwrap will make, for the reaper and the
      * sweep (before bwrap starts) */
     if (sb_reaper_record(run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
@@ -859,6 +862,7 @@ static void cleanup(struct run *run)
     run->rundir_lock = -1;
     sb_plan_free(&run->plan);
     run_phase(run, "summary");
+    sb_rundir_release(&run->holds); /* before our own clean-up tries them */
     if (run->have_rundir)
         sb_rundir_remove(run->rundir);
     run_phase(run, "run directory removed");
