@@ -681,7 +681,7 @@ void sb_rundir_unlock(int fd)
  * run holds, and the parent when no other run uses it. */
 void sb_rundir_remove(const char *rundir)
 {
-    char parent[PATH_MAX];
+    char parent[PATH_MAX], path[PATH_MAX];
     int fd;
 
     if (parent_of(rundir, parent, sizeof parent) < 0) {
@@ -691,7 +691,15 @@ void sb_rundir_remove(const char *rundir)
     fd = parent_lock(parent, 0);
     if (fd >= 0)
         sweep(parent, (long)getpid()); /* this run, and any dead one */
-    sb_remove_tree(rundir);
+    /* the sweep keeps a run directory whose mount points are still busy
+     * (another run's sandbox stands on one: rt-16) for the next sweep: its
+     * record stays, the sandbox's /tmp goes */
+    if (fd >= 0 && snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) < (int)sizeof path &&
+        access(path, F_OK) == 0 &&
+        snprintf(path, sizeof path, "%s/tmp", rundir) < (int)sizeof path)
+        sb_remove_tree(path);
+    else
+        sb_remove_tree(rundir);
     if (fd >= 0) {
         (void)rmdir(parent); /* fails while another run is in it */
         close(fd);

@@ -333,18 +333,34 @@ section() { # WHO DIR [setpriv ARGS...]
             ok "$who: C: run $((i + 1)) finished while run 2 was killed with SIGKILL" ||
             bad "$who: C: run $((i + 1)) after run 2's SIGKILL: exit ${WAIT_RC:-timeout}" "$(tail -3 "$dir/par$((i + 1)).out" "$dir/par$((i + 1)).err")"
     done
+    # two runs in the project whose run directories have different parents
+    # (XDG_RUNTIME_DIR): the first ends while the second's sandbox stands on
+    # its placeholders; the second's command then writes the protected names
+    mkdir -p -m 700 "$dir/xdg2" && [ ${#RUNAS[@]} -gt 0 ] && chown "$U:$G" "$dir/xdg2"
+    (cd "$dir" && exec "${RUNAS[@]}" env HOME="$dir" XDG_RUNTIME_DIR="$dir/xdg" "$dir/bin/sluice" run \
+        --settings "$T/plain.json" -- python3 -c 'import time; time.sleep(3)') > "$dir/crossA.out" 2>&1 &
+    n=$!
+    for i in $(seq 100); do [ -e "$dir/.bash_profile" ] && break; sleep 0.05; done
+    (cd "$dir" && exec "${RUNAS[@]}" env HOME="$dir" XDG_RUNTIME_DIR="$dir/xdg2" "$dir/bin/sluice" run \
+        --settings "$T/plain.json" -- python3 "$PROBE" cross "$dir/par") > "$dir/crossB.out" 2> "$dir/crossB.err" &
+    i=$!
+    wait_exit "$n" 60 || kill "$n"
+    touch "$dir/par/a-done"
+    wait_exit "$i" 60 || kill "$i"
+    lines "$who: C" "$dir/crossB.out"
+    # a later run in the first parent sweeps what the first left for it
+    srun after "$dir/bin/sluice" "$T/tp.json" -- first
+    [ "$RC" = 0 ] && ok "$who: C: a run after the killed one works" || bad "$who: C: the next run: exit $RC" "$(tail -3 "$dir/after.err")"
     for i in $(seq 150); do
-        [ -z "$(ls -A "$dir/xdg/sluice" 2>/dev/null)" ] && break
+        [ -z "$(ls -A "$dir/xdg/sluice" "$dir/xdg2/sluice" 2>/dev/null)" ] && break
         sleep 0.1
     done
-    [ -z "$(ls -A "$dir/xdg/sluice" 2>/dev/null)" ] && ok "$who: C: no run directory left" ||
-        bad "$who: C: run directories left" "$(ls -la "$dir/xdg/sluice")"
-    after=$(tree "$dir" | grep -v '\.\(out\|err\|log\)\b\|^\./learn\.json\|^\./par\b\|^\./par/')
+    [ -z "$(ls -A "$dir/xdg/sluice" "$dir/xdg2/sluice" 2>/dev/null)" ] && ok "$who: C: no run directory left" ||
+        bad "$who: C: run directories left" "$(ls -la "$dir/xdg/sluice" "$dir/xdg2/sluice")"
+    after=$(tree "$dir" | grep -v '\.\(out\|err\|log\)\b\|^\./learn\.json\|^\./par\b\|^\./par/\|^\./xdg2\b')
     before=$(echo "$before" | grep -v '\.\(out\|err\|log\)\b\|^\./learn\.json\|^\./par\b\|^\./par/')
     [ "$before" = "$after" ] && ok "$who: C: the working directory holds nothing the runs made (placeholders gone)" ||
         bad "$who: C: left in the working directory" "$(diff <(echo "$before") <(echo "$after") | head)"
-    srun after "$dir/bin/sluice" "$T/tp.json" -- first
-    [ "$RC" = 0 ] && ok "$who: C: a run after the killed one works" || bad "$who: C: the next run: exit $RC" "$(tail -3 "$dir/after.err")"
 }
 
 mkdir -p -m 700 "$T/run-root"

@@ -546,6 +546,26 @@ def par(n, d):
     ok("run %s done" % n)
 
 
+def cross(d):
+    """The second of two runs in one project whose run directories have
+    different parents: once the first has ended (D/a-done), write the
+    protected names its placeholders stood for."""
+    t0 = time.monotonic()
+    while not os.path.exists(os.path.join(d, "a-done")) and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    check(os.path.exists(os.path.join(d, "a-done")), "cross: the first run ended while this one ran")
+    for name in (".bash_profile", ".bashrc", ".profile", ".zshrc", ".mcp.json", ".gitconfig",
+                 ".ripgreprc", ".vscode/tasks.json", ".idea/workspace.xml", ".claude/agents/x.md",
+                 ".claude/commands/x.md"):
+        def write(name=name):
+            if os.path.dirname(name):
+                os.makedirs(os.path.dirname(name), exist_ok=True)
+            with open(name, "w") as f:
+                f.write("evil\n")
+        r = attempt(name, write)
+        check(r.startswith("refused"), "cross: write %s after the other run ended: %s" % (name, r), r)
+
+
 def main():
     mode = sys.argv[1]
     if mode == "first":
@@ -562,6 +582,8 @@ def main():
         fds()
     elif mode == "bind53":
         bind53(sys.argv[2] == "1")
+    elif mode == "cross":
+        cross(sys.argv[2])
     elif mode == "par":
         par(sys.argv[2], sys.argv[3])
 
