@@ -78,11 +78,12 @@ struct run {
     unsigned blocked_dropped; /* beyond RUN_MAX_BLOCKED distinct entries */
     /* set-up */
     char self[RUN_PATH_MAX], cwd[RUN_PATH_MAX], bwrap_buf[RUN_PATH_MAX];
-    char inner_buf[RUN_PATH_MAX];
+    char inner_buf[RUN_PATH_MAX], inner_spot[RUN_PATH_MAX];
     const char *inner; /* sluice-inner, or NULL (run_find_inner) */
     char rundir[RUN_PATH_MAX], hosttmp[RUN_PATH_MAX + 100], err[1200];
     char runmask[RUN_PATH_MAX];  /* issue 14: the run directories' parent (reaper.c) */
     struct sb_reaper reaper;     /* issue 14 */
+    struct sb_holds holds;       /* rt-16: shared locks on what the sandbox stands on */
     struct sb_cgroup cgroup;     /* issue 14: root's pids limit (limits.c) */
     int cgroup_rc;               /* sb_cgroup_make's: 0 made, 1 not needed, -1 failed */
     struct sb_seccomp_opts seccomp; /* the filters inner loads (bwrap.c's flags) */
@@ -179,6 +180,8 @@ const char *run_find_in_path(const char *name, char *buf, size_t len);
  * an executable regular file that only root or SELF's owner can change.
  * BUF, or NULL: the sandbox starts `SELF inner`. */
 const char *run_find_inner(const char *self, char *buf, size_t len);
+/* Where run_find_inner looks beside SELF: BUF, or NULL when it does not. */
+const char *run_inner_spot(const char *self, char *buf, size_t len);
 /* Can bwrap make its namespaces here? A message naming the fix, or NULL. */
 const char *run_namespaces_problem(int bwrap_setuid);
 /* The run directory, its removal, the reaper and the sweep: reaper.c

@@ -540,6 +540,7 @@ static int build_plan(struct run *run)
         .host_tmpdir = run->hosttmp,
         .self_exe = run->self,
         .inner_exe = run->inner,
+        .inner_spot = run_inner_spot(run->self, run->inner_spot, sizeof(run->inner_spot)),
         .inner_fd = RUN_INNER_FD,
         .info_fd = run->reaper.info_fd >= 0 ? RUN_BWRAP_INFO_FD : -1,
         .allow_unix_sockets = run->settings->network.allow_all_unix_sockets,
@@ -608,6 +609,9 @@ static int check_cwd_and_log(struct run *run)
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
     }
+    /* rt-16: what this sandbox stands on stays while it runs, whatever
+     * parent another run's directory has */
+    (void)sb_rundir_hold(&run->plan, &run->holds);
     /* issue 14: the mount points bwrap will make, for the reaper and the
      * sweep (before bwrap starts) */
     if (sb_reaper_record(run->rundir, &run->plan, run->err, sizeof(run->err)) < 0) {
@@ -863,6 +867,7 @@ static void cleanup(struct run *run)
     run->rundir_lock = -1;
     sb_plan_free(&run->plan);
     run_phase(run, "summary");
+    sb_rundir_release(&run->holds); /* before our own clean-up tries them */
     if (run->have_rundir)
         sb_rundir_remove(run->rundir);
     run_phase(run, "run directory removed");

@@ -206,7 +206,16 @@ static int remove_placeholder(struct ph_dir *d, const char *path)
             return 0;
     }
     if (fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        int rc = 0;
+        int rc = 0, lk = -1;
+        /* a run whose sandbox stands on it holds a shared lock, whatever
+         * its run directory's parent (sb_rundir_hold): busy */
+        if ((S_ISREG(st.st_mode) && st.st_size == 0) || S_ISDIR(st.st_mode)) {
+            lk = openat(d->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+                close(lk);
+                return 1;
+            }
+        }
         if (S_ISREG(st.st_mode) && st.st_size == 0)
             rc = unlinkat(d->fd, name, 0);
         else if (S_ISDIR(st.st_mode))
@@ -214,8 +223,57 @@ static int remove_placeholder(struct ph_dir *d, const char *path)
         /* still a mount point: the dead sandbox's mount namespace is torn
          * down after its last process is reaped, not always before */
         busy = rc < 0 && errno == EBUSY;
+        if (lk >= 0)
+            close(lk);
     }
     return busy;
+}
+
+/* Whether FD, a directory or a regular file, is empty. */
+static int empty_entry(int fd)
+{
+    struct stat st;
+    struct dirent *e;
+    DIR *dir;
+    int dup_fd, n = 0;
+
+    if (fstat(fd, &st) < 0 || st.st_nlink == 0)
+        return 0;
+    if (S_ISREG(st.st_mode))
+        return st.st_size == 0;
+    if (!S_ISDIR(st.st_mode) || (dup_fd = dup(fd)) < 0)
+        return 0;
+    dir = fdopendir(dup_fd);
+    if (dir == NULL) {
+        close(dup_fd);
+        return 0;
+    }
+    while (n == 0 && (e = readdir(dir)) != NULL)
+        n = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(dir);
+    return n == 0;
+}
+
+int sb_rundir_hold(const struct sb_plan *plan, struct sb_holds *h)
+{
+    for (size_t i = 0; i + 1 < plan->ro_why.n && h->n < SB_HOLDS_MAX; i += 2) {
+        int fd = open(plan->ro_why.v[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* not there (yet: one of ours bwrap makes) */
+        if (!empty_entry(fd) || flock(fd, LOCK_SH) < 0) {
+            close(fd);
+            continue;
+        }
+        h->fds[h->n++] = fd;
+    }
+    return 0;
+}
+
+void sb_rundir_release(struct sb_holds *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        close(h->fds[i]);
+    h->n = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -623,7 +681,7 @@ void sb_rundir_unlock(int fd)
  * run holds, and the parent when no other run uses it. */
 void sb_rundir_remove(const char *rundir)
 {
-    char parent[PATH_MAX];
+    char parent[PATH_MAX], path[PATH_MAX];
     int fd;
 
     if (parent_of(rundir, parent, sizeof parent) < 0) {
@@ -633,7 +691,15 @@ void sb_rundir_remove(const char *rundir)
     fd = parent_lock(parent, 0);
     if (fd >= 0)
         sweep(parent, (long)getpid()); /* this run, and any dead one */
-    sb_remove_tree(rundir);
+    /* the sweep keeps a run directory whose mount points are still busy
+     * (another run's sandbox stands on one: rt-16) for the next sweep: its
+     * record stays, the sandbox's /tmp goes */
+    if (fd >= 0 && snprintf(path, sizeof path, "%s/" RECORD_NAME, rundir) < (int)sizeof path &&
+        access(path, F_OK) == 0 &&
+        snprintf(path, sizeof path, "%s/tmp", rundir) < (int)sizeof path)
+        sb_remove_tree(path);
+    else
+        sb_remove_tree(rundir);
     if (fd >= 0) {
         (void)rmdir(parent); /* fails while another run is in it */
         close(fd);

@@ -34,6 +34,23 @@ void sb_rundir_remove(const char *rundir);
  * sb_rundir_unlock(), or -1 with a message in err. */
 int sb_rundir_lock(const char *rundir, char *err, size_t errlen);
 void sb_rundir_unlock(int fd);
+/* Runs whose run directories have different parents (another
+ * XDG_RUNTIME_DIR, another user) do not see each other's records: a
+ * placeholder of one that another's sandbox stands on, read-only over
+ * itself, was removed when the first ended, and with it the second's
+ * mount (an unlink in another mount namespace detaches the mounts on it),
+ * so its command could write the protected name (rt-16). Each run holds a
+ * shared flock(2) on every empty directory or file it binds read-only
+ * (PLAN's ro_why), from before bwrap starts until it has cleaned up, and a
+ * placeholder is removed only under an exclusive one (busy otherwise: its
+ * record stays for the next sweep). At most SB_HOLDS_MAX. */
+#define SB_HOLDS_MAX 256
+struct sb_holds {
+    int fds[SB_HOLDS_MAX];
+    size_t n;
+};
+int sb_rundir_hold(const struct sb_plan *plan, struct sb_holds *h);
+void sb_rundir_release(struct sb_holds *h);
 /* rm -rf PATH, not following symbolic links nor crossing mounts. */
 void sb_remove_tree(const char *path);
 

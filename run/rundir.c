@@ -46,6 +46,16 @@ static int trusted_exe(const char *path, uid_t owner)
            (st.st_uid == 0 || st.st_uid == owner) && access(path, X_OK) == 0;
 }
 
+const char *run_inner_spot(const char *self, char *buf, size_t len)
+{
+    const char *slash = strrchr(self, '/');
+
+    if (slash == NULL ||
+        (size_t)snprintf(buf, len, "%.*s/sluice-inner", (int)(slash - self), self) >= len)
+        return NULL;
+    return buf;
+}
+
 const char *run_find_inner(const char *self, char *buf, size_t len)
 {
     const char *slash = strrchr(self, '/');
@@ -55,9 +65,9 @@ const char *run_find_inner(const char *self, char *buf, size_t len)
     if (slash == NULL || stat(self, &st) != 0)
         return NULL;
     /* beside the binary: a build tree, or a package that puts both in
-     * one directory; the same owner as sluice's own file */
-    if ((size_t)snprintf(buf, len, "%.*s/sluice-inner", (int)dir, self) < len &&
-        trusted_exe(buf, st.st_uid))
+     * one directory; the same owner as sluice's own file (a sandbox keeps
+     * this name as it is: sb_bwrap_opts.inner_spot) */
+    if (run_inner_spot(self, buf, len) != NULL && trusted_exe(buf, st.st_uid))
         return buf;
 #if defined(SLUICE_BINDIR) && defined(SLUICE_LIBEXECDIR)
     /* the installed pair: only for the installed sluice, so that a copy

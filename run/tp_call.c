@@ -415,6 +415,28 @@ static void wait_connect(struct tp *t, uint64_t id, int fd)
         tp_wait_end(w, ENOBUFS);
 }
 
+/* Whether bind() C on a socket of DOMAIN would take port 53, sluice's (the
+ * resolver and transparent UDP's relay, which share it with SO_REUSEADDR:
+ * a socket of the command that set the option could bind beside them and
+ * take the queries). Judged by the socket's domain, as the kernel does,
+ * never by the address's family and length alone (rt-16): an AF_INET
+ * socket binds AF_UNSPEC with INADDR_ANY as AF_INET (inet_bind's
+ * "compatibility games"), and an AF_INET6 one binds a 24-byte address
+ * (SIN6_LEN_RFC2133, no scope id). Both keep the port at offset 2, which
+ * any address that long holds; a shorter one the kernel refuses anyway. */
+static int binds_dns_port(int domain, const struct tp_call *c)
+{
+    uint16_t port;
+
+    _Static_assert(offsetof(struct sockaddr_in6, sin6_port) == offsetof(struct sockaddr_in, sin_port),
+                   "one port offset for both families");
+    if ((domain != AF_INET && domain != AF_INET6) ||
+        c->len < offsetof(struct sockaddr_in, sin_port) + sizeof(port))
+        return 0;
+    memcpy(&port, (const char *)&c->sa + offsetof(struct sockaddr_in, sin_port), sizeof(port));
+    return ntohs(port) == SETTINGS_SANDBOX_DNS_PORT;
+}
+
 /* A connect() or bind() that stays in the sandbox's namespace, run here on
  * ORIG (taken), the copy of the command's socket that take_socket found to
  * be the sandbox's, with the address read_call read, and answered with its
@@ -440,7 +462,8 @@ static void wait_connect(struct tp *t, uint64_t id, int fd)
  * as the caller would. Abstract names and autobind belong to the network
  * namespace of the socket (the kernel looks them up in sock_net() of the
  * socket), the sandbox's, and are run here like the rest. */
-static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, const struct tp_call *c)
+static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, int domain,
+                     const struct tp_call *c)
 {
     int fl, rc, e;
 
@@ -455,13 +478,7 @@ static void run_here(struct tp *t, const struct seccomp_notif *n, int orig, cons
         return;
     }
     if (c->bind) {
-        /* port 53 is sluice's (the resolver and transparent UDP's relay,
-         * which share it with SO_REUSEADDR): a socket of the command that
-         * set the option could bind beside them and take queries */
-        if ((c->sa.sa.sa_family == AF_INET && c->len >= sizeof(struct sockaddr_in) &&
-             ntohs(c->sa.in4.sin_port) == SETTINGS_SANDBOX_DNS_PORT) ||
-            (c->sa.sa.sa_family == AF_INET6 && c->len >= sizeof(struct sockaddr_in6) &&
-             ntohs(c->sa.in6.sin6_port) == SETTINGS_SANDBOX_DNS_PORT)) {
+        if (binds_dns_port(domain, c)) {
             close(orig);
             tp_respond(t, n->id, EADDRINUSE, 0);
             return;
@@ -516,7 +533,7 @@ int tp_handle(void *ctx, int notify_fd, const struct seccomp_notif *n)
         (is_loopback_or_any(&dst) && sandbox_listens(t->diag_fd, &dst, port))) {
         /* confined to the sandbox's namespace; for loopback: the proxy
          * listeners, the command's own servers */
-        run_here(t, n, orig, &c);
+        run_here(t, n, orig, domain, &c);
         return 1;
     }
     if (port == 0) {

@@ -611,6 +611,46 @@ static int add_own_file(struct ctx *c, const char *path)
     return op_add(c, real, OP_PROT, NULL);
 }
 
+/* SPOT, the name beside sluice where a later run looks for sluice-inner
+ * (run_find_inner), kept as it is in the sandbox, so that no command puts
+ * a program there for the next run to start as the sandbox's first, before
+ * and without the seccomp filter (rt-16: sluice alone in a writable
+ * directory, its sluice-inner written by the command). Nothing there: an
+ * empty read-only directory (a placeholder, like a missing protected
+ * file's); a symbolic link: its directory read-only (a link in a writable
+ * directory can be replaced by a file, and no mount covers a link);
+ * anything else: read-only over itself. The chosen sluice-inner itself is
+ * add_own_file's. Only where the directory is writable (keep). */
+static int add_inner_spot(struct ctx *c, const char *spot)
+{
+    const char *slash = spot != NULL ? strrchr(spot, '/') : NULL;
+    char *dir, *real, *path;
+    struct stat st;
+
+    if (slash == NULL || spot[0] != '/' || slash[1] == '\0' ||
+        (c->o->inner_exe != NULL && strcmp(c->o->inner_exe, spot) == 0))
+        return 0;
+    dir = strndup(spot, slash == spot ? 1 : (size_t)(slash - spot));
+    if (dir == NULL)
+        return nomem(c);
+    real = realpath(dir, NULL);
+    free(dir);
+    if (real == NULL)
+        return errno == ENOMEM ? nomem(c) : 0;
+    if (lstat(spot, &st) == 0 && S_ISLNK(st.st_mode))
+        return op_add(c, real, OP_PROT, NULL);
+    path = concat(real, strcmp(real, "/") == 0 ? "" : "/", slash + 1);
+    free(real);
+    if (path == NULL)
+        return nomem(c);
+    if (lstat(path, &st) == 0)
+        return op_add(c, path, OP_PROT, NULL);
+    if (errno == ENOENT)
+        return op_add(c, path, OP_ABSENT, NULL);
+    free(path);
+    return 0;
+}
+
 static int add_protected(struct ctx *c, const char *root)
 {
     struct sb_prot_list l = {0};
@@ -814,6 +854,8 @@ static int add_writable(struct ctx *c)
         rc = add_own_file(c, c->o->self_exe);
     if (rc == 0)
         rc = add_own_file(c, c->o->inner_exe);
+    if (rc == 0)
+        rc = add_inner_spot(c, c->o->inner_spot);
     if (rc == 0)
         rc = add_own_file(c, c->o->bwrap);
     for (size_t i = 0; i < s->nfiles && rc == 0; i++)

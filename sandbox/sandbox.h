@@ -189,6 +189,9 @@ struct sb_bwrap_opts {
     const char *inner_exe;   /* sluice-inner's path (issue 25: a start with
                                 libc and libseccomp only), or NULL: the
                                 sandbox starts `self_exe inner` */
+    const char *inner_spot;  /* where sluice looks for sluice-inner beside
+                                itself (run_find_inner), or NULL: kept as it
+                                is in the sandbox (bwrap.c add_inner_spot) */
     int inner_fd;            /* the socketpair end `inner` inherits */
     int info_fd;             /* > 2: bwrap's --info-fd (its first process's pid,
                                 for the reaper); else none */

@@ -311,7 +311,12 @@ JSON
     inner_src=$(dirname "$SLUICE")/sluice-inner
     if [ -x "$inner_src" ]; then
         mkdir -p "$si" && cp "$SLUICE" "$si/sluice"
-        first() { (cd "$W" && "$si/sluice" run -d -- true 2>&1 | grep -o 'argv\[[0-9]*\] [^ ]*inner' | head -1); }
+        # bwrap's program (the element after its "--"), or "inner" after sluice
+        # (the argv also names $si/sluice-inner where a sandbox keeps it as it is)
+        first() {
+            (cd "$W" && "$si/sluice" run -d -- true 2>&1 | grep -o 'argv\[[0-9]*\] .*' |
+                awk '$2 == "--" { getline a; if (a ~ /\/sluice$/) getline a; print a; exit }')
+        }
         out=$(first)
         case $out in *"] inner") ok "no sluice-inner beside sluice: the sandbox starts sluice inner" ;;
                      *) bad "sluice inner without sluice-inner" "$out" ;; esac
