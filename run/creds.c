@@ -858,8 +858,13 @@ static int exec_value(struct run_creds *rc, size_t j, const struct first_run *f)
     if (ret == 0) {
         rc->exec_tab[j] = rc->t.n - 1;
         proxy_creds_refreshable(&rc->t, rc->t.n - 1, rc->gw->e[j].expires);
-        rc->env[rc->exec_env[j]].value = strndup((const char *)fake, snap.len);
-        if (rc->env[rc->exec_env[j]].value == NULL)
+        char *v = malloc(snap.len + 1); /* fake is not NUL-terminated */
+        if (v != NULL) {
+            memcpy(v, fake, snap.len);
+            v[snap.len] = '\0';
+        }
+        rc->env[rc->exec_env[j]].value = v;
+        if (v == NULL)
             ret = refuse(it, "out of memory");
     }
     free(fake);
