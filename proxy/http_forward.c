@@ -563,6 +563,13 @@ static int response_head(struct http_conn *c, size_t end)
             reqopt_strip(w->uin, &rs, ho->strip, ho->nstrip);
     }
     w->resp_skip_body = w->is_head;
+    /* rt-17: a head echoes as a body does; the value its request carried
+     * may be masked no more */
+    if (http_cred_outlived(c)) {
+        upstream_bad(c, "the response outlived two refreshes of a credential's value: the value "
+                        "its request could have sent is masked no more");
+        return -1;
+    }
     if (http_llhttp_check_head(c, &w->resp, &http_resp_settings, HTTP_RESPONSE, w->uin, end,
                                rs.body, rs.content_length) < 0) {
         upstream_bad(c, "ambiguous response head from the upstream");

@@ -867,6 +867,21 @@ static int exec_value(struct run_creds *rc, size_t j, const struct first_run *f)
     return ret;
 }
 
+/* rt-17: the helper runs by the path the trust check resolved and judged
+ * (run_creds_trust, just before: no sandbox of this run yet), never by the
+ * name as written, whose symlinks could lead through a place the sandbox
+ * re-aims before a refresh. 0 or -1. */
+static int exec_resolve(struct proxy_gw_entry *e)
+{
+    char *real = realpath(e->argv[0], NULL);
+
+    if (real == NULL)
+        return -1;
+    free(e->argv[0]);
+    e->argv[0] = real;
+    return 0;
+}
+
 int run_creds_exec(struct run *run)
 {
     struct run_creds *rc = run->creds;
@@ -896,6 +911,8 @@ int run_creds_exec(struct run *run)
                  cr.name);
         if (proxy_gw_fill_exec(rc->gw, j, label, &h) < 0)
             return refuse(it, "out of memory");
+        if (exec_resolve(&rc->gw->e[j]) < 0)
+            return refuse(it, "its program (value.exec) cannot be resolved");
     }
     run_debug(run, "credentials: running %zu helper(s) (value.exec)", rc->nexec);
     if (first_runs(rc, f) < 0)
