@@ -102,7 +102,19 @@ run_cases() {
         ok "a helper's child that keeps its stdout is killed with it when the run ends (no process left)"
     else bad "helper children left" "rc=$rc $(pgrep -af "rt17mark-$RND" | head -3)"; pkill -f "rt17mark-$RND"; fi
 
-    # 5. a credential host's bulk response (plain HTTP with
+    # 5. an expired value (its helper failing from run 2 on) in the path,
+    # the query and a header: 503, nothing sent with the placeholder
+    rm -f "$T/hc.$WHO"
+    out=$(HMODE=fail xr x.json sh -c 'sleep 2.2; u=https://inj.test:'"$PA"'/echo
+        curl -sS --max-time 10 -w "%{http_code}\n" -o /dev/null "$u/p-$XTOK-'"$RND"'"
+        curl -sS --max-time 10 -w "%{http_code}\n" -o /dev/null "$u?q=$XTOK&r='"$RND"'"
+        curl -sS --max-time 10 -w "%{http_code}\n" -o /dev/null -H "X-K: $XTOK" "$u?h='"$RND"'"' 2>&1)
+    sleep 0.2
+    if [ "$(grep -c '^503$' <<<"$out")" = 3 ] && ! grep -q "$RND" "$SH/rec/lines" 2>/dev/null; then
+        ok "an expired value's placeholder in the path, the query or a header: 503, never sent"
+    else bad "expired value sent" "$(grep -v '^sluice: warning' <<<"$out" | head -4) $(grep -c "$RND" "$SH/rec/lines")"; fi
+
+    # 6. a credential host's bulk response (plain HTTP with
     # allowPlaintextInject) echoing the value 300000 bytes in: it must not
     # take the splice path, which nothing masks
     rm -f "$W/body"
@@ -239,7 +251,7 @@ if [ -z "${CX_CHILD:-}" ]; then
     start_dnsmasq --address=/test/$O1 || { bad "dnsmasq did not start" "$(cat "$T/dnsmasq.err")"; e2e_finish; exit; }
     # the helper: run N prints rt17tok-RND-N-value (N in 4 digits); HMODE
     # slow: from run 2 on it takes 1.5 s; fork: from run 2 on it starts a
-    # child that keeps its stdout
+    # child that keeps its stdout; fail: from run 2 on it fails
     mkdir -p "$SJ/real"
     cat > "$SJ/real/helper.sh" <<'SH'
 #!/bin/bash
@@ -247,6 +259,7 @@ n=$(cat "$HC" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$HC" || exit 1
 case "${HMODE:-}" in
 slow) [ "$n" -ge 2 ] && sleep 1.5 ;;
 fork) [ "$n" -ge 2 ] && { bash -c "exec -a rt17mark-$HRND sleep 60" & } ;;
+fail) [ "$n" -ge 2 ] && exit 1 ;;
 esac
 printf 'rt17tok-%s-%04d-value\n' "$HRND" "$n"
 SH
