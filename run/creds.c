@@ -852,6 +852,7 @@ static int exec_value(struct run_creds *rc, size_t j, const struct first_run *f)
         proxy_gw_snap_free(&snap);
         return refuse(it, "out of memory");
     }
+    fake[snap.len] = '\0'; /* strndup below reads a string (rt-17: ASan's strict checks) */
     ret = make_fake(&cr, snap.value, snap.len, fake, &fwhy) < 0 ? refuse(it, fwhy)
                                                                 : add_table(rc, it, &cr, snap.value,
                                                                             snap.len, fake);
