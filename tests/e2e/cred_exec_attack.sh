@@ -229,7 +229,7 @@ if [ -z "${CX_CHILD:-}" ]; then
     fi
     SH=$(mktemp -d /var/tmp/sluice-cx.XXXXXX) && chmod 755 "$SH"
     SJ=$(mktemp -d /run/sluice-cx-json.XXXXXX) && chmod 755 "$SJ" || { bad "settings directory"; e2e_finish; exit; }
-    trap 'e2e_cleanup; pkill -f "rt17mark-$RND"; rm -rf "$SH" "$SJ"' EXIT
+    trap 'e2e_cleanup; pkill -f "rt17mark-$RND"; rm -rf "$SH" "$SJ" ${UT:+"$UT"}' EXIT
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=cx CA" \
         -keyout "$SH/ca.key" -out "$SJ/ca.pem" -addext "basicConstraints=critical,CA:TRUE" \
         -addext "keyUsage=critical,keyCertSign,cRLSign" -addext "subjectKeyIdentifier=hash" 2>>"$SH/openssl.err" &&
