@@ -741,6 +741,12 @@ static int outlived(struct http_conn *c, const struct http_cred *k)
     return 0;
 }
 
+int http_cred_outlived(struct http_conn *c)
+{
+    return c->w != NULL && c->w->cred != NULL && c->w->cred->rset != NULL &&
+           outlived(c, c->w->cred);
+}
+
 int http_cred_body_down(struct http_conn *c, const char *at, size_t len)
 {
     struct http_cred *k = c->w->cred;

@@ -533,6 +533,17 @@ static void upstream_bad(struct http_conn *c, const char *why)
         http_conn_close(c, "bad upstream response");
 }
 
+/* rt-17: a head echoes as a body does, and the value its request carried
+ * may be masked no more (two refreshes since): refused. 1 when so. */
+static int head_outlived(struct http_conn *c)
+{
+    if (!http_cred_outlived(c))
+        return 0;
+    upstream_bad(c, "the response outlived two refreshes of a credential's value: the value its "
+                    "request could have sent is masked no more");
+    return 1;
+}
+
 /* One response head at the start of w->uin (end bytes). 0 to go on, -1 when
  * the state changed. */
 static int response_head(struct http_conn *c, size_t end)
@@ -563,6 +574,8 @@ static int response_head(struct http_conn *c, size_t end)
             reqopt_strip(w->uin, &rs, ho->strip, ho->nstrip);
     }
     w->resp_skip_body = w->is_head;
+    if (head_outlived(c))
+        return -1;
     if (http_llhttp_check_head(c, &w->resp, &http_resp_settings, HTTP_RESPONSE, w->uin, end,
                                rs.body, rs.content_length) < 0) {
         upstream_bad(c, "ambiguous response head from the upstream");

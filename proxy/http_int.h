@@ -326,13 +326,17 @@ void http_upgrade_start(struct http_conn *c, const struct http_response *rs, siz
  * http_cred_response_head: masks the head; -1 for an encoded response
  * from a credential host (its body cannot be masked: refused when there
  * is one). http_cred_masked: the exchange is
- * with a credential host (its responses must be masked: no upgrade). */
+ * with a credential host (its responses must be masked: no upgrade).
+ * http_cred_outlived: its request started two refreshes of a value ago (the
+ * value it carried is masked no more: the response, head or body, is cut
+ * and sets the reason). */
 struct http_cred;
 int http_cred_request(struct http_conn *c);
 int http_cred_body_up(struct http_conn *c, const char *at, size_t len);
 int http_cred_body_up_end(struct http_conn *c);
 int http_cred_cut(const struct http_conn *c);
 int http_cred_masked(const struct http_conn *c);
+int http_cred_outlived(struct http_conn *c);
 int http_cred_response_head(struct http_conn *c, char *head, size_t len);
 int http_cred_body_down(struct http_conn *c, const char *at, size_t len);
 int http_cred_body_down_end(struct http_conn *c);

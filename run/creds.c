@@ -852,24 +852,35 @@ static int exec_value(struct run_creds *rc, size_t j, const struct first_run *f)
         proxy_gw_snap_free(&snap);
         return refuse(it, "out of memory");
     }
+    fake[snap.len] = '\0'; /* strndup below reads a string (rt-17: ASan's strict checks) */
     ret = make_fake(&cr, snap.value, snap.len, fake, &fwhy) < 0 ? refuse(it, fwhy)
                                                                 : add_table(rc, it, &cr, snap.value,
                                                                             snap.len, fake);
     if (ret == 0) {
         rc->exec_tab[j] = rc->t.n - 1;
         proxy_creds_refreshable(&rc->t, rc->t.n - 1, rc->gw->e[j].expires);
-        char *v = malloc(snap.len + 1); /* fake is not NUL-terminated */
-        if (v != NULL) {
-            memcpy(v, fake, snap.len);
-            v[snap.len] = '\0';
-        }
-        rc->env[rc->exec_env[j]].value = v;
-        if (v == NULL)
+        rc->env[rc->exec_env[j]].value = strndup((const char *)fake, snap.len);
+        if (rc->env[rc->exec_env[j]].value == NULL)
             ret = refuse(it, "out of memory");
     }
     free(fake);
     proxy_gw_snap_free(&snap);
     return ret;
+}
+
+/* rt-17: the helper runs by the path the trust check resolved and judged
+ * (run_creds_trust, just before: no sandbox of this run yet), never by the
+ * name as written, whose symlinks could lead through a place the sandbox
+ * re-aims before a refresh. 0 or -1. */
+static int exec_resolve(struct proxy_gw_entry *e)
+{
+    char *real = realpath(e->argv[0], NULL);
+
+    if (real == NULL)
+        return -1;
+    free(e->argv[0]);
+    e->argv[0] = real;
+    return 0;
 }
 
 int run_creds_exec(struct run *run)
@@ -901,6 +912,8 @@ int run_creds_exec(struct run *run)
                  cr.name);
         if (proxy_gw_fill_exec(rc->gw, j, label, &h) < 0)
             return refuse(it, "out of memory");
+        if (exec_resolve(&rc->gw->e[j]) < 0)
+            return refuse(it, "its program (value.exec) cannot be resolved");
     }
     run_debug(run, "credentials: running %zu helper(s) (value.exec)", rc->nexec);
     if (first_runs(rc, f) < 0)
