@@ -6,7 +6,7 @@
 # machine.
 #
 #   bash tests/bench/socks_udp.sh [BUILD_DIR]     (default: build)
-#   N=20000 RUNS=3 bash tests/bench/socks_udp.sh build
+#   N=20000 RUNS=3 WINDOW=16 bash tests/bench/socks_udp.sh build
 #
 # The script re-executes itself under `unshare -n` (or `unshare -rn`): the
 # echo server lives in a second namespace of its own behind a veth pair, on
@@ -19,8 +19,10 @@
 # Rows: direct (client -> echo), socks5-udp (client -> relay -> echo),
 # transparent-udp (the same client inside `sluice run --transparent`: its
 # sendto() goes to the run's relay in the sandbox's namespace, which sends
-# from the host's). One client, one datagram (64 bytes) in flight:
-# datagrams/s is round trips per second, and p50/p99 their latency. Every
+# from the host's). Two tables: one datagram (64 bytes) in flight, where
+# datagrams/s is round trips per second and p50/p99 their latency (a relay
+# adds two hops and two wake-ups to each), and WINDOW (16) datagrams in
+# flight, the rate a relay sustains (a lost datagram replaced after 50 ms). Every
 # cell is the median of RUNS. CPU placement as bridge.sh: sluice on CPU 0,
 # client and echo on CPU 1 (taskset); NOPIN=1 runs everything unpinned.
 set -uo pipefail
@@ -108,47 +110,60 @@ cat > "$T/t.json" <<JSON
 JSON
 chmod 644 "$T/t.json"
 
-# one NAME PROXY_PORT|direct|transparent: one run of N round trips
+# one NAME PROXY_PORT|direct|transparent WINDOW: one run of N round trips
+# (WINDOW 0: one datagram in flight, else that many)
 one() {
     case $2 in
     transparent)
         (cd "$T" && HOME=$T "${RELAY_CPU[@]}" "$SLUICE" run --settings "$T/t.json" \
-            -- "${PIN_IN[@]}" python3 "$CLIENT" direct bench "$EHOST" "$EPORT" "$N") 2>>"$T/run.err" ;;
-    *) "${LOAD_CPU[@]}" python3 "$CLIENT" "$2" bench "$EHOST" "$EPORT" "$N" ;;
+            -- "${PIN_IN[@]}" python3 "$CLIENT" direct bench "$EHOST" "$EPORT" "$N" "$3") 2>>"$T/run.err" ;;
+    *) "${LOAD_CPU[@]}" python3 "$CLIENT" "$2" bench "$EHOST" "$EPORT" "$N" "$3" ;;
     esac
 }
-# row NAME PROXY_PORT|direct|transparent: the median of RUNS runs
+# row NAME PROXY_PORT|direct|transparent WINDOW: the median of RUNS runs
 row() {
-    local name=$1 via=$2 i
+    local name=$1 via=$2 win=$3 i
     for i in $(seq "$RUNS"); do
-        one "$name" "$via" | grep '^rate '
+        one "$name" "$via" "$win" | grep '^rate '
     done | sort -t' ' -k2 -n | awk -v name="$name" '
         { rate[NR] = $2; p50[NR] = $3; p99[NR] = $4 }
         END { if (NR == 0) { printf "%-16s\n", name; exit }
               m = int((NR + 1) / 2); printf "%-16s %10s %8s %8s\n", name, rate[m], p50[m], p99[m] }'
 }
-
-printf '%-16s %10s %8s %8s\n' "path ($EHOST)" "dgrams/s" "p50_us" "p99_us"
-D=$(row direct direct)
-S=$(row socks5-udp "$SPORT")
-P=
-if [ "$EHOST" != 127.0.0.1 ]; then
-    P=$(row transparent-udp transparent)
-fi
-echo "$D"
-echo "$S"
-if [ -z "$P" ]; then
-    echo "transparent-udp  (not run: needs the namespace and veth pair)"
-elif [ "$(echo "$P" | awk '{print $2}')" = "" ]; then
-    echo "transparent-udp  (sluice run failed: $(tail -2 "$T/run.err" | tr '\n' ' '))"
-    P=
-else
-    echo "$P"
-fi
-ratio() { # NAME ROW
-    awk -v d="$(echo "$D" | awk '{print $2}')" -v s="$(echo "$2" | awk '{print $2}')" -v n="$1" \
+ratio() { # NAME ROW DIRECT_ROW
+    awk -v d="$(echo "$3" | awk '{print $2}')" -v s="$(echo "$2" | awk '{print $2}')" -v n="$1" \
         'BEGIN { if (d > 0 && s != "") printf "%s / direct: %.2fx (goal >= 0.5x)\n", n, s / d }'
 }
-ratio socks5-udp "$S"
-[ -n "$P" ] && ratio transparent-udp "$P"
+# table WINDOW: the three rows and their ratios
+table() {
+    local D S P win=$1
+    if [ "$win" = 0 ]; then
+        echo "# one datagram in flight: round trips/s (the relay's latency)"
+    else
+        echo "# $win datagrams in flight: datagrams/s (the relay's rate; the python echo may be the limit)"
+    fi
+    printf '%-16s %10s %8s %8s\n' "path ($EHOST)" "dgrams/s" "p50_us" "p99_us"
+    D=$(row direct direct "$win")
+    S=$(row socks5-udp "$SPORT" "$win")
+    P=
+    if [ "$EHOST" != 127.0.0.1 ]; then
+        P=$(row transparent-udp transparent "$win")
+    fi
+    echo "$D"
+    echo "$S"
+    if [ -z "$P" ]; then
+        [ "$EHOST" = 127.0.0.1 ] && echo "transparent-udp  (not run: needs the namespace and veth pair)"
+    elif [ "$(echo "$P" | awk '{print $2}')" = "" ]; then
+        echo "transparent-udp  (sluice run failed: $(tail -2 "$T/run.err" | tr '\n' ' '))"
+        P=
+    else
+        echo "$P"
+    fi
+    ratio socks5-udp "$S" "$D"
+    [ -n "$P" ] && ratio transparent-udp "$P" "$D"
+    return 0
+}
+
+table 0
+table "${WINDOW:-16}"
 exit 0

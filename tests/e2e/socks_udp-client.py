@@ -13,7 +13,9 @@ Cases (ALLOWED_IP, DENIED_IP: the echo servers' addresses, EPORT their port):
     fragment ALLOWED_IP EPORT       FRAG=1 dropped, FRAG=0 after it answered
     closes ALLOWED_IP EPORT         after the TCP connection closes, nothing comes back
     idle IDLE_S                     the proxy closes an idle association's TCP connection
-    bench HOST EPORT N              N round trips: prints "rate DGRAMS_PER_S p50_US p99_US"
+    bench HOST EPORT N [WINDOW]     N round trips: prints "rate DGRAMS_PER_S p50_US p99_US";
+                                    with WINDOW, that many datagrams in flight (a lost
+                                    one is replaced after 50 ms): "rate DGRAMS_PER_S - -"
     reload ALLOWED_IP EPORT SETTINGS PID LOG  a reload dropping the rule denies the next datagram
     suite EPORT IDLE_S [SETTINGS PID LOG]  the cases above as socks_udp.sh runs them, in one process
     runsuite EPORT [VPORT]          the cases socks_udp.sh runs inside sluice run's sandbox
@@ -179,9 +181,47 @@ def case_idle(pport, idle_s):
         "got %r after %.1f s" % (got, took))
 
 
-def case_bench(pport, host, eport, n):
+def bench_window(u, send, n, window):
+    """n echoes with window datagrams in flight: datagrams per second."""
+    import select
+    sent = got = 0
+    start = time.monotonic()
+    for _ in range(min(window, n)):
+        send()
+        sent += 1
+    u.setblocking(False)
+    while got < n and time.monotonic() - start < 60:
+        r, _, _ = select.select([u], [], [], 0.05)
+        if not r:  # lost: keep the window full
+            send()
+            sent += 1
+            continue
+        while True:
+            try:
+                u.recv(70000)
+            except (BlockingIOError, ConnectionRefusedError):
+                break
+            got += 1
+            if sent < n:
+                send()
+                sent += 1
+    return got / (time.monotonic() - start)
+
+
+def case_bench(pport, host, eport, n, window="0"):
     t, relay = associate(pport) if pport != "direct" else (None, None)
     u = udp_sock(timeout=2.0)
+    if int(window) > 0:
+        payload = b"x" * 64
+        if relay is None:
+            send = lambda: u.sendto(payload, (host, int(eport)))
+        else:
+            hp = header(host, int(eport)) + payload
+            send = lambda: u.sendto(hp, relay)
+        print("rate %.0f - -" % bench_window(u, send, int(n), int(window)))
+        if t is not None:
+            t.close()
+        return
     lat = []
     payload = b"x" * 64
     start = time.monotonic()
