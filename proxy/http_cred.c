@@ -614,7 +614,7 @@ int http_cred_held(const struct http_conn *c)
  * are only masked for the real values). */
 static const struct subst_set *sig_set(struct http_cred *k)
 {
-    struct subst_pair p;
+    struct subst_pair p = {0}; /* tolen 0: the same length */
     const char *real, *fake;
 
     if (k->sigset != NULL || !http_sigv4_sigs(k->sv, &real, &fake))
