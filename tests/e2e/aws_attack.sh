@@ -24,20 +24,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${AA_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - aws_attack # SKIP needs root (a private network namespace)"
-        echo "0 passed, 0 failed"
-        exit 0
-    fi
-    exec unshare -n env AA_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns AA_NETNS "aws_attack" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${AA_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who AA_CHILD
 
 # The real values, with random digits per run (never printed by the checks).
 RND=${AA_RND:-$(shuf -i 1000000000-9999999999 -n1)}

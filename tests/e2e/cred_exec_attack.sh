@@ -22,19 +22,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${CX_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - cred_exec_attack # SKIP needs root (a private network namespace)"
-        exit 77
-    fi
-    exec unshare -n env CX_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns CX_NETNS "cred_exec_attack" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${CX_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who CX_CHILD
 PY=/usr/bin/python3
 
 RND=${CX_RND:-$(shuf -i 1000000000-9999999999 -n1)}

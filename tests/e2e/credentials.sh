@@ -24,20 +24,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${CRED_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - credentials # SKIP needs root (a private network namespace)"
-        echo "0 passed, 0 failed"
-        exit 0
-    fi
-    exec unshare -n env CRED_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns CRED_NETNS "credentials" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${CRED_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who CRED_CHILD
 
 # The secrets (never printed by the checks below: they compare and count),
 # with 10 random digits per run, so that another script's copies of them

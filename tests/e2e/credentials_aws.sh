@@ -29,20 +29,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${AWS_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - credentials_aws # SKIP needs root (a private network namespace)"
-        echo "0 passed, 0 failed"
-        exit 0
-    fi
-    exec unshare -n env AWS_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns AWS_NETNS "credentials_aws" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${AWS_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who AWS_CHILD
 
 # The real values, with random digits per run (never printed by the checks).
 RND=${AWS_RND:-$(shuf -i 1000000000-9999999999 -n1)}

@@ -24,20 +24,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${GA_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - gw_attack # SKIP needs root (a private network namespace)"
-        echo "0 passed, 0 failed"
-        exit 0
-    fi
-    exec unshare -n env GA_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns GA_NETNS "gw_attack" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${GA_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who GA_CHILD
 note() { echo "# rt note: [$WHO] $1"; }
 PY=/usr/bin/python3
 

@@ -119,3 +119,13 @@ wait_exit() {
 listen_port() {
     grep -m1 'event=start' "$T/$1.log" 2>/dev/null | sed -n "s/.* $2 tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p"
 }
+
+# e2e_who CHILD_VAR: the scripts that run their cases as root, then again as
+# an unprivileged user (a child run with CHILD_VAR set), mark every ok/bad
+# line with [root] or [user] ($WHO).
+e2e_who() {
+    WHO=root
+    [ -n "${!1:-}" ] && WHO=user
+    ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
+    bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+}

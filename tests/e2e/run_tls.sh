@@ -15,20 +15,11 @@ case $SLUICE in /*) ;; *) SLUICE=$(cd "$(dirname "$SLUICE")" && pwd)/$(basename 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 O1=127.0.0.10
 
-if [ -z "${RUNTLS_NETNS:-}" ]; then
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "ok - run tlsTerminate # SKIP needs root (a private network namespace)"
-        echo "0 passed, 0 failed"
-        exit 0
-    fi
-    exec unshare -n env RUNTLS_NETNS=1 bash "$0" "$SLUICE"
-fi
+. "$HERE/netns.sh"
+e2e_netns RUNTLS_NETNS "run tlsTerminate" "$SLUICE"
 
 . "$HERE/lib.sh"
-WHO=root
-[ -n "${RUNTLS_CHILD:-}" ] && WHO=user
-ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
+e2e_who RUNTLS_CHILD
 skip() { echo "ok - [$WHO] $1 # SKIP ${2:-}"; }
 
 # --- the cases (root, then the user: the state comes in RUNTLS_*) -------------
