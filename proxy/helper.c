@@ -198,6 +198,13 @@ static void on_timeout(uv_timer_t *t)
     fail(h, why);
 }
 
+static char **helper_env; /* NULL: environ */
+
+void proxy_helper_set_env(char **env)
+{
+    helper_env = env;
+}
+
 /* posix_spawn with stdout on wfd, stdin and stderr on devnull, nothing
  * else. 0 or a positive errno. */
 static int spawn(char *const argv[], int wfd, int devnull, pid_t *pid)
@@ -238,7 +245,7 @@ static int spawn(char *const argv[], int wfd, int devnull, pid_t *pid)
     if (rc == 0)
         rc = posix_spawnattr_setsigmask(&attr, &none);
     if (rc == 0)
-        rc = posix_spawn(pid, argv[0], &fa, &attr, argv, environ);
+        rc = posix_spawn(pid, argv[0], &fa, &attr, argv, helper_env != NULL ? helper_env : environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     return rc;

@@ -31,4 +31,11 @@ int proxy_helper_start(uv_loop_t *loop, char *const argv[], unsigned timeout_ms,
 /* Kills it and reaps it; cb never runs. Its handles close on the loop. */
 void proxy_helper_cancel(struct proxy_helper *h);
 
+/* The environment helpers start with from now on (env: NULL-terminated,
+ * kept by the caller while helpers may start; NULL: the process's own).
+ * `sluice run` leaves out the credentials' variables (rt-17: a helper is
+ * dumpable, and its /proc/PID/environ would show the real values of the
+ * other masked variables to whatever may read it). */
+void proxy_helper_set_env(char **env);
+
 #endif

@@ -61,6 +61,7 @@ struct run_creds {
     struct proxy_gwrun *gwrun;
     const struct settings_item *exec_it[PROXY_CREDS_MAX];
     size_t exec_env[PROXY_CREDS_MAX], exec_tab[PROXY_CREDS_MAX], nexec;
+    char **helper_env; /* environ without the credentials' variables */
 };
 
 /* "ENTRY: what" on stderr, naming the entry and never its value. */
@@ -772,6 +773,8 @@ void run_creds_free(struct run *run)
     if (rc == NULL)
         return;
     proxy_gw_unref(rc->gw);
+    proxy_helper_set_env(NULL);
+    free(rc->helper_env);
     run->core.creds = NULL;
     proxy_creds_clear(&rc->t);
     for (size_t i = 0; i < rc->nenv; i++) {
@@ -883,6 +886,42 @@ static int exec_resolve(struct proxy_gw_entry *e)
     return 0;
 }
 
+/* The helpers' environment: the host's without any variable a credentials
+ * entry names (the real values of the masked ones, the denied ones): a
+ * helper is an ordinary dumpable process, so its /proc/PID/environ is
+ * readable by its user (rt-17). The strings stay environ's. 0 or -1. */
+static int named_by(const struct settings *s, const char *var, size_t len)
+{
+    const struct settings_list *lists[2] = {&s->credentials.env_vars, &s->credentials.aws_pairs};
+
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < lists[l]->n; i++) {
+            struct settings_credential cr;
+            if (settings_credential_split(lists[l]->items[i].value, &cr) < 0 ||
+                (cr.name_len == len && memcmp(cr.name, var, len) == 0))
+                return 1; /* an unreadable entry: left out too */
+        }
+    return 0;
+}
+
+static int helper_env(struct run_creds *rc, const struct settings *s)
+{
+    size_t n = 0, k = 0;
+
+    while (environ[n] != NULL)
+        n++;
+    rc->helper_env = calloc(n + 1, sizeof(*rc->helper_env));
+    if (rc->helper_env == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        if (!named_by(s, environ[i], eq != NULL ? (size_t)(eq - environ[i]) : strlen(environ[i])))
+            rc->helper_env[k++] = environ[i];
+    }
+    proxy_helper_set_env(rc->helper_env);
+    return 0;
+}
+
 int run_creds_exec(struct run *run)
 {
     struct run_creds *rc = run->creds;
@@ -915,6 +954,8 @@ int run_creds_exec(struct run *run)
         if (exec_resolve(&rc->gw->e[j]) < 0)
             return refuse(it, "its program (value.exec) cannot be resolved");
     }
+    if (helper_env(rc, run->settings) < 0)
+        return refuse(rc->exec_it[0], "out of memory");
     run_debug(run, "credentials: running %zu helper(s) (value.exec)", rc->nexec);
     if (first_runs(rc, f) < 0)
         return refuse(rc->exec_it[0], "its helper could not be run: out of memory");

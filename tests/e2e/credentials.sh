@@ -293,7 +293,7 @@ $(grep -i 'upgrade\|not TLS' "$log" | tail -3)"; fi
 exec_cases() {
     local log=$T/xlog.$WHO out r rc P X1
     local HC=$T/hcount.$WHO
-    xr() { HC=$HC HRND=$RND "$SLUICE" run --log "$log" --settings "$@"; }
+    xr() { HC=$HC HRND=$RND XOTHER=xother-secret-$RND-abcdefgh "$SLUICE" run --log "$log" --settings "$@"; }
     : > "$log"; rm -f "$HC" "$SH/rec/"*
     # the value at start, then a refresh of another length: the sandbox
     # waits until the echo it gets back is no longer its placeholder's
@@ -328,6 +328,9 @@ exec_cases() {
             ok "value.exec: a chunked body gets the longer value (its chunks resized); a Content-Length body with the placeholder is cut before it, with the reason in the log"
         else bad "value.exec Content-Length body" "$(grep -v '^[A-Z_]*=' <<<"$out" | tail -5) $(grep -c 'Content-Length, while' "$log")"; fi
     else bad "value.exec bodies" "$(grep '^LINE\|^BODY ' <<<"$r")"; fi
+    if grep -q '^PATH=' "$HC.env" && grep -q "^HRND=$RND" "$HC.env" && ! grep -q '^XOTHER=' "$HC.env"; then
+        ok "value.exec: the helper runs without the credentials' variables (another masked one's real value is not in its environment, readable in /proc)"
+    else bad "value.exec helper environment" "$(grep -c '^XOTHER=' "$HC.env" 2>&1) $(grep -c '^PATH=' "$HC.env" 2>&1)"; fi
     if ! grep -qF "exec-token-$RND" <<<"$out" && ! grep -qF "exec-token-$RND" "$log" && [ -s "$log" ]; then
         ok "value.exec: no value in the sandbox's environment or /proc, in sluice's messages or its log"
     else bad "value.exec leak" "$(grep -c "exec-token-$RND" <<<"$out") $(grep -c "exec-token-$RND" "$log")"; fi
@@ -505,6 +508,7 @@ JSON
     cat > "$SJ/helper.sh" <<'SH'
 #!/bin/sh
 n=$(cat "$HC" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$HC" || exit 1
+env > "$HC.env"
 [ -n "${HFAIL:-}" ] && [ "$n" -ge 2 ] && { echo "helper stderr: failing" >&2; exit 1; }
 if [ -n "${HLONG:-}" ] && [ "$n" -ge 2 ]; then echo "exec-token-$HRND-$n-longer-value-xx"; else echo "exec-token-$HRND-$n"; fi
 SH
@@ -512,7 +516,8 @@ SH
     cat > "$SJ/exec.json" <<JSON
 {"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
  "credentials": {"envVars": [{"name": "XTOK", "mode": "mask", "injectHosts": ["inj.test"],
-                              "value": {"exec": ["$SJ/helper.sh"], "ttl": 1, "timeout": 5}}]}}
+                              "value": {"exec": ["$SJ/helper.sh"], "ttl": 1, "timeout": 5}},
+                             {"name": "XOTHER", "mode": "mask", "injectHosts": ["inj.test"]}]}}
 JSON
     cp "$SJ/exec.json" "$SJ/exec-open.json"
     cp "$SJ/s.json" "$SJ/open.json" && cp "$SJ/s.json" "$SH/s.json"
