@@ -940,7 +940,7 @@ void relay_test_fail_splice(unsigned nth, int err)
 
 int relay_pipe_take(struct relay_pipe_ends *p)
 {
-    struct relay_pipe rp;
+    struct relay_pipe rp = {-1, -1, 0, 0};
     int rc;
 
     if (splice_broken)
