@@ -128,8 +128,10 @@ for i in range(0, len(args), 2):
 print("listening", flush=True)
 threading.Event().wait()
 PY
-in_origin "$PY" "$T/origin.py" 10.203.0.2 "$W/git" 10.203.0.3 "$W/pkgs" 10.203.0.4 "$W/npm" \
-    >"$T/origin.out" 2>"$T/origin.err" &
+# exec: the PID the cleanup kills is the server's (a function in a
+# background subshell left it running after the test)
+(exec nsenter -t "$ONS" -n "$PY" "$T/origin.py" 10.203.0.2 "$W/git" 10.203.0.3 "$W/pkgs" \
+    10.203.0.4 "$W/npm") >"$T/origin.out" 2>"$T/origin.err" &
 PIDS+=($!)
 wait_for "$T/origin.out" listening 20 || fail_setup "the origins" "$(cat "$T/origin.err")"
 start_dnsmasq --local=/test/ --host-record=git.vcs.test,10.203.0.2 \
