@@ -16,6 +16,7 @@ python3 -c '
 import socket, sys, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(512)
+print("ready", flush=True)
 def echo(c):
     while True:
         b = c.recv(4096)
@@ -26,7 +27,10 @@ def echo(c):
 while True:
     c, _ = s.accept()
     threading.Thread(target=echo, args=(c,), daemon=True).start()
-' "$OPORT" & PIDS+=($!)
+' "$OPORT" > "$T/origin.out" 2>&1 & PIDS+=($!)
+# the first tunnels must not reach the port before it listens (two got
+# "connection refused" in a clean-clone CI)
+wait_for "$T/origin.out" ready 10 || bad "the echo origin did not start" "$(cat "$T/origin.out")"
 
 metric() { curl -s "http://127.0.0.1:$APORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 admin_port() { grep -m1 'event=start' "$T/$1.log" | sed -n 's/.* admin tcp:127\.0\.0\.1:\([0-9]*\).*/\1/p'; }
