@@ -281,11 +281,7 @@ if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -
         env AA_NETNS=1 AA_CHILD=1 AA_SH="$SH" AA_SJ="$SJ" AA_RND="$RND" AA_PA="$PA" \
         AA_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/aws_attack.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
-    if [ -n "$line" ]; then
-        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
-        pass=$((pass + n)) fail=$((fail + m))
-    else bad "the unprivileged pass did not finish" "$(tail -5 "$T/child.out")"; fi
+    e2e_add_counts "$T/child.out"
 else
     echo "# SKIP the unprivileged pass: no setpriv or no user"
 fi

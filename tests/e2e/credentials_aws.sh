@@ -208,11 +208,7 @@ if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -
         env AWS_NETNS=1 AWS_CHILD=1 AWS_SH="$SH" AWS_SJ="$SJ" AWS_RND="$RND" AWS_PA="$PA" \
         AWS_DPORT="$DPORT" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/credentials_aws.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
-    if [ -n "$line" ]; then
-        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
-        pass=$((pass + n)) fail=$((fail + m))
-    else bad "the unprivileged pass did not finish" "$(tail -5 "$T/child.out")"; fi
+    e2e_add_counts "$T/child.out"
 else
     echo "# SKIP the unprivileged pass: no setpriv or no user"
 fi

@@ -129,3 +129,15 @@ e2e_who() {
     ok()  { pass=$((pass + 1)); echo "ok - [$WHO] $1"; }
     bad() { fail=$((fail + 1)); echo "not ok - [$WHO] $1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'; }
 }
+
+# e2e_add_counts FILE: adds the "N passed, M failed" line FILE ends with (the
+# unprivileged pass's output) to this script's counts; a bad check when the
+# pass did not get that far.
+e2e_add_counts() {
+    local line n m
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -1)
+    if [ -n "$line" ]; then
+        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
+        pass=$((pass + n)) fail=$((fail + m))
+    else bad "the unprivileged pass did not finish" "$(tail -5 "$1")"; fi
+}

@@ -424,11 +424,7 @@ if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -
         env RUNTLS_NETNS=1 RUNTLS_CHILD=1 RUNTLS_SH="$SH" RUNTLS_KD="$UKD" RUNTLS_PA="$PA" \
         RUNTLS_DPORT="$DPORT" RUNTLS_BASE="$base" PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
         bash "$SH/e2e/run_tls.sh" "$SH/sluice") 2>&1 | tee "$T/child.out"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$T/child.out" | tail -1)
-    if [ -n "$line" ]; then
-        n=${line%% passed*} m=${line#*passed, } m=${m%% failed}
-        pass=$((pass + n)) fail=$((fail + m))
-    else bad "the unprivileged pass did not finish" "$(tail -5 "$T/child.out")"; fi
+    e2e_add_counts "$T/child.out"
 else
     echo "# SKIP the unprivileged pass: no setpriv or no user"
 fi
