@@ -163,7 +163,7 @@ run_section() {
     else
         ok "$who: the denied echo server received nothing (sendto, connect, AF_UNSPEC, re-connect, sendmsg, sendmmsg, racing threads)"
     fi
-    if grep -qa 'race-send' "$T/echo-10.9.0.1.log" && grep -qa by-name "$T/echo-10.9.0.1.log"; then
+    if grep -qa 'race-after' "$T/echo-10.9.0.1.log" && grep -qa by-name "$T/echo-10.9.0.1.log"; then
         ok "$who: the allowed echo server received the allowed datagrams"
     else
         bad "$who: the allowed echo server's log misses datagrams" "$(sort "$T/echo-10.9.0.1.log" | uniq -c)"
