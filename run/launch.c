@@ -688,6 +688,8 @@ static int spawn_sandbox(struct run *run)
         fprintf(stderr, "sluice: run: socketpair: %s\n", strerror(errno));
         return -1;
     }
+    if (limit_processes_make(run) < 0)
+        return -1;
     if (run_spawn_bwrap(run, run->err, sizeof(run->err)) < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
         return -1;
@@ -711,20 +713,18 @@ static int spawn_sandbox(struct run *run)
         abort_early(run);
         return -1;
     }
-    if (limit_processes_make(run) < 0) {
-        abort_early(run);
-        return -1;
-    }
     run_phase(run, "services");
     return 0;
 }
 
-/* issue 14: root is exempt from RLIMIT_NPROC: inner goes into a pids
- * cgroup (limits.c) before the go byte. Where none can be used the default
- * limit is best effort, and a limit set in the settings is refused (it
- * would be ignored). The cgroup is made while bwrap starts (issue 25),
- * inner moved into it once its pid is known. Each 0, or -1 after a
- * message. */
+/* issue 14: root is exempt from RLIMIT_NPROC: the command runs in a pids
+ * cgroup (limits.c). Where none can be used the default limit is best
+ * effort, and a limit set in the settings is refused (it would be
+ * ignored). The cgroup is made before bwrap starts and bwrap is born in it
+ * where the kernel lets a thread move itself (run_spawn_bwrap; issue 25:
+ * moving a pid in costs an RCU grace period), else inner is moved in once
+ * its pid is known; either way pids.max is set for the command before the
+ * go byte. Each 0, or -1 after a message. */
 static int limit_refused(struct run *run)
 {
     fprintf(stderr,
@@ -754,15 +754,19 @@ static int limit_processes_enter(struct run *run)
     if (run->cgroup_rc != 0)
         return 0;
     run->err[0] = '\0';
-    if (run->h.cmd_pid <= 0 ||
-        sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0) {
-        if (run->h.cmd_pid <= 0)
+    if ((!run->cgroup.joined &&
+         (run->h.cmd_pid <= 0 ||
+          sb_cgroup_enter(&run->cgroup, run->h.cmd_pid, run->err, sizeof(run->err)) < 0)) ||
+        sb_cgroup_seal(&run->cgroup, run->settings->sandbox.limits.processes, run->err,
+                       sizeof(run->err)) < 0) {
+        if (run->h.cmd_pid <= 0 && run->err[0] == '\0')
             snprintf(run->err, sizeof(run->err), "limits: the sandbox's pid is unknown");
         sb_cgroup_remove(&run->cgroup);
         run->cgroup_rc = -1;
         return enforced(run) ? limit_refused(run) : 0;
     }
-    run_debug(run, "pids cgroup %s", run->cgroup.path);
+    run_debug(run, "pids cgroup %s (%s)", run->cgroup.path,
+              run->cgroup.joined ? "bwrap born in it" : "inner moved in");
     return 0;
 }
 

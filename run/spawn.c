@@ -142,7 +142,8 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t all, none;
-    int inner = -1, info = -1, devnull = -1, rc;
+    int inner = -1, info = -1, devnull = -1, rc, left = 0;
+    char lerr[256] = "";
     pid_t pid;
 
     /* every signal, glibc's own two (32, 33: SIGCANCEL, SIGSETXID) too:
@@ -191,9 +192,13 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
             rc = posix_spawnattr_setsigdefault(&attr, &all);
         if (rc == 0)
             rc = posix_spawnattr_setsigmask(&attr, &none);
+        /* bwrap born in the pids cgroup (limits.c), this thread back out */
+        if (rc == 0 && run->cgroup_rc == 0)
+            (void)sb_cgroup_join(&run->cgroup);
         if (rc == 0)
             rc = posix_spawnp(&pid, run->plan.argv.v[0], &fa, &attr, run->plan.argv.v,
                               run->env.v);
+        left = sb_cgroup_leave(&run->cgroup, lerr, sizeof lerr);
         posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
     }
@@ -204,6 +209,13 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
         close(devnull);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start %s: %s", run->plan.argv.v[0], strerror(rc));
+        return -1;
+    }
+    if (left < 0) { /* the launcher's thread is in the command's cgroup */
+        snprintf(err, errlen, "%s", lerr);
+        (void)kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
         return -1;
     }
     run->bwrap_pid = (int)pid;

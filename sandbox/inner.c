@@ -112,13 +112,19 @@ _Static_assert(INNER_MAX_L <= COMMON_FDS_MAX, "a handoff fits one message");
 static void inner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void inner_err(const char *fmt, ...)
 {
+    char line[1024];
     va_list ap;
+    int n;
 
-    fputs("sluice inner: ", stderr);
+    /* one write: a SIGKILL (the launcher abandoning the run) leaves no half line */
+    n = snprintf(line, sizeof line - 1, "sluice inner: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    n += vsnprintf(line + n, sizeof line - 1 - (size_t)n, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    (void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 /* ------------------------------------------------------------------------ */

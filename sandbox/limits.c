@@ -119,10 +119,25 @@ int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen)
  * and start time, so the sweep and the reaper can tell a dead run's), where
  * PIDS is this process's own cgroup in the cgroup v1 "pids" hierarchy, or
  * in the unified (v2) hierarchy when "pids" is enabled in its
- * cgroup.subtree_control. The launcher writes pids.max and moves `inner`
- * into it before the go byte, so the command and everything it starts are
- * counted (bwrap itself is not). The cgroup is removed after the run, by
- * the reaper when the launcher is killed, or by the next run's sweep. */
+ * cgroup.subtree_control. The command and everything it starts are
+ * counted, and nothing else once the go byte is sent:
+ *
+ *   - v1 (issue 25): the launcher's spawning thread writes "0" to the
+ *     cgroup's `tasks` file, starts bwrap (which is born in the cgroup, with
+ *     everything it forks) and writes "0" to its own cgroup's `tasks` file
+ *     again. The kernel moves one thread that moves itself without its
+ *     global threadgroup lock (Linux 6.2, "cgroup: Optimize single thread
+ *     migration"); a pid written to cgroup.procs takes that lock, and its
+ *     first taking after a quiet moment waits for an RCU grace period (5 to
+ *     19 ms measured here, on the run's critical path). Before the go byte
+ *     pids.max becomes the limit plus what bwrap holds besides inner
+ *     (sb_cgroup_seal: pids.current - 1), so the command gets the limit.
+ *   - otherwise (v2 has no `tasks` file): inner's pid is written to
+ *     cgroup.procs before the go byte (sb_cgroup_enter); bwrap is not
+ *     counted.
+ *
+ * The cgroup is removed after the run, by the reaper when the launcher is
+ * killed, or by the next run's sweep. */
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -222,6 +237,7 @@ int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size
     int rc;
 
     cg->path[0] = '\0';
+    cg->joined = 0;
     if (pids_max == 0 || getuid() != 0)
         return 1; /* RLIMIT_NPROC does it (limits.c, in inner) */
     if (pids_base(base, sizeof base) < 0)
@@ -238,12 +254,68 @@ int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size
         return -1;
     }
     snprintf(file, sizeof file, "%s/pids.max", cg->path);
-    snprintf(num, sizeof num, "%lu", pids_max);
+    snprintf(num, sizeof num, "%lu", pids_max + SB_CGROUP_SPAWN_ROOM);
     rc = write_str(file, num);
     if (rc < 0) {
         snprintf(err, errlen, "limits: cannot write '%s': %s", file, strerror(-rc));
         (void)rmdir(cg->path);
         cg->path[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+/* DIR/FILE ("0": the calling thread) for a thread that moves itself. */
+static int move_self(const char *dir, size_t dirlen)
+{
+    char file[4400];
+
+    if ((size_t)snprintf(file, sizeof file, "%.*s/tasks", (int)dirlen, dir) >= sizeof file)
+        return -ENAMETOOLONG;
+    return write_str(file, "0");
+}
+
+int sb_cgroup_join(struct sb_cgroup *cg)
+{
+    cg->joined = 0;
+    if (cg->path[0] == '\0' || move_self(cg->path, strlen(cg->path)) < 0)
+        return -1;
+    cg->joined = 1;
+    return 0;
+}
+
+int sb_cgroup_leave(struct sb_cgroup *cg, char *err, size_t errlen)
+{
+    const char *slash = strrchr(cg->path, '/');
+    int rc;
+
+    if (!cg->joined || slash == NULL)
+        return 0;
+    rc = move_self(cg->path, (size_t)(slash - cg->path));
+    if (rc < 0) {
+        snprintf(err, errlen, "limits: cannot leave the cgroup '%s': %s", cg->path,
+                 strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
+int sb_cgroup_seal(const struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen)
+{
+    char file[4400], num[32];
+    unsigned long cur = 0;
+    int rc;
+
+    snprintf(file, sizeof file, "%s/pids.current", cg->path);
+    if (read_line(file, num, sizeof num) < 0 || sscanf(num, "%lu", &cur) != 1 || cur == 0) {
+        snprintf(err, errlen, "limits: cannot read '%s'", file);
+        return -1;
+    }
+    snprintf(file, sizeof file, "%s/pids.max", cg->path);
+    snprintf(num, sizeof num, "%lu", pids_max + (cur - 1));
+    rc = write_str(file, num);
+    if (rc < 0) {
+        snprintf(err, errlen, "limits: cannot write '%s': %s", file, strerror(-rc));
         return -1;
     }
     return 0;

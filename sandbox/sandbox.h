@@ -328,9 +328,21 @@ int sb_limits_apply(const struct sb_limits *l, char *err, size_t errlen);
  * needed or not available (path empty), -1 with a message in err. */
 struct sb_cgroup {
     char path[4352];
+    int joined; /* bwrap was born in it (sb_cgroup_join) */
 };
+/* pids.max until sb_cgroup_seal: the launcher's thread, bwrap, its pid 1
+ * and inner, with room to spare */
+#define SB_CGROUP_SPAWN_ROOM 8
 int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen);
-/* Moves PID (inner, before the command starts) into it. */
+/* The calling thread moves itself in (cgroup v1's `tasks`), to spawn bwrap
+ * there, and back out (an error in err). join: 0, or -1 (then use
+ * sb_cgroup_enter); leave: 0 or -1. */
+int sb_cgroup_join(struct sb_cgroup *cg);
+int sb_cgroup_leave(struct sb_cgroup *cg, char *err, size_t errlen);
+/* After a join, before the command starts: pids.max = PIDS_MAX plus what
+ * bwrap holds besides inner. 0 or -1 with a message. */
+int sb_cgroup_seal(const struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen);
+/* Without a join: moves PID (inner, before the command starts) into it. */
 int sb_cgroup_enter(const struct sb_cgroup *cg, int pid, char *err, size_t errlen);
 void sb_cgroup_remove(struct sb_cgroup *cg);
 /* Removes empty sluice-run.PID.START cgroups whose launcher ALIVE says is

@@ -1633,20 +1633,27 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
         esac
     done
 
-    # --- a failure after bwrap's start (issue 25 moved the pids cgroup
-    # behind the spawn): root's limit that cannot be enforced aborts the run
-    # (abort_early) with the command not run and nothing left
+    # --- root's limit that cannot be enforced: refused with the command not
+    # run and nothing left, before bwrap starts (the cgroup cannot be made)
+    # and after (made, but neither bwrap born in it nor inner moved in: the
+    # launcher's kill path)
     if [ "$(id -u)" = 0 ] && command -v gcc >/dev/null 2>&1 &&
         gcc -O1 -shared -fPIC -o "$V/nocg.so" "$HERE/run-helpers/rt8_nocgroup.c" 2>"$V/cc.err"; then
         mkdir -p "$V/late"
         echo '{"sandbox": {"limits": {"processes": 100}}}' > "$V/lim.json"
-        out=$(cd "$V/late" && LD_PRELOAD=$V/nocg.so "$SLUICE" run --settings "$V/lim.json" -c "touch $V/late-ran; : rt8late-$TOKEN" 2>&1 </dev/null); rc=$?
-        sleep 0.5
-        if [ $rc = 125 ] && [ ! -e "$V/late-ran" ] && [ -z "$(ls -A "$V/late")" ] && ! pgrep -f "rt8late-$TOKEN" >/dev/null; then
-            ok "rt8: the pids cgroup refused after bwrap's start: exit 125, the command not run, nothing left"
-        else
-            bad "HOLE (rt-8) rt8: a failure after bwrap's start" "exit $rc; ran: $(ls "$V/late-ran" 2>&1); left: $(ls -A "$V/late"); $out"
-        fi
+        for late in "" 1; do
+            rm -f "$V/late-ran"
+            out=$(cd "$V/late" && RT8_NOCG_LATE=$late LD_PRELOAD=$V/nocg.so "$SLUICE" run --settings "$V/lim.json" -c "touch $V/late-ran; : rt8late-$TOKEN" 2>&1 </dev/null); rc=$?
+            sleep 0.5
+            what=${late:+"after bwrap's start"}
+            what=${what:-"before bwrap's start"}
+            if [ $rc = 125 ] && [ ! -e "$V/late-ran" ] && [ -z "$(ls -A "$V/late")" ] && ! pgrep -f "rt8late-$TOKEN" >/dev/null &&
+                grep -q 'sandbox.limits.processes cannot be enforced' <<< "$out"; then
+                ok "rt8: the pids cgroup refused $what: exit 125, the command not run, nothing left"
+            else
+                bad "HOLE (rt-8) rt8: a pids cgroup refused $what" "exit $rc; ran: $(ls "$V/late-ran" 2>&1); left: $(ls -A "$V/late"); $out"
+            fi
+        done
     fi
 
     # --- SIGKILL of the launcher early (0 to 200 ms), and two runs at once
