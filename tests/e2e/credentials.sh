@@ -188,8 +188,12 @@ $(cat "$log")"
     [ "$rc" != 0 ] && grep -q 'credentials.envVars\[0\]: mode "mask" needs network.tlsTerminate' <<<"$out" &&
         ok "mask without tlsTerminate (nor allowPlaintextInject) is refused, naming the entry" || bad "mask without tlsTerminate" "rc $rc: $out"
     out=$(sr "$SJ/plain.json" --transparent -- true 2>&1); rc=$?
-    [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: transparent mode" <<<"$out" &&
-        ok "mask with transparent mode is refused (125): its connect()s bypass the proxy" || bad "mask with transparent" "rc $rc: $out"
+    if [ -n "${SLUICE_E2E_VALGRIND:-}" ] && grep -q 'transparent mode needs pidfd_getfd' <<<"$out"; then
+        ok "mask with transparent mode # SKIP under valgrind (no pidfd_getfd in valgrind 3.19: transparent mode is refused first)"
+    else
+        [ "$rc" = 125 ] && grep -q "credentials.envVars\[0\]: transparent mode" <<<"$out" &&
+            ok "mask with transparent mode is refused (125): its connect()s bypass the proxy" || bad "mask with transparent" "rc $rc: $out"
+    fi
     out=$(sr "$SJ/aws.json" -- true 2>&1); rc=$?
     [ "$rc" != 0 ] && grep -q "credentials.awsPairs\[0\]: .*the variable is also an envVars entry" <<<"$out" &&
         ok "a variable both in envVars and in awsPairs is refused, naming the pair (credentials_aws.sh tests awsPairs)" || bad "awsPairs" "rc $rc: $out"
@@ -289,7 +293,8 @@ $(grep -i 'upgrade\|not TLS' "$log" | tail -3)"; fi
 
 # value.exec (issue 24 item 4): a helper program gives the value, counted
 # in $HC (it prints exec-token-RND-N, longer from N=2 with HLONG, and fails
-# from N=2 with HFAIL); ttl 1 s, so it runs again every 0.75 s.
+# from N=2 with HFAIL); ttl 1 s (SLOW s under valgrind, whose start-up
+# alone took longer), so it runs again every 0.75 s.
 exec_cases() {
     local log=$T/xlog.$WHO out r rc P X1
     local HC=$T/hcount.$WHO
@@ -516,7 +521,7 @@ SH
     cat > "$SJ/exec.json" <<JSON
 {"network": {$base, "tlsTerminate": {"extraCaCertPaths": ["$SJ/ca.pem"]}},
  "credentials": {"envVars": [{"name": "XTOK", "mode": "mask", "injectHosts": ["inj.test"],
-                              "value": {"exec": ["$SJ/helper.sh"], "ttl": 1, "timeout": 5}},
+                              "value": {"exec": ["$SJ/helper.sh"], "ttl": $SLOW, "timeout": 5}},
                              {"name": "XOTHER", "mode": "mask", "injectHosts": ["inj.test"]}]}}
 JSON
     cp "$SJ/exec.json" "$SJ/exec-open.json"
