@@ -836,6 +836,8 @@ static int handoff(struct run *run)
 
 static void cleanup(struct run *run)
 {
+    int tls;
+
     if (run->loop_ok) {
         if (run->proc_started && !run->proc_exited) {
             /* error path: wait for bwrap to go */
@@ -883,12 +885,15 @@ static void cleanup(struct run *run)
     run_tp_free(run);
     run_ports_free(run);
     proxy_service_free(&run->core);
+    tls = run->tls != NULL;
     run_tls_free(run);
     run_creds_free(run);
     run_summary_free(run);
     if (run->log_on)
         proxy_log_close(&run->log);
     free(run->cmdline);
+    if (tls)
+        uv_library_shutdown(); /* the mint threads end before OpenSSL's atexit (tls.h) */
     run_phase(run, "freed");
     run_debug_phases(run);
 }

@@ -949,7 +949,9 @@ static void reaper_main(int fd, int info_fd, const char *parent, long launcher)
     struct watch w = {.fd = fd, .info_fd = info_fd, .bwrap = -1, .child = -1};
     int rc = 0;
 
-    sb_cgroup_sweep(process_alive); /* dead runs' pids cgroups (limits.c) */
+    /* dead runs' pids cgroups (limits.c): one still busy is left for the
+     * next sweep (waiting for it held every later run's end 0.5 s) */
+    sb_cgroup_sweep(process_alive, 0);
 
     while (rc == 0) {
         struct pollfd p[2] = {{.fd = w.fd, .events = POLLIN}, {.fd = w.info_fd, .events = POLLIN}};
@@ -977,7 +979,7 @@ static void reaper_main(int fd, int info_fd, const char *parent, long launcher)
             close(lock);
         }
     }
-    sb_cgroup_sweep(process_alive); /* the launcher's pids cgroup (limits.c) */
+    sb_cgroup_sweep(process_alive, 500); /* the launcher's pids cgroup (limits.c) */
 }
 
 /* Adds to HELD the mount points live runs hold (LIVE) that PLAN's sandbox

@@ -352,7 +352,7 @@ void sb_cgroup_remove(struct sb_cgroup *cg)
     cg->path[0] = '\0';
 }
 
-void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start))
+void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start), unsigned wait_ms)
 {
     char base[4096];
     DIR *d;
@@ -367,8 +367,9 @@ void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start))
         if (sscanf(e->d_name, "sluice-run.%ld.%llu", &pid, &start) != 2 || alive(pid, start))
             continue;
         snprintf(path, sizeof path, "%s/%s", base, e->d_name);
-        /* only when empty; its last processes may take a moment to go */
-        for (int i = 0; i < 50 && rmdir(path) < 0 && errno == EBUSY; i++) {
+        /* only when empty; its last processes may take a moment to go
+         * (WAIT_MS); one still busy is the next sweep's */
+        for (unsigned i = 0; rmdir(path) < 0 && errno == EBUSY && i < wait_ms / 10; i++) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }

@@ -346,8 +346,8 @@ int sb_cgroup_seal(const struct sb_cgroup *cg, unsigned long pids_max, char *err
 int sb_cgroup_enter(const struct sb_cgroup *cg, int pid, char *err, size_t errlen);
 void sb_cgroup_remove(struct sb_cgroup *cg);
 /* Removes empty sluice-run.PID.START cgroups whose launcher ALIVE says is
- * gone. */
-void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start));
+ * gone, waiting up to WAIT_MS for a busy one to empty. */
+void sb_cgroup_sweep(int (*alive)(long pid, unsigned long long start), unsigned wait_ms);
 
 /* ------------------------------------------------------------------------ */
 /* inherited host sockets (sandbox/inherit.c)                                */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/valgrind.sh [BUILD_DIR | PATH/TO/sluice] [SCRIPT...] - the end-to-end
 # proxy and sandbox tests (tests/e2e/{bridge,socks,ask,http,admin,run,
-# run_escape,profiles,limits,verdict,transparent,workers,dropin}.sh, or the
+# run_escape,profiles,limits,verdict,transparent,workers,dropin,request_rules,
+# tls_terminate,credentials}.sh, or the
 # SCRIPTs named) run once with every sluice they start under valgrind memcheck. Fails when a script fails, or when a
 # sluice process reports a memcheck error or a definite leak, or ends without
 # its ERROR SUMMARY although it should have exited normally.
@@ -10,7 +11,7 @@
 #              tree). Configured (RelWithDebInfo, gcc, no sanitizers) when new;
 #              `cmake --build --target sluice` is run in it every time.
 #   sluice     a binary: used as is (it must not be built with sanitizers)
-#   SCRIPT     e2e script names without .sh (default: all eleven above;
+#   SCRIPT     e2e script names without .sh (default: all sixteen above;
 #              transparent.sh only sees the refusal: valgrind 3.19 has no
 #              pidfd_getfd, so sluice refuses transparent mode under it)
 #
@@ -47,7 +48,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin request_rules tls_terminate)
+ALL_SCRIPTS=(bridge socks ask http admin run run_escape profiles limits verdict transparent workers dropin request_rules tls_terminate credentials)
 export SLUICE_TEST_SLOW=${SLUICE_TEST_SLOW:-5}
 PER_SCRIPT=${SLUICE_VG_TIMEOUT:-1500}
 # run_escape.sh leaves out its issue 21 groups and the inherited-socket
