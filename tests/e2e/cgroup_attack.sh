@@ -314,7 +314,7 @@ if command -v gcc >/dev/null 2>&1 &&
         (cd "$W" && RT18_CG=$mode LD_PRELOAD=$T/cgkill.so exec "$SLUICE" run --settings "$T/l20.json" \
             -c "touch $W/e-ran; sleep 30; : $TOKEN" </dev/null > "$T/e.out" 2>&1) 2>/dev/null &
         E=$!
-        wait $E; rc=$?
+        wait $E 2>/dev/null; rc=$?
         # a launcher that ends on its own has removed its cgroup before
         # it exits; a killed one leaves it to its reaper; one whose thread
         # could not move back cannot remove it (its thread is in it): the
@@ -330,6 +330,18 @@ if command -v gcc >/dev/null 2>&1 &&
             bad "HOLE E: $mode" "exit $rc (want $want); ran: $(ls "$W/e-ran" 2>&1); left: $left $(leftover $E); $(cat "$T/e.out")"
         fi
     done
+    # the default limit (8192) is best effort: a refused seal lets the
+    # command run (in the cgroup, unsealed), and the cgroup goes with the run
+    echo '{}' > "$T/nolim.json"
+    rm -f "$W/e-ran"
+    (cd "$W" && RT18_CG=noseal LD_PRELOAD=$T/cgkill.so exec "$SLUICE" run --settings "$T/nolim.json" \
+        -c "touch $W/e-ran; : $TOKEN" </dev/null > "$T/e.out" 2>&1) &
+    E=$!
+    wait $E; rc=$?
+    left=$(leftover $E) out=$(cat "$T/e.out")
+    [ $rc = 0 ] && [ -e "$W/e-ran" ] && [ -z "$left" ] &&
+        ok "E: noseal with the default limit: the command ran, its cgroup removed with the run" ||
+        bad "HOLE E: noseal with the default limit" "exit $rc; ran: $(ls "$W/e-ran" 2>&1); left: $left; $out"
 else
     bad "E: cannot build the LD_PRELOAD helper" "$(cat "$T/cc.err")"
 fi
