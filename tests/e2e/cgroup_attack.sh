@@ -305,6 +305,50 @@ out=$(run_in "$W" --settings "$T/l20.json" -c "python3 $W/files.py; python3 $W/c
 fork 18" ] && ok "D: writes to every pids cgroup file it sees, mkdir, rmdir, mounts refused; the limit unchanged" ||
     bad "HOLE D: the command changed its cgroup" "$out"
 
+# with allowNestedUserNamespaces (clone3 and new user namespaces allowed):
+# a child cloned straight into a pids cgroup (clone3 CLONE_INTO_CGROUP),
+# a pids hierarchy mounted from a user and cgroup namespace of its own
+# (where its root could raise pids.max): all refused, the limit unchanged
+cat > "$W/nested.py" <<'EOF'
+import ctypes, glob, os, struct, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+got = []
+for d in ["/sys/fs/cgroup/pids"] + glob.glob("/sys/fs/cgroup/pids/sluice-run.*"):
+    try:
+        fd = os.open(d, os.O_DIRECTORY | os.O_PATH)
+    except OSError:
+        continue
+    # struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal,
+    # stack, stack_size, tls, set_tid, set_tid_size, cgroup
+    args = ctypes.create_string_buffer(struct.pack("11Q", 0x200000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, fd), 88)
+    pid = libc.syscall(435, args, ctypes.c_size_t(88))
+    if pid == 0:
+        os._exit(0)
+    if pid > 0:
+        os.waitpid(pid, 0); got.append("CLONED into " + d)
+    os.close(fd)
+os.makedirs("/tmp/cgm", exist_ok=True)
+# the control: the namespaces are made (a tmpfs mounts in them)
+r = subprocess.run(["unshare", "-Ucm", "--map-root-user", "sh", "-c",
+                    "mount -t tmpfs none /tmp/cgm && umount /tmp/cgm && echo namespaces made; "
+                    "for o in pids none,name=rt18; do mount -t cgroup -o $o none /tmp/cgm 2>/dev/null && "
+                    "echo MOUNTED $o && echo max > /tmp/cgm/pids.max && echo RAISED; done; "
+                    "mount -t cgroup2 none /tmp/cgm 2>/dev/null && echo MOUNTED cgroup2; true"],
+                   capture_output=True, text=True)
+got += [l for l in r.stdout.split("\n") if l]
+print(" | ".join(got), flush=True)
+EOF
+chmod 644 "$W/nested.py"
+cat > "$T/nest.json" <<JSON
+{"allowNestedUserNamespaces": true, "sandbox": {"limits": {"processes": 20}}}
+JSON
+if command -v unshare >/dev/null; then
+    out=$(run_in "$W" --settings "$T/nest.json" -c "python3 $W/nested.py; python3 $W/count.py fork; : $TOKEN" 2>&1 | grep -v 'warning: allowNestedUserNamespaces')
+    [ "$out" = "namespaces made
+fork 18" ] && ok "D: allowNestedUserNamespaces: clone3 into a pids cgroup, a pids hierarchy mounted in namespaces of its own: refused; the limit unchanged" ||
+        bad "HOLE D: allowNestedUserNamespaces: the command reached its cgroup" "$out"
+fi
+
 # === E. the launcher killed or refused at exact moments (LD_PRELOAD) ===========================
 if command -v gcc >/dev/null 2>&1 &&
     gcc -O1 -shared -fPIC -o "$T/cgkill.so" "$HERE/run-helpers/rt18_cgkill.c" 2>"$T/cc.err"; then
