@@ -400,6 +400,34 @@ for d in 0 0.002 0.005 0.01 0.015 0.02 0.03 0.05; do
         bad "HOLE F: SIGKILL after ${d}s: debris" "$(leftover $F)"
 done
 
+# and while the command holds every task of its limit (each child asleep)
+lim "$T/l64.json" 64
+rm -f "$W/f-ready"
+(cd "$W" && exec "$SLUICE" run --settings "$T/l64.json" -c "python3 -c '
+import os, time
+n = 0
+while True:
+    try:
+        p = os.fork()
+    except OSError:
+        break
+    if p == 0:
+        time.sleep(120); os._exit(0)
+    n += 1
+open(\"$W/f-ready\", \"w\").write(str(n))
+time.sleep(120)'; : $TOKEN" </dev/null >/dev/null 2>&1) &
+F=$!
+if wait_for_file "$W/f-ready"; then
+    sleep 0.2
+    held=$(cat "$W/f-ready")
+    kill -9 $F 2>/dev/null; wait $F 2>/dev/null
+    wait_clean $F && ok "F: SIGKILL with all 64 tasks held ($held forks): no cgroup or process left" ||
+        bad "HOLE F: SIGKILL with the limit exhausted: debris" "$(leftover $F)"
+else
+    kill -9 $F 2>/dev/null; wait $F 2>/dev/null
+    bad "F: the run at its limit did not come up"
+fi
+
 # === G. ten runs at once, each its own limit ==================================================
 gp=()
 for n in $(seq 16 25); do
