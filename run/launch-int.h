@@ -145,7 +145,8 @@ void run_debug_phases(const struct run *run);
 /* run/spawn.c: bwrap started (posix_spawn) with the plan's argv and the
  * environment, inner's end of the socketpair (run->sp[1]) as fd 3; its
  * exit then calls run_bwrap_exited (launch.c) from the loop. 0, or -1 with
- * a message in err. run_kill signals bwrap while it has not been waited
+ * a message in err, or -2 with a message when bwrap was started and watched
+ * but the run must be given up (abort_early in launch.c). run_kill signals bwrap while it has not been waited
  * for (its death takes the sandbox with it: --die-with-parent). */
 int run_spawn_bwrap(struct run *run, char *err, size_t errlen);
 void run_kill(struct run *run, int sig);

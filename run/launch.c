@@ -690,8 +690,11 @@ static int spawn_sandbox(struct run *run)
     }
     if (limit_processes_make(run) < 0)
         return -1;
-    if (run_spawn_bwrap(run, run->err, sizeof(run->err)) < 0) {
+    rc = run_spawn_bwrap(run, run->err, sizeof(run->err));
+    if (rc < 0) {
         fprintf(stderr, "sluice: run: %s; the command was not run\n", run->err);
+        if (rc == -2)
+            abort_early(run);
         return -1;
     }
     run_phase(run, "spawn");
@@ -761,7 +764,11 @@ static int limit_processes_enter(struct run *run)
                        sizeof(run->err)) < 0) {
         if (run->h.cmd_pid <= 0 && run->err[0] == '\0')
             snprintf(run->err, sizeof(run->err), "limits: the sandbox's pid is unknown");
-        sb_cgroup_remove(&run->cgroup);
+        /* not removed here: bwrap may be in it (born there, or inner
+         * moved in), and rmdir fails while it is (rt-18: a refused seal
+         * left the cgroup behind); cleanup() removes it once bwrap is
+         * gone, and a run that goes on (the default limit, best effort)
+         * keeps it */
         run->cgroup_rc = -1;
         return enforced(run) ? limit_refused(run) : 0;
     }

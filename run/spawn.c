@@ -211,13 +211,6 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start %s: %s", run->plan.argv.v[0], strerror(rc));
         return -1;
     }
-    if (left < 0) { /* the launcher's thread is in the command's cgroup */
-        snprintf(err, errlen, "%s", lerr);
-        (void)kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-        return -1;
-    }
     run->bwrap_pid = (int)pid;
     run->proc_started = 1;
     /* the reaper first: a launcher killed from here on leaves a bwrap that
@@ -232,6 +225,13 @@ int run_spawn_bwrap(struct run *run, char *err, size_t errlen)
             ;
         run->proc_exited = 1;
         return -1;
+    }
+    if (left < 0) {
+        /* the launcher's thread is in the command's cgroup: the run is
+         * given up, but not by killing bwrap now, whose child could be left
+         * waiting for its uid map forever (rt-18): abort_early() */
+        snprintf(err, errlen, "%s", lerr);
+        return -2;
     }
     return 0;
 }

@@ -295,6 +295,9 @@ int sb_cgroup_leave(struct sb_cgroup *cg, char *err, size_t errlen)
     if (rc < 0) {
         snprintf(err, errlen, "limits: cannot leave the cgroup '%s': %s", cg->path,
                  strerror(-rc));
+        /* no rmdir can succeed while this thread is in it: the next run's
+         * sweep removes it once this launcher is gone (rt-18) */
+        cg->path[0] = '\0';
         return -1;
     }
     return 0;

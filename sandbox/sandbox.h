@@ -336,7 +336,8 @@ struct sb_cgroup {
 int sb_cgroup_make(struct sb_cgroup *cg, unsigned long pids_max, char *err, size_t errlen);
 /* The calling thread moves itself in (cgroup v1's `tasks`), to spawn bwrap
  * there, and back out (an error in err). join: 0, or -1 (then use
- * sb_cgroup_enter); leave: 0 or -1. */
+ * sb_cgroup_enter); leave: 0, or -1 with the thread still in it (the
+ * cgroup is then left to the next run's sweep: path emptied). */
 int sb_cgroup_join(struct sb_cgroup *cg);
 int sb_cgroup_leave(struct sb_cgroup *cg, char *err, size_t errlen);
 /* After a join, before the command starts: pids.max = PIDS_MAX plus what
