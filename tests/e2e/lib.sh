@@ -101,6 +101,32 @@ wait_for() {
     return 1
 }
 
+# wait_more FILE REGEX N [SECONDS]: waits (10 s unless told) until more than N
+# lines of FILE match the extended regex: for a line that an action logs again
+# (a reload), N counted before the action. 0 when they did, 1 at the deadline.
+wait_more() {
+    local f=$1 re=$2 n0=$3 n=$(( ${4:-10} * 20 )) i
+    for ((i = 0; i < n; i++)); do
+        [ "$(grep -cE -- "$re" "$f" 2>/dev/null)" -gt "$n0" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# fds_down PID MAX [SECONDS]: waits (10 s unless told) until process PID holds
+# at most MAX descriptors (a closing connection's are released a moment after
+# its client sees the end). Prints the last count; 0 when it got there.
+fds_down() {
+    local n=$(( ${3:-10} * 20 )) i c
+    for ((i = 0; i < n; i++)); do
+        c=$(ls "/proc/$1/fd" 2>/dev/null | wc -l)
+        [ "$c" -le "$2" ] && { echo "$c"; return 0; }
+        sleep 0.05
+    done
+    echo "$c"
+    return 1
+}
+
 # wait_exit PID [SECONDS]: waits (10 s unless told) for a child of this shell
 # to exit and sets WAIT_RC to its status. 1 (WAIT_RC empty) when it still
 # runs at the deadline.
