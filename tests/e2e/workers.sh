@@ -52,7 +52,7 @@ w0=$(metric 'sluice_worker_connections_total{worker="0"}') w1=$(metric 'sluice_w
     [ "$(metric 'sluice_decisions_total{protocol="connect",decision="allow"}')" = "$N" ] &&
     ok "/metrics sums connections and decisions over workers" ||
     bad "summed metrics" "$(curl -s "http://127.0.0.1:$APORT/metrics" | grep -E 'connections_total|decisions_total')"
-for i in $(seq 100); do [ "$(grep -c 'event=close' "$T/w2.log")" -ge "$N" ] && break; sleep 0.05; done
+wait_more "$T/w2.log" 'event=close' $((N - 1)) $((5 * SLOW))
 ids=$(grep 'event=close' "$T/w2.log" | sed -n 's/.* id=\([0-9]*\) .*/\1/p' | sort -u | wc -l)
 [ "$ids" = "$N" ] && ok "one log stream: $N close records with distinct ids" || bad "log ids" "$ids distinct"
 grep -qvE '^time=[^ ]+ level=[a-z]+ event=' "$T/w2.log" && bad "log lines interleaved" "$(grep -vE '^time=' "$T/w2.log" | head -3)" ||
@@ -63,7 +63,7 @@ cat > "$T/allow.json" <<JSON
 {"network": {"allowedDomains": ["nothing.example"], "denyPrivateAddresses": false}}
 JSON
 kill -HUP "$PROXY_PID"
-for i in $(seq 100); do grep -q 'event=reload ' "$T/w2.log" && break; sleep 0.05; done
+wait_for "$T/w2.log" 'event=reload ' $((5 * SLOW))
 out=$(timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" 40)
 d=$(metric 'sluice_decisions_total{protocol="connect",decision="deny"}')
 [ "$out" = "200=0 echo=0" ] && [ "$d" = 40 ] && ok "after SIGHUP every worker denies (40 of 40)" ||
@@ -74,12 +74,12 @@ cat > "$T/allow.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$OPORT"], "denyPrivateAddresses": false}}
 JSON
 kill -HUP "$PROXY_PID"
-for i in $(seq 100); do [ "$(grep -c 'event=reload ' "$T/w2.log")" -ge 2 ] && break; sleep 0.05; done
+wait_more "$T/w2.log" 'event=reload ' 1 $((5 * SLOW))
 coproc HOLD { timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" 20 hold; }
 read -r line <&"${HOLD[0]}"; read -r held <&"${HOLD[0]}"
 [ "$line" = "200=20 echo=20" ] && [ "$held" = held ] || bad "holders" "$line $held"
 kill -TERM "$PROXY_PID"
-for i in $(seq 100); do grep -q 'event=drain ' "$T/w2.log" && break; sleep 0.05; done
+wait_for "$T/w2.log" 'event=drain ' $((5 * SLOW))
 grep -q 'event=drain .*draining 20 connections' "$T/w2.log" && ok "drain counts the connections of every worker" ||
     bad "drain line" "$(grep event=drain "$T/w2.log")"
 kill -0 "$PROXY_PID" 2>/dev/null && ok "still running while tunnels drain" || bad "exited before the tunnels ended"
