@@ -139,8 +139,8 @@ else
             --port="$PORT" --log-queries --log-facility="$T/dnsmasq.log" \
             "${RECORDS[@]}" 2>"$T/dnsmasq.err" &
         DNSMASQ_PID=$!
-        sleep 0.3
-        if kill -0 "$DNSMASQ_PID" 2>/dev/null; then break; fi
+        dnsmasq_started "$DNSMASQ_PID" && break # lib.sh: logged its start
+        kill "$DNSMASQ_PID" 2>/dev/null
         DNSMASQ_PID=
     done
     if [ -z "$DNSMASQ_PID" ]; then

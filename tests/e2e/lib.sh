@@ -49,12 +49,28 @@ start_dnsmasq() {
         "$dnsmasq" --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 \
             --port="$p" --log-queries --log-facility="$T/dnsmasq.log" "$@" 2>"$T/dnsmasq.err" &
         pid=$!
-        sleep 0.3
-        if kill -0 "$pid" 2>/dev/null; then
+        # ready once it logged its start (after it bound the port), not
+        # after a fixed 0.3 s: a first query sent before the bind is refused,
+        # and a dnsmasq slower than that to fail (port taken) looked started
+        if dnsmasq_started "$pid"; then
             DPORT=$p
             PIDS+=($pid)
             return 0
         fi
+        kill "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    return 1
+}
+
+# dnsmasq_started PID: waits (10 s) for the dnsmasq PID to log its start in
+# $T/dnsmasq.log; 1 when it exited first or at the deadline.
+dnsmasq_started() {
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -q "dnsmasq\[$1\]: started" "$T/dnsmasq.log" 2>/dev/null && return 0
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.05
     done
     return 1
 }
