@@ -345,7 +345,9 @@ exec_cases() {
     # a helper that fails after its first value: once it expires, a request
     # that needs it is refused (503, named), never sent with the placeholder
     rm -f "$HC" "$SH/rec/"*
-    out=$(HFAIL=1 xr "$SJ/exec.json" -- sh -c 'sleep 2.5; curl -sS --max-time 10 -w "\n%{http_code}\n" -H "Authorization: Bearer $XTOK" https://inj.test:'"$PA"'/expired' 2>&1)
+    # (the sandbox waits out the ttl, SLOW s, and 1.5 s more: under valgrind
+    # a fixed 2.5 s relied on the start-up taking the other 2.5)
+    out=$(HFAIL=1 xr "$SJ/exec.json" -- sh -c 'sleep '"$((SLOW + 1))"'.5; curl -sS --max-time 10 -w "\n%{http_code}\n" -H "Authorization: Bearer $XTOK" https://inj.test:'"$PA"'/expired' 2>&1)
     sleep 0.2
     if grep -q "^503$" <<<"$out" && grep -q "credential XTOK has no value: its lifetime (ttl) ran out" <<<"$out" &&
         ! grep -q "/expired" <<<"$(rec)" && grep -q "credential credentials.envVars\[0\]:XTOK: its helper failed: exit status 1" <<<"$out"; then
