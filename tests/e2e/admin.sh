@@ -264,7 +264,7 @@ curl $X -o /dev/null "http://denied.test:$PA/"
 out=$(curl $X -p "$A/index.html"); [ "$out" = "hello from A" ] || bad "CONNECT through the proxy" "$out"
 out=$(curl -s --max-time 10 --socks5-hostname "127.0.0.1:$SP" "$A/index.html"); [ "$out" = "hello from A" ] || bad "SOCKS through the proxy" "$out"
 gt() { awk -v a="$1" -v b="$2" -v d="${3:-1}" 'BEGIN { exit !(a != "none" && b != "none" && a - b >= d) }'; }
-for i in $(seq 50); do # the close records of the four connections are in
+for i in $(seq $((50 * SLOW))); do # the close records of the four connections are in
     metrics_get
     gt "$(metric 'sluice_connections_total{protocol="http"}')" "$h0" 3 && gt "$(metric 'sluice_bytes_total{direction="down"}')" "$b0" 52 &&
         [ "$(metric 'sluice_connections_active{protocol="http"}')" = 0 ] && [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 0 ] && break
@@ -279,7 +279,7 @@ gt "$(metric 'sluice_bytes_total{direction="down"}')" "$b0" 13 && gt "$(metric '
     && ok "sluice_bytes_total{direction} grows with closed connections" || bad "bytes_total" "$(grep bytes_total "$T/metrics.txt")"
 $RAW "$HP" w:5 >/dev/null 2>&1 &
 HOLDER=$!
-for i in $(seq 60); do metrics_get; gt "$(metric 'sluice_connections_active{protocol="http"}')" 0 && break; sleep 0.05; done
+for i in $(seq $((60 * SLOW))); do metrics_get; gt "$(metric 'sluice_connections_active{protocol="http"}')" 0 && break; sleep 0.05; done
 gt "$(metric 'sluice_connections_active{protocol="http"}')" 0 && ok "sluice_connections_active shows an open connection" || bad "connections_active" "$(grep active "$T/metrics.txt")"
 kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
 
@@ -506,7 +506,7 @@ $RAW "$HP" w:120 >/dev/null 2>&1 &
 H1=$!
 $RAWSOCK "$SP" w:120 >/dev/null 2>&1 &
 H2=$!
-for i in $(seq 100); do # both holders are in
+for i in $(seq $((100 * SLOW))); do # both holders are in
     metrics_get
     [ "$(metric 'sluice_connections_active{protocol="http"}')" = 1 ] &&
         [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 1 ] && break
@@ -517,7 +517,7 @@ for i in 1 2 3 4 5; do
 done
 good=0
 for i in 1 2 3 4 5; do
-    for j in $(seq 100); do [ -s "$T/over$i.out" ] && grep -q '^Connection: close' "$T/over$i.out" && break; sleep 0.05; done
+    for j in $(seq $((100 * SLOW))); do [ -s "$T/over$i.out" ] && grep -q '^Connection: close' "$T/over$i.out" && break; sleep 0.05; done
     tr -d '\r' < "$T/over$i.out" | grep -q '^HTTP/1.1 503 Service Unavailable$' && tr -d '\r' < "$T/over$i.out" | grep -q '^Retry-After: 1$' && good=$((good + 1))
 done
 [ "$good" = 5 ] && ok "over maxConnections: five concurrent requests each get 503 with Retry-After, none hangs" || bad "limit 503" "$good of 5: $(cat "$T"/over*.out)"
@@ -532,7 +532,7 @@ out=$(curl -s -w ' %{http_code}' --max-time 5 "http://127.0.0.1:$AP/healthz")
 [ "$out" = "ok
  200" ] && ok "the admin listener answers while the proxy is at its limit" || bad "admin at limit" "$out"
 kill "$H1" "$H2" 2>/dev/null; wait "$H1" "$H2" 2>/dev/null
-for i in $(seq 100); do # the holders' connections are gone
+for i in $(seq $((100 * SLOW))); do # the holders' connections are gone
     metrics_get
     [ "$(metric 'sluice_connections_active{protocol="http"}')" = 0 ] &&
         [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 0 ] && break
