@@ -65,10 +65,10 @@ $4}"; fi
         rm -f started
         "$SLUICE" run --settings "$S" -c 'touch started; exec sleep 30' &
         pid=$!
-        for i in $(seq 200); do [ -e started ] && break; sleep 0.05; done
+        for i in $(seq $((200 * SLOW))); do [ -e started ] && break; sleep 0.05; done
         sleep 0.2
         kill -"${sig%%:*}" "$pid"
-        if wait_exit "$pid" 10; then
+        if wait_exit "$pid" $((10 * SLOW)); then
             rc_is "SIG${sig%%:*} to sluice is forwarded: exit ${sig#*:}" "${sig#*:}" "$WAIT_RC"
         else
             bad "SIG${sig%%:*} to sluice is forwarded" "still running after 10 s"
@@ -79,10 +79,10 @@ $4}"; fi
     # the command traps SIGTERM and exits 0: an interrupted run is never 0
     "$SLUICE" run --settings "$S" -c 'trap "exit 0" TERM; touch started; while :; do sleep 0.1; done' &
     pid=$!
-    for i in $(seq 200); do [ -e started ] && break; sleep 0.05; done
+    for i in $(seq $((200 * SLOW))); do [ -e started ] && break; sleep 0.05; done
     sleep 0.2
     kill -TERM "$pid"
-    if wait_exit "$pid" 10; then
+    if wait_exit "$pid" $((10 * SLOW)); then
         [ "$WAIT_RC" -ne 0 ] && ok "interrupted run whose command exits 0 is not 0 ($WAIT_RC)" ||
             bad "interrupted run exit" "got 0"
     else bad "interrupted run exit" "still running"; kill -9 "$pid" 2>/dev/null; fi
