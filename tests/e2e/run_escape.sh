@@ -763,7 +763,7 @@ PY
     # --- the run directory is private to its run ---------------------------------------------------
     mkdir -p -m 700 "$V/xdg"
     (cd "$W" && XDG_RUNTIME_DIR=$V/xdg "$SLUICE" run --settings "$CSET" -c "echo RUNDIR-SECRET-$TOKEN > /tmp/a14; sleep 8" >/dev/null 2>&1 &)
-    for i in $(seq 100); do [ -n "$(find "$V/xdg" -name a14 2>/dev/null)" ] && break; sleep 0.05; done
+    for i in $(seq $((100 * SLOW))); do [ -n "$(find "$V/xdg" -name a14 2>/dev/null)" ] && break; sleep 0.05; done
     [ -n "$(find "$V/xdg" -name a14 2>/dev/null)" ] || bad "run A did not start" ""
     CENV=(XDG_RUNTIME_DIR=$V/xdg)
     c "another run cannot read run A's /tmp (XDG_RUNTIME_DIR)" ok "! grep -rqs RUNDIR-SECRET-$TOKEN $V/xdg /tmp"
@@ -775,7 +775,7 @@ PY
     printf '{"filesystem": {"allowWrite": [".", "%s"]}, "network": {"allowedDomains": ["127.0.0.1:%s"]}}' "$V/xdg" "$PA" > "$T/xdgw.json"
     out=$(cd "$W" && XDG_RUNTIME_DIR=$V/xdg "$SLUICE" run --settings "$T/xdgw.json" -c "grep -rls RUNDIR-SECRET-$TOKEN $V/xdg /tmp 2>/dev/null; true" 2>&1)
     [ -z "$out" ] && ok "another run with allowWrite on XDG_RUNTIME_DIR cannot read run A's /tmp" || bad "run A's /tmp readable" "$out"
-    for i in $(seq 250); do [ -z "$(ls -A "$V/xdg")" ] && break; sleep 0.05; done
+    for i in $(seq $((250 * SLOW))); do [ -z "$(ls -A "$V/xdg")" ] && break; sleep 0.05; done
     [ -z "$(ls -A "$V/xdg")" ] && ok "host: run A's directory removed" || bad "host: run A left" "$(ls -laR "$V/xdg" | head)"
 
     killchecks
@@ -1013,7 +1013,7 @@ p2" ] && ok "pipes on stdin and stdout keep working, also reopened" || bad "pipe
     printf 'original\n' > "$V/in"
     (cd "$W" && exec "$SLUICE" run --settings "$CSET" -c "sleep 20.$TOKEN" < "$V/in" >/dev/null 2>&1) &
     local runpid=$! p holders=
-    for i in $(seq 200); do pgrep -f "^sleep 20\.$TOKEN" >/dev/null && break; sleep 0.05; done
+    for i in $(seq $((200 * SLOW))); do pgrep -f "^sleep 20\.$TOKEN" >/dev/null && break; sleep 0.05; done
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/fd/0" 2>/dev/null)" = "$V/in" ] && holders="$holders $(cat "$p/comm" 2>/dev/null)"
     done
