@@ -410,7 +410,7 @@ fi
 # --- concurrent first handshakes for one name (one mint, the others wait) ---
 many=()
 for i in $(seq 24); do
-    curl -sS --max-time 20 --cacert "$P/sluiceca.pem" -x "$X" "https://many.test:$PA/hello.txt" \
+    curl -sS --max-time $((20 * SLOW)) --cacert "$P/sluiceca.pem" -x "$X" "https://many.test:$PA/hello.txt" \
         > "$T/many.$i" 2>&1 &
     many+=($!)
 done
@@ -460,7 +460,7 @@ fi
 out=$("$PY" "$T/cl.py" socks "$SPORT" rules.test "$PH" - "plain /plain.txt" 2>&1)
 # (the reason is in the close record, which may follow the client's EOF)
 if ! grep -q "^body plain origin" <<<"$out" &&
-    wait_for "$T/main.log" "protocol=socks5 host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" 5; then
+    wait_for "$T/main.log" "protocol=socks5 host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" $((5 * SLOW)); then
     ok "SOCKS5: non-TLS bytes to a host with request rules are refused with a reason"
 else
     bad "SOCKS5 non-TLS to a ruled host" "$out / $(grep 'not TLS' "$T/main.log" | tail -2)"
@@ -554,7 +554,7 @@ fi
 # non-TLS bytes to a ruled host: refused, never passed opaque
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -p -x "$X" "http://rules.test:$PH/plain.txt" 2>&1)
 if [ "$code" != 200 ] &&
-    wait_for "$T/main.log" "protocol=connect host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" 5; then
+    wait_for "$T/main.log" "protocol=connect host=rules.test port=$PH .*not TLS inside a tunnel to a host with request rules" $((5 * SLOW)); then
     ok "non-TLS bytes in a CONNECT to a host with request rules are refused"
 else
     bad "non-TLS to a ruled host" "$code"
@@ -712,7 +712,7 @@ kill "$HOLD" 2>/dev/null
 wait "$HOLD" 2>/dev/null
 # the slot comes back once it closed
 out=""
-for i in $(seq 30); do
+for i in $(seq $((30 * SLOW))); do
     out=$(curl -sS --max-time 10 --cacert "$P/sluiceca.pem" -x "$X" "https://good.test:$PA/hello.txt" 2>&1)
     [ "$out" = "hello from the origin" ] && break
     sleep 0.1
