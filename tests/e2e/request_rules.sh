@@ -186,7 +186,7 @@ before=$(grep -c '^conn' "$T/A.log")
 curl -s -o /dev/null --socks5-hostname "127.0.0.1:$SPORT" --max-time 10 "$G/o/r.git/info/refs"
 rc=$?
 after=$(grep -c '^conn' "$T/A.log")
-if [ "$rc" -ne 0 ] && [ "$after" -eq "$before" ] && wait_for "$T/p.log" 'socks5.*TLS termination' 5; then
+if [ "$rc" -ne 0 ] && [ "$after" -eq "$before" ] && wait_for "$T/p.log" 'socks5.*TLS termination' $((5 * SLOW)); then
     ok "SOCKS5 CONNECT to a host with request rules refused, the reason logged"
 else
     bad "SOCKS5 CONNECT to a host with request rules refused" "curl $rc, origin $before -> $after; $(grep socks5 "$T/p.log" | tail -3)"
