@@ -40,7 +40,13 @@ fi
 unshare -n sleep 600 &
 ONS=$!
 PIDS+=($ONS)
-sleep 0.1
+# the origins' namespace exists once unshare has made it (its namespace is
+# not ours), not after a fixed 0.1 s: before that, "netns $ONS" named this
+# namespace and the veth peer landed here (as in transparent_udp.sh)
+for _ in $(seq 200); do
+    [ "$(readlink /proc/$ONS/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break
+    sleep 0.05
+done
 in_origin() { nsenter -t "$ONS" -n "$@"; }
 ip link add vlearn0 type veth peer name vlearn1 netns "$ONS" &&
     ip addr add 10.203.0.1/24 dev vlearn0 && ip link set vlearn0 up &&
