@@ -114,7 +114,7 @@ export ASK_COUNT=$T/asked ASK_GATE=$T/ask.gate
 rm -f "$ASK_GATE"
 start_proxy ask "$T/ask.json" --http tcp:127.0.0.1:0 --socks off --admin tcp:127.0.0.1:0 --workers 2 --ask "exec:$T/slow-allow.sh"
 APORT=$(admin_port ask)
-TARGET_HOST=asked.example timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" 40 > "$T/ask.out" 2>&1 &
+TARGET_HOST=asked.example timeout 60 python3 "$HERE/workers-client.py" "$HPORT" "$OPORT" 40 > "$T/ask.out" 2> "$T/ask.err" &
 cpid=$!
 for i in $(seq $((400 * SLOW))); do
     [ "$(metric 'sluice_connections_active{protocol="http"}')" = 40 ] && break
