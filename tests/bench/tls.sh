@@ -3,7 +3,8 @@
 # bullet): network.tlsTerminate in `sluice proxy` side by side in one run
 # with direct TLS, an opaque CONNECT of the same TLS (tlsTerminate on, the
 # origin in excludeDomains), and srt 0.0.83's tlsTerminate when `srt` is on
-# PATH ("not installed" otherwise). Loopback only: the origin listens on
+# PATH ("not installed" otherwise; `bash tests/bench/srt.sh` installs it).
+# Loopback only: the origin listens on
 # 127.0.0.1 (tlsload.py origin: Python's ssl, a thread per connection,
 # an ECDSA P-256 leaf for IP:127.0.0.1 from a CA made here, which sluice
 # trusts through extraCaCertPaths); the clients verify what they get (the
@@ -191,6 +192,46 @@ JSON
     row "    real values the origin got (swapped)" "$n" "$(( (UPLOAD_BYTES + 1048575) / 1048576 * 16 ))" ""
 }
 
+# (a) for srt 0.0.83: the same clients inside `srt -c`, through srt's own
+# proxy ($https_proxy, with its credentials) and its tlsTerminate (an
+# ephemeral CA: srt reads only RSA keys; the clients trust its bundle,
+# $CURL_CA_BUNDLE). srt's upstream leg does not use extraCaCertPaths, so
+# its node process gets the origin's CA through NODE_EXTRA_CA_CERTS. The
+# CPU counted is srt's node process alone (its proxy), between the markers
+# the command writes around the clients; the socat bridges' CPU is left
+# out, which flatters srt.
+srt_lane() {
+    local S=$T/srt.json sp c0 c1 i r n cpu pc
+    cat > "$S" <<JSON
+{"network": {"allowedDomains": ["127.0.0.1"], "deniedDomains": [],
+             "tlsTerminate": {"maxTunnels": 65536}},
+ "filesystem": {"denyRead": [], "allowWrite": ["$T"], "denyWrite": []}}
+JSON
+    rm -f "$T/srt.go" "$T/srt.done" "$T/srt.rate"
+    (cd "$T" && exec env NODE_EXTRA_CA_CERTS="$P/originca.pem" HOME="$T/home" "$HAVE_SRT" -s "$S" -c \
+        "touch '$T/srt.go'; python3 '$TL' rate \"\$https_proxy\" $OP \"\$CURL_CA_BUNDLE\" $RATE_SECONDS $THREADS > '$T/srt.rate' 2>>'$T/client.err'; touch '$T/srt.done'" \
+        >"$T/srt.out" 2>&1) &
+    sp=$!
+    for i in $(seq 600); do [ -e "$T/srt.go" ] && break; kill -0 "$sp" 2>/dev/null || break; sleep 0.05; done
+    c0=$(cpu_ticks "$sp" 2>/dev/null)
+    for i in $(seq $((RATE_SECONDS * 20 + 1200))); do [ -e "$T/srt.done" ] && break; kill -0 "$sp" 2>/dev/null || break; sleep 0.05; done
+    c1=$(cpu_ticks "$sp" 2>/dev/null)
+    wait "$sp" 2>/dev/null
+    r=$(cat "$T/srt.rate" 2>/dev/null)
+    n=$(awk '{ print $2 }' <<<"$r")
+    if [ -z "$c0" ] || [ -z "$c1" ] || [ -z "$n" ] || [ "$n" -eq 0 ]; then
+        row "(a) srt 0.0.83 tlsTerminate tunnels/s per core" "failed" "(~124)" "-"
+        echo "# srt lane failed: $(tail -3 "$T/srt.out") $(tail -3 "$T/client.err")" >&2
+        return
+    fi
+    cpu=$(awk -v d=$((c1 - c0)) -v hz="$HZ" -v n="$n" 'BEGIN { printf "%.3f", d * 1000 / hz / n }')
+    pc=$(awk -v c="$cpu" 'BEGIN { if (c > 0) printf "%.0f", 1000 / c }')
+    row "(a) srt 0.0.83 tlsTerminate tunnels/s per core" "$pc" "(~124)" ""
+    row "    (wall, $THREADS clients; errors)" "$(awk '{ printf "%.0f", $2 / $4 }' <<<"$r"); $(awk '{ print $6 }' <<<"$r")" "" ""
+    row "    srt node CPU ms per terminated tunnel" "$cpu" "" ""
+    row "    sluice / srt, tunnels per core" "$(ratio "$per_core" "$pc")" "" ""
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) CPUs; load: $(cut -d' ' -f1-3 /proc/loadavg) (shared machine: every figure is noisy)"
 HAVE_SRT=$(command -v srt || true)
 if [ "$LANES" = g ]; then
@@ -238,9 +279,9 @@ else
 fi
 stop "$PP"
 if [ -n "$HAVE_SRT" ]; then
-    row "(a) srt 0.0.83 tlsTerminate" "see NOTE" "" ""
+    srt_lane
 else
-    row "(a) srt 0.0.83 tlsTerminate tunnels/s" "not installed" "(~124)" "-"
+    row "(a) srt 0.0.83 tlsTerminate tunnels/s per core" "not installed" "(~124)" "-"
 fi
 if [ "$LANES" = a ]; then
     printf '%-44s %14s %14s %10s\n' "row" "value" "goal" "ratio"

@@ -7,7 +7,8 @@
   tlsload.py rate PROXY|- PORT CAFILE SECONDS THREADS [COUNT]
       new tunnels for SECONDS (or, with COUNT, exactly COUNT tunnels, for
       counts per tunnel: counts.sh) from THREADS threads: connect (to PROXY
-      "127.0.0.1:P" with CONNECT 127.0.0.1:PORT, or "-" direct), TLS
+      "127.0.0.1:P" with CONNECT 127.0.0.1:PORT, or "-" direct; PROXY may
+      be a URL "http://USER:PASS@HOST:P", as srt's $https_proxy), TLS
       handshake verifying 127.0.0.1 against CAFILE, GET /100, read it,
       close; prints "tunnels N seconds S errors E"
   tlsload.py held PROXY|- PORT CAFILE N READYFILE
@@ -26,12 +27,14 @@
 Python's ssl module does the TLS (OpenSSL underneath, GIL released in
 handshakes and reads).
 """
+import base64
 import os
 import socket
 import ssl
 import sys
 import threading
 import time
+import urllib.parse
 
 
 def count_body(f, n, needle):
@@ -104,13 +107,28 @@ def client_ctx(cafile):
     return ctx
 
 
+def proxy_addr(proxy):
+    """PROXY: "HOST:PORT", or a URL "http://[USER:PASS@]HOST:PORT" (srt's
+    $https_proxy, whose proxy wants Basic credentials) -> (host, port, auth
+    header or b"")."""
+    if "://" not in proxy:
+        h, p = proxy.rsplit(":", 1)
+        return h, int(p), b""
+    u = urllib.parse.urlsplit(proxy)
+    auth = b""
+    if u.username is not None:
+        cred = "%s:%s" % (urllib.parse.unquote(u.username), urllib.parse.unquote(u.password or ""))
+        auth = b"Proxy-Authorization: Basic " + base64.b64encode(cred.encode()) + b"\r\n"
+    return u.hostname, u.port, auth
+
+
 def open_tunnel(ctx, proxy, port):
     if proxy == "-":
         s = socket.create_connection(("127.0.0.1", port))
     else:
-        h, p = proxy.rsplit(":", 1)
-        s = socket.create_connection((h, int(p)))
-        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (port, port))
+        h, p, auth = proxy_addr(proxy)
+        s = socket.create_connection((h, p))
+        s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n" % (port, port, auth))
         head = b""
         while b"\r\n\r\n" not in head:
             b = s.recv(4096)
