@@ -46,7 +46,7 @@
 #       MB/s each and the ratio of the last to the first
 # Knobs: RATE_SECONDS (5), THREADS (8), HELD_N (10000), BULK_BYTES
 # (268435456), UPLOAD_BYTES (268435456), LANES (all; "g": only (g); "a":
-# only (a) and (b)),
+# only (a) and (b); "cd": only (c) and (d)),
 # BASELINE, KEEP=1. Timings are reported, never asserted: the
 # machine is shared, every figure is noisy (the header prints the load).
 set -uo pipefail
@@ -242,47 +242,50 @@ if [ "$LANES" = g ]; then
 fi
 
 # (a) + (b): new tunnels/s
-start term term
-r_direct=$(python3 "$TL" rate - "$OP" "$P/originca.pem" "$RATE_SECONDS" "$THREADS" 2>>"$T/client.err")
-# (a)'s CPU is measured without perf attached (its sampling is charged to
-# the proxy); (b)'s shares come from a second run of the same load, profiled
-c0=$(cpu_ticks "$PP")
-r_term=$(python3 "$TL" rate "127.0.0.1:$PPORT" "$OP" "$P/sluiceca.pem" "$RATE_SECONDS" "$THREADS" 2>>"$T/client.err")
-c1=$(cpu_ticks "$PP")
-if command -v perf >/dev/null; then
-    perf record -q -o "$T/perf.data" -p "$PP" -- sleep "$RATE_SECONDS" >/dev/null 2>"$T/perf.err" &
-    PERFPID=$!
-    python3 "$TL" rate "127.0.0.1:$PPORT" "$OP" "$P/sluiceca.pem" "$RATE_SECONDS" "$THREADS" >/dev/null 2>>"$T/client.err"
-    wait "$PERFPID" 2>/dev/null
-fi
-n_term=$(awk '{ print $2 }' <<<"$r_term") s_term=$(awk '{ print $4 }' <<<"$r_term")
-cpu_ms=$(awk -v d=$((c1 - c0)) -v hz="$HZ" -v n="$n_term" 'BEGIN { if (n > 0) printf "%.3f", d * 1000 / hz / n }')
-per_core=$(awk -v c="$cpu_ms" 'BEGIN { if (c > 0) printf "%.0f", 1000 / c }')
-rate_term=$(awk -v n="$n_term" -v s="$s_term" 'BEGIN { printf "%.0f", n / s }')
-rate_direct=$(awk '{ printf "%.0f", $2 / $4 }' <<<"$r_direct")
-row "(a) new terminated tunnels/s per core" "$per_core" ">= 650" "$(ratio "$per_core" 650)"
-row "    (wall: terminated / direct TLS, $THREADS clients)" "$rate_term / $rate_direct" "" ""
-row "    proxy CPU ms per terminated tunnel" "$cpu_ms" "" ""
-if [ -s "$T/perf.data" ]; then
-    perf report -i "$T/perf.data" --sort dso --stdio 2>/dev/null | grep '%' > "$T/dso.txt"
-    perf report -i "$T/perf.data" --sort dso,sym --stdio 2>/dev/null | grep '%' > "$T/sym.txt"
-    tls_share=$(awk '/libssl|libcrypto/ { gsub("%", "", $1); s += $1 } END { printf "%.1f", s }' "$T/dso.txt")
-    # self time in the kernel's Unix-socket functions: a floor (the syscall
-    # entry and exit around them are not counted; see the README)
-    shim_share=$(awk '/\[k\] (unix_|__sys_socketpair)/ { gsub("%", "", $1); s += $1 } END { printf "%.1f", s }' "$T/sym.txt")
-    tls_ms=$(awk -v c="$cpu_ms" -v s="$tls_share" 'BEGIN { printf "%.3f", c * s / 100 }')
-    shim_ms=$(awk -v c="$cpu_ms" -v s="$shim_share" 'BEGIN { printf "%.3f", c * s / 100 }')
-    row "(b) TLS CPU ms per new tunnel (libssl+libcrypto $tls_share%)" "$tls_ms" "<= 1.5" "$(ratio 1.5 "$tls_ms")"
-    row "    shim floor: kernel unix_* self ($shim_share%)" "$shim_ms" "" ""
-else
-    row "(b) TLS CPU per new tunnel" "no perf" "<= 1.5" "-"
-fi
-stop "$PP"
-if [ -n "$HAVE_SRT" ]; then
-    srt_lane
-else
-    row "(a) srt 0.0.83 tlsTerminate tunnels/s per core" "not installed" "(~124)" "-"
-fi
+rate_lane() {
+    start term term
+    r_direct=$(python3 "$TL" rate - "$OP" "$P/originca.pem" "$RATE_SECONDS" "$THREADS" 2>>"$T/client.err")
+    # (a)'s CPU is measured without perf attached (its sampling is charged to
+    # the proxy); (b)'s shares come from a second run of the same load, profiled
+    c0=$(cpu_ticks "$PP")
+    r_term=$(python3 "$TL" rate "127.0.0.1:$PPORT" "$OP" "$P/sluiceca.pem" "$RATE_SECONDS" "$THREADS" 2>>"$T/client.err")
+    c1=$(cpu_ticks "$PP")
+    if command -v perf >/dev/null; then
+        perf record -q -o "$T/perf.data" -p "$PP" -- sleep "$RATE_SECONDS" >/dev/null 2>"$T/perf.err" &
+        PERFPID=$!
+        python3 "$TL" rate "127.0.0.1:$PPORT" "$OP" "$P/sluiceca.pem" "$RATE_SECONDS" "$THREADS" >/dev/null 2>>"$T/client.err"
+        wait "$PERFPID" 2>/dev/null
+    fi
+    n_term=$(awk '{ print $2 }' <<<"$r_term") s_term=$(awk '{ print $4 }' <<<"$r_term")
+    cpu_ms=$(awk -v d=$((c1 - c0)) -v hz="$HZ" -v n="$n_term" 'BEGIN { if (n > 0) printf "%.3f", d * 1000 / hz / n }')
+    per_core=$(awk -v c="$cpu_ms" 'BEGIN { if (c > 0) printf "%.0f", 1000 / c }')
+    rate_term=$(awk -v n="$n_term" -v s="$s_term" 'BEGIN { printf "%.0f", n / s }')
+    rate_direct=$(awk '{ printf "%.0f", $2 / $4 }' <<<"$r_direct")
+    row "(a) new terminated tunnels/s per core" "$per_core" ">= 650" "$(ratio "$per_core" 650)"
+    row "    (wall: terminated / direct TLS, $THREADS clients)" "$rate_term / $rate_direct" "" ""
+    row "    proxy CPU ms per terminated tunnel" "$cpu_ms" "" ""
+    if [ -s "$T/perf.data" ]; then
+        perf report -i "$T/perf.data" --sort dso --stdio 2>/dev/null | grep '%' > "$T/dso.txt"
+        perf report -i "$T/perf.data" --sort dso,sym --stdio 2>/dev/null | grep '%' > "$T/sym.txt"
+        tls_share=$(awk '/libssl|libcrypto/ { gsub("%", "", $1); s += $1 } END { printf "%.1f", s }' "$T/dso.txt")
+        # self time in the kernel's Unix-socket functions: a floor (the syscall
+        # entry and exit around them are not counted; see the README)
+        shim_share=$(awk '/\[k\] (unix_|__sys_socketpair)/ { gsub("%", "", $1); s += $1 } END { printf "%.1f", s }' "$T/sym.txt")
+        tls_ms=$(awk -v c="$cpu_ms" -v s="$tls_share" 'BEGIN { printf "%.3f", c * s / 100 }')
+        shim_ms=$(awk -v c="$cpu_ms" -v s="$shim_share" 'BEGIN { printf "%.3f", c * s / 100 }')
+        row "(b) TLS CPU ms per new tunnel (libssl+libcrypto $tls_share%)" "$tls_ms" "<= 1.5" "$(ratio 1.5 "$tls_ms")"
+        row "    shim floor: kernel unix_* self ($shim_share%)" "$shim_ms" "" ""
+    else
+        row "(b) TLS CPU per new tunnel" "no perf" "<= 1.5" "-"
+    fi
+    stop "$PP"
+    if [ -n "$HAVE_SRT" ]; then
+        srt_lane
+    else
+        row "(a) srt 0.0.83 tlsTerminate tunnels/s per core" "not installed" "(~124)" "-"
+    fi
+}
+[ "$LANES" = cd ] || rate_lane
 if [ "$LANES" = a ]; then
     printf '%-44s %14s %14s %10s\n' "row" "value" "goal" "ratio"
     printf '%s\n' "${ROWS[@]}"
@@ -317,6 +320,11 @@ row "(d) terminated tunnels held at once" "$HN of $HELD_N" ">= 10000" "$(ratio "
 row "    proxy descriptors with them open" "$FDS" "" ""
 held hexcl excl "$((HELD_N < 2000 ? HELD_N : 2000))"
 row "    Pss KiB per live opaque TLS tunnel" "$PSS_PER" "" ""
+if [ "$LANES" = cd ]; then
+    printf '%-44s %14s %14s %10s\n' "row" "value" "goal" "ratio"
+    printf '%s\n' "${ROWS[@]}"
+    exit 0
+fi
 
 # (e) bulk
 start bterm term
