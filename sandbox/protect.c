@@ -93,6 +93,7 @@
 #include <strings.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -250,6 +251,28 @@ nomem:
     return nomem(w);
 }
 
+/* The command owns the directory PATH (relative to dfd): whatever its mode
+ * bits say, it can chmod it writable and then make any name there (rt-19:
+ * root:OTHER or the user's own, mode 555, `chmod u+w . && echo x >
+ * .bashrc`), unless the mount is read-only or the inode immutable, which
+ * stop the chmod too. */
+static int owner_could_write(int dfd, const char *path)
+{
+    struct statvfs v;
+    int fd, ro;
+
+    if (faccessat(dfd, path, W_OK, 0) == 0)
+        return 1;
+    if (errno != EACCES)
+        return 0; /* EROFS, EPERM (immutable): no chmod either */
+    fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    ro = fstatvfs(fd, &v) == 0 && (v.f_flag & ST_RDONLY) != 0;
+    close(fd);
+    return !ro;
+}
+
 /* Could the command make an entry in PATH (relative to dfd)? Asked as the
  * sandbox runs it, without capabilities (bwrap --cap-drop ALL). As root,
  * sluice's own CAP_DAC_OVERRIDE must not count: in bwrap's user namespace
@@ -271,8 +294,11 @@ int sb_could_create(int dfd, const char *path)
     struct stat st;
     int ok;
 
-    if (geteuid() != 0 || fstatat(dfd, path, &st, 0) < 0 ||
-        (st.st_uid == geteuid() && st.st_gid == getegid()) || syscall(SYS_capget, &h, caps) < 0)
+    if (fstatat(dfd, path, &st, 0) < 0)
+        return faccessat(dfd, path, W_OK, 0) == 0;
+    if (st.st_uid == geteuid())
+        return owner_could_write(dfd, path);
+    if (geteuid() != 0 || syscall(SYS_capget, &h, caps) < 0)
         return faccessat(dfd, path, W_OK, 0) == 0;
     memcpy(off, caps, sizeof(off));
     off[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective &= ~CAP_TO_MASK(CAP_DAC_OVERRIDE);

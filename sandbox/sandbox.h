@@ -122,8 +122,9 @@ void sb_prot_list_free(struct sb_prot_list *l);
 /* Whether the sandboxed command could make an entry in the directory PATH
  * (relative to dfd): its permissions without capabilities; as root, with
  * sluice's own override only where bwrap's user namespace maps the
- * directory's owner and group. A missing protected name needs a
- * placeholder only there (protect.c). */
+ * directory's owner and group; always where it owns the directory (it can
+ * chmod it writable) unless that is read-only or immutable. A missing
+ * protected name needs a placeholder only there (protect.c). */
 int sb_could_create(int dfd, const char *path);
 
 /* ------------------------------------------------------------------------ */
