@@ -612,12 +612,8 @@ static int make_late(struct run *run, struct run_creds *rc)
     return 0;
 }
 
-int run_creds_prepare(struct run *run)
+int run_creds_check(const struct settings *s)
 {
-    const struct settings *s = run->settings;
-    struct run_creds *rc;
-    int err;
-
     if (s->credentials.headers.n > 0) {
         const struct settings_item *it = &s->credentials.headers.items[0];
         fprintf(stderr,
@@ -628,10 +624,17 @@ int run_creds_prepare(struct run *run)
                 it->file, it->line, it->col, it->list, it->index);
         return -1;
     }
+    return count_entries(s) > 0 ? check_mask(s) : 0;
+}
+
+int run_creds_prepare(struct run *run)
+{
+    const struct settings *s = run->settings;
+    struct run_creds *rc;
+    int err;
+
     if (count_entries(s) == 0)
         return 0;
-    if (check_mask(s) < 0)
-        return -1;
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
         fprintf(stderr,
                 "sluice: run: credentials: cannot make sluice non-dumpable: %s; the "

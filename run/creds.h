@@ -9,6 +9,12 @@ struct run;
 struct sb_strv;
 struct proxy_creds;
 
+/* Before the host checks (after run_tp_settings): what the settings
+ * cannot have in sluice run (header injection; masked entries where the
+ * sandbox's connections bypass the proxy), reported before any missing
+ * kernel piece. 0, or -1 after a message on stderr naming the entry. */
+struct settings;
+int run_creds_check(const struct settings *s);
 /* After run_tls_prepare (the run directory exists): reads each entry's
  * value, makes the placeholders, the fake files and the table. Nothing
  * without entries. 0, or -1 after a message on stderr naming the entry. */
@@ -34,7 +40,6 @@ void run_creds_summary(const struct run *run);
 int run_creds_trust(struct run *run);
 /* The same for settings s and the writable places writable[0..n): 0, or
  * -1 with err. */
-struct settings;
 int run_creds_trust_check(const struct settings *s, const char *const *writable, size_t n,
                           char *err, size_t errlen);
 /* One file: 0 when trusted, else -1 with why ("is inside '/w', which ..."). */

@@ -154,6 +154,7 @@ void run_bwrap_exited(struct run *run, int status, int term_signal);
 
 /* run/launch_tp.c: transparent mode's steps; each 0, or -1 after a
  * message (and bwrap killed once it runs). No-ops when the mode is off. */
+int run_tp_settings(struct run *run);
 int run_tp_prepare(struct run *run);
 int run_tp_before_go(struct run *run);
 int run_tp_after_go(struct run *run);

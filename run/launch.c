@@ -939,7 +939,9 @@ int sb_launch(const struct sb_launch_opts *o, struct settings *s)
         goto out;
     }
     run_phase(run, "settings");
-    if (host_checks(run) < 0 || run_tp_prepare(run) < 0 || run_ports_prepare(run) < 0 ||
+    /* settings conflicts first: they need no kernel feature to be told */
+    if (run_tp_settings(run) < 0 || run_creds_check(run->settings) < 0 || host_checks(run) < 0 ||
+        run_tp_prepare(run) < 0 || run_ports_prepare(run) < 0 ||
         run_fsw_prepare(run) < 0 || run_tls_prepare(run) < 0 ||
         run_creds_prepare(run) < 0)
         goto out;

@@ -2,9 +2,11 @@
  * the hooks run/launch.c calls, kept here so that launch.c only has one
  * line per step. The mode itself is run/transparent.c and tp_dns.c.
  *
- *   run_tp_prepare     after the host checks: kernel pieces, settings that
- *                      cannot go with it, the sandbox's resolv.conf in the
- *                      run directory (bound by bwrap.c);
+ *   run_tp_settings    before the host checks: --transparent folded into
+ *                      the settings, and the settings that cannot go with
+ *                      it (reported before any kernel piece is missing);
+ *   run_tp_prepare     after the host checks: kernel pieces, the sandbox's
+ *                      resolv.conf in the run directory (bound by bwrap.c);
  *   run_tp_before_go   inner is waiting: the sandbox's network namespace
  *                      identified, the resolver's sockets made in it;
  *   run_tp_after_go    inner sends the seccomp listener once its filter is
@@ -51,24 +53,12 @@ static int check_inherited(struct run *run)
     return 0;
 }
 
-int run_tp_prepare(struct run *run)
+int run_tp_settings(struct run *run)
 {
-    const char *why;
-
     if (run->o->transparent)
         run->settings->network.transparent = 1;
-    if (check_inherited(run) < 0)
-        return -1;
     if (!run->settings->network.transparent)
         return 0;
-    why = tp_preflight();
-    if (why != NULL) {
-        fprintf(stderr,
-                "sluice: run: transparent mode needs %s, which this kernel lacks; the "
-                "command was not run\n",
-                why);
-        return -1;
-    }
     if (!run->settings->network.isolate) {
         fprintf(stderr, "sluice: run: network.transparent needs the sandbox's own network "
                         "namespace, and network.isolate is false; the command was not run\n");
@@ -79,6 +69,25 @@ int run_tp_prepare(struct run *run)
         fprintf(stderr, "sluice: run: network.transparent cannot be combined with "
                         "network.httpProxyPort/socksProxyPort (an external proxy); the command "
                         "was not run\n");
+        return -1;
+    }
+    return 0;
+}
+
+int run_tp_prepare(struct run *run)
+{
+    const char *why;
+
+    if (check_inherited(run) < 0)
+        return -1;
+    if (!run->settings->network.transparent)
+        return 0;
+    why = tp_preflight();
+    if (why != NULL) {
+        fprintf(stderr,
+                "sluice: run: transparent mode needs %s, which this kernel lacks; the "
+                "command was not run\n",
+                why);
         return -1;
     }
     if (tp_resolv_conf(run->rundir, run->tp_resolv_file, sizeof(run->tp_resolv_file),

@@ -180,6 +180,27 @@ static int open_physical(char *dir)
     return dfd;
 }
 
+/* unlinkat(DFD, NAME, FLAGS); in a directory of ours that we may not write
+ * (the user's own, mode 555: a command could chmod it and make a protected
+ * name there, so it has mount points, sb_could_create, rt-19) with the
+ * owner's write bit for the call, the mode put back after. */
+static int unlink_own(int dfd, const char *name, int flags)
+{
+    struct stat st;
+    int rc = unlinkat(dfd, name, flags), e = errno;
+
+    if (rc == 0 || e != EACCES || fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
+        (st.st_mode & S_IWUSR) != 0 || fchmod(dfd, (st.st_mode & 07777) | S_IWUSR | S_IXUSR) < 0) {
+        errno = e;
+        return rc;
+    }
+    rc = unlinkat(dfd, name, flags);
+    e = errno;
+    (void)fchmod(dfd, st.st_mode & 07777);
+    errno = e;
+    return rc;
+}
+
 /* Removes PATH, a mount point bwrap made, when it still is what bwrap made
  * (an empty directory or an empty file), from its directory as D holds it
  * or walks to it (open_physical). 1 when it is still a mount point. */
@@ -217,9 +238,9 @@ static int remove_placeholder(struct ph_dir *d, const char *path)
             }
         }
         if (S_ISREG(st.st_mode) && st.st_size == 0)
-            rc = unlinkat(d->fd, name, 0);
+            rc = unlink_own(d->fd, name, 0);
         else if (S_ISDIR(st.st_mode))
-            rc = unlinkat(d->fd, name, AT_REMOVEDIR); /* fails, as it should, unless empty */
+            rc = unlink_own(d->fd, name, AT_REMOVEDIR); /* fails, as it should, unless empty */
         /* still a mount point: the dead sandbox's mount namespace is torn
          * down after its last process is reaped, not always before */
         busy = rc < 0 && errno == EBUSY;

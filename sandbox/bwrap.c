@@ -626,6 +626,7 @@ static int add_inner_spot(struct ctx *c, const char *spot)
     const char *slash = spot != NULL ? strrchr(spot, '/') : NULL;
     char *dir, *real, *path;
     struct stat st;
+    int could;
 
     if (slash == NULL || spot[0] != '/' || slash[1] == '\0' ||
         (c->o->inner_exe != NULL && strcmp(c->o->inner_exe, spot) == 0))
@@ -640,12 +641,13 @@ static int add_inner_spot(struct ctx *c, const char *spot)
     if (lstat(spot, &st) == 0 && S_ISLNK(st.st_mode))
         return op_add(c, real, OP_PROT, NULL);
     path = concat(real, strcmp(real, "/") == 0 ? "" : "/", slash + 1);
+    could = sb_could_create(AT_FDCWD, real); /* else no placeholder is needed */
     free(real);
     if (path == NULL)
         return nomem(c);
     if (lstat(path, &st) == 0)
         return op_add(c, path, OP_PROT, NULL);
-    if (errno == ENOENT)
+    if (errno == ENOENT && could)
         return op_add(c, path, OP_ABSENT, NULL);
     free(path);
     return 0;

@@ -91,7 +91,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
@@ -248,14 +251,73 @@ nomem:
     return nomem(w);
 }
 
+/* The command owns the directory PATH (relative to dfd): whatever its mode
+ * bits say, it can chmod it writable and then make any name there (rt-19:
+ * root:OTHER or the user's own, mode 555, `chmod u+w . && echo x >
+ * .bashrc`), unless the mount is read-only or the inode immutable, which
+ * stop the chmod too. */
+static int owner_could_write(int dfd, const char *path)
+{
+    struct statvfs v;
+    int fd, ro;
+
+    if (faccessat(dfd, path, W_OK, 0) == 0)
+        return 1;
+    if (errno != EACCES)
+        return 0; /* EROFS, EPERM (immutable): no chmod either */
+    fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    ro = fstatvfs(fd, &v) == 0 && (v.f_flag & ST_RDONLY) != 0;
+    close(fd);
+    return !ro;
+}
+
+/* Could the command make an entry in PATH (relative to dfd)? Asked as the
+ * sandbox runs it, without capabilities (bwrap --cap-drop ALL). As root,
+ * sluice's own CAP_DAC_OVERRIDE must not count: in bwrap's user namespace
+ * (only root's uid and gid mapped) root has its capabilities only over an
+ * inode whose owner and group are both mapped (the command could regain
+ * them there through a nested user namespace), and elsewhere the mode bits
+ * and ACLs decide, for bwrap making a mount point as for the command. A
+ * directory of another user that only root's override could write got a
+ * placeholder bwrap could not make ("bwrap: Can't mkdir DIR/.bash_profile:
+ * Permission denied", nothing run), in a directory where the command
+ * cannot create the name either. Asked with CAP_DAC_OVERRIDE and
+ * CAP_DAC_READ_SEARCH out of this thread's effective set for the call;
+ * where that cannot be done (or glibc lacks faccessat2 and answers yes for
+ * root), the answer is yes: a placeholder, as before. */
+int sb_could_create(int dfd, const char *path)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3], off[_LINUX_CAPABILITY_U32S_3];
+    struct stat st;
+    int ok;
+
+    if (fstatat(dfd, path, &st, 0) < 0)
+        return faccessat(dfd, path, W_OK, 0) == 0;
+    if (st.st_uid == geteuid())
+        return owner_could_write(dfd, path);
+    if (geteuid() != 0 || syscall(SYS_capget, &h, caps) < 0)
+        return faccessat(dfd, path, W_OK, 0) == 0;
+    memcpy(off, caps, sizeof(off));
+    off[CAP_TO_INDEX(CAP_DAC_OVERRIDE)].effective &= ~CAP_TO_MASK(CAP_DAC_OVERRIDE);
+    off[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective &= ~CAP_TO_MASK(CAP_DAC_READ_SEARCH);
+    if (syscall(SYS_capset, &h, off) < 0)
+        return faccessat(dfd, path, W_OK, 0) == 0;
+    ok = faccessat(dfd, path, W_OK, AT_EACCESS) == 0;
+    (void)syscall(SYS_capset, &h, caps); /* within the permitted set: cannot fail */
+    return ok;
+}
+
 /* Protects DIR/NAME (dfd is DIR): FILE or DIR when it exists; ABSENT when it
- * does not, if absent_ok and the command could create it (DIR writable). */
+ * does not, if absent_ok and the command could create it (sb_could_create). */
 static int protect_name(struct walk *w, int dfd, const char *dir, const char *name, int absent_ok)
 {
     struct stat st;
 
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (errno == ENOENT && absent_ok && faccessat(dfd, ".", W_OK, 0) == 0)
+        if (errno == ENOENT && absent_ok && sb_could_create(dfd, "."))
             return add(w, dir, name, SB_PROT_ABSENT);
         return 0;
     }
@@ -456,7 +518,7 @@ static int protect_claude(struct walk *w, int dfd, const char *dir, const char *
     int rc = 0, cfd;
 
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (errno != ENOENT || !at_root || faccessat(dfd, ".", W_OK, 0) != 0)
+        if (errno != ENOENT || !at_root || !sb_could_create(dfd, "."))
             return 0;
         c = join(dir, name);
         if (c == NULL || list_add(w->l, c, SB_PROT_MKDIR) < 0)
@@ -497,7 +559,7 @@ static int protect_git(struct walk *w, int dfd, const char *dir, const char *nam
     int rc = 0;
 
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (errno == ENOENT && at_root && faccessat(dfd, ".", W_OK, 0) == 0)
+        if (errno == ENOENT && at_root && sb_could_create(dfd, "."))
             rc = add(w, dir, name, SB_PROT_ABSENT);
     } else if (S_ISDIR(st.st_mode)) {
         char *g = join(dir, name);

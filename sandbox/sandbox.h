@@ -119,6 +119,13 @@ struct sb_prot_list {
 int sb_protect_scan(const char *root, unsigned depth, int allow_git_config,
                     struct sb_prot_list *out, char *err, size_t errlen);
 void sb_prot_list_free(struct sb_prot_list *l);
+/* Whether the sandboxed command could make an entry in the directory PATH
+ * (relative to dfd): its permissions without capabilities; as root, with
+ * sluice's own override only where bwrap's user namespace maps the
+ * directory's owner and group; always where it owns the directory (it can
+ * chmod it writable) unless that is read-only or immutable. A missing
+ * protected name needs a placeholder only there (protect.c). */
+int sb_could_create(int dfd, const char *path);
 
 /* ------------------------------------------------------------------------ */
 /* post-run git check (sandbox/verify.c)                                      */

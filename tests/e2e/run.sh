@@ -218,6 +218,31 @@ $(diff <(printf '%s\n' "$want") <(printf '%s\n' "$after"))"; fi
     [ "$(cd "$W" && find . | sort)" = "$before" ] && ok "an empty working directory stays empty" ||
         bad "empty cwd after the run" "$(cd "$W" && find . | sort)"
 
+    # root in another user's directory (s37 item 2): in bwrap's user
+    # namespace root has no override over an inode of an unmapped owner, so
+    # the protected names' placeholders, asked for by root's own override,
+    # were mount points bwrap could not make ("bwrap: Can't mkdir
+    # DIR/.bash_profile: Permission denied", 125, nothing run). Now a
+    # directory the command cannot write gets none (it cannot create the
+    # names either), and one it can write (group root, 775) keeps them.
+    if [ "$(id -u)" = 0 ] && [ -z "${SLUICE_E2E_CHILD:-}" ] && e2e_pick_user; then
+        local od=$T/other og=$T/otherg
+        mkdir -p "$od" "$og" && chown "$E2E_UID:$E2E_GID" "$od" && chmod 755 "$od" &&
+            chown "$E2E_UID:0" "$og" && chmod 775 "$og"
+        out=$(cd "$od" && sr -c 'touch .bash_profile; echo a=$?; mkdir .git; echo b=$?; touch x; echo c=$?' 2>&1); rc=$?
+        if [ $rc = 0 ] && [ "$(grep -c '^[abc]=1$' <<< "$out")" = 3 ] && [ -z "$(ls -A "$od")" ]; then
+            ok "root in another user's 755 directory: the command runs, cannot create .bash_profile, .git or x there, nothing left"
+        else bad "root in another user's directory" "rc=$rc $out
+$(ls -lA "$od")"; fi
+        out=$(cd "$og" && sr -c 'touch .bash_profile; echo a=$?; mkdir -p .git/hooks; echo b=$?; touch ok; echo c=$?' 2>&1); rc=$?
+        if [ $rc = 0 ] && grep -q '^a=1$' <<< "$out" && grep -q '^b=1$' <<< "$out" && grep -q '^c=0$' <<< "$out" &&
+            [ "$(ls -A "$og")" = ok ]; then
+            ok "root in another user's directory it can write (group root, 775): .bash_profile and .git still cannot be made"
+        else bad "root in another user's writable directory" "rc=$rc $out
+$(ls -lA "$og")"; fi
+        rm -rf "$od" "$og"
+    fi
+
     # --- settings errors fail closed ------------------------------------------------------------
     printf '{"network": {"allowedDomains": []}, "nosuchkey": 1}\n' > "$T/bad1.json"
     printf '{"network": {"allowedDomains": [}\n' > "$T/bad2.json"
