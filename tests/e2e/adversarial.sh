@@ -81,14 +81,14 @@ allow = ["allowed.test", "*." + w, "portonly.test:" + po, "127.0.0.1:" + po,
 s = {"network": {"allowedDomains": allow,
                  "deniedDomains": ["denied.test", "*.blocked." + w, "127.0.0.3"],
                  "dnsServers": ["127.0.0.1:" + dport], "denyPrivateAddresses": True},
-     "proxy": {"timeouts": {"head": 2, "handshake": 2, "dns": 2, "dial": 2, "idle": 5},
+     "proxy": {"timeouts": {"head": 2, "handshake": 2, "dns": 10, "dial": 10, "idle": 5},
                "limits": {"maxHeadBytes": 4096}}}
 json.dump(s, open(path, "w"), indent=1)
 PY
 cat > "$T/a.json" <<JSON
 {"network": {"allowedDomains": ["allowed.test", "127.0.0.1:$PO"], "deniedDomains": ["denied.test"],
              "dnsServers": ["127.0.0.1:$DPORT"]},
- "proxy": {"timeouts": {"handshake": 2, "dns": 2, "dial": 2},
+ "proxy": {"timeouts": {"handshake": 2, "dns": 10, "dial": 10},
            "auth": {"username": "alice", "password": "s3cret"}}}
 JSON
 

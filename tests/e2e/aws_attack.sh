@@ -275,7 +275,7 @@ cases
 if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin sluicetest >/dev/null 2>&1; }; then
     U=$(id -u sluicetest) G=$(id -g sluicetest)
     cp "$SLUICE" "$SH/sluice" && chmod 755 "$SH/sluice"
-    cp -r "$HERE/aws_attack.sh" "$HERE/lib.sh" "$SH/" && chmod a+rX "$SH"/*.sh
+    cp -r "$HERE/aws_attack.sh" "$HERE/lib.sh" "$HERE/netns.sh" "$SH/" && chmod a+rX "$SH"/*.sh
     echo "# --- the same cases as uid $U (setpriv) ---"
     (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
         env AA_NETNS=1 AA_CHILD=1 AA_SH="$SH" AA_SJ="$SJ" AA_RND="$RND" AA_PA="$PA" \

@@ -202,7 +202,7 @@ cases
 if command -v setpriv >/dev/null && { id sluicetest >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin sluicetest >/dev/null 2>&1; }; then
     U=$(id -u sluicetest) G=$(id -g sluicetest)
     cp "$SLUICE" "$SH/sluice" && chmod 755 "$SH/sluice"
-    cp -r "$HERE/credentials_aws.sh" "$HERE/lib.sh" "$SH/" && chmod a+rX "$SH"/*.sh
+    cp -r "$HERE/credentials_aws.sh" "$HERE/lib.sh" "$HERE/netns.sh" "$SH/" && chmod a+rX "$SH"/*.sh
     echo "# --- the same cases as uid $U (setpriv) ---"
     (cd / && setpriv --reuid="$U" --regid="$G" --clear-groups --inh-caps=-all \
         env AWS_NETNS=1 AWS_CHILD=1 AWS_SH="$SH" AWS_SJ="$SJ" AWS_RND="$RND" AWS_PA="$PA" \

@@ -43,6 +43,14 @@ if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((2 * CONC + 400)) ]; then
     echo "# note: ulimit -n is $NOFILE: flood concurrency $CONC instead of 500"
 fi
 FLOOD=${HOSTILE_FLOOD:-10000}
+# SF scales every timing of a case together (the timeouts sluice is given and
+# the bounds the checks hold it to), so each bound keeps its place between
+# "served at once" and "waited for a timeout": 2 in a sanitizer build (CI
+# runs it with another test on 2 cores; ASan is a few times slower), SLOW
+# when that is larger. A normal build keeps the numbers below as they are.
+SF=1
+grep -qa __asan_init "$SLUICE" && SF=2
+[ "$SLOW" -gt "$SF" ] && SF=$SLOW
 
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # wait_fds PID MAX SECONDS: 0 once PID has at most MAX descriptors; FDS_NOW is the last count
@@ -105,10 +113,10 @@ A="http://127.0.0.1:$OPORT"
 # =========================================================================================
 # 1. Idle and slow-loris sockets
 # =========================================================================================
-# head and handshake timeouts of 5 s: long enough for the real clients to be
+# head and handshake timeouts of 5 s (x SF): long enough for the real clients to be
 # served while every hostile socket is still open (they connect within about
 # a second), short enough to keep the test short.
-TO=5
+TO=$((5 * SF))
 cat > "$T/c1.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$OPORT"], "dnsServers": ["127.0.0.1:$DPORT"]},
  "proxy": {"timeouts": {"head": $TO, "handshake": $TO},
@@ -128,23 +136,31 @@ FD1=$(fds "$P1")
 # the proxy's accept: a cut earlier than the timeout (minus 0.5 s for the
 # loop's cached clock) is a timer that started too early or fired wrongly; a
 # cut more than 4 s after it (the slack covers 2N sockets on a loaded
-# machine, a sanitizer build included) is a timer that trickled bytes
-# extended or that never fired. The helper gives up after TO + 15 s.
-python3 "$HH/loris.py" "$HPORT" "$SPORT" "$N" "$T/loris.ready" $((TO - 1)).5 $((TO + 4)) $((TO + 15)) \
+# machine; 8 s on a 10 s timeout in a sanitizer build) is a timer that
+# trickled bytes extended or that never fired. The helper gives up after
+# TO + 15 s (x SF).
+python3 "$HH/loris.py" "$HPORT" "$SPORT" "$N" "$T/loris.ready" $((TO - 1)).5 $((TO + 4 * SF)) $((TO + 15 * SF)) \
     > "$T/loris.out" 2> "$T/loris.err" &
 LORIS=$!
 PIDS+=("$LORIS")
 if wait_for "$T/loris.ready" '^ready' 40; then
     read -r _ conn took < "$T/loris.ready"
-    echo "# $conn hostile sockets connected in $took s; proxy descriptors $FD1 -> $(fds "$P1")"
-    held=$(fds "$P1")
+    # the helper's connects end when the kernel queued them, before the
+    # proxy accepted them all: wait for the accepts (at most 5 s x SF)
+    for ((i = 0; i < 100 * SF; i++)); do
+        held=$(fds "$P1")
+        [ "$held" -ge $((FD1 + 2 * N * 95 / 100)) ] && break
+        sleep 0.05
+    done
+    echo "# $conn hostile sockets connected in $took s; proxy descriptors $FD1 -> $held"
     [ "$held" -ge $((FD1 + 2 * N * 95 / 100)) ] && ok "1: the proxy holds the $((2 * N)) idle and slow sockets ($held descriptors, $FD1 before)" \
         || bad "1: the hostile sockets did not reach the proxy" "$held descriptors, $FD1 before; $(cat "$T/loris.ready")"
-    # Real clients while they are open: served within 2 s each. A request
-    # through the proxy takes milliseconds here, tens of them under ASan;
-    # 2 s is far above that and far below the 5 s a starved client would
-    # wait for a hostile socket's timeout to free something.
-    LAT_BOUND=2 MAX_LAT=0
+    # Real clients while they are open: served within 2 s each (x SF). A
+    # request through the proxy takes milliseconds here, tens of them under
+    # ASan; 2 s is far above that and far below the 5 s a starved client
+    # would wait for a hostile socket's timeout to free something (4 s and
+    # 10 s in a sanitizer build).
+    LAT_BOUND=$((2 * SF)) MAX_LAT=0
     for r in 1 2 3; do
         timed "1: plain GET through the HTTP proxy during the attack (round $r)" "200 $HELLO" \
             -x "http://127.0.0.1:$HPORT" "$A/index.html"
@@ -167,9 +183,9 @@ for g in http-idle http-slow socks-idle socks-slow; do
     early=$(gv $g early "$T/loris.out") late=$(gv $g late "$T/loris.out")
     range="$(gv $g min "$T/loris.out")..$(gv $g max "$T/loris.out") s"
     [ -n "$n" ] && [ "$con" = "$n" ] && [ "$n" -gt 0 ] && ok "1: $g: all $n connected" || bad "1: $g: connected $con of $n" "$(cat "$T/loris.err")"
-    [ "$open" = 0 ] && ok "1: $g: every socket was cut (none still open $((TO + 15)) s on)" || bad "1: $g: $open sockets never cut" "cut after $range"
+    [ "$open" = 0 ] && ok "1: $g: every socket was cut (none still open $((TO + 15 * SF)) s on)" || bad "1: $g: $open sockets never cut" "cut after $range"
     [ "$early" = 0 ] && ok "1: $g: none cut before the ${TO} s timeout ($range)" || bad "1: $g: $early cut early" "cut after $range"
-    [ "$late" = 0 ] && ok "1: $g: all cut within the timeout + 4 s ($range)" || bad "1: $g: $late cut late" "cut after $range"
+    [ "$late" = 0 ] && ok "1: $g: all cut within the timeout + $((4 * SF)) s ($range)" || bad "1: $g: $late cut late" "cut after $range"
 done
 for g in http-slow socks-slow; do
     s=$(gv $g sent_min "$T/loris.out")
@@ -180,13 +196,18 @@ done
     || bad "1: incomplete heads not answered 408" "$(grep http-slow "$T/loris.out")"
 [ "$(gv http-idle r408 "$T/loris.out")" = 0 ] && ok "1: a connection that sent nothing is closed without an answer" \
     || bad "1: idle connections got an answer" "$(grep http-idle "$T/loris.out")"
-wait_fds "$P1" "$FD1" 10 && ok "1: the proxy's descriptors are back to $FD1" || bad "1: descriptors not released" "$FDS_NOW now, $FD1 before"
-metrics_get "$AP1"
+wait_fds "$P1" "$FD1" $((10 * SF)) && ok "1: the proxy's descriptors are back to $FD1" || bad "1: descriptors not released" "$FDS_NOW now, $FD1 before"
+# the gauges drop as the workers finish each close: poll (5 s x SF)
+for ((i = 0; i < 50 * SF; i++)); do
+    metrics_get "$AP1"
+    [ "$(metric 'sluice_connections_active{protocol="http"}')" = 0 ] && [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 0 ] && break
+    sleep 0.1
+done
 [ "$(metric 'sluice_connections_active{protocol="http"}')" = 0 ] && [ "$(metric 'sluice_connections_active{protocol="socks5"}')" = 0 ] \
     && ok "1: sluice_connections_active is 0 for both front ends" || bad "1: connections still active" "$(grep active "$T/metrics.txt")"
 # the log (buffered: wait for it): one close per hostile socket, with the
 # proxy's own duration in duration_ms=, none shorter than the timeout
-for i in $(seq 100); do
+for ((i = 0; i < 100 * SF; i++)); do
     [ "$(grep -c 'end="head timeout"' "$T/c1.log")" -ge "$N" ] && [ "$(grep -c 'end="handshake timeout"' "$T/c1.log")" -ge "$N" ] && break
     sleep 0.1
 done
@@ -194,7 +215,7 @@ nh=$(grep -c 'end="head timeout"' "$T/c1.log") ns=$(grep -c 'end="handshake time
 [ "$nh" = "$N" ] && ok "1: the log has $N HTTP closes with end=\"head timeout\"" || bad "1: head timeouts logged: $nh, want $N"
 [ "$ns" = "$N" ] && ok "1: the log has $N SOCKS5 closes with end=\"handshake timeout\"" || bad "1: handshake timeouts logged: $ns, want $N"
 read -r msmin msmax <<< "$(grep -E 'end="(head|handshake) timeout"' "$T/c1.log" | sed -n 's/.* duration_ms=\([0-9]*\) .*/\1/p' | sort -n | sed -n '1p;$p' | tr '\n' ' ')"
-[ -n "$msmin" ] && [ "$msmin" -ge $((TO * 1000 - 50)) ] && [ "${msmax:-0}" -le $((TO * 1000 + 4000)) ] \
+[ -n "$msmin" ] && [ "$msmin" -ge $((TO * 1000 - 50)) ] && [ "${msmax:-0}" -le $((TO * 1000 + 4000 * SF)) ] \
     && ok "1: the logged durations are $msmin..$msmax ms for a ${TO} s timeout" || bad "1: logged durations $msmin..$msmax ms"
 grep -q 'EMFILE\|too many open files' "$T/c1.log" "$T/c1.err" && bad "1: the proxy ran out of descriptors" "$(grep -m3 EMFILE "$T/c1.log")" \
     || ok "1: no descriptor exhaustion logged"
@@ -221,15 +242,15 @@ P2=$PROXY_PID
 curl -s -o /dev/null --max-time 5 -x "http://127.0.0.1:$HPORT" "http://ok.test:$OPORT/"
 sleep 0.3
 FD2=$(fds "$P2")
-# Each CONNECT waits up to 6 s for its status line (the proxy's decision
-# takes milliseconds; a denial slower than that is counted as held and fails
-# the count below); new ones stop after 90 s whatever happens.
-python3 "$HH/flood.py" "$HPORT" "$AP2" "$P2" "$FLOOD" "$CONC" 6 90 "$T/flood.started" > "$T/flood.out" 2> "$T/flood.err" &
+# Each CONNECT waits up to 6 s (x SF) for its status line (the proxy's
+# decision takes milliseconds; a denial slower than that is counted as held
+# and fails the count below); new ones stop after 90 s whatever happens.
+python3 "$HH/flood.py" "$HPORT" "$AP2" "$P2" "$FLOOD" "$CONC" $((6 * SF)) 90 "$T/flood.started" > "$T/flood.out" 2> "$T/flood.err" &
 FPID=$!
 PIDS+=("$FPID")
 # normal clients during the flood: 5 s each at most (they queue behind
 # CONC connections in the accept backlog and the loop; normal is ms)
-LAT_BOUND=5 MAX_LAT=0
+LAT_BOUND=$((5 * SF)) MAX_LAT=0
 if wait_for "$T/flood.started" started 20; then
     timed "2: plain GET to an allowed name during the flood" "200 $HELLO" -x "http://127.0.0.1:$HPORT" "http://ok.test:$OPORT/index.html"
     timed "2: CONNECT to an allowed name during the flood" "200 $HELLO" -p -x "http://127.0.0.1:$HPORT" "http://ok.test:$OPORT/index.html"
@@ -253,8 +274,9 @@ asked=$(cat "$T/asked" 2>/dev/null)
 [ -n "$answered" ] && [ $((answered + held)) = "$sent" ] && [ "$s403" = "$answered" ] \
     && ok "2: every other CONNECT ($answered) was denied with 403" || bad "2: answers: 403 $s403, 503 $s503, other $other, of $answered" "$(grep other= "$T/flood.out")"
 # the ask timeout is 120 s: an excess CONNECT that waited for a slot or for
-# the timeout would take seconds to minutes; 3 s is generous for a denial
-flt "$latmax" '<' 3 && ok "2: the excess is denied at once (slowest $latmax s, p99 $(kv lat_p99 "$T/flood.out") s; ask timeout 120 s)" \
+# the timeout would take seconds to minutes; 3 s (x SF) is generous for a
+# denial (the latency is the python client's too: 500 in flight in one loop)
+flt "$latmax" '<' $((3 * SF)) && ok "2: the excess is denied at once (slowest $latmax s, p99 $(kv lat_p99 "$T/flood.out") s; ask timeout 120 s)" \
     || bad "2: a denial took $latmax s"
 [ "${psam:-0}" -ge 5 ] && [ "$pmax" = "$MAXASK" ] && ok "2: sluice_asks_pending sampled $psam times during the flood, never above $MAXASK (max $pmax)" \
     || bad "2: sluice_asks_pending max $pmax over $psam samples, limit $MAXASK"
@@ -266,7 +288,7 @@ flt "$latmax" '<' 3 && ok "2: the excess is denied at once (slowest $latmax s, p
     && ok "2: the proxy's descriptors peaked at $fdmax (baseline $FD2, $CONC in flight, bound $((FD2 + 2 * CONC + 32)); ulimit $NOFILE)" \
     || bad "2: descriptors peaked at $fdmax" "baseline $FD2, concurrency $CONC, limit $NOFILE"
 # the baseline plus one: the connection to the ask handler, made on the first question
-wait_fds "$P2" $((FD2 + 1)) 10 && ok "2: descriptors back to $FD2 + the ask handler's connection after the flood" \
+wait_fds "$P2" $((FD2 + 1)) $((10 * SF)) && ok "2: descriptors back to $FD2 + the ask handler's connection after the flood" \
     || bad "2: descriptors not released after the flood" "$FDS_NOW now, $FD2 before (+1 for the ask socket)"
 # Clients that join questions already pending (joining is always allowed)
 # and then vanish with a reset: their connections must go at once, not wait
@@ -275,13 +297,13 @@ wait_fds "$P2" $((FD2 + 1)) 10 && ok "2: descriptors back to $FD2 + the ask hand
 hosts=$(sed -n 's/.*"host":"\([^"]*\)".*/\1/p' "$T/asked.q" 2>/dev/null | head -25)
 if [ -n "$hosts" ]; then
     # shellcheck disable=SC2086
-    python3 "$HH/join.py" "$HPORT" "$SPORT" "$P2" $((FD2 + 1)) $hosts > "$T/join.out" 2> "$T/join.err"
+    python3 "$HH/join.py" "$HPORT" "$SPORT" "$P2" $((FD2 + 1)) "$SF" $hosts > "$T/join.out" 2> "$T/join.err"
     echo "# joiners: $(tr '\n' ' ' < "$T/join.out")"
     jn=$(kv opened "$T/join.out") ja=$(kv answered "$T/join.out") jh=$(kv fd_held "$T/join.out") jt=$(kv teardown_s "$T/join.out")
     [ -n "$jn" ] && [ "$ja" = 0 ] && [ "$jh" -ge $((FD2 + 1 + jn)) ] \
         && ok "2: $jn CONNECTs (HTTP and SOCKS5) join pending questions and wait" \
         || bad "2: joiners: $jn opened, $ja answered, $jh descriptors held" "$(cat "$T/join.err")"
-    flt "${jt:--1}" '>=' 0 && flt "$jt" '<' 3 && ok "2: joiners that reset are let go at once ($jt s), not at the ask timeout" \
+    flt "${jt:--1}" '>=' 0 && flt "$jt" '<' $((3 * SF)) && ok "2: joiners that reset are let go at once ($jt s), not at the ask timeout" \
         || bad "2: joiners that reset still hold descriptors" "$(cat "$T/join.out" "$T/join.err")"
 else
     bad "2: no question reached the handler" "$(cat "$T/asker.err")"
@@ -289,10 +311,10 @@ fi
 metrics_get "$AP2"
 [ "$(metric sluice_asks_pending)" = "$MAXASK" ] && ok "2: the $MAXASK questions stay pending until the ask timeout (their clients are gone)" \
     || bad "2: sluice_asks_pending after the flood: $(metric sluice_asks_pending)"
-LAT_BOUND=2
+LAT_BOUND=$((2 * SF))
 timed "2: plain GET after the flood" "200 $HELLO" -x "http://127.0.0.1:$HPORT" "http://ok.test:$OPORT/index.html"
 out=$(curl -s -o /dev/null -w '%{http_connect} %{time_total}' --max-time 10 -p -x "http://127.0.0.1:$HPORT" "http://late.unknown.test:$OPORT/")
-[ "${out% *}" = 403 ] && flt "${out#* }" '<' 2 && ok "2: a new unknown name is still denied at once while the handler is full ($out)" \
+[ "${out% *}" = 403 ] && flt "${out#* }" '<' $((2 * SF)) && ok "2: a new unknown name is still denied at once while the handler is full ($out)" \
     || bad "2: unknown name after the flood" "$out"
 # DNS: nothing may be resolved for a name whose ask is pending or was denied
 for i in $(seq 20); do grep -q 'ok.test' "$T/dnsmasq.log" && break; sleep 0.1; done
@@ -313,7 +335,7 @@ echo "# case 2 done at $((SECONDS - T0)) s"
 # 3. Peers that never read
 # =========================================================================================
 UPORT=$(free_port)
-IDLE=5
+IDLE=$((5 * SF))
 cat > "$T/c3.json" <<JSON
 {"network": {"allowedDomains": ["127.0.0.1:$UPORT"], "dnsServers": ["127.0.0.1:$DPORT"]},
  "proxy": {"timeouts": {"idle": $IDLE}}}
@@ -345,9 +367,10 @@ for mode in connect-up socks-up post-up connect-down socks-down get-down; do
     # A client that closes while the proxy has stopped reading it: with the
     # upstream not reading, the proxy never sees that close (it is behind the
     # unread bytes, or a reset on a socket nobody polls) until the idle
-    # timeout ends the stalled relay; IDLE + 5 s. Toward a client that does
-    # not read, the proxy has writes queued and sees the close at once: 3 s.
-    case $mode in *-up) TD=$((IDLE + 5)) ;; *) TD=3 ;; esac
+    # timeout ends the stalled relay; IDLE + 5 s (x SF). Toward a client that
+    # does not read, the proxy has writes queued and sees the close at once:
+    # 3 s (x SF, below IDLE).
+    case $mode in *-up) TD=$((IDLE + 5 * SF)) ;; *) TD=$((3 * SF)) ;; esac
     python3 "$HH/stall.py" "$mode" "$P3" "$HPORT" "$SPORT" "$UPORT" 100 2 fin $((TD + 3)) > "$T/$mode.out" 2> "$T/$mode.err"
     echo "# $mode: $(tr '\n' ' ' < "$T/$mode.out")"
     if [ "$(kv handshake "$T/$mode.out")" != ok ]; then

@@ -643,8 +643,8 @@ killchecks() {
     killcheck() { # WHAT: the project and the run directories (an empty 0700 parent,
                   # XDG_RUNTIME_DIR/sluice, may stay), once the reaper is done
                   # (up to 30 s: on a loaded 2-core machine 10 s was not always
-                  # enough for the reaper to see bwrap go and clean up)
-        for i in $(seq 600); do
+                  # enough for the reaper to see bwrap go and clean up; x SLOW)
+        for ((i = 0; i < 600 * SLOW; i++)); do
             [ "$(ls -A "$K")" = .git ] && [ ! -e "$K/.git/config" ] && [ ! -e "$K/.git/config.worktree" ] &&
                 [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] && break
             sleep 0.05
@@ -1644,7 +1644,12 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
         for late in "" 1; do
             rm -f "$V/late-ran"
             out=$(cd "$V/late" && RT8_NOCG_LATE=$late LD_PRELOAD=$V/nocg.so "$SLUICE" run --settings "$V/lim.json" -c "touch $V/late-ran; : rt8late-$TOKEN" 2>&1 </dev/null); rc=$?
-            sleep 0.5
+            # what the kill path leaves to the reaper goes a moment after
+            # the launcher's exit: wait for it (10 s x SLOW), not 0.5 s
+            for ((i = 0; i < 200 * SLOW; i++)); do
+                [ -z "$(ls -A "$V/late")" ] && ! pgrep -f "rt8late-$TOKEN" >/dev/null && break
+                sleep 0.05
+            done
             what=${late:+"after bwrap's start"}
             what=${what:-"before bwrap's start"}
             if [ $rc = 125 ] && [ ! -e "$V/late-ran" ] && [ -z "$(ls -A "$V/late")" ] && ! pgrep -f "rt8late-$TOKEN" >/dev/null &&
@@ -1662,18 +1667,23 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$SLUICE" run -q --settings "$V/plain.json
     git -c init.defaultBranch=main init -q "$K2"
     git -C "$K2" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
     mkdir -p -m 700 "$V/kx"
-    rt8_clean() { # WHAT PIDS...: nothing left once the reapers are done
-        local what=$1 left; shift
-        for i in $(seq 600); do
-            [ "$(ls -A "$K2")" = .git ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] &&
-                ! pgrep -f "rt8kill-$TOKEN" >/dev/null && break
-            sleep 0.05
-        done
-        left=
+    rt8_cgroups() { # PIDS...: the sluice-run cgroups of those launchers still there
+        local pid
         for pid in "$@"; do
             ls -d /sys/fs/cgroup/pids/sluice-run.$pid.* /sys/fs/cgroup/sluice-run.$pid.* 2>/dev/null | grep -q . &&
-                left="$left cgroup of $pid;"
+                printf ' cgroup of %s;' "$pid"
         done
+    }
+    rt8_clean() { # WHAT PIDS...: nothing left once the reapers are done
+        local what=$1 left; shift
+        # the reapers remove the cgroups too: waited for with the rest
+        # (30 s x SLOW)
+        for ((i = 0; i < 600 * SLOW; i++)); do
+            [ "$(ls -A "$K2")" = .git ] && [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] &&
+                ! pgrep -f "rt8kill-$TOKEN" >/dev/null && [ -z "$(rt8_cgroups "$@")" ] && break
+            sleep 0.05
+        done
+        left=$(rt8_cgroups "$@")
         [ "$(ls -A "$K2")" = .git ] || left="$left project: $(ls -A "$K2" | tr '\n' ' ');"
         [ -z "$(find "$V/kx" -mindepth 2 2>/dev/null)" ] || left="$left rundirs: $(find "$V/kx" -mindepth 1 | tr '\n' ' ');"
         pgrep -f "rt8kill-$TOKEN" >/dev/null && left="$left processes: $(pgrep -af "rt8kill-$TOKEN" | tr '\n' ' ')"

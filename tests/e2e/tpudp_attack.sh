@@ -168,6 +168,10 @@ while True:
 for f in echo-10.9.0.1 echo-fd00:9::1 victims-host victims-origins bigdns; do
     wait_for "$T/$f.out" ready 10 || { bad "$f did not start" "$(cat "$T/$f.out")"; e2e_finish; exit 1; }
 done
+# the other resolver logs its start once it is bound (dnsport's query to it
+# is positive: sent before the bind, it would be refused)
+wait_for "$T/other-dns.log" 'dnsmasq\[[0-9]+\]: started' $((10 * SLOW)) ||
+    { bad "the other resolver did not start" "$(cat "$T/other-dns.err" "$T/other-dns.log" 2>/dev/null)"; e2e_finish; exit 1; }
 
 # sluice's resolver: the guard's names under *.g.test (an addn-hosts file:
 # several answers per name), any *.c.test name -> the allowed echo

@@ -94,6 +94,10 @@ bg_origins "$(command -v dnsmasq || echo /usr/sbin/dnsmasq)" --no-daemon --no-re
 for ip in 10.9.0.1 10.9.0.2 fd00:9::1; do
     wait_for "$T/echo-$ip.out" ready 10 || { bad "echo server $ip" "$(cat "$T/echo-$ip.out")"; e2e_finish; exit 1; }
 done
+# the other resolver logs its start once it is bound (dnsrelay's query to it
+# is positive: sent before the bind, it would be refused)
+wait_for "$T/other-dns.log" 'dnsmasq\[[0-9]+\]: started' $((10 * SLOW)) ||
+    { bad "the other resolver did not start" "$(cat "$T/other-dns.err" "$T/other-dns.log" 2>/dev/null)"; e2e_finish; exit 1; }
 
 start_dnsmasq --local=/test/ \
     --host-record=echo.test,10.9.0.1 \

@@ -513,7 +513,7 @@ def wait_reset(s):
 
 def cmd_reaim_opts(host, port, sink, bindport):
     """rt-1: a handed-over socket reset by its peer (the origin on HOST:PORT
-    resets every connection 0.3 s after its hello), then the socket options
+    resets every connection 1 s after its hello), then the socket options
     that could loosen it (TCP_REPAIR, IP_TRANSPARENT, IP_FREEBIND,
     SO_BINDTODEVICE, SO_REUSEADDR/SO_REUSEPORT) and every send path with an
     address: sendmsg and sendmmsg with MSG_FASTOPEN, TCP_FASTOPEN_CONNECT then

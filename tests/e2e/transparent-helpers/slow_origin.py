@@ -14,7 +14,7 @@ creates DIR/go.N just before its connect(); the origin waits 0.3 s (the
 SYN is dropped by then), accepts the filler (room for the retransmit),
 accepts the probe's connection and then, by the mode the probe wrote into
 go.N: "early" resets it at once, "reply" sends "hello\\n" and resets it
-0.3 s later, "close" sends it and closes (FIN, then a reset answers the
+1 s later, "close" sends it and closes 1 s later (FIN, then a reset answers the
 probe's next bytes). A reset is a close() with SO_LINGER {1, 0}.
 
 SINK_PORT accepts anything and writes "sink PEER\\n" to DIR/sink.log for each
@@ -70,7 +70,9 @@ while True:
     c, _ = lst.accept()
     if mode in ("reply", "close"):
         c.sendall(b"hello\n")
-        time.sleep(0.3)
+        # time for sluice to hand the socket over on a loaded machine (at
+        # least 3 handed-over rounds are wanted)
+        time.sleep(1.0)
     if mode == "close":
         c.close()  # FIN; the probe's next bytes meet a closed socket: RST
     else:

@@ -49,8 +49,10 @@ def resolve(name, port, fam=socket.AF_INET):
 def echo(addr, payload, fam=socket.AF_INET, connect=False, tries=3):
     """(data, peer) of the echo, or (None, error text)."""
     err = None
-    for _ in range(tries):
-        s = udp(fam, 2.0)
+    for i in range(tries):
+        # each try waits longer (2, 4, 8 s): the first datagram to a name
+        # makes a relay, slow on a loaded machine (ASan, CI)
+        s = udp(fam, 2.0 * 2 ** i)
         try:
             if connect:
                 s.connect(addr)
@@ -100,15 +102,22 @@ def dns_query(name, qtype=1):
 
 
 def dns_ask(server, name):
-    """(rcode, first A answer or None, reply source) or (None, error, None)."""
-    s = udp(timeout=3.0)
-    try:
-        s.sendto(dns_query(name), (server, 53))
-        d, peer = s.recvfrom(4096)
-    except OSError as e:
-        return None, str(e), None
-    finally:
-        s.close()
+    """(rcode, first A answer or None, reply source) or (None, error, None).
+    Asked up to 3 times (3, 6, 9 s), as a resolver does: UDP may drop."""
+    for i in range(3):
+        s = udp(timeout=3.0 * (i + 1))
+        try:
+            s.sendto(dns_query(name), (server, 53))
+            d, peer = s.recvfrom(4096)
+            break
+        except socket.timeout as e:
+            err = e
+        except OSError as e:
+            return None, str(e), None
+        finally:
+            s.close()
+    else:
+        return None, "timeout (%s)" % err, None
     rcode, an = d[3] & 15, struct.unpack(">H", d[6:8])[0]
     a = socket.inet_ntoa(d[-4:]) if an > 0 else None
     return rcode, a, peer
@@ -142,7 +151,7 @@ def allowed(port):
 def connected_refused(addr, payload):
     """The errno a connected socket's send() or recv() fails with (the
     relay answers a denied datagram with port unreachable), or 0."""
-    s = udp()
+    s = udp(timeout=8.0)  # the refusal comes back asynchronously
     try:
         s.connect(addr)
     except OSError as e:
@@ -214,12 +223,17 @@ def reaim(port):
         e = refused(lambda: s.recv(100))
     check(e == errno.ECONNREFUSED, "re-connect() to a denied address: its datagrams refused", e)
     s.connect((ALLOWED, port))
-    s.send(b"reaim-still-allowed")
-    s.settimeout(3)
-    try:
-        data = s.recv(100)
-    except OSError as e:
-        data = e
+    for i in range(3):  # UDP: sent again when no echo came (3, 6, 9 s)
+        s.send(b"reaim-still-allowed")
+        s.settimeout(3.0 * (i + 1))
+        try:
+            data = s.recv(100)
+            break
+        except socket.timeout as e:
+            data = e
+        except OSError as e:
+            data = e
+            break
     check(data == b"reaim-still-allowed", "... connected back: the allowed peer echoes", data)
     s.close()
     # 4. sendmsg() to a denied address (the filter cannot read its address)
