@@ -480,6 +480,24 @@ static BUF_MEM *bio_detach(BIO *b)
     return bm;
 }
 
+/* The connection's read (or write) BIO replaced by B; the old one freed,
+ * its buffer with buf_free. */
+static void set_rbio(struct tls_conn *c, BIO *b)
+{
+    BUF_MEM *old = bio_detach(SSL_get_rbio(c->ssl));
+
+    SSL_set0_rbio(c->ssl, b);
+    buf_free(old);
+}
+
+static void set_wbio(struct tls_conn *c, BIO *b)
+{
+    BUF_MEM *old = bio_detach(SSL_get_wbio(c->ssl));
+
+    SSL_set0_wbio(c->ssl, b); /* keeps the handshake's bbio */
+    buf_free(old);
+}
+
 static BIO *new_bio(void)
 {
     BIO *b = BIO_new(BIO_s_mem());
@@ -606,15 +624,11 @@ static void release_idle(struct tls_conn *c)
     (void)SSL_free_buffers(c->ssl); /* 0 while either holds bytes: kept */
 
     if (c->rused && BIO_ctrl_pending(SSL_get_rbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
-        BUF_MEM *bm = bio_detach(SSL_get_rbio(c->ssl));
-        SSL_set0_rbio(c->ssl, b);
-        buf_free(bm);
+        set_rbio(c, b);
         c->rused = 0;
     }
     if (c->wused && BIO_ctrl_pending(SSL_get_wbio(c->ssl)) == 0 && (b = new_bio()) != NULL) {
-        BUF_MEM *bm = bio_detach(SSL_get_wbio(c->ssl));
-        SSL_set0_wbio(c->ssl, b); /* frees the old one, keeps the handshake's bbio */
-        buf_free(bm);
+        set_wbio(c, b);
         c->wused = 0;
     }
 }
@@ -837,11 +851,7 @@ int tls_conn_feed_in(struct tls_conn *c, struct tls_in *in, size_t len)
     bm->length = len;
     BIO_set_mem_buf(b, bm, BIO_CLOSE); /* b owns bm from now on */
     BIO_set_mem_eof_return(b, -1);
-    {
-        BUF_MEM *old = bio_detach(SSL_get_rbio(c->ssl)); /* empty */
-        SSL_set0_rbio(c->ssl, b);
-        buf_free(old);
-    }
+    set_rbio(c, b); /* the old one is empty */
     c->rused = 1;
     rc = step(c);
     note_out(c);
